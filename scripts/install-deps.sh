@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything building and testing vitrine needs on Debian 12:
+# Debian packages, then DuckDB (scripts/fetch-duckdb.sh), then the npm test
+# clients (tests/e2e/package.json). Safe to run again.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+
+packages=(
+    build-essential pkg-config git ca-certificates curl
+    libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev zlib1g-dev
+    libexpat1-dev libssl-dev libdouble-conversion-dev
+    python3 python3-pytest python3-requests
+    nginx wrk postgresql-client
+    clang libclang-rt-14-dev
+    nodejs npm
+)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    # node and npm may come from outside Debian on these machines; only install
+    # Debian's when the commands are absent.
+    filtered=()
+    for p in "${missing[@]}"; do
+        case "$p" in
+        nodejs) command -v node >/dev/null || filtered+=("$p") ;;
+        npm) command -v npm >/dev/null || filtered+=("$p") ;;
+        *) filtered+=("$p") ;;
+        esac
+    done
+    if [ ${#filtered[@]} -gt 0 ]; then
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${filtered[@]}"
+    fi
+fi
+
+"$top/scripts/fetch-duckdb.sh"
+
+if [ -f "$top/tests/e2e/package.json" ] && [ ! -d "$top/tests/e2e/node_modules" ]; then
+    (cd "$top/tests/e2e" && npm install --silent --no-audit --no-fund)
+fi

@@ -1,0 +1,239 @@
+/*
+ * The configuration model: every block and key of the spec's configuration
+ * tables, as typed structs with the spec's defaults and DESIGN.md's decisions.
+ *
+ * config_load_file() reads a TOML file, validates it and fills struct
+ * vt_config. Validation errors name the file, line and key, e.g.
+ *   datasets.toml:12: dataset[1].index.mode: expected one of auto, list, none
+ *   datasets.toml:3: server.prot: unknown key (did you mean "port"?)
+ *
+ * The same dataset-block parser reads the JSON body of POST /api/v1/datasets
+ * (config_dataset_from_json) so both paths apply identical rules.
+ *
+ * Strings are heap-allocated and owned by the struct; config_free() releases
+ * everything. A struct vt_dataset_config can be deep-copied on its own
+ * (datasets outlive config reloads).
+ */
+#ifndef VT_CONFIG_CONFIG_H
+#define VT_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/errors.h"
+
+struct strvec {
+    char **items;
+    size_t len;
+};
+
+enum source_kind { SOURCE_PARQUET, SOURCE_DELTA, SOURCE_QUERY };
+enum index_mode { INDEX_AUTO, INDEX_LIST, INDEX_NONE };
+enum on_start { ON_START_EAGER, ON_START_LAZY, ON_START_SKIP };
+enum residency { RESIDENCY_AUTO, RESIDENCY_MEMORY, RESIDENCY_LAZY };
+enum s3_addressing { S3_ADDRESSING_VIRTUAL, S3_ADDRESSING_PATH };
+enum s3_partitioning { S3_PARTITIONING_AUTO, S3_PARTITIONING_HIVE, S3_PARTITIONING_NONE };
+enum readiness { READINESS_ALL, READINESS_ANY };
+enum backend { BACKEND_DATAFUSION, BACKEND_DUCKDB };
+
+struct refresh_config {
+    bool set;                   /* a refresh block was given */
+    int64_t interval_ms;        /* 0 = no schedule */
+    bool on_upstream_reload;    /* default false */
+    int64_t timeout_ms;         /* default 10 minutes */
+    bool jitter;                /* default true: ±10% */
+    int64_t debounce_ms;        /* default 5 s */
+};
+
+struct materialize_config {
+    bool set;
+    enum residency residency;   /* default auto */
+    struct strvec sort_by;
+    bool reuse_on_start;        /* default false */
+};
+
+struct s3_config {
+    char *region;               /* NULL: AWS_REGION / AWS_DEFAULT_REGION / us-east-1 */
+    char *endpoint;             /* NULL: AWS */
+    enum s3_addressing addressing_style; /* default virtual */
+    bool allow_http;            /* default false */
+    enum s3_partitioning partitioning;   /* default auto */
+    /* Optional per-dataset credential overrides: names of environment variables
+     * to read the key id / secret / session token from (never the secrets). */
+    char *access_key_id_env;
+    char *secret_access_key_env;
+    char *session_token_env;
+};
+
+struct vt_dataset_config {
+    char *name;
+    enum source_kind kind;
+    char *location;             /* parquet/delta: path, glob, dir, s3:// url */
+    char *sql;                  /* kind = query */
+    struct strvec depends_on;   /* kind = query */
+    struct strvec columns;      /* projection at load; empty = all */
+    bool dict_encode;
+    bool lazy;
+    enum index_mode index_mode;
+    struct strvec index_columns;
+    int64_t index_max_cardinality; /* default 100000 */
+    struct s3_config s3;
+    struct refresh_config refresh;
+    struct materialize_config materialize;
+    enum on_start on_start;     /* default eager */
+    int line;                   /* where the block starts in its file (0 = not from a file) */
+};
+
+struct startup_config {
+    enum readiness readiness;   /* default all */
+    int max_concurrent;         /* default 4 */
+};
+
+struct quack_config {
+    bool enabled;               /* default false */
+    char *uri;                  /* default quack:localhost */
+    char *token;                /* NULL: generated and logged once */
+    bool allow_other_hostname;  /* default false */
+    bool read_only;             /* default true */
+};
+
+struct pgwire_config {
+    bool enabled;               /* default false */
+    char *listen;               /* default 127.0.0.1 */
+    int port;                   /* default 5432 */
+    char *username;             /* default "vitrine" */
+    char *password;             /* NULL = unset */
+    char *tls_cert;
+    char *tls_key;
+};
+
+struct server_config {
+    enum backend backend;       /* default datafusion (hint only: this build runs DuckDB) */
+    bool backend_set;           /* the key was present */
+    char *listen;               /* default 127.0.0.1 */
+    int port;                   /* default 8080 */
+    int workers;                /* default: number of CPUs (0 in the struct = resolve at start) */
+    char *prefix;               /* default "" */
+    bool compress;              /* default true */
+    int64_t max_body_bytes;     /* default 1048576 */
+    int64_t max_page_size;      /* default 100000 */
+    int64_t force_lazy_above_mb;/* default 0 = off */
+    int64_t request_timeout_ms; /* default 30000; 0 disables */
+    int64_t shutdown_timeout_secs; /* default 30 */
+    char *environment;          /* NULL = unset */
+    char *environment_color;    /* NULL = inferred, see config_environment_color() */
+    char *saved_queries_dir;    /* resolved absolute path; default <config_dir>/datasets.d */
+    char *memory_limit;         /* DuckDB memory_limit, e.g. "8GB"; NULL = DuckDB default */
+    char *temp_directory;       /* DuckDB spill directory; NULL = a private temp dir */
+    struct startup_config startup;
+    struct quack_config quack;
+    struct pgwire_config pgwire;
+};
+
+struct ui_mount_config {
+    bool enabled;
+    char *path;
+};
+
+struct oauth2_config {
+    bool set;
+    char *client_id;
+    char *issuer;
+    struct strvec scopes;
+    bool pkce;                  /* default true */
+};
+
+struct auth_config {
+    bool enabled;               /* default false */
+    char *issuer;
+    char *audience;
+    struct strvec algorithms;   /* default ["RS256"] */
+    int64_t leeway_secs;        /* default 60 */
+    int64_t jwks_refresh_secs;  /* default 3600 */
+    struct strvec read_scopes;
+    struct strvec reload_scopes;
+    bool anonymous_read;        /* default false */
+    char *tenant_claim;         /* JSON pointer */
+    struct strvec allowed_tenants;
+    bool admin_token_fallback;  /* default true */
+    bool start_degraded;        /* default true */
+};
+
+struct datafusion_config {
+    bool pushdown_filters;      /* default false */
+    bool reorder_filters;       /* default false */
+    bool list_files_cache;      /* default false */
+    int64_t list_files_cache_mb;       /* default 64 */
+    int64_t list_files_cache_ttl_secs; /* default 60 */
+};
+
+struct sql_config {
+    bool enabled;               /* default false */
+    int64_t max_rows;           /* default 100000 */
+};
+
+struct mcp_config {
+    bool enabled;               /* default false */
+    bool expose_sql;            /* default false */
+    char *path;                 /* default /mcp */
+};
+
+struct vt_config {
+    char *path;                 /* absolute path of the file read; NULL when none */
+    char *dir;                  /* its directory; cwd when none */
+    struct server_config server;
+    struct ui_mount_config swagger;  /* true, /docs */
+    struct ui_mount_config metrics;  /* false, /metrics */
+    struct ui_mount_config docs;     /* true, /mkdocs */
+    struct ui_mount_config explorer; /* true, /explore */
+    struct oauth2_config explorer_oauth2;
+    struct auth_config auth;
+    struct datafusion_config datafusion;
+    struct sql_config sql;
+    struct mcp_config mcp;
+    struct vt_dataset_config *datasets;
+    size_t n_datasets;
+};
+
+/* Fills `cfg` with every default (no datasets). */
+void config_init_defaults(struct vt_config *cfg);
+/* Reads and validates `path`. On failure returns an error code and a message
+ * naming file, line and key in err (and leaves cfg freed/empty). */
+enum vt_err config_load_file(const char *path, struct vt_config *cfg, struct vt_error *err);
+/* Same from text in memory; `display_name` is used in messages. */
+enum vt_err config_load_text(const char *text, size_t len, const char *display_name,
+                             const char *dir, struct vt_config *cfg, struct vt_error *err);
+void config_free(struct vt_config *cfg);
+
+/* Dataset blocks. */
+void config_dataset_defaults(struct vt_dataset_config *ds);
+void config_dataset_free(struct vt_dataset_config *ds);
+int config_dataset_copy(struct vt_dataset_config *dst, const struct vt_dataset_config *src);
+/* Parses a dataset block from a JSON object (jansson json_t *, passed as void *
+ * to keep jansson out of this header) with the same rules as [[dataset]]. */
+enum vt_err config_dataset_from_json(const void *json_obj, struct vt_dataset_config *out,
+                                     struct vt_error *err);
+/* Renders a dataset as a [[dataset]] TOML block (for persist). Caller frees. */
+char *config_dataset_to_toml(const struct vt_dataset_config *ds);
+
+/* Name rules shared by every registration path: non-empty, at most
+ * VT_MAX_DATASET_NAME_BYTES, only A-Z a-z 0-9 _ . -, not "reload-all". */
+bool config_valid_dataset_name(const char *name, const char **out_reason);
+
+/* server.environment_color, inferred from the environment name when unset. */
+const char *config_environment_color(const struct server_config *server);
+
+/* Humantime durations ("30s", "5m", "1h 30m", "250ms", "2days"). -1 if invalid. */
+int64_t config_parse_duration_ms(const char *s);
+
+/* Resolves which config file to use: --config, $VITRINE_CONFIG_FILE,
+ * ./datasets.toml, $HOME/datasets.toml. Returns a malloc'd path or NULL. */
+char *config_resolve_path(const char *cli_path);
+
+/* Writes the commented template of `vitrine init` to `path` (fails if it exists). */
+enum vt_err config_write_template(const char *path, struct vt_error *err);
+
+const char *source_kind_name(enum source_kind k);
+
+#endif

@@ -1,0 +1,178 @@
+/*
+ * struct strbuf: the bounded growable buffer used for response bodies, SQL
+ * text and messages. Growth doubles; the cap keeps input-driven growth bounded.
+ */
+#include "util/strbuf.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sb_init(struct strbuf *sb, size_t max)
+{
+    sb->buf = NULL;
+    sb->len = sb->cap = 0;
+    sb->max = max ? max : SIZE_MAX;
+    sb->overflow = false;
+}
+
+void sb_release(struct strbuf *sb)
+{
+    free(sb->buf);
+    sb->buf = NULL;
+    sb->len = sb->cap = 0;
+}
+
+void sb_reset(struct strbuf *sb)
+{
+    sb->len = 0;
+    if (sb->buf)
+        sb->buf[0] = '\0';
+}
+
+int sb_grow(struct strbuf *sb, size_t extra)
+{
+    size_t max = sb->max ? sb->max : SIZE_MAX;
+    if (extra > max || sb->len > max - extra) {
+        sb->overflow = true;
+        return -1;
+    }
+    size_t need = sb->len + extra + 1;
+    if (need <= sb->cap)
+        return 0;
+    size_t cap = sb->cap ? sb->cap : 64;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    char *p = realloc(sb->buf, cap);
+    if (!p) {
+        sb->overflow = true;
+        return -1;
+    }
+    sb->buf = p;
+    sb->cap = cap;
+    return 0;
+}
+
+int sb_add(struct strbuf *sb, const void *data, size_t n)
+{
+    if (sb_grow(sb, n) < 0)
+        return -1;
+    if (n)
+        memcpy(sb->buf + sb->len, data, n);
+    sb->len += n;
+    sb->buf[sb->len] = '\0';
+    return 0;
+}
+
+int sb_adds(struct strbuf *sb, const char *s)
+{
+    return sb_add(sb, s, strlen(s));
+}
+
+int sb_addc(struct strbuf *sb, char c)
+{
+    return sb_add(sb, &c, 1);
+}
+
+int sb_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    char small[256];
+    int n = vsnprintf(small, sizeof small, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return -1;
+    if ((size_t)n < sizeof small)
+        return sb_add(sb, small, (size_t)n);
+    if (sb_grow(sb, (size_t)n) < 0)
+        return -1;
+    vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+    sb->len += (size_t)n;
+    return 0;
+}
+
+int sb_addf(struct strbuf *sb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = sb_vaddf(sb, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+char *sb_detach(struct strbuf *sb, size_t *out_len)
+{
+    char *p = sb->buf;
+    if (out_len)
+        *out_len = sb->len;
+    if (!p) {
+        p = malloc(1);
+        if (p)
+            p[0] = '\0';
+    }
+    sb->buf = NULL;
+    sb->len = sb->cap = 0;
+    return p;
+}
+
+int sb_add_json_string(struct strbuf *sb, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    /* worst case every byte becomes \u00XX */
+    if (sb_grow(sb, n * 6 + 2) < 0)
+        return -1;
+    char *o = sb->buf + sb->len;
+    *o++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *o++ = (char)c;
+            continue;
+        }
+        *o++ = '\\';
+        switch (c) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '\n': *o++ = 'n'; break;
+        case '\r': *o++ = 'r'; break;
+        case '\t': *o++ = 't'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\f': *o++ = 'f'; break;
+        default:
+            *o++ = 'u';
+            *o++ = '0';
+            *o++ = '0';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        }
+    }
+    *o++ = '"';
+    sb->len = (size_t)(o - sb->buf);
+    sb->buf[sb->len] = '\0';
+    return 0;
+}
+
+static int add_quoted(struct strbuf *sb, const char *s, char q)
+{
+    if (sb_addc(sb, q) < 0)
+        return -1;
+    for (; *s; s++) {
+        if (*s == q && sb_addc(sb, q) < 0)
+            return -1;
+        if (sb_addc(sb, *s) < 0)
+            return -1;
+    }
+    return sb_addc(sb, q);
+}
+
+int sb_add_sql_ident(struct strbuf *sb, const char *s)
+{
+    return add_quoted(sb, s, '"');
+}
+
+int sb_add_sql_string(struct strbuf *sb, const char *s)
+{
+    return add_quoted(sb, s, '\'');
+}

@@ -1,0 +1,70 @@
+/*
+ * Time helpers and ULID generation. ULIDs give generations ids that sort by
+ * creation time; the random part comes from getrandom(2).
+ */
+#include "util/timeutil.h"
+
+#include <stdio.h>
+#include <sys/random.h>
+#include <time.h>
+
+int64_t time_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t time_wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void time_format_rfc3339(int64_t wall_us, char out[32])
+{
+    time_t secs = (time_t)(wall_us / 1000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char tmp[96]; /* roomy so the compiler can prove no truncation */
+    snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             (int)((wall_us / 1000) % 1000));
+    snprintf(out, 32, "%.31s", tmp);
+}
+
+void ulid_new(char out[27])
+{
+    static const char alphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    uint64_t ms = (uint64_t)(time_wall_us() / 1000);
+    unsigned char rnd[10] = {0};
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+        /* getrandom on Linux does not fail for 10 bytes once the pool is ready;
+         * fall back to the clock so the id is still unique enough to use. */
+        uint64_t t = (uint64_t)time_mono_ms();
+        for (int i = 0; i < 8; i++)
+            rnd[i] ^= (unsigned char)(t >> (8 * i));
+    }
+    /* 128 bits: 48 time bits then 80 random bits, written as 26 base32 digits. */
+    unsigned char bytes[16];
+    for (int i = 0; i < 6; i++)
+        bytes[i] = (unsigned char)(ms >> (8 * (5 - i)));
+    for (int i = 0; i < 10; i++)
+        bytes[6 + i] = rnd[i];
+    /* 26 chars * 5 bits = 130 bits; the top 2 bits are zero. */
+    for (int c = 25; c >= 0; c--) {
+        int bit = (25 - c) * 5; /* bit offset from the least significant end */
+        unsigned v = 0;
+        for (int k = 0; k < 5; k++) {
+            int b = bit + k;
+            if (b >= 128)
+                break;
+            int byte = 15 - b / 8;
+            if (bytes[byte] >> (b % 8) & 1)
+                v |= 1u << k;
+        }
+        out[c] = alphabet[v];
+    }
+    out[26] = '\0';
+}

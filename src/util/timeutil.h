@@ -1,0 +1,20 @@
+/*
+ * Clocks, RFC 3339 formatting and ULIDs (generation ids).
+ */
+#ifndef VT_UTIL_TIMEUTIL_H
+#define VT_UTIL_TIMEUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Milliseconds on the monotonic clock (for durations and deadlines). */
+int64_t time_mono_ms(void);
+/* Microseconds since the Unix epoch on the wall clock. */
+int64_t time_wall_us(void);
+/* Formats a wall-clock time (µs since epoch) as RFC 3339 UTC with milliseconds,
+ * e.g. 2026-11-22T06:11:28.123Z. `out` needs 32 bytes. */
+void time_format_rfc3339(int64_t wall_us, char out[32]);
+/* A new ULID (26 Crockford base32 chars + NUL): 48-bit ms time, 80 random bits. */
+void ulid_new(char out[27]);
+
+#endif
