@@ -46,26 +46,31 @@ $(DUCKDB_DIR)/libduckdb.so $(DUCKDB_DIR)/duckdb.h:
 
 $(BUILD)/obj/%.o: %.c | $(DUCKDB_DIR)/duckdb.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	@echo "  CXX $<"
+	@$(CXX) $(CXXFLAGS) -c $< -o $@
 
 $(BUILD)/libvitrine.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(BUILD)/vitrine: $(BUILD)/obj/src/main.o $(BUILD)/libvitrine.a $(DUCKDB_DIR)/libduckdb.so
-	$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/src/main.o $(BUILD)/libvitrine.a $(LDLIBS)
+	@echo "  LD $@"
+	@$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/src/main.o $(BUILD)/libvitrine.a $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testlib.h $(BUILD)/libvitrine.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
 
 $(BUILD)/%: tools/%.c $(BUILD)/libvitrine.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
 
 # Unit tests: every tests/unit/**/test_*.c is one binary; each prints "N passed, N failed".
 unit: $(UNIT_BIN)
