@@ -14,8 +14,10 @@ BUILD_TIME := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 TARGET     := $(shell $(CC) -dumpmachine)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wvla
-DEFS    := -D_GNU_SOURCE -DVT_VERSION='"$(VERSION)"' -DVT_BUILD_TIME='"$(BUILD_TIME)"' \
-           -DVT_TARGET='"$(TARGET)"' $(if $(GIT_SHA),-DVT_GIT_SHA='"$(GIT_SHA)"')
+DEFS    := -D_GNU_SOURCE -DVT_VERSION='"$(VERSION)"'
+# Build metadata reaches only the /version handler, which is rebuilt every time.
+BUILDINFO := -DVT_BUILD_TIME='"$(BUILD_TIME)"' -DVT_TARGET='"$(TARGET)"' \
+             $(if $(GIT_SHA),-DVT_GIT_SHA='"$(GIT_SHA)"')
 OPT     := -O2
 ifeq ($(SAN),1)
 OPT     := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -DVT_PROFILE_DEBUG
@@ -48,6 +50,11 @@ $(BUILD)/obj/%.o: %.c | $(DUCKDB_DIR)/duckdb.h
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
 	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/src/api/probes.o: CFLAGS += $(BUILDINFO)
+$(BUILD)/obj/src/api/probes.o: FORCE
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
