@@ -152,10 +152,15 @@ static int serve(const char *config_path)
     }
     int workers = cfg.server.workers > 0 ? cfg.server.workers : eng_cpu_count();
     struct app app = {.cfg = &cfg, .db = db, .runtime_dir = runtime_dir};
+    auth_admin_init(&app.admin);
+    if (!app.admin.configured)
+        log_info("ADMIN_TOKEN is not set: admin endpoints answer 403");
     app.queries = eng_pool_create(db, workers, "query", &err);
-    app.catalog = app.queries ? cat_create(&cfg, db, &err) : NULL;
+    app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
+    app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;
     if (!app.catalog) {
         log_error("%s", vt_error_message(&err));
+        eng_pool_destroy(app.admin_pool);
         eng_pool_destroy(app.queries);
         eng_close(&db);
         remove_tree(runtime_dir);
@@ -177,6 +182,7 @@ static int serve(const char *config_path)
     if (!srv) {
         log_error("%s", vt_error_message(&err));
         cat_destroy(app.catalog);
+        eng_pool_destroy(app.admin_pool);
         eng_pool_destroy(app.queries);
         eng_close(&db);
         remove_tree(runtime_dir);
@@ -195,6 +201,7 @@ static int serve(const char *config_path)
     log_info("received %s: draining (up to %lld s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              (long long)cfg.server.shutdown_timeout_secs);
     http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
+    eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);
     cat_destroy(app.catalog);
     eng_close(&db);

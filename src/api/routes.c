@@ -10,6 +10,11 @@ static const struct http_route routes[] = {
     {HTTP_GET, "/readyz", api_readyz},
     {HTTP_GET, "/version", api_version},
     {HTTP_GET, "/api/v1/datasets", api_datasets_list},
+    {HTTP_POST, "/api/v1/datasets", api_datasets_register},
+    {HTTP_POST, "/api/v1/datasets/persist", api_datasets_persist},
+    {HTTP_POST, "/api/v1/datasets/reload-all", api_reload_all},
+    {HTTP_POST, "/api/v1/config/reload", api_config_reload},
+    {HTTP_POST, "/api/v1/datasets/{name}/reload", api_dataset_reload},
     {HTTP_GET, "/api/v1/datasets/{name}/status", api_dataset_status},
     {HTTP_GET, "/api/v1/datasets/{name}/schema", api_dataset_schema},
 };

@@ -276,7 +276,7 @@ struct cat_generation *cat_dataset_acquire(struct cat_dataset *ds, int64_t deadl
     if (!ds->current && ds->state == CAT_PENDING && ds->cfg.on_start == ON_START_LAZY &&
         !ds->build_queued) {
         pthread_mutex_unlock(&ds->mu);
-        cat_build_async(ds->catalog, ds, REFRESH_STARTUP, NULL);
+        cat_build_async(ds->catalog, ds, REFRESH_STARTUP, NULL, false);
         pthread_mutex_lock(&ds->mu);
     }
     if (!ds->current && ds->cfg.on_start == ON_START_LAZY && deadline_ms > 0) {
@@ -533,24 +533,64 @@ static void publish(struct cat_dataset *ds, struct cat_generation *gen,
     cat_generation_release(old);
 }
 
-void cat_build_result_init(struct cat_build_result *r)
+struct cat_build_result *cat_build_result_new(void)
 {
-    memset(r, 0, sizeof r[0]);
+    struct cat_build_result *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
+    atomic_init(&r->refs, 1);
+    return r;
 }
 
-void cat_build_result_release(struct cat_build_result *r)
+void cat_build_result_put(struct cat_build_result *r)
 {
+    if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
+    free(r);
 }
 
-void cat_build_result_wait(struct cat_build_result *r)
+bool cat_build_result_wait(struct cat_build_result *r, int64_t deadline_ms)
 {
     pthread_mutex_lock(&r->mu);
-    while (!r->finished)
-        pthread_cond_wait(&r->cv, &r->mu);
+    while (!r->finished) {
+        if (deadline_ms <= 0) {
+            pthread_cond_wait(&r->cv, &r->mu);
+            continue;
+        }
+        int64_t left = deadline_ms - time_mono_ms();
+        if (left <= 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (left % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    }
+    bool finished = r->finished;
+    pthread_mutex_unlock(&r->mu);
+    return finished;
+}
+
+void cat_build_result_complete(struct cat_build_result *r, bool ok, int64_t rows,
+                               int64_t columns, int64_t elapsed_ms, const struct vt_error *err)
+{
+    pthread_mutex_lock(&r->mu);
+    r->ok = ok;
+    r->rows = rows;
+    r->columns = columns;
+    r->elapsed_ms = elapsed_ms;
+    if (err)
+        r->err = *err;
+    r->finished = true;
+    pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -559,7 +599,8 @@ struct build_job {
     struct cat_catalog *cat;
     struct cat_dataset *ds;
     enum cat_refresh_source source;
-    struct cat_build_result *result; /* may be NULL */
+    struct cat_build_result *result; /* may be NULL; one reference */
+    bool unregister_on_failure;
 };
 
 static void build_run(struct eng_job *job, duckdb_connection con)
@@ -588,14 +629,13 @@ static void build_run(struct eng_job *job, duckdb_connection con)
         config_dataset_free(&cfg);
 
     bool skipped = false;
+    int64_t rows = 0, columns = 0;
     if (gen) {
         log_info("dataset %s published: %lld rows, %zu columns, %s, %lld ms", ds->cfg.name,
                  (long long)gen->rows, gen->n_cols, gen->lazy ? "lazy" : "resident",
                  (long long)gen->build_ms);
-        if (bj->result) {
-            bj->result->rows = gen->rows;
-            bj->result->columns = (int64_t)gen->n_cols;
-        }
+        rows = gen->rows;
+        columns = (int64_t)gen->n_cols;
         publish(ds, gen, bj->source);
     } else {
         const char *msg = vt_error_message(&err);
@@ -622,18 +662,11 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     ds->build_queued = false;
     pthread_cond_broadcast(&ds->built_cv);
     pthread_mutex_unlock(&ds->mu);
-    if (skipped)
+    if (skipped || (!gen && bj->unregister_on_failure))
         cat_unregister(cat, ds);
-    if (bj->result) {
-        pthread_mutex_lock(&bj->result->mu);
-        bj->result->ok = gen != NULL;
-        bj->result->skipped = skipped;
-        bj->result->elapsed_ms = time_mono_ms() - t0;
-        bj->result->err = err;
-        bj->result->finished = true;
-        pthread_cond_broadcast(&bj->result->cv);
-        pthread_mutex_unlock(&bj->result->mu);
-    }
+    if (bj->result)
+        cat_build_result_complete(bj->result, gen != NULL, rows, columns, time_mono_ms() - t0,
+                                  &err);
     if (bj->source == REFRESH_STARTUP && bj->ds->startup_counted) {
         pthread_mutex_lock(&cat->state_mu);
         cat->startup_pending--;
@@ -645,12 +678,14 @@ static void build_run(struct eng_job *job, duckdb_connection con)
 static void build_done(struct eng_job *job)
 {
     struct build_job *bj = (struct build_job *)job;
+    cat_build_result_put(bj->result);
     cat_dataset_put(bj->ds);
     free(bj);
 }
 
 bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
-                     enum cat_refresh_source source, struct cat_build_result *result)
+                     enum cat_refresh_source source, struct cat_build_result *result,
+                     bool unregister_on_failure)
 {
     pthread_mutex_lock(&ds->mu);
     if (ds->build_queued) {
@@ -667,9 +702,13 @@ bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
         bj->ds = ds;
         bj->source = source;
         bj->result = result;
+        bj->unregister_on_failure = unregister_on_failure;
+        if (result)
+            atomic_fetch_add(&result->refs, 1);
         atomic_fetch_add(&ds->refs, 1);
         if (eng_pool_submit(cat->builders, &bj->job))
             return true;
+        cat_build_result_put(result);
         cat_dataset_put(ds);
         free(bj);
     }
@@ -697,7 +736,8 @@ struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
     int builders = cfg->server.startup.max_concurrent > 0 ? cfg->server.startup.max_concurrent : 4;
     cat->builders = eng_pool_create(db, builders, "build", err);
     cat->janitor = cat->builders ? eng_pool_create(db, 1, "janitor", err) : NULL;
-    if (!cat->builders || !cat->janitor) {
+    cat->coordinator = cat->janitor ? eng_pool_create(db, 1, "waves", err) : NULL;
+    if (!cat->builders || !cat->janitor || !cat->coordinator) {
         cat_destroy(cat);
         return NULL;
     }
@@ -725,7 +765,7 @@ void cat_start(struct cat_catalog *cat)
             cat->startup_pending++;
             pthread_mutex_unlock(&cat->state_mu);
             ds->startup_counted = true;
-            if (!cat_build_async(cat, ds, REFRESH_STARTUP, NULL)) {
+            if (!cat_build_async(cat, ds, REFRESH_STARTUP, NULL, false)) {
                 ds->startup_counted = false;
                 pthread_mutex_lock(&cat->state_mu);
                 cat->startup_pending--;
@@ -740,8 +780,11 @@ void cat_destroy(struct cat_catalog *cat)
 {
     if (!cat)
         return;
-    /* Builders first (they publish), then drop every dataset (which queues
-     * generation drops to the janitor), then the janitor runs those drops. */
+    /* Waves first (they queue builds), then builders (they publish), then
+     * drop every dataset (which queues generation drops to the janitor), then
+     * the janitor runs those drops. */
+    eng_pool_destroy(cat->coordinator);
+    cat->coordinator = NULL;
     eng_pool_destroy(cat->builders);
     cat->builders = NULL;
     pthread_rwlock_wrlock(&cat->lock);

@@ -21,6 +21,7 @@
 
 #include <duckdb.h>
 #include <pthread.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -119,6 +120,44 @@ bool cat_status_of(struct cat_catalog *cat, const char *name, struct cat_status 
 void cat_status_free(struct cat_status *st);
 size_t cat_status_list(struct cat_catalog *cat, struct cat_status **out);
 void cat_status_list_free(struct cat_status *list, size_t n);
+
+/* ------------------------------------------------------------ lifecycle */
+
+/* The outcome of one build, for callers that wait for it (reload,
+ * registration). Refcounted: the build holds a reference until it ends. */
+struct cat_build_result {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int refs;
+    bool finished;
+    bool ok;
+    int64_t rows;
+    int64_t columns;
+    int64_t elapsed_ms;
+    struct vt_error err;
+};
+
+struct cat_build_result *cat_build_result_new(void);
+void cat_build_result_put(struct cat_build_result *r);
+/* Waits for the build until deadline_ms (monotonic; 0 = no limit). True when
+ * it finished (then the fields are final). */
+bool cat_build_result_wait(struct cat_build_result *r, int64_t deadline_ms);
+
+/* Rebuilds a dataset now (refresh_source `source`). DATASET_NOT_FOUND, or BUSY
+ * when a build is already queued or running. *out_result gets a reference. */
+enum vt_err cat_reload(struct cat_catalog *cat, const char *name, enum cat_refresh_source source,
+                       struct cat_build_result **out_result, struct vt_error *err);
+/* reload-all: enqueues every reloadable dataset (in topological order of
+ * depends_on, one level after the other), lists datasets already building as
+ * skipped, and leaves out pending datasets with on_start lazy or skip. */
+void cat_reload_all(struct cat_catalog *cat, struct strvec *out_enqueued,
+                    struct strvec *out_skipped);
+/* Registers a new dataset and builds it. DATASET_EXISTS when the name is taken.
+ * When the build fails the dataset is removed again (see the result). */
+enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                                 bool from_config, struct cat_build_result **out_result,
+                                 struct vt_error *err);
+bool cat_has_dataset(struct cat_catalog *cat, const char *name);
 
 const char *cat_state_name(enum cat_state s);
 const char *cat_refresh_source_name(enum cat_refresh_source s);

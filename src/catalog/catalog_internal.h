@@ -32,6 +32,7 @@ struct cat_catalog {
     duckdb_database db;
     struct eng_pool *builders;
     struct eng_pool *janitor;
+    struct eng_pool *coordinator;   /* reload-all waves: wait for levels of builds */
     pthread_rwlock_t lock;
     struct cat_dataset **items;
     size_t n, cap;
@@ -42,30 +43,19 @@ struct cat_catalog {
     const char *cache_dir;
 };
 
-/* Outcome of one build, for callers that wait for it (reload). */
-struct cat_build_result {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool finished;
-    bool ok;
-    bool skipped;
-    int64_t rows;
-    int64_t columns;
-    int64_t elapsed_ms;
-    struct vt_error err;
-};
-
-void cat_build_result_init(struct cat_build_result *r);
-void cat_build_result_release(struct cat_build_result *r);
-void cat_build_result_wait(struct cat_build_result *r);
-
 struct cat_dataset *cat_dataset_new(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
                                     bool from_config);
 bool cat_register(struct cat_catalog *cat, struct cat_dataset *ds);
 bool cat_unregister(struct cat_catalog *cat, struct cat_dataset *ds);
-/* Queues a build unless one is queued; false when not queued. */
+/* Queues a build unless one is queued; false when not queued. `result` (may
+ * be NULL) gets a reference and is completed when the build ends. With
+ * unregister_on_failure the dataset leaves the catalog if the build fails
+ * (a registration that could not open its source). */
 bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
-                     enum cat_refresh_source source, struct cat_build_result *result);
+                     enum cat_refresh_source source, struct cat_build_result *result,
+                     bool unregister_on_failure);
+void cat_build_result_complete(struct cat_build_result *r, bool ok, int64_t rows,
+                               int64_t columns, int64_t elapsed_ms, const struct vt_error *err);
 void cat_detach_database(struct cat_catalog *cat, duckdb_connection con, const char *db_name);
 
 /* Everything computed once per generation after its relation exists (sample

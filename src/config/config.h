@@ -217,6 +217,10 @@ enum vt_err config_dataset_from_json(const void *json_obj, struct vt_dataset_con
 /* Renders a dataset as a [[dataset]] TOML block (for persist). Caller frees. */
 char *config_dataset_to_toml(const struct vt_dataset_config *ds);
 
+/* Resolves a relative local source.location against `dir` (the config
+ * file's directory); s3:// and absolute locations are left alone. */
+int config_dataset_resolve_paths(struct vt_dataset_config *ds, const char *dir);
+
 /* Name rules shared by every registration path: non-empty, at most
  * VT_MAX_DATASET_NAME_BYTES, only A-Z a-z 0-9 _ . -, not "reload-all". */
 bool config_valid_dataset_name(const char *name, const char **out_reason);
