@@ -174,7 +174,10 @@ static int serve(const char *config_path)
     char cache_dir[4200];
     snprintf(cache_dir, sizeof cache_dir, "%s/cache", runtime_dir);
     mkdir(cache_dir, 0700);
-    cat_set_dirs(app.catalog, downloads, cache_dir);
+    char exports[4200];
+    snprintf(exports, sizeof exports, "%s/exports", runtime_dir);
+    mkdir(exports, 0700);
+    cat_set_dirs(app.catalog, downloads, cache_dir, exports);
 
     struct http_server_options opts = {.cfg = &cfg, .app = &app};
     api_routes(&opts.routes, &opts.n_routes);

@@ -17,6 +17,8 @@ static const struct http_route routes[] = {
     {HTTP_POST, "/api/v1/datasets/{name}/reload", api_dataset_reload},
     {HTTP_GET, "/api/v1/datasets/{name}/status", api_dataset_status},
     {HTTP_GET, "/api/v1/datasets/{name}/schema", api_dataset_schema},
+    {HTTP_GET, "/api/v1/datasets/{name}/parquet", api_dataset_parquet},
+    {HTTP_GET, "/api/v1/datasets/{name}/all.parquet", api_dataset_parquet},
 };
 
 void api_routes(const struct http_route **out_routes, size_t *out_n)

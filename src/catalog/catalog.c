@@ -94,6 +94,9 @@ enum cat_logical cat_logical_of(duckdb_type t)
 
 static void generation_free(struct cat_generation *gen)
 {
+    cat_export_discard(gen);
+    pthread_mutex_destroy(&gen->export_mu);
+    pthread_cond_destroy(&gen->export_cv);
     for (size_t i = 0; i < gen->n_cols; i++) {
         free(gen->cols[i].name);
         free(gen->cols[i].type_sql);
@@ -446,6 +449,8 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     }
     atomic_init(&gen->refs, 1);
     gen->catalog = cat;
+    pthread_mutex_init(&gen->export_mu, NULL);
+    pthread_cond_init(&gen->export_cv, NULL);
     ulid_new(gen->id);
     snprintf(gen->db_name, sizeof gen->db_name, "g_%s", gen->id);
     snprintf(gen->relation, sizeof gen->relation, "\"%s\".\"data\"", gen->db_name);
@@ -744,10 +749,12 @@ struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
     return cat;
 }
 
-void cat_set_dirs(struct cat_catalog *cat, const char *temp_dir, const char *cache_dir)
+void cat_set_dirs(struct cat_catalog *cat, const char *temp_dir, const char *cache_dir,
+                  const char *export_dir)
 {
     cat->temp_dir = temp_dir;
     cat->cache_dir = cache_dir;
+    cat->export_dir = export_dir;
 }
 
 void cat_start(struct cat_catalog *cat)

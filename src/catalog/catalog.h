@@ -51,6 +51,8 @@ struct cat_column {
 
 struct cat_dataset;
 
+enum cat_export_state { EXPORT_NONE, EXPORT_BUILDING, EXPORT_READY };
+
 struct cat_generation {
     atomic_int refs;
     char id[27];                /* ULID */
@@ -66,6 +68,14 @@ struct cat_generation {
     int64_t build_ms;
     struct source_snapshot snapshot; /* kept for lazy generations (their files) */
     struct cat_catalog *catalog;
+    /* The Parquet export of this generation (export.c). */
+    pthread_mutex_t export_mu;
+    pthread_cond_t export_cv;
+    enum cat_export_state export_state;
+    int export_attempts;
+    struct vt_error export_error;
+    char *export_path;
+    uint64_t export_size;
 };
 
 struct cat_status {
@@ -92,7 +102,8 @@ struct cat_catalog;
 struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
                                struct vt_error *err);
 /* Where builds put downloads (temp_dir) and where lazy S3 objects are cached. */
-void cat_set_dirs(struct cat_catalog *cat, const char *temp_dir, const char *cache_dir);
+void cat_set_dirs(struct cat_catalog *cat, const char *temp_dir, const char *cache_dir,
+                  const char *export_dir);
 /* Registers the config's datasets and queues eager builds. Non-blocking. */
 void cat_start(struct cat_catalog *cat);
 void cat_destroy(struct cat_catalog *cat);
@@ -111,6 +122,11 @@ const char *cat_dataset_name(const struct cat_dataset *ds);
  * build and waits for it until deadline_ms (monotonic; 0 = do not wait). */
 struct cat_generation *cat_dataset_acquire(struct cat_dataset *ds, int64_t deadline_ms,
                                            struct vt_error *err);
+/* Opens the generation's Parquet export, building it first if needed (once,
+ * however many requests ask at the same time). Waits until deadline_ms. */
+enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int *out_fd,
+                            uint64_t *out_size, struct vt_error *err);
+
 /* Whether column `col` of the generation has an equality index. */
 bool cat_generation_is_indexed(const struct cat_generation *gen, size_t col);
 void cat_generation_release(struct cat_generation *gen);

@@ -41,6 +41,7 @@ struct cat_catalog {
     int64_t startup_pending;        /* eager startup builds not finished */
     const char *temp_dir;
     const char *cache_dir;
+    const char *export_dir;
 };
 
 struct cat_dataset *cat_dataset_new(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
@@ -56,6 +57,7 @@ bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
                      bool unregister_on_failure);
 void cat_build_result_complete(struct cat_build_result *r, bool ok, int64_t rows,
                                int64_t columns, int64_t elapsed_ms, const struct vt_error *err);
+void cat_export_discard(struct cat_generation *gen);
 void cat_detach_database(struct cat_catalog *cat, duckdb_connection con, const char *db_name);
 
 /* Everything computed once per generation after its relation exists (sample
