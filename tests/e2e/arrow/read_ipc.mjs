@@ -9,7 +9,7 @@
 // Raw buffers are read for the types whose get() is lossy (timestamps, times,
 // decimals, intervals), so every bit the writer produced is checked.
 //
-// usage: node read_ipc.mjs [FILE]   (stdin when no FILE)
+// usage: node read_ipc.mjs [FILE...]   (stdin when no FILE; one line per file)
 import { readFileSync } from 'node:fs';
 import { RecordBatchReader, Type, makeVector } from 'apache-arrow';
 
@@ -93,11 +93,11 @@ function fmtInterval(months, days, nanos) {
   return parts.length ? parts.join(' ') : '00:00:00';
 }
 
-// DuckDB's blob text: printable ASCII as is, the rest (and backslash) \xHH.
+// DuckDB's blob text: printable ASCII as is; other bytes and \\ ' " as \xHH.
 function fmtBlob(bytes) {
   let s = '';
   for (const b of bytes) {
-    if (b >= 32 && b <= 126 && b !== 92) s += String.fromCharCode(b);
+    if (b >= 32 && b <= 126 && b !== 92 && b !== 39 && b !== 34) s += String.fromCharCode(b);
     else s += '\\x' + b.toString(16).toUpperCase().padStart(2, '0');
   }
   return s;
@@ -156,8 +156,10 @@ function cell(field, data, i) {
     const j = data.offset + i;
     const child = t.typeIdToChildIndex[data.typeIds[j]];
     const k = t.mode === 1 /* Dense */ ? data.valueOffsets[j] : j;
+    // A union slot is null exactly when its selected child is (no validity of
+    // its own); DuckDB's to_json then shows null, not {member: null}.
     const v = cell(t.children[child], data.children[child], k);
-    return { [t.children[child].name]: v };
+    return v === null ? null : { [t.children[child].name]: v };
   }
   if (!data.getValid(i)) return null;
   const j = data.offset + i;
@@ -268,19 +270,33 @@ function describe(f) {
   return out;
 }
 
-const bytes = readFileSync(process.argv[2] ?? 0);
-const reader = RecordBatchReader.from(bytes);
-reader.open();
-const fields = reader.schema.fields;
-const batches = [];
-const rows = [];
-for (const batch of reader) {
-  batches.push(batch.numRows);
-  const cols = batch.data.children;
-  for (let i = 0; i < batch.numRows; i++) {
-    const row = {};
-    fields.forEach((f, c) => { row[f.name] = cell(f, cols[c], i); });
-    rows.push(row);
+function decode(bytes) {
+  const reader = RecordBatchReader.from(bytes);
+  reader.open();
+  const fields = reader.schema.fields;
+  const batches = [];
+  const rows = [];
+  for (const batch of reader) {
+    batches.push(batch.numRows);
+    const cols = batch.data.children;
+    for (let i = 0; i < batch.numRows; i++) {
+      const row = {};
+      fields.forEach((f, c) => { row[f.name] = cell(f, cols[c], i); });
+      rows.push(row);
+    }
   }
+  return { schema: fields.map(describe), batches, rows };
 }
-process.stdout.write(toJson({ schema: fields.map(describe), batches, rows }) + '\n');
+
+// One JSON line per input; a stream that fails to decode gives {"error": ...}
+// on its line so one bad case does not hide the others.
+const files = process.argv.length > 2 ? process.argv.slice(2) : [0];
+for (const f of files) {
+  let line;
+  try {
+    line = toJson(decode(readFileSync(f)));
+  } catch (e) {
+    line = JSON.stringify({ error: String(e && e.message ? e.message : e) });
+  }
+  process.stdout.write(line + '\n');
+}
