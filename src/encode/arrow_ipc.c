@@ -866,14 +866,16 @@ static int add_offsets(struct walk *wk, const void *buf, bool wide, int64_t phys
     }
     if (!buf)
         return bad(wk, "missing offsets buffer");
+    const uint8_t *ob = (const uint8_t *)buf;
     if (wide) {
-        const int64_t *o = (const int64_t *)buf + phys;
-        *o0 = o[0];
-        *o1 = o[len];
+        memcpy(o0, ob + 8 * phys, 8);
+        memcpy(o1, ob + 8 * (phys + len), 8);
     } else {
-        const int32_t *o = (const int32_t *)buf + phys;
-        *o0 = o[0];
-        *o1 = o[len];
+        int32_t a, z;
+        memcpy(&a, ob + 4 * phys, 4);
+        memcpy(&z, ob + 4 * (phys + len), 4);
+        *o0 = a;
+        *o1 = z;
     }
     if (*o0 < 0 || *o1 < *o0)
         return bad(wk, "decreasing offsets");
@@ -1063,18 +1065,24 @@ static uint8_t *write_body(uint8_t *dst, const struct scratch *s)
             arrow_ipc_copy_bits(p, op->src, op->arg, op->n);
             break;
         case OP_OFF32: {
-            const int32_t *src = (const int32_t *)op->src;
+            /* memcpy per value: `out` may hold other bytes before the stream,
+             * so p need not be 4-aligned in memory (compiles to plain moves) */
             int32_t base_off = (int32_t)op->arg;
-            int32_t *d = (int32_t *)(void *)p;
-            for (int64_t k = 0; k < op->n; k++)
-                d[k] = src[k] - base_off;
+            for (int64_t k = 0; k < op->n; k++) {
+                int32_t v;
+                memcpy(&v, op->src + 4 * k, 4);
+                v -= base_off;
+                memcpy(p + 4 * k, &v, 4);
+            }
             break;
         }
         case OP_OFF64: {
-            const int64_t *src = (const int64_t *)op->src;
-            int64_t *d = (int64_t *)(void *)p;
-            for (int64_t k = 0; k < op->n; k++)
-                d[k] = src[k] - op->arg;
+            for (int64_t k = 0; k < op->n; k++) {
+                int64_t v;
+                memcpy(&v, op->src + 8 * k, 8);
+                v -= op->arg;
+                memcpy(p + 8 * k, &v, 8);
+            }
             break;
         }
         case OP_ZERO:
