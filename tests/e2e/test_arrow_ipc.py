@@ -23,6 +23,7 @@ BUILD = Path(os.environ.get("VITRINE_BUILD", REPO / "build"))
 DUMP = BUILD / "vt-arrow-dump"
 VTSQL = BUILD / "vt-sql"
 READER = REPO / "tests" / "e2e" / "arrow" / "read_ipc.mjs"
+READER2 = REPO / "tests" / "e2e" / "arrow" / "read_ipc_flechette.mjs"
 
 UTC = ["SET TimeZone='UTC'"]
 STRING_VIEW = ["SET produce_arrow_string_view=true", "SET arrow_output_version='1.4'"]
@@ -159,6 +160,11 @@ CASES = {
         SELECT CASE WHEN i % 7 = 0 THEN NULL ELSE ['red', 'green', 'blue'][1 + i % 3] END::ENUM('red', 'green', 'blue') AS c,
                i
         FROM range(5000) t(i) ORDER BY i""", {"slices": [0, 999]}),
+    "enum_nested": ([], """
+        SELECT [c, NULL, c] AS l, {'e': c, 'f': (CASE WHEN i % 2 = 0 THEN 'x' ELSE 'y' END)::ENUM('x', 'y')} AS st,
+               c AS top
+        FROM (SELECT i, ['a', 'b'][1 + i % 2]::ENUM('a', 'b') AS c FROM range(3000) t(i)) ORDER BY i""",
+     {"slices": [0, 5]}),
     "null_type": ([], "SELECT NULL AS n, 1 AS one", {}),
     "json_type": ([], """SELECT '{"x": [1, 2]}'::JSON AS j""",
                   {"expect_sql": """SELECT '{"x": [1, 2]}' AS j"""}),
@@ -213,8 +219,9 @@ def decoded(tmp_path_factory):
     for tool in (DUMP, VTSQL):
         if not tool.exists():
             pytest.fail(f"{tool} is missing: run make first")
-    if not (REPO / "tests" / "e2e" / "node_modules" / "apache-arrow").exists():
-        pytest.fail("tests/e2e/node_modules/apache-arrow is missing: run scripts/install-deps.sh")
+    for pkg in ("apache-arrow", "@uwdata/flechette"):
+        if not (REPO / "tests" / "e2e" / "node_modules" / pkg).exists():
+            pytest.fail(f"tests/e2e/node_modules/{pkg} is missing: run npm install in tests/e2e")
     node = shutil.which("node")
     assert node, "node is not installed"
     d = tmp_path_factory.mktemp("arrow")
@@ -364,3 +371,53 @@ def test_exotic_types_decode(tmp_path):
     assert "error" not in got
     assert got["schema"][1]["metadata"]["ARROW:extension:name"] == "arrow.opaque"
     assert len(got["rows"]) == 1 and got["rows"][0]["b"]
+
+
+@pytest.fixture(scope="session")
+def decoded2(decoded):
+    """The same streams through the second reader (flechette)."""
+    keys = list(decoded)
+    lines = run([shutil.which("node"), str(READER2), *(str(decoded[k][0]) for k in keys)]).splitlines()
+    assert len(lines) == len(keys)
+    return {k: json.loads(line) for k, line in zip(keys, lines)}
+
+
+@pytest.mark.parametrize("name,slice_rows", list(variants()))
+def test_second_reader_agrees(decoded, decoded2, name, slice_rows):
+    first, second = decoded[(name, slice_rows)][1], decoded2[(name, slice_rows)]
+    if "error" in first:
+        pytest.fail(first["error"])
+    assert "error" not in second, second.get("error")
+    assert second["rows"] == len(first["rows"])
+    assert second["names"] == [c["name"] for c in first["schema"]]
+
+
+def loose(got, want):
+    """flechette shows 64-bit integers as strings."""
+    if isinstance(want, int) and not isinstance(want, bool) and isinstance(got, str):
+        return got == str(want)
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(map(loose, got, want))
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(loose(got.get(k), v) for k, v in want.items())
+    return same(got, want)
+
+
+@pytest.mark.parametrize("slice_rows", [0, 3])
+def test_list_view_values(tmp_path, slice_rows):
+    """LIST as ListView (arrow_output_list_view): apache-arrow 21 cannot read
+    list views, so flechette checks them against DuckDB."""
+    setup = ["SET arrow_output_list_view=true", "SET arrow_output_version='1.4'"]
+    sql = """SELECT [i, NULL, i + 1] AS a,
+                    CASE WHEN i % 3 = 0 THEN NULL ELSE [[i], [], NULL] END AS b,
+                    CASE WHEN i % 4 = 0 THEN [] ELSE ['s' || i, NULL] END AS c
+             FROM range(3000) t(i) ORDER BY i"""
+    f = tmp_path / "lv.arrows"
+    run([str(DUMP), "-o", str(f)] + (["--slice", str(slice_rows)] if slice_rows else []) + setup + [sql])
+    got = json.loads(run([shutil.which("node"), str(READER2), str(f)]))
+    assert "error" not in got, got.get("error")
+    assert got["typeIds"] == [25, 25, 25]  # ListView
+    want = duckdb_rows([], sql)
+    assert got["rows"] == len(want)
+    for i, (g, w) in enumerate(zip(got["values"], want)):
+        assert loose(g, w), f"row {i}: arrow {g!r} != duckdb {w!r}"
