@@ -18,7 +18,6 @@
 #include "encode/arrow_ipc.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -515,8 +514,7 @@ static bool md_present(const char *md)
 }
 
 /* The Type table for ti (after the Field table that refers to it). */
-static uint32_t fb_type(struct arrow_fb *b, const struct type_info *ti, int64_t n_children,
-                        int64_t flags)
+static uint32_t fb_type(struct arrow_fb *b, const struct type_info *ti, int64_t flags)
 {
     struct arrow_fb_table t;
     arrow_fb_table_begin(&t);
@@ -562,7 +560,7 @@ static uint32_t fb_type(struct arrow_fb *b, const struct type_info *ti, int64_t 
     uint32_t pos = arrow_fb_table_end(b, &t);
     if (ti->type == T_TIMESTAMP && ti->tz && *ti->tz)
         arrow_fb_patch(b, arrow_fb_ref_at(&t, 1), arrow_fb_string(b, ti->tz, strlen(ti->tz)));
-    if (ti->type == T_UNION) {
+    if (ti->type == T_UNION) { /* parse_format checked: one id (0..127) per child */
         int32_t ids[128];
         const char *p = ti->type_ids;
         int64_t n = 0, v;
@@ -571,7 +569,6 @@ static uint32_t fb_type(struct arrow_fb *b, const struct type_info *ti, int64_t 
             if (*p == ',')
                 p++;
         }
-        (void)n_children; /* parse_format checked n == n_children */
         arrow_fb_patch(b, arrow_fb_ref_at(&t, 1), arrow_fb_vector(b, 4, 4, (size_t)n, ids));
     }
     return pos;
@@ -608,7 +605,7 @@ static void fb_field(struct arrow_fb *b, const struct ArrowSchema *s, uint32_t p
 
     if (s->name)
         arrow_fb_patch(b, arrow_fb_ref_at(&t, 0), arrow_fb_string(b, s->name, strlen(s->name)));
-    arrow_fb_patch(b, arrow_fb_ref_at(&t, 3), fb_type(b, &ti, nch, vs->flags));
+    arrow_fb_patch(b, arrow_fb_ref_at(&t, 3), fb_type(b, &ti, vs->flags));
 
     if (s->dictionary) {
         struct type_info idx;
