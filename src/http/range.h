@@ -71,7 +71,7 @@ int http_range_status(enum http_range_result r);
 
 /* "bytes 0-499/1234" and "bytes * /1234" (without the space). Both fit in
  * HTTP_CONTENT_RANGE_MAX bytes including the NUL. Return the length written. */
-#define HTTP_CONTENT_RANGE_MAX 64
+#define HTTP_CONTENT_RANGE_MAX 80
 size_t http_content_range_format(char out[HTTP_CONTENT_RANGE_MAX], uint64_t start, uint64_t end,
                                  uint64_t total);
 size_t http_content_range_unsatisfied(char out[HTTP_CONTENT_RANGE_MAX], uint64_t total);
