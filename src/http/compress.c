@@ -5,10 +5,13 @@
  * adapter picks the coding with encoding.h and feeds JSON batches through
  * compress_write/flush/finish as they come off the worker queue.
  *
- * Default levels (measured with bench/compress_levels.c on a 100k-row JSON
- * query page, 2-core VM; see the httputil report for the full table):
- * gzip 1, br 3, zstd 1 -- the fastest settings that still give a good ratio
- * on JSON; higher levels cost 2-6x the CPU for a few percent of size.
+ * Default levels, measured with tools/vt-compress-bench on 100k-row JSON pages
+ * (16, 9.5 and 21 MB) and 1000-row pages (the default page_size), CPU time of
+ * one core: gzip 1 (180-330 MB/s, ratio 4.0-7.0), br 2 (190-440 MB/s, 5.0-14),
+ * zstd 1 (530-1100 MB/s, 5.3-17). Higher levels buy a few percent of size for
+ * 2-6x the CPU (gzip 6, zlib's default, runs at 65-110 MB/s); zstd 2-4 were no
+ * better than 1 on two of three pages; br 3 is 20-30% slower than br 2 for
+ * 1-5% of size, br 1 loses half the ratio on data with long-range repeats.
  */
 #include "http/compress.h"
 
@@ -20,12 +23,12 @@
 #include <zstd.h>
 
 #define GZIP_LEVEL_DEFAULT 1
-#define BROTLI_QUALITY_DEFAULT 3
+#define BROTLI_QUALITY_DEFAULT 2
 #define ZSTD_LEVEL_DEFAULT 1
 
-/* Brotli's window: 2^20 = 1 MiB instead of the default 4 MiB. JSON pages find
- * their repeats (key names, values) within far less, and the window is
- * allocated per response, so it bounds memory per compressed stream. */
+/* Brotli's window: 2^20 = 1 MiB instead of the default 4 MiB. Same ratio on
+ * our JSON pages (measured), but 3 MiB of encoder state per response instead
+ * of 9 MiB, and every concurrent compressed response holds one. */
 #define BROTLI_LGWIN 20
 
 /* RFC 9659 §3: a zstd content coding must not need a window over 8 MiB
