@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http/compress.h"
+#include "http/encoding.h"
 #include "http/http_internal.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -67,7 +69,7 @@ struct http_stream {
     bool gone;                  /* MHD released the response (client gone or finished) */
     bool mhd_waiting;           /* the connection is suspended waiting for data */
     atomic_int refs;            /* producer + MHD response */
-    struct http_compressor *comp;
+    struct compress *comp;
     uint64_t bytes;             /* bytes handed to MHD */
 };
 
@@ -237,20 +239,25 @@ static void free_buffer(void *p)
 void http_reply_buffer(struct http_request *req, int status, const char *content_type,
                        struct strbuf *body, bool compressible)
 {
-    const char *encoding = NULL;
+    bool compress_on = req->srv->cfg->server.compress;
+    enum http_encoding enc = HTTP_ENC_IDENTITY;
     if (compressible && req->method != HTTP_HEAD)
-        encoding = http_choose_encoding(req->srv->cfg, http_req_header(req, "Accept-Encoding"),
-                                        body->len);
+        enc = http_encoding_choose(http_req_header(req, "Accept-Encoding"), compress_on,
+                                   content_type, body->len);
+    const char *encoding = http_encoding_header_value(enc);
     if (encoding) {
         struct strbuf packed;
         sb_init(&packed, 0);
-        if (http_compress_buffer(encoding, body->buf, body->len, &packed) == 0) {
+        struct compress *c = compress_create(enc);
+        if (c && compress_write(c, body->buf, body->len, &packed) == 0 &&
+            compress_finish(c, &packed) == 0) {
             sb_release(body);
             *body = packed;
         } else {
             sb_release(&packed);
             encoding = NULL;
         }
+        compress_destroy(c);
     }
     size_t len;
     char *data = sb_detach(body, &len);
@@ -261,7 +268,7 @@ void http_reply_buffer(struct http_request *req, int status, const char *content
         return;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    if (compressible)
+    if (compressible && http_encoding_should_vary(compress_on, content_type))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
     if (encoding)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, encoding);
@@ -319,7 +326,7 @@ static void stream_unref(struct http_stream *st)
     for (size_t i = 0; i < st->qlen; i++)
         free(st->q[(st->qhead + i) % VT_STREAM_QUEUE_BATCHES].data);
     sb_release(&st->pending);
-    http_compressor_destroy(st->comp);
+    compress_destroy(st->comp);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
     free(st);
@@ -415,8 +422,9 @@ static int stream_flush(struct http_stream *st, bool final)
     struct strbuf out;
     if (st->comp) {
         sb_init(&out, 0);
-        if (http_compressor_write(st->comp, st->pending.buf, st->pending.len, &out) != 0 ||
-            (final && http_compressor_finish(st->comp, &out) != 0)) {
+        /* One flush per handed-over chunk so the client can decode what it got. */
+        if (compress_write(st->comp, st->pending.buf, st->pending.len, &out) != 0 ||
+            (final ? compress_finish(st->comp, &out) : compress_flush(st->comp, &out)) != 0) {
             sb_release(&out);
             return -1;
         }
@@ -441,12 +449,14 @@ struct http_stream *http_reply_stream(struct http_request *req, int status,
     pthread_cond_init(&st->cv, NULL);
     sb_init(&st->pending, 0);
     atomic_init(&st->refs, 2);
-    const char *encoding = NULL;
+    bool compress_on = req->srv->cfg->server.compress;
+    enum http_encoding enc = HTTP_ENC_IDENTITY;
     if (compressible && req->method != HTTP_HEAD)
-        encoding = http_choose_encoding(req->srv->cfg, http_req_header(req, "Accept-Encoding"),
-                                        SIZE_MAX);
+        enc = http_encoding_choose(http_req_header(req, "Accept-Encoding"), compress_on,
+                                   content_type, HTTP_BODY_LEN_UNKNOWN);
+    const char *encoding = http_encoding_header_value(enc);
     if (encoding) {
-        st->comp = http_compressor_create(encoding);
+        st->comp = compress_create(enc);
         if (!st->comp)
             encoding = NULL;
     }
@@ -458,7 +468,7 @@ struct http_stream *http_reply_stream(struct http_request *req, int status,
         return NULL;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    if (compressible)
+    if (compressible && http_encoding_should_vary(compress_on, content_type))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
     if (encoding)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, encoding);
