@@ -100,3 +100,27 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# libFuzzer targets (clang; not part of all/unit/check). `make fuzz` builds
+# $(FUZZ_BUILD)/<target> for every tests/fuzz/<target>.c; run one with e.g.
+#   mkdir -p build-fuzz/corpus/fuzz_http_range
+#   build-fuzz/fuzz_http_range -max_total_time=300 build-fuzz/corpus/fuzz_http_range
+# A target links only the modules listed in FUZZ_SRC_<target> (keeps clang and
+# the sanitizers away from code the target does not test).
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC    ?= clang
+FUZZ_FLAGS := -std=c17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=undefined $(WARN) -D_GNU_SOURCE -Isrc
+FUZZ_SRC_fuzz_http_range       := src/http/range.c
+FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
+FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+
+define FUZZ_RULE
+$(FUZZ_BUILD)/$(1): tests/fuzz/$(1).c $(FUZZ_SRC_$(1)) $(wildcard $(FUZZ_SRC_$(1):.c=.h))
+	@mkdir -p $(FUZZ_BUILD)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $$@ $$< $(FUZZ_SRC_$(1)) $(FUZZ_LIBS_$(1))
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_RULE,$(t))))
+
+fuzz: $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))

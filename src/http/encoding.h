@@ -51,7 +51,7 @@ enum http_encoding {
  * (same value as libmicrohttpd's MHD_SIZE_UNKNOWN). Such bodies are eligible. */
 #define HTTP_BODY_LEN_UNKNOWN UINT64_MAX
 
-/* A q-value in thousandths (q=0.5 is 500), or one of the two markers below. */
+/* q-values are kept in thousandths (q=0.5 is 500); this marks "not listed". */
 #define HTTP_Q_UNLISTED (-1) /* the coding is not named in the header */
 
 /* The parsed Accept-Encoding header. */
