@@ -660,11 +660,9 @@ static bool parse_key(struct parser *p, struct keypath *kp)
             sb_release(&sb);
             return fail(p, p->pos, "expected a key, found %s", describe_char(p, p->pos, d, sizeof d));
         }
-        if (sb_grow(&sb, 0) < 0) { /* make sure an empty key still has a buffer */
-            sb_release(&sb);
+        seg->ptr = sb_detach(&sb, &seg->len); /* an empty key still gets a buffer */
+        if (!seg->ptr)
             return fail_oom(p);
-        }
-        seg->ptr = sb_detach(&sb, &seg->len);
         kp->len++;
         skip_ws(p);
         if (peek(p, 0) != '.')
@@ -1080,14 +1078,14 @@ static struct toml_value *parse_value(struct parser *p, unsigned depth)
             return NULL;
         struct strbuf sb;
         sb_init(&sb, 0);
-        if (!parse_string(p, &sb, true) || sb_grow(&sb, 0) < 0) {
+        if (!parse_string(p, &sb, true) || sb.overflow ||
+            !(v->u.string.ptr = sb_detach(&sb, &v->u.string.len))) {
             if (!p->failed)
                 fail_oom(p);
             sb_release(&sb);
             free(v);
             return NULL;
         }
-        v->u.string.ptr = sb_detach(&sb, &v->u.string.len);
         return v;
     }
     if (c == '[')

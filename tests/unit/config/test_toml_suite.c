@@ -36,7 +36,7 @@ static char *read_all(const char *path, size_t *out_len)
     while ((n = fread(buf, 1, sizeof buf, f)) > 0)
         sb_add(&sb, buf, n);
     fclose(f);
-    if (sb_grow(&sb, 0) < 0) {
+    if (sb.overflow) {
         sb_release(&sb);
         return NULL;
     }
@@ -75,7 +75,7 @@ static void map_nul(struct strbuf *out, const char *s, size_t len)
         else
             sb_addc(out, s[i]);
     }
-    sb_grow(out, 0);
+    sb_adds(out, ""); /* a buffer even for an empty string */
 }
 
 /* An independent reading of the expected datetime text (RFC 3339 shapes). */
