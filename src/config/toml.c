@@ -63,6 +63,7 @@ struct parser {
     struct toml_value *root;
     struct toml_value *current; /* table receiving key/values */
     /* locate() memo: line/column of memo_pos, advanced incrementally. */
+    size_t text_start; /* 3 after a byte order mark, which is not a column */
     size_t memo_pos;
     int memo_line, memo_col;
 };
@@ -73,8 +74,10 @@ static void locate(struct parser *p, size_t pos, int *line, int *col)
 {
     if (pos > p->len)
         pos = p->len;
+    if (pos < p->text_start)
+        pos = p->text_start;
     if (pos < p->memo_pos) {
-        p->memo_pos = 0;
+        p->memo_pos = p->text_start;
         p->memo_line = 1;
         p->memo_col = 1;
     }
@@ -1364,13 +1367,13 @@ struct toml_value *toml_parse(const char *text, size_t len, char *errbuf, size_t
         fail(&p, bad, "invalid UTF-8 byte 0x%02X", (unsigned char)text[bad]);
         return NULL;
     }
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+        p.pos = p.text_start = p.memo_pos = 3; /* a byte order mark is allowed at the very start */
     p.root = new_value(&p, TOML_TABLE, 0, 0);
     if (!p.root)
         return NULL;
     p.root->flags_ = TF_DEFINED;
     p.current = p.root;
-    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
-        p.pos = 3; /* a byte order mark is allowed at the very start */
 
     while (p.pos < p.len) {
         skip_ws(&p);

@@ -88,6 +88,8 @@ TEST(error_messages)
     /* Columns count characters, not bytes. */
     CHECK_PARSE_ERR("\"\xc3\xa9\xc3\xa9\" = 1 x\n", "line 1, column 10: expected end of line after value, found 'x'");
     CHECK_PARSE_ERR("a = \"\xff\"\n", "line 1, column 6: invalid UTF-8 byte 0xFF");
+    CHECK_PARSE_ERR("\xEF\xBB\xBF" "a = 1 x\n", "line 1, column 7: expected end of line after value, found 'x'");
+    CHECK_PARSE_ERR("a = 1\n\xEF\xBB\xBF", "line 2, column 1: expected a key or a [table] header, found non-ASCII character");
     CHECK_PARSE_ERR("a = \"\xed\xa0\x80\"\n", "line 1, column 6: invalid UTF-8 byte 0xED"); /* surrogate */
     CHECK_PARSE_ERR("a = \"\xc0\xaf\"\n", "line 1, column 6: invalid UTF-8 byte 0xC0");     /* overlong */
 }
