@@ -56,7 +56,7 @@ bool cfg_str(const struct cfg_blk *b, const char *key, unsigned flags, char **ou
 bool cfg_bool(const struct cfg_blk *b, const char *key, bool *out);
 bool cfg_int(const struct cfg_blk *b, const char *key, int64_t min, int64_t max, int64_t *out);
 bool cfg_int32(const struct cfg_blk *b, const char *key, int min, int max, int *out);
-/* A list of non-empty strings; `replace` drops the default first. */
+/* A list of non-empty strings; a given list replaces the default. */
 bool cfg_strvec(const struct cfg_blk *b, const char *key, struct strvec *out);
 /* One of `names` (NULL-terminated); *out is the index. */
 bool cfg_enum(const struct cfg_blk *b, const char *key, const char *const *names, int *out);
