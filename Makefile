@@ -14,8 +14,10 @@ BUILD_TIME := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 TARGET     := $(shell $(CC) -dumpmachine)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wvla
-DEFS    := -D_GNU_SOURCE -DVT_VERSION='"$(VERSION)"' -DVT_BUILD_TIME='"$(BUILD_TIME)"' \
-           -DVT_TARGET='"$(TARGET)"' $(if $(GIT_SHA),-DVT_GIT_SHA='"$(GIT_SHA)"')
+DEFS    := -D_GNU_SOURCE -DVT_VERSION='"$(VERSION)"'
+# Build metadata reaches only the /version handler, which is rebuilt every time.
+BUILDINFO := -DVT_BUILD_TIME='"$(BUILD_TIME)"' -DVT_TARGET='"$(TARGET)"' \
+             $(if $(GIT_SHA),-DVT_GIT_SHA='"$(GIT_SHA)"')
 OPT     := -O2
 ifeq ($(SAN),1)
 OPT     := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -DVT_PROFILE_DEBUG
@@ -46,26 +48,36 @@ $(DUCKDB_DIR)/libduckdb.so $(DUCKDB_DIR)/duckdb.h:
 
 $(BUILD)/obj/%.o: %.c | $(DUCKDB_DIR)/duckdb.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/src/api/probes.o: CFLAGS += $(BUILDINFO)
+$(BUILD)/obj/src/api/probes.o: FORCE
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	@echo "  CXX $<"
+	@$(CXX) $(CXXFLAGS) -c $< -o $@
 
 $(BUILD)/libvitrine.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(BUILD)/vitrine: $(BUILD)/obj/src/main.o $(BUILD)/libvitrine.a $(DUCKDB_DIR)/libduckdb.so
-	$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/src/main.o $(BUILD)/libvitrine.a $(LDLIBS)
+	@echo "  LD $@"
+	@$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/src/main.o $(BUILD)/libvitrine.a $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testlib.h $(BUILD)/libvitrine.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
 
 $(BUILD)/%: tools/%.c $(BUILD)/libvitrine.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
 
 # Unit tests: every tests/unit/**/test_*.c is one binary; each prints "N passed, N failed".
 unit: $(UNIT_BIN)

@@ -232,6 +232,10 @@ enum vt_err config_load_datasets_text(const char *text, size_t len, const char *
                                       struct vt_dataset_config **out, size_t *out_n,
                                       struct vt_error *err);
 
+/* Resolves a relative local source.location against `dir` (the config
+ * file's directory); s3:// and absolute locations are left alone. */
+int config_dataset_resolve_paths(struct vt_dataset_config *ds, const char *dir);
+
 /* Name rules shared by every registration path: non-empty, at most
  * VT_MAX_DATASET_NAME_BYTES, only A-Z a-z 0-9 _ . -, not "reload-all". */
 bool config_valid_dataset_name(const char *name, const char **out_reason);
