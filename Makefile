@@ -99,6 +99,18 @@ bench: all
 clean:
 	rm -rf $(BUILD)
 
+# libFuzzer target for the TOML parser and config loader (clang; never part of
+# `make` or `make check`). Run:
+#   make fuzz-toml && build-fuzz/fuzz_toml -dict=tests/fuzz/toml.dict build-fuzz/corpus-toml
+FUZZ_CC    ?= clang
+FUZZ_FLAGS := -std=c17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+              -D_GNU_SOURCE -Isrc
+.PHONY: fuzz-toml
+fuzz-toml: build-fuzz/fuzz_toml
+build-fuzz/fuzz_toml: tests/fuzz/fuzz_toml.c $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
+	@mkdir -p build-fuzz/corpus-toml
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $^ -ljansson
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # libFuzzer targets (clang; not part of all/unit/check). `make fuzz` builds
