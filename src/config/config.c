@@ -522,7 +522,12 @@ static bool read_all_blocks(struct cfg_ctx *cx, const struct toml_value *doc, st
         !read_mcp(&root, &cfg->mcp) || !cfg_sub(&root, "mcp", &mounts[4]) ||
         !check_mounts(cfg, mounts))
         return false;
-    return cfg_read_dataset_array(&root, true, &cfg->datasets, &cfg->n_datasets);
+    if (!cfg_read_dataset_array(&root, true, &cfg->datasets, &cfg->n_datasets))
+        return false;
+    for (size_t i = 0; i < cfg->n_datasets; i++)
+        if (config_dataset_resolve_paths(&cfg->datasets[i], cfg->dir) < 0)
+            return cfg_fail(&root, "dataset", 0, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    return true;
 }
 
 enum vt_err config_load_text(const char *text, size_t len, const char *display_name,

@@ -71,7 +71,9 @@ struct s3_config {
 struct vt_dataset_config {
     char *name;
     enum source_kind kind;
-    char *location;             /* parquet/delta: path, glob, dir, s3:// url */
+    char *location;             /* parquet/delta: path, glob, dir, s3:// url; a relative
+                                 * local path from a config file is resolved against the
+                                 * file's directory (config_dataset_resolve_paths) */
     char *sql;                  /* kind = query */
     struct strvec depends_on;   /* kind = query */
     struct strvec columns;      /* projection at load; empty = all */

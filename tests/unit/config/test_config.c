@@ -138,7 +138,7 @@ TEST(dataset_defaults)
     struct vt_dataset_config *d = &cfg.datasets[0];
     CHECK_EQ_STR(d->name, "t");
     CHECK(d->kind == SOURCE_PARQUET);
-    CHECK_EQ_STR(d->location, "a.parquet");
+    CHECK_EQ_STR(d->location, "/etc/vitrine/a.parquet"); /* relative to the file's dir */
     CHECK(d->sql == NULL && d->depends_on.len == 0 && d->columns.len == 0);
     CHECK(!d->dict_encode && !d->lazy);
     CHECK(d->index_mode == INDEX_AUTO && d->index_columns.len == 0);
@@ -463,6 +463,27 @@ TEST(environment_color)
     }
     s.environment_color = (char *)"info";
     CHECK_EQ_STR(config_environment_color(&s), "info");
+}
+
+TEST(location_resolution)
+{
+    struct vt_config cfg;
+    CHECK(load("[[dataset]]\nname = \"a\"\nsource.location = \"./data/*.parquet\"\n"
+               "[[dataset]]\nname = \"b\"\nsource.location = \"/abs/x.parquet\"\n"
+               "[[dataset]]\nname = \"c\"\nsource.location = \"s3://bucket/p/\"\n",
+               &cfg));
+    CHECK_EQ_STR(cfg.datasets[0].location, "/etc/vitrine/data/*.parquet");
+    CHECK_EQ_STR(cfg.datasets[1].location, "/abs/x.parquet");
+    CHECK_EQ_STR(cfg.datasets[2].location, "s3://bucket/p/");
+    config_free(&cfg);
+    struct vt_dataset_config d;
+    config_dataset_defaults(&d);
+    d.location = strdup("rel/x");
+    CHECK_EQ_INT(config_dataset_resolve_paths(&d, "/srv/"), 0);
+    CHECK_EQ_STR(d.location, "/srv/rel/x");
+    CHECK_EQ_INT(config_dataset_resolve_paths(&d, NULL), 0);
+    CHECK_EQ_STR(d.location, "/srv/rel/x");
+    config_dataset_free(&d);
 }
 
 TEST(saved_queries_dir_resolution)
@@ -879,7 +900,7 @@ TEST(round_trip)
 
     char *toml = config_dataset_to_toml(&cfg.datasets[0]);
     CHECK_EQ_STR(toml, "[[dataset]]\nname = \"min\"\nsource = { kind = \"parquet\", location = "
-                       "\"a.parquet\" }\n");
+                       "\"/etc/vitrine/a.parquet\" }\n");
     free(toml);
     config_free(&cfg);
 }
@@ -1056,7 +1077,8 @@ TEST(template_file_and_load_file)
 RUN_TESTS(TEST_CASE(defaults), TEST_CASE(dataset_defaults), TEST_CASE(full_config),
           TEST_CASE(full_dataset), TEST_CASE(syntax_errors_name_file_line_column),
           TEST_CASE(unknown_keys_with_suggestions), TEST_CASE(wrong_types), TEST_CASE(server_rules),
-          TEST_CASE(environment_color), TEST_CASE(saved_queries_dir_resolution),
+          TEST_CASE(environment_color), TEST_CASE(location_resolution),
+          TEST_CASE(saved_queries_dir_resolution),
           TEST_CASE(auth_rules), TEST_CASE(pgwire_rules), TEST_CASE(quack_rules),
           TEST_CASE(dataset_rules), TEST_CASE(duration_parsing), TEST_CASE(name_rules),
           TEST_CASE(json_dataset), TEST_CASE(round_trip), TEST_CASE(datasets_file),
