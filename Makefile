@@ -99,18 +99,6 @@ bench: all
 clean:
 	rm -rf $(BUILD)
 
-# libFuzzer target for the TOML parser and config loader (clang; never part of
-# `make` or `make check`). Run:
-#   make fuzz-toml && build-fuzz/fuzz_toml -dict=tests/fuzz/toml.dict build-fuzz/corpus-toml
-FUZZ_CC    ?= clang
-FUZZ_FLAGS := -std=c17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-              -D_GNU_SOURCE -Isrc
-.PHONY: fuzz-toml
-fuzz-toml: build-fuzz/fuzz_toml
-build-fuzz/fuzz_toml: tests/fuzz/fuzz_toml.c $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
-	@mkdir -p build-fuzz/corpus-toml
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $^ -ljansson
-
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # libFuzzer targets (clang; not part of all/unit/check). `make fuzz` builds
@@ -126,6 +114,8 @@ FUZZ_FLAGS := -std=c17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,
 FUZZ_SRC_fuzz_http_range       := src/http/range.c
 FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
+FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
+FUZZ_LIBS_fuzz_toml            := -ljansson
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 define FUZZ_RULE
@@ -136,3 +126,6 @@ endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_RULE,$(t))))
 
 fuzz: $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
+# TOML parser + config loader: build-fuzz/fuzz_toml -dict=tests/fuzz/toml.dict DIR
+.PHONY: fuzz-toml
+fuzz-toml: $(FUZZ_BUILD)/fuzz_toml

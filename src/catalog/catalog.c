@@ -369,36 +369,28 @@ static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen
     }
     duckdb_destroy_prepare(&ps);
 
-    /* Type text and nullability. */
-    if (duckdb_prepare(con,
-                       "SELECT data_type, is_nullable FROM information_schema.columns "
-                       "WHERE table_catalog = $1 AND table_name = 'data' ORDER BY ordinal_position",
-                       &ps) != DuckDBSuccess) {
-        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s", duckdb_prepare_error(ps));
-        duckdb_destroy_prepare(&ps);
-        return VT_ERR_BUILD_FAILED;
-    }
-    duckdb_bind_varchar(ps, 1, gen->db_name);
+    /* Type text and nullability from DESCRIBE, which touches only this
+     * generation's database (information_schema would open a transaction on
+     * every attached database and make a concurrent CHECKPOINT fail). */
+    snprintf(sql, sizeof sql, "DESCRIBE %s", gen->relation);
     duckdb_result res;
-    if (duckdb_execute_prepared(ps, &res) != DuckDBSuccess) {
+    if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
         vt_error_set(err, VT_ERR_BUILD_FAILED, "%s", duckdb_result_error(&res));
         duckdb_destroy_result(&res);
-        duckdb_destroy_prepare(&ps);
         return VT_ERR_BUILD_FAILED;
     }
     idx_t rows = duckdb_row_count(&res);
     for (idx_t i = 0; i < n; i++) {
-        char *type_text = i < rows ? duckdb_value_varchar(&res, 0, i) : NULL;
+        char *type_text = i < rows ? duckdb_value_varchar(&res, 1, i) : NULL;
         gen->cols[i].type_sql = strdup(type_text ? type_text : "UNKNOWN");
         duckdb_free(type_text);
         if (i < rows) {
-            char *nullable = duckdb_value_varchar(&res, 1, i);
+            char *nullable = duckdb_value_varchar(&res, 2, i);
             gen->cols[i].nullable = !nullable || strcasecmp(nullable, "NO") != 0;
             duckdb_free(nullable);
         }
     }
     duckdb_destroy_result(&res);
-    duckdb_destroy_prepare(&ps);
     for (size_t i = 0; i < gen->n_cols; i++)
         if (!gen->cols[i].name || !gen->cols[i].type_sql)
             return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
@@ -490,11 +482,23 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     if (!rc)
         rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
     if (!rc && !gen->lazy) {
-        /* In-memory compression happens at checkpoint. */
+        /* In-memory compression happens at checkpoint. A transaction of
+         * another connection on this database (there should be none; it is
+         * new) makes it fail: retry briefly rather than fail the build. */
         sb_reset(&sql);
         sb_adds(&sql, "CHECKPOINT ");
         sb_add_sql_ident(&sql, gen->db_name);
-        rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
+        for (int attempt = 0;; attempt++) {
+            struct vt_error cerr = {0};
+            rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, &cerr);
+            if (!rc || attempt >= 50 || !strstr(cerr.msg, "Cannot CHECKPOINT")) {
+                if (rc)
+                    vt_error_set(err, rc, "%s", cerr.msg);
+                break;
+            }
+            struct timespec pause = {0, 20 * 1000000L};
+            nanosleep(&pause, NULL);
+        }
     }
     sb_release(&sql);
     if (!rc)

@@ -13,8 +13,8 @@ ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
 def typed_table(path):
     return write_parquet(path, """
-        SELECT i::INTEGER AS id, 'name-' || i AS name, i * 1.5 AS score,
-               (i % 2 = 0) AS even, DATE '2024-01-01' + i AS day,
+        SELECT i::INTEGER AS id, 'name-' || i AS name, (i * 1.5)::DOUBLE AS score,
+               (i % 2 = 0) AS even, DATE '2024-01-01' + i::INTEGER AS day,
                TIMESTAMP '2024-01-01 10:00:00' + INTERVAL (i) HOUR AS ts,
                (i * 100)::DECIMAL(12, 2) AS amount,
                CASE WHEN i = 1 THEN NULL ELSE i END AS maybe,
