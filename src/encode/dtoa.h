@@ -1,8 +1,13 @@
 /*
- * Shortest round-trip digits for binary floating point, through Debian's
- * libdouble-conversion (Grisu3 with an exact bignum fallback, the code V8 and
- * Firefox use). The C side gets only the digits and the decimal point; the
- * JSON text layout (exponent rules, ".0") is ours, in json_format.c.
+ * Shortest round-trip decimal digits of binary floating point. The C side
+ * gets only the digits and the decimal point; the JSON text layout (exponent
+ * rules, ".0") is json_format.c's.
+ *
+ * json_dtoa_shortest / json_ftoa_shortest: our Schubfach (R. Giulietti, "The
+ * Schubfach way to render doubles"), in dtoa.c, with its table of powers of
+ * ten generated exactly by dtoa_gen.py. json_dc_*: the same contract through
+ * Debian's libdouble-conversion (dtoa_dc.cc), kept as the reference
+ * implementation for the tests and the benchmark.
  */
 #ifndef VT_ENCODE_DTOA_H
 #define VT_ENCODE_DTOA_H
@@ -12,13 +17,15 @@ extern "C" {
 #endif
 
 /* Writes the shortest digit string d1..dk (k <= 17, no trailing zeros, no
- * sign, not NUL-terminated) such that 0.d1..dk * 10^point read back gives |v|
- * exactly. v must be finite; 0 gives "0" with point 1. Returns k. `digits`
- * needs 18 bytes. */
+ * sign, not NUL-terminated) such that 0.d1..dk * 10^point reads back as |v|;
+ * of several such strings, the one closest to |v|. v must be finite and
+ * nonzero. Returns k. `digits` needs 20 bytes. */
 int json_dtoa_shortest(double v, char *digits, int *out_point);
-/* The same for a float32 (k <= 9): the shortest digits that read back as a
- * float give the same float. */
+/* The same for a float32 (k <= 9): reads back as the same float. */
 int json_ftoa_shortest(float v, char *digits, int *out_point);
+
+int json_dc_dtoa_shortest(double v, char *digits, int *out_point);
+int json_dc_ftoa_shortest(float v, char *digits, int *out_point);
 
 #ifdef __cplusplus
 }

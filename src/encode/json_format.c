@@ -528,6 +528,12 @@ static inline char *escape_byte(char *o, unsigned char c)
     }
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(VT_NO_OVERREAD)
+#define JSON_OVERREAD_OK 0
+#else
+#define JSON_OVERREAD_OK 1
+#endif
+
 /* Bytes of a 16-byte block that need escaping, as a bit mask. */
 static inline unsigned escape_mask(__m128i v)
 {
@@ -559,9 +565,16 @@ char *json_fmt_string_body(char *o, const char *s, size_t n)
     if (i < n) {
         char tmp[32];
         size_t r = n - i, j = 0;
-        memcpy(tmp, s + i, r);
+        const char *t = s + i;
+        /* Reading up to 31 bytes past t cannot fault while they stay in t's
+         * page; the bytes past the string are masked off. Sanitizer builds
+         * (which would rightly flag the over-read) always copy. */
+        if (!JSON_OVERREAD_OK || ((uintptr_t)t & 4095) > 4096 - 32) {
+            memcpy(tmp, t, r);
+            t = tmp;
+        }
         while (j < r) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(tmp + j));
+            __m128i v = _mm_loadu_si128((const __m128i *)(t + j));
             _mm_storeu_si128((__m128i *)o, v);
             unsigned m = escape_mask(v) & ((1u << (r - j)) - 1);
             if (!m) {
@@ -569,11 +582,23 @@ char *json_fmt_string_body(char *o, const char *s, size_t n)
                 break;
             }
             unsigned k = (unsigned)__builtin_ctz(m);
-            o = escape_byte(o + k, (unsigned char)tmp[j + k]);
+            o = escape_byte(o + k, (unsigned char)t[j + k]);
             j += k + 1;
         }
     }
     return o;
+}
+
+char *json_fmt_string_inline(char *o, const void *block16, size_t n)
+{
+    __m128i v = _mm_srli_si128(_mm_loadu_si128((const __m128i *)block16), 4);
+    unsigned m = escape_mask(v) & ((1u << n) - 1);
+    if (m)
+        return json_fmt_string(o, (const char *)block16 + 4, n);
+    *o = '"';
+    _mm_storeu_si128((__m128i *)(o + 1), v);
+    o[n + 1] = '"';
+    return o + n + 2;
 }
 
 char *json_fmt_string(char *o, const char *s, size_t n)

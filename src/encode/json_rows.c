@@ -276,7 +276,10 @@ static int enc_varchar(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)
     do {                                                                           \
         uint32_t len = d[i].value.inlined.length;                                  \
         const char *p = str_ptr(&d[i], len);                                       \
-        if (len <= STR_BLOCK) {                                                    \
+        if (len <= 12) {                                                           \
+            SEG_NEED(s, b, o, 6 * 12 + 2);                                         \
+            o = json_fmt_string_inline(o, &d[i], len);                             \
+        } else if (len <= STR_BLOCK) {                                             \
             SEG_NEED(s, b, o, 6 * (size_t)len + 2);                                \
             o = json_fmt_string(o, p, len);                                        \
         } else {                                                                   \

@@ -596,6 +596,47 @@ TEST(random_floats_round_trip_shortest)
     CHECK_EQ_INT(bad, 0);
 }
 
+/* Random strings (every length 0..80 around the 12-byte inline limit and the
+ * 16-byte blocks; quotes, backslashes, control bytes, multi-byte UTF-8) equal
+ * the plain byte-at-a-time escaper of util/strbuf. */
+TEST(random_strings_match_reference_escaper)
+{
+    static const char *pieces[] = {"a", "Z", "0", " ", "\"", "\\", "\n", "\t", "\x01", "\x1f", "\x7f",
+                                   "\xc3\xa9", "\xe2\x9c\x93", "\xf0\x9f\x98\x80", "/", "<"};
+    exec("CREATE OR REPLACE TABLE rs(id INTEGER, s VARCHAR)");
+    duckdb_appender app;
+    CHECK(duckdb_appender_create(con, NULL, "rs", &app) == DuckDBSuccess);
+    struct strbuf want;
+    sb_init(&want, 0);
+    for (int i = 0; i < 6000; i++) {
+        char str[400];
+        size_t n = 0, target = (size_t)(i % 81);
+        while (n < target) {
+            /* mostly plain text, so clean 16-byte blocks occur too */
+            const char *p = rnd() % 4 ? "x" : pieces[rnd() % (sizeof pieces / sizeof *pieces)];
+            size_t l = strlen(p);
+            memcpy(str + n, p, l);
+            n += l;
+        }
+        duckdb_appender_begin_row(app);
+        duckdb_append_int32(app, i);
+        duckdb_append_varchar_length(app, str, n);
+        duckdb_appender_end_row(app);
+        sb_adds(&want, i ? ",{\"s\":" : "{\"s\":");
+        sb_add_json_string(&want, str, n);
+        sb_addc(&want, '}');
+    }
+    duckdb_appender_destroy(&app);
+    char *got = encode_sql("SELECT s FROM rs ORDER BY id");
+    CHECK(got != NULL);
+    if (got) {
+        CHECK(same_text(got, want.buf));
+        CHECK(valid_json_array(got));
+    }
+    free(got);
+    sb_release(&want);
+}
+
 /* Random doubles through DuckDB vectors (appender), parsed back. */
 TEST(random_doubles_through_duckdb)
 {
@@ -755,5 +796,5 @@ RUN_TESTS(TEST_CASE(integers_all_widths), TEST_CASE(doubles_and_floats), TEST_CA
           TEST_CASE(many_rows_null_masks_and_chunks), TEST_CASE(row_ranges_and_restart),
           TEST_CASE(unsupported_types_are_refused), TEST_CASE(json_validator),
           TEST_CASE(random_doubles_round_trip_shortest), TEST_CASE(random_floats_round_trip_shortest),
-          TEST_CASE(random_doubles_through_duckdb), TEST_CASE(calendar_text_reads_back_in_duckdb),
+          TEST_CASE(random_doubles_through_duckdb), TEST_CASE(random_strings_match_reference_escaper), TEST_CASE(calendar_text_reads_back_in_duckdb),
           TEST_CASE(mixed_table_is_valid_json), TEST_CASE(zz_close_db))

@@ -1,0 +1,179 @@
+/*
+ * Shortest round-trip digits for doubles and floats: Schubfach, written from
+ * R. Giulietti, "The Schubfach way to render doubles" (2020, rev. 2021).
+ *
+ * Why our own: the JSON writer spends most of its time on floating point.
+ * libdouble-conversion (Grisu3 + bignum fallback) took ~80 ns per random
+ * double here; this takes ~20 ns (three 64x128-bit multiplications, no loops
+ * over digits, no fallback), which decided the JSON-vs-to_json ratio. The
+ * results are digit-for-digit those of double-conversion (the tests compare
+ * the two on random and edge values).
+ *
+ * In short: v = c * 2^q has the rounding interval R = [v - lo, v + hi]
+ * (bounds included iff c is even). Pick k with 10^k <= 2^q (or 3/4 2^q when
+ * the lower neighbour is closer), scale the three points 4c-2 (or 4c-1), 4c,
+ * 4c+2 by 10^-k with one precomputed 128-bit power g, rounding to odd. Then
+ * the shortest decimal in R is either a multiple of 10^(k+1) bracketing v
+ * (when exactly one of the two lies in R), or one of s, s+1 at 10^k, the one
+ * in R or, when both are, the closer to v (ties to even).
+ */
+#include "encode/dtoa.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "encode/dtoa_table.h"
+
+typedef unsigned __int128 u128;
+
+/* floor(q log10 2), floor(q log10(3/4 2^q)), floor(e log2 10): exact over the
+ * exponent ranges used (dtoa_gen.py checks them). */
+static inline int flog10pow2(int q) { return (int)(((int64_t)q * 661971961083ll) >> 41); }
+static inline int flog10threequarterspow2(int q)
+{
+    return (int)(((int64_t)q * 661971961083ll - 274743187321ll) >> 41);
+}
+static inline int flog2pow10(int e) { return (int)(((int64_t)e * 913124641741ll) >> 38); }
+
+/* floor(g * cp / 2^128), with the lowest bit set when inexact (round to odd).
+ * g over-estimates the power by < 1 unit, so a fraction of at most 1 unit of
+ * 2^-64 means the exact product was an integer. */
+static inline uint64_t rop(const uint64_t g[2], uint64_t cp)
+{
+    u128 x = (u128)g[1] * cp;
+    u128 y = (u128)g[0] * cp + (x >> 64);
+    return (uint64_t)(y >> 64) | ((uint64_t)y > 1);
+}
+
+/* The shortest (closest) decimal d * 10^e in the rounding interval of
+ * c * 2^q; `lower_closer` when the predecessor is at half the distance. */
+static uint64_t to_decimal(uint64_t c, int q, bool lower_closer, int *out_e)
+{
+    uint64_t out = c & 1; /* odd c: the bounds are not in R */
+    uint64_t cb = c << 2, cbr = cb + 2, cbl;
+    int k;
+    if (!lower_closer) {
+        cbl = cb - 2;
+        k = flog10pow2(q);
+    } else {
+        cbl = cb - 1;
+        k = flog10threequarterspow2(q);
+    }
+    int h = q + flog2pow10(-k) + 1; /* 1..4 */
+    const uint64_t *g = DTOA_G[-k - DTOA_G_MIN];
+    uint64_t vb = rop(g, cb << h), vbl = rop(g, cbl << h), vbr = rop(g, cbr << h);
+    uint64_t s = vb >> 2;
+    if (s >= 10) { /* one digit shorter: u' = 10 floor(s/10), w' = u' + 10 */
+        uint64_t sp10 = s / 10 * 10, tp10 = sp10 + 10;
+        bool upin = vbl + out <= sp10 << 2;
+        bool wpin = (tp10 << 2) + out <= vbr;
+        if (upin != wpin) {
+            *out_e = k;
+            return upin ? sp10 : tp10;
+        }
+    }
+    uint64_t t = s + 1;
+    bool uin = vbl + out <= s << 2;
+    bool win = (t << 2) + out <= vbr;
+    *out_e = k;
+    if (uin != win)
+        return uin ? s : t;
+    int64_t cmp = (int64_t)(vb - ((s + t) << 1)); /* both in R: the closer */
+    return (cmp < 0 || (cmp == 0 && (s & 1) == 0)) ? s : t;
+}
+
+static const char DIG2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
+
+/* d without trailing zeros as digits; returns the count, adds the removed
+ * zeros to *e. */
+static int emit(uint64_t d, char *digits, int *e)
+{
+    int z = 0;
+    while (d % 100000000 == 0) {
+        d /= 100000000;
+        z += 8;
+    }
+    if (d % 10000 == 0) {
+        d /= 10000;
+        z += 4;
+    }
+    if (d % 100 == 0) {
+        d /= 100;
+        z += 2;
+    }
+    if (d % 10 == 0) {
+        d /= 10;
+        z += 1;
+    }
+    *e += z;
+    char tmp[24];
+    char *p = tmp + sizeof tmp;
+    while (d >= 100) {
+        uint64_t q = d / 100;
+        p -= 2;
+        memcpy(p, DIG2 + 2 * (d - q * 100), 2);
+        d = q;
+    }
+    if (d >= 10) {
+        p -= 2;
+        memcpy(p, DIG2 + 2 * d, 2);
+    } else {
+        *--p = (char)('0' + d);
+    }
+    int n = (int)(tmp + sizeof tmp - p);
+    memcpy(digits, p, (size_t)n);
+    return n;
+}
+
+int json_dtoa_shortest(double v, char *digits, int *out_point)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    uint64_t f = bits & ((1ull << 52) - 1);
+    int be = (int)((bits >> 52) & 0x7ff);
+    uint64_t c;
+    int q, e;
+    if (be) {
+        c = f | (1ull << 52);
+        q = be - 1075;
+        if (q <= 0 && q > -53 && (c & ((1ull << -q) - 1)) == 0) { /* an integer */
+            c >>= -q;
+            e = 0;
+        } else {
+            c = to_decimal(c, q, f == 0 && be > 1, &e);
+        }
+    } else {
+        c = to_decimal(f, -1074, false, &e);
+    }
+    int n = emit(c, digits, &e);
+    *out_point = n + e;
+    return n;
+}
+
+int json_ftoa_shortest(float v, char *digits, int *out_point)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    uint32_t f = bits & ((1u << 23) - 1);
+    int be = (int)((bits >> 23) & 0xff);
+    uint64_t c;
+    int q, e;
+    if (be) {
+        c = f | (1u << 23);
+        q = be - 150;
+        if (q <= 0 && q > -24 && (c & ((1ull << -q) - 1)) == 0) {
+            c >>= -q;
+            e = 0;
+        } else {
+            c = to_decimal(c, q, f == 0 && be > 1, &e);
+        }
+    } else {
+        c = to_decimal(f, -149, false, &e);
+    }
+    int n = emit(c, digits, &e);
+    *out_point = n + e;
+    return n;
+}
