@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "encode/dtoa_table.h"
@@ -63,117 +64,116 @@ static uint64_t to_decimal(uint64_t c, int q, bool lower_closer, int *out_e)
     int h = q + flog2pow10(-k) + 1; /* 1..4 */
     const uint64_t *g = DTOA_G[-k - DTOA_G_MIN];
     uint64_t vb = rop(g, cb << h), vbl = rop(g, cbl << h), vbr = rop(g, cbr << h);
-    uint64_t s = vb >> 2;
-    if (s >= 10) { /* one digit shorter: u' = 10 floor(s/10), w' = u' + 10 */
-        uint64_t sp10 = s / 10 * 10, tp10 = sp10 + 10;
-        bool upin = vbl + out <= sp10 << 2;
-        bool wpin = (tp10 << 2) + out <= vbr;
-        if (upin != wpin) {
-            *out_e = k;
-            return upin ? sp10 : tp10;
-        }
-    }
-    uint64_t t = s + 1;
-    bool uin = vbl + out <= s << 2;
+    /* Every candidate and test is computed and the answer selected without
+     * branches: for arbitrary doubles these outcomes are coin flips, and
+     * mispredicted branches cost more than the few extra operations. */
+    uint64_t s = vb >> 2, t = s + 1;
+    uint64_t sp10 = s / 10 * 10, tp10 = sp10 + 10;
+    bool upin = vbl + out <= sp10 << 2; /* u' = sp10 10^k in R */
+    bool wpin = (tp10 << 2) + out <= vbr;
+    bool uin = vbl + out <= s << 2; /* u = s 10^k in R */
     bool win = (t << 2) + out <= vbr;
+    int64_t cmp = (int64_t)(vb - ((s + t) << 1)); /* both in R: the closer, ties to even */
+    uint64_t closest = s + (uint64_t)((cmp > 0) | ((cmp == 0) & (int)(s & 1)));
+    uint64_t m = 0 - (uint64_t)(uin != win);
+    uint64_t pick = ((s + !uin) & m) | (closest & ~m);
+    uint64_t shorter = upin ? sp10 : tp10; /* one digit shorter (s >= 10: u' > 0) */
+    uint64_t m2 = 0 - (uint64_t)((s >= 10) & (upin != wpin));
     *out_e = k;
-    if (uin != win)
-        return uin ? s : t;
-    int64_t cmp = (int64_t)(vb - ((s + t) << 1)); /* both in R: the closer */
-    return (cmp < 0 || (cmp == 0 && (s & 1) == 0)) ? s : t;
+    return (shorter & m2) | (pick & ~m2); /* masks: gcc kept branches for ?: */
 }
 
-static const char DIG2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                              "8081828384858687888990919293949596979899";
-
-/* d without trailing zeros as digits; returns the count, adds the removed
- * zeros to *e. */
-static int emit(uint64_t d, char *digits, int *e)
+/* Strips trailing zeros of d (nonzero), adding them to *e. (A multiple of
+ * 10^8 is a multiple of 2^8: the low-bit test skips the remainder.) */
+static inline uint64_t strip_zeros(uint64_t d, int *e)
 {
     int z = 0;
-    while (d % 100000000 == 0) {
+    while ((d & 0xff) == 0 && d % 100000000 == 0) {
         d /= 100000000;
         z += 8;
     }
-    if (d % 10000 == 0) {
-        d /= 10000;
-        z += 4;
-    }
-    if (d % 100 == 0) {
-        d /= 100;
-        z += 2;
-    }
-    if (d % 10 == 0) {
-        d /= 10;
-        z += 1;
-    }
+    /* the last steps without branches (for even d they were coin flips) */
+    uint64_t q = d / 10000, hit = q * 10000 == d;
+    d = hit ? q : d;
+    z += 4 * (int)hit;
+    q = d / 100;
+    hit = q * 100 == d;
+    d = hit ? q : d;
+    z += 2 * (int)hit;
+    q = d / 10;
+    hit = q * 10 == d;
+    d = hit ? q : d;
+    z += (int)hit;
     *e += z;
-    char tmp[24];
-    char *p = tmp + sizeof tmp;
-    while (d >= 100) {
-        uint64_t q = d / 100;
-        p -= 2;
-        memcpy(p, DIG2 + 2 * (d - q * 100), 2);
-        d = q;
-    }
-    if (d >= 10) {
-        p -= 2;
-        memcpy(p, DIG2 + 2 * d, 2);
-    } else {
-        *--p = (char)('0' + d);
-    }
-    int n = (int)(tmp + sizeof tmp - p);
-    memcpy(digits, p, (size_t)n);
-    return n;
+    return d;
 }
 
-int json_dtoa_shortest(double v, char *digits, int *out_point)
+uint64_t json_dtoa_decimal(double v, int *out_e)
 {
     uint64_t bits;
     memcpy(&bits, &v, 8);
     uint64_t f = bits & ((1ull << 52) - 1);
     int be = (int)((bits >> 52) & 0x7ff);
     uint64_t c;
-    int q, e;
+    int e = 0;
     if (be) {
         c = f | (1ull << 52);
-        q = be - 1075;
-        if (q <= 0 && q > -53 && (c & ((1ull << -q) - 1)) == 0) { /* an integer */
+        int q = be - 1075;
+        if (q <= 0 && q > -53 && (c & ((1ull << -q) - 1)) == 0) /* an integer */
             c >>= -q;
-            e = 0;
-        } else {
+        else
             c = to_decimal(c, q, f == 0 && be > 1, &e);
-        }
     } else {
         c = to_decimal(f, -1074, false, &e);
     }
-    int n = emit(c, digits, &e);
-    *out_point = n + e;
-    return n;
+    c = strip_zeros(c, &e);
+    *out_e = e;
+    return c;
 }
 
-int json_ftoa_shortest(float v, char *digits, int *out_point)
+uint64_t json_ftoa_decimal(float v, int *out_e)
 {
     uint32_t bits;
     memcpy(&bits, &v, 4);
     uint32_t f = bits & ((1u << 23) - 1);
     int be = (int)((bits >> 23) & 0xff);
     uint64_t c;
-    int q, e;
+    int e = 0;
     if (be) {
         c = f | (1u << 23);
-        q = be - 150;
-        if (q <= 0 && q > -24 && (c & ((1ull << -q) - 1)) == 0) {
+        int q = be - 150;
+        if (q <= 0 && q > -24 && (c & ((1ull << -q) - 1)) == 0)
             c >>= -q;
-            e = 0;
-        } else {
+        else
             c = to_decimal(c, q, f == 0 && be > 1, &e);
-        }
     } else {
         c = to_decimal(f, -149, false, &e);
     }
-    int n = emit(c, digits, &e);
+    c = strip_zeros(c, &e);
+    *out_e = e;
+    return c;
+}
+
+/* Digits of d into `digits`; returns the count, *point = count + e. */
+static int to_digits(uint64_t d, int e, char *digits, int *out_point)
+{
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)d);
+    memcpy(digits, tmp, (size_t)n);
     *out_point = n + e;
     return n;
+}
+
+int json_dtoa_shortest(double v, char *digits, int *out_point)
+{
+    int e;
+    uint64_t d = json_dtoa_decimal(v, &e);
+    return to_digits(d, e, digits, out_point);
+}
+
+int json_ftoa_shortest(float v, char *digits, int *out_point)
+{
+    int e;
+    uint64_t d = json_ftoa_decimal(v, &e);
+    return to_digits(d, e, digits, out_point);
 }

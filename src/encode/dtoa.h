@@ -12,6 +12,8 @@
 #ifndef VT_ENCODE_DTOA_H
 #define VT_ENCODE_DTOA_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -21,6 +23,10 @@ extern "C" {
  * of several such strings, the one closest to |v|. v must be finite and
  * nonzero. Returns k. `digits` needs 20 bytes. */
 int json_dtoa_shortest(double v, char *digits, int *out_point);
+/* The same result as an integer: |v| ~ d * 10^e with d the shortest digits
+ * (no trailing zeros, d < 10^17). v finite and nonzero. */
+uint64_t json_dtoa_decimal(double v, int *out_e);
+uint64_t json_ftoa_decimal(float v, int *out_e);
 /* The same for a float32 (k <= 9): reads back as the same float. */
 int json_ftoa_shortest(float v, char *digits, int *out_point);
 

@@ -49,24 +49,48 @@ static inline int ndigits_u64(uint64_t v)
     return t + (v >= P10[t]);
 }
 
-/* Writes exactly `n` digits of v (v < 10^n), most significant first. */
+/* The 8 decimal digits of v < 10^8 as ASCII in one word, first digit in the
+ * lowest byte (SWAR: split into 4-digit lanes, then 2-digit, then 1-digit
+ * lanes with multiply-shift divisions; exact for every v < 10^8, checked
+ * exhaustively). No table loads and no dependency chain per digit pair. */
+static inline uint64_t swar8(uint32_t v)
+{
+    uint64_t x = (uint64_t)(v / 10000) | ((uint64_t)(v % 10000) << 32);
+    uint64_t q = ((x * 5243) >> 19) & 0x0000007F0000007Full; /* lane / 100 */
+    x = q | ((x - q * 100) << 16);
+    q = ((x * 103) >> 10) & 0x000F000F000F000Full; /* lane / 10 */
+    x = q | ((x - q * 10) << 8);
+    return x | 0x3030303030303030ull;
+}
+
+/* The last n <= 8 digits of w, stored as a full 8-byte word at o (bytes
+ * past o + n are scratch the caller overwrites or ignores). */
+static inline void put_upto8(char *o, uint32_t w, int n)
+{
+    uint64_t x = swar8(w) >> (8 * (8 - n));
+    memcpy(o, &x, 8);
+}
+
+/* Writes exactly `n` (1..20) digits of v (v < 10^n), most significant first.
+ * May write up to 8 bytes past o + n: callers keep JSON_FMT_SLACK. Leading
+ * parts are stored first, so each later store overwrites only scratch. */
 static inline void put_digits(char *o, uint64_t v, int n)
 {
-    char *p = o + n;
-    while (v >= 100) {
-        uint64_t q = v / 100;
-        p -= 2;
-        put2(p, (unsigned)(v - q * 100));
-        v = q;
+    if (n <= 8) {
+        put_upto8(o, (uint32_t)v, n);
+    } else if (n <= 16) {
+        uint64_t hi = v / 100000000;
+        put_upto8(o, (uint32_t)hi, n - 8);
+        uint64_t x = swar8((uint32_t)(v - hi * 100000000));
+        memcpy(o + n - 8, &x, 8);
+    } else {
+        uint64_t top = v / 10000000000000000ull, rest = v - top * 10000000000000000ull;
+        uint64_t mid = rest / 100000000;
+        put_upto8(o, (uint32_t)top, n - 16);
+        uint64_t x = swar8((uint32_t)mid), y = swar8((uint32_t)(rest - mid * 100000000));
+        memcpy(o + n - 16, &x, 8);
+        memcpy(o + n - 8, &y, 8);
     }
-    if (v >= 10) {
-        p -= 2;
-        put2(p, (unsigned)v);
-    } else if (p > o) {
-        *--p = (char)('0' + v);
-    }
-    while (p > o) /* leading zeros when v has fewer than n digits */
-        *--p = '0';
 }
 
 char *json_fmt_null(char *o)
@@ -153,20 +177,28 @@ char *json_fmt_u128(char *o, uint64_t upper, uint64_t lower)
     return fmt_u128(o, ((u128)upper << 64) | lower);
 }
 
-/* Lays out shortest digits d[0..k) with value 0.d * 10^point as JSON. */
-static char *layout_float(char *o, const char *d, int k, int point)
+/* Lays out the shortest decimal d * 10^e (d without trailing zeros) as JSON:
+ * fixed notation while the decimal point falls within -5..21 digits of the
+ * first digit (JavaScript's rule), else d.ddde[-]X; integral values end ".0". */
+static char *layout_float(char *o, uint64_t d, int e)
 {
+    int k = ndigits_u64(d), point = k + e; /* value = 0.digits * 10^point */
     if (point > 0 && point <= 21) {
-        if (k <= point) { /* integral: digits, zeros, ".0" */
-            memcpy(o, d, (size_t)k);
-            memset(o + k, '0', (size_t)(point - k));
+        if (e >= 0) { /* integral: digits, zeros, ".0" */
+            put_digits(o, d, k);
+            memset(o + k, '0', (size_t)e);
             o += point;
             memcpy(o, ".0", 2);
             return o + 2;
         }
-        memcpy(o, d, (size_t)point);
+        /* all digits one place to the right, then the integer part (usually
+         * the shorter) back left over the gap: no division, and byte moves
+         * that store-to-load forwarding handles (a 16-byte reload of freshly
+         * written 2-byte stores stalled and cost more than the digits) */
+        put_digits(o + 1, d, k);
+        for (int i = 0; i < point; i++)
+            o[i] = o[i + 1];
         o[point] = '.';
-        memcpy(o + point + 1, d + point, (size_t)(k - point));
         return o + k + 1;
     }
     if (point <= 0 && point > -6) { /* 0.000ddd */
@@ -174,14 +206,16 @@ static char *layout_float(char *o, const char *d, int k, int point)
         o[1] = '.';
         memset(o + 2, '0', (size_t)-point);
         o += 2 - point;
-        memcpy(o, d, (size_t)k);
+        put_digits(o, d, k);
         return o + k;
     }
-    *o++ = d[0];
-    if (k > 1) {
-        *o++ = '.';
-        memcpy(o, d + 1, (size_t)(k - 1));
-        o += k - 1;
+    if (k == 1) {
+        *o++ = (char)('0' + d);
+    } else {
+        put_digits(o + 1, d, k);
+        o[0] = o[1];
+        o[1] = '.';
+        o += k + 1;
     }
     *o++ = 'e';
     return json_fmt_i64(o, point - 1);
@@ -208,10 +242,9 @@ char *json_fmt_double(char *o, double v)
         memcpy(o, ".0", 2);
         return o + 2;
     }
-    char d[18];
-    int point;
-    int k = json_dtoa_shortest(v, d, &point);
-    return layout_float(o, d, k, point);
+    int e;
+    uint64_t d = json_dtoa_decimal(v, &e);
+    return layout_float(o, d, e);
 }
 
 char *json_fmt_float(char *o, float v)
@@ -233,10 +266,9 @@ char *json_fmt_float(char *o, float v)
         memcpy(o, ".0", 2);
         return o + 2;
     }
-    char d[18];
-    int point;
-    int k = json_ftoa_shortest(v, d, &point);
-    return layout_float(o, d, k, point);
+    int e;
+    uint64_t d = json_ftoa_decimal(v, &e);
+    return layout_float(o, d, e);
 }
 
 /* Inserts the decimal point into the digits of |v| already at o[0..n). */

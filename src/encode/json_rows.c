@@ -832,30 +832,26 @@ void json_rows_restart(struct json_rows *enc) { enc->written = 0; }
 
 /* ---- rows ---- */
 
-int json_rows_encode_range(struct json_rows *enc, duckdb_data_chunk chunk, uint64_t from,
-                           uint64_t count, struct strbuf *out)
+/* Rows per batch: every column's formatted values for a batch plus the
+ * assembled rows should stay in L2 (a whole 2048-row chunk of a wide table
+ * did not, and assembly then ran from L3). */
+#define BATCH_ROWS 256
+
+static int encode_batch(struct json_rows *enc, duckdb_vector *vecs, idx_t from, idx_t n,
+                        struct strbuf *out)
 {
-    idx_t size = duckdb_data_chunk_get_size(chunk);
-    if (from >= size || count == 0)
-        return 0;
-    if (count > size - from)
-        count = size - from;
-    if (duckdb_data_chunk_get_column_count(chunk) != enc->ncol)
-        return -1;
-    idx_t n = count;
+    size_t ncol = enc->ncol;
+    struct jcol *cols = enc->cols;
     size_t total = n * 3 + JSON_FMT_SLACK;
-    for (size_t c = 0; c < enc->ncol; c++) {
-        struct jcol *col = &enc->cols[c];
-        if (col->enc(col, duckdb_data_chunk_get_vector(chunk, c), from, n) < 0)
+    for (size_t c = 0; c < ncol; c++) {
+        if (cols[c].enc(&cols[c], vecs[c], from, n) < 0)
             return -1;
-        total += col->seg.len + n * col->key_len;
+        total += cols[c].seg.len + n * cols[c].key_len;
     }
-    /* one reservation for the whole chunk; the row loop then only copies */
+    /* one reservation per batch; the row loop then only copies */
     if (sb_grow(out, total) < 0)
         return -1;
     char *o = out->buf + out->len;
-    size_t ncol = enc->ncol;
-    const struct jcol *cols = enc->cols;
     for (idx_t i = 0; i < n; i++) {
         if (i || enc->written)
             *o++ = ',';
@@ -872,6 +868,32 @@ int json_rows_encode_range(struct json_rows *enc, duckdb_data_chunk chunk, uint6
     out->buf[out->len] = '\0';
     enc->written += n;
     return 0;
+}
+
+int json_rows_encode_range(struct json_rows *enc, duckdb_data_chunk chunk, uint64_t from,
+                           uint64_t count, struct strbuf *out)
+{
+    idx_t size = duckdb_data_chunk_get_size(chunk);
+    if (from >= size || count == 0)
+        return 0;
+    if (count > size - from)
+        count = size - from;
+    if (duckdb_data_chunk_get_column_count(chunk) != enc->ncol)
+        return -1;
+    duckdb_vector small[32];
+    duckdb_vector *vecs = enc->ncol <= 32 ? small : malloc(enc->ncol * sizeof *vecs);
+    if (!vecs)
+        return -1;
+    for (size_t c = 0; c < enc->ncol; c++)
+        vecs[c] = duckdb_data_chunk_get_vector(chunk, c);
+    int rc = 0;
+    for (idx_t at = from; at < from + count && rc == 0; at += BATCH_ROWS) {
+        idx_t n = from + count - at < BATCH_ROWS ? from + count - at : BATCH_ROWS;
+        rc = encode_batch(enc, vecs, at, n, out);
+    }
+    if (vecs != small)
+        free(vecs);
+    return rc;
 }
 
 int json_rows_encode_chunk(struct json_rows *enc, duckdb_data_chunk chunk, struct strbuf *out)
