@@ -277,7 +277,9 @@ static char *place_point(char *o, int n, unsigned scale)
     if (scale == 0)
         return o + n;
     if ((unsigned)n > scale) {
-        memmove(o + n - scale + 1, o + n - scale, scale);
+        /* a byte loop: scales are short and a memmove call cost more */
+        for (int i = n; i > n - (int)scale; i--)
+            o[i] = o[i - 1];
         o[n - scale] = '.';
         return o + n + 1;
     }
@@ -320,9 +322,9 @@ char *json_fmt_decimal128(char *o, int64_t upper, uint64_t lower, unsigned scale
     return place_point(o, (int)(e - o), scale);
 }
 
-/* Proleptic Gregorian civil date from days since 1970-01-01 (H. Hinnant's
- * days_from_civil inverse; exact for the whole int64 day range we use). */
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+/* Proleptic Gregorian civil date from days since 1970-01-01, any int64 day
+ * (H. Hinnant's civil_from_days). */
+static void civil_from_days_slow(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 {
     z += 719468;
     int64_t era = (z >= 0 ? z : z - 146096) / 146097;
@@ -333,6 +335,37 @@ static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
     *d = doy - (153 * mp + 2) / 5 + 1;
     *m = mp < 10 ? mp + 3 : mp - 9;
     *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+/* The same in 32-bit unsigned arithmetic with multiply-shift divisions (C.
+ * Neri and L. Schneider, "Euclidean affine functions and their application
+ * to calendar algorithms", 2022), for days in [NS_MIN, NS_MAX]: the whole
+ * TIMESTAMP range and every DATE but the outermost. Shifted by NS_S 400-year
+ * eras so N stays unsigned; checked against the slow form for every day of
+ * the range. */
+#define NS_S 730u
+#define NS_K (719468u + 146097u * NS_S)
+#define NS_MIN (-(int64_t)NS_K)
+#define NS_MAX ((int64_t)1073741823 - (int64_t)NS_K)
+
+static inline void civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d)
+{
+    if (days < NS_MIN || days > NS_MAX) {
+        civil_from_days_slow(days, y, m, d);
+        return;
+    }
+    uint32_t n = (uint32_t)(days + NS_K);
+    uint32_t n1 = 4 * n + 3;
+    uint32_t c = n1 / 146097, nc = n1 % 146097 / 4;
+    uint32_t n2 = 4 * nc + 3;
+    uint64_t p2 = (uint64_t)2939745 * n2;
+    uint32_t z = (uint32_t)(p2 >> 32), ny = (uint32_t)p2 / 2939745 / 4;
+    uint32_t n3 = 2141 * ny + 197913;
+    uint32_t mm = n3 >> 16, dd = (n3 & 0xffff) / 2141;
+    uint32_t j = ny >= 306; /* January and February belong to the next year */
+    *y = (int64_t)(100 * c + z + j) - (int64_t)(400 * NS_S);
+    *m = j ? mm - 12 : mm;
+    *d = dd + 1;
 }
 
 /* YYYY-MM-DD without quotes; see the header for years outside 0..9999. */
@@ -440,33 +473,47 @@ char *json_fmt_time_tz(char *o, uint64_t bits)
     return o;
 }
 
-char *json_fmt_timestamp(char *o, int64_t v, enum json_ts_unit unit, bool utc)
+/* The timestamp layout for a unit known at compile time: always inlined
+ * into a per-unit caller, so the divisions are by constants (a division by a
+ * unit looked up at run time cost more than the rest of the formatting). */
+static inline __attribute__((always_inline)) char *fmt_ts(char *o, int64_t v, int64_t per_sec,
+                                                          int frac_digits, bool utc)
 {
-    static const int64_t per_day[] = {86400ll, 86400000ll, 86400000000ll, 86400000000000ll};
-    static const int64_t per_sec[] = {1, 1000, 1000000, 1000000000};
-    static const int frac_digits[] = {0, 3, 6, 9};
     if (v == INT64_MAX || v == -INT64_MAX) {
         const char *s = v > 0 ? "\"infinity\"" : "\"-infinity\"";
         size_t n = strlen(s);
         memcpy(o, s, n);
         return o + n;
     }
-    int64_t pd = per_day[unit];
+    const int64_t pd = per_sec * 86400;
     int64_t days = v / pd, rem = v % pd;
     if (rem < 0) { /* floor division: times before 1970 count back from midnight */
         rem += pd;
         days--;
     }
-    uint64_t r = (uint64_t)rem, ps = (uint64_t)per_sec[unit];
+    uint64_t r = (uint64_t)rem;
     *o++ = '"';
     o = put_date(o, days);
     *o++ = 'T';
-    o = put_hms(o, r / ps);
-    o = put_frac(o, r % ps, frac_digits[unit]);
+    o = put_hms(o, r / (uint64_t)per_sec);
+    if (frac_digits)
+        o = put_frac(o, r % (uint64_t)per_sec, frac_digits);
     if (utc)
         *o++ = 'Z';
     *o++ = '"';
     return o;
+}
+
+char *json_fmt_timestamp(char *o, int64_t v, enum json_ts_unit unit, bool utc)
+{
+    switch (unit) {
+    case JSON_TS_S: return utc ? fmt_ts(o, v, 1, 0, true) : fmt_ts(o, v, 1, 0, false);
+    case JSON_TS_MS: return utc ? fmt_ts(o, v, 1000, 3, true) : fmt_ts(o, v, 1000, 3, false);
+    case JSON_TS_NS:
+        return utc ? fmt_ts(o, v, 1000000000, 9, true) : fmt_ts(o, v, 1000000000, 9, false);
+    case JSON_TS_US:
+    default: return utc ? fmt_ts(o, v, 1000000, 6, true) : fmt_ts(o, v, 1000000, 6, false);
+    }
 }
 
 /* One "<n><unit>" component of an ISO duration, with its own sign. */

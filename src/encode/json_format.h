@@ -3,8 +3,8 @@
  * encoder (json_rows.h), exported so that other writers of query results (the
  * index fast path reading its own columns, the schema sample) produce exactly
  * the same text. Every function writes at `o` and returns the end; the caller
- * guarantees the stated room (JSON_FMT_MAX_* bytes, plus 16 bytes of slack:
- * some writers store 16-byte blocks and overshoot what they keep).
+ * guarantees the stated room (JSON_FMT_MAX_* bytes, plus JSON_FMT_SLACK bytes:
+ * some writers store whole 8/16-byte blocks and overshoot what they keep).
  *
  * Formats (DESIGN.md "JSON values", plus the choices made here):
  *   integers     exact JSON numbers, all widths up to 128 bits
@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JSON_FMT_SLACK 16
+#define JSON_FMT_SLACK 32
 #define JSON_FMT_MAX_INT 41       /* -170141183460469231731687303715884105728 */
 #define JSON_FMT_MAX_DOUBLE 32    /* -0.0000012345678901234567 and friends */
 #define JSON_FMT_MAX_DECIMAL 44   /* 38 digits, sign, point, "0." */

@@ -13,6 +13,9 @@
  * json_type_supported() lets the query layer select `to_json(col)` for them
  * instead, which then passes through as JSON.
  *
+ * The schema endpoint's sample row is json_rows_encode_range(enc, chunk, 0, 1)
+ * on a fresh encoder: one `{...}` object.
+ *
  * Not thread-safe: one encoder per result, used by one thread at a time. The
  * encoder keeps per-column scratch buffers between chunks (no allocation per
  * chunk after the first).
@@ -40,7 +43,9 @@ void json_rows_destroy(struct json_rows *enc);
 
 /* Appends every row of `chunk` (whose columns match the encoder's) to out,
  * each preceded by ',' except the encoder's first row. 0 on success; -1 when
- * out refused the bytes (out->overflow set) or memory ran out. */
+ * out refused the bytes (out->overflow set: its `max` was reached), memory
+ * ran out or the chunk does not match. Rows go out in batches of complete
+ * rows: after -1, out holds whole rows only, json_rows_written() of them. */
 int json_rows_encode_chunk(struct json_rows *enc, duckdb_data_chunk chunk, struct strbuf *out);
 /* Rows [from, from + count) of the chunk only (paging inside a chunk, a
  * one-row schema sample); the range is clamped to the chunk's size. */
