@@ -50,6 +50,7 @@ struct jcol {
     size_t dict_n, dict_max; /* entries, longest entry */
     idx_t array_size;        /* ARRAY */
     bool str_keys;           /* MAP: keys are strings, write an object */
+    bool tuple;              /* STRUCT without field names (ROW(...)): an array */
     struct jcol *kids;       /* LIST/ARRAY 1, MAP 2 (key, value), STRUCT/UNION n */
     size_t nkids;
     struct seg seg;
@@ -463,15 +464,15 @@ static int enc_struct(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)
         if (!row_valid(m, from + i)) {
             o = json_fmt_null(o);
         } else {
-            *o++ = '{';
+            *o++ = c->tuple ? '[' : '{';
             for (size_t f = 0; f < c->nkids; f++) {
                 const struct jcol *k = &c->kids[f];
                 size_t l;
                 const char *p = seg_val(&k->seg, i, &l);
-                o = put_bytes(o, k->key, k->key_len);
+                o = put_bytes(o, k->key, k->key_len); /* tuple: "" or "," */
                 o = put_bytes(o, p, l);
             }
-            *o++ = '}';
+            *o++ = c->tuple ? ']' : '}';
         }
         s->endv[i + 1] = (size_t)(o - b);
     }
@@ -747,12 +748,31 @@ static int col_init(struct jcol *c, duckdb_logical_type t, const char *path, cha
         if (!c->kids)
             goto oom;
         c->nkids = nk;
+        /* a STRUCT whose fields are all unnamed (ROW(1, 'a')) becomes an
+         * array: an object with repeated "" keys would lose all but one */
+        c->tuple = !un && nk > 0;
+        for (idx_t i = 0; i < nk && c->tuple; i++) {
+            char *name = duckdb_struct_type_child_name(t, i);
+            c->tuple = name && !*name;
+            duckdb_free(name);
+        }
         for (idx_t i = 0; i < nk; i++) {
             char *name = un ? duckdb_union_type_member_name(t, i) : duckdb_struct_type_child_name(t, i);
             duckdb_logical_type kt =
                 un ? duckdb_union_type_member_type(t, i) : duckdb_struct_type_child_type(t, i);
             /* union members are written alone in their object: no comma */
-            int rc = kid_init(c, i, kt, name ? name : "", un || i == 0, path, err, errlen);
+            int rc;
+            if (c->tuple) {
+                rc = kid_init(c, i, kt, NULL, true, path, err, errlen);
+                if (rc == 0 && !(c->kids[i].key = calloc(1, 1 + JSON_FMT_SLACK)))
+                    rc = -1;
+                if (rc == 0 && i) {
+                    c->kids[i].key[0] = ',';
+                    c->kids[i].key_len = 1;
+                }
+            } else {
+                rc = kid_init(c, i, kt, name ? name : "", un || i == 0, path, err, errlen);
+            }
             duckdb_free(name);
             duckdb_destroy_logical_type(&kt);
             if (rc < 0)

@@ -6,7 +6,11 @@
  * caller wraps them: `{"data":[` + rows + `],"page":N,"page_size":N}`.
  *
  * Value formats are those of json_format.h. Every DuckDB type the C API
- * exposes is encoded natively, nested types at any depth. A VARCHAR with the
+ * exposes is encoded natively, nested types at any depth: LIST/ARRAY as
+ * arrays, STRUCT as objects (an all-unnamed STRUCT such as ROW(1, 'a') as an
+ * array), MAP with VARCHAR/ENUM keys as an object and otherwise as
+ * [{"key":k,"value":v},...], UNION as {"member":value}, BIT as a "0101"
+ * string, BIGNUM as an exact number, NULL as null at every level. A VARCHAR with the
  * JSON alias (DuckDB's JSON type) is written verbatim when it is valid JSON
  * and as a string otherwise. Types the C API cannot describe (VARIANT, TIME_NS
  * in DuckDB 1.4 report DUCKDB_TYPE_INVALID) are refused by json_rows_create;

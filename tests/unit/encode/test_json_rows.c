@@ -368,6 +368,18 @@ TEST(nested_types_with_nulls)
     CHECK_VAL("'{\"x\": [1, 2]}'::JSON", "{\"x\": [1, 2]}");
     CHECK_VAL("'\"s\"'::JSON", "\"s\"");
     CHECK_VAL("[{'d': '2024-01-02'::DATE, 'l': [1.5, NULL]}]", "[{\"d\":\"2024-01-02\",\"l\":[1.5,null]}]");
+    CHECK_VAL("MAP(['a'::ENUM('a', 'b'), 'b'], [1, 2])", "{\"a\":1,\"b\":2}");
+    CHECK_VAL("[MAP(['x'], [1]), NULL, MAP([]::VARCHAR[], []::INTEGER[])]", "[{\"x\":1},null,{}]");
+    CHECK_VAL("MAP([1.5::DOUBLE], [{'a': [NULL]}])", "[{\"key\":1.5,\"value\":{\"a\":[null]}}]");
+    CHECK_VAL("[{'a': 1}, {'a': 2}]::STRUCT(a INTEGER)[2]", "[{\"a\":1},{\"a\":2}]");
+    CHECK_VAL("[[1::HUGEINT << 100, NULL]]", "[[1267650600228229401496703205376,null]]");
+    CHECK_VAL("['\\x00\\x01'::BLOB, NULL]", "[\"AAE=\",null]");
+    CHECK_VAL("{'u': [1::UNION(i INTEGER, l INTEGER[]), [2, 3]::UNION(i INTEGER, l INTEGER[])]}",
+              "{\"u\":[{\"i\":1},{\"l\":[2,3]}]}");
+    CHECK_VAL("{'t': '13:00:00-03:30'::TIMETZ, 'i': INTERVAL '-1 month -1 day -1 microsecond'}",
+              "{\"t\":\"13:00:00-03:30\",\"i\":\"P-1M-1DT-0.000001S\"}");
+    CHECK_VAL("ROW(1, 'a', NULL)", "[1,\"a\",null]"); /* unnamed fields: an array */
+    CHECK_VAL("[ROW(1, [2]), NULL]", "[[1,[2]],null]");
     /* rows with lists of varying length, including nulls, across chunks */
     char *got = encode_sql("SELECT CASE WHEN i % 5 = 0 THEN NULL ELSE range(i % 4) END AS l FROM range(5000) t(i)");
     CHECK(got != NULL);
