@@ -27,6 +27,8 @@
 #include <string.h>
 
 #include "encode/dtoa_table.h"
+#include "encode/json_digits.h"
+#include "encode/json_format.h"
 
 typedef unsigned __int128 u128;
 
@@ -111,8 +113,9 @@ static inline uint64_t strip_zeros(uint64_t d, int *e)
     return d;
 }
 
-/* One call site per width, so that to_decimal is inlined into each. */
-uint64_t json_dtoa_decimal(double v, int *out_e)
+/* Inlined into both the exported form and json_fmt_double (a call and its
+ * frame per value were measurable). */
+static inline __attribute__((always_inline)) uint64_t dtoa_decimal(double v, int *out_e, bool strip)
 {
     uint64_t bits;
     memcpy(&bits, &v, 8);
@@ -130,12 +133,13 @@ uint64_t json_dtoa_decimal(double v, int *out_e)
         c >>= -q;
     else
         c = to_decimal(c, q, lower_closer, &e);
-    c = strip_zeros(c, &e);
+    if (strip)
+        c = strip_zeros(c, &e);
     *out_e = e;
     return c;
 }
 
-uint64_t json_ftoa_decimal(float v, int *out_e)
+static inline __attribute__((always_inline)) uint64_t ftoa_decimal(float v, int *out_e, bool strip)
 {
     uint32_t bits;
     memcpy(&bits, &v, 4);
@@ -153,10 +157,15 @@ uint64_t json_ftoa_decimal(float v, int *out_e)
         c >>= -q;
     else
         c = to_decimal(c, q, lower_closer, &e);
-    c = strip_zeros(c, &e);
+    if (strip)
+        c = strip_zeros(c, &e);
     *out_e = e;
     return c;
 }
+
+uint64_t json_dtoa_decimal(double v, int *out_e) { return dtoa_decimal(v, out_e, true); }
+
+uint64_t json_ftoa_decimal(float v, int *out_e) { return ftoa_decimal(v, out_e, true); }
 
 /* Digits of d into `digits`; returns the count, *point = count + e. */
 static int to_digits(uint64_t d, int e, char *digits, int *out_point)
@@ -180,4 +189,143 @@ int json_ftoa_shortest(float v, char *digits, int *out_point)
     int e;
     uint64_t d = json_ftoa_decimal(v, &e);
     return to_digits(d, e, digits, out_point);
+}
+
+/* ---- JSON text of floats (declared in json_format.h) ---- */
+
+/* Writes exactly k (1..17) digits of d (10^(k-1) <= d < 10^k) at o and
+ * returns how many of them are trailing zeros. The shortest digits of a
+ * double never exceed 17: two 8-digit words and at most one leading digit.
+ * The zeros are counted on the ASCII words still in registers (xor with
+ * "00000000", count the zero bytes from the high end), which is much shorter
+ * on the critical path than dividing them off before writing. */
+static inline int put_digits17_tz(char *o, uint64_t d, int k)
+{
+    const uint64_t Z = 0x3030303030303030ull;
+    if (k <= 8) {
+        uint64_t w = swar8((uint32_t)d); /* d != 0: some byte differs from '0' */
+        int tz = __builtin_clzll(w ^ Z) >> 3;
+        w >>= 8 * (8 - k);
+        memcpy(o, &w, 8);
+        return tz;
+    }
+    uint64_t hi = d / 100000000;
+    uint64_t lo = swar8((uint32_t)(d - hi * 100000000)), hw;
+    if (k <= 16) {
+        hw = swar8((uint32_t)hi); /* hi != 0 */
+        uint64_t x = hw >> (8 * (16 - k));
+        memcpy(o, &x, 8);
+    } else {
+        uint32_t top = (uint32_t)(hi / 100000000); /* 1..9 */
+        hw = swar8((uint32_t)(hi - (uint64_t)top * 100000000));
+        o[0] = (char)('0' + top);
+        memcpy(o + 1, &hw, 8);
+    }
+    memcpy(o + k - 8, &lo, 8);
+    if (lo != Z)
+        return __builtin_clzll(lo ^ Z) >> 3;
+    if (hw != Z)
+        return 8 + (__builtin_clzll(hw ^ Z) >> 3);
+    return 16; /* k == 17 and only the leading digit is not zero */
+}
+
+/* Lays out the shortest decimal d * 10^e as JSON: fixed notation while the
+ * decimal point falls within -5..21 digits of the first digit (JavaScript's
+ * rule), else d.ddde[-]X; integral values end ".0". d may carry trailing
+ * zeros (Schubfach's result before stripping): they are written and then
+ * cut from the text, which leaves every layout decision unchanged, as those
+ * depend only on the position of the point. */
+static inline __attribute__((always_inline)) char *layout_float(char *o, uint64_t d, int e)
+{
+    if (d >= 100000000000000000ull) /* 18 digits: only a rounded-up 10^17 */
+        d = strip_zeros(d, &e);
+    int k = ndigits_u64(d), point = k + e; /* value = 0.digits * 10^point */
+    if (point > 0 && point <= 21) {
+        if (point >= k) { /* integral: digits, zeros, ".0" */
+            put_digits17_tz(o, d, k);
+            memset(o + k, '0', (size_t)(point - k));
+            o += point;
+            memcpy(o, ".0", 2);
+            return o + 2;
+        }
+        /* all digits one place to the right, then the integer part back left
+         * over the gap: byte moves that store-to-load forwarding handles (a
+         * 16-byte reload of the digit stores stalled) and no division */
+        int sig = k - put_digits17_tz(o + 1, d, k); /* significant digits */
+        for (int i = 0; i < point; i++)
+            o[i] = o[i + 1];
+        o[point] = '.';
+        if (sig <= point) { /* the fraction was all zeros */
+            o[point + 1] = '0';
+            return o + point + 2;
+        }
+        return o + sig + 1;
+    }
+    if (point <= 0 && point > -6) { /* 0.000ddd */
+        o[0] = '0';
+        o[1] = '.';
+        memset(o + 2, '0', (size_t)-point);
+        o += 2 - point;
+        return o + k - put_digits17_tz(o, d, k);
+    }
+    int sig = k - put_digits17_tz(o + 1, d, k);
+    o[0] = o[1];
+    if (sig == 1) {
+        o += 1;
+    } else {
+        o[1] = '.';
+        o += sig + 1;
+    }
+    *o++ = 'e';
+    return json_fmt_i64(o, point - 1);
+}
+
+char *json_fmt_double(char *o, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    if ((bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull)
+        return json_fmt_null(o); /* NaN, +-Inf */
+    if (bits >> 63) {
+        *o++ = '-';
+        v = -v;
+    }
+    if (v == 0) {
+        memcpy(o, "0.0", 3);
+        return o + 3;
+    }
+    /* Fast path: integral values below 2^53 are exact, and their shortest
+     * digits are their integer digits (no trailing-zero issue: ".0" added). */
+    if (v < 9007199254740992.0 && v == (double)(int64_t)v) {
+        o = json_fmt_u64(o, (uint64_t)v);
+        memcpy(o, ".0", 2);
+        return o + 2;
+    }
+    int e;
+    uint64_t d = dtoa_decimal(v, &e, false);
+    return layout_float(o, d, e);
+}
+
+char *json_fmt_float(char *o, float v)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    if ((bits & 0x7f800000u) == 0x7f800000u)
+        return json_fmt_null(o);
+    if (bits >> 31) {
+        *o++ = '-';
+        v = -v;
+    }
+    if (v == 0) {
+        memcpy(o, "0.0", 3);
+        return o + 3;
+    }
+    if (v < 16777216.0f && v == (float)(int32_t)v) {
+        o = json_fmt_u64(o, (uint64_t)v);
+        memcpy(o, ".0", 2);
+        return o + 2;
+    }
+    int e;
+    uint64_t d = ftoa_decimal(v, &e, false);
+    return layout_float(o, d, e);
 }

@@ -3,7 +3,9 @@
  * the independent reference (libdouble-conversion via dtoa_dc.cc): the same
  * digits and decimal point for random bit patterns and the edge families
  * (powers of two and ten, subnormals, boundaries, short decimals), and a
- * strtod/strtof read-back of every result.
+ * strtod/strtof read-back of every result. The JSON text of json_fmt_double
+ * and json_fmt_float is compared with a plain re-implementation of its
+ * layout rules applied to the reference digits.
  */
 #include <math.h>
 #include <stdint.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "encode/dtoa.h"
+#include "encode/json_format.h"
 #include "testlib.h"
 
 static uint64_t rng = 0x243F6A8885A308D3ull;
@@ -24,8 +27,71 @@ static uint64_t rnd(void)
 
 static int bad;
 
+/* The layout rules of json_format.h, written the obvious way: sign, then
+ * 0.d1..dk * 10^point in fixed notation for -6 < point <= 21 (".0" when
+ * integral), else d1.d2..dk e(point-1). */
+static void reference_text(char *out, bool neg, const char *d, int k, int point)
+{
+    char *o = out;
+    if (neg)
+        *o++ = '-';
+    if (point > 0 && point <= 21) {
+        for (int i = 0; i < point; i++)
+            *o++ = i < k ? d[i] : '0';
+        *o++ = '.';
+        if (k > point)
+            for (int i = point; i < k; i++)
+                *o++ = d[i];
+        else
+            *o++ = '0';
+    } else if (point <= 0 && point > -6) {
+        *o++ = '0';
+        *o++ = '.';
+        for (int i = 0; i < -point; i++)
+            *o++ = '0';
+        for (int i = 0; i < k; i++)
+            *o++ = d[i];
+    } else {
+        *o++ = d[0];
+        if (k > 1) {
+            *o++ = '.';
+            for (int i = 1; i < k; i++)
+                *o++ = d[i];
+        }
+        o += sprintf(o, "e%d", point - 1);
+    }
+    *o = 0;
+}
+
+static void check_text_double(double v)
+{
+    if (!isfinite(v) || v == 0)
+        return;
+    char d[24], want[64], got[64 + JSON_FMT_SLACK];
+    int p;
+    int k = json_dc_dtoa_shortest(fabs(v), d, &p);
+    reference_text(want, signbit(v), d, k, p);
+    *json_fmt_double(got, v) = 0;
+    if (strcmp(got, want) != 0 && bad++ < 10)
+        fprintf(stderr, "  %.17g: got %s, want %s\n", v, got, want);
+}
+
+static void check_text_float(float v)
+{
+    if (!isfinite(v) || v == 0)
+        return;
+    char d[24], want[64], got[64 + JSON_FMT_SLACK];
+    int p;
+    int k = json_dc_ftoa_shortest(fabsf(v), d, &p);
+    reference_text(want, signbit(v), d, k, p);
+    *json_fmt_float(got, v) = 0;
+    if (strcmp(got, want) != 0 && bad++ < 10)
+        fprintf(stderr, "  %.9g: got %s, want %s\n", (double)v, got, want);
+}
+
 static void check_double(double v)
 {
+    check_text_double(v);
     if (!isfinite(v) || v == 0)
         return;
     v = fabs(v);
@@ -42,6 +108,7 @@ static void check_double(double v)
 
 static void check_float(float v)
 {
+    check_text_float(v);
     if (!isfinite(v) || v == 0)
         return;
     v = fabsf(v);
@@ -106,8 +173,16 @@ TEST(doubles_edge_families)
         snprintf(t, sizeof t, "%llue%d", (unsigned long long)n, (int)(rnd() % 2) ? k : -k);
         check_double(strtod(t, NULL));
     }
-    for (uint64_t n = 1; n < 100000; n++) /* integers and halves */
+    for (uint64_t n = 1; n < 100000; n++) { /* integers, halves, cents */
         check_double((double)n + 0.5);
+        check_double((double)n / 100);
+        check_double(-(double)n * 1e15);
+        check_double((double)n * 1e16 + 1e16);
+    }
+    for (int e = 0; e < 2047; e++) /* 99999..., 10^k - ulp style values */
+        check_double(nextafter(pow(10, (e % 40) - 20), 0) * (e % 2 ? 1 : -1));
+    check_double(99999999999999999.0); /* rounds up to 10^17 */
+    check_double(9.999999999999999e22);
     CHECK_EQ_INT(bad, 0);
 }
 
