@@ -193,6 +193,15 @@ int json_ftoa_shortest(float v, char *digits, int *out_point)
 
 /* ---- JSON text of floats (declared in json_format.h) ---- */
 
+static inline double fabs_bits(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, 8);
+    b &= ~(1ull << 63);
+    memcpy(&v, &b, 8);
+    return v;
+}
+
 /* Writes exactly k (1..17) digits of d (10^(k-1) <= d < 10^k) at o and
  * returns how many of them are trailing zeros. The shortest digits of a
  * double never exceed 17: two 8-digit words and at most one leading digit.
@@ -280,52 +289,101 @@ static inline __attribute__((always_inline)) char *layout_float(char *o, uint64_
     return json_fmt_i64(o, point - 1);
 }
 
-char *json_fmt_double(char *o, double v)
+/* Classifies v and runs the digit search: the first, long half of the work,
+ * which batch callers run over a whole vector before writing any text. */
+static inline __attribute__((always_inline)) void prepare_double(double v, struct json_fdec *f)
 {
     uint64_t bits;
     memcpy(&bits, &v, 8);
-    if ((bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull)
-        return json_fmt_null(o); /* NaN, +-Inf */
-    if (bits >> 63) {
-        *o++ = '-';
-        v = -v;
+    f->neg = (uint8_t)(bits >> 63);
+    f->e = 0;
+    f->d = 0;
+    if ((bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) {
+        f->kind = JSON_FDEC_NULL; /* NaN, +-Inf */
+        return;
     }
+    v = fabs_bits(v);
     if (v == 0) {
-        memcpy(o, "0.0", 3);
-        return o + 3;
+        f->kind = JSON_FDEC_ZERO;
+    } else if (v < 9007199254740992.0 && v == (double)(int64_t)v) {
+        /* integral below 2^53: exact, and its digits are the shortest */
+        f->kind = JSON_FDEC_INT;
+        f->d = (uint64_t)v;
+    } else {
+        int e;
+        f->kind = JSON_FDEC_DEC;
+        f->d = dtoa_decimal(v, &e, false);
+        f->e = e;
     }
-    /* Fast path: integral values below 2^53 are exact, and their shortest
-     * digits are their integer digits (no trailing-zero issue: ".0" added). */
-    if (v < 9007199254740992.0 && v == (double)(int64_t)v) {
-        o = json_fmt_u64(o, (uint64_t)v);
+}
+
+static inline __attribute__((always_inline)) void prepare_float(float v, struct json_fdec *f)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    f->neg = (uint8_t)(bits >> 31);
+    f->e = 0;
+    f->d = 0;
+    if ((bits & 0x7f800000u) == 0x7f800000u) {
+        f->kind = JSON_FDEC_NULL;
+        return;
+    }
+    bits &= 0x7fffffffu;
+    memcpy(&v, &bits, 4);
+    if (v == 0) {
+        f->kind = JSON_FDEC_ZERO;
+    } else if (v < 16777216.0f && v == (float)(int32_t)v) {
+        f->kind = JSON_FDEC_INT;
+        f->d = (uint64_t)v;
+    } else {
+        int e;
+        f->kind = JSON_FDEC_DEC;
+        f->d = ftoa_decimal(v, &e, false);
+        f->e = e;
+    }
+}
+
+void json_dtoa_prepare(const double *v, size_t n, struct json_fdec *out)
+{
+    for (size_t i = 0; i < n; i++)
+        prepare_double(v[i], &out[i]);
+}
+
+void json_ftoa_prepare(const float *v, size_t n, struct json_fdec *out)
+{
+    for (size_t i = 0; i < n; i++)
+        prepare_float(v[i], &out[i]);
+}
+
+char *json_fmt_fdec(char *o, const struct json_fdec *f)
+{
+    switch (f->kind) {
+    case JSON_FDEC_NULL:
+        return json_fmt_null(o);
+    case JSON_FDEC_ZERO:
+        memcpy(o, f->neg ? "-0.0" : "0.0\0", 4);
+        return o + 3 + f->neg;
+    case JSON_FDEC_INT:
+        *o = '-';
+        o = json_fmt_u64(o + f->neg, f->d);
         memcpy(o, ".0", 2);
         return o + 2;
+    default:
+        *o = '-';
+        return layout_float(o + f->neg, f->d, f->e);
     }
-    int e;
-    uint64_t d = dtoa_decimal(v, &e, false);
-    return layout_float(o, d, e);
+}
+
+char *json_fmt_double(char *o, double v)
+{
+    struct json_fdec f;
+    prepare_double(v, &f);
+    return json_fmt_fdec(o, &f);
 }
 
 char *json_fmt_float(char *o, float v)
 {
-    uint32_t bits;
-    memcpy(&bits, &v, 4);
-    if ((bits & 0x7f800000u) == 0x7f800000u)
-        return json_fmt_null(o);
-    if (bits >> 31) {
-        *o++ = '-';
-        v = -v;
-    }
-    if (v == 0) {
-        memcpy(o, "0.0", 3);
-        return o + 3;
-    }
-    if (v < 16777216.0f && v == (float)(int32_t)v) {
-        o = json_fmt_u64(o, (uint64_t)v);
-        memcpy(o, ".0", 2);
-        return o + 2;
-    }
-    int e;
-    uint64_t d = ftoa_decimal(v, &e, false);
-    return layout_float(o, d, e);
+    struct json_fdec f;
+    prepare_float(v, &f);
+    return json_fmt_fdec(o, &f);
 }

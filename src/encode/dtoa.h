@@ -12,6 +12,7 @@
 #ifndef VT_ENCODE_DTOA_H
 #define VT_ENCODE_DTOA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -29,6 +30,21 @@ uint64_t json_dtoa_decimal(double v, int *out_e);
 uint64_t json_ftoa_decimal(float v, int *out_e);
 /* The same for a float32 (k <= 9): reads back as the same float. */
 int json_ftoa_shortest(float v, char *digits, int *out_point);
+
+/* Two-phase formatting for whole vectors (json_rows): the digit search of
+ * one value is a long chain of dependent multiplications; running it over a
+ * vector first, then writing the text, lets the CPU overlap neighbouring
+ * values. json_fmt_fdec writes what json_fmt_double/float would. */
+enum { JSON_FDEC_DEC, JSON_FDEC_INT, JSON_FDEC_ZERO, JSON_FDEC_NULL };
+struct json_fdec {
+    uint64_t d;   /* digits (DEC: maybe with trailing zeros; INT: the value) */
+    int32_t e;    /* DEC: value = d * 10^e */
+    uint8_t kind; /* JSON_FDEC_* */
+    uint8_t neg;
+};
+void json_dtoa_prepare(const double *v, size_t n, struct json_fdec *out);
+void json_ftoa_prepare(const float *v, size_t n, struct json_fdec *out);
+char *json_fmt_fdec(char *o, const struct json_fdec *f);
 
 int json_dc_dtoa_shortest(double v, char *digits, int *out_point);
 int json_dc_ftoa_shortest(float v, char *digits, int *out_point);

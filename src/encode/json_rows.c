@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "encode/dtoa.h"
 #include "encode/json_format.h"
 
 /* Long strings are escaped in blocks of this many input bytes, so that the
@@ -51,6 +52,8 @@ struct jcol {
     idx_t array_size;        /* ARRAY */
     bool str_keys;           /* MAP: keys are strings, write an object */
     bool tuple;              /* STRUCT without field names (ROW(...)): an array */
+    struct json_fdec *fdec;  /* FLOAT/DOUBLE: first-pass results */
+    size_t fdec_cap;
     struct jcol *kids;       /* LIST/ARRAY 1, MAP 2 (key, value), STRUCT/UNION n */
     size_t nkids;
     struct seg seg;
@@ -214,8 +217,6 @@ FIXED_ENC(enc_i128, duckdb_hugeint, JSON_FMT_MAX_INT, (void)0,
           json_fmt_i128(o, d[i].upper, d[i].lower))
 FIXED_ENC(enc_u128, duckdb_uhugeint, JSON_FMT_MAX_INT, (void)0,
           json_fmt_u128(o, d[i].upper, d[i].lower))
-FIXED_ENC(enc_f32, float, JSON_FMT_MAX_DOUBLE, (void)0, json_fmt_float(o, d[i]))
-FIXED_ENC(enc_f64, double, JSON_FMT_MAX_DOUBLE, (void)0, json_fmt_double(o, d[i]))
 FIXED_ENC(enc_dec16, int16_t, JSON_FMT_MAX_DECIMAL, unsigned sc = c->scale,
           json_fmt_decimal64(o, d[i], sc))
 FIXED_ENC(enc_dec32, int32_t, JSON_FMT_MAX_DECIMAL, unsigned sc = c->scale,
@@ -242,6 +243,37 @@ FIXED_ENC(enc_enum16, uint16_t, c->dict_max + 4, const char *dict = c->dict;
 FIXED_ENC(enc_enum32, uint32_t, c->dict_max + 4, const char *dict = c->dict;
           const size_t *off = c->dict_off,
           put_bytes(o, dict + off[d[i]], off[d[i] + 1] - off[d[i]]))
+
+/* FLOAT/DOUBLE in two passes (see json_fdec in dtoa.h): digit search over
+ * the whole range first, NULL rows included (any bit pattern is a double;
+ * their result is simply not used), then the text. */
+#define FLOAT_ENC(NAME, CT, PREPARE)                                               \
+    static int NAME(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)          \
+    {                                                                              \
+        struct seg *s = &c->seg;                                                   \
+        if (seg_begin(s, n, n * JSON_FMT_MAX_DOUBLE) < 0)                          \
+            return -1;                                                             \
+        if (n > c->fdec_cap) {                                                     \
+            struct json_fdec *p = realloc(c->fdec, n * sizeof *p);                 \
+            if (!p)                                                                \
+                return -1;                                                         \
+            c->fdec = p;                                                           \
+            c->fdec_cap = n;                                                       \
+        }                                                                          \
+        const CT *d = (const CT *)duckdb_vector_get_data(v) + from;                \
+        const uint64_t *m = duckdb_vector_get_validity(v);                         \
+        const struct json_fdec *f = c->fdec;                                       \
+        PREPARE(d, n, c->fdec);                                                    \
+        char *b = s->buf, *o = b;                                                  \
+        size_t *e = s->endv + 1;                                                   \
+        FOR_ROWS(m, from, n, (o = json_fmt_fdec(o, &f[i]), e[i] = (size_t)(o - b)), \
+                 (o = json_fmt_null(o), e[i] = (size_t)(o - b)));                  \
+        s->len = (size_t)(o - b);                                                  \
+        return 0;                                                                  \
+    }
+
+FLOAT_ENC(enc_f32, float, json_ftoa_prepare)
+FLOAT_ENC(enc_f64, double, json_dtoa_prepare)
 
 static int enc_sqlnull(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)
 {
@@ -585,6 +617,7 @@ static void col_release(struct jcol *c)
     free(c->key);
     free(c->dict);
     free(c->dict_off);
+    free(c->fdec);
     seg_release(&c->seg);
 }
 
