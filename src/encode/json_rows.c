@@ -4,14 +4,22 @@
  * Column at a time: each column's vector is formatted by a loop specialised
  * for its type (no per-value type switch) into that column's scratch segment,
  * a byte buffer plus the end offset of every value. Rows are then assembled
- * by copying key and value slices into output reserved once per chunk. The
+ * by copying key and value slices into output reserved once per batch of
+ * BATCH_ROWS rows (sized so a batch's segments and rows stay in L2). The
  * same two steps nest: a LIST formats its child vector's whole range into the
  * child's segment and then builds one "[...]" per row from the slices, a
  * STRUCT builds "{...}" from its fields' segments, and so on, so nested types
  * also run type-specialised loops over whole vectors.
  *
  * Validity masks are read one 64-bit word per 64 rows; all-valid blocks run a
- * loop without null tests.
+ * loop without null tests. FLOAT/DOUBLE run their digit search over the
+ * whole range before writing any text (dtoa.h, json_fdec), which measured
+ * ~15% faster on double-heavy rows.
+ *
+ * Copies of up to 32 bytes move two 16-byte blocks regardless of length, so
+ * every buffer here keeps JSON_FMT_SLACK bytes past its content. Costs
+ * measured (vt-bench-json, 10 mixed columns): ~165 ns per row, of which the
+ * two random-double columns take ~65.
  */
 #include "encode/json_rows.h"
 
