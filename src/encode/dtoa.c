@@ -355,7 +355,7 @@ void json_ftoa_prepare(const float *v, size_t n, struct json_fdec *out)
         prepare_float(v[i], &out[i]);
 }
 
-char *json_fmt_fdec(char *o, const struct json_fdec *f)
+static inline __attribute__((always_inline)) char *fmt_fdec(char *o, const struct json_fdec *f)
 {
     switch (f->kind) {
     case JSON_FDEC_NULL:
@@ -374,16 +374,27 @@ char *json_fmt_fdec(char *o, const struct json_fdec *f)
     }
 }
 
+char *json_fmt_fdec(char *o, const struct json_fdec *f) { return fmt_fdec(o, f); }
+
+char *json_fmt_fdecs(char *o, const struct json_fdec *f, size_t n, const char *base, size_t *ends)
+{
+    for (size_t i = 0; i < n; i++) {
+        o = fmt_fdec(o, &f[i]);
+        ends[i] = (size_t)(o - base);
+    }
+    return o;
+}
+
 char *json_fmt_double(char *o, double v)
 {
     struct json_fdec f;
     prepare_double(v, &f);
-    return json_fmt_fdec(o, &f);
+    return fmt_fdec(o, &f);
 }
 
 char *json_fmt_float(char *o, float v)
 {
     struct json_fdec f;
     prepare_float(v, &f);
-    return json_fmt_fdec(o, &f);
+    return fmt_fdec(o, &f);
 }

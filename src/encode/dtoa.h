@@ -45,6 +45,10 @@ struct json_fdec {
 void json_dtoa_prepare(const double *v, size_t n, struct json_fdec *out);
 void json_ftoa_prepare(const float *v, size_t n, struct json_fdec *out);
 char *json_fmt_fdec(char *o, const struct json_fdec *f);
+/* n values back to back (mark NULL rows JSON_FDEC_NULL first); ends[i] gets
+ * the end of value i as an offset from base. Room: n * JSON_FMT_MAX_DOUBLE
+ * plus slack. */
+char *json_fmt_fdecs(char *o, const struct json_fdec *f, size_t n, const char *base, size_t *ends);
 
 int json_dc_dtoa_shortest(double v, char *digits, int *out_point);
 int json_dc_ftoa_shortest(float v, char *digits, int *out_point);

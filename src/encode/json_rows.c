@@ -252,9 +252,9 @@ FIXED_ENC(enc_enum32, uint32_t, c->dict_max + 4, const char *dict = c->dict;
           const size_t *off = c->dict_off,
           put_bytes(o, dict + off[d[i]], off[d[i] + 1] - off[d[i]]))
 
-/* FLOAT/DOUBLE in two passes (see json_fdec in dtoa.h): digit search over
- * the whole range first, NULL rows included (any bit pattern is a double;
- * their result is simply not used), then the text. */
+/* FLOAT/DOUBLE in two passes (see json_fdec in dtoa.h): the digit search
+ * over the whole range first, NULL rows included (any bit pattern is a
+ * double; their result is then marked NULL), then all the text in one call. */
 #define FLOAT_ENC(NAME, CT, PREPARE)                                               \
     static int NAME(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)          \
     {                                                                              \
@@ -270,13 +270,13 @@ FIXED_ENC(enc_enum32, uint32_t, c->dict_max + 4, const char *dict = c->dict;
         }                                                                          \
         const CT *d = (const CT *)duckdb_vector_get_data(v) + from;                \
         const uint64_t *m = duckdb_vector_get_validity(v);                         \
-        const struct json_fdec *f = c->fdec;                                       \
-        PREPARE(d, n, c->fdec);                                                    \
-        char *b = s->buf, *o = b;                                                  \
-        size_t *e = s->endv + 1;                                                   \
-        FOR_ROWS(m, from, n, (o = json_fmt_fdec(o, &f[i]), e[i] = (size_t)(o - b)), \
-                 (o = json_fmt_null(o), e[i] = (size_t)(o - b)));                  \
-        s->len = (size_t)(o - b);                                                  \
+        struct json_fdec *f = c->fdec;                                             \
+        PREPARE(d, n, f);                                                          \
+        if (m)                                                                     \
+            for (idx_t i = 0; i < n; i++)                                          \
+                if (!row_valid(m, from + i))                                       \
+                    f[i].kind = JSON_FDEC_NULL;                                    \
+        s->len = (size_t)(json_fmt_fdecs(s->buf, f, n, s->buf, s->endv + 1) - s->buf); \
         return 0;                                                                  \
     }
 
