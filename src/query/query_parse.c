@@ -98,10 +98,11 @@ static const char *const *schema_names(struct pctx *c)
     return c->colnames;
 }
 
-/* Nesting depth of a JSON value, stopping as soon as it passes `limit`. */
+/* Whether containers nest deeper than `limit` (the body is level 1; scalars
+ * add no level), stopping as soon as the limit is passed. */
 static bool too_deep(const json_t *j, int depth, int limit)
 {
-    if (depth > limit)
+    if ((json_is_array(j) || json_is_object(j)) && depth > limit)
         return true;
     if (json_is_array(j)) {
         size_t i;
