@@ -36,7 +36,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(shell find tools -name '*.c' 2>/dev/null | sort)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
 
-.PHONY: all deps unit e2e check run bench clean fuzz
+.PHONY: all deps unit e2e check run bench clean fuzz fuzz-query
 all: $(BUILD)/vitrine $(TOOL_BIN)
 
 deps: $(DUCKDB_DIR)/libduckdb.so
@@ -86,5 +86,21 @@ bench: all
 
 clean:
 	rm -rf $(BUILD)
+
+# Fuzz targets: clang libFuzzer + ASan/UBSan, not part of `make check`. Each
+# tests/fuzz/fuzz_<name>.c lists the sources it needs in FUZZ_SRC_fuzz_<name>.
+# Run e.g.: build-fuzz/fuzz_query -dict=tests/fuzz/query.dict tests/fuzz/corpus/query
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC    ?= clang
+FUZZ_FLAGS := -std=c17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+              -D_GNU_SOURCE -Isrc -isystem $(DUCKDB_DIR)
+FUZZ_SRC_fuzz_query := $(wildcard src/query/*.c) $(wildcard src/util/*.c)
+
+fuzz: fuzz-query
+fuzz-query: $(FUZZ_BUILD)/fuzz_query
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard src/*/*.c src/*/*.h) | $(DUCKDB_DIR)/duckdb.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRC_fuzz_$*) $(LDLIBS)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
