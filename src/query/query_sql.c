@@ -15,6 +15,7 @@
  * column (DuckDB resolves bare names in HAVING/ORDER BY to columns first).
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "query/query_int.h"
@@ -26,6 +27,7 @@
 
 struct bctx {
     const struct query_request *req;
+    struct arena *arena;
     struct strbuf sb;
     struct query_value *params;
     size_t nparams, cap;
@@ -63,8 +65,18 @@ static void add_param(struct bctx *b, const struct query_value *v)
  * that `in`/`eq` with a label the enum lacks is simply false, and like works. */
 static void add_lhs(struct bctx *b, const struct query_pred *p)
 {
-    const char *name = p->ref.is_agg ? b->req->aggs[p->ref.idx].alias : colname(b, p->ref.idx);
-    bool is_enum = !p->ref.is_agg && b->req->schema->cols[p->ref.idx].type == DUCKDB_TYPE_ENUM;
+    const char *name;
+    size_t col;
+    if (p->ref.is_agg) {
+        const struct query_agg *ag = &b->req->aggs[p->ref.idx];
+        name = ag->alias;
+        /* min/max keep the column's type; count/sum/avg are numbers. */
+        col = ag->op == QUERY_AGG_MIN || ag->op == QUERY_AGG_MAX ? ag->col : QUERY_NO_COLUMN;
+    } else {
+        name = colname(b, p->ref.idx);
+        col = p->ref.idx;
+    }
+    bool is_enum = col != QUERY_NO_COLUMN && b->req->schema->cols[col].type == DUCKDB_TYPE_ENUM;
     if (is_enum && p->op != QUERY_OP_IS_NULL && p->op != QUERY_OP_IS_NOT_NULL) {
         sb_adds(&b->sb, "CAST(");
         sb_add_sql_ident(&b->sb, name);
@@ -74,9 +86,33 @@ static void add_lhs(struct bctx *b, const struct query_pred *p)
     }
 }
 
+/* Values that can share one IN list or one list parameter: same cast and
+ * same kind (on a REAL column both integers and fractions cast to FLOAT). */
 static bool same_cast(const struct query_value *a, const struct query_value *c)
 {
-    return strcmp(a->cast, c->cast) == 0;
+    return a->kind == c->kind && strcmp(a->cast, c->cast) == 0;
+}
+
+/* ` IN (SELECT unnest(CAST(? AS T[])))` with one LIST parameter holding the
+ * `same` values of p->vals[first..] that share vals[first]'s cast. */
+static void add_in_array(struct bctx *b, const struct query_pred *p, size_t first, size_t same)
+{
+    struct query_value *items = arena_alloc(b->arena, same * sizeof *items);
+    char *cast = arena_sprintf(b->arena, "%s[]", p->vals[first].cast);
+    if (!items || !cast) {
+        b->sb.overflow = true; /* reported as a failure by query_build_sql */
+        return;
+    }
+    size_t n = 0;
+    for (size_t k = first; k < p->nvals; k++)
+        if (same_cast(&p->vals[k], &p->vals[first]))
+            items[n++] = p->vals[k];
+    struct query_value list = {.kind = QUERY_VALUE_LIST, .cast = cast};
+    list.u.list.items = items;
+    list.u.list.n = n;
+    sb_adds(&b->sb, " IN (SELECT unnest(");
+    add_param(b, &list);
+    sb_adds(&b->sb, "))");
 }
 
 static void add_pred(struct bctx *b, const struct query_pred *p)
@@ -122,6 +158,13 @@ static void add_pred(struct bctx *b, const struct query_pred *p)
             if (done_groups++)
                 sb_adds(&b->sb, " OR ");
             add_lhs(b, p);
+            size_t same = 0;
+            for (size_t k = i; k < p->nvals; k++)
+                same += same_cast(&p->vals[k], &p->vals[i]);
+            if (same > QUERY_IN_ARRAY_MIN) {
+                add_in_array(b, p, i, same);
+                continue;
+            }
             sb_adds(&b->sb, " IN (");
             bool first = true;
             for (size_t k = i; k < p->nvals; k++) {
@@ -189,6 +232,7 @@ static void add_limit(struct bctx *b)
         sb_addf(&b->sb, " OFFSET %" PRId64, r->offset);
 }
 
+/* An upper bound of the placeholders (a long in list becomes one). */
 static size_t count_params(const struct query_pred *p, size_t n)
 {
     size_t total = 0;
@@ -201,7 +245,7 @@ enum vt_err query_build_sql(const struct query_request *req, const char *relatio
                             struct arena *arena, struct query_plan *out, struct vt_error *err)
 {
     memset(out, 0, sizeof *out);
-    struct bctx b = {.req = req};
+    struct bctx b = {.req = req, .arena = arena};
     sb_init(&b.sb, SQL_MAX_BYTES);
     b.cap = count_params(req->preds, req->npreds) +
             (req->mode == QUERY_COUNT ? 0 : count_params(req->having, req->nhaving));
@@ -265,7 +309,7 @@ enum vt_err query_build_sql(const struct query_request *req, const char *relatio
         add_limit(&b);
     }
 
-    if (b.sb.overflow || b.nparams != b.cap) {
+    if (b.sb.overflow) {
         sb_release(&b.sb);
         return vt_error_set(err, VT_ERR_LIMIT_EXCEEDED, "query too large to compile");
     }
@@ -287,6 +331,60 @@ enum vt_err query_build_sql(const struct query_request *req, const char *relatio
     return VT_ERR_OK;
 }
 
+/* A DuckDB value for one list item (NULL on failure). */
+static duckdb_value item_value(const struct query_value *v)
+{
+    switch (v->kind) {
+    case QUERY_VALUE_BOOL:
+        return duckdb_create_bool(v->u.b);
+    case QUERY_VALUE_INT64:
+        return duckdb_create_int64(v->u.i);
+    case QUERY_VALUE_DOUBLE:
+        return duckdb_create_double(v->u.d);
+    case QUERY_VALUE_VARCHAR:
+        return duckdb_create_varchar_length(v->u.s.ptr, v->u.s.len);
+    default:
+        return NULL;
+    }
+}
+
+static duckdb_state bind_list(duckdb_prepared_statement stmt, idx_t at,
+                              const struct query_value *v)
+{
+    size_t n = v->u.list.n;
+    if (n == 0)
+        return DuckDBError; /* never built: empty lists are written as false */
+    static const duckdb_type child_type[] = {
+        [QUERY_VALUE_BOOL] = DUCKDB_TYPE_BOOLEAN,
+        [QUERY_VALUE_INT64] = DUCKDB_TYPE_BIGINT,
+        [QUERY_VALUE_DOUBLE] = DUCKDB_TYPE_DOUBLE,
+        [QUERY_VALUE_VARCHAR] = DUCKDB_TYPE_VARCHAR,
+    };
+    enum query_value_kind kind = v->u.list.items[0].kind;
+    if (kind == QUERY_VALUE_LIST)
+        return DuckDBError;
+    duckdb_value *items = calloc(n, sizeof *items);
+    if (!items)
+        return DuckDBError;
+    duckdb_state st = DuckDBSuccess;
+    for (size_t k = 0; k < n && st == DuckDBSuccess; k++) {
+        if (v->u.list.items[k].kind != kind || !(items[k] = item_value(&v->u.list.items[k])))
+            st = DuckDBError;
+    }
+    if (st == DuckDBSuccess) {
+        duckdb_logical_type t = duckdb_create_logical_type(child_type[kind]);
+        duckdb_value list = duckdb_create_list_value(t, items, (idx_t)n);
+        st = list ? duckdb_bind_value(stmt, at, list) : DuckDBError;
+        duckdb_destroy_value(&list);
+        duckdb_destroy_logical_type(&t);
+    }
+    for (size_t k = 0; k < n; k++)
+        if (items[k])
+            duckdb_destroy_value(&items[k]);
+    free(items);
+    return st;
+}
+
 enum vt_err query_plan_bind(const struct query_plan *plan, duckdb_prepared_statement stmt,
                             struct vt_error *err)
 {
@@ -295,6 +393,9 @@ enum vt_err query_plan_bind(const struct query_plan *plan, duckdb_prepared_state
         idx_t at = (idx_t)i + 1;
         duckdb_state st = DuckDBError;
         switch (v->kind) {
+        case QUERY_VALUE_LIST:
+            st = bind_list(stmt, at, v);
+            break;
         case QUERY_VALUE_BOOL:
             st = duckdb_bind_boolean(stmt, at, v->u.b);
             break;
@@ -310,8 +411,8 @@ enum vt_err query_plan_bind(const struct query_plan *plan, duckdb_prepared_state
         }
         if (st != DuckDBSuccess) {
             const char *why = duckdb_prepare_error(stmt);
-            return vt_error_set(err, VT_ERR_INTERNAL, "binding parameter %zu failed: %s", i + 1,
-                                why ? why : "unknown error");
+            return vt_error_set(err, VT_ERR_INTERNAL, "binding parameter %zu (%s) failed: %s",
+                                i + 1, v->cast, why ? why : "unknown error");
         }
     }
     return VT_ERR_OK;

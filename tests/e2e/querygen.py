@@ -296,7 +296,7 @@ class Gen:
             return v, lit
 
         if op == "in":
-            n = rng.choice([0, 1, 2, 3, 5])
+            n = rng.choice([0, 1, 2, 3, 5, 40])
             pairs = [one() for _ in range(n)]
             p = {"col": col, "op": "in", "val": [v for v, _ in pairs]}
             if not pairs:
