@@ -27,7 +27,8 @@
  *    to skip (the MCP tools pass "name" beside the query fields).
  *  - One parser for every mode: the same body is valid or invalid everywhere.
  *    QUERY_COUNT counts the rows matching `predicates` and ignores the other
- *    (validated) fields; QUERY_STREAM ignores page and page_size, honours limit.
+ *    (validated) fields, limit included; QUERY_STREAM ignores page and
+ *    page_size, honours limit.
  *  - A JSON null for a field means "absent" (limit: null means unlimited).
  *  - `columns` is ignored (only its shape is checked) when group_by is set.
  *    Duplicate names in columns or group_by are 400 invalid_query.
@@ -37,7 +38,9 @@
  *    invalid_value (use is_null / is_not_null), also inside `in` and between.
  *  - Numbers compare by value: a JSON integer (or an integral real such as 3.0)
  *    is bound as BIGINT, a fractional real as DOUBLE, so `eq 3.0` on an integer
- *    column matches 3 and `eq 3.5` matches nothing. On a REAL (FLOAT) column the
+ *    column matches 3 and `eq 3.5` matches nothing. DECIMAL columns compare
+ *    with DOUBLE values (a BIGINT beside a wide DECIMAL makes DuckDB fail a
+ *    cast). On a REAL (FLOAT) column the
  *    value is rounded to REAL, because REAL values are shown by their shortest
  *    REAL form (0.1) and a client copying a shown value must find the row.
  *  - Temporal columns take ISO-8601 strings, validated here (a malformed date is
@@ -52,6 +55,15 @@
  *  - like/ilike take a string pattern; `%` and `_` are the wildcards, there is
  *    no escape character (standard SQL LIKE without ESCAPE). Only on VARCHAR and
  *    ENUM columns (else 400 invalid_operator).
+ *  - An ENUM column compares as its label text (a label the enum lacks simply
+ *    matches nothing; gt/lt compare text), while order_by and min/max use the
+ *    enum's own order, as DuckDB does.
+ *  - UUID columns take the 36- or 32-hex-digit form, any case. BLOB, INTERVAL,
+ *    BIT, nested and other types accept only is_null / is_not_null
+ *    (400 invalid_operator); nested types cannot be sorted or min/max'ed.
+ *  - Column names and aliases match case-sensitively (a case-insensitive
+ *    match is offered as "did you mean"); names are at most
+ *    VT_MAX_COLUMN_NAME_BYTES and never contain NUL.
  *  - neq follows SQL: rows where the column is NULL do not match.
  *  - `in` with an empty list matches no rows. `between` takes [lo, hi],
  *    inclusive.

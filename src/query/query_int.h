@@ -12,10 +12,10 @@
  * cast. One class per distinct rule, not per DuckDB type. */
 enum query_class {
     QC_BOOL,
-    QC_INT,     /* every integer width, signed or not, and HUGEINT */
+    QC_INT,     /* every integer width up to HUGEINT, signed or not */
     QC_REAL,    /* FLOAT: values are rounded to REAL */
     QC_DOUBLE,
-    QC_DECIMAL,
+    QC_DECIMAL, /* DECIMAL and UHUGEINT: compared with DOUBLE values only */
     QC_STRING,  /* VARCHAR */
     QC_ENUM,    /* compared as VARCHAR */
     QC_UUID,

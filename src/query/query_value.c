@@ -26,8 +26,11 @@ enum query_class query_class_of(duckdb_type t)
     case DUCKDB_TYPE_UINTEGER:
     case DUCKDB_TYPE_UBIGINT:
     case DUCKDB_TYPE_HUGEINT:
-    case DUCKDB_TYPE_UHUGEINT:
         return QC_INT;
+    case DUCKDB_TYPE_UHUGEINT:
+        /* UHUGEINT vs BIGINT compares as HUGEINT and fails above 2^127:
+         * compare with DOUBLE values, like DECIMAL. */
+        return QC_DECIMAL;
     case DUCKDB_TYPE_FLOAT:
         return QC_REAL;
     case DUCKDB_TYPE_DOUBLE:
@@ -602,6 +605,21 @@ enum vt_err query_value_from_json(struct arena *a, enum query_class c, const jso
     case QC_DECIMAL: {
         const char *cast_int = c == QC_REAL ? "FLOAT" : "BIGINT";
         const char *cast_dbl = c == QC_REAL ? "FLOAT" : "DOUBLE";
+        if (c == QC_DECIMAL) {
+            /* Always DOUBLE: DuckDB compares DECIMAL(38,20) with BIGINT as
+             * DECIMAL(38,20) and fails to cast 10^18 ("Could not cast value"),
+             * and UHUGEINT with BIGINT as HUGEINT; against DOUBLE neither can
+             * fail. Integers up to 2^53 stay exact. */
+            if (!json_is_integer(v) && !json_is_real(v))
+                return bad(err, slot, what, "a number", v);
+            double d = json_is_integer(v) ? (double)json_integer_value(v) : json_real_value(v);
+            if (!isfinite(d))
+                return vt_error_set(err, VT_ERR_INVALID_VALUE, "%s: number out of range", slot);
+            out->kind = QUERY_VALUE_DOUBLE;
+            out->u.d = d;
+            out->cast = "DOUBLE";
+            return VT_ERR_OK;
+        }
         if (json_is_integer(v)) {
             out->kind = QUERY_VALUE_INT64;
             out->u.i = (int64_t)json_integer_value(v);

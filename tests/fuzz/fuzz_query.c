@@ -21,6 +21,7 @@
 
 static const struct query_column cols[] = {
     {"id", DUCKDB_TYPE_INTEGER, NULL},   {"ti", DUCKDB_TYPE_TINYINT, NULL},
+    {"uh", DUCKDB_TYPE_UHUGEINT, NULL},
     {"ub", DUCKDB_TYPE_UBIGINT, NULL},   {"hi", DUCKDB_TYPE_HUGEINT, NULL},
     {"f", DUCKDB_TYPE_FLOAT, NULL},      {"d", DUCKDB_TYPE_DOUBLE, NULL},
     {"dec", DUCKDB_TYPE_DECIMAL, NULL},  {"s", DUCKDB_TYPE_VARCHAR, NULL},
@@ -33,8 +34,8 @@ static const struct query_column cols[] = {
 };
 static const struct query_schema schema = {cols, sizeof cols / sizeof cols[0]};
 static const char ddl[] =
-    "CREATE TABLE t (id INTEGER, ti TINYINT, ub UBIGINT, hi HUGEINT, f FLOAT, d DOUBLE,"
-    " dec DECIMAL(18,3), s VARCHAR, e ENUM('a', 'b'), b BOOLEAN, dt DATE, t TIME,"
+    "CREATE TABLE t (id INTEGER, ti TINYINT, uh UHUGEINT, ub UBIGINT, hi HUGEINT, f FLOAT,"
+    " d DOUBLE, dec DECIMAL(38,20), s VARCHAR, e ENUM('a', 'b'), b BOOLEAN, dt DATE, t TIME,"
     " ts TIMESTAMP, tsns TIMESTAMP_NS, tstz TIMESTAMPTZ, ttz TIMETZ, u UUID, bl BLOB,"
     " l INTEGER[], \"q\"\"?'x\" VARCHAR)";
 
@@ -73,7 +74,10 @@ static void run(const struct query_plan *p)
                 duckdb_query(con, ddl, &r) != DuckDBSuccess)
                 abort();
             duckdb_destroy_result(&r);
-            duckdb_query(con, "INSERT INTO t (id, s, ts) VALUES (1, 'x', '2024-01-01')", &r);
+            duckdb_query(con,
+                         "INSERT INTO t (id, s, ts, uh, dec) VALUES (1, 'x', '2024-01-01',"
+                         " 340282366920938463463374607431768211455, 123456789012345678.5)",
+                         &r);
             duckdb_destroy_result(&r);
         }
     }

@@ -52,8 +52,10 @@ struct compiled {
     enum vt_err code;
 };
 
-/* Parses and builds `text` in `mode`; the result is released by done(). */
-static struct compiled *compile_mode(const char *text, enum query_mode mode)
+/* Parses and builds `text` in `mode` over schema `sch` and relation `rel`;
+ * the result is released by done(). */
+static struct compiled *compile_on(const char *text, enum query_mode mode,
+                                   const struct query_schema *sch, const char *rel)
 {
     struct compiled *c = calloc(1, sizeof *c);
     arena_init(&c->arena, 64u << 20);
@@ -65,11 +67,16 @@ static struct compiled *compile_mode(const char *text, enum query_mode mode)
         return c;
     }
     struct query_options opts = {.mode = mode, .max_page_size = 100};
-    c->code = query_parse(body, &schema, &opts, &c->arena, &c->req, &c->err);
+    c->code = query_parse(body, sch, &opts, &c->arena, &c->req, &c->err);
     json_decref(body);
     if (c->code == VT_ERR_OK)
-        c->code = query_build_sql(&c->req, REL, &c->arena, &c->plan, &c->err);
+        c->code = query_build_sql(&c->req, rel, &c->arena, &c->plan, &c->err);
     return c;
+}
+
+static struct compiled *compile_mode(const char *text, enum query_mode mode)
+{
+    return compile_on(text, mode, &schema, REL);
 }
 
 static struct compiled *compile(const char *text)
@@ -873,10 +880,11 @@ static void setup_db(void)
 
 /* Runs the compiled request and renders the rows as "v,v;v,v" (NULL as ~),
  * or "ERR <code>: <message>". */
-static char *run_mode(const char *json, enum query_mode mode)
+static char *run_on(const char *json, enum query_mode mode, const struct query_schema *sch,
+                    const char *rel)
 {
     setup_db();
-    struct compiled *c = compile_mode(json, mode);
+    struct compiled *c = compile_on(json, mode, sch, rel);
     struct strbuf out;
     sb_init(&out, 0);
     if (c->code != VT_ERR_OK) {
@@ -924,6 +932,11 @@ static char *run_mode(const char *json, enum query_mode mode)
     free(wrapped);
     done(c);
     return sb_detach(&out, NULL);
+}
+
+static char *run_mode(const char *json, enum query_mode mode)
+{
+    return run_on(json, mode, &schema, REL);
 }
 
 #define CHECK_ROWS_MODE(json, mode, expected)       \
@@ -1078,6 +1091,51 @@ TEST(exec_long_in_lists)
     free(big);
 }
 
+TEST(exec_wide_decimals)
+{
+    /* DuckDB compares DECIMAL(38,20) with a BIGINT as DECIMAL(38,20) and
+     * fails on 10^18; values are compared as DOUBLE instead. */
+    static const struct query_column wc[] = {{"id", DUCKDB_TYPE_INTEGER, NULL},
+                                             {"wd", DUCKDB_TYPE_DECIMAL, "DECIMAL(38,20)"},
+                                             {"nd", DUCKDB_TYPE_DECIMAL, "DECIMAL(38,37)"},
+                                             {"uh", DUCKDB_TYPE_UHUGEINT, "UHUGEINT"}};
+    static const struct query_schema ws = {wc, 4};
+    setup_db();
+    exec_sql("CREATE TABLE w (id INTEGER, wd DECIMAL(38,20), nd DECIMAL(38,37), uh UHUGEINT)");
+    exec_sql("INSERT INTO w VALUES (1, 1.5, 0.5, 340282366920938463463374607431768211455),"
+             " (2, 123456789012345678.25, -1.25, 7), (3, NULL, NULL, NULL)");
+    struct {
+        const char *pred, *want;
+    } cases[] = {
+        {"{\"col\":\"wd\",\"op\":\"lt\",\"val\":1000000000000000000}", "1;2"},
+        {"{\"col\":\"wd\",\"op\":\"lt\",\"val\":9223372036854775807}", "1;2"},
+        {"{\"col\":\"wd\",\"op\":\"eq\",\"val\":1.5}", "1"},
+        {"{\"col\":\"wd\",\"op\":\"in\",\"val\":[1, 2, 1.5]}", "1"},
+        {"{\"col\":\"nd\",\"op\":\"lt\",\"val\":20}", "1;2"},
+        {"{\"col\":\"nd\",\"op\":\"between\",\"val\":[-2, 0]}", "2"},
+        {"{\"col\":\"uh\",\"op\":\"gt\",\"val\":-1}", "1;2"},
+        {"{\"col\":\"uh\",\"op\":\"eq\",\"val\":7.0}", "2"},
+        {"{\"col\":\"uh\",\"op\":\"in\",\"val\":[7, -7]}", "2"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"columns\":[\"id\"],\"order_by\":[{\"col\":\"id\"}],\"predicates\":[%s]}",
+                 cases[i].pred);
+        char *got = run_on(json, QUERY_PAGED, &ws, "w");
+        if (strcmp(got, cases[i].want) != 0)
+            fprintf(stderr, "  request: %s\n", json);
+        CHECK_EQ_STR(got, cases[i].want);
+        free(got);
+    }
+    char *got = run_on("{\"group_by\":[\"id\"],\"aggregations\":[{\"op\":\"sum\",\"col\":\"wd\"}],"
+                       "\"having\":[{\"col\":\"sum_wd\",\"op\":\"gt\",\"val\":1e17}],"
+                       "\"order_by\":[{\"col\":\"id\"}]}",
+                       QUERY_PAGED, &ws, "w");
+    CHECK_EQ_STR(got, "2,123456789012345678.25000000000000000000");
+    free(got);
+}
+
 TEST(exec_grouping)
 {
     CHECK_ROWS("{\"group_by\":[\"cat\"],\"order_by\":[{\"col\":\"cat\"}]}", "a,2;b,2;c,1;~,1");
@@ -1165,6 +1223,7 @@ int main(void)
         TEST_CASE(exec_strings),
         TEST_CASE(exec_dates_and_times),
         TEST_CASE(exec_long_in_lists),
+        TEST_CASE(exec_wide_decimals),
         TEST_CASE(exec_grouping),
         TEST_CASE(exec_paging_and_modes),
     };
