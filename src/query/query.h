@@ -302,7 +302,8 @@ struct query_index_term {
 
 /* True when `req` can be answered from equality indexes: at least one
  * predicate, every predicate `eq` or `in` on a BOOLEAN, VARCHAR or 8-to-64-bit
- * integer column, and no group_by, aggregations, distinct or order_by. The
+ * integer column, and (except in QUERY_COUNT mode, which ignores them) no
+ * group_by, aggregations, distinct or order_by. The
  * caller still checks that each term's column has an index, then applies
  * req->columns (projection), req->offset and req->max_rows (or counts, in
  * QUERY_COUNT mode). Rows must come back in table order to match the SQL path.

@@ -442,7 +442,11 @@ bool query_index_terms(const struct query_request *req, struct arena *arena,
 {
     *out_terms = NULL;
     *out_n = 0;
-    if (req->npreds == 0 || req->ngroup > 0 || req->distinct || req->norder > 0)
+    if (req->npreds == 0)
+        return false;
+    /* A count uses only the predicates; other fields were validated and
+     * are ignored (see query.h). */
+    if (req->mode != QUERY_COUNT && (req->ngroup > 0 || req->distinct || req->norder > 0))
         return false;
     for (size_t i = 0; i < req->npreds; i++) {
         const struct query_pred *p = &req->preds[i];

@@ -20,7 +20,12 @@ Semantics encoded here (they are the service's documented decisions):
   [1, max_page_size]; limit caps the total across pages.
 
 Usage (Debian python3 only, no PyPI):
-  querygen.py --ddl                       SQL creating and filling table "t"
+  querygen.py --ddl                       SQL creating and filling table "t",
+                                          one statement a line (build/vt-sql runs them)
+  querygen.py --ddl --parquet FILE        the same, then COPY t TO FILE as Parquet.
+      For the HTTP-level test: publish FILE as a dataset and run the reference
+      SQL over `CREATE TABLE t AS SELECT * FROM 'FILE'`, not over the original
+      table, because some types change on the way (ENUM becomes VARCHAR).
   querygen.py --seed 7 --count 300 [--max-page-size 500] [--mode paged]
       one JSON object per line: {"seed", "mode", "request", "sql", "ordered",
       "names"}; mode is paged | stream | count; "ordered" says whether rows
@@ -498,6 +503,7 @@ class Gen:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ddl", action="store_true", help="print the table's SQL, one statement a line")
+    ap.add_argument("--parquet", metavar="FILE", help="with --ddl: also write the table to FILE")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--max-page-size", type=int, default=500)
@@ -506,6 +512,8 @@ def main():
     if args.ddl:
         for stmt in ddl():
             print(stmt)
+        if args.parquet:
+            print("COPY %s TO %s (FORMAT parquet)" % (TABLE, sql_str(args.parquet)))
         return
     for k in range(args.count):
         seed = args.seed * 1000003 + k

@@ -808,6 +808,13 @@ TEST(index_terms)
     CHECK_EQ_INT(c->req.max_rows, 5);
     done(c);
 
+    /* A count ignores grouping and order, so the index still answers it. */
+    c = compile_mode("{\"predicates\":[{\"col\":\"i\",\"op\":\"eq\",\"val\":1}],"
+                     "\"order_by\":[{\"col\":\"i\"}],\"group_by\":[\"s\"]}",
+                     QUERY_COUNT);
+    CHECK(query_index_terms(&c->req, &c->arena, &terms, &n));
+    done(c);
+
     const char *not_indexable[] = {
         "{}",
         "{\"predicates\":[{\"col\":\"i\",\"op\":\"gt\",\"val\":1}]}",

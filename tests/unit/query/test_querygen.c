@@ -7,11 +7,14 @@
  * expected output names. The same generator will drive the HTTP-level
  * differential test in tests/e2e/.
  *
- * QUERYGEN_SEED and QUERYGEN_COUNT override the seed (1) and count (400).
+ * QUERYGEN_SEED and QUERYGEN_COUNT override the seed (1) and count (400);
+ * QUERYGEN_PARQUET=1 first round-trips the table through a Parquet file, as
+ * the HTTP-level test will (ENUM becomes VARCHAR on the way).
  */
 #include <duckdb.h>
 #include <jansson.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "query/query.h"
 #include "testlib.h"
@@ -242,6 +245,21 @@ TEST(differential_against_reference_sql)
     if (f)
         CHECK_EQ_INT(pclose(f), 0);
     CHECK(nddl >= 3);
+    const char *pq = getenv("QUERYGEN_PARQUET");
+    if (pq && pq[0] == '1') {
+        char path[] = "/tmp/querygen-XXXXXX.parquet", sql[256];
+        int fd = mkstemps(path, 8);
+        CHECK(fd >= 0);
+        if (fd >= 0) {
+            close(fd);
+            snprintf(sql, sizeof sql, "COPY t TO '%s' (FORMAT parquet)", path);
+            CHECK(exec_sql(sql));
+            CHECK(exec_sql("DROP TABLE t"));
+            snprintf(sql, sizeof sql, "CREATE TABLE t AS SELECT * FROM '%s'", path);
+            CHECK(exec_sql(sql));
+            unlink(path);
+        }
+    }
 
     /* The schema, as the catalog will give it: names and types from DuckDB. */
     duckdb_result res;
