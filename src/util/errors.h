@@ -37,7 +37,7 @@
     X(INVALID_NAME, 400, "invalid_name", "invalid dataset name")                           \
     X(SOURCE_UNAVAILABLE, 400, "source_unavailable", "source cannot be opened")            \
     X(SOURCE_EMPTY, 400, "source_empty", "source has no files or no rows")                 \
-    X(BUILD_FAILED, 500, "build_failed", "dataset build failed")                           \
+    X(BUILD_FAILED, 422, "build_failed", "dataset build failed")                           \
     X(BUSY, 409, "busy", "dataset is already building")                                    \
     X(INVALID_CONFIG, 400, "invalid_config", "invalid configuration")                      \
     X(NO_CONFIG_FILE, 400, "no_config_file", "server was not started from a config file")  \
@@ -56,6 +56,7 @@
     X(QUERY_FAILED, 400, "query_failed", "query could not be executed")                    \
     /* ranges and conditional requests */                                                  \
     X(RANGE_NOT_SATISFIABLE, 416, "range_not_satisfiable", "range not satisfiable")        \
+    X(PRECONDITION_FAILED, 412, "precondition_failed", "precondition failed")              \
     /* auth */                                                                             \
     X(UNAUTHORIZED, 401, "unauthorized", "missing or invalid credentials")                 \
     X(FORBIDDEN, 403, "forbidden", "forbidden")                                            \
