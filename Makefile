@@ -38,7 +38,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(shell find tools -name '*.c' 2>/dev/null | sort)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
 
-.PHONY: all deps unit e2e check run bench clean fuzz fuzz-query
+.PHONY: all deps unit e2e check run bench clean fuzz
 all: $(BUILD)/vitrine $(TOOL_BIN)
 
 deps: $(DUCKDB_DIR)/libduckdb.so
@@ -99,22 +99,6 @@ bench: all
 clean:
 	rm -rf $(BUILD)
 
-# Fuzz targets: clang libFuzzer + ASan/UBSan, not part of `make check`. Each
-# tests/fuzz/fuzz_<name>.c lists the sources it needs in FUZZ_SRC_fuzz_<name>.
-# Run e.g.: build-fuzz/fuzz_query -dict=tests/fuzz/query.dict tests/fuzz/corpus/query
-FUZZ_BUILD ?= build-fuzz
-FUZZ_CC    ?= clang
-FUZZ_FLAGS := -std=c17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-              -D_GNU_SOURCE -Isrc -isystem $(DUCKDB_DIR)
-FUZZ_SRC_fuzz_query := $(wildcard src/query/*.c) $(wildcard src/util/*.c)
-
-fuzz: fuzz-query
-fuzz-query: $(FUZZ_BUILD)/fuzz_query
-
-$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard src/*/*.c src/*/*.h) | $(DUCKDB_DIR)/duckdb.h
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SRC_fuzz_$*) $(LDLIBS)
-
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # libFuzzer targets (clang; not part of all/unit/check). `make fuzz` builds
@@ -132,6 +116,10 @@ FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
 FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_toml            := -ljansson
+# Query compiler; FUZZ_QUERY_DUCKDB=1 also runs each statement in DuckDB.
+FUZZ_SRC_fuzz_query            := $(wildcard src/query/*.c) src/util/arena.c src/util/strbuf.c \
+                                  src/util/errors.c
+FUZZ_LIBS_fuzz_query           := -isystem $(DUCKDB_DIR) -ljansson -L$(DUCKDB_DIR) -lduckdb $(RPATH) -lm
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 define FUZZ_RULE
@@ -145,3 +133,6 @@ fuzz: $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
 # TOML parser + config loader: build-fuzz/fuzz_toml -dict=tests/fuzz/toml.dict DIR
 .PHONY: fuzz-toml
 fuzz-toml: $(FUZZ_BUILD)/fuzz_toml
+# Query compiler: build-fuzz/fuzz_query -dict=tests/fuzz/query.dict tests/fuzz/corpus/fuzz_query
+.PHONY: fuzz-query
+fuzz-query: $(FUZZ_BUILD)/fuzz_query

@@ -9,7 +9,7 @@
  * a compiler bug (slow; use it for shorter runs).
  *
  *   make fuzz-query
- *   build-fuzz/fuzz_query -dict=tests/fuzz/query.dict tests/fuzz/corpus/query
+ *   build-fuzz/fuzz_query -dict=tests/fuzz/query.dict tests/fuzz/corpus/fuzz_query
  */
 #include <duckdb.h>
 #include <jansson.h>
