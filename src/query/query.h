@@ -38,7 +38,8 @@
  *    invalid_value (use is_null / is_not_null), also inside `in` and between.
  *  - Numbers compare by value: a JSON integer (or an integral real such as 3.0)
  *    is bound as BIGINT, a fractional real as DOUBLE, so `eq 3.0` on an integer
- *    column matches 3 and `eq 3.5` matches nothing. DECIMAL columns compare
+ *    column matches 3 and `eq 3.5` matches nothing; an integral real past int64
+ *    (1e19) is cast to HUGEINT on integer columns, exactly. DECIMAL columns compare
  *    with DOUBLE values (a BIGINT beside a wide DECIMAL makes DuckDB fail a
  *    cast). On a REAL (FLOAT) column the
  *    value is rounded to REAL, because REAL values are shown by their shortest
@@ -292,7 +293,9 @@ enum vt_err query_plan_bind(const struct query_plan *plan, duckdb_prepared_state
 /* One ANDed term an equality index can answer: rows whose column `col` equals
  * any of `vals`. Values are normalised to the column: INT64 for integer
  * columns (out-of-range and fractional values dropped: they match nothing),
- * VARCHAR for VARCHAR columns, BOOL for BOOLEAN columns. nvals == 0 means the
+ * VARCHAR for VARCHAR columns, BOOL for BOOLEAN columns; on a UBIGINT column
+ * also DOUBLE for integral values in [2^63, 2^64) (JSON integers stop at
+ * int64; 1e19 is a real). nvals == 0 means the
  * term matches no row. Several terms on the same column intersect. */
 struct query_index_term {
     size_t col;
@@ -310,5 +313,18 @@ struct query_index_term {
  * Terms are allocated from `arena`. */
 bool query_index_terms(const struct query_request *req, struct arena *arena,
                        const struct query_index_term **out_terms, size_t *out_n);
+
+struct vt_index;
+struct index_term;
+
+/* query_index_terms in the form of src/index: true when the request is
+ * index-eligible and every predicate column is indexed in `ix`; then
+ * out_terms[0..out_n) can go to index_match(). *out_empty is set when some
+ * term has no key that can match (index_match needs n_keys >= 1): the answer
+ * is then no rows, without a lookup. Keys borrow strings from the request;
+ * everything is allocated from `arena`. */
+bool query_index_match_terms(const struct query_request *req, const struct vt_index *ix,
+                             struct arena *arena, const struct index_term **out_terms,
+                             size_t *out_n, bool *out_empty);
 
 #endif

@@ -15,6 +15,7 @@
  * column (DuckDB resolves bare names in HAVING/ORDER BY to columns first).
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -473,7 +474,13 @@ bool query_index_terms(const struct query_request *req, struct arena *arena,
             const struct query_value *v = &p->vals[k];
             /* The parser typed values by column class, so only integer
              * columns can hold a value that cannot match (3.5, 300 on a
-             * TINYINT, -1 on an unsigned column). */
+             * TINYINT, -1 on an unsigned column). A UBIGINT also holds the
+             * integral doubles in [2^63, 2^64), kept as DOUBLE. */
+            if (is_int && v->kind == QUERY_VALUE_DOUBLE && t == DUCKDB_TYPE_UBIGINT &&
+                v->u.d == trunc(v->u.d) && v->u.d >= 0x1p63 && v->u.d < 0x1p64) {
+                vals[n++] = *v;
+                continue;
+            }
             if (is_int && (v->kind != QUERY_VALUE_INT64 || v->u.i < lo || v->u.i > hi))
                 continue;
             vals[n++] = *v;

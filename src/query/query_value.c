@@ -642,6 +642,11 @@ enum vt_err query_value_from_json(struct arena *a, enum query_class c, const jso
             out->kind = QUERY_VALUE_DOUBLE;
             out->u.d = d;
             out->cast = cast_dbl;
+            /* An integral double past int64 (1e19) against an integer column
+             * casts to HUGEINT, exactly: as DOUBLE, UBIGINT 2^64-1 would
+             * round to 2^64 and equal it. */
+            if (c == QC_INT && d == trunc(d) && fabs(d) < 0x1p127)
+                out->cast = "HUGEINT";
         }
         return VT_ERR_OK;
     }
