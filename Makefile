@@ -116,6 +116,11 @@ FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
 FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_toml            := -ljansson
+# Query compiler; FUZZ_QUERY_DUCKDB=1 also runs each statement in DuckDB.
+FUZZ_SRC_fuzz_query            := $(filter-out src/query/query_index.c,$(wildcard src/query/*.c)) \
+                                  src/util/arena.c src/util/strbuf.c src/util/errors.c
+FUZZ_LIBS_fuzz_query           := -isystem $(DUCKDB_DIR) -ljansson -L$(DUCKDB_DIR) -lduckdb \
+                                  -Wl,-rpath,$(abspath $(DUCKDB_DIR)) -lm
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 define FUZZ_RULE
@@ -129,3 +134,6 @@ fuzz: $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
 # TOML parser + config loader: build-fuzz/fuzz_toml -dict=tests/fuzz/toml.dict DIR
 .PHONY: fuzz-toml
 fuzz-toml: $(FUZZ_BUILD)/fuzz_toml
+# Query compiler: build-fuzz/fuzz_query -dict=tests/fuzz/query.dict tests/fuzz/corpus/fuzz_query
+.PHONY: fuzz-query
+fuzz-query: $(FUZZ_BUILD)/fuzz_query

@@ -46,6 +46,7 @@
     X(UNKNOWN_FIELD, 400, "unknown_field", "unknown field in request")                     \
     X(UNKNOWN_COLUMN, 400, "unknown_column", "unknown column")                             \
     X(UNKNOWN_OPERATOR, 400, "unknown_operator", "unknown operator")                       \
+    X(INVALID_OPERATOR, 400, "invalid_operator", "operator does not apply to this column") \
     X(INVALID_VALUE, 400, "invalid_value", "invalid predicate value")                      \
     X(INVALID_AGGREGATION, 400, "invalid_aggregation", "invalid aggregation")              \
     X(INVALID_ORDER, 400, "invalid_order", "invalid order_by")                             \
