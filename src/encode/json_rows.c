@@ -957,6 +957,46 @@ int json_rows_encode_range(struct json_rows *enc, duckdb_data_chunk chunk, uint6
     return rc;
 }
 
+int json_rows_encode_cells(struct json_rows *enc, duckdb_data_chunk chunk, json_cells_fn fn,
+                           void *ctx)
+{
+    idx_t size = duckdb_data_chunk_get_size(chunk);
+    if (duckdb_data_chunk_get_column_count(chunk) != enc->ncol)
+        return -1;
+    duckdb_vector small[32];
+    uint32_t small_ends[32];
+    duckdb_vector *vecs = enc->ncol <= 32 ? small : malloc(enc->ncol * sizeof *vecs);
+    uint32_t *ends = enc->ncol <= 32 ? small_ends : malloc(enc->ncol * sizeof *ends);
+    struct strbuf row;
+    sb_init(&row, 0);
+    int rc = vecs && ends ? 0 : -1;
+    for (size_t c = 0; rc == 0 && c < enc->ncol; c++)
+        vecs[c] = duckdb_data_chunk_get_vector(chunk, c);
+    for (idx_t at = 0; at < size && rc == 0; at += BATCH_ROWS) {
+        idx_t n = size - at < BATCH_ROWS ? size - at : BATCH_ROWS;
+        for (size_t c = 0; c < enc->ncol && rc == 0; c++)
+            if (enc->cols[c].enc(&enc->cols[c], vecs[c], at, n) < 0)
+                rc = -1;
+        for (idx_t i = 0; i < n && rc == 0; i++) {
+            sb_reset(&row);
+            for (size_t c = 0; c < enc->ncol; c++) {
+                size_t len;
+                const char *v = seg_val(&enc->cols[c].seg, i, &len);
+                sb_add(&row, v, len);
+                ends[c] = (uint32_t)row.len;
+            }
+            if (row.overflow || row.len > UINT32_MAX || fn(ctx, row.buf ? row.buf : "", ends) != 0)
+                rc = -1;
+        }
+    }
+    sb_release(&row);
+    if (vecs != small)
+        free(vecs);
+    if (ends != small_ends)
+        free(ends);
+    return rc;
+}
+
 int json_rows_encode_chunk(struct json_rows *enc, duckdb_data_chunk chunk, struct strbuf *out)
 {
     return json_rows_encode_range(enc, chunk, 0, duckdb_data_chunk_get_size(chunk), out);

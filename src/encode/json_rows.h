@@ -56,6 +56,14 @@ int json_rows_encode_chunk(struct json_rows *enc, duckdb_data_chunk chunk, struc
 int json_rows_encode_range(struct json_rows *enc, duckdb_data_chunk chunk, uint64_t from,
                            uint64_t count, struct strbuf *out);
 
+/* Per-cell output (the row store of the index fast path): for every row of
+ * the chunk calls fn(ctx, cells, ends) with the row's values as JSON text
+ * (no keys) back to back in `cells`, value c ending at ends[c]. A non-zero
+ * return from fn stops and is returned as -1. */
+typedef int (*json_cells_fn)(void *ctx, const char *cells, const uint32_t *ends);
+int json_rows_encode_cells(struct json_rows *enc, duckdb_data_chunk chunk, json_cells_fn fn,
+                           void *ctx);
+
 /* Rows written since creation or the last restart. */
 uint64_t json_rows_written(const struct json_rows *enc);
 /* The next row is a first row again (no leading comma): reuse for a new body. */
