@@ -10,7 +10,7 @@ packages=(
     libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev zlib1g-dev
     libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev
     python3 python3-pytest python3-requests
-    nginx wrk postgresql-client
+    nginx wrk postgresql-client brotli zstd
     clang libclang-rt-14-dev
     nodejs npm
 )
