@@ -361,7 +361,11 @@ static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen
     }
     gen->n_cols = n;
     for (idx_t i = 0; i < n; i++) {
-        gen->cols[i].name = strdup(duckdb_prepared_statement_column_name(ps, i));
+        /* Declared const, but DuckDB 1.4 returns a strdup'd copy that the
+         * caller owns (LeakSanitizer showed it): free it with duckdb_free. */
+        const char *name = duckdb_prepared_statement_column_name(ps, i);
+        gen->cols[i].name = strdup(name ? name : "");
+        duckdb_free((void *)name);
         duckdb_logical_type lt = duckdb_prepared_statement_column_logical_type(ps, i);
         gen->cols[i].type = duckdb_get_type_id(lt);
         gen->cols[i].logical = cat_logical_of(gen->cols[i].type);
