@@ -84,7 +84,7 @@ unit: $(UNIT_BIN)
 	@fail=0; for t in $(UNIT_BIN); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
 # Black-box tests: the real binary on 127.0.0.1, driven by pytest and real clients.
-e2e: all
+e2e: all $(UNIT_BIN)
 	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x tests/e2e $(PYTEST_ARGS)
 
 check: all unit e2e
