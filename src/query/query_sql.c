@@ -11,8 +11,8 @@
  *       [WHERE <having>] [ORDER BY ...] [LIMIT ...]
  *   SELECT count(*) AS "count" FROM rel [WHERE ...]
  * Grouped queries are wrapped so that having and order_by refer to output
- * names only: an alias equal to a table column can then never be read as the
- * column (DuckDB resolves bare names in HAVING/ORDER BY to columns first).
+ * names only, and never depend on how DuckDB's binder resolves a name that is
+ * both an aggregation alias and a table column (aliases may shadow columns).
  */
 #include <inttypes.h>
 #include <math.h>
