@@ -855,42 +855,100 @@ static int64_t last_checkpoint_hint(struct delta_io *io, struct vt_error *err,
     return version;
 }
 
-enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
-                                 const struct source_context *ctx, struct source_snapshot *out,
-                                 bool *out_access_denied, struct vt_error *err)
-{
-    memset(out, 0, sizeof *out);
-    out->kind = SOURCE_DELTA;
-    if (out_access_denied)
-        *out_access_denied = false;
+/* ---- the table: log replayed, files located, nothing downloaded --------- */
+
+struct delta_table {
     struct delta_io io;
     struct delta_replay r;
+    struct delta_schema schema;
+    struct delta_duck *duck;
+    int64_t version;
+    bool mapped;                        /* columnMapping mode "name" */
+    size_t npc;
+    const struct delta_field **pfields; /* partition columns, in metaData order */
+    const struct delta_add **adds;      /* active files, sorted by path */
+    size_t n_adds;
+    char **local;                       /* local tables: file paths */
+    char **buckets, **keys;             /* S3 tables: objects */
+    int64_t *sizes;
+    char **pvals;                       /* n_adds * npc normalised texts (NULL = null) */
+    int64_t total_bytes;
+};
+
+void delta_table_close(struct delta_table *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n_adds; i++) {
+        if (t->local)
+            free(t->local[i]);
+        if (t->buckets)
+            free(t->buckets[i]);
+        if (t->keys)
+            free(t->keys[i]);
+        for (size_t k = 0; t->pvals && k < t->npc; k++)
+            free(t->pvals[i * t->npc + k]);
+    }
+    free(t->local);
+    free(t->buckets);
+    free(t->keys);
+    free(t->sizes);
+    free(t->pvals);
+    free(t->adds);
+    free(t->pfields);
+    delta_duck_close(t->duck);
+    delta_schema_release(&t->schema);
+    delta_replay_release(&t->r);
+    io_release(&t->io);
+    free(t);
+}
+
+size_t delta_table_file_count(const struct delta_table *t)
+{
+    return t->n_adds;
+}
+
+const char *delta_table_file_log_path(const struct delta_table *t, size_t i)
+{
+    return t->adds[i]->path;
+}
+
+int64_t delta_table_total_bytes(const struct delta_table *t)
+{
+    return t->total_bytes;
+}
+
+int64_t delta_table_version(const struct delta_table *t)
+{
+    return t->version;
+}
+
+enum vt_err delta_table_open(const struct vt_dataset_config *ds, const struct source_context *ctx,
+                             struct delta_table **out, bool *out_access_denied,
+                             struct vt_error *err)
+{
+    *out = NULL;
+    if (out_access_denied)
+        *out_access_denied = false;
+    struct delta_table *t = calloc(1, sizeof *t);
+    if (!t)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     struct log_list list = {0};
     struct log_plan plan = {0};
-    struct delta_schema schema = {0};
-    struct delta_duck *duck = NULL;
-    struct delta_probe probe = {0};
-    const struct delta_add **adds = NULL;
-    size_t n_adds = 0;
-    char **paths = NULL;
-    char **pvals = NULL;
-    struct delta_sql_column *cols = NULL;
-    struct s3_cache_item *citems = NULL;
-    struct s3_download *jobs = NULL;
-    char **buckets = NULL, **keys = NULL;
-    delta_replay_init(&r);
-    enum vt_err rc = open_io(ds, ctx, &io, err);
+    delta_replay_init(&t->r);
+    enum vt_err rc = open_io(ds, ctx, &t->io, err);
     if (rc != VT_ERR_OK)
         goto done;
+    struct delta_io *io = &t->io;
 
     /* 1. Listing, from the _last_checkpoint hint when there is one. */
-    int64_t hint = last_checkpoint_hint(&io, err, &rc);
+    int64_t hint = last_checkpoint_hint(io, err, &rc);
     if (rc != VT_ERR_OK)
         goto done;
     if (hint >= 0) {
         char sa[32];
         snprintf(sa, sizeof sa, "%020lld", (long long)hint);
-        rc = io_list_log(&io, sa, &list, err);
+        rc = io_list_log(io, sa, &list, err);
         if (rc != VT_ERR_OK)
             goto done;
         plan_log(&list, &plan);
@@ -903,15 +961,14 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
         }
     }
     if (hint < 0) {
-        rc = io_list_log(&io, NULL, &list, err);
+        rc = io_list_log(io, NULL, &list, err);
         if (rc != VT_ERR_OK)
             goto done;
         plan_log(&list, &plan);
     }
     if (list.n == 0) {
-        rc = vt_error_set(err, VT_ERR_SOURCE_EMPTY, "%s has no Delta log (_delta_log/ is "
-                                                    "missing or empty)",
-                          ds->location);
+        rc = vt_error_set(err, VT_ERR_SOURCE_EMPTY,
+                          "%s has no Delta log (_delta_log/ is missing or empty)", ds->location);
         goto done;
     }
     rc = plan_commits(&list, &plan, ds->location, err);
@@ -923,13 +980,13 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
                           ds->location);
         goto done;
     }
+    t->version = plan.version;
 
     /* 2. Replay: checkpoint, then commits in order. */
-    rc = delta_duck_open(&duck, err);
-    if (rc != VT_ERR_OK)
-        goto done;
     if (plan.cp_version >= 0) {
-        rc = load_checkpoint(&io, duck, &list, &plan, &r, err);
+        rc = delta_duck_open(&t->duck, err);
+        if (rc == VT_ERR_OK)
+            rc = load_checkpoint(io, t->duck, &list, &plan, &t->r, err);
         if (rc != VT_ERR_OK)
             goto done;
     }
@@ -938,7 +995,7 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
         char *buf;
         size_t len;
         bool missing;
-        rc = io_read_log(&io, e->name, VT_DELTA_MAX_LOG_FILE_BYTES, &buf, &len, &missing, err);
+        rc = io_read_log(io, e->name, VT_DELTA_MAX_LOG_FILE_BYTES, &buf, &len, &missing, err);
         if (rc != VT_ERR_OK)
             goto done;
         if (missing) {
@@ -950,203 +1007,256 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
         }
         char what[48];
         snprintf(what, sizeof what, "commit %lld", (long long)e->version);
-        rc = delta_replay_text(&r, buf, len, false, what, err);
+        rc = delta_replay_text(&t->r, buf, len, false, what, err);
         free(buf);
         if (rc != VT_ERR_OK)
             goto done;
     }
 
     /* 3. Protocol, schema, partition columns. */
-    rc = delta_replay_check_protocol(&r, ds->location, err);
+    rc = delta_replay_check_protocol(&t->r, ds->location, err);
     if (rc != VT_ERR_OK)
         goto done;
-    rc = delta_schema_parse(r.schema_string, strlen(r.schema_string), &schema, err);
+    rc = delta_schema_parse(t->r.schema_string, strlen(t->r.schema_string), &t->schema, err);
     if (rc != VT_ERR_OK)
         goto done;
-    bool mapped = r.column_mapping_mode && strcmp(r.column_mapping_mode, "name") == 0;
-    size_t npc = r.n_partition_columns;
-    const struct delta_field **pfields = calloc(npc ? npc : 1, sizeof *pfields);
-    if (!pfields) {
+    t->mapped = t->r.column_mapping_mode && strcmp(t->r.column_mapping_mode, "name") == 0;
+    if (!t->mapped) {
+        /* Mapping off: files use logical names even if physical-name metadata
+         * was left in the schema. */
+        for (size_t c = 0; c < t->schema.n; c++) {
+            free(t->schema.fields[c].physical);
+            t->schema.fields[c].physical = NULL;
+        }
+    }
+    t->npc = t->r.n_partition_columns;
+    t->pfields = calloc(t->npc ? t->npc : 1, sizeof *t->pfields);
+    if (!t->pfields) {
         rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
-    for (size_t k = 0; k < npc; k++) {
-        pfields[k] = schema_field(&schema, r.partition_columns[k]);
-        if (!pfields[k]) {
+    for (size_t k = 0; k < t->npc; k++) {
+        t->pfields[k] = schema_field(&t->schema, t->r.partition_columns[k]);
+        if (!t->pfields[k]) {
             rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
                               "Delta table %s: partition column \"%.100s\" is not in the schema",
-                              ds->location, r.partition_columns[k]);
-            free(pfields);
+                              ds->location, t->r.partition_columns[k]);
             goto done;
         }
-        if (pfields[k]->type->kind != DELTA_T_PRIMITIVE) {
+        if (t->pfields[k]->type->kind != DELTA_T_PRIMITIVE) {
             rc = vt_error_set(err, VT_ERR_SOURCE_UNSUPPORTED,
                               "Delta table %s: partition column \"%.100s\" has a nested type",
-                              ds->location, pfields[k]->name);
-            free(pfields);
+                              ds->location, t->pfields[k]->name);
             goto done;
         }
     }
 
-    /* 4. Active files. */
-    rc = delta_replay_active(&r, &adds, &n_adds, err);
-    if (rc != VT_ERR_OK) {
-        free(pfields);
+    /* 4. Active files and where they live. */
+    rc = delta_replay_active(&t->r, &t->adds, &t->n_adds, err);
+    if (rc != VT_ERR_OK)
         goto done;
-    }
-    if (n_adds == 0) {
+    if (t->n_adds == 0) {
         rc = vt_error_set(err, VT_ERR_SOURCE_EMPTY,
                           "Delta table %s has no data files at version %lld (empty table)",
-                          ds->location, (long long)plan.version);
-        free(pfields);
+                          ds->location, (long long)t->version);
         goto done;
     }
-    paths = calloc(n_adds, sizeof *paths);
-    pvals = calloc(n_adds * (npc ? npc : 1), sizeof *pvals);
-    out->files = calloc(n_adds, sizeof *out->files);
-    buckets = calloc(n_adds, sizeof *buckets);
-    keys = calloc(n_adds, sizeof *keys);
-    if (!paths || !pvals || !out->files || !buckets || !keys) {
+    size_t n = t->n_adds;
+    t->local = calloc(n, sizeof *t->local);
+    t->buckets = calloc(n, sizeof *t->buckets);
+    t->keys = calloc(n, sizeof *t->keys);
+    t->sizes = calloc(n, sizeof *t->sizes);
+    t->pvals = calloc(n * (t->npc ? t->npc : 1), sizeof *t->pvals);
+    if (!t->local || !t->buckets || !t->keys || !t->sizes || !t->pvals) {
         rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-        free(pfields);
         goto done;
     }
-    out->n_files = n_adds;
-    int64_t total = 0;
-    for (size_t i = 0; i < n_adds && rc == VT_ERR_OK; i++) {
-        const struct delta_add *a = adds[i];
-        rc = locate_data_file(&io, a->path, &paths[i], &buckets[i], &keys[i], err);
+    for (size_t i = 0; i < n && rc == VT_ERR_OK; i++) {
+        const struct delta_add *a = t->adds[i];
+        rc = locate_data_file(io, a->path, &t->local[i], &t->buckets[i], &t->keys[i], err);
         if (rc != VT_ERR_OK)
             break;
-        int64_t size = a->size;
-        if (paths[i]) {
-            struct stat st;
-            if (stat(paths[i], &st) != 0) {
-                rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
-                                  "Delta table %s: data file %s is missing (%s)", ds->location,
-                                  paths[i], strerror(errno));
-                break;
-            }
-            if (size < 0)
-                size = st.st_size;
-        }
-        out->files[i].size = size;
-        total += size > 0 ? size : 0;
-        for (size_t k = 0; k < npc; k++) {
+        t->sizes[i] = a->size;
+        t->total_bytes += a->size > 0 ? a->size : 0;
+        for (size_t k = 0; k < t->npc; k++) {
             bool found;
-            const char *v = find_pv(a, mapped ? pfields[k]->physical : NULL, pfields[k]->name,
-                                    &found);
+            const char *v = find_pv(a, t->mapped ? t->pfields[k]->physical : NULL,
+                                    t->pfields[k]->name, &found);
             if (v && *v) {
-                pvals[i * npc + k] = normalize_pv(v, pfields[k]->type);
-                if (!pvals[i * npc + k])
+                t->pvals[i * t->npc + k] = normalize_pv(v, t->pfields[k]->type);
+                if (!t->pvals[i * t->npc + k])
                     rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
             }
         }
     }
+done:
+    free(plan.commits);
+    log_list_release(&list);
+    if (t->io.access_denied && out_access_denied)
+        *out_access_denied = true;
     if (rc != VT_ERR_OK) {
-        free(pfields);
-        goto done;
+        delta_table_close(t);
+        return rc;
     }
-    out->total_bytes = total;
+    *out = t;
+    return VT_ERR_OK;
+}
 
-    /* 5. S3 data files: fetch them (temp dir for resident builds, the bounded
-     * cache for lazy views). */
-    if (io.s3) {
-        bool lazy = ctx && ctx->for_lazy;
-        if (lazy) {
-            citems = calloc(n_adds, sizeof *citems);
-            char **tags = calloc(n_adds, sizeof *tags);
-            if (!citems || !tags) {
-                free(tags);
+enum vt_err source_delta_measure(const struct vt_dataset_config *ds,
+                                 const struct source_context *ctx, int64_t *out_bytes,
+                                 bool *out_access_denied, struct vt_error *err)
+{
+    *out_bytes = 0;
+    struct delta_table *t;
+    enum vt_err rc = delta_table_open(ds, ctx, &t, out_access_denied, err);
+    if (rc != VT_ERR_OK)
+        return rc;
+    *out_bytes = t->total_bytes;
+    delta_table_close(t);
+    return VT_ERR_OK;
+}
+
+/* Local paths for the data files: checked in place (local tables) or fetched
+ * (S3: temp files for a resident build, the object cache for a lazy view). */
+static enum vt_err materialize_files(struct delta_table *t, const struct vt_dataset_config *ds,
+                                     const struct source_context *ctx, char **paths,
+                                     struct source_snapshot *out, struct vt_error *err)
+{
+    size_t n = t->n_adds;
+    enum vt_err rc = VT_ERR_OK;
+    if (!t->io.s3) {
+        for (size_t i = 0; i < n; i++) {
+            struct stat st;
+            if (stat(t->local[i], &st) != 0)
+                return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                                    "Delta table %s: data file %s is missing (%s)", ds->location,
+                                    t->local[i], strerror(errno));
+            if (t->sizes[i] < 0) {
+                t->sizes[i] = st.st_size;
+                t->total_bytes += st.st_size;
+            }
+            paths[i] = strdup(t->local[i]);
+            if (!paths[i])
+                return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        return VT_ERR_OK;
+    }
+    struct s3_outcome oc = {0};
+    if (ctx && ctx->for_lazy) {
+        struct s3_cache_item *items = calloc(n, sizeof *items);
+        char **tags = calloc(n, sizeof *tags);
+        if (!items || !tags) {
+            free(items);
+            free(tags);
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        for (size_t i = 0; i < n && rc == VT_ERR_OK; i++) {
+            char tag[48];
+            /* Data files are immutable by protocol: size stands in for the ETag. */
+            snprintf(tag, sizeof tag, "size:%lld", (long long)t->sizes[i]);
+            tags[i] = strdup(tag);
+            if (!tags[i])
                 rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-                free(pfields);
-                goto done;
-            }
-            for (size_t i = 0; i < n_adds; i++) {
-                char t[48];
-                /* Data files are immutable by protocol: size stands in for the ETag. */
-                snprintf(t, sizeof t, "size:%lld", (long long)out->files[i].size);
-                tags[i] = strdup(t);
-                citems[i].bucket = buckets[i];
-                citems[i].key = keys[i];
-                citems[i].tag = tags[i] ? tags[i] : "";
-                citems[i].size = out->files[i].size;
-            }
+            items[i].bucket = t->buckets[i];
+            items[i].key = t->keys[i];
+            items[i].tag = tags[i];
+            items[i].size = t->sizes[i];
+        }
+        if (rc == VT_ERR_OK) {
             const char *cdir = ctx->cache_dir;
             char fallback[4096];
             if (!cdir || !*cdir) {
                 snprintf(fallback, sizeof fallback, "%s/vitrine-s3-cache", temp_dir_of(ctx));
                 cdir = fallback;
             }
-            struct s3_outcome oc;
-            rc = s3_cache_fetch(io.c, cdir, ctx->cache_max_bytes, ds->name ? ds->name : "",
-                                citems, n_adds, &oc, err);
-            note_outcome(&io, &oc);
-            for (size_t i = 0; i < n_adds; i++) {
-                free(tags[i]);
-                if (rc == VT_ERR_OK) {
-                    paths[i] = citems[i].path;
-                    citems[i].path = NULL;
-                }
-            }
-            free(tags);
-        } else {
-            jobs = calloc(n_adds, sizeof *jobs);
-            if (!jobs) {
-                rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-                free(pfields);
-                goto done;
-            }
-            out->temp_files = calloc(n_adds, sizeof *out->temp_files);
-            for (size_t i = 0; i < n_adds && out->temp_files; i++) {
-                paths[i] = temp_name(ctx, "delta", i);
-                out->temp_files[i] = xstrdup_or_null(paths[i]);
-                if (!paths[i] || !out->temp_files[i]) {
-                    rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-                    break;
-                }
-                out->n_temp_files = i + 1;
-                jobs[i].bucket = buckets[i];
-                jobs[i].key = keys[i];
-                jobs[i].path = paths[i];
-            }
-            if (!out->temp_files)
-                rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-            if (rc == VT_ERR_OK) {
-                struct s3_outcome oc;
-                rc = s3_download_many(io.c, jobs, n_adds, &oc, err);
-                note_outcome(&io, &oc);
-            }
+            rc = s3_cache_fetch(t->io.c, cdir, ctx->cache_max_bytes, ds->name ? ds->name : "",
+                                items, n, &oc, err);
         }
-        if (rc != VT_ERR_OK) {
-            free(pfields);
-            goto done;
+        for (size_t i = 0; i < n; i++) {
+            free(tags[i]);
+            paths[i] = rc == VT_ERR_OK ? items[i].path : NULL;
         }
+        free(tags);
+        free(items);
+    } else {
+        struct s3_download *jobs = calloc(n, sizeof *jobs);
+        out->temp_files = calloc(n, sizeof *out->temp_files);
+        if (!jobs || !out->temp_files) {
+            free(jobs);
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        for (size_t i = 0; i < n && rc == VT_ERR_OK; i++) {
+            paths[i] = temp_name(ctx, "delta", i);
+            out->temp_files[i] = xstrdup_or_null(paths[i]);
+            if (!paths[i] || !out->temp_files[i])
+                rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+            out->n_temp_files = i + 1;
+            jobs[i].bucket = t->buckets[i];
+            jobs[i].key = t->keys[i];
+            jobs[i].path = paths[i];
+        }
+        if (rc == VT_ERR_OK)
+            rc = s3_download_many(t->io.c, jobs, n, &oc, err);
+        free(jobs);
     }
+    note_outcome(&t->io, &oc);
+    return rc;
+}
 
-    /* 6. Probe the files' columns and build the SELECT. */
-    rc = delta_duck_probe(duck, (const char *const *)paths, n_adds, &probe, err);
-    if (rc != VT_ERR_OK) {
-        free(pfields);
+enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
+                                 const struct source_context *ctx, struct source_snapshot *out,
+                                 bool *out_access_denied, struct vt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = SOURCE_DELTA;
+    struct delta_table *t = NULL;
+    struct delta_probe probe = {0};
+    struct delta_sql_column *cols = NULL;
+    char **paths = NULL;
+    size_t n = 0;
+    enum vt_err rc = delta_table_open(ds, ctx, &t, out_access_denied, err);
+    if (rc != VT_ERR_OK)
+        return rc;
+    n = t->n_adds;
+    size_t npc = t->npc;
+    paths = calloc(n, sizeof *paths);
+    out->files = calloc(n, sizeof *out->files);
+    if (!paths || !out->files) {
+        rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
-    cols = calloc(schema.n ? schema.n : 1, sizeof *cols);
-    out->schema_names = calloc(schema.n ? schema.n : 1, sizeof *out->schema_names);
-    out->schema_types = calloc(schema.n ? schema.n : 1, sizeof *out->schema_types);
+    out->n_files = n;
+    rc = materialize_files(t, ds, ctx, paths, out, err);
+    if (rc != VT_ERR_OK)
+        goto done;
+    out->total_bytes = t->total_bytes;
+
+    /* Probe the files' columns and build the SELECT. */
+    if (!t->duck) {
+        rc = delta_duck_open(&t->duck, err);
+        if (rc != VT_ERR_OK)
+            goto done;
+    }
+    rc = delta_duck_probe(t->duck, (const char *const *)paths, n, &probe, err);
+    if (rc != VT_ERR_OK)
+        goto done;
+    const struct delta_schema *schema = &t->schema;
+    cols = calloc(schema->n ? schema->n : 1, sizeof *cols);
+    out->schema_names = calloc(schema->n ? schema->n : 1, sizeof *out->schema_names);
+    out->schema_types = calloc(schema->n ? schema->n : 1, sizeof *out->schema_types);
     out->partition_columns = calloc(npc ? npc : 1, sizeof *out->partition_columns);
     out->partition_types = calloc(npc ? npc : 1, sizeof *out->partition_types);
     if (!cols || !out->schema_names || !out->schema_types || !out->partition_columns ||
         !out->partition_types) {
         rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-        free(pfields);
         goto done;
     }
-    for (size_t c = 0; c < schema.n; c++) {
-        const struct delta_field *f = &schema.fields[c];
+    for (size_t c = 0; c < schema->n && rc == VT_ERR_OK; c++) {
+        const struct delta_field *f = &schema->fields[c];
         cols[c].name = f->name;
         cols[c].partition_index = -1;
         for (size_t k = 0; k < npc; k++) {
-            if (pfields[k] == f) {
+            if (t->pfields[k] == f) {
                 cols[c].partition_index = (int)k;
                 cols[c].partition_type = f->type;
             }
@@ -1160,30 +1270,21 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
             rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     }
     for (size_t k = 0; k < npc && rc == VT_ERR_OK; k++) {
-        out->partition_columns[k] = strdup(pfields[k]->name);
-        out->partition_types[k] = strdup(pfields[k]->type->duck);
+        out->partition_columns[k] = strdup(t->pfields[k]->name);
+        out->partition_types[k] = strdup(t->pfields[k]->type->duck);
         out->n_partitions = k + 1;
         if (!out->partition_columns[k] || !out->partition_types[k])
             rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    free(pfields);
     if (rc != VT_ERR_OK)
         goto done;
-    /* Column mapping off: ignore physical names entirely (a table that had
-     * mapping turned off keeps the metadata but writes logical names). */
-    if (!mapped) {
-        for (size_t c = 0; c < schema.n; c++) {
-            free(schema.fields[c].physical);
-            schema.fields[c].physical = NULL;
-        }
-    }
     struct delta_sql_input in = {
         .paths = (const char *const *)paths,
-        .n_paths = n_adds,
+        .n_paths = n,
         .columns = cols,
-        .n_columns = schema.n,
+        .n_columns = schema->n,
         .n_partitions = npc,
-        .partition_values = (const char *const *)pvals,
+        .partition_values = (const char *const *)t->pvals,
         .probe = &probe,
     };
     struct strbuf sql;
@@ -1194,63 +1295,41 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
         goto done;
     }
     out->select_sql = sb_detach(&sql, NULL);
-
-    for (size_t i = 0; i < n_adds; i++) {
+    for (size_t i = 0; i < n && rc == VT_ERR_OK; i++) {
         out->files[i].path = paths[i];
+        out->files[i].size = t->sizes[i];
         paths[i] = NULL;
         if (npc) {
             out->files[i].partition_values = calloc(npc, sizeof(char *));
             if (!out->files[i].partition_values) {
                 rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-                goto done;
+                break;
             }
             for (size_t k = 0; k < npc; k++) {
-                out->files[i].partition_values[k] = pvals[i * npc + k];
-                pvals[i * npc + k] = NULL;
+                out->files[i].partition_values[k] = t->pvals[i * npc + k];
+                t->pvals[i * npc + k] = NULL;
             }
         }
     }
     char vbuf[32];
-    snprintf(vbuf, sizeof vbuf, "%lld", (long long)plan.version);
+    snprintf(vbuf, sizeof vbuf, "%lld", (long long)t->version);
     out->version = strdup(vbuf);
-    if (!out->version || !out->select_sql)
+    if (rc == VT_ERR_OK && (!out->version || !out->select_sql))
         rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     if (rc == VT_ERR_OK)
         log_debug("delta %s: version %lld, %zu files, %lld bytes", ds->location,
-                  (long long)plan.version, n_adds, (long long)total);
-
+                  (long long)t->version, n, (long long)t->total_bytes);
 done:
-    if (io.access_denied && out_access_denied)
+    if (t->io.access_denied && out_access_denied)
         *out_access_denied = true;
     if (paths) {
-        for (size_t i = 0; i < n_adds; i++)
+        for (size_t i = 0; i < n; i++)
             free(paths[i]);
         free(paths);
     }
-    if (pvals) {
-        for (size_t i = 0; i < n_adds * (r.n_partition_columns ? r.n_partition_columns : 1); i++)
-            free(pvals[i]);
-        free(pvals);
-    }
-    if (buckets) {
-        for (size_t i = 0; i < n_adds; i++) {
-            free(buckets[i]);
-            free(keys[i]);
-        }
-    }
-    free(buckets);
-    free(keys);
-    free(citems);
-    free(jobs);
     free(cols);
-    free(adds);
     delta_probe_release(&probe);
-    delta_duck_close(duck);
-    delta_schema_release(&schema);
-    free(plan.commits);
-    log_list_release(&list);
-    delta_replay_release(&r);
-    io_release(&io);
+    delta_table_close(t);
     if (rc != VT_ERR_OK)
         delta_snapshot_discard(out);
     return rc;

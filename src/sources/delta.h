@@ -38,6 +38,24 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
                                  const struct source_context *ctx, struct source_snapshot *out,
                                  bool *out_access_denied, struct vt_error *err);
 
+/* Bytes of the table's current data files (from the log; nothing is
+ * downloaded), for server.force_lazy_above_mb before choosing residency. */
+enum vt_err source_delta_measure(const struct vt_dataset_config *ds,
+                                 const struct source_context *ctx, int64_t *out_bytes,
+                                 bool *out_access_denied, struct vt_error *err);
+
+/* The table after log replay, before any data file is touched (tests and
+ * measuring use it; source_delta_resolve builds on it). */
+struct delta_table;
+enum vt_err delta_table_open(const struct vt_dataset_config *ds, const struct source_context *ctx,
+                             struct delta_table **out, bool *out_access_denied,
+                             struct vt_error *err);
+void delta_table_close(struct delta_table *t);
+size_t delta_table_file_count(const struct delta_table *t);
+const char *delta_table_file_log_path(const struct delta_table *t, size_t i); /* as logged */
+int64_t delta_table_total_bytes(const struct delta_table *t);
+int64_t delta_table_version(const struct delta_table *t);
+
 /* For snapshots whose resolver stored a complete SELECT in snap->select_sql
  * (Delta and S3 parquet): wraps it with the `columns` projection, checking the
  * names against snap->schema_names (unknown -> VT_ERR_INVALID_CONFIG). */

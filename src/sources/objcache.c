@@ -222,7 +222,9 @@ static int64_t evict_locked(const char *cache_dir, int64_t max_bytes)
             ents = ne;
             cap = nc;
         }
-        snprintf(ents[n].name, sizeof ents[n].name, "%s", nm);
+        if (l >= sizeof ents[n].name)
+            continue; /* cannot happen for cache names (72 bytes) */
+        memcpy(ents[n].name, nm, l + 1);
         ents[n].size = st.st_size;
         ents[n].mtime = st.st_mtime;
         total += st.st_size;
