@@ -684,8 +684,12 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
                               doc.message[0] ? ": " : "", doc.message);
         } else if (code == 404) {
             oc->not_found = true;
-            rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "%s not found (HTTP 404 %s)",
-                              target, what[0] ? what : (strcmp(r->method, "HEAD") ? "" : "NoSuchKey"));
+            /* Objects are fetched right after a listing named them: a 404
+             * almost always means a concurrent delete. */
+            rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                              "%s not found (HTTP 404 %s)%s", target, what[0] ? what : "NoSuchKey",
+                              r->key && *r->key ? ": deleted after it was listed? retry the reload"
+                                                : "");
         } else if (code == 412) {
             oc->changed = true;
             rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
@@ -1094,20 +1098,20 @@ size_t s3_glob_literal_prefix_len(const char *s)
 }
 
 /* [...] class at p (p points after '['); returns the position after ']' or NULL
- * when the class is unterminated (then '[' is literal). */
-static const char *match_class(const char *p, char c, bool *matched)
+ * when the class is unterminated within the segment (then '[' is literal). */
+static const char *match_class(const char *p, const char *pend, char c, bool *matched)
 {
     bool neg = false;
-    if (*p == '!' || *p == '^') {
+    if (p < pend && (*p == '!' || *p == '^')) {
         neg = true;
         p++;
     }
     bool m = false;
     bool first = true;
-    while (*p && (first || *p != ']')) {
+    while (p < pend && (first || *p != ']')) {
         first = false;
         char lo = *p, hi = lo;
-        if (p[1] == '-' && p[2] && p[2] != ']') {
+        if (p + 2 < pend && p[1] == '-' && p[2] != ']') {
             hi = p[2];
             p += 3;
         } else {
@@ -1116,66 +1120,116 @@ static const char *match_class(const char *p, char c, bool *matched)
         if (c >= lo && c <= hi)
             m = true;
     }
-    if (*p != ']')
+    if (p >= pend || *p != ']')
         return NULL;
     *matched = neg ? !m : m;
     return p + 1;
 }
 
-static bool glob_rec(const char *p, const char *s, int depth)
+/* One path segment against one pattern segment ('*', '?', classes; no '/').
+ * Greedy with backtracking to the last '*' only: O(n*m) worst case, never
+ * exponential. */
+static bool seg_match(const char *p, const char *pend, const char *s, const char *send)
 {
-    if (depth > 64)
-        return false; /* bounded recursion on pathological patterns */
-    while (*p) {
-        if (p[0] == '*' && p[1] == '*') {
-            /* "**" matches any number of whole segments (including none). */
-            const char *rest = p + 2;
-            if (*rest == '/')
-                rest++;
-            if (!*rest)
-                return true; /* trailing "**": everything below */
-            for (const char *t = s;; t++) {
-                if ((t == s || t[-1] == '/') && glob_rec(rest, t, depth + 1))
-                    return true;
-                if (!*t)
-                    return false;
-            }
-        }
-        if (*p == '*') {
-            const char *rest = p + 1;
-            for (const char *t = s;; t++) {
-                if (glob_rec(rest, t, depth + 1))
-                    return true;
-                if (!*t || *t == '/')
-                    return false;
-            }
-        }
-        if (!*s)
-            return false;
-        if (*p == '?') {
-            if (*s == '/')
-                return false;
-            p++, s++;
+    const char *star_p = NULL, *star_s = NULL;
+    while (s < send) {
+        if (p < pend && *p == '*') {
+            while (p < pend && *p == '*')
+                p++;
+            star_p = p;
+            star_s = s;
             continue;
         }
-        if (*p == '[') {
-            bool m = false;
-            const char *after = match_class(p + 1, *s, &m);
-            if (after) {
-                if (!m || *s == '/')
-                    return false;
-                p = after, s++;
+        if (p < pend) {
+            bool ok = false;
+            const char *next = p + 1;
+            if (*p == '?') {
+                ok = true;
+            } else if (*p == '[') {
+                bool m = false;
+                const char *after = match_class(p + 1, pend, *s, &m);
+                if (after) {
+                    ok = m;
+                    next = after;
+                } else {
+                    ok = *s == '[';
+                }
+            } else {
+                ok = *p == *s;
+            }
+            if (ok) {
+                p = next;
+                s++;
                 continue;
             }
         }
-        if (*p != *s)
+        if (!star_p)
             return false;
-        p++, s++;
+        p = star_p;
+        s = ++star_s;
     }
-    return *s == '\0';
+    while (p < pend && *p == '*')
+        p++;
+    return p == pend;
+}
+
+#define GLOB_MAX_SEGMENTS 512
+
+struct seg {
+    const char *b, *e;
+};
+
+static size_t split_segments(const char *s, struct seg *out, size_t max)
+{
+    size_t n = 0;
+    const char *b = s;
+    for (;;) {
+        const char *e = strchr(b, '/');
+        if (!e)
+            e = b + strlen(b);
+        if (n == max)
+            return max + 1;
+        out[n].b = b;
+        out[n].e = e;
+        n++;
+        if (!*e)
+            return n;
+        b = e + 1;
+    }
 }
 
 bool s3_glob_match(const char *pattern, const char *key)
 {
-    return glob_rec(pattern, key, 0);
+    /* Segment-level dynamic programming: "**" (a whole segment) matches any
+     * number of key segments, every other segment matches exactly one. */
+    struct seg *ps = malloc(2 * (GLOB_MAX_SEGMENTS + 1) * sizeof *ps);
+    if (!ps)
+        return false;
+    struct seg *ks = ps + GLOB_MAX_SEGMENTS + 1;
+    size_t np = split_segments(pattern, ps, GLOB_MAX_SEGMENTS);
+    size_t nk = split_segments(key, ks, GLOB_MAX_SEGMENTS);
+    bool result = false;
+    if (np <= GLOB_MAX_SEGMENTS && nk <= GLOB_MAX_SEGMENTS) {
+        /* ok[j] = pattern segments i.. match key segments j.. (row i+1 kept in next) */
+        unsigned char *cur = calloc(2 * (nk + 1), 1);
+        if (cur) {
+            unsigned char *next = cur + nk + 1;
+            next[nk] = 1; /* empty pattern matches empty key */
+            for (size_t i = np; i-- > 0;) {
+                bool dstar = ps[i].e - ps[i].b == 2 && ps[i].b[0] == '*' && ps[i].b[1] == '*';
+                cur[nk] = dstar ? next[nk] : 0;
+                for (size_t j = nk; j-- > 0;) {
+                    if (dstar)
+                        cur[j] = next[j] || cur[j + 1];
+                    else
+                        cur[j] = next[j + 1] && seg_match(ps[i].b, ps[i].e, ks[j].b, ks[j].e);
+                }
+                memcpy(next, cur, nk + 1);
+            }
+            result = next[0];
+            free(cur);
+        }
+    }
+    free(ps);
+    return result;
 }
