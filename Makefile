@@ -14,8 +14,10 @@ BUILD_TIME := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 TARGET     := $(shell $(CC) -dumpmachine)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wvla
-DEFS    := -D_GNU_SOURCE -DVT_VERSION='"$(VERSION)"' -DVT_BUILD_TIME='"$(BUILD_TIME)"' \
-           -DVT_TARGET='"$(TARGET)"' $(if $(GIT_SHA),-DVT_GIT_SHA='"$(GIT_SHA)"')
+DEFS    := -D_GNU_SOURCE -DVT_VERSION='"$(VERSION)"'
+# Build metadata reaches only the /version handler, which is rebuilt every time.
+BUILDINFO := -DVT_BUILD_TIME='"$(BUILD_TIME)"' -DVT_TARGET='"$(TARGET)"' \
+             $(if $(GIT_SHA),-DVT_GIT_SHA='"$(GIT_SHA)"')
 OPT     := -O2
 ifeq ($(SAN),1)
 OPT     := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -DVT_PROFILE_DEBUG
@@ -46,26 +48,36 @@ $(DUCKDB_DIR)/libduckdb.so $(DUCKDB_DIR)/duckdb.h:
 
 $(BUILD)/obj/%.o: %.c | $(DUCKDB_DIR)/duckdb.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/src/api/probes.o: CFLAGS += $(BUILDINFO)
+$(BUILD)/obj/src/api/probes.o: FORCE
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	@echo "  CXX $<"
+	@$(CXX) $(CXXFLAGS) -c $< -o $@
 
 $(BUILD)/libvitrine.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(BUILD)/vitrine: $(BUILD)/obj/src/main.o $(BUILD)/libvitrine.a $(DUCKDB_DIR)/libduckdb.so
-	$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/src/main.o $(BUILD)/libvitrine.a $(LDLIBS)
+	@echo "  LD $@"
+	@$(CC) $(LDFLAGS) -o $@ $(BUILD)/obj/src/main.o $(BUILD)/libvitrine.a $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testlib.h $(BUILD)/libvitrine.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
 
 $(BUILD)/%: tools/%.c $(BUILD)/libvitrine.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
+	@echo "  LD $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
 
 # Unit tests: every tests/unit/**/test_*.c is one binary; each prints "N passed, N failed".
 unit: $(UNIT_BIN)
@@ -88,3 +100,32 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# libFuzzer targets (clang; not part of all/unit/check). `make fuzz` builds
+# $(FUZZ_BUILD)/<target> for every tests/fuzz/<target>.c; run one with e.g.
+#   mkdir -p build-fuzz/corpus/fuzz_http_range
+#   build-fuzz/fuzz_http_range -max_total_time=300 build-fuzz/corpus/fuzz_http_range
+# A target links only the modules listed in FUZZ_SRC_<target> (keeps clang and
+# the sanitizers away from code the target does not test).
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC    ?= clang
+FUZZ_FLAGS := -std=c17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=undefined $(WARN) -D_GNU_SOURCE -Isrc
+FUZZ_SRC_fuzz_http_range       := src/http/range.c
+FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
+FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
+FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
+FUZZ_LIBS_fuzz_toml            := -ljansson
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+
+define FUZZ_RULE
+$(FUZZ_BUILD)/$(1): tests/fuzz/$(1).c $(FUZZ_SRC_$(1)) $(wildcard $(FUZZ_SRC_$(1):.c=.h))
+	@mkdir -p $(FUZZ_BUILD)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $$@ $$< $(FUZZ_SRC_$(1)) $(FUZZ_LIBS_$(1))
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_RULE,$(t))))
+
+fuzz: $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
+# TOML parser + config loader: build-fuzz/fuzz_toml -dict=tests/fuzz/toml.dict DIR
+.PHONY: fuzz-toml
+fuzz-toml: $(FUZZ_BUILD)/fuzz_toml

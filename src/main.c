@@ -1,3 +1,270 @@
-/* placeholder: replaced by the CLI wiring */
+/*
+ * vitrine's entry point: the command line, then wiring of the modules.
+ *
+ *   vitrine [--config FILE]       serve (config resolved per DESIGN.md)
+ *   vitrine init [DIR]            write a commented datasets.toml template
+ *   vitrine check-config FILE     validate a config file and exit
+ *   vitrine --version | --help
+ *
+ * Serving: load config -> open DuckDB -> start the query pool and the catalog
+ * -> bind the HTTP listener (at once: startup is non-blocking) -> build
+ * datasets in the background -> wait for SIGTERM/SIGINT -> drain and exit 0.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
-int main(void) { puts("vitrine"); return 0; }
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "catalog/catalog.h"
+#include "config/config.h"
+#include "engine/engine.h"
+#include "http/server.h"
+#include "util/log.h"
+
+#ifndef VT_VERSION
+#define VT_VERSION "0.0.0"
+#endif
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: vitrine [--config FILE]     serve the datasets of a config file\n"
+            "       vitrine init [DIR]          write a commented datasets.toml into DIR (default .)\n"
+            "       vitrine check-config FILE   validate a config file and exit\n"
+            "       vitrine --version           print the version\n"
+            "       vitrine --help              this text\n"
+            "\n"
+            "Config file resolution: --config, $VITRINE_CONFIG_FILE, ./datasets.toml,\n"
+            "$HOME/datasets.toml. Environment: ADMIN_TOKEN (admin endpoints),\n"
+            "VITRINE_LOG (error|warn|info|debug), AWS_* (S3 credentials).\n");
+}
+
+static int cmd_init(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/datasets.toml", dir ? dir : ".");
+    if (dir && mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "vitrine init: cannot create %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    struct vt_error err = {0};
+    if (config_write_template(path, &err) != VT_ERR_OK) {
+        fprintf(stderr, "vitrine init: %s\n", vt_error_message(&err));
+        return 1;
+    }
+    printf("wrote %s\n", path);
+    return 0;
+}
+
+static int cmd_check_config(const char *path)
+{
+    struct vt_config cfg;
+    struct vt_error err = {0};
+    if (config_load_file(path, &cfg, &err) != VT_ERR_OK) {
+        fprintf(stderr, "%s\n", vt_error_message(&err));
+        return 1;
+    }
+    printf("%s: ok (%zu dataset%s)\n", path, cfg.n_datasets, cfg.n_datasets == 1 ? "" : "s");
+    config_free(&cfg);
+    return 0;
+}
+
+/* A private scratch directory for DuckDB spill files and downloads. */
+static char *make_runtime_dir(const struct vt_config *cfg)
+{
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/vitrine-%d-XXXXXX", base, (int)getpid());
+    (void)cfg;
+    char *dir = mkdtemp(tmpl);
+    return dir ? strdup(dir) : NULL;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Removes the runtime directory and everything in it (not following links). */
+static void remove_tree(const char *path)
+{
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int serve(const char *config_path)
+{
+    struct vt_config cfg;
+    struct vt_error err = {0};
+    if (config_path) {
+        if (config_load_file(config_path, &cfg, &err) != VT_ERR_OK) {
+            log_error("%s", vt_error_message(&err));
+            return 1;
+        }
+        log_info("config %s: %zu datasets", cfg.path ? cfg.path : config_path, cfg.n_datasets);
+    } else {
+        config_init_defaults(&cfg);
+        log_warn("no config file found (--config, $VITRINE_CONFIG_FILE, ./datasets.toml, "
+                 "$HOME/datasets.toml): serving no datasets");
+    }
+    if (cfg.server.backend == BACKEND_DATAFUSION)
+        log_warn("server.backend = \"datafusion\"%s: this build has only the DuckDB engine; "
+                 "running DuckDB",
+                 cfg.server.backend_set ? "" : " (the default)");
+
+    /* Signals go to the main thread only: block them before any thread starts. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    char *runtime_dir = make_runtime_dir(&cfg);
+    if (!runtime_dir) {
+        log_error("cannot create a runtime directory: %s", strerror(errno));
+        config_free(&cfg);
+        return 1;
+    }
+    char spill_dir[4200];
+    snprintf(spill_dir, sizeof spill_dir, "%s/spill", runtime_dir);
+    if (!cfg.server.temp_directory)
+        cfg.server.temp_directory = strdup(spill_dir);
+
+    duckdb_database db = NULL;
+    if (eng_open(&cfg, &db, &err) != VT_ERR_OK) {
+        log_error("%s", vt_error_message(&err));
+        remove_tree(runtime_dir);
+        free(runtime_dir);
+        config_free(&cfg);
+        return 1;
+    }
+    int workers = cfg.server.workers > 0 ? cfg.server.workers : eng_cpu_count();
+    struct app app = {.cfg = &cfg, .db = db, .runtime_dir = runtime_dir};
+    auth_admin_init(&app.admin);
+    if (!app.admin.configured)
+        log_info("ADMIN_TOKEN is not set: admin endpoints answer 403");
+    app.queries = eng_pool_create(db, workers, "query", &err);
+    app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
+    app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;
+    if (!app.catalog) {
+        log_error("%s", vt_error_message(&err));
+        eng_pool_destroy(app.admin_pool);
+        eng_pool_destroy(app.queries);
+        eng_close(&db);
+        remove_tree(runtime_dir);
+        free(runtime_dir);
+        config_free(&cfg);
+        return 1;
+    }
+    char downloads[4200];
+    snprintf(downloads, sizeof downloads, "%s/downloads", runtime_dir);
+    mkdir(downloads, 0700);
+    char cache_dir[4200];
+    snprintf(cache_dir, sizeof cache_dir, "%s/cache", runtime_dir);
+    mkdir(cache_dir, 0700);
+    char exports[4200];
+    snprintf(exports, sizeof exports, "%s/exports", runtime_dir);
+    mkdir(exports, 0700);
+    cat_set_dirs(app.catalog, downloads, cache_dir, exports);
+
+    struct http_server_options opts = {.cfg = &cfg, .app = &app};
+    api_routes(&opts.routes, &opts.n_routes);
+    struct http_server *srv = http_server_start(&opts, &err);
+    if (!srv) {
+        log_error("%s", vt_error_message(&err));
+        cat_destroy(app.catalog);
+        eng_pool_destroy(app.admin_pool);
+        eng_pool_destroy(app.queries);
+        eng_close(&db);
+        remove_tree(runtime_dir);
+        free(runtime_dir);
+        config_free(&cfg);
+        return 1;
+    }
+    log_info("vitrine %s listening on http://%s:%d%s (%d workers)", VT_VERSION, cfg.server.listen,
+             http_server_port(srv), cfg.server.prefix ? cfg.server.prefix : "", workers);
+
+    /* Datasets build in the background; requests meanwhile get 503. */
+    cat_start(app.catalog);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    log_info("received %s: draining (up to %lld s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+             (long long)cfg.server.shutdown_timeout_secs);
+    http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
+    eng_pool_destroy(app.admin_pool);
+    eng_pool_destroy(app.queries);
+    cat_destroy(app.catalog);
+    eng_close(&db);
+    remove_tree(runtime_dir);
+    free(runtime_dir);
+    config_free(&cfg);
+    log_info("stopped");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    log_init_from_env();
+    const char *config_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+            printf("vitrine %s (DuckDB %s)\n", VT_VERSION, duckdb_library_version());
+            return 0;
+        }
+        if (!strcmp(a, "init") && i == 1) {
+            if (argc > 3) {
+                usage(stderr);
+                return 2;
+            }
+            return cmd_init(argc == 3 ? argv[2] : NULL);
+        }
+        if (!strcmp(a, "check-config") && i == 1) {
+            if (argc != 3) {
+                usage(stderr);
+                return 2;
+            }
+            return cmd_check_config(argv[2]);
+        }
+        if (!strcmp(a, "--config") || !strcmp(a, "-c")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "vitrine: --config needs a file\n");
+                return 2;
+            }
+            config_arg = argv[++i];
+            continue;
+        }
+        if (!strncmp(a, "--config=", 9)) {
+            config_arg = a + 9;
+            continue;
+        }
+        fprintf(stderr, "vitrine: unknown argument %s\n", a);
+        usage(stderr);
+        return 2;
+    }
+    char *path = config_resolve_path(config_arg);
+    if (config_arg && !path) {
+        fprintf(stderr, "vitrine: cannot read config file %s\n", config_arg);
+        return 1;
+    }
+    int rc = serve(path);
+    free(path);
+    return rc;
+}

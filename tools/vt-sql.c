@@ -7,6 +7,7 @@
  * array per line, every value as DuckDB's text form (NULL as null).
  */
 #include <duckdb.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,7 +31,10 @@ static void print_rows(duckdb_result *res)
                 sb_adds(&line, "null");
             } else {
                 char *v = duckdb_value_varchar(res, c, r);
-                sb_add_json_string(&line, v, strlen(v));
+                if (v)
+                    sb_add_json_string(&line, v, strlen(v));
+                else
+                    sb_adds(&line, "\"<nested>\"");
                 duckdb_free(v);
             }
         }
@@ -61,6 +65,22 @@ int main(int argc, char **argv)
     int rc = 0;
     for (int i = first; i < argc && rc == 0; i++) {
         duckdb_result res;
+        if (i == argc - 1) {
+            /* Print nested values too: casting every column to VARCHAR gives
+             * DuckDB's text form (the value API has none for nested types).
+             * Statements that are not queries fall back to running as is. */
+            struct strbuf wrapped;
+            sb_init(&wrapped, 0);
+            sb_addf(&wrapped, "SELECT COLUMNS(*)::VARCHAR FROM (%s)", argv[i]);
+            bool ok = duckdb_query(con, wrapped.buf, &res) == DuckDBSuccess;
+            sb_release(&wrapped);
+            if (ok) {
+                print_rows(&res);
+                duckdb_destroy_result(&res);
+                continue;
+            }
+            duckdb_destroy_result(&res);
+        }
         if (duckdb_query(con, argv[i], &res) != DuckDBSuccess) {
             fprintf(stderr, "vt-sql: %s\n", duckdb_result_error(&res));
             rc = 1;

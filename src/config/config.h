@@ -4,8 +4,10 @@
  *
  * config_load_file() reads a TOML file, validates it and fills struct
  * vt_config. Validation errors name the file, line and key, e.g.
- *   datasets.toml:12: dataset[1].index.mode: expected one of auto, list, none
+ *   datasets.toml:12: dataset[1].index.mode: expected one of "auto", "list", "none", got "al"
  *   datasets.toml:3: server.prot: unknown key (did you mean "port"?)
+ * dataset[N] counts [[dataset]] blocks from 0. TOML syntax errors read
+ *   datasets.toml: line 3, column 7: expected '=' after key "port", found '8'
  *
  * The same dataset-block parser reads the JSON body of POST /api/v1/datasets
  * (config_dataset_from_json) so both paths apply identical rules.
@@ -69,7 +71,9 @@ struct s3_config {
 struct vt_dataset_config {
     char *name;
     enum source_kind kind;
-    char *location;             /* parquet/delta: path, glob, dir, s3:// url */
+    char *location;             /* parquet/delta: path, glob, dir, s3:// url; a relative
+                                 * local path from a config file is resolved against the
+                                 * file's directory (config_dataset_resolve_paths) */
     char *sql;                  /* kind = query */
     struct strvec depends_on;   /* kind = query */
     struct strvec columns;      /* projection at load; empty = all */
@@ -93,6 +97,8 @@ struct startup_config {
 struct quack_config {
     bool enabled;               /* default false */
     char *uri;                  /* default quack:localhost */
+    char *host;                 /* from uri: "localhost" by default */
+    int port;                   /* from uri: 9494 by default */
     char *token;                /* NULL: generated and logged once */
     bool allow_other_hostname;  /* default false */
     bool read_only;             /* default true */
@@ -104,7 +110,7 @@ struct pgwire_config {
     int port;                   /* default 5432 */
     char *username;             /* default "vitrine" */
     char *password;             /* NULL = unset */
-    char *tls_cert;
+    char *tls_cert;             /* resolved against the config file's directory */
     char *tls_key;
 };
 
@@ -112,7 +118,7 @@ struct server_config {
     enum backend backend;       /* default datafusion (hint only: this build runs DuckDB) */
     bool backend_set;           /* the key was present */
     char *listen;               /* default 127.0.0.1 */
-    int port;                   /* default 8080 */
+    int port;                   /* default 8080; 0 = an ephemeral port chosen by the OS */
     int workers;                /* default: number of CPUs (0 in the struct = resolve at start) */
     char *prefix;               /* default "" */
     bool compress;              /* default true */
@@ -125,7 +131,8 @@ struct server_config {
     char *environment_color;    /* NULL = inferred, see config_environment_color() */
     char *saved_queries_dir;    /* resolved absolute path; default <config_dir>/datasets.d */
     char *memory_limit;         /* DuckDB memory_limit, e.g. "8GB"; NULL = DuckDB default */
-    char *temp_directory;       /* DuckDB spill directory; NULL = a private temp dir */
+    char *temp_directory;       /* DuckDB spill directory, resolved against the config
+                                 * file's directory; NULL = a private temp dir */
     struct startup_config startup;
     struct quack_config quack;
     struct pgwire_config pgwire;
@@ -151,8 +158,8 @@ struct auth_config {
     struct strvec algorithms;   /* default ["RS256"] */
     int64_t leeway_secs;        /* default 60 */
     int64_t jwks_refresh_secs;  /* default 3600 */
-    struct strvec read_scopes;
-    struct strvec reload_scopes;
+    struct strvec read_scopes;  /* default ["datasets:read"] */
+    struct strvec reload_scopes;/* default ["datasets:reload"] */
     bool anonymous_read;        /* default false */
     char *tenant_claim;         /* JSON pointer */
     struct strvec allowed_tenants;
@@ -214,8 +221,22 @@ int config_dataset_copy(struct vt_dataset_config *dst, const struct vt_dataset_c
  * to keep jansson out of this header) with the same rules as [[dataset]]. */
 enum vt_err config_dataset_from_json(const void *json_obj, struct vt_dataset_config *out,
                                      struct vt_error *err);
-/* Renders a dataset as a [[dataset]] TOML block (for persist). Caller frees. */
+/* Renders a dataset as a [[dataset]] TOML block (for persist). Caller frees.
+ * The block parses back to a dataset equal to `ds` (config_dataset_equal). */
 char *config_dataset_to_toml(const struct vt_dataset_config *ds);
+/* Field-by-field equality (the source `line` is ignored). */
+bool config_dataset_equal(const struct vt_dataset_config *a, const struct vt_dataset_config *b);
+/* Reads text holding only [[dataset]] blocks (a file of the saved-queries
+ * directory). Same rules as in a config file, except that depends_on may name
+ * datasets defined elsewhere. On success *out is a malloc'd array of *out_n
+ * datasets; free each with config_dataset_free, then the array. */
+enum vt_err config_load_datasets_text(const char *text, size_t len, const char *display_name,
+                                      struct vt_dataset_config **out, size_t *out_n,
+                                      struct vt_error *err);
+
+/* Resolves a relative local source.location against `dir` (the config
+ * file's directory); s3:// and absolute locations are left alone. */
+int config_dataset_resolve_paths(struct vt_dataset_config *ds, const char *dir);
 
 /* Name rules shared by every registration path: non-empty, at most
  * VT_MAX_DATASET_NAME_BYTES, only A-Z a-z 0-9 _ . -, not "reload-all". */
@@ -224,8 +245,14 @@ bool config_valid_dataset_name(const char *name, const char **out_reason);
 /* server.environment_color, inferred from the environment name when unset. */
 const char *config_environment_color(const struct server_config *server);
 
-/* Humantime durations ("30s", "5m", "1h 30m", "250ms", "2days"). -1 if invalid. */
+/* Humantime durations ("30s", "5m", "1h 30m", "250ms", "2days"). -1 if invalid.
+ * Units: ns, us, ms, s, m, h, d, w, M (30.44 days), y (365.25 days), with their
+ * long forms (sec, secs, second(s), min(s), minute(s), hr(s), hour(s), day(s),
+ * week(s), month(s), year(s)); parts add up and may be separated by spaces. */
 int64_t config_parse_duration_ms(const char *s);
+/* The inverse for display and persistence: 5400000 -> "1h 30m", 0 -> "0s".
+ * `out` needs 64 bytes. */
+void config_format_duration(int64_t ms, char out[64]);
 
 /* Resolves which config file to use: --config, $VITRINE_CONFIG_FILE,
  * ./datasets.toml, $HOME/datasets.toml. Returns a malloc'd path or NULL. */
@@ -233,6 +260,8 @@ char *config_resolve_path(const char *cli_path);
 
 /* Writes the commented template of `vitrine init` to `path` (fails if it exists). */
 enum vt_err config_write_template(const char *path, struct vt_error *err);
+/* The template text itself (static storage). */
+const char *config_template_text(void);
 
 const char *source_kind_name(enum source_kind k);
 

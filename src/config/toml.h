@@ -43,7 +43,8 @@ struct toml_datetime {
 struct toml_value;
 
 struct toml_keyval {
-    char *key;                  /* UTF-8, NUL-terminated (keys cannot hold NUL here) */
+    char *key;                  /* UTF-8, NUL-terminated; a quoted key may also hold
+                                 * NULs ("\u0000"), so key_len is authoritative */
     size_t key_len;
     struct toml_value *value;
     int line, column;           /* where the key was written */
@@ -52,6 +53,9 @@ struct toml_keyval {
 struct toml_value {
     enum toml_type type;
     int line, column;           /* where the value (or table header) starts; 1-based */
+    /* Parser bookkeeping (how a table was created, nesting depth); not for callers. */
+    unsigned char flags_;
+    unsigned short depth_;
     union {
         struct {
             char *ptr;          /* NUL-terminated; may also contain NULs */
@@ -64,10 +68,14 @@ struct toml_value {
         struct {
             struct toml_value **items;
             size_t len;
+            size_t cap_;        /* parser bookkeeping */
         } array;
         struct {
             struct toml_keyval *items;
             size_t len;
+            size_t cap_;        /* parser bookkeeping: allocated items */
+            uint32_t *hash_;    /* open-addressing index into items (large tables) */
+            size_t hash_cap_;
         } table;
     } u;
 };
@@ -77,8 +85,14 @@ struct toml_value {
 struct toml_value *toml_parse(const char *text, size_t len, char *errbuf, size_t errlen);
 void toml_free(struct toml_value *root);
 
+/* Nesting limit of arrays, inline tables and table paths together; deeper
+ * documents are rejected so nothing downstream recurses without bound. */
+#define TOML_MAX_DEPTH 128
+
 /* Table lookup by key; NULL when absent or `table` is not a table. */
 const struct toml_value *toml_get(const struct toml_value *table, const char *key);
+/* Same with an explicit length (keys may contain NUL). */
+const struct toml_value *toml_getn(const struct toml_value *table, const char *key, size_t len);
 /* The keyval entry for `key` (for its line), or NULL. */
 const struct toml_keyval *toml_get_keyval(const struct toml_value *table, const char *key);
 const char *toml_type_name(enum toml_type t);

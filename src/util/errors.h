@@ -57,6 +57,7 @@
     X(QUERY_FAILED, 400, "query_failed", "query could not be executed")                    \
     /* ranges and conditional requests */                                                  \
     X(RANGE_NOT_SATISFIABLE, 416, "range_not_satisfiable", "range not satisfiable")        \
+    X(PRECONDITION_FAILED, 412, "precondition_failed", "precondition failed")              \
     /* auth */                                                                             \
     X(UNAUTHORIZED, 401, "unauthorized", "missing or invalid credentials")                 \
     X(FORBIDDEN, 403, "forbidden", "forbidden")                                            \

@@ -1,0 +1,427 @@
+/*
+ * Admin endpoints (X-Admin-Token): reload one dataset, reload-all, register a
+ * dataset at runtime, persist a dataset block into the config file, re-read
+ * the config file. Operations that wait for a build run on the admin pool, so
+ * they never hold a query worker; a build that outlives the request deadline
+ * keeps going and publishes when done (the client got 504).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "util/limits.h"
+#include "util/log.h"
+
+bool api_require_admin(struct http_request *req)
+{
+    enum vt_err rc = auth_admin_check(&api_app(req)->admin, http_req_header(req, "X-Admin-Token"));
+    if (rc == VT_ERR_OK)
+        return true;
+    if (rc == VT_ERR_ADMIN_DISABLED)
+        http_reply_error(req, rc, "admin operations are disabled: ADMIN_TOKEN is not set");
+    else
+        http_reply_error(req, rc, "missing or invalid X-Admin-Token");
+    return false;
+}
+
+/* A build failure as the client sees it: problems with the source are 400s
+ * (the spec's rule for registration), anything else keeps its code. */
+static void reply_build_failure(struct http_request *req, const struct vt_error *err,
+                                bool source_errors_are_400)
+{
+    struct vt_error e = *err;
+    if (source_errors_are_400 && e.code == VT_ERR_BUILD_FAILED)
+        e.code = VT_ERR_SOURCE_UNAVAILABLE;
+    if (e.code == VT_ERR_OK)
+        e.code = VT_ERR_INTERNAL;
+    http_reply_vterr(req, &e);
+}
+
+/* ----------------------------------------------------------------- reload */
+
+static void reload_job(struct http_request *req, duckdb_connection con)
+{
+    (void)con;
+    struct app *app = api_app(req);
+    const char *name = http_req_param(req, 0);
+    struct vt_error err = {0};
+    struct cat_build_result *r = NULL;
+    if (cat_reload(app->catalog, name, REFRESH_MANUAL, &r, &err) != VT_ERR_OK) {
+        http_reply_vterr(req, &err);
+        return;
+    }
+    if (!cat_build_result_wait(r, http_req_deadline(req))) {
+        cat_build_result_put(r);
+        http_reply_error(req, VT_ERR_TIMEOUT, "request timed out");
+        return;
+    }
+    if (!r->ok) {
+        reply_build_failure(req, &r->err, false);
+    } else {
+        struct strbuf body;
+        sb_init(&body, 0);
+        struct jw w;
+        jw_init(&w, &body);
+        jw_obj_begin(&w);
+        jw_kstr(&w, "dataset", name);
+        jw_kint(&w, "rows", r->rows);
+        jw_kint(&w, "elapsed_ms", r->elapsed_ms);
+        jw_obj_end(&w);
+        http_reply_json(req, 200, &body);
+    }
+    cat_build_result_put(r);
+}
+
+void api_dataset_reload(struct http_request *req)
+{
+    if (!api_require_admin(req))
+        return;
+    if (!cat_has_dataset(api_app(req)->catalog, http_req_param(req, 0))) {
+        api_dataset_or_404(req);
+        return;
+    }
+    http_defer(req, api_app(req)->admin_pool, reload_job);
+}
+
+void api_reload_all(struct http_request *req)
+{
+    if (!api_require_admin(req))
+        return;
+    struct strvec enqueued, skipped;
+    cat_reload_all(api_app(req)->catalog, &enqueued, &skipped);
+    struct strbuf body;
+    sb_init(&body, 0);
+    struct jw w;
+    jw_init(&w, &body);
+    jw_obj_begin(&w);
+    jw_key(&w, "enqueued");
+    jw_arr_begin(&w);
+    for (size_t i = 0; i < enqueued.len; i++)
+        jw_str(&w, enqueued.items[i]);
+    jw_arr_end(&w);
+    jw_key(&w, "skipped");
+    jw_arr_begin(&w);
+    for (size_t i = 0; i < skipped.len; i++)
+        jw_str(&w, skipped.items[i]);
+    jw_arr_end(&w);
+    jw_obj_end(&w);
+    for (size_t i = 0; i < enqueued.len; i++)
+        free(enqueued.items[i]);
+    free(enqueued.items);
+    for (size_t i = 0; i < skipped.len; i++)
+        free(skipped.items[i]);
+    free(skipped.items);
+    http_reply_json(req, 202, &body);
+}
+
+/* ----------------------------------------------------------- registration */
+
+/* Parses the config-shaped body; relative local paths are resolved against
+ * the config file's directory, as they are for [[dataset]] blocks. */
+static bool dataset_from_body(struct http_request *req, struct vt_dataset_config *out)
+{
+    struct vt_error err = {0};
+    json_t *body = api_json_body(req, false, &err);
+    if (!body) {
+        http_reply_vterr(req, &err);
+        return false;
+    }
+    enum vt_err rc = config_dataset_from_json(body, out, &err);
+    json_decref(body);
+    if (rc != VT_ERR_OK) {
+        http_reply_vterr(req, &err);
+        return false;
+    }
+    config_dataset_resolve_paths(out, api_app(req)->cfg->dir);
+    return true;
+}
+
+static void register_job(struct http_request *req, duckdb_connection con)
+{
+    (void)con;
+    struct app *app = api_app(req);
+    struct vt_dataset_config ds;
+    if (!dataset_from_body(req, &ds))
+        return;
+    struct vt_error err = {0};
+    struct cat_build_result *r = NULL;
+    if (cat_register_dataset(app->catalog, &ds, false, &r, &err) != VT_ERR_OK) {
+        config_dataset_free(&ds);
+        http_reply_vterr(req, &err);
+        return;
+    }
+    if (!cat_build_result_wait(r, http_req_deadline(req))) {
+        http_reply_error(req, VT_ERR_TIMEOUT, "request timed out");
+    } else if (!r->ok) {
+        reply_build_failure(req, &r->err, true);
+    } else {
+        struct strbuf body;
+        sb_init(&body, 0);
+        struct jw w;
+        jw_init(&w, &body);
+        jw_obj_begin(&w);
+        jw_kstr(&w, "name", ds.name);
+        jw_kint(&w, "rows", r->rows);
+        jw_kint(&w, "columns", r->columns);
+        jw_obj_end(&w);
+        http_reply_json(req, 200, &body);
+    }
+    cat_build_result_put(r);
+    config_dataset_free(&ds);
+}
+
+void api_datasets_register(struct http_request *req)
+{
+    if (!api_require_admin(req))
+        return;
+    http_defer(req, api_app(req)->admin_pool, register_job);
+}
+
+/* ---------------------------------------------------------------- persist */
+
+static pthread_mutex_t persist_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static char *read_file(const char *path, size_t *out_len, struct vt_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        vt_error_set(err, VT_ERR_INTERNAL, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct strbuf sb;
+    sb_init(&sb, VT_MAX_CONFIG_BYTES);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        if (sb_add(&sb, buf, n) != 0)
+            break;
+    bool bad = ferror(f) || sb.overflow;
+    fclose(f);
+    if (bad) {
+        sb_release(&sb);
+        vt_error_set(err, VT_ERR_INTERNAL, "cannot read %s (too large or unreadable)", path);
+        return NULL;
+    }
+    return sb_detach(&sb, out_len);
+}
+
+/* Writes `data` to `path` atomically: a temp file beside it, fsync, rename,
+ * fsync of the directory. A crash leaves either the old or the new file. */
+static enum vt_err write_atomically(const char *path, const char *data, size_t len,
+                                    struct vt_error *err)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
+    struct stat st;
+    mode_t mode = stat(path, &st) == 0 ? (st.st_mode & 07777) : 0644;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0)
+        return vt_error_set(err, VT_ERR_INTERNAL, "cannot create %s: %s", tmp, strerror(errno));
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            close(fd);
+            unlink(tmp);
+            return vt_error_set(err, VT_ERR_INTERNAL, "cannot write %s: %s", tmp, strerror(errno));
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        unlink(tmp);
+        return vt_error_set(err, VT_ERR_INTERNAL, "cannot sync %s: %s", tmp, strerror(errno));
+    }
+    if (rename(tmp, path) != 0) {
+        unlink(tmp);
+        return vt_error_set(err, VT_ERR_INTERNAL, "cannot replace %s: %s", path, strerror(errno));
+    }
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return VT_ERR_OK;
+}
+
+static void persist_job(struct http_request *req, duckdb_connection con)
+{
+    (void)con;
+    struct app *app = api_app(req);
+    const char *path = app->cfg->path;
+    struct vt_dataset_config ds;
+    if (!dataset_from_body(req, &ds))
+        return;
+    struct vt_error err = {0};
+    pthread_mutex_lock(&persist_mu);
+    size_t len = 0;
+    char *old = read_file(path, &len, &err);
+    char *block = old ? config_dataset_to_toml(&ds) : NULL;
+    struct strbuf text;
+    sb_init(&text, VT_MAX_CONFIG_BYTES);
+    if (old && block) {
+        sb_add(&text, old, len);
+        if (len > 0 && old[len - 1] != '\n')
+            sb_addc(&text, '\n');
+        sb_addc(&text, '\n');
+        sb_adds(&text, block);
+        if (text.overflow)
+            vt_error_set(&err, VT_ERR_LIMIT_EXCEEDED, "config file would exceed %d bytes",
+                         VT_MAX_CONFIG_BYTES);
+    } else if (old) {
+        vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
+    }
+    /* The new file must load (this also rejects a name already in the file)
+     * before it replaces the old one. */
+    if (err.code == VT_ERR_OK) {
+        struct vt_config check;
+        struct vt_error cerr = {0};
+        if (config_load_text(text.buf, text.len, path, app->cfg->dir, &check, &cerr) != VT_ERR_OK) {
+            if (strstr(cerr.msg, "duplicate"))
+                vt_error_set(&err, VT_ERR_DATASET_EXISTS,
+                             "dataset %s is already in the config file: %s", ds.name, cerr.msg);
+            else
+                vt_error_set(&err, VT_ERR_INVALID_CONFIG, "%s", cerr.msg);
+        } else {
+            config_free(&check);
+        }
+    }
+    if (err.code == VT_ERR_OK)
+        write_atomically(path, text.buf, text.len, &err);
+    pthread_mutex_unlock(&persist_mu);
+    free(old);
+    free(block);
+    sb_release(&text);
+    if (err.code != VT_ERR_OK) {
+        config_dataset_free(&ds);
+        http_reply_vterr(req, &err);
+        return;
+    }
+    log_info("dataset %s persisted to %s", ds.name, path);
+    config_dataset_free(&ds);
+    struct strbuf body;
+    sb_init(&body, 0);
+    struct jw w;
+    jw_init(&w, &body);
+    jw_obj_begin(&w);
+    jw_kbool(&w, "persisted", true);
+    jw_kstr(&w, "path", path);
+    jw_obj_end(&w);
+    http_reply_json(req, 200, &body);
+}
+
+void api_datasets_persist(struct http_request *req)
+{
+    if (!api_require_admin(req))
+        return;
+    if (!api_app(req)->cfg->path) {
+        http_reply_error(req, VT_ERR_NO_CONFIG_FILE,
+                         "the server was not started from a config file: nothing to persist to");
+        return;
+    }
+    http_defer(req, api_app(req)->admin_pool, persist_job);
+}
+
+/* ---------------------------------------------------------- config reload */
+
+static void config_reload_job(struct http_request *req, duckdb_connection con)
+{
+    (void)con;
+    struct app *app = api_app(req);
+    struct vt_config cfg;
+    struct vt_error err = {0};
+    if (config_load_file(app->cfg->path, &cfg, &err) != VT_ERR_OK) {
+        http_reply_error(req, VT_ERR_INVALID_CONFIG, vt_error_message(&err));
+        return;
+    }
+    struct strbuf body;
+    sb_init(&body, 0);
+    struct jw w;
+    jw_init(&w, &body);
+    struct cat_build_result **results = calloc(cfg.n_datasets ? cfg.n_datasets : 1, sizeof *results);
+    struct vt_error *errors = calloc(cfg.n_datasets ? cfg.n_datasets : 1, sizeof *errors);
+    bool *skipped = calloc(cfg.n_datasets ? cfg.n_datasets : 1, sizeof *skipped);
+    if (!results || !errors || !skipped) {
+        free(results);
+        free(errors);
+        free(skipped);
+        config_free(&cfg);
+        sb_release(&body);
+        http_reply_error(req, VT_ERR_OUT_OF_MEMORY, NULL);
+        return;
+    }
+    /* Register every new name at once; the builds run in parallel. */
+    for (size_t i = 0; i < cfg.n_datasets; i++) {
+        if (cat_has_dataset(app->catalog, cfg.datasets[i].name)) {
+            skipped[i] = true;
+            continue;
+        }
+        if (cat_register_dataset(app->catalog, &cfg.datasets[i], true, &results[i], &errors[i]) !=
+            VT_ERR_OK) {
+            if (errors[i].code == VT_ERR_DATASET_EXISTS) {
+                skipped[i] = true; /* registered meanwhile by someone else */
+                vt_error_clear(&errors[i]);
+            }
+        }
+    }
+    jw_obj_begin(&w);
+    jw_key(&w, "registered");
+    jw_arr_begin(&w);
+    for (size_t i = 0; i < cfg.n_datasets; i++) {
+        if (!results[i])
+            continue;
+        cat_build_result_wait(results[i], 0);
+        if (results[i]->ok)
+            jw_str(&w, cfg.datasets[i].name);
+        else
+            errors[i] = results[i]->err;
+    }
+    jw_arr_end(&w);
+    jw_key(&w, "skipped");
+    jw_arr_begin(&w);
+    for (size_t i = 0; i < cfg.n_datasets; i++)
+        if (skipped[i])
+            jw_str(&w, cfg.datasets[i].name);
+    jw_arr_end(&w);
+    jw_key(&w, "errors");
+    jw_arr_begin(&w);
+    for (size_t i = 0; i < cfg.n_datasets; i++) {
+        if (errors[i].code == VT_ERR_OK)
+            continue;
+        jw_obj_begin(&w);
+        jw_kstr(&w, "dataset", cfg.datasets[i].name);
+        jw_kstr(&w, "error", vt_error_message(&errors[i]));
+        jw_obj_end(&w);
+    }
+    jw_arr_end(&w);
+    jw_obj_end(&w);
+    for (size_t i = 0; i < cfg.n_datasets; i++)
+        cat_build_result_put(results[i]);
+    free(results);
+    free(errors);
+    free(skipped);
+    config_free(&cfg);
+    http_reply_json(req, 200, &body);
+}
+
+void api_config_reload(struct http_request *req)
+{
+    if (!api_require_admin(req))
+        return;
+    if (!api_app(req)->cfg->path) {
+        http_reply_error(req, VT_ERR_NO_CONFIG_FILE,
+                         "the server was not started from a config file: nothing to reload");
+        return;
+    }
+    http_defer(req, api_app(req)->admin_pool, config_reload_job);
+}

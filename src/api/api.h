@@ -1,0 +1,61 @@
+/*
+ * The HTTP API: the route table and the handlers behind it. Handlers validate
+ * input, take what they need from the catalog, and either answer at once (on
+ * the HTTP thread: probes, listings, status) or hand DuckDB work to the query
+ * pool (schema, query, count, export).
+ */
+#ifndef VT_API_API_H
+#define VT_API_API_H
+
+#include <duckdb.h>
+#include <jansson.h>
+#include <stdint.h>
+
+#include "auth/auth.h"
+#include "catalog/catalog.h"
+#include "config/config.h"
+#include "engine/engine.h"
+#include "http/server.h"
+#include "util/jsonw.h"
+
+struct app {
+    const struct vt_config *cfg;
+    struct auth_admin admin;    /* X-Admin-Token */
+    duckdb_database db;
+    struct cat_catalog *catalog;
+    struct eng_pool *queries;   /* server.workers threads */
+    struct eng_pool *admin_pool;/* admin operations that wait for builds */
+    const char *runtime_dir;    /* private scratch space of this process */
+};
+
+/* The routes under server.prefix, in match order. */
+void api_routes(const struct http_route **out_routes, size_t *out_n);
+
+/* Handlers (one file per group). */
+void api_healthz(struct http_request *req);
+void api_readyz(struct http_request *req);
+void api_version(struct http_request *req);
+void api_datasets_list(struct http_request *req);
+void api_dataset_status(struct http_request *req);
+void api_dataset_schema(struct http_request *req);
+void api_dataset_parquet(struct http_request *req);
+
+void api_dataset_reload(struct http_request *req);
+void api_reload_all(struct http_request *req);
+void api_datasets_register(struct http_request *req);
+void api_datasets_persist(struct http_request *req);
+void api_config_reload(struct http_request *req);
+
+/* Helpers shared by handlers. */
+/* The JSON object of the request body (415 / 400 invalid_json / 400
+ * limit_exceeded on failure). An empty body is {} when empty_is_object. */
+json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_error *err);
+/* Admin check: replies 401/403 and returns false when not allowed. */
+bool api_require_admin(struct http_request *req);
+struct app *api_app(struct http_request *req);
+/* Writes one status entry object. */
+void api_write_status(struct jw *w, const struct cat_status *st);
+/* Looks up the {name} parameter; replies 404 and returns NULL when unknown. */
+struct cat_dataset *api_dataset_or_404(struct http_request *req);
+
+#endif

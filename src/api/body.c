@@ -1,0 +1,74 @@
+/*
+ * Request bodies: the Content-Type check, JSON parsing with jansson, and the
+ * nesting bound (VT_MAX_JSON_DEPTH). The body size itself was bounded by the
+ * HTTP layer (server.max_body_bytes) before any handler ran.
+ */
+#include <jansson.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "util/limits.h"
+
+static int json_depth(const json_t *v, int depth)
+{
+    if (depth > VT_MAX_JSON_DEPTH)
+        return depth;
+    int max = depth;
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *child;
+        json_object_foreach((json_t *)v, k, child) {
+            int d = json_depth(child, depth + 1);
+            if (d > max)
+                max = d;
+            if (max > VT_MAX_JSON_DEPTH)
+                break;
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *child;
+        json_array_foreach(v, i, child) {
+            int d = json_depth(child, depth + 1);
+            if (d > max)
+                max = d;
+            if (max > VT_MAX_JSON_DEPTH)
+                break;
+        }
+    }
+    return max;
+}
+
+json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_error *err)
+{
+    size_t len;
+    const char *body = http_req_body(req, &len);
+    size_t i = 0;
+    while (i < len && (body[i] == ' ' || body[i] == '\n' || body[i] == '\r' || body[i] == '\t'))
+        i++;
+    if (i == len && empty_is_object)
+        return json_object();
+    if (!http_req_is_json(req)) {
+        vt_error_set(err, VT_ERR_UNSUPPORTED_MEDIA_TYPE,
+                     "request body must be sent with Content-Type: application/json");
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(body, len, 0, &jerr);
+    if (!root) {
+        vt_error_set(err, VT_ERR_INVALID_JSON, "invalid JSON at line %d, column %d: %s",
+                     jerr.line, jerr.column, jerr.text);
+        return NULL;
+    }
+    if (json_depth(root, 1) > VT_MAX_JSON_DEPTH) {
+        json_decref(root);
+        vt_error_set(err, VT_ERR_LIMIT_EXCEEDED, "JSON nesting deeper than %d levels",
+                     VT_MAX_JSON_DEPTH);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        vt_error_set(err, VT_ERR_INVALID_JSON, "request body must be a JSON object");
+        return NULL;
+    }
+    return root;
+}

@@ -1,0 +1,63 @@
+/*
+ * Probes: /healthz and /health (liveness, always 200), /readyz (readiness per
+ * [server.startup] readiness), /version (build metadata). They answer on the
+ * HTTP thread without touching DuckDB, so they stay fast under any load.
+ */
+#include "api/api.h"
+
+#ifndef VT_VERSION
+#define VT_VERSION "0.0.0"
+#endif
+
+void api_healthz(struct http_request *req)
+{
+    struct strbuf body;
+    sb_init(&body, 0);
+    sb_adds(&body, "{\"status\":\"ok\"}");
+    http_reply_json(req, 200, &body);
+}
+
+void api_readyz(struct http_request *req)
+{
+    int64_t datasets = 0;
+    bool ready = cat_ready(api_app(req)->catalog, &datasets);
+    struct strbuf body;
+    sb_init(&body, 0);
+    struct jw w;
+    jw_init(&w, &body);
+    jw_obj_begin(&w);
+    jw_kstr(&w, "status", ready ? "ready" : "not_ready");
+    jw_kint(&w, "datasets", ready ? datasets : 0);
+    jw_obj_end(&w);
+    if (!ready)
+        http_add_header(req, "Retry-After", "2");
+    http_reply_json(req, ready ? 200 : 503, &body);
+}
+
+void api_version(struct http_request *req)
+{
+    struct strbuf body;
+    sb_init(&body, 0);
+    struct jw w;
+    jw_init(&w, &body);
+    jw_obj_begin(&w);
+    jw_kstr(&w, "name", "vitrine");
+    jw_kstr(&w, "version", VT_VERSION);
+    jw_kstr(&w, "backend", "DuckDB");
+#ifdef VT_PROFILE_DEBUG
+    jw_kstr(&w, "profile", "debug");
+#else
+    jw_kstr(&w, "profile", "release");
+#endif
+#ifdef VT_GIT_SHA
+    jw_kstr(&w, "git_sha", VT_GIT_SHA);
+#endif
+#ifdef VT_BUILD_TIME
+    jw_kstr(&w, "build_time", VT_BUILD_TIME);
+#endif
+#ifdef VT_TARGET
+    jw_kstr(&w, "target", VT_TARGET);
+#endif
+    jw_obj_end(&w);
+    http_reply_json(req, 200, &body);
+}

@@ -1,0 +1,922 @@
+/*
+ * The catalog (see catalog.h): datasets, their states, and the build that
+ * turns a source into a published generation.
+ *
+ * Locking, outermost first:
+ *   cat->lock (rwlock)   the dataset list; readers look up, writers register
+ *   ds->mu               one dataset's state, current generation and status
+ *   cat->ddl_mu          ATTACH/DETACH of generation databases
+ * Generation refcounts are atomics; the last release hands the generation to
+ * the janitor pool, which detaches its database on its own connection.
+ */
+#include "catalog/catalog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog/catalog_internal.h"
+#include "util/limits.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+#include "util/timeutil.h"
+
+/* ---------------------------------------------------------------- names */
+
+const char *cat_state_name(enum cat_state s)
+{
+    switch (s) {
+    case CAT_PENDING: return "pending";
+    case CAT_BUILDING: return "building";
+    case CAT_PUBLISHED: return "published";
+    case CAT_FAILED: return "failed";
+    }
+    return "unknown";
+}
+
+const char *cat_refresh_source_name(enum cat_refresh_source s)
+{
+    switch (s) {
+    case REFRESH_NONE: return NULL;
+    case REFRESH_STARTUP: return "startup";
+    case REFRESH_MANUAL: return "manual";
+    case REFRESH_SCHEDULE: return "schedule";
+    case REFRESH_CASCADE: return "cascade";
+    }
+    return NULL;
+}
+
+const char *cat_logical_name(enum cat_logical l)
+{
+    static const char *names[] = {"bool", "int", "float", "decimal", "string", "date", "time",
+                                  "timestamp", "binary", "list", "struct", "other"};
+    return (unsigned)l <= LOGICAL_OTHER ? names[l] : "other";
+}
+
+enum cat_logical cat_logical_of(duckdb_type t)
+{
+    switch (t) {
+    case DUCKDB_TYPE_BOOLEAN:
+        return LOGICAL_BOOL;
+    case DUCKDB_TYPE_TINYINT: case DUCKDB_TYPE_SMALLINT: case DUCKDB_TYPE_INTEGER:
+    case DUCKDB_TYPE_BIGINT: case DUCKDB_TYPE_UTINYINT: case DUCKDB_TYPE_USMALLINT:
+    case DUCKDB_TYPE_UINTEGER: case DUCKDB_TYPE_UBIGINT: case DUCKDB_TYPE_HUGEINT:
+    case DUCKDB_TYPE_UHUGEINT: case DUCKDB_TYPE_BIGNUM:
+        return LOGICAL_INT;
+    case DUCKDB_TYPE_FLOAT: case DUCKDB_TYPE_DOUBLE:
+        return LOGICAL_FLOAT;
+    case DUCKDB_TYPE_DECIMAL:
+        return LOGICAL_DECIMAL;
+    case DUCKDB_TYPE_VARCHAR: case DUCKDB_TYPE_ENUM: case DUCKDB_TYPE_UUID:
+        return LOGICAL_STRING;
+    case DUCKDB_TYPE_DATE:
+        return LOGICAL_DATE;
+    case DUCKDB_TYPE_TIME: case DUCKDB_TYPE_TIME_TZ: case DUCKDB_TYPE_TIME_NS:
+        return LOGICAL_TIME;
+    case DUCKDB_TYPE_TIMESTAMP: case DUCKDB_TYPE_TIMESTAMP_S: case DUCKDB_TYPE_TIMESTAMP_MS:
+    case DUCKDB_TYPE_TIMESTAMP_NS: case DUCKDB_TYPE_TIMESTAMP_TZ:
+        return LOGICAL_TIMESTAMP;
+    case DUCKDB_TYPE_BLOB: case DUCKDB_TYPE_BIT:
+        return LOGICAL_BINARY;
+    case DUCKDB_TYPE_LIST: case DUCKDB_TYPE_ARRAY:
+        return LOGICAL_LIST;
+    case DUCKDB_TYPE_STRUCT: case DUCKDB_TYPE_MAP: case DUCKDB_TYPE_UNION:
+        return LOGICAL_STRUCT;
+    default:
+        return LOGICAL_OTHER;
+    }
+}
+
+/* ---------------------------------------------------------- generations */
+
+static void generation_free(struct cat_generation *gen)
+{
+    cat_export_discard(gen);
+    pthread_mutex_destroy(&gen->export_mu);
+    pthread_cond_destroy(&gen->export_cv);
+    for (size_t i = 0; i < gen->n_cols; i++) {
+        free(gen->cols[i].name);
+        free(gen->cols[i].type_sql);
+    }
+    free(gen->cols);
+    free(gen->sample_json);
+    source_snapshot_release(&gen->snapshot);
+    free(gen);
+}
+
+struct drop_job {
+    struct eng_job job;
+    struct cat_generation *gen;
+};
+
+static void drop_run(struct eng_job *job, duckdb_connection con)
+{
+    struct drop_job *dj = (struct drop_job *)job;
+    struct cat_generation *gen = dj->gen;
+    struct cat_catalog *cat = gen->catalog;
+    cat_detach_database(cat, con, gen->db_name);
+    log_debug("generation %s (%s) dropped", gen->id, gen->db_name);
+    generation_free(gen);
+}
+
+static void drop_done(struct eng_job *job)
+{
+    free(job);
+}
+
+void cat_generation_release(struct cat_generation *gen)
+{
+    if (!gen)
+        return;
+    if (atomic_fetch_sub(&gen->refs, 1) != 1)
+        return;
+    struct cat_catalog *cat = gen->catalog;
+    struct drop_job *dj = calloc(1, sizeof *dj);
+    if (dj) {
+        dj->job.run = drop_run;
+        dj->job.done = drop_done;
+        dj->gen = gen;
+        if (eng_pool_submit(cat->janitor, &dj->job))
+            return;
+        free(dj);
+    }
+    /* The janitor is gone (shutdown): the database closes with the process. */
+    generation_free(gen);
+}
+
+void cat_detach_database(struct cat_catalog *cat, duckdb_connection con, const char *db_name)
+{
+    struct strbuf sql;
+    sb_init(&sql, 0);
+    sb_adds(&sql, "DETACH DATABASE IF EXISTS ");
+    sb_add_sql_ident(&sql, db_name);
+    struct vt_error err = {0};
+    pthread_mutex_lock(&cat->ddl_mu);
+    if (eng_exec(con, sql.buf, VT_ERR_INTERNAL, &err) != VT_ERR_OK)
+        log_warn("cannot detach %s: %s", db_name, vt_error_message(&err));
+    pthread_mutex_unlock(&cat->ddl_mu);
+    sb_release(&sql);
+}
+
+/* ------------------------------------------------------------- datasets */
+
+struct cat_dataset *cat_dataset_new(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                                    bool from_config)
+{
+    struct cat_dataset *ds = calloc(1, sizeof *ds);
+    if (!ds)
+        return NULL;
+    if (config_dataset_copy(&ds->cfg, cfg) != 0) {
+        free(ds);
+        return NULL;
+    }
+    atomic_init(&ds->refs, 1);
+    ds->catalog = cat;
+    ds->from_config = from_config;
+    ds->state = CAT_PENDING;
+    ds->last_refresh_duration_ms = -1;
+    pthread_mutex_init(&ds->mu, NULL);
+    pthread_cond_init(&ds->built_cv, NULL);
+    return ds;
+}
+
+static void dataset_free(struct cat_dataset *ds)
+{
+    cat_generation_release(ds->current);
+    config_dataset_free(&ds->cfg);
+    free(ds->last_error);
+    pthread_mutex_destroy(&ds->mu);
+    pthread_cond_destroy(&ds->built_cv);
+    free(ds);
+}
+
+void cat_dataset_put(struct cat_dataset *ds)
+{
+    if (ds && atomic_fetch_sub(&ds->refs, 1) == 1)
+        dataset_free(ds);
+}
+
+const char *cat_dataset_name(const struct cat_dataset *ds)
+{
+    return ds->cfg.name;
+}
+
+/* Caller holds cat->lock (read or write). */
+static struct cat_dataset *find_locked(struct cat_catalog *cat, const char *name)
+{
+    for (size_t i = 0; i < cat->n; i++)
+        if (strcmp(cat->items[i]->cfg.name, name) == 0)
+            return cat->items[i];
+    return NULL;
+}
+
+struct cat_dataset *cat_dataset_get(struct cat_catalog *cat, const char *name)
+{
+    pthread_rwlock_rdlock(&cat->lock);
+    struct cat_dataset *ds = find_locked(cat, name);
+    if (ds)
+        atomic_fetch_add(&ds->refs, 1);
+    pthread_rwlock_unlock(&cat->lock);
+    return ds;
+}
+
+bool cat_register(struct cat_catalog *cat, struct cat_dataset *ds)
+{
+    bool ok = false;
+    pthread_rwlock_wrlock(&cat->lock);
+    if (!find_locked(cat, ds->cfg.name)) {
+        if (cat->n == cat->cap) {
+            size_t cap = cat->cap ? cat->cap * 2 : 16;
+            struct cat_dataset **p = realloc(cat->items, cap * sizeof *p);
+            if (p) {
+                cat->items = p;
+                cat->cap = cap;
+            }
+        }
+        if (cat->n < cat->cap) {
+            cat->items[cat->n++] = ds;
+            atomic_fetch_add(&ds->refs, 1);
+            ds->registered = true;
+            ok = true;
+        }
+    }
+    pthread_rwlock_unlock(&cat->lock);
+    return ok;
+}
+
+bool cat_unregister(struct cat_catalog *cat, struct cat_dataset *ds)
+{
+    bool found = false;
+    pthread_rwlock_wrlock(&cat->lock);
+    for (size_t i = 0; i < cat->n; i++) {
+        if (cat->items[i] == ds) {
+            memmove(&cat->items[i], &cat->items[i + 1], (cat->n - i - 1) * sizeof *cat->items);
+            cat->n--;
+            found = true;
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&cat->lock);
+    if (found) {
+        pthread_mutex_lock(&ds->mu);
+        ds->registered = false;
+        pthread_mutex_unlock(&ds->mu);
+        cat_dataset_put(ds);
+    }
+    return found;
+}
+
+struct cat_generation *cat_dataset_acquire(struct cat_dataset *ds, int64_t deadline_ms,
+                                           struct vt_error *err)
+{
+    struct cat_generation *gen = NULL;
+    pthread_mutex_lock(&ds->mu);
+    /* on_start = lazy: the first request starts the build and waits for it;
+     * concurrent first requests wait for the same build. */
+    if (!ds->current && ds->state == CAT_PENDING && ds->cfg.on_start == ON_START_LAZY &&
+        !ds->build_queued) {
+        pthread_mutex_unlock(&ds->mu);
+        cat_build_async(ds->catalog, ds, REFRESH_STARTUP, NULL, false);
+        pthread_mutex_lock(&ds->mu);
+    }
+    if (!ds->current && ds->cfg.on_start == ON_START_LAZY && deadline_ms > 0) {
+        while (!ds->current && (ds->build_queued || ds->state == CAT_BUILDING)) {
+            int64_t left = deadline_ms - time_mono_ms();
+            if (left <= 0)
+                break;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += left / 1000;
+            ts.tv_nsec += (left % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&ds->built_cv, &ds->mu, &ts);
+        }
+    }
+    if (ds->current) {
+        gen = ds->current;
+        atomic_fetch_add(&gen->refs, 1);
+    } else if (ds->state == CAT_FAILED) {
+        vt_error_set(err, VT_ERR_DATASET_FAILED, "dataset %s failed to build: %s", ds->cfg.name,
+                     ds->last_error ? ds->last_error : "unknown error");
+    } else if (ds->state == CAT_PENDING && ds->cfg.on_start == ON_START_SKIP && !ds->build_queued) {
+        vt_error_set(err, VT_ERR_DATASET_NOT_READY,
+                     "dataset %s is not built (on_start = \"skip\"); reload it to build it",
+                     ds->cfg.name);
+    } else {
+        vt_error_set(err, VT_ERR_DATASET_NOT_READY, "dataset %s is not published yet (%s)",
+                     ds->cfg.name, cat_state_name(ds->state));
+    }
+    pthread_mutex_unlock(&ds->mu);
+    return gen;
+}
+
+/* ---------------------------------------------------------------- build */
+
+static int64_t now_us(void)
+{
+    return time_wall_us();
+}
+
+static char *truncate_error(const char *msg)
+{
+    /* last_error is capped at VT_LAST_ERROR_CHARS characters (UTF-8 aware). */
+    size_t bytes = 0, chars = 0;
+    while (msg[bytes] && chars < VT_LAST_ERROR_CHARS) {
+        unsigned char c = (unsigned char)msg[bytes];
+        size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        for (size_t k = 1; k < len; k++)
+            if (!msg[bytes + k])
+                len = k;
+        bytes += len;
+        chars++;
+    }
+    return strndup(msg, bytes);
+}
+
+/* Reads the schema of a generation's relation: names and type text from
+ * information_schema, DuckDB type ids from a zero-row prepared statement. */
+static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen,
+                               struct vt_error *err)
+{
+    duckdb_prepared_statement ps;
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT * FROM %s LIMIT 0", gen->relation);
+    if (duckdb_prepare(con, sql, &ps) != DuckDBSuccess) {
+        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s", duckdb_prepare_error(ps));
+        duckdb_destroy_prepare(&ps);
+        return VT_ERR_BUILD_FAILED;
+    }
+    idx_t n = duckdb_prepared_statement_column_count(ps);
+    gen->cols = calloc(n ? n : 1, sizeof *gen->cols);
+    if (!gen->cols) {
+        duckdb_destroy_prepare(&ps);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    }
+    gen->n_cols = n;
+    for (idx_t i = 0; i < n; i++) {
+        gen->cols[i].name = strdup(duckdb_prepared_statement_column_name(ps, i));
+        duckdb_logical_type lt = duckdb_prepared_statement_column_logical_type(ps, i);
+        gen->cols[i].type = duckdb_get_type_id(lt);
+        gen->cols[i].logical = cat_logical_of(gen->cols[i].type);
+        gen->cols[i].nullable = true;
+        duckdb_destroy_logical_type(&lt);
+    }
+    duckdb_destroy_prepare(&ps);
+
+    /* Type text and nullability from DESCRIBE, which touches only this
+     * generation's database (information_schema would open a transaction on
+     * every attached database and make a concurrent CHECKPOINT fail). */
+    snprintf(sql, sizeof sql, "DESCRIBE %s", gen->relation);
+    duckdb_result res;
+    if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
+        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s", duckdb_result_error(&res));
+        duckdb_destroy_result(&res);
+        return VT_ERR_BUILD_FAILED;
+    }
+    idx_t rows = duckdb_row_count(&res);
+    for (idx_t i = 0; i < n; i++) {
+        char *type_text = i < rows ? duckdb_value_varchar(&res, 1, i) : NULL;
+        gen->cols[i].type_sql = strdup(type_text ? type_text : "UNKNOWN");
+        duckdb_free(type_text);
+        if (i < rows) {
+            char *nullable = duckdb_value_varchar(&res, 2, i);
+            gen->cols[i].nullable = !nullable || strcasecmp(nullable, "NO") != 0;
+            duckdb_free(nullable);
+        }
+    }
+    duckdb_destroy_result(&res);
+    for (size_t i = 0; i < gen->n_cols; i++)
+        if (!gen->cols[i].name || !gen->cols[i].type_sql)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    return VT_ERR_OK;
+}
+
+static enum vt_err count_rows(duckdb_connection con, struct cat_generation *gen,
+                              struct vt_error *err)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", gen->relation);
+    duckdb_result res;
+    if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
+        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s", duckdb_result_error(&res));
+        duckdb_destroy_result(&res);
+        return VT_ERR_BUILD_FAILED;
+    }
+    gen->rows = duckdb_value_int64(&res, 0, 0);
+    duckdb_destroy_result(&res);
+    return VT_ERR_OK;
+}
+
+static bool should_be_lazy(const struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                           const struct source_snapshot *snap)
+{
+    if (cfg->lazy || (cfg->materialize.set && cfg->materialize.residency == RESIDENCY_LAZY))
+        return true;
+    int64_t mb = cat->cfg->server.force_lazy_above_mb;
+    if (mb > 0 && snap->total_bytes > mb * 1024 * 1024) {
+        log_info("dataset %s: %lld bytes of files exceed server.force_lazy_above_mb=%lld: "
+                 "serving it lazily",
+                 cfg->name, (long long)snap->total_bytes, (long long)mb);
+        return true;
+    }
+    return false;
+}
+
+/* Builds a new generation for `cfg` on `con`. Returns it with one reference. */
+static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_connection con,
+                                               const struct vt_dataset_config *cfg,
+                                               bool *out_access_denied, struct vt_error *err)
+{
+    int64_t t0 = time_mono_ms();
+    struct cat_generation *gen = calloc(1, sizeof *gen);
+    if (!gen) {
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        return NULL;
+    }
+    atomic_init(&gen->refs, 1);
+    gen->catalog = cat;
+    pthread_mutex_init(&gen->export_mu, NULL);
+    pthread_cond_init(&gen->export_cv, NULL);
+    ulid_new(gen->id);
+    snprintf(gen->db_name, sizeof gen->db_name, "g_%s", gen->id);
+    snprintf(gen->relation, sizeof gen->relation, "\"%s\".\"data\"", gen->db_name);
+
+    struct source_context ctx = {
+        .cache_dir = cat->cache_dir,
+        .temp_dir = cat->temp_dir,
+        .for_lazy = cfg->lazy,
+    };
+    if (source_resolve(cfg, &ctx, &gen->snapshot, out_access_denied, err) != VT_ERR_OK) {
+        generation_free(gen);
+        return NULL;
+    }
+    gen->lazy = should_be_lazy(cat, cfg, &gen->snapshot);
+    gen->source_bytes = gen->snapshot.total_bytes;
+
+    struct strbuf sql;
+    sb_init(&sql, 0);
+    /* Each generation is its own in-memory database: dropping it (DETACH)
+     * returns all its memory at once, and builds of different datasets do not
+     * contend on one catalog. COMPRESS keeps resident tables compressed. */
+    sb_adds(&sql, "ATTACH ':memory:' AS ");
+    sb_add_sql_ident(&sql, gen->db_name);
+    sb_adds(&sql, gen->lazy ? "" : " (COMPRESS)");
+    pthread_mutex_lock(&cat->ddl_mu);
+    enum vt_err rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
+    pthread_mutex_unlock(&cat->ddl_mu);
+    if (rc) {
+        sb_release(&sql);
+        generation_free(gen);
+        return NULL;
+    }
+
+    sb_reset(&sql);
+    sb_addf(&sql, "CREATE %s %s AS ", gen->lazy ? "VIEW" : "TABLE", gen->relation);
+    rc = source_select_sql(&gen->snapshot, &cfg->columns, &sql, err);
+    if (!rc)
+        rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
+    if (!rc && !gen->lazy) {
+        /* In-memory compression happens at checkpoint. A transaction of
+         * another connection on this database (there should be none; it is
+         * new) makes it fail: retry briefly rather than fail the build. */
+        sb_reset(&sql);
+        sb_adds(&sql, "CHECKPOINT ");
+        sb_add_sql_ident(&sql, gen->db_name);
+        for (int attempt = 0;; attempt++) {
+            struct vt_error cerr = {0};
+            rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, &cerr);
+            if (!rc || attempt >= 50 || !strstr(cerr.msg, "Cannot CHECKPOINT")) {
+                if (rc)
+                    vt_error_set(err, rc, "%s", cerr.msg);
+                break;
+            }
+            struct timespec pause = {0, 20 * 1000000L};
+            nanosleep(&pause, NULL);
+        }
+    }
+    sb_release(&sql);
+    if (!rc)
+        rc = count_rows(con, gen, err);
+    if (!rc && gen->rows == 0)
+        rc = vt_error_set(err, VT_ERR_SOURCE_EMPTY, "source of %s has zero rows", cfg->name);
+    if (!rc)
+        rc = read_schema(con, gen, err);
+    if (!rc)
+        rc = cat_generation_derive(cat, con, gen, cfg, err);
+    /* Files downloaded only for a resident build are not needed any more. */
+    if (!gen->lazy)
+        for (size_t i = 0; i < gen->snapshot.n_temp_files; i++)
+            unlink(gen->snapshot.temp_files[i]);
+    if (rc) {
+        cat_detach_database(cat, con, gen->db_name);
+        generation_free(gen);
+        return NULL;
+    }
+    gen->build_ms = time_mono_ms() - t0;
+    gen->published_at_us = now_us();
+    return gen;
+}
+
+/* Publishes `gen` as the current generation of `ds` (atomic for readers). */
+static void publish(struct cat_dataset *ds, struct cat_generation *gen,
+                    enum cat_refresh_source source)
+{
+    pthread_mutex_lock(&ds->mu);
+    struct cat_generation *old = ds->current;
+    ds->current = gen;
+    ds->state = CAT_PUBLISHED;
+    ds->last_refresh_at_us = gen->published_at_us;
+    ds->last_refresh_duration_ms = gen->build_ms;
+    ds->refresh_source = source;
+    ds->consecutive_failures = 0;
+    free(ds->last_error);
+    ds->last_error = NULL;
+    pthread_cond_broadcast(&ds->built_cv);
+    pthread_mutex_unlock(&ds->mu);
+    cat_generation_release(old);
+}
+
+struct cat_build_result *cat_build_result_new(void)
+{
+    struct cat_build_result *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    atomic_init(&r->refs, 1);
+    return r;
+}
+
+void cat_build_result_put(struct cat_build_result *r)
+{
+    if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+}
+
+bool cat_build_result_wait(struct cat_build_result *r, int64_t deadline_ms)
+{
+    pthread_mutex_lock(&r->mu);
+    while (!r->finished) {
+        if (deadline_ms <= 0) {
+            pthread_cond_wait(&r->cv, &r->mu);
+            continue;
+        }
+        int64_t left = deadline_ms - time_mono_ms();
+        if (left <= 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (left % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    }
+    bool finished = r->finished;
+    pthread_mutex_unlock(&r->mu);
+    return finished;
+}
+
+void cat_build_result_complete(struct cat_build_result *r, bool ok, int64_t rows,
+                               int64_t columns, int64_t elapsed_ms, const struct vt_error *err)
+{
+    pthread_mutex_lock(&r->mu);
+    r->ok = ok;
+    r->rows = rows;
+    r->columns = columns;
+    r->elapsed_ms = elapsed_ms;
+    if (err)
+        r->err = *err;
+    r->finished = true;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+struct build_job {
+    struct eng_job job;
+    struct cat_catalog *cat;
+    struct cat_dataset *ds;
+    enum cat_refresh_source source;
+    struct cat_build_result *result; /* may be NULL; one reference */
+    bool unregister_on_failure;
+};
+
+static void build_run(struct eng_job *job, duckdb_connection con)
+{
+    struct build_job *bj = (struct build_job *)job;
+    struct cat_dataset *ds = bj->ds;
+    struct cat_catalog *cat = bj->cat;
+    bool startup = bj->source == REFRESH_STARTUP;
+
+    pthread_mutex_lock(&ds->mu);
+    ds->state = ds->current ? ds->state : CAT_BUILDING;
+    ds->building = true;
+    struct vt_dataset_config cfg;
+    int copied = config_dataset_copy(&cfg, &ds->cfg);
+    pthread_mutex_unlock(&ds->mu);
+
+    struct vt_error err = {0};
+    bool access_denied = false;
+    struct cat_generation *gen = NULL;
+    int64_t t0 = time_mono_ms();
+    if (copied != 0)
+        vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
+    else
+        gen = build_generation(cat, con, &cfg, &access_denied, &err);
+    if (copied == 0)
+        config_dataset_free(&cfg);
+
+    bool skipped = false;
+    int64_t rows = 0, columns = 0;
+    if (gen) {
+        log_info("dataset %s published: %lld rows, %zu columns, %s, %lld ms", ds->cfg.name,
+                 (long long)gen->rows, gen->n_cols, gen->lazy ? "lazy" : "resident",
+                 (long long)gen->build_ms);
+        rows = gen->rows;
+        columns = (int64_t)gen->n_cols;
+        publish(ds, gen, bj->source);
+    } else {
+        const char *msg = vt_error_message(&err);
+        if (startup && !ds->current &&
+            (err.code == VT_ERR_SOURCE_EMPTY || access_denied)) {
+            /* The spec's startup rule: an empty source or access denied is a
+             * warning and a skip, never a startup failure. */
+            log_warn("dataset %s skipped: %s", ds->cfg.name, msg);
+            skipped = true;
+        } else {
+            log_error("dataset %s: build failed: %s", ds->cfg.name, msg);
+        }
+        pthread_mutex_lock(&ds->mu);
+        if (!ds->current)
+            ds->state = CAT_FAILED;
+        ds->consecutive_failures++;
+        free(ds->last_error);
+        ds->last_error = truncate_error(msg);
+        pthread_cond_broadcast(&ds->built_cv);
+        pthread_mutex_unlock(&ds->mu);
+    }
+    pthread_mutex_lock(&ds->mu);
+    ds->building = false;
+    ds->build_queued = false;
+    pthread_cond_broadcast(&ds->built_cv);
+    pthread_mutex_unlock(&ds->mu);
+    if (skipped || (!gen && bj->unregister_on_failure))
+        cat_unregister(cat, ds);
+    if (bj->result)
+        cat_build_result_complete(bj->result, gen != NULL, rows, columns, time_mono_ms() - t0,
+                                  &err);
+    if (bj->source == REFRESH_STARTUP && bj->ds->startup_counted) {
+        pthread_mutex_lock(&cat->state_mu);
+        cat->startup_pending--;
+        pthread_mutex_unlock(&cat->state_mu);
+        bj->ds->startup_counted = false;
+    }
+}
+
+static void build_done(struct eng_job *job)
+{
+    struct build_job *bj = (struct build_job *)job;
+    cat_build_result_put(bj->result);
+    cat_dataset_put(bj->ds);
+    free(bj);
+}
+
+bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
+                     enum cat_refresh_source source, struct cat_build_result *result,
+                     bool unregister_on_failure)
+{
+    pthread_mutex_lock(&ds->mu);
+    if (ds->build_queued) {
+        pthread_mutex_unlock(&ds->mu);
+        return false;
+    }
+    ds->build_queued = true;
+    pthread_mutex_unlock(&ds->mu);
+    struct build_job *bj = calloc(1, sizeof *bj);
+    if (bj) {
+        bj->job.run = build_run;
+        bj->job.done = build_done;
+        bj->cat = cat;
+        bj->ds = ds;
+        bj->source = source;
+        bj->result = result;
+        bj->unregister_on_failure = unregister_on_failure;
+        if (result)
+            atomic_fetch_add(&result->refs, 1);
+        atomic_fetch_add(&ds->refs, 1);
+        if (eng_pool_submit(cat->builders, &bj->job))
+            return true;
+        cat_build_result_put(result);
+        cat_dataset_put(ds);
+        free(bj);
+    }
+    pthread_mutex_lock(&ds->mu);
+    ds->build_queued = false;
+    pthread_mutex_unlock(&ds->mu);
+    return false;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
+                               struct vt_error *err)
+{
+    struct cat_catalog *cat = calloc(1, sizeof *cat);
+    if (!cat) {
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        return NULL;
+    }
+    cat->cfg = cfg;
+    cat->db = db;
+    pthread_rwlock_init(&cat->lock, NULL);
+    pthread_mutex_init(&cat->ddl_mu, NULL);
+    pthread_mutex_init(&cat->state_mu, NULL);
+    int builders = cfg->server.startup.max_concurrent > 0 ? cfg->server.startup.max_concurrent : 4;
+    cat->builders = eng_pool_create(db, builders, "build", err);
+    cat->janitor = cat->builders ? eng_pool_create(db, 1, "janitor", err) : NULL;
+    cat->coordinator = cat->janitor ? eng_pool_create(db, 1, "waves", err) : NULL;
+    if (!cat->builders || !cat->janitor || !cat->coordinator) {
+        cat_destroy(cat);
+        return NULL;
+    }
+    return cat;
+}
+
+void cat_set_dirs(struct cat_catalog *cat, const char *temp_dir, const char *cache_dir,
+                  const char *export_dir)
+{
+    cat->temp_dir = temp_dir;
+    cat->cache_dir = cache_dir;
+    cat->export_dir = export_dir;
+}
+
+void cat_start(struct cat_catalog *cat)
+{
+    const struct vt_config *cfg = cat->cfg;
+    for (size_t i = 0; i < cfg->n_datasets; i++) {
+        struct cat_dataset *ds = cat_dataset_new(cat, &cfg->datasets[i], true);
+        if (!ds || !cat_register(cat, ds)) {
+            log_error("dataset %s: cannot register", cfg->datasets[i].name);
+            cat_dataset_put(ds);
+            continue;
+        }
+        if (ds->cfg.on_start == ON_START_EAGER) {
+            pthread_mutex_lock(&cat->state_mu);
+            cat->startup_pending++;
+            pthread_mutex_unlock(&cat->state_mu);
+            ds->startup_counted = true;
+            if (!cat_build_async(cat, ds, REFRESH_STARTUP, NULL, false)) {
+                ds->startup_counted = false;
+                pthread_mutex_lock(&cat->state_mu);
+                cat->startup_pending--;
+                pthread_mutex_unlock(&cat->state_mu);
+            }
+        }
+        cat_dataset_put(ds);
+    }
+}
+
+void cat_destroy(struct cat_catalog *cat)
+{
+    if (!cat)
+        return;
+    /* Waves first (they queue builds), then builders (they publish), then
+     * drop every dataset (which queues generation drops to the janitor), then
+     * the janitor runs those drops. */
+    eng_pool_destroy(cat->coordinator);
+    cat->coordinator = NULL;
+    eng_pool_destroy(cat->builders);
+    cat->builders = NULL;
+    pthread_rwlock_wrlock(&cat->lock);
+    for (size_t i = 0; i < cat->n; i++)
+        cat_dataset_put(cat->items[i]);
+    free(cat->items);
+    cat->items = NULL;
+    cat->n = cat->cap = 0;
+    pthread_rwlock_unlock(&cat->lock);
+    eng_pool_destroy(cat->janitor);
+    cat->janitor = NULL;
+    pthread_rwlock_destroy(&cat->lock);
+    pthread_mutex_destroy(&cat->ddl_mu);
+    pthread_mutex_destroy(&cat->state_mu);
+    free(cat);
+}
+
+bool cat_ready(struct cat_catalog *cat, int64_t *out_datasets)
+{
+    size_t published = 0, failed = 0, total;
+    pthread_rwlock_rdlock(&cat->lock);
+    total = cat->n;
+    for (size_t i = 0; i < cat->n; i++) {
+        struct cat_dataset *ds = cat->items[i];
+        pthread_mutex_lock(&ds->mu);
+        if (ds->current)
+            published++;
+        else if (ds->state == CAT_FAILED)
+            failed++;
+        pthread_mutex_unlock(&ds->mu);
+    }
+    pthread_rwlock_unlock(&cat->lock);
+    pthread_mutex_lock(&cat->state_mu);
+    int64_t pending = cat->startup_pending;
+    pthread_mutex_unlock(&cat->state_mu);
+    bool all_failed = total > 0 && failed == total;
+    bool ready;
+    if (cat->cfg->server.startup.readiness == READINESS_ANY)
+        ready = published > 0 || (pending == 0 && !all_failed);
+    else
+        ready = pending == 0 && !all_failed;
+    *out_datasets = (int64_t)total;
+    return ready;
+}
+
+/* --------------------------------------------------------------- status */
+
+static void fill_status(struct cat_dataset *ds, struct cat_status *st)
+{
+    memset(st, 0, sizeof *st);
+    pthread_mutex_lock(&ds->mu);
+    st->name = strdup(ds->cfg.name);
+    st->state = ds->state;
+    st->kind = ds->cfg.kind;
+    st->lazy = ds->cfg.lazy;
+    st->storage_bytes = -1;
+    st->last_refresh_duration_ms = ds->last_refresh_duration_ms;
+    st->last_refresh_at_us = ds->last_refresh_at_us;
+    st->refresh_source = ds->refresh_source;
+    st->consecutive_failures = ds->consecutive_failures;
+    st->last_error = ds->last_error ? strdup(ds->last_error) : NULL;
+    if (ds->current) {
+        struct cat_generation *gen = ds->current;
+        st->lazy = gen->lazy;
+        st->rows = gen->rows;
+        st->columns = (int64_t)gen->n_cols;
+        /* The spec reports generation_id and storage_bytes for storage-backed
+         * (lazy) generations only; resident ones are null. */
+        if (gen->lazy) {
+            st->has_generation = true;
+            memcpy(st->generation_id, gen->id, sizeof st->generation_id);
+            st->storage_bytes = gen->source_bytes;
+        }
+    }
+    for (size_t i = 0; i < ds->cfg.depends_on.len; i++) {
+        char **p = realloc(st->depends_on.items, (i + 1) * sizeof *p);
+        if (!p)
+            break;
+        st->depends_on.items = p;
+        p[i] = strdup(ds->cfg.depends_on.items[i]);
+        st->depends_on.len = i + 1;
+    }
+    pthread_mutex_unlock(&ds->mu);
+}
+
+void cat_status_free(struct cat_status *st)
+{
+    free(st->name);
+    free(st->last_error);
+    for (size_t i = 0; i < st->depends_on.len; i++)
+        free(st->depends_on.items[i]);
+    free(st->depends_on.items);
+    memset(st, 0, sizeof *st);
+}
+
+bool cat_status_of(struct cat_catalog *cat, const char *name, struct cat_status *out)
+{
+    struct cat_dataset *ds = cat_dataset_get(cat, name);
+    if (!ds)
+        return false;
+    fill_status(ds, out);
+    cat_dataset_put(ds);
+    return true;
+}
+
+size_t cat_status_list(struct cat_catalog *cat, struct cat_status **out)
+{
+    pthread_rwlock_rdlock(&cat->lock);
+    size_t n = cat->n;
+    struct cat_status *list = calloc(n ? n : 1, sizeof *list);
+    if (list)
+        for (size_t i = 0; i < n; i++)
+            fill_status(cat->items[i], &list[i]);
+    pthread_rwlock_unlock(&cat->lock);
+    *out = list;
+    return list ? n : 0;
+}
+
+void cat_status_list_free(struct cat_status *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cat_status_free(&list[i]);
+    free(list);
+}

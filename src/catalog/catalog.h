@@ -1,0 +1,183 @@
+/*
+ * The catalog: every registered dataset, its state, and its generations.
+ *
+ * A generation is one published copy of a dataset: its own attached DuckDB
+ * in-memory database (compressed) holding table "data" for a resident dataset,
+ * or a view "data" over the files for a lazy one, plus the schema, row count
+ * and everything derived per copy (index, Parquet export). Generations are
+ * refcounted. A request takes one reference at its start
+ * (cat_dataset_acquire) and uses only that generation until it releases it; a
+ * reload builds a new generation beside the current one and swaps the pointer
+ * under the dataset's lock; the old generation is detached when its last
+ * reader lets go. That is the whole story of "in-flight queries finish on the
+ * old copy".
+ *
+ * Builds run on the builder pool. DDL that creates or drops a generation's
+ * database (ATTACH/DETACH) is serialised by one mutex; the long CREATE TABLE AS
+ * runs inside the generation's own database and needs no lock.
+ */
+#ifndef VT_CATALOG_CATALOG_H
+#define VT_CATALOG_CATALOG_H
+
+#include <duckdb.h>
+#include <pthread.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "engine/engine.h"
+#include "sources/source.h"
+#include "util/errors.h"
+
+enum cat_state { CAT_PENDING, CAT_BUILDING, CAT_PUBLISHED, CAT_FAILED };
+enum cat_refresh_source { REFRESH_NONE, REFRESH_STARTUP, REFRESH_MANUAL, REFRESH_SCHEDULE,
+                          REFRESH_CASCADE };
+
+/* Coarse type families used by the schema endpoint and the query compiler. */
+enum cat_logical {
+    LOGICAL_BOOL, LOGICAL_INT, LOGICAL_FLOAT, LOGICAL_DECIMAL, LOGICAL_STRING, LOGICAL_DATE,
+    LOGICAL_TIME, LOGICAL_TIMESTAMP, LOGICAL_BINARY, LOGICAL_LIST, LOGICAL_STRUCT, LOGICAL_OTHER
+};
+
+struct cat_column {
+    char *name;
+    char *type_sql;             /* DuckDB's type text, e.g. "DECIMAL(18,3)" */
+    duckdb_type type;
+    enum cat_logical logical;
+    bool nullable;
+};
+
+struct cat_dataset;
+
+enum cat_export_state { EXPORT_NONE, EXPORT_BUILDING, EXPORT_READY };
+
+struct cat_generation {
+    atomic_int refs;
+    char id[27];                /* ULID */
+    char db_name[32];           /* attached database, e.g. g_01J... */
+    char relation[48];          /* quoted relation for SQL: "g_01J..."."data" */
+    bool lazy;
+    int64_t rows;
+    struct cat_column *cols;
+    size_t n_cols;
+    char *sample_json;          /* one row as a JSON object, or NULL when empty */
+    int64_t source_bytes;       /* bytes of the files read */
+    int64_t published_at_us;    /* wall clock */
+    int64_t build_ms;
+    struct source_snapshot snapshot; /* kept for lazy generations (their files) */
+    struct cat_catalog *catalog;
+    /* The Parquet export of this generation (export.c). */
+    pthread_mutex_t export_mu;
+    pthread_cond_t export_cv;
+    enum cat_export_state export_state;
+    int export_attempts;
+    struct vt_error export_error;
+    char *export_path;
+    uint64_t export_size;
+};
+
+struct cat_status {
+    char *name;
+    enum cat_state state;
+    enum source_kind kind;
+    bool lazy;
+    bool has_generation;
+    char generation_id[27];
+    int64_t storage_bytes;      /* -1 = null */
+    int64_t last_refresh_at_us; /* 0 = null */
+    int64_t last_refresh_duration_ms; /* -1 = null */
+    int64_t next_refresh_at_us; /* 0 = null */
+    enum cat_refresh_source refresh_source;
+    int64_t consecutive_failures;
+    char *last_error;           /* NULL = null */
+    int64_t rows;
+    int64_t columns;
+    struct strvec depends_on;
+};
+
+struct cat_catalog;
+
+struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
+                               struct vt_error *err);
+/* Where builds put downloads (temp_dir) and where lazy S3 objects are cached. */
+void cat_set_dirs(struct cat_catalog *cat, const char *temp_dir, const char *cache_dir,
+                  const char *export_dir);
+/* Registers the config's datasets and queues eager builds. Non-blocking. */
+void cat_start(struct cat_catalog *cat);
+void cat_destroy(struct cat_catalog *cat);
+
+/* Readiness per [server.startup] readiness; *out_datasets = registered count. */
+bool cat_ready(struct cat_catalog *cat, int64_t *out_datasets);
+
+/* Looks a dataset up and takes a reference on it (NULL when unknown). */
+struct cat_dataset *cat_dataset_get(struct cat_catalog *cat, const char *name);
+void cat_dataset_put(struct cat_dataset *ds);
+const char *cat_dataset_name(const struct cat_dataset *ds);
+
+/* The current generation with one reference taken, or NULL with err set:
+ * DATASET_NOT_READY (pending/building, never published), DATASET_FAILED
+ * (failed, never published). For on_start = lazy the first call starts the
+ * build and waits for it until deadline_ms (monotonic; 0 = do not wait). */
+struct cat_generation *cat_dataset_acquire(struct cat_dataset *ds, int64_t deadline_ms,
+                                           struct vt_error *err);
+/* Opens the generation's Parquet export, building it first if needed (once,
+ * however many requests ask at the same time). Waits until deadline_ms. */
+enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int *out_fd,
+                            uint64_t *out_size, struct vt_error *err);
+
+/* Whether column `col` of the generation has an equality index. */
+bool cat_generation_is_indexed(const struct cat_generation *gen, size_t col);
+void cat_generation_release(struct cat_generation *gen);
+
+/* Status snapshots (caller frees with cat_status_free / cat_status_list_free). */
+bool cat_status_of(struct cat_catalog *cat, const char *name, struct cat_status *out);
+void cat_status_free(struct cat_status *st);
+size_t cat_status_list(struct cat_catalog *cat, struct cat_status **out);
+void cat_status_list_free(struct cat_status *list, size_t n);
+
+/* ------------------------------------------------------------ lifecycle */
+
+/* The outcome of one build, for callers that wait for it (reload,
+ * registration). Refcounted: the build holds a reference until it ends. */
+struct cat_build_result {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int refs;
+    bool finished;
+    bool ok;
+    int64_t rows;
+    int64_t columns;
+    int64_t elapsed_ms;
+    struct vt_error err;
+};
+
+struct cat_build_result *cat_build_result_new(void);
+void cat_build_result_put(struct cat_build_result *r);
+/* Waits for the build until deadline_ms (monotonic; 0 = no limit). True when
+ * it finished (then the fields are final). */
+bool cat_build_result_wait(struct cat_build_result *r, int64_t deadline_ms);
+
+/* Rebuilds a dataset now (refresh_source `source`). DATASET_NOT_FOUND, or BUSY
+ * when a build is already queued or running. *out_result gets a reference. */
+enum vt_err cat_reload(struct cat_catalog *cat, const char *name, enum cat_refresh_source source,
+                       struct cat_build_result **out_result, struct vt_error *err);
+/* reload-all: enqueues every reloadable dataset (in topological order of
+ * depends_on, one level after the other), lists datasets already building as
+ * skipped, and leaves out pending datasets with on_start lazy or skip. */
+void cat_reload_all(struct cat_catalog *cat, struct strvec *out_enqueued,
+                    struct strvec *out_skipped);
+/* Registers a new dataset and builds it. DATASET_EXISTS when the name is taken.
+ * When the build fails the dataset is removed again (see the result). */
+enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                                 bool from_config, struct cat_build_result **out_result,
+                                 struct vt_error *err);
+bool cat_has_dataset(struct cat_catalog *cat, const char *name);
+
+const char *cat_state_name(enum cat_state s);
+const char *cat_refresh_source_name(enum cat_refresh_source s);
+const char *cat_logical_name(enum cat_logical l);
+enum cat_logical cat_logical_of(duckdb_type t);
+
+#endif

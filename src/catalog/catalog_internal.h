@@ -1,0 +1,69 @@
+/*
+ * Catalog internals shared by the catalog's own files (catalog.c, derive.c,
+ * and the lifecycle operations). Not for other modules.
+ */
+#ifndef VT_CATALOG_INTERNAL_H
+#define VT_CATALOG_INTERNAL_H
+
+#include "catalog/catalog.h"
+
+struct cat_dataset {
+    atomic_int refs;
+    struct cat_catalog *catalog;
+    struct vt_dataset_config cfg;   /* guarded by mu */
+    pthread_mutex_t mu;
+    pthread_cond_t built_cv;        /* broadcast when a build finishes */
+    enum cat_state state;
+    struct cat_generation *current; /* one reference held by the dataset */
+    bool build_queued;              /* a build is queued or running */
+    bool building;                  /* a build is running */
+    bool registered;
+    bool from_config;
+    bool startup_counted;           /* counted in cat->startup_pending */
+    int64_t last_refresh_at_us;
+    int64_t last_refresh_duration_ms;
+    enum cat_refresh_source refresh_source;
+    int64_t consecutive_failures;
+    char *last_error;
+};
+
+struct cat_catalog {
+    const struct vt_config *cfg;
+    duckdb_database db;
+    struct eng_pool *builders;
+    struct eng_pool *janitor;
+    struct eng_pool *coordinator;   /* reload-all waves: wait for levels of builds */
+    pthread_rwlock_t lock;
+    struct cat_dataset **items;
+    size_t n, cap;
+    pthread_mutex_t ddl_mu;
+    pthread_mutex_t state_mu;
+    int64_t startup_pending;        /* eager startup builds not finished */
+    const char *temp_dir;
+    const char *cache_dir;
+    const char *export_dir;
+};
+
+struct cat_dataset *cat_dataset_new(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                                    bool from_config);
+bool cat_register(struct cat_catalog *cat, struct cat_dataset *ds);
+bool cat_unregister(struct cat_catalog *cat, struct cat_dataset *ds);
+/* Queues a build unless one is queued; false when not queued. `result` (may
+ * be NULL) gets a reference and is completed when the build ends. With
+ * unregister_on_failure the dataset leaves the catalog if the build fails
+ * (a registration that could not open its source). */
+bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
+                     enum cat_refresh_source source, struct cat_build_result *result,
+                     bool unregister_on_failure);
+void cat_build_result_complete(struct cat_build_result *r, bool ok, int64_t rows,
+                               int64_t columns, int64_t elapsed_ms, const struct vt_error *err);
+void cat_export_discard(struct cat_generation *gen);
+void cat_detach_database(struct cat_catalog *cat, duckdb_connection con, const char *db_name);
+
+/* Everything computed once per generation after its relation exists (sample
+ * row, index, ...). Runs on the builder's connection. */
+enum vt_err cat_generation_derive(struct cat_catalog *cat, duckdb_connection con,
+                                  struct cat_generation *gen,
+                                  const struct vt_dataset_config *cfg, struct vt_error *err);
+
+#endif

@@ -1,0 +1,157 @@
+/*
+ * The whole-dataset Parquet export, built once per generation.
+ *
+ * The first request for a generation's export queues a COPY ... TO on the
+ * builder pool (no request deadline applies to it, so a big export finishes
+ * even if the first client gave up); concurrent requests wait for the same
+ * build. DuckDB writes into a temp name that is renamed into place, so a
+ * reader never sees a half-written file (COPY leaves a broken file when
+ * interrupted). The file belongs to the generation and is deleted with it,
+ * i.e. when it is no longer current and its last reader let go; a reader that
+ * still has the file open keeps reading its bytes after the unlink.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog/catalog_internal.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+#include "util/timeutil.h"
+
+struct export_job {
+    struct eng_job job;
+    struct cat_generation *gen; /* one reference */
+};
+
+static void export_run(struct eng_job *job, duckdb_connection con)
+{
+    struct export_job *ej = (struct export_job *)job;
+    struct cat_generation *gen = ej->gen;
+    struct cat_catalog *cat = gen->catalog;
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/%s.parquet", cat->export_dir, gen->id);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    struct strbuf sql;
+    sb_init(&sql, 0);
+    sb_addf(&sql, "COPY (SELECT * FROM %s) TO ", gen->relation);
+    sb_add_sql_string(&sql, tmp);
+    sb_adds(&sql, " (FORMAT parquet)");
+    struct vt_error err = {0};
+    int64_t t0 = time_mono_ms();
+    enum vt_err rc = eng_exec(con, sql.buf, VT_ERR_INTERNAL, &err);
+    sb_release(&sql);
+    struct stat st;
+    if (rc == VT_ERR_OK && rename(tmp, path) != 0)
+        rc = vt_error_set(&err, VT_ERR_INTERNAL, "cannot rename export: %s", strerror(errno));
+    if (rc == VT_ERR_OK && stat(path, &st) != 0)
+        rc = vt_error_set(&err, VT_ERR_INTERNAL, "export vanished: %s", strerror(errno));
+    if (rc != VT_ERR_OK)
+        unlink(tmp);
+    pthread_mutex_lock(&gen->export_mu);
+    if (rc == VT_ERR_OK) {
+        gen->export_path = strdup(path);
+        gen->export_size = (uint64_t)st.st_size;
+        gen->export_state = gen->export_path ? EXPORT_READY : EXPORT_NONE;
+        log_info("export of generation %s: %llu bytes in %lld ms", gen->id,
+                 (unsigned long long)st.st_size, (long long)(time_mono_ms() - t0));
+    } else {
+        /* Not sticky: the next request tries again. */
+        gen->export_state = EXPORT_NONE;
+        gen->export_error = err;
+        log_error("export of generation %s failed: %s", gen->id, vt_error_message(&err));
+    }
+    gen->export_attempts++;
+    pthread_cond_broadcast(&gen->export_cv);
+    pthread_mutex_unlock(&gen->export_mu);
+}
+
+static void export_done(struct eng_job *job)
+{
+    struct export_job *ej = (struct export_job *)job;
+    cat_generation_release(ej->gen);
+    free(ej);
+}
+
+static bool timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms)
+{
+    if (deadline_ms <= 0) {
+        pthread_cond_wait(cv, mu);
+        return true;
+    }
+    int64_t left = deadline_ms - time_mono_ms();
+    if (left <= 0)
+        return false;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += left / 1000;
+    ts.tv_nsec += (left % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cv, mu, &ts);
+    return true;
+}
+
+enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int *out_fd,
+                            uint64_t *out_size, struct vt_error *err)
+{
+    *out_fd = -1;
+    pthread_mutex_lock(&gen->export_mu);
+    int attempts_seen = gen->export_attempts;
+    while (gen->export_state != EXPORT_READY) {
+        if (gen->export_state == EXPORT_NONE) {
+            if (gen->export_attempts > attempts_seen) {
+                /* The build we waited for failed. */
+                struct vt_error e = gen->export_error;
+                pthread_mutex_unlock(&gen->export_mu);
+                return vt_error_set(err, VT_ERR_INTERNAL, "Parquet export failed: %s",
+                                    vt_error_message(&e));
+            }
+            struct export_job *ej = calloc(1, sizeof *ej);
+            if (!ej) {
+                pthread_mutex_unlock(&gen->export_mu);
+                return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+            }
+            ej->job.run = export_run;
+            ej->job.done = export_done;
+            ej->gen = gen;
+            atomic_fetch_add(&gen->refs, 1);
+            gen->export_state = EXPORT_BUILDING;
+            if (!eng_pool_submit(gen->catalog->builders, &ej->job)) {
+                gen->export_state = EXPORT_NONE;
+                pthread_mutex_unlock(&gen->export_mu);
+                cat_generation_release(gen);
+                free(ej);
+                return vt_error_set(err, VT_ERR_UNAVAILABLE, "export queue is full");
+            }
+        }
+        if (!timed_wait(&gen->export_cv, &gen->export_mu, deadline_ms)) {
+            pthread_mutex_unlock(&gen->export_mu);
+            return vt_error_set(err, VT_ERR_TIMEOUT, "request timed out");
+        }
+    }
+    int fd = open(gen->export_path, O_RDONLY | O_CLOEXEC);
+    uint64_t size = gen->export_size;
+    pthread_mutex_unlock(&gen->export_mu);
+    if (fd < 0)
+        return vt_error_set(err, VT_ERR_INTERNAL, "cannot open export: %s", strerror(errno));
+    *out_fd = fd;
+    *out_size = size;
+    return VT_ERR_OK;
+}
+
+void cat_export_discard(struct cat_generation *gen)
+{
+    if (gen->export_path) {
+        unlink(gen->export_path);
+        free(gen->export_path);
+        gen->export_path = NULL;
+    }
+}

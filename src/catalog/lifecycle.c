@@ -1,0 +1,208 @@
+/*
+ * Dataset lifecycle operations behind the admin endpoints: reload one
+ * dataset, reload-all (in topological order of depends_on), and registration
+ * of a new dataset at runtime.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/catalog_internal.h"
+#include "util/log.h"
+
+static void strvec_push(struct strvec *v, const char *s)
+{
+    char **p = realloc(v->items, (v->len + 1) * sizeof *p);
+    if (!p)
+        return;
+    v->items = p;
+    p[v->len] = strdup(s);
+    if (p[v->len])
+        v->len++;
+}
+
+bool cat_has_dataset(struct cat_catalog *cat, const char *name)
+{
+    struct cat_dataset *ds = cat_dataset_get(cat, name);
+    cat_dataset_put(ds);
+    return ds != NULL;
+}
+
+enum vt_err cat_reload(struct cat_catalog *cat, const char *name, enum cat_refresh_source source,
+                       struct cat_build_result **out_result, struct vt_error *err)
+{
+    *out_result = NULL;
+    struct cat_dataset *ds = cat_dataset_get(cat, name);
+    if (!ds)
+        return vt_error_set(err, VT_ERR_DATASET_NOT_FOUND, "no dataset named \"%s\"", name);
+    struct cat_build_result *r = cat_build_result_new();
+    if (!r) {
+        cat_dataset_put(ds);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    }
+    bool queued = cat_build_async(cat, ds, source, r, false);
+    cat_dataset_put(ds);
+    if (!queued) {
+        cat_build_result_put(r);
+        return vt_error_set(err, VT_ERR_BUSY, "dataset %s is already building", name);
+    }
+    *out_result = r;
+    return VT_ERR_OK;
+}
+
+enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                                 bool from_config, struct cat_build_result **out_result,
+                                 struct vt_error *err)
+{
+    *out_result = NULL;
+    struct cat_dataset *ds = cat_dataset_new(cat, cfg, from_config);
+    if (!ds)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    if (!cat_register(cat, ds)) {
+        cat_dataset_put(ds);
+        return vt_error_set(err, VT_ERR_DATASET_EXISTS, "a dataset named \"%s\" already exists",
+                            cfg->name);
+    }
+    struct cat_build_result *r = cat_build_result_new();
+    if (!r || !cat_build_async(cat, ds, REFRESH_MANUAL, r, true)) {
+        cat_unregister(cat, ds);
+        cat_dataset_put(ds);
+        cat_build_result_put(r);
+        return vt_error_set(err, VT_ERR_UNAVAILABLE, "cannot queue the build of %s", cfg->name);
+    }
+    cat_dataset_put(ds);
+    *out_result = r;
+    return VT_ERR_OK;
+}
+
+/* ------------------------------------------------------------ reload-all */
+
+struct wave {
+    struct eng_job job;
+    struct cat_catalog *cat;
+    struct cat_dataset **items; /* referenced, ordered by level */
+    int *level;
+    size_t n;
+};
+
+/* Level of a dataset: 0 without dependencies, else 1 + the deepest dependency
+ * that is part of this wave. Cycles are cut by the depth bound. */
+static int level_of(struct wave *w, size_t i, int depth)
+{
+    if (w->level[i] >= 0)
+        return w->level[i];
+    int lvl = 0;
+    const struct strvec *deps = &w->items[i]->cfg.depends_on;
+    if (depth < 64) {
+        for (size_t d = 0; d < deps->len; d++)
+            for (size_t j = 0; j < w->n; j++)
+                if (j != i && strcmp(w->items[j]->cfg.name, deps->items[d]) == 0) {
+                    int l = level_of(w, j, depth + 1) + 1;
+                    if (l > lvl)
+                        lvl = l;
+                }
+    }
+    w->level[i] = lvl;
+    return lvl;
+}
+
+/* Runs the levels one after the other: every build of a level is queued on
+ * the builder pool at once, and the next level starts when they all ended. */
+static void wave_run(struct eng_job *job, duckdb_connection con)
+{
+    (void)con;
+    struct wave *w = (struct wave *)job;
+    int max_level = 0;
+    for (size_t i = 0; i < w->n; i++)
+        if (w->level[i] > max_level)
+            max_level = w->level[i];
+    for (int lvl = 0; lvl <= max_level; lvl++) {
+        struct cat_build_result **results = calloc(w->n, sizeof *results);
+        if (!results)
+            break;
+        for (size_t i = 0; i < w->n; i++) {
+            if (w->level[i] != lvl)
+                continue;
+            results[i] = cat_build_result_new();
+            /* build_queued was set when the wave was planned; clear it so the
+             * build can be queued for real. */
+            pthread_mutex_lock(&w->items[i]->mu);
+            w->items[i]->build_queued = false;
+            pthread_mutex_unlock(&w->items[i]->mu);
+            if (results[i] && !cat_build_async(w->cat, w->items[i], REFRESH_MANUAL, results[i], false)) {
+                cat_build_result_put(results[i]);
+                results[i] = NULL;
+            }
+        }
+        for (size_t i = 0; i < w->n; i++) {
+            if (!results[i])
+                continue;
+            cat_build_result_wait(results[i], 0);
+            cat_build_result_put(results[i]);
+        }
+        free(results);
+    }
+}
+
+static void wave_done(struct eng_job *job)
+{
+    struct wave *w = (struct wave *)job;
+    for (size_t i = 0; i < w->n; i++)
+        cat_dataset_put(w->items[i]);
+    free(w->items);
+    free(w->level);
+    free(w);
+}
+
+void cat_reload_all(struct cat_catalog *cat, struct strvec *out_enqueued,
+                    struct strvec *out_skipped)
+{
+    memset(out_enqueued, 0, sizeof *out_enqueued);
+    memset(out_skipped, 0, sizeof *out_skipped);
+    struct wave *w = calloc(1, sizeof *w);
+    if (!w)
+        return;
+    w->cat = cat;
+    pthread_rwlock_rdlock(&cat->lock);
+    w->items = calloc(cat->n ? cat->n : 1, sizeof *w->items);
+    w->level = calloc(cat->n ? cat->n : 1, sizeof *w->level);
+    for (size_t i = 0; w->items && w->level && i < cat->n; i++) {
+        struct cat_dataset *ds = cat->items[i];
+        pthread_mutex_lock(&ds->mu);
+        bool excluded = ds->state == CAT_PENDING && !ds->build_queued &&
+                        (ds->cfg.on_start == ON_START_LAZY || ds->cfg.on_start == ON_START_SKIP);
+        bool busy = ds->build_queued || ds->building || ds->state == CAT_BUILDING;
+        if (!excluded && !busy)
+            ds->build_queued = true; /* reserved for this wave */
+        pthread_mutex_unlock(&ds->mu);
+        if (excluded)
+            continue;
+        if (busy) {
+            strvec_push(out_skipped, ds->cfg.name);
+            continue;
+        }
+        atomic_fetch_add(&ds->refs, 1);
+        w->items[w->n] = ds;
+        w->level[w->n] = -1;
+        w->n++;
+    }
+    pthread_rwlock_unlock(&cat->lock);
+    for (size_t i = 0; i < w->n; i++)
+        level_of(w, i, 0);
+    /* Report in build order. */
+    for (int lvl = 0; (size_t)lvl <= w->n; lvl++)
+        for (size_t i = 0; i < w->n; i++)
+            if (w->level[i] == lvl)
+                strvec_push(out_enqueued, w->items[i]->cfg.name);
+    w->job.run = wave_run;
+    w->job.done = wave_done;
+    if (w->n == 0 || !eng_pool_submit(cat->coordinator, &w->job)) {
+        for (size_t i = 0; i < w->n; i++) {
+            pthread_mutex_lock(&w->items[i]->mu);
+            w->items[i]->build_queued = false;
+            pthread_mutex_unlock(&w->items[i]->mu);
+        }
+        if (w->n)
+            log_error("reload-all: cannot queue the wave");
+        wave_done(&w->job);
+    }
+}

@@ -1,0 +1,70 @@
+/*
+ * The Arrow C Data Interface and C Stream Interface structs, as the Arrow ABI
+ * specification defines them ("The Arrow C data interface", "The Arrow C
+ * stream interface"). DuckDB's duckdb.h only forward-declares them; anything
+ * in vitrine that reads DuckDB's Arrow export includes this header.
+ *
+ * The guards are the ones the specification prescribes, so this header can
+ * coexist with any other copy of the same definitions.
+ */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+
+#include <stdint.h>
+
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+
+struct ArrowSchema {
+    /* Array type description */
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+
+    /* Release callback */
+    void (*release)(struct ArrowSchema *);
+    /* Opaque producer-specific data */
+    void *private_data;
+};
+
+struct ArrowArray {
+    /* Array data description */
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+
+    /* Release callback */
+    void (*release)(struct ArrowArray *);
+    /* Opaque producer-specific data */
+    void *private_data;
+};
+
+#endif /* ARROW_C_DATA_INTERFACE */
+
+#ifndef ARROW_C_STREAM_INTERFACE
+#define ARROW_C_STREAM_INTERFACE
+
+struct ArrowArrayStream {
+    /* Callbacks providing stream functionality */
+    int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *out);
+    int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *out);
+    const char *(*get_last_error)(struct ArrowArrayStream *);
+
+    /* Release callback */
+    void (*release)(struct ArrowArrayStream *);
+
+    /* Opaque producer-specific data */
+    void *private_data;
+};
+
+#endif /* ARROW_C_STREAM_INTERFACE */

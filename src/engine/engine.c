@@ -1,0 +1,297 @@
+/*
+ * DuckDB database setup and the worker pools (see engine.h).
+ *
+ * Each worker thread owns a connection for its whole life, so prepared state
+ * and DuckDB's per-connection caches stay warm. The watchdog thread wakes every
+ * few milliseconds, looks at what each worker runs and interrupts the
+ * connection of a job whose deadline passed: duckdb_interrupt cancels a
+ * running query within milliseconds.
+ */
+#include "engine/engine.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/limits.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+
+#define WATCHDOG_PERIOD_MS 5
+
+struct eng_worker {
+    struct eng_pool *pool;
+    pthread_t thread;
+    duckdb_connection con;
+    struct eng_job *current;    /* guarded by pool->mu */
+    int index;
+};
+
+struct eng_pool {
+    char name[32];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct eng_job *head, *tail;
+    int queued;
+    int running;
+    bool stopping;
+    int n;
+    struct eng_worker *workers;
+    pthread_t watchdog;
+    bool watchdog_started;
+};
+
+int eng_cpu_count(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static enum vt_err set_option(duckdb_config config, const char *name, const char *value,
+                              struct vt_error *err)
+{
+    if (duckdb_set_config(config, name, value) != DuckDBSuccess)
+        return vt_error_set(err, VT_ERR_INTERNAL, "DuckDB rejected setting %s=%s", name, value);
+    return VT_ERR_OK;
+}
+
+enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struct vt_error *err)
+{
+    duckdb_config config;
+    if (duckdb_create_config(&config) != DuckDBSuccess)
+        return vt_error_set(err, VT_ERR_INTERNAL, "cannot create DuckDB config");
+    enum vt_err rc = VT_ERR_OK;
+    /* No network: extensions are either built in (parquet, json, icu) or absent. */
+    rc = set_option(config, "autoinstall_known_extensions", "false", err);
+    if (!rc)
+        rc = set_option(config, "autoload_known_extensions", "false", err);
+    /* Return freed memory to the OS from background threads (flat RSS). */
+    if (!rc)
+        rc = set_option(config, "allocator_background_threads", "true", err);
+    if (!rc && cfg->server.memory_limit)
+        rc = set_option(config, "memory_limit", cfg->server.memory_limit, err);
+    if (!rc && cfg->server.temp_directory)
+        rc = set_option(config, "temp_directory", cfg->server.temp_directory, err);
+    if (rc) {
+        duckdb_destroy_config(&config);
+        return rc;
+    }
+    char *open_err = NULL;
+    if (duckdb_open_ext(NULL, out_db, config, &open_err) != DuckDBSuccess) {
+        vt_error_set(err, VT_ERR_INTERNAL, "cannot open DuckDB: %s",
+                     open_err ? open_err : "unknown error");
+        duckdb_free(open_err);
+        duckdb_destroy_config(&config);
+        return VT_ERR_INTERNAL;
+    }
+    duckdb_destroy_config(&config);
+    return VT_ERR_OK;
+}
+
+void eng_close(duckdb_database *db)
+{
+    if (db && *db)
+        duckdb_close(db);
+}
+
+enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
+                     struct vt_error *err)
+{
+    duckdb_result res;
+    if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
+        const char *msg = duckdb_result_error(&res);
+        vt_error_set(err, code, "%s", msg ? msg : "query failed");
+        duckdb_destroy_result(&res);
+        return code;
+    }
+    duckdb_destroy_result(&res);
+    return VT_ERR_OK;
+}
+
+static void *worker_main(void *arg)
+{
+    struct eng_worker *w = arg;
+    struct eng_pool *pool = w->pool;
+    char tname[16];
+    snprintf(tname, sizeof tname, "%.8s-%d", pool->name, w->index);
+    pthread_setname_np(pthread_self(), tname);
+    for (;;) {
+        pthread_mutex_lock(&pool->mu);
+        while (!pool->head && !pool->stopping)
+            pthread_cond_wait(&pool->cv, &pool->mu);
+        if (!pool->head && pool->stopping) {
+            pthread_mutex_unlock(&pool->mu);
+            break;
+        }
+        struct eng_job *job = pool->head;
+        pool->head = job->next;
+        if (!pool->head)
+            pool->tail = NULL;
+        pool->queued--;
+        pool->running++;
+        w->current = job;
+        pthread_mutex_unlock(&pool->mu);
+
+        int64_t deadline = atomic_load(&job->deadline_ms);
+        if (deadline && time_mono_ms() >= deadline)
+            atomic_store(&job->timed_out, true);
+        job->run(job, w->con);
+
+        pthread_mutex_lock(&pool->mu);
+        w->current = NULL;
+        pool->running--;
+        pthread_mutex_unlock(&pool->mu);
+        if (job->done)
+            job->done(job);
+    }
+    return NULL;
+}
+
+static void *watchdog_main(void *arg)
+{
+    struct eng_pool *pool = arg;
+    pthread_setname_np(pthread_self(), "watchdog");
+    struct timespec period = {0, WATCHDOG_PERIOD_MS * 1000000L};
+    for (;;) {
+        nanosleep(&period, NULL);
+        int64_t now = time_mono_ms();
+        pthread_mutex_lock(&pool->mu);
+        bool stop = pool->stopping && pool->running == 0 && !pool->head;
+        for (int i = 0; i < pool->n; i++) {
+            struct eng_job *job = pool->workers[i].current;
+            int64_t deadline = job ? atomic_load(&job->deadline_ms) : 0;
+            if (deadline && now >= deadline && !atomic_load(&job->timed_out)) {
+                atomic_store(&job->timed_out, true);
+                duckdb_interrupt(pool->workers[i].con);
+            }
+        }
+        pthread_mutex_unlock(&pool->mu);
+        if (stop)
+            break;
+    }
+    return NULL;
+}
+
+struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *name,
+                                 struct vt_error *err)
+{
+    if (threads < 1)
+        threads = 1;
+    struct eng_pool *pool = calloc(1, sizeof *pool);
+    if (!pool) {
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        return NULL;
+    }
+    snprintf(pool->name, sizeof pool->name, "%s", name);
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->cv, NULL);
+    pool->workers = calloc((size_t)threads, sizeof *pool->workers);
+    if (!pool->workers) {
+        free(pool);
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        return NULL;
+    }
+    for (int i = 0; i < threads; i++) {
+        struct eng_worker *w = &pool->workers[i];
+        w->pool = pool;
+        w->index = i;
+        if (duckdb_connect(db, &w->con) != DuckDBSuccess) {
+            vt_error_set(err, VT_ERR_INTERNAL, "cannot connect to DuckDB");
+            eng_pool_destroy(pool);
+            return NULL;
+        }
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+            duckdb_disconnect(&w->con);
+            vt_error_set(err, VT_ERR_INTERNAL, "cannot start worker thread");
+            eng_pool_destroy(pool);
+            return NULL;
+        }
+        pool->n++;
+    }
+    if (pthread_create(&pool->watchdog, NULL, watchdog_main, pool) == 0)
+        pool->watchdog_started = true;
+    return pool;
+}
+
+bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job)
+{
+    job->next = NULL;
+    job->enqueued_ms = time_mono_ms();
+    pthread_mutex_lock(&pool->mu);
+    if (pool->stopping || pool->queued >= VT_MAX_PENDING_JOBS) {
+        pthread_mutex_unlock(&pool->mu);
+        return false;
+    }
+    if (pool->tail)
+        pool->tail->next = job;
+    else
+        pool->head = job;
+    pool->tail = job;
+    pool->queued++;
+    pthread_cond_signal(&pool->cv);
+    pthread_mutex_unlock(&pool->mu);
+    return true;
+}
+
+void eng_pool_interrupt(struct eng_pool *pool, struct eng_job *job)
+{
+    pthread_mutex_lock(&pool->mu);
+    for (int i = 0; i < pool->n; i++)
+        if (pool->workers[i].current == job)
+            duckdb_interrupt(pool->workers[i].con);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+void eng_pool_interrupt_all(struct eng_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    for (int i = 0; i < pool->n; i++)
+        if (pool->workers[i].current) {
+            atomic_store(&pool->workers[i].current->cancelled, true);
+            duckdb_interrupt(pool->workers[i].con);
+        }
+    pthread_mutex_unlock(&pool->mu);
+}
+
+int eng_pool_threads(const struct eng_pool *pool)
+{
+    return pool->n;
+}
+
+int eng_pool_load(struct eng_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    int n = pool->queued + pool->running;
+    pthread_mutex_unlock(&pool->mu);
+    return n;
+}
+
+void eng_pool_destroy(struct eng_pool *pool)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pool->mu);
+    pool->stopping = true;
+    pthread_cond_broadcast(&pool->cv);
+    pthread_mutex_unlock(&pool->mu);
+    for (int i = 0; i < pool->n; i++) {
+        pthread_join(pool->workers[i].thread, NULL);
+        duckdb_disconnect(&pool->workers[i].con);
+    }
+    if (pool->watchdog_started)
+        pthread_join(pool->watchdog, NULL);
+    pthread_mutex_destroy(&pool->mu);
+    pthread_cond_destroy(&pool->cv);
+    free(pool->workers);
+    free(pool);
+}

@@ -1,0 +1,71 @@
+/*
+ * The engine: one DuckDB database per process and the pools of threads that
+ * run work against it.
+ *
+ * A pool has N worker threads, each owning one duckdb_connection. Jobs are
+ * queued (bounded) and run in FIFO order. A job may carry a deadline: a
+ * watchdog interrupts the worker's connection (duckdb_interrupt) when it
+ * passes, and a job still queued at its deadline runs with `timed_out` set so
+ * it can answer 504 without touching DuckDB. This is how server.request_timeout_ms
+ * cancels running queries.
+ *
+ * Two pools exist: the query pool (server.workers threads) and the builder
+ * pool ([server.startup] max_concurrent threads) so reloads never starve
+ * queries.
+ */
+#ifndef VT_ENGINE_ENGINE_H
+#define VT_ENGINE_ENGINE_H
+
+#include <duckdb.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "util/errors.h"
+
+struct eng_job;
+typedef void (*eng_job_fn)(struct eng_job *job, duckdb_connection con);
+
+/* run() does the work on a worker thread; done() (optional) is called after
+ * the pool has forgotten the job, so done() may hand the job's memory back to
+ * its owner (which may free it at once). */
+struct eng_job {
+    eng_job_fn run;
+    void (*done)(struct eng_job *job);
+    _Atomic int64_t deadline_ms; /* time_mono_ms() value; 0 = none */
+    atomic_bool timed_out;      /* set by the watchdog (or at dequeue) */
+    atomic_bool cancelled;      /* set by the owner: stop as soon as possible */
+    struct eng_job *next;       /* queue link, owned by the pool */
+    int64_t enqueued_ms;
+};
+
+struct eng_pool;
+
+/* Opens the process database with the settings DESIGN.md lists. */
+enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struct vt_error *err);
+void eng_close(duckdb_database *db);
+
+struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *name,
+                                 struct vt_error *err);
+/* Queues a job. Returns false when the queue is full or the pool is stopping
+ * (the caller answers 503). */
+bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job);
+/* Interrupts the running job (if `job` is running) — used on client disconnect. */
+void eng_pool_interrupt(struct eng_pool *pool, struct eng_job *job);
+/* Interrupts every running job (shutdown after the grace period). */
+void eng_pool_interrupt_all(struct eng_pool *pool);
+/* Stops accepting jobs, runs what is queued, joins the threads. */
+void eng_pool_destroy(struct eng_pool *pool);
+int eng_pool_threads(const struct eng_pool *pool);
+/* Jobs queued + running (for metrics and drain). */
+int eng_pool_load(struct eng_pool *pool);
+
+/* Runs one statement on `con`; on failure sets err with DuckDB's message. */
+enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
+                     struct vt_error *err);
+
+/* The number of CPUs available to this process. */
+int eng_cpu_count(void);
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * The HTTP adapter: the only module that talks to libmicrohttpd.
+ *
+ * libmicrohttpd's epoll threads parse requests, read bodies (bounded by
+ * server.max_body_bytes, 413 before any handler runs) and route them. A handler
+ * runs on the epoll thread, so it must not block: it either replies at once
+ * (probes, status) or defers its work to an engine pool with http_defer(); the
+ * connection is suspended, the job runs on a worker with its own DuckDB
+ * connection and replies from there, which resumes the connection.
+ *
+ * Replies are one of: a buffer (JSON, compressed by Accept-Encoding when
+ * allowed), a file range (sent with sendfile), or a stream that a worker
+ * produces while the client consumes it, through a bounded queue (flat memory,
+ * back-pressure: the worker waits when the client reads slowly).
+ *
+ * Every error body is {"error": "...", "code": "..."} (DESIGN.md).
+ */
+#ifndef VT_HTTP_SERVER_H
+#define VT_HTTP_SERVER_H
+
+#include <duckdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "engine/engine.h"
+#include "util/arena.h"
+#include "util/errors.h"
+#include "util/strbuf.h"
+
+enum http_method {
+    HTTP_GET = 1 << 0,
+    HTTP_HEAD = 1 << 1,
+    HTTP_POST = 1 << 2,
+    HTTP_PUT = 1 << 3,
+    HTTP_DELETE = 1 << 4,
+    HTTP_PATCH = 1 << 5,
+    HTTP_OPTIONS = 1 << 6,
+    HTTP_OTHER = 1 << 7,
+};
+
+struct http_request;
+struct http_server;
+struct http_stream;
+
+typedef void (*http_handler_fn)(struct http_request *req);
+/* Runs on a worker thread with that worker's DuckDB connection. */
+typedef void (*http_job_fn)(struct http_request *req, duckdb_connection con);
+
+#define HTTP_MAX_PARAMS 2
+
+struct http_route {
+    unsigned methods;           /* bit set of enum http_method; GET implies HEAD */
+    const char *pattern;        /* "/api/v1/datasets/{name}/query"; {x} matches one segment */
+    http_handler_fn handler;
+};
+
+struct http_server_options {
+    const struct vt_config *cfg;
+    const struct http_route *routes; /* ordered: the first match wins */
+    size_t n_routes;
+    /* Routes outside server.prefix (metrics); may be NULL. */
+    const struct http_route *root_routes;
+    size_t n_root_routes;
+    void *app;                  /* handed to handlers through http_app() */
+};
+
+struct http_server *http_server_start(const struct http_server_options *opts,
+                                      struct vt_error *err);
+/* The port actually bound (useful with port 0). */
+int http_server_port(const struct http_server *srv);
+/* Stops accepting, lets in-flight requests finish for up to grace_ms, then
+ * interrupts what still runs and stops. */
+void http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool *pool_to_interrupt);
+/* Requests received and not yet completed. */
+int http_server_in_flight(struct http_server *srv);
+
+/* ----------------------------------------------------------- requests */
+
+void *http_app(const struct http_request *req);
+enum http_method http_req_method(const struct http_request *req);
+const char *http_req_path(const struct http_request *req);     /* without the prefix */
+const char *http_req_route(const struct http_request *req);    /* matched pattern */
+const char *http_req_param(const struct http_request *req, size_t i); /* {x} captures */
+const char *http_req_header(const struct http_request *req, const char *name);
+const char *http_req_query(const struct http_request *req, const char *key);
+const char *http_req_body(const struct http_request *req, size_t *out_len);
+struct arena *http_req_arena(struct http_request *req);
+uint64_t http_req_id(const struct http_request *req);
+/* Monotonic ms deadline from server.request_timeout_ms (0 = none). */
+int64_t http_req_deadline(const struct http_request *req);
+/* True when the request carries Content-Type: application/json (parameters allowed). */
+bool http_req_is_json(const struct http_request *req);
+
+/* Adds a response header (copied) to the eventual reply. */
+void http_add_header(struct http_request *req, const char *name, const char *value);
+
+/* ------------------------------------------------------------- replies
+ * Exactly one reply per request, from the handler or from its job. */
+
+/* Replies with a JSON body; takes the strbuf's memory. */
+void http_reply_json(struct http_request *req, int status, struct strbuf *body);
+/* Replies with any buffered body; takes the strbuf's memory. */
+void http_reply_buffer(struct http_request *req, int status, const char *content_type,
+                       struct strbuf *body, bool compressible);
+/* The standard error body; `message` NULL uses the code's default. */
+void http_reply_error(struct http_request *req, enum vt_err code, const char *message);
+void http_reply_vterr(struct http_request *req, const struct vt_error *err);
+/* Sends `length` bytes of an open file from `offset` (the fd is closed after). */
+void http_reply_file(struct http_request *req, int status, const char *content_type, int fd,
+                     uint64_t offset, uint64_t length);
+
+/* Starts a streamed reply (chunked). Only from a job. `compressible` lets the
+ * stream be compressed per Accept-Encoding. The request deadline no longer
+ * applies once a stream has started. */
+struct http_stream *http_reply_stream(struct http_request *req, int status,
+                                      const char *content_type, bool compressible);
+/* Appends bytes; blocks while the queue is full. Returns -1 when the client is
+ * gone (stop producing). */
+int http_stream_write(struct http_stream *st, const void *data, size_t n);
+/* Ends the stream. ok=false makes the client see a truncated response. */
+void http_stream_end(struct http_stream *st, bool ok);
+/* The buffer a producer may append to directly before http_stream_commit(). */
+struct strbuf *http_stream_buffer(struct http_stream *st);
+/* Hands what is in the stream buffer to the queue when it is large enough. */
+int http_stream_commit(struct http_stream *st);
+
+/* Suspends the request and runs `fn` on `pool`. 503 when the pool is full. */
+void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn);
+/* Inside a job: the deadline passed or the client went away. */
+bool http_job_should_stop(struct http_request *req);
+
+#endif

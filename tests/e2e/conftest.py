@@ -1,0 +1,216 @@
+"""Black-box test harness: starts the real vitrine binary on 127.0.0.1 with a
+config written by the test, and talks to it with real HTTP clients.
+
+Fixtures:
+  vt        -> a factory: vt(config_text, env=..., wait="ready"|"listening")
+               returns a running Server; every server is stopped at teardown
+               and its log is checked for sanitizer reports.
+  datadir   -> a per-test directory for generated Parquet files.
+Helpers:
+  sql(*statements)            run SQL with DuckDB (build/vt-sql); rows of the last
+  write_parquet(path, select) write the rows of a SELECT to a Parquet file
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("VITRINE_BUILD", REPO / "build"))
+VITRINE = BUILD / "vitrine"
+VTSQL = BUILD / "vt-sql"
+
+
+def sql(*statements, db=None):
+    """Runs statements with DuckDB; returns the rows of the last as lists of text."""
+    cmd = [str(VTSQL)]
+    if db:
+        cmd += ["-d", str(db)]
+    cmd += list(statements)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def write_parquet(path, select, options=""):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    opts = "FORMAT parquet" + (", " + options if options else "")
+    sql(f"COPY ({select}) TO '{path}' ({opts})")
+    return path
+
+
+class Server:
+    def __init__(self, workdir, config_text, env=None, args=None):
+        self.workdir = Path(workdir)
+        self.config_path = self.workdir / "datasets.toml"
+        self.config_path.write_text(config_text)
+        self.log_path = self.workdir / f"vitrine-{time.monotonic_ns()}.log"
+        self.env = dict(os.environ)
+        self.env.setdefault("VITRINE_LOG", "debug")
+        self.env.pop("ADMIN_TOKEN", None)
+        if env:
+            self.env.update(env)
+        self.args = args if args is not None else ["--config", str(self.config_path)]
+        self.proc = None
+        self.port = None
+        self.prefix = ""
+        m = re.search(r'^\s*prefix\s*=\s*"([^"]*)"', config_text, re.M)
+        if m:
+            self.prefix = m.group(1)
+
+    def start(self, timeout=30):
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([str(VITRINE)] + self.args, stdout=self._log,
+                                     stderr=subprocess.STDOUT, env=self.env, cwd=self.workdir)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            m = re.search(r"listening on http://[^:]+:(\d+)", self.log())
+            if m:
+                self.port = int(m.group(1))
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"vitrine exited with {self.proc.returncode}:\n{self.log()}")
+            time.sleep(0.02)
+        raise RuntimeError("vitrine did not start listening:\n" + self.log())
+
+    @property
+    def base(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path):
+        return f"{self.base}{self.prefix}{path}"
+
+    def get(self, path, **kw):
+        kw.setdefault("timeout", 30)
+        return requests.get(self.url(path), **kw)
+
+    def head(self, path, **kw):
+        kw.setdefault("timeout", 30)
+        return requests.head(self.url(path), **kw)
+
+    def post(self, path, body=None, **kw):
+        kw.setdefault("timeout", 60)
+        if body is not None and "data" not in kw:
+            kw["json"] = body
+        return requests.post(self.url(path), **kw)
+
+    def wait_ready(self, timeout=60):
+        deadline = time.time() + timeout
+        last = None
+        while time.time() < deadline:
+            try:
+                last = self.get("/readyz", timeout=5)
+                if last.status_code == 200:
+                    return last.json()
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"not ready after {timeout}s: {last and last.text}\n{self.log()}")
+
+    def wait_state(self, name, states, timeout=60):
+        deadline = time.time() + timeout
+        st = None
+        while time.time() < deadline:
+            r = self.get(f"/api/v1/datasets/{name}/status", timeout=5)
+            if r.status_code == 200:
+                st = r.json()
+                if st["state"] in states:
+                    return st
+            time.sleep(0.05)
+        raise AssertionError(f"{name} not in {states}: {st}\n{self.log()}")
+
+    def log(self):
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("vitrine did not stop:\n" + self.log())
+        return self.proc.returncode
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                     "Segmentation fault", "SUMMARY: UndefinedBehaviorSanitizer")
+
+
+@pytest.fixture
+def vt(tmp_path):
+    servers = []
+
+    def start(config_text, env=None, args=None, wait="ready", workdir=None, timeout=60):
+        d = Path(workdir) if workdir else tmp_path / f"srv{len(servers)}"
+        d.mkdir(parents=True, exist_ok=True)
+        s = Server(d, config_text, env=env, args=args)
+        servers.append(s)
+        s.start()
+        if wait == "ready":
+            s.wait_ready(timeout=timeout)
+        return s
+
+    yield start
+    problems = []
+    for s in servers:
+        rc = s.stop()
+        log = s.log()
+        for marker in SANITIZER_MARKERS:
+            if marker in log:
+                problems.append(f"{marker} in server log:\n{log[-8000:]}")
+        if rc not in (0, None, -9) and not getattr(s, "expect_failure", False):
+            problems.append(f"server exited with {rc}:\n{log[-4000:]}")
+    if problems:
+        pytest.fail("\n\n".join(problems))
+
+
+@pytest.fixture
+def datadir(tmp_path):
+    d = tmp_path / "data"
+    d.mkdir()
+    return d
+
+
+def dataset_block(name, location, **extra):
+    """A [[dataset]] TOML block for a local parquet source."""
+    lines = ["[[dataset]]", f'name = "{name}"', 'source.kind = "parquet"',
+             f'source.location = "{location}"']
+    for k, v in extra.items():
+        if isinstance(v, bool):
+            lines.append(f"{k} = {'true' if v else 'false'}")
+        elif isinstance(v, (int, float)):
+            lines.append(f"{k} = {v}")
+        elif isinstance(v, list):
+            lines.append(f"{k} = {json.dumps(v)}")
+        else:
+            lines.append(f'{k} = "{v}"')
+    return "\n".join(lines) + "\n"
+
+
+def server_block(**kw):
+    lines = ["[server]", 'listen = "127.0.0.1"', "port = 0"]
+    for k, v in kw.items():
+        if isinstance(v, bool):
+            lines.append(f"{k} = {'true' if v else 'false'}")
+        elif isinstance(v, (int, float)):
+            lines.append(f"{k} = {v}")
+        else:
+            lines.append(f'{k} = "{v}"')
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,101 @@
+"""The command line: --version, --help, init, check-config, config resolution."""
+import os
+import subprocess
+
+from conftest import VITRINE, Server, server_block
+
+
+def run(*args, cwd=None, env=None):
+    e = dict(os.environ)
+    e.pop("VITRINE_CONFIG_FILE", None)
+    if env:
+        e.update(env)
+    return subprocess.run([str(VITRINE), *args], capture_output=True, text=True, cwd=cwd, env=e,
+                          timeout=60)
+
+
+def test_version_and_help():
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.startswith("vitrine ")
+    assert "DuckDB" in r.stdout
+    r = run("--help")
+    assert r.returncode == 0 and "check-config" in r.stdout and "init" in r.stdout
+
+
+def test_unknown_argument_exits_2():
+    r = run("--frobnicate")
+    assert r.returncode == 2 and "unknown argument" in r.stderr
+
+
+def test_init_writes_a_template_that_validates(tmp_path):
+    r = run("init", str(tmp_path / "new"))
+    assert r.returncode == 0, r.stderr
+    path = tmp_path / "new" / "datasets.toml"
+    text = path.read_text()
+    for block in ("[server]", "[swagger]", "[metrics]", "[auth]", "[sql]", "[mcp]", "[[dataset]]"):
+        assert block in text
+    r = run("check-config", str(path))
+    assert r.returncode == 0, r.stderr
+    assert "ok" in r.stdout
+    # init refuses to overwrite
+    r = run("init", str(tmp_path / "new"))
+    assert r.returncode != 0
+
+
+def test_check_config_names_file_line_and_key(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text('[server]\nlisten = "127.0.0.1"\nprot = 8080\n')
+    r = run("check-config", str(p))
+    assert r.returncode == 1
+    assert "bad.toml:3" in r.stderr and "server.prot" in r.stderr and "port" in r.stderr
+    p.write_text('[server]\nport = "eighty"\n')
+    r = run("check-config", str(p))
+    assert r.returncode == 1 and "bad.toml:2" in r.stderr and "server.port" in r.stderr
+    p.write_text('[server]\nprefix = "/api/"\n')
+    r = run("check-config", str(p))
+    assert r.returncode == 1 and "server.prefix" in r.stderr
+    p.write_text('[[dataset]]\nname = "reload-all"\nsource.kind = "parquet"\nsource.location = "x"\n')
+    r = run("check-config", str(p))
+    assert r.returncode == 1 and "reload-all" in r.stderr
+    p.write_text('[[dataset]]\nname = "bad name"\nsource.kind = "parquet"\nsource.location = "x"\n')
+    r = run("check-config", str(p))
+    assert r.returncode == 1 and "name" in r.stderr
+    p.write_text('[[dataset]]\nname = "a"\nsource.kind = "parquet"\nsource.location = "x"\n'
+                 '[[dataset]]\nname = "a"\nsource.kind = "parquet"\nsource.location = "y"\n')
+    r = run("check-config", str(p))
+    assert r.returncode == 1 and "duplicate" in r.stderr.lower()
+    p.write_text('a = = 1\n')
+    r = run("check-config", str(p))
+    assert r.returncode == 1 and "bad.toml" in r.stderr and "line 1" in r.stderr
+
+
+def test_config_resolution_env_then_cwd(tmp_path):
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "datasets.toml").write_text(server_block(prefix="/from-env"))
+    (b / "datasets.toml").write_text(server_block(prefix="/from-cwd"))
+    s = Server(b, (b / "datasets.toml").read_text(), args=[],
+               env={"VITRINE_CONFIG_FILE": str(a / "datasets.toml")})
+    s.start()
+    try:
+        s.prefix = "/from-env"
+        assert s.get("/healthz").status_code == 200
+    finally:
+        assert s.stop() == 0
+    s = Server(b, (b / "datasets.toml").read_text(), args=[])
+    s.env.pop("VITRINE_CONFIG_FILE", None)
+    s.start()
+    try:
+        s.prefix = "/from-cwd"
+        assert s.get("/healthz").status_code == 200
+    finally:
+        assert s.stop() == 0
+
+
+def test_bad_config_exits_nonzero(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text("[server]\nport = 99999\n")
+    r = run("--config", str(p))
+    assert r.returncode == 1 and "server.port" in r.stderr

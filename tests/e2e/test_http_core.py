@@ -1,0 +1,155 @@
+"""HTTP core: errors, 404/405, HEAD, body limit (413), keep-alive, compression,
+request ids, timeouts and graceful shutdown."""
+import gzip
+import http.client
+import json
+import signal
+import socket
+import threading
+import time
+
+import requests
+
+from conftest import dataset_block, server_block, write_parquet
+
+
+def assert_error(r, status, code):
+    assert r.status_code == status, r.text
+    assert r.headers["Content-Type"].startswith("application/json")
+    body = r.json()
+    assert set(body) == {"error", "code"}
+    assert body["code"] == code
+    assert isinstance(body["error"], str) and body["error"]
+
+
+def test_unknown_route_404_with_error_body(vt):
+    s = vt(server_block())
+    assert_error(s.get("/nope"), 404, "not_found")
+    assert_error(s.get("/api/v2/datasets"), 404, "not_found")
+
+
+def test_legacy_unversioned_paths_are_404(vt, datadir):
+    write_parquet(datadir / "t.parquet", "SELECT 1 AS x")
+    s = vt(server_block() + dataset_block("t", datadir / "t.parquet"))
+    for path in ("/api/datasets", "/api/datasets/t/schema", "/api/datasets/t/status"):
+        assert_error(s.get(path), 404, "not_found")
+    assert_error(s.post("/api/datasets/t/query", {}), 404, "not_found")
+
+
+def test_wrong_method_405_with_allow(vt):
+    s = vt(server_block())
+    r = s.post("/healthz", {})
+    assert_error(r, 405, "method_not_allowed")
+    allow = {m.strip() for m in r.headers["Allow"].split(",")}
+    assert allow == {"GET", "HEAD"}
+    r = requests.delete(s.url("/api/v1/datasets"))
+    assert_error(r, 405, "method_not_allowed")
+    assert "GET" in r.headers["Allow"]
+
+
+def test_head_on_every_get(vt, datadir):
+    write_parquet(datadir / "t.parquet", "SELECT 1 AS x")
+    s = vt(server_block() + dataset_block("t", datadir / "t.parquet"))
+    for path in ("/healthz", "/readyz", "/version", "/api/v1/datasets",
+                 "/api/v1/datasets/t/status", "/api/v1/datasets/t/schema"):
+        g = s.get(path)
+        h = s.head(path)
+        assert h.status_code == g.status_code == 200, path
+        assert h.content == b""
+        assert int(h.headers["Content-Length"]) == len(g.content), path
+
+
+def test_request_id_header(vt):
+    s = vt(server_block())
+    a = s.get("/healthz").headers["X-Request-Id"]
+    b = s.get("/healthz").headers["X-Request-Id"]
+    assert a and b and a != b
+
+
+def test_keep_alive_reuses_connection(vt):
+    s = vt(server_block())
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+    for _ in range(5):
+        conn.request("GET", "/healthz")
+        r = conn.getresponse()
+        assert r.status == 200
+        r.read()
+        assert (r.getheader("Connection") or "").lower() != "close"
+    sock = conn.sock
+    conn.request("GET", "/version")
+    r = conn.getresponse()
+    r.read()
+    assert conn.sock is sock
+    conn.close()
+
+
+def raw_request(port, data, timeout=10):
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        chunks = []
+        try:
+            while True:
+                b = sock.recv(65536)
+                if not b:
+                    break
+                chunks.append(b)
+        except (socket.timeout, ConnectionResetError):
+            pass
+    return b"".join(chunks)
+
+
+def test_body_over_limit_413_by_content_length(vt):
+    s = vt(server_block(max_body_bytes=1000))
+    r = s.post("/api/v1/datasets/x/query", data=b"{" + b" " * 2000 + b"}",
+               headers={"Content-Type": "application/json"})
+    assert_error(r, 413, "body_too_large")
+
+
+def test_body_over_limit_413_before_body_is_read(vt):
+    s = vt(server_block(max_body_bytes=1000))
+    # Announce a huge body but send none of it: the 413 must come anyway.
+    head = (b"POST /api/v1/datasets/x/query HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n")
+    resp = raw_request(s.port, head, timeout=5)
+    assert resp.startswith(b"HTTP/1.1 413"), resp[:200]
+    assert b'"code":"body_too_large"' in resp
+
+
+def test_chunked_body_over_limit_413(vt):
+    s = vt(server_block(max_body_bytes=1000))
+
+    def gen():
+        for _ in range(100):
+            yield b"x" * 100
+
+    r = requests.post(s.url("/api/v1/datasets/x/query"), data=gen(),
+                      headers={"Content-Type": "application/json"}, timeout=10)
+    assert_error(r, 413, "body_too_large")
+    assert s.get("/healthz").status_code == 200
+
+
+def test_body_within_limit_reaches_handler(vt):
+    s = vt(server_block(max_body_bytes=1000))
+    r = s.post("/api/v1/datasets/nosuch/query", {"columns": []})
+    assert_error(r, 404, "dataset_not_found")
+
+
+def test_sigterm_exits_zero(vt):
+    s = vt(server_block())
+    assert s.stop(signal.SIGTERM) == 0
+    assert "stopped" in s.log()
+
+
+def test_sigint_exits_zero(vt):
+    s = vt(server_block())
+    assert s.stop(signal.SIGINT) == 0
+
+
+def test_access_log_line_per_request(vt):
+    s = vt(server_block())
+    s.get("/healthz")
+    s.get("/nope")
+    time.sleep(0.2)
+    log = s.log()
+    assert "GET /healthz 200" in log
+    assert "GET unmatched 404" in log

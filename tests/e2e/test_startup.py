@@ -1,0 +1,144 @@
+"""Local Parquet datasets at startup: file, glob, directory, hive columns,
+projection, lazy and forced-lazy, non-blocking startup, skips and failures."""
+import time
+
+import requests
+
+from conftest import dataset_block, server_block, sql, write_parquet
+
+
+def rows(s, name):
+    return s.get(f"/api/v1/datasets/{name}/status").json()["rows"]
+
+
+def test_file_glob_and_directory(vt, datadir):
+    for i in range(3):
+        write_parquet(datadir / "parts" / f"p{i}.parquet", f"SELECT {i} AS k, range AS v FROM range(5)")
+    write_parquet(datadir / "parts" / "deeper" / "p9.parquet", "SELECT 9 AS k, range AS v FROM range(5)")
+    (datadir / "parts" / "_SUCCESS").write_text("")
+    (datadir / "parts" / "notes.txt").write_text("not parquet")
+    s = vt(server_block()
+           + dataset_block("one", datadir / "parts" / "p0.parquet")
+           + dataset_block("glob", f"{datadir}/parts/p*.parquet")
+           + dataset_block("deep", f"{datadir}/parts/**/*.parquet")
+           + dataset_block("dir", datadir / "parts"))
+    assert rows(s, "one") == 5
+    assert rows(s, "glob") == 15
+    assert rows(s, "deep") == 20
+    assert rows(s, "dir") == 20
+
+
+def test_hive_directories_become_typed_columns(vt, datadir):
+    sql(f"""COPY (SELECT i AS id, ['eu','us'][1 + i % 2] AS region, 2020 + i % 3 AS year
+               FROM range(12) t(i)) TO '{datadir}/hive' (FORMAT parquet, PARTITION_BY (region, year))""")
+    s = vt(server_block() + dataset_block("h", datadir / "hive"))
+    sc = s.get("/api/v1/datasets/h/schema").json()
+    types = {c["name"]: c["type"] for c in sc["columns"]}
+    assert types["region"] == "VARCHAR"
+    assert types["year"] == "BIGINT"
+    assert sc["rows"] == 12
+
+
+def test_columns_projection_at_load(vt, datadir):
+    write_parquet(datadir / "t.parquet", "SELECT 1 AS a, 2 AS b, 3 AS c")
+    s = vt(server_block() + dataset_block("t", datadir / "t.parquet", columns=["c", "a"]))
+    sc = s.get("/api/v1/datasets/t/schema").json()
+    assert [c["name"] for c in sc["columns"]] == ["c", "a"]
+
+
+def test_unknown_projection_column_fails_that_dataset(vt, datadir):
+    write_parquet(datadir / "t.parquet", "SELECT 1 AS a")
+    s = vt(server_block() + dataset_block("bad", datadir / "t.parquet", columns=["zzz"])
+           + dataset_block("good", datadir / "t.parquet"), wait="listening")
+    st = s.wait_state("bad", ["failed"])
+    assert "zzz" in st["last_error"]
+    assert s.wait_state("good", ["published"])["rows"] == 1
+
+
+def test_empty_source_is_skipped_with_warning(vt, datadir):
+    write_parquet(datadir / "zero.parquet", "SELECT 1 AS a WHERE false")
+    write_parquet(datadir / "ok.parquet", "SELECT 1 AS a")
+    s = vt(server_block()
+           + dataset_block("nofiles", f"{datadir}/missing/*.parquet")
+           + dataset_block("nodir", datadir / "does-not-exist")
+           + dataset_block("zerorows", datadir / "zero.parquet")
+           + dataset_block("ok", datadir / "ok.parquet"))
+    names = [d["name"] for d in s.get("/api/v1/datasets").json()]
+    assert names == ["ok"]
+    log = s.log()
+    for n in ("nofiles", "nodir", "zerorows"):
+        assert f"dataset {n} skipped" in log
+    assert s.get("/readyz").json() == {"status": "ready", "datasets": 1}
+
+
+def test_corrupt_file_fails_alone(vt, datadir):
+    (datadir / "bad.parquet").write_bytes(b"PAR1" + b"\x00" * 100 + b"PAR1")
+    write_parquet(datadir / "ok.parquet", "SELECT 1 AS a")
+    s = vt(server_block() + dataset_block("bad", datadir / "bad.parquet")
+           + dataset_block("ok", datadir / "ok.parquet"))
+    st = s.wait_state("bad", ["failed"])
+    assert st["last_error"] and len(st["last_error"]) <= 500
+    assert st["rows"] == 0
+    r = s.post("/api/v1/datasets/bad/count", {})
+    assert r.status_code == 503
+    assert s.get("/api/v1/datasets/ok/status").json()["state"] == "published"
+
+
+def test_lazy_and_forced_lazy(vt, datadir):
+    write_parquet(datadir / "big.parquet", "SELECT range AS id, md5(range::VARCHAR) AS h FROM range(200000)")
+    write_parquet(datadir / "small.parquet", "SELECT 1 AS a")
+    s = vt(server_block(force_lazy_above_mb=1)
+           + dataset_block("big", datadir / "big.parquet")
+           + dataset_block("small", datadir / "small.parquet")
+           + dataset_block("chosen", datadir / "small.parquet", lazy=True))
+    st = {d["name"]: d for d in s.get("/api/v1/datasets").json()}
+    assert st["big"]["lazy"] is True and st["big"]["residency"] == "lazy"
+    assert st["big"]["rows"] == 200000
+    assert st["small"]["lazy"] is False
+    assert st["chosen"]["lazy"] is True
+    assert "force_lazy_above_mb" in s.log()
+
+
+def test_nonblocking_startup_503_then_ready(vt, datadir):
+    write_parquet(datadir / "slow.parquet",
+                  "SELECT range AS id, md5(range::VARCHAR) AS a, md5((range+1)::VARCHAR) AS b "
+                  "FROM range(4000000)")
+    s = vt(server_block(workers=2) + dataset_block("slow", datadir / "slow.parquet"),
+           wait="listening")
+    # The listener is up before the dataset is built.
+    assert s.get("/healthz").status_code == 200
+    r = s.get("/readyz")
+    assert r.status_code == 503 and r.json() == {"status": "not_ready", "datasets": 0}
+    r = s.get("/api/v1/datasets/slow/schema")
+    assert r.status_code == 503
+    assert r.headers["Retry-After"] == "2"
+    assert r.json()["code"] == "dataset_not_ready"
+    assert s.get("/api/v1/datasets/slow/status").json()["state"] in ("pending", "building")
+    s.wait_ready(timeout=120)
+    assert s.get("/api/v1/datasets/slow/schema").status_code == 200
+
+
+def test_on_start_lazy_builds_on_first_request(vt, datadir):
+    write_parquet(datadir / "t.parquet", "SELECT range AS id FROM range(1000)")
+    s = vt(server_block() + dataset_block("later", datadir / "t.parquet", on_start="lazy")
+           + dataset_block("never", datadir / "t.parquet", on_start="skip"))
+    assert s.get("/api/v1/datasets/later/status").json()["state"] == "pending"
+    sc = s.get("/api/v1/datasets/later/schema")
+    assert sc.status_code == 200 and sc.json()["rows"] == 1000
+    assert s.get("/api/v1/datasets/later/status").json()["state"] == "published"
+    r = s.get("/api/v1/datasets/never/schema")
+    assert r.status_code == 503 and r.json()["code"] == "dataset_not_ready"
+    assert s.get("/api/v1/datasets/never/status").json()["state"] == "pending"
+
+
+def test_datafusion_backend_is_a_hint(vt):
+    s = vt(server_block(backend="datafusion"))
+    assert "only the DuckDB engine" in s.log()
+    assert s.get("/version").json()["backend"] == "DuckDB"
+
+
+def test_relative_location_resolves_against_config_dir(vt, tmp_path):
+    work = tmp_path / "cfgdir"
+    write_parquet(work / "data" / "t.parquet", "SELECT 42 AS answer")
+    s = vt(server_block() + dataset_block("t", "data/t.parquet"), workdir=work)
+    assert rows(s, "t") == 1
