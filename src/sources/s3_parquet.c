@@ -10,8 +10,10 @@
  *                                         segments (_temporary/, .spark-staging/,
  *                                         _delta_log/ ...); "dir" may also name
  *                                         a single object
- *   s3://bucket/dir/ *.parquet (no space), "**", [a-z], ?   glob over keys (see
- *                                         s3_glob_match); nothing is skipped
+ *   s3://bucket/dir/<glob>                glob over keys with "*" and "?" and
+ *                                         [a-z] within a segment, "**" across
+ *                                         segments (s3_glob_match); nothing is
+ *                                         skipped
  *
  * s3.partitioning: hive = key=value directory segments become columns (all
  * objects must have the same keys in the same order); auto = the same when
@@ -192,6 +194,118 @@ static char *listing_digest(const struct s3_listing *l, const size_t *sel, size_
     return hex;
 }
 
+/* Listing page size: the server's default unless VITRINE_S3_LIST_PAGE_SIZE
+ * (a test hook to exercise continuation tokens with few objects) says less. */
+static int list_page_size(void)
+{
+    const char *v = getenv("VITRINE_S3_LIST_PAGE_SIZE");
+    int n = v ? atoi(v) : 0;
+    return n > 0 && n <= 1000 ? n : 0;
+}
+
+/* Lists what the location names: *out_sel indexes the chosen objects of *l. */
+static enum vt_err select_objects(const struct vt_dataset_config *ds, struct s3_client *c,
+                                  const struct s3_url *u, struct s3_listing *l, size_t **out_sel,
+                                  size_t *out_n, struct s3_outcome *oc, struct vt_error *err)
+{
+    *out_sel = NULL;
+    *out_n = 0;
+    size_t lit = s3_glob_literal_prefix_len(u->key);
+    bool glob = lit < strlen(u->key);
+    bool single = false;
+    char *prefix;
+    if (glob) {
+        /* List from the directory holding the first wildcard. */
+        size_t cut = lit;
+        while (cut > 0 && u->key[cut - 1] != '/')
+            cut--;
+        prefix = strndup(u->key, cut);
+    } else {
+        prefix = strdup(u->key);
+    }
+    if (!prefix)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    enum vt_err rc = s3_list(c, u->bucket, prefix, NULL, NULL, list_page_size(), l, oc, err);
+    if (rc != VT_ERR_OK) {
+        free(prefix);
+        return rc;
+    }
+    size_t *sel = calloc(l->n ? l->n : 1, sizeof *sel), n = 0;
+    if (!sel) {
+        free(prefix);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (!glob && *u->key && u->key[strlen(u->key) - 1] != '/') {
+        for (size_t i = 0; i < l->n; i++)
+            if (strcmp(l->items[i].key, u->key) == 0) {
+                sel[n++] = i;
+                single = true;
+            }
+    }
+    if (!single) {
+        size_t pl = strlen(prefix);
+        bool dir_prefix = pl == 0 || prefix[pl - 1] == '/';
+        for (size_t i = 0; i < l->n; i++) {
+            const char *k = l->items[i].key;
+            if (glob) {
+                if (s3_glob_match(u->key, k))
+                    sel[n++] = i;
+                continue;
+            }
+            /* Directory mode: "dir" means "dir/...", never "dir2/...". */
+            const char *rel = k + pl;
+            if (!dir_prefix) {
+                if (*rel != '/')
+                    continue;
+                rel++;
+            }
+            if (has_hidden_segment(rel))
+                continue;
+            if (has_suffix_ci(k, ".parquet") || has_suffix_ci(k, ".parq"))
+                sel[n++] = i;
+        }
+    }
+    free(prefix);
+    if (n == 0) {
+        free(sel);
+        return vt_error_set(err, VT_ERR_SOURCE_EMPTY, "no Parquet objects match %s",
+                            ds->location);
+    }
+    *out_sel = sel;
+    *out_n = n;
+    return VT_ERR_OK;
+}
+
+enum vt_err source_s3_parquet_measure(const struct vt_dataset_config *ds,
+                                      const struct source_context *ctx, int64_t *out_bytes,
+                                      bool *out_access_denied, struct vt_error *err)
+{
+    (void)ctx;
+    *out_bytes = 0;
+    if (out_access_denied)
+        *out_access_denied = false;
+    struct s3_url u;
+    enum vt_err rc = s3_url_parse(ds->location, &u, err);
+    if (rc != VT_ERR_OK)
+        return rc;
+    struct s3_client *c = NULL;
+    struct s3_listing l = {0};
+    size_t *sel = NULL, n = 0;
+    struct s3_outcome oc = {0};
+    rc = s3_client_create(&ds->s3, &c, err);
+    if (rc == VT_ERR_OK)
+        rc = select_objects(ds, c, &u, &l, &sel, &n, &oc, err);
+    if (oc.access_denied && out_access_denied)
+        *out_access_denied = true;
+    for (size_t i = 0; rc == VT_ERR_OK && i < n; i++)
+        *out_bytes += l.items[sel[i]].size;
+    free(sel);
+    s3_listing_release(&l);
+    s3_client_destroy(c);
+    s3_url_release(&u);
+    return rc;
+}
+
 enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
                                       const struct source_context *ctx,
                                       struct source_snapshot *out, bool *out_access_denied,
@@ -217,7 +331,6 @@ enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
     struct s3_cache_item *citems = NULL;
     struct s3_download *jobs = NULL;
     struct s3_outcome oc = {0};
-    char *prefix = NULL;
     enum vt_err rc = s3_url_parse(ds->location, &u, err);
     if (rc != VT_ERR_OK)
         goto done;
@@ -226,66 +339,11 @@ enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
         goto done;
 
     /* 1. What to list and how to filter. */
-    size_t lit = s3_glob_literal_prefix_len(u.key);
-    bool glob = lit < strlen(u.key);
-    bool single = false;
-    if (glob) {
-        /* List from the directory holding the first wildcard. */
-        size_t cut = lit;
-        while (cut > 0 && u.key[cut - 1] != '/')
-            cut--;
-        prefix = strndup(u.key, cut);
-    } else {
-        prefix = strdup(u.key);
-    }
-    if (!prefix) {
-        rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-        goto done;
-    }
-    rc = s3_list(c, u.bucket, prefix, NULL, NULL, 0, &l, &oc, err);
+    rc = select_objects(ds, c, &u, &l, &sel, &n, &oc, err);
     if (oc.access_denied && out_access_denied)
         *out_access_denied = true;
     if (rc != VT_ERR_OK)
         goto done;
-    sel = calloc(l.n ? l.n : 1, sizeof *sel);
-    if (!sel) {
-        rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-        goto done;
-    }
-    if (!glob && *u.key && u.key[strlen(u.key) - 1] != '/') {
-        for (size_t i = 0; i < l.n; i++)
-            if (strcmp(l.items[i].key, u.key) == 0) {
-                sel[n++] = i;
-                single = true;
-            }
-    }
-    if (!single) {
-        size_t pl = strlen(prefix);
-        bool dir_prefix = pl == 0 || prefix[pl - 1] == '/';
-        for (size_t i = 0; i < l.n; i++) {
-            const char *k = l.items[i].key;
-            if (glob) {
-                if (s3_glob_match(u.key, k))
-                    sel[n++] = i;
-                continue;
-            }
-            /* Directory mode: "dir" means "dir/...", never "dir2/...". */
-            const char *rel = k + pl;
-            if (!dir_prefix) {
-                if (*rel != '/')
-                    continue;
-                rel++;
-            }
-            if (has_hidden_segment(rel))
-                continue;
-            if (has_suffix_ci(k, ".parquet") || has_suffix_ci(k, ".parq"))
-                sel[n++] = i;
-        }
-    }
-    if (n == 0) {
-        rc = vt_error_set(err, VT_ERR_SOURCE_EMPTY, "no Parquet objects match %s", ds->location);
-        goto done;
-    }
 
     /* 2. Hive partitions. */
     if (ds->s3.partitioning != S3_PARTITIONING_NONE) {
@@ -572,7 +630,6 @@ done:
     delta_probe_release(&probe);
     delta_duck_close(duck);
     free(sel);
-    free(prefix);
     s3_listing_release(&l);
     s3_client_destroy(c);
     s3_url_release(&u);

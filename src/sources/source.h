@@ -92,5 +92,10 @@ enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
                                       const struct source_context *ctx,
                                       struct source_snapshot *out, bool *out_access_denied,
                                       struct vt_error *err);
+/* Bytes the source's objects hold now (one listing, nothing downloaded), so
+ * force_lazy_above_mb can pick the residency before resolving. */
+enum vt_err source_s3_parquet_measure(const struct vt_dataset_config *ds,
+                                      const struct source_context *ctx, int64_t *out_bytes,
+                                      bool *out_access_denied, struct vt_error *err);
 
 #endif
