@@ -116,6 +116,11 @@ FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
 FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_toml            := -ljansson
+FUZZ_SRC_fuzz_delta_log        := src/sources/delta_log.c src/sources/delta_schema.c \
+                                  src/util/strbuf.c src/util/errors.c
+FUZZ_LIBS_fuzz_delta_log       := -ljansson
+FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c
+FUZZ_LIBS_fuzz_s3_list_xml     := -lexpat
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 define FUZZ_RULE

@@ -734,19 +734,6 @@ static void xfer_init(struct xfer *x, enum sink_kind kind)
 
 /* ---- public operations ---------------------------------------------------- */
 
-void s3_listing_release(struct s3_listing *l)
-{
-    if (!l)
-        return;
-    for (size_t i = 0; i < l->n; i++) {
-        free(l->items[i].key);
-        free(l->items[i].etag);
-    }
-    free(l->items);
-    l->items = NULL;
-    l->n = l->cap = 0;
-}
-
 void s3_object_release(struct s3_object *o)
 {
     if (!o)

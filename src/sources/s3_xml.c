@@ -236,6 +236,19 @@ static void XMLCALL on_entity(void *ud, const XML_Char *name, int pe, const XML_
     stop(ud, "entity declarations not allowed");
 }
 
+void s3_listing_release(struct s3_listing *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->items[i].key);
+        free(l->items[i].etag);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->n = l->cap = 0;
+}
+
 void s3_list_page_release(struct s3_list_page *p)
 {
     if (!p)
