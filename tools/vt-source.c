@@ -12,6 +12,9 @@
  *     --cache-dir D --cache-max-bytes N --temp-dir D --name DATASET
  *     --columns a,b             projection
  *     --sql                     print the SELECT instead of running it
+ *     --s3-op head|get|range:OFF:LEN   one raw S3 request on LOCATION (an object):
+ *                               prints {"ok":true,"size":..,"etag":..} or
+ *                               {"ok":true,"len":..,"text":..}
  *
  * Output: one JSON line {"ok":true,"version":..,"files":..,"total_bytes":..,
  * "rows":N,"columns":[[name,type],..]} then one line per row (to_json of the
@@ -25,6 +28,7 @@
 #include <unistd.h>
 
 #include "sources/delta.h"
+#include "sources/s3.h"
 #include "sources/source.h"
 #include "util/strbuf.h"
 
@@ -39,6 +43,51 @@ static void print_error(enum vt_err code, const char *msg, bool denied)
     sb_addf(&sb, ",\"access_denied\":%s}", denied ? "true" : "false");
     puts(sb.buf);
     sb_release(&sb);
+}
+
+/* One request through the S3 client (HEAD, GET, ranged GET) for the tests. */
+static int raw_s3_op(const struct vt_dataset_config *ds, const char *op)
+{
+    struct vt_error err = {0};
+    struct s3_url u;
+    struct s3_client *c = NULL;
+    struct s3_outcome oc = {0};
+    enum vt_err rc = s3_url_parse(ds->location, &u, &err);
+    if (rc == VT_ERR_OK)
+        rc = s3_client_create(&ds->s3, &c, &err);
+    struct strbuf out;
+    sb_init(&out, 0);
+    if (rc == VT_ERR_OK && !strcmp(op, "head")) {
+        struct s3_object o;
+        rc = s3_head(c, u.bucket, u.key, &o, &oc, &err);
+        if (rc == VT_ERR_OK) {
+            sb_addf(&out, "{\"ok\":true,\"size\":%lld,\"etag\":", (long long)o.size);
+            sb_add_json_string(&out, o.etag ? o.etag : "", strlen(o.etag ? o.etag : ""));
+            sb_addc(&out, '}');
+            s3_object_release(&o);
+        }
+    } else if (rc == VT_ERR_OK) {
+        long long off = 0, len = -1;
+        if (strncmp(op, "range:", 6) == 0)
+            sscanf(op + 6, "%lld:%lld", &off, &len);
+        char *buf = NULL;
+        size_t n = 0;
+        rc = s3_get_mem(c, u.bucket, u.key, off, len, 1 << 20, &buf, &n, &oc, &err);
+        if (rc == VT_ERR_OK) {
+            sb_addf(&out, "{\"ok\":true,\"len\":%zu,\"text\":", n);
+            sb_add_json_string(&out, buf, n);
+            sb_addc(&out, '}');
+        }
+        free(buf);
+    }
+    if (rc == VT_ERR_OK)
+        puts(out.buf);
+    else
+        print_error(rc, vt_error_message(&err), oc.access_denied);
+    sb_release(&out);
+    s3_client_destroy(c);
+    s3_url_release(&u);
+    return rc == VT_ERR_OK ? 0 : 1;
 }
 
 static int split_columns(const char *s, struct strvec *out)
@@ -64,6 +113,7 @@ int main(int argc, char **argv)
     int kind = -1;
     struct source_context ctx = {0};
     bool sql_only = false;
+    const char *s3_op = NULL;
     const char *columns = NULL;
     int i = 1;
     for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
@@ -114,6 +164,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--columns") && v) {
             columns = v;
             i++;
+        } else if (!strcmp(a, "--s3-op") && v) {
+            s3_op = v;
+            i++;
         } else if (!strcmp(a, "--sql")) {
             sql_only = true;
         } else {
@@ -126,6 +179,8 @@ int main(int argc, char **argv)
         return 2;
     }
     ds.location = argv[i];
+    if (s3_op)
+        return raw_s3_op(&ds, s3_op);
     if (kind < 0) {
         size_t n = strlen(ds.location);
         bool pq = (n > 8 && !strcmp(ds.location + n - 8, ".parquet")) ||

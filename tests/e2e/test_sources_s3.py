@@ -435,3 +435,34 @@ def test_signed_requests_accepted_and_wrong_credentials_denied(moto_auth, auth_d
                    endpoint=moto_auth.endpoint, creds=("AKIANOSUCHKEY0000000", "x"),
                    env={"VT_K": good[0], "VT_S": good[1]})
     assert r.ok, r
+
+
+# ---- raw client operations -------------------------------------------------------------
+
+def test_head_get_and_byte_ranges(moto):
+    b = new_bucket(moto)
+    moto.put(b, "raw/hello world+.txt", b"0123456789abcdef")
+    loc = f"s3://{b}/raw/hello world+.txt"
+    r = run_source(loc, "--s3-op", "head", endpoint=moto.endpoint)
+    assert r.ok and r.meta["size"] == 16 and r.meta["etag"].startswith('"'), r
+    r = run_source(loc, "--s3-op", "get", endpoint=moto.endpoint)
+    assert r.ok and r.meta["text"] == "0123456789abcdef", r
+    r = run_source(loc, "--s3-op", "range:4:3", endpoint=moto.endpoint)
+    assert r.ok and r.meta["text"] == "456", r
+    r = run_source(loc, "--s3-op", "range:10:-1", endpoint=moto.endpoint)
+    assert r.ok and r.meta["text"] == "abcdef", r
+    r = run_source(f"s3://{b}/raw/missing", "--s3-op", "head", endpoint=moto.endpoint)
+    assert not r.ok and "not found" in r.meta["error"], r
+
+
+def test_delta_listing_starts_at_last_checkpoint(moto, proxy, delta_bucket):
+    """_last_checkpoint names version 10: the log listing starts there
+    (start-after) instead of listing every commit."""
+    b, corpus = delta_bucket
+    r = run_source(f"s3://{b}/tables/simple_table_with_checkpoint", endpoint=proxy.endpoint)
+    assert r.ok, r
+    assert r.rows == run_source(str(corpus / "simple_table_with_checkpoint")).rows
+    lists = proxy.requests("GET", query="list-type=2")
+    assert len(lists) == 1 and "start-after=" in lists[0][2], lists
+    gets = [q[1] for q in proxy.requests("GET") if "list-type" not in q[2]]
+    assert not any(g.endswith("00000000000000000001.json") for g in gets)  # history not read
