@@ -217,6 +217,7 @@ static int probe_from_logical(duckdb_logical_type lt, struct delta_probe_type *o
     if (depth > VT_DELTA_MAX_SCHEMA_DEPTH)
         return 0;
     duckdb_type id = duckdb_get_type_id(lt);
+    out->duck_type_id = (int)id;
     if (id == DUCKDB_TYPE_STRUCT) {
         out->kind = DELTA_T_STRUCT;
         idx_t n = duckdb_struct_type_child_count(lt);
@@ -378,6 +379,16 @@ static const char *probe_child_name(const struct delta_probe_type *p, const char
 static void add_convert(struct strbuf *sb, const char *e, const struct delta_type *t,
                         const struct delta_probe_type *p, int depth)
 {
+    /* A Delta timestamp is an instant; files holding it as a zone-less
+     * TIMESTAMP (INT96, or isAdjustedToUTC=false) store UTC wall time. Make
+     * that explicit rather than depend on the session's TimeZone. */
+    if (p && t->kind == DELTA_T_PRIMITIVE && strcmp(t->name, "timestamp") == 0 &&
+        (p->duck_type_id == DUCKDB_TYPE_TIMESTAMP || p->duck_type_id == DUCKDB_TYPE_TIMESTAMP_S ||
+         p->duck_type_id == DUCKDB_TYPE_TIMESTAMP_MS ||
+         p->duck_type_id == DUCKDB_TYPE_TIMESTAMP_NS)) {
+        sb_addf(sb, "timezone('UTC', CAST(%s AS TIMESTAMP))", e);
+        return;
+    }
     if (!type_has_physical(t) || !p || depth > VT_DELTA_MAX_SCHEMA_DEPTH) {
         sb_addf(sb, "CAST(%s AS %s)", e, t->duck);
         return;

@@ -645,6 +645,30 @@ TEST(projection_over_the_prebuilt_select)
     tb_rm(dir);
 }
 
+TEST(naive_timestamps_are_utc_whatever_the_session_zone)
+{
+    char dir[64];
+    tb_new(dir);
+    /* A zone-less TIMESTAMP column (as INT96 files read) holding UTC wall time. */
+    tb_parquet(dir, "f1.parquet", "SELECT TIMESTAMP '2024-03-01 12:00:00' AS ts");
+    char *meta = tb_meta("[" F("ts", "\"timestamp\"") "]", NULL, NULL);
+    char *a1 = tb_add("f1.parquet", NULL, 1);
+    commit3(dir, 0, PROTO1, meta, a1);
+    struct source_snapshot snap;
+    struct vt_error err = {0};
+    CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_OK);
+    td_exec(&T, "SET TimeZone = 'America/New_York'");
+    char *v = load_and(&snap, "SELECT count(*) FROM mine WHERE ts = TIMESTAMPTZ '2024-03-01 "
+                              "12:00:00+00'");
+    td_exec(&T, "SET TimeZone = 'UTC'");
+    CHECK_EQ_STR(v, "1");
+    free(v);
+    td_release(&snap);
+    free(meta);
+    free(a1);
+    tb_rm(dir);
+}
+
 /* The runner has no fixtures: the first and last "tests" open and close the
  * DuckDB connection every test uses. */
 TEST(open_duckdb)
@@ -666,4 +690,5 @@ RUN_TESTS(TEST_CASE(open_duckdb), TEST_CASE(new_commit_is_seen_by_the_next_resol
           TEST_CASE(column_mapping_by_name_with_nested_fields),
           TEST_CASE(glob_characters_in_file_names), TEST_CASE(protocol_features),
           TEST_CASE(empty_missing_and_broken_logs), TEST_CASE(projection_over_the_prebuilt_select),
+          TEST_CASE(naive_timestamps_are_utc_whatever_the_session_zone),
           TEST_CASE(close_duckdb))
