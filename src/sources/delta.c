@@ -357,8 +357,7 @@ static enum vt_err io_list_log(struct delta_io *io, const char *start_after, str
                 continue;
             rc = add_entry(out, k + pfx.len, start_after, err);
         }
-        if (rc == VT_ERR_OK)
-            s3_listing_release(&l);
+        s3_listing_release(&l); /* zeroed by s3_list on failure */
         sb_release(&pfx);
         sb_release(&sa);
     } else {

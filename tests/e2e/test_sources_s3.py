@@ -409,6 +409,9 @@ def auth_data(moto_auth, tmp_path_factory):
     moto_auth.create_bucket("vt-auth")
     moto_auth.upload_file("vt-auth", "a.parquet", f)
     moto_auth.upload_file("vt-auth", "b.parquet", f)
+    corpus = corpus_dir()
+    if corpus:
+        moto_auth.upload_tree(corpus / "delta-0.8.0", "vt-auth", "delta")
     moto_auth.enable_auth()
     return f
 
@@ -466,3 +469,12 @@ def test_delta_listing_starts_at_last_checkpoint(moto, proxy, delta_bucket):
     assert len(lists) == 1 and "start-after=" in lists[0][2], lists
     gets = [q[1] for q in proxy.requests("GET") if "list-type" not in q[2]]
     assert not any(g.endswith("00000000000000000001.json") for g in gets)  # history not read
+
+
+def test_delta_wrong_credentials_is_access_denied(moto_auth, auth_data):
+    if not corpus_dir():
+        pytest.skip("Delta corpus not found")
+    r = run_source("s3://vt-auth/delta", endpoint=moto_auth.endpoint,
+                   creds=(moto_auth.key_id, "wrong-secret"))
+    assert not r.ok and r.meta["access_denied"] is True, r
+    assert r.meta["code"] == "source_unavailable"
