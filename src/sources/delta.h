@@ -174,7 +174,6 @@ bool delta_path_decode(const char *in, char *out, size_t cap);
 struct delta_probe_type {
     int kind;                   /* DELTA_T_* */
     int duck_type_id;           /* duckdb_type of this node */
-    char *type_name;            /* unused (NULL) */
     char **child_names;         /* struct */
     struct delta_probe_type *children; /* struct fields; [0] = list element / map value */
     size_t n_children;

@@ -184,7 +184,6 @@ enum vt_err delta_duck_describe(struct delta_duck *d, const char *from_sql, char
 
 static void probe_type_release(struct delta_probe_type *t)
 {
-    free(t->type_name);
     for (size_t i = 0; i < t->n_children; i++) {
         free(t->child_names ? t->child_names[i] : NULL);
         probe_type_release(&t->children[i]);
