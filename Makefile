@@ -27,7 +27,7 @@ CFLAGS  := -std=c17 -g -fno-omit-frame-pointer -pthread $(OPT) $(WARN) $(DEFS) -
 CXXFLAGS:= -std=c++17 -g -fno-omit-frame-pointer -pthread $(OPT) -Wall -Wextra -Werror -Isrc -MMD -MP
 RPATH   := -Wl,-rpath,'$$ORIGIN/../third_party/duckdb:$$ORIGIN/../../third_party/duckdb:$$ORIGIN/../../../third_party/duckdb'
 LDLIBS  := -L$(DUCKDB_DIR) -lduckdb $(RPATH) -lmicrohttpd -ljansson -lcurl -lz -lbrotlienc -lbrotlidec \
-           -lzstd -lexpat -lssl -lcrypto -ldouble-conversion -lstdc++ -lpthread -lm
+           -lzstd -lxxhash -lexpat -lssl -lcrypto -ldouble-conversion -lstdc++ -lpthread -lm
 LDFLAGS := -pthread $(SANLD)
 
 LIB_C    := $(filter-out src/main.c,$(shell find src -name '*.c' | sort))
@@ -84,7 +84,7 @@ unit: $(UNIT_BIN)
 	@fail=0; for t in $(UNIT_BIN); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
 # Black-box tests: the real binary on 127.0.0.1, driven by pytest and real clients.
-e2e: all
+e2e: all $(UNIT_BIN)
 	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x tests/e2e $(PYTEST_ARGS)
 
 check: all unit e2e
@@ -116,6 +116,11 @@ FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
 FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_toml            := -ljansson
+# Query compiler; FUZZ_QUERY_DUCKDB=1 also runs each statement in DuckDB.
+FUZZ_SRC_fuzz_query            := $(filter-out src/query/query_index.c,$(wildcard src/query/*.c)) \
+                                  src/util/arena.c src/util/strbuf.c src/util/errors.c
+FUZZ_LIBS_fuzz_query           := -isystem $(DUCKDB_DIR) -ljansson -L$(DUCKDB_DIR) -lduckdb \
+                                  -Wl,-rpath,$(abspath $(DUCKDB_DIR)) -lm
 FUZZ_SRC_fuzz_delta_log        := src/sources/delta_log.c src/sources/delta_schema.c \
                                   src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_delta_log       := -ljansson
@@ -134,3 +139,6 @@ fuzz: $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
 # TOML parser + config loader: build-fuzz/fuzz_toml -dict=tests/fuzz/toml.dict DIR
 .PHONY: fuzz-toml
 fuzz-toml: $(FUZZ_BUILD)/fuzz_toml
+# Query compiler: build-fuzz/fuzz_query -dict=tests/fuzz/query.dict tests/fuzz/corpus/fuzz_query
+.PHONY: fuzz-query
+fuzz-query: $(FUZZ_BUILD)/fuzz_query

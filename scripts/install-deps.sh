@@ -8,9 +8,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 packages=(
     build-essential pkg-config git ca-certificates curl
     libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev zlib1g-dev
-    libexpat1-dev libssl-dev libdouble-conversion-dev
+    libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev
     python3 python3-pytest python3-requests
-    nginx wrk postgresql-client
+    nginx wrk postgresql-client brotli zstd
     clang libclang-rt-14-dev
     nodejs npm
 )
@@ -38,6 +38,11 @@ fi
 
 "$top/scripts/fetch-duckdb.sh"
 
-if [ -f "$top/tests/e2e/package.json" ] && [ ! -d "$top/tests/e2e/node_modules" ]; then
-    (cd "$top/tests/e2e" && npm install --silent --no-audit --no-fund)
+# npm test clients, pinned by package-lock.json; reinstalled when the lock
+# file is newer than what node_modules was installed from.
+e2e="$top/tests/e2e"
+if [ -f "$e2e/package-lock.json" ] &&
+   { [ ! -f "$e2e/node_modules/.package-lock.json" ] ||
+     [ "$e2e/package-lock.json" -nt "$e2e/node_modules/.package-lock.json" ]; }; then
+    (cd "$e2e" && npm ci --silent --no-audit --no-fund)
 fi

@@ -39,6 +39,9 @@ void api_datasets_list(struct http_request *req);
 void api_dataset_status(struct http_request *req);
 void api_dataset_schema(struct http_request *req);
 void api_dataset_parquet(struct http_request *req);
+void api_dataset_query(struct http_request *req);
+void api_dataset_query_stream(struct http_request *req);
+void api_dataset_count(struct http_request *req);
 
 void api_dataset_reload(struct http_request *req);
 void api_reload_all(struct http_request *req);

@@ -17,6 +17,9 @@ static const struct http_route routes[] = {
     {HTTP_POST, "/api/v1/datasets/{name}/reload", api_dataset_reload},
     {HTTP_GET, "/api/v1/datasets/{name}/status", api_dataset_status},
     {HTTP_GET, "/api/v1/datasets/{name}/schema", api_dataset_schema},
+    {HTTP_POST, "/api/v1/datasets/{name}/query", api_dataset_query},
+    {HTTP_POST, "/api/v1/datasets/{name}/query/stream", api_dataset_query_stream},
+    {HTTP_POST, "/api/v1/datasets/{name}/count", api_dataset_count},
     {HTTP_GET, "/api/v1/datasets/{name}/parquet", api_dataset_parquet},
     {HTTP_GET, "/api/v1/datasets/{name}/all.parquet", api_dataset_parquet},
 };

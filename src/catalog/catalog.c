@@ -94,6 +94,7 @@ enum cat_logical cat_logical_of(duckdb_type t)
 
 static void generation_free(struct cat_generation *gen)
 {
+    cat_fastpath_free(atomic_load(&gen->fastpath));
     cat_export_discard(gen);
     pthread_mutex_destroy(&gen->export_mu);
     pthread_cond_destroy(&gen->export_cv);
@@ -646,6 +647,10 @@ static void build_run(struct eng_job *job, duckdb_connection con)
         rows = gen->rows;
         columns = (int64_t)gen->n_cols;
         publish(ds, gen, bj->source);
+        pthread_mutex_lock(&ds->mu);
+        if (ds->current == gen)
+            cat_generation_start_fastpath(cat, gen, &ds->cfg);
+        pthread_mutex_unlock(&ds->mu);
     } else {
         const char *msg = vt_error_message(&err);
         if (startup && !ds->current &&

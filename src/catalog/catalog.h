@@ -53,6 +53,17 @@ struct cat_dataset;
 
 enum cat_export_state { EXPORT_NONE, EXPORT_BUILDING, EXPORT_READY };
 
+struct vt_index;
+struct rowstore;
+
+/* The index fast path of a generation: built after it is published (queries
+ * use DuckDB until it is ready), then immutable. */
+struct cat_fastpath {
+    struct vt_index *index;
+    struct rowstore *rows;
+    size_t bytes;
+};
+
 struct cat_generation {
     atomic_int refs;
     char id[27];                /* ULID */
@@ -76,6 +87,7 @@ struct cat_generation {
     struct vt_error export_error;
     char *export_path;
     uint64_t export_size;
+    struct cat_fastpath *_Atomic fastpath; /* NULL until built (or never) */
 };
 
 struct cat_status {
@@ -127,6 +139,8 @@ struct cat_generation *cat_dataset_acquire(struct cat_dataset *ds, int64_t deadl
 enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int *out_fd,
                             uint64_t *out_size, struct vt_error *err);
 
+/* The fast path when it is ready, else NULL. */
+const struct cat_fastpath *cat_generation_fastpath(const struct cat_generation *gen);
 /* Whether column `col` of the generation has an equality index. */
 bool cat_generation_is_indexed(const struct cat_generation *gen, size_t col);
 void cat_generation_release(struct cat_generation *gen);

@@ -60,6 +60,11 @@ void cat_build_result_complete(struct cat_build_result *r, bool ok, int64_t rows
 void cat_export_discard(struct cat_generation *gen);
 void cat_detach_database(struct cat_catalog *cat, duckdb_connection con, const char *db_name);
 
+void cat_fastpath_free(struct cat_fastpath *fp);
+/* Queues the build of the index fast path of a published generation. */
+void cat_generation_start_fastpath(struct cat_catalog *cat, struct cat_generation *gen,
+                                   const struct vt_dataset_config *cfg);
+
 /* Everything computed once per generation after its relation exists (sample
  * row, index, ...). Runs on the builder's connection. */
 enum vt_err cat_generation_derive(struct cat_catalog *cat, duckdb_connection con,

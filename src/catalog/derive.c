@@ -1,31 +1,48 @@
 /*
- * What a build derives from a generation once its relation exists: the
- * sample row shown by the schema endpoint (and, as they land, the equality
- * index and other per-generation structures).
+ * What is derived from a generation once its relation exists:
+ *
+ *  - during the build: the sample row of the schema endpoint (our JSON
+ *    encoder, so it looks like every other response);
+ *  - after publishing, on the builder pool: the index fast path (equality
+ *    index + row store, src/index/). Building it takes a full scan and JSON
+ *    encoding of every cell, so it does not delay publication; queries use
+ *    DuckDB until the fast path is ready, then switch to it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "catalog/catalog_internal.h"
+#include "encode/json_rows.h"
+#include "index/index.h"
+#include "index/rowstore.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+#include "util/timeutil.h"
 
 static enum vt_err derive_sample(duckdb_connection con, struct cat_generation *gen,
                                  struct vt_error *err)
 {
     char sql[200];
-    snprintf(sql, sizeof sql, "SELECT to_json(t)::VARCHAR FROM (SELECT * FROM %s LIMIT 1) t",
-             gen->relation);
+    snprintf(sql, sizeof sql, "SELECT * FROM %s LIMIT 1", gen->relation);
     duckdb_result res;
     if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
         vt_error_set(err, VT_ERR_BUILD_FAILED, "sample row: %s", duckdb_result_error(&res));
         duckdb_destroy_result(&res);
         return VT_ERR_BUILD_FAILED;
     }
-    if (duckdb_row_count(&res) > 0) {
-        char *v = duckdb_value_varchar(&res, 0, 0);
-        gen->sample_json = v ? strdup(v) : NULL;
-        duckdb_free(v);
+    char ebuf[256];
+    struct json_rows *enc = json_rows_create_for_result(&res, ebuf, sizeof ebuf);
+    duckdb_data_chunk chunk = enc ? duckdb_fetch_chunk(res) : NULL;
+    if (chunk) {
+        struct strbuf sb;
+        sb_init(&sb, 0);
+        if (json_rows_encode_range(enc, chunk, 0, 1, &sb) == 0 && sb.len > 0)
+            gen->sample_json = sb_detach(&sb, NULL);
+        sb_release(&sb);
+        duckdb_destroy_data_chunk(&chunk);
     }
+    json_rows_destroy(enc);
     duckdb_destroy_result(&res);
     return VT_ERR_OK;
 }
@@ -39,9 +56,169 @@ enum vt_err cat_generation_derive(struct cat_catalog *cat, duckdb_connection con
     return derive_sample(con, gen, err);
 }
 
+const struct cat_fastpath *cat_generation_fastpath(const struct cat_generation *gen)
+{
+    return atomic_load(&((struct cat_generation *)gen)->fastpath);
+}
+
 bool cat_generation_is_indexed(const struct cat_generation *gen, size_t col)
 {
-    (void)gen;
-    (void)col;
-    return false; /* the equality index lands with the query issue */
+    const struct cat_fastpath *fp = cat_generation_fastpath(gen);
+    return fp && index_has_column(fp->index, col);
+}
+
+void cat_fastpath_free(struct cat_fastpath *fp)
+{
+    if (!fp)
+        return;
+    index_destroy(fp->index);
+    rowstore_destroy(fp->rows);
+    free(fp);
+}
+
+static int add_row(void *ctx, const char *cells, const uint32_t *ends)
+{
+    return rowstore_builder_add_row(ctx, cells, ends);
+}
+
+/* Scans the generation once and builds its index and row store. */
+static struct cat_fastpath *build_fastpath(duckdb_connection con, struct cat_generation *gen,
+                                           const struct vt_dataset_config *cfg, char *why,
+                                           size_t whylen)
+{
+    why[0] = '\0';
+    const char **names = calloc(gen->n_cols ? gen->n_cols : 1, sizeof *names);
+    duckdb_type *types = calloc(gen->n_cols ? gen->n_cols : 1, sizeof *types);
+    if (!names || !types) {
+        free(names);
+        free(types);
+        return NULL;
+    }
+    for (size_t i = 0; i < gen->n_cols; i++) {
+        names[i] = gen->cols[i].name;
+        types[i] = gen->cols[i].type;
+    }
+    char warn[256];
+    struct index_builder *ib =
+        index_builder_create(gen->n_cols, names, types, cfg, warn, sizeof warn);
+    if (warn[0])
+        log_warn("dataset %s: %s", cfg->name, warn);
+    struct rowstore_builder *rb = ib ? rowstore_builder_create(gen->n_cols, names) : NULL;
+    free(types);
+    free(names);
+    if (!ib || !rb) {
+        index_builder_abort(ib);
+        rowstore_builder_abort(rb);
+        return NULL;
+    }
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT * FROM %s", gen->relation);
+    duckdb_result res;
+    struct json_rows *enc = NULL;
+    bool ok = duckdb_query(con, sql, &res) == DuckDBSuccess;
+    if (!ok) {
+        snprintf(why, whylen, "%s", duckdb_result_error(&res));
+    } else {
+        char ebuf[256];
+        enc = json_rows_create_for_result(&res, ebuf, sizeof ebuf);
+        if (!enc) {
+            ok = false;
+            snprintf(why, whylen, "%s", ebuf);
+        }
+    }
+    while (ok) {
+        duckdb_data_chunk chunk = duckdb_fetch_chunk(res);
+        if (!chunk)
+            break;
+        if (index_builder_add_chunk(ib, chunk) != 0 ||
+            json_rows_encode_cells(enc, chunk, add_row, rb) != 0) {
+            ok = false;
+            snprintf(why, whylen, "out of memory or too many rows");
+        }
+        duckdb_destroy_data_chunk(&chunk);
+    }
+    json_rows_destroy(enc);
+    duckdb_destroy_result(&res);
+    if (!ok) {
+        index_builder_abort(ib);
+        rowstore_builder_abort(rb);
+        return NULL;
+    }
+    struct cat_fastpath *fp = calloc(1, sizeof *fp);
+    if (fp) {
+        fp->index = index_builder_finish(ib);
+        fp->rows = rowstore_builder_finish(rb);
+    } else {
+        index_builder_abort(ib);
+        rowstore_builder_abort(rb);
+    }
+    if (!fp || !fp->index || !fp->rows) {
+        if (fp && !fp->index)
+            snprintf(why, whylen, "no column qualifies");
+        cat_fastpath_free(fp);
+        return NULL;
+    }
+    fp->bytes = fp->index->bytes + rowstore_bytes(fp->rows);
+    return fp;
+}
+
+struct fastpath_job {
+    struct eng_job job;
+    struct cat_generation *gen;     /* one reference */
+    struct vt_dataset_config cfg;
+};
+
+static void fastpath_run(struct eng_job *job, duckdb_connection con)
+{
+    struct fastpath_job *fj = (struct fastpath_job *)job;
+    struct cat_generation *gen = fj->gen;
+    int64_t t0 = time_mono_ms();
+    char why[256];
+    struct cat_fastpath *fp = build_fastpath(con, gen, &fj->cfg, why, sizeof why);
+    if (!fp) {
+        if (why[0])
+            log_info("dataset %s: no index fast path (%s)", fj->cfg.name, why);
+        return;
+    }
+    struct strbuf cols;
+    sb_init(&cols, 1024);
+    for (size_t i = 0; i < gen->n_cols; i++)
+        if (index_has_column(fp->index, i)) {
+            if (cols.len)
+                sb_adds(&cols, ", ");
+            sb_addf(&cols, "%s (%zu keys)", gen->cols[i].name, index_column_keys(fp->index, i));
+        }
+    log_info("dataset %s: index on %s; index %.1f MiB, row store %.1f MiB; built in %lld ms",
+             fj->cfg.name, cols.buf ? cols.buf : "", fp->index->bytes / 1048576.0,
+             rowstore_bytes(fp->rows) / 1048576.0, (long long)(time_mono_ms() - t0));
+    sb_release(&cols);
+    atomic_store(&gen->fastpath, fp);
+}
+
+static void fastpath_done(struct eng_job *job)
+{
+    struct fastpath_job *fj = (struct fastpath_job *)job;
+    cat_generation_release(fj->gen);
+    config_dataset_free(&fj->cfg);
+    free(fj);
+}
+
+void cat_generation_start_fastpath(struct cat_catalog *cat, struct cat_generation *gen,
+                                   const struct vt_dataset_config *cfg)
+{
+    if (gen->lazy || cfg->index_mode == INDEX_NONE)
+        return;
+    struct fastpath_job *fj = calloc(1, sizeof *fj);
+    if (!fj)
+        return;
+    if (config_dataset_copy(&fj->cfg, cfg) != 0) {
+        free(fj);
+        return;
+    }
+    fj->job.run = fastpath_run;
+    fj->job.done = fastpath_done;
+    fj->gen = gen;
+    atomic_fetch_add(&gen->refs, 1);
+    if (!eng_pool_submit(cat->builders, &fj->job))
+        fastpath_done(&fj->job);
 }

@@ -100,6 +100,7 @@ struct http_request {
     http_job_fn job_fn;
     struct eng_pool *job_pool;
     struct http_stream *stream;
+    void *user;
     /* active-request list (for shutdown) */
     struct http_request *prev, *next;
 };
@@ -164,6 +165,8 @@ const char *http_req_param(const struct http_request *req, size_t i)
 struct arena *http_req_arena(struct http_request *req) { return &req->arena; }
 uint64_t http_req_id(const struct http_request *req) { return req->id; }
 int64_t http_req_deadline(const struct http_request *req) { return req->deadline_ms; }
+void http_req_set_user(struct http_request *req, void *user) { req->user = user; }
+void *http_req_user(const struct http_request *req) { return req->user; }
 
 const char *http_req_header(const struct http_request *req, const char *name)
 {

@@ -93,6 +93,10 @@ int64_t http_req_deadline(const struct http_request *req);
 /* True when the request carries Content-Type: application/json (parameters allowed). */
 bool http_req_is_json(const struct http_request *req);
 
+/* A handler's own per-request state (lives as long as the request). */
+void http_req_set_user(struct http_request *req, void *user);
+void *http_req_user(const struct http_request *req);
+
 /* Adds a response header (copied) to the eventual reply. */
 void http_add_header(struct http_request *req, const char *name, const char *value);
 

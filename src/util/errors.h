@@ -39,7 +39,7 @@
     X(SOURCE_EMPTY, 400, "source_empty", "source has no files or no rows")                 \
     X(SOURCE_UNSUPPORTED, 400, "source_unsupported",                                      \
       "source uses a format feature vitrine cannot read")                                  \
-    X(BUILD_FAILED, 500, "build_failed", "dataset build failed")                           \
+    X(BUILD_FAILED, 422, "build_failed", "dataset build failed")                           \
     X(BUSY, 409, "busy", "dataset is already building")                                    \
     X(INVALID_CONFIG, 400, "invalid_config", "invalid configuration")                      \
     X(NO_CONFIG_FILE, 400, "no_config_file", "server was not started from a config file")  \
@@ -48,6 +48,7 @@
     X(UNKNOWN_FIELD, 400, "unknown_field", "unknown field in request")                     \
     X(UNKNOWN_COLUMN, 400, "unknown_column", "unknown column")                             \
     X(UNKNOWN_OPERATOR, 400, "unknown_operator", "unknown operator")                       \
+    X(INVALID_OPERATOR, 400, "invalid_operator", "operator does not apply to this column") \
     X(INVALID_VALUE, 400, "invalid_value", "invalid predicate value")                      \
     X(INVALID_AGGREGATION, 400, "invalid_aggregation", "invalid aggregation")              \
     X(INVALID_ORDER, 400, "invalid_order", "invalid order_by")                             \

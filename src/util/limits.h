@@ -22,6 +22,7 @@
 #define VT_MAX_IN_LIST 10000                   /* values of one `in` predicate */
 #define VT_MAX_LIKE_PATTERN_BYTES 1024         /* like/ilike pattern */
 #define VT_MAX_STRING_VALUE_BYTES (64 * 1024)  /* any other string value */
+#define VT_MAX_QUERY_PARAMS 20000              /* bound values in one request, all predicates */
 
 /* Streaming responses: batches queued between a DuckDB worker and the socket */
 #define VT_STREAM_QUEUE_BATCHES 4

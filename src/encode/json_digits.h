@@ -1,0 +1,91 @@
+/*
+ * Decimal digit writing shared by the JSON value formatters (json_format.c,
+ * dtoa.c): internal to src/encode, static inline so every hot loop gets its
+ * own copy. Writers may store whole 8-byte words past the digits they keep;
+ * callers keep JSON_FMT_SLACK bytes of room.
+ */
+#ifndef VT_ENCODE_JSON_DIGITS_H
+#define VT_ENCODE_JSON_DIGITS_H
+
+#include <stdint.h>
+#include <string.h>
+
+static const char DIG2[201] __attribute__((unused)) = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
+
+static const uint64_t P10[20] __attribute__((unused)) = {1ull,
+                                 10ull,
+                                 100ull,
+                                 1000ull,
+                                 10000ull,
+                                 100000ull,
+                                 1000000ull,
+                                 10000000ull,
+                                 100000000ull,
+                                 1000000000ull,
+                                 10000000000ull,
+                                 100000000000ull,
+                                 1000000000000ull,
+                                 10000000000000ull,
+                                 100000000000000ull,
+                                 1000000000000000ull,
+                                 10000000000000000ull,
+                                 100000000000000000ull,
+                                 1000000000000000000ull,
+                                 10000000000000000000ull};
+
+static inline void put2(char *o, unsigned v) { memcpy(o, DIG2 + 2 * v, 2); }
+
+/* Decimal digit count of v >= 1 (log2 * 1233/4096 approximates log10). */
+static inline int ndigits_u64(uint64_t v)
+{
+    int t = ((64 - __builtin_clzll(v | 1)) * 1233) >> 12;
+    return t + (v >= P10[t]);
+}
+
+/* The 8 decimal digits of v < 10^8 as ASCII in one word, first digit in the
+ * lowest byte (SWAR: split into 4-digit lanes, then 2-digit, then 1-digit
+ * lanes with multiply-shift divisions; exact for every v < 10^8, checked
+ * exhaustively). No table loads and no dependency chain per digit pair. */
+static inline uint64_t swar8(uint32_t v)
+{
+    uint64_t x = (uint64_t)(v / 10000) | ((uint64_t)(v % 10000) << 32);
+    uint64_t q = ((x * 5243) >> 19) & 0x0000007F0000007Full; /* lane / 100 */
+    x = q | ((x - q * 100) << 16);
+    q = ((x * 103) >> 10) & 0x000F000F000F000Full; /* lane / 10 */
+    x = q | ((x - q * 10) << 8);
+    return x | 0x3030303030303030ull;
+}
+
+/* The last n <= 8 digits of w, stored as a full 8-byte word at o (bytes
+ * past o + n are scratch the caller overwrites or ignores). */
+static inline void put_upto8(char *o, uint32_t w, int n)
+{
+    uint64_t x = swar8(w) >> (8 * (8 - n));
+    memcpy(o, &x, 8);
+}
+
+/* Writes exactly `n` (1..20) digits of v (v < 10^n), most significant first.
+ * May write up to 8 bytes past o + n: callers keep JSON_FMT_SLACK. Leading
+ * parts are stored first, so each later store overwrites only scratch. */
+static inline void put_digits(char *o, uint64_t v, int n)
+{
+    if (n <= 8) {
+        put_upto8(o, (uint32_t)v, n);
+    } else if (n <= 16) {
+        uint64_t hi = v / 100000000;
+        put_upto8(o, (uint32_t)hi, n - 8);
+        uint64_t x = swar8((uint32_t)(v - hi * 100000000));
+        memcpy(o + n - 8, &x, 8);
+    } else {
+        uint64_t top = v / 10000000000000000ull, rest = v - top * 10000000000000000ull;
+        uint64_t mid = rest / 100000000;
+        put_upto8(o, (uint32_t)top, n - 16);
+        uint64_t x = swar8((uint32_t)mid), y = swar8((uint32_t)(rest - mid * 100000000));
+        memcpy(o + n - 16, &x, 8);
+        memcpy(o + n - 8, &y, 8);
+    }
+}
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * JSON text for single values: the formatting primitives behind the row
+ * encoder (json_rows.h), exported so that other writers of query results (the
+ * index fast path reading its own columns, the schema sample) produce exactly
+ * the same text. Every function writes at `o` and returns the end; the caller
+ * guarantees the stated room (JSON_FMT_MAX_* bytes, plus JSON_FMT_SLACK bytes:
+ * some writers store whole 8/16-byte blocks and overshoot what they keep).
+ *
+ * Formats (DESIGN.md "JSON values", plus the choices made here):
+ *   integers     exact JSON numbers, all widths up to 128 bits
+ *   double/float shortest round-trip digits (float32-shortest for FLOAT);
+ *                fixed notation for decimal exponents -6..21 (JavaScript's
+ *                rule), else d.ddde[-]X; integral values keep ".0"
+ *                (1.0, -0.0, 1e21); NaN and +-Inf are null
+ *   decimal      exact JSON number with all `scale` digits (1.50, -0.05)
+ *   date         "YYYY-MM-DD" (astronomical years: year 0 = 1 BC is "0000",
+ *                "-0043-03-15", "10000-01-01" — all read back by DuckDB's
+ *                cast); "infinity" / "-infinity"
+ *   time         "HH:MM:SS[.f]"; fractions trimmed of trailing zeros
+ *   time_tz      "HH:MM:SS[.f]+HH:MM[:SS]"
+ *   timestamp    "YYYY-MM-DDTHH:MM:SS[.f]" (+ "Z" for TIMESTAMPTZ, stored UTC),
+ *                fraction up to the unit's precision, trailing zeros trimmed;
+ *                "infinity" / "-infinity"
+ *   interval     ISO-8601 duration as PostgreSQL's intervalstyle iso_8601
+ *                writes it: "P1Y2M3DT4H5M6.5S", a sign per component
+ *                ("P-1Y-2M3DT-4H"), zero is "PT0S"
+ *   uuid         "8-4-4-4-12" lower-case hex
+ *   blob         base64 (RFC 4648, padded) string
+ *   string       escaped: \" \\ \b \f \n \r \t, other bytes < 0x20 as \u00XX;
+ *                everything else (valid UTF-8, DuckDB guarantees it) verbatim
+ */
+#ifndef VT_ENCODE_JSON_FORMAT_H
+#define VT_ENCODE_JSON_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JSON_FMT_SLACK 32
+#define JSON_FMT_MAX_INT 41       /* -170141183460469231731687303715884105728 */
+#define JSON_FMT_MAX_DOUBLE 32    /* -0.0000012345678901234567 and friends */
+#define JSON_FMT_MAX_DECIMAL 44   /* 38 digits, sign, point, "0." */
+#define JSON_FMT_MAX_DATE 24      /* quoted, years up to 7 digits */
+#define JSON_FMT_MAX_TIME 24      /* "HH:MM:SS.fffffffff" quoted */
+#define JSON_FMT_MAX_TIME_TZ 32
+#define JSON_FMT_MAX_TIMESTAMP 48 /* quoted, long years, 9 fraction digits, Z */
+#define JSON_FMT_MAX_INTERVAL 80
+#define JSON_FMT_MAX_UUID 38
+
+enum json_ts_unit { JSON_TS_S, JSON_TS_MS, JSON_TS_US, JSON_TS_NS };
+
+char *json_fmt_null(char *o);
+char *json_fmt_bool(char *o, bool v);
+char *json_fmt_u64(char *o, uint64_t v);
+char *json_fmt_i64(char *o, int64_t v);
+/* 128-bit two's complement as DuckDB stores it: (upper, lower) halves. */
+char *json_fmt_i128(char *o, int64_t upper, uint64_t lower);
+char *json_fmt_u128(char *o, uint64_t upper, uint64_t lower);
+char *json_fmt_double(char *o, double v);
+char *json_fmt_float(char *o, float v);
+char *json_fmt_decimal64(char *o, int64_t v, unsigned scale);
+char *json_fmt_decimal128(char *o, int64_t upper, uint64_t lower, unsigned scale);
+char *json_fmt_date(char *o, int32_t days);
+char *json_fmt_time(char *o, int64_t micros);
+/* DuckDB's dtime_tz_t bits: micros << 24 | (57599 - offset_seconds). */
+char *json_fmt_time_tz(char *o, uint64_t bits);
+char *json_fmt_timestamp(char *o, int64_t v, enum json_ts_unit unit, bool utc);
+char *json_fmt_interval(char *o, int32_t months, int32_t days, int64_t micros);
+/* DuckDB's UUID hugeint (top bit flipped so that signed order is byte order). */
+char *json_fmt_uuid(char *o, int64_t upper, uint64_t lower);
+
+/* Strings: room needed is json_string_max(n) (+ slack). */
+static inline size_t json_string_max(size_t n) { return 6 * n + 2; }
+char *json_fmt_string(char *o, const char *s, size_t n);
+/* The same without the surrounding quotes. */
+char *json_fmt_string_body(char *o, const char *s, size_t n);
+/* A string of n <= 12 bytes stored at block16 + 4 inside a readable 16-byte
+ * block (DuckDB's inlined duckdb_string_t): one load, no copy. */
+char *json_fmt_string_inline(char *o, const void *block16, size_t n);
+
+static inline size_t json_base64_max(size_t n) { return (n + 2) / 3 * 4 + 2; }
+char *json_fmt_base64(char *o, const unsigned char *s, size_t n); /* quoted */
+
+/* DuckDB BIT string (first byte = padding bits) as a quoted "0101" string;
+ * room: 8 * n + 2. */
+char *json_fmt_bit(char *o, const unsigned char *s, size_t n);
+/* DuckDB BIGNUM blob as an exact JSON number; room: json_bignum_max(n). Returns
+ * NULL when the blob is not a well-formed BIGNUM. */
+static inline size_t json_bignum_max(size_t n) { return n * 5 / 2 + 8; }
+char *json_fmt_bignum(char *o, const unsigned char *s, size_t n);
+
+/* True when s[0..n) is exactly one RFC 8259 JSON text (surrounding whitespace
+ * allowed). Used before passing JSON-typed values through verbatim. */
+bool json_is_valid(const char *s, size_t n);
+
+#endif

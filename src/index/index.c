@@ -1,0 +1,611 @@
+/*
+ * The equality index (see index.h): building from DuckDB chunks, lookups, and
+ * the AND-of-ORs matching over sorted posting lists.
+ */
+#include "index/index.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#define EMPTY_SLOT UINT32_MAX
+#define NULL_KEY UINT32_MAX
+
+struct index_column {
+    size_t col;
+    enum index_domain domain;
+    duckdb_type type;
+    /* hash table of distinct keys: slot -> key id */
+    uint32_t *slots;
+    size_t n_slots;             /* power of two */
+    size_t n_keys;
+    size_t max_keys;            /* auto mode cardinality cap; SIZE_MAX in list mode */
+    /* key id -> key */
+    uint64_t *int_keys;         /* INT / UINT / BOOL bit patterns */
+    uint64_t *str_off;          /* STRING: key id -> offset in str_data (n_keys + 1) */
+    char *str_data;
+    size_t str_len, str_cap;
+    size_t keys_cap;
+    /* building: key id of every row (NULL_KEY for NULL) */
+    uint32_t *row_keys;
+    /* finished: CSR posting lists */
+    uint32_t *offsets;          /* n_keys + 1 */
+    uint32_t *rows;
+    bool dropped;
+};
+
+struct index_builder {
+    size_t n_cols;
+    size_t n_rows;
+    size_t rows_cap;
+    struct index_column **cands; /* by generation column; NULL when not a candidate */
+};
+
+bool index_type_eligible(duckdb_type t)
+{
+    switch (t) {
+    case DUCKDB_TYPE_BOOLEAN: case DUCKDB_TYPE_TINYINT: case DUCKDB_TYPE_SMALLINT:
+    case DUCKDB_TYPE_INTEGER: case DUCKDB_TYPE_BIGINT: case DUCKDB_TYPE_UTINYINT:
+    case DUCKDB_TYPE_USMALLINT: case DUCKDB_TYPE_UINTEGER: case DUCKDB_TYPE_UBIGINT:
+    case DUCKDB_TYPE_VARCHAR:
+        return true;
+    default:
+        return false;
+    }
+}
+
+enum index_domain index_domain_of(duckdb_type t)
+{
+    switch (t) {
+    case DUCKDB_TYPE_BOOLEAN: return INDEX_DOMAIN_BOOL;
+    case DUCKDB_TYPE_UTINYINT: case DUCKDB_TYPE_USMALLINT: case DUCKDB_TYPE_UINTEGER:
+    case DUCKDB_TYPE_UBIGINT: return INDEX_DOMAIN_UINT;
+    case DUCKDB_TYPE_VARCHAR: return INDEX_DOMAIN_STRING;
+    default: return INDEX_DOMAIN_INT;
+    }
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    /* A strong 64-bit finaliser (splitmix64) so sequential ids spread out. */
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static void column_free(struct index_column *c)
+{
+    if (!c)
+        return;
+    free(c->slots);
+    free(c->int_keys);
+    free(c->str_off);
+    free(c->str_data);
+    free(c->row_keys);
+    free(c->offsets);
+    free(c->rows);
+    free(c);
+}
+
+/* Releases everything of a candidate that stops being one. */
+static void column_drop(struct index_column *c)
+{
+    free(c->slots);
+    free(c->int_keys);
+    free(c->str_off);
+    free(c->str_data);
+    free(c->row_keys);
+    c->slots = NULL;
+    c->int_keys = NULL;
+    c->str_off = NULL;
+    c->str_data = NULL;
+    c->row_keys = NULL;
+    c->dropped = true;
+}
+
+static bool key_equal(const struct index_column *c, uint32_t id, uint64_t ikey, const char *s,
+                      size_t len)
+{
+    if (c->domain != INDEX_DOMAIN_STRING)
+        return c->int_keys[id] == ikey;
+    uint64_t off = c->str_off[id], end = c->str_off[id + 1];
+    return end - off == len && memcmp(c->str_data + off, s, len) == 0;
+}
+
+static uint64_t key_hash(const struct index_column *c, uint64_t ikey, const char *s, size_t len)
+{
+    return c->domain == INDEX_DOMAIN_STRING ? XXH3_64bits(s, len) : mix64(ikey);
+}
+
+/* Finds a key; returns its id or EMPTY_SLOT. */
+static uint32_t find_key(const struct index_column *c, uint64_t ikey, const char *s, size_t len)
+{
+    if (!c->slots)
+        return EMPTY_SLOT;
+    size_t mask = c->n_slots - 1;
+    size_t i = key_hash(c, ikey, s, len) & mask;
+    for (;;) {
+        uint32_t id = c->slots[i];
+        if (id == EMPTY_SLOT)
+            return EMPTY_SLOT;
+        if (key_equal(c, id, ikey, s, len))
+            return id;
+        i = (i + 1) & mask;
+    }
+}
+
+static int grow_slots(struct index_column *c)
+{
+    size_t n = c->n_slots ? c->n_slots * 2 : 1024;
+    uint32_t *slots = malloc(n * sizeof *slots);
+    if (!slots)
+        return -1;
+    memset(slots, 0xff, n * sizeof *slots);
+    for (uint32_t id = 0; id < c->n_keys; id++) {
+        uint64_t h;
+        if (c->domain == INDEX_DOMAIN_STRING)
+            h = XXH3_64bits(c->str_data + c->str_off[id], c->str_off[id + 1] - c->str_off[id]);
+        else
+            h = mix64(c->int_keys[id]);
+        size_t i = h & (n - 1);
+        while (slots[i] != EMPTY_SLOT)
+            i = (i + 1) & (n - 1);
+        slots[i] = id;
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->n_slots = n;
+    return 0;
+}
+
+/* Finds or inserts a key; returns its id, NULL_KEY when the column was dropped
+ * (cardinality cap reached or out of memory). */
+static uint32_t intern_key(struct index_column *c, uint64_t ikey, const char *s, size_t len)
+{
+    if ((c->n_keys + 1) * 4 > c->n_slots * 3 && grow_slots(c) != 0) {
+        column_drop(c);
+        return NULL_KEY;
+    }
+    size_t mask = c->n_slots - 1;
+    size_t i = key_hash(c, ikey, s, len) & mask;
+    for (;;) {
+        uint32_t id = c->slots[i];
+        if (id == EMPTY_SLOT)
+            break;
+        if (key_equal(c, id, ikey, s, len))
+            return id;
+        i = (i + 1) & mask;
+    }
+    if (c->n_keys >= c->max_keys) {
+        column_drop(c);
+        return NULL_KEY;
+    }
+    if (c->n_keys + 1 >= c->keys_cap) {
+        size_t cap = c->keys_cap ? c->keys_cap * 2 : 256;
+        if (c->domain == INDEX_DOMAIN_STRING) {
+            uint64_t *p = realloc(c->str_off, (cap + 1) * sizeof *p);
+            if (!p) {
+                column_drop(c);
+                return NULL_KEY;
+            }
+            c->str_off = p;
+        } else {
+            uint64_t *p = realloc(c->int_keys, cap * sizeof *p);
+            if (!p) {
+                column_drop(c);
+                return NULL_KEY;
+            }
+            c->int_keys = p;
+        }
+        c->keys_cap = cap;
+    }
+    uint32_t id = (uint32_t)c->n_keys;
+    if (c->domain == INDEX_DOMAIN_STRING) {
+        if (c->str_len + len > c->str_cap) {
+            size_t cap = c->str_cap ? c->str_cap * 2 : 4096;
+            while (cap < c->str_len + len)
+                cap *= 2;
+            char *p = realloc(c->str_data, cap);
+            if (!p) {
+                column_drop(c);
+                return NULL_KEY;
+            }
+            c->str_data = p;
+            c->str_cap = cap;
+        }
+        if (id == 0)
+            c->str_off[0] = 0;
+        memcpy(c->str_data + c->str_len, s, len);
+        c->str_len += len;
+        c->str_off[id + 1] = c->str_len;
+    } else {
+        c->int_keys[id] = ikey;
+    }
+    c->slots[i] = id;
+    c->n_keys++;
+    return id;
+}
+
+struct index_builder *index_builder_create(size_t n_cols, const char *const *names,
+                                           const duckdb_type *types,
+                                           const struct vt_dataset_config *cfg, char *warn,
+                                           size_t warnlen)
+{
+    if (warn && warnlen)
+        warn[0] = '\0';
+    if (cfg->lazy || cfg->index_mode == INDEX_NONE)
+        return NULL;
+    struct index_builder *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->n_cols = n_cols;
+    b->cands = calloc(n_cols ? n_cols : 1, sizeof *b->cands);
+    if (!b->cands) {
+        free(b);
+        return NULL;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < n_cols; i++) {
+        bool want;
+        if (cfg->index_mode == INDEX_LIST) {
+            want = false;
+            for (size_t k = 0; k < cfg->index_columns.len; k++)
+                if (strcmp(cfg->index_columns.items[k], names[i]) == 0)
+                    want = true;
+            if (want && !index_type_eligible(types[i])) {
+                if (warn && warnlen)
+                    snprintf(warn, warnlen,
+                             "index.columns: column \"%s\" has a type that cannot be indexed "
+                             "(strings, booleans and 8-to-64-bit integers can)",
+                             names[i]);
+                want = false;
+            }
+        } else {
+            want = index_type_eligible(types[i]);
+        }
+        if (!want)
+            continue;
+        struct index_column *c = calloc(1, sizeof *c);
+        if (!c)
+            continue;
+        c->col = i;
+        c->type = types[i];
+        c->domain = index_domain_of(types[i]);
+        c->max_keys = cfg->index_mode == INDEX_LIST ? (size_t)UINT32_MAX - 1
+                                                    : (size_t)cfg->index_max_cardinality;
+        b->cands[i] = c;
+        n++;
+    }
+    if (cfg->index_mode == INDEX_LIST && warn && warnlen && !warn[0]) {
+        for (size_t k = 0; k < cfg->index_columns.len; k++) {
+            bool found = false;
+            for (size_t i = 0; i < n_cols; i++)
+                if (strcmp(cfg->index_columns.items[k], names[i]) == 0)
+                    found = true;
+            if (!found) {
+                snprintf(warn, warnlen, "index.columns: no column named \"%s\"",
+                         cfg->index_columns.items[k]);
+                break;
+            }
+        }
+    }
+    if (n == 0) {
+        index_builder_abort(b);
+        return NULL;
+    }
+    return b;
+}
+
+static uint64_t int_key_of(duckdb_type t, const void *data, size_t row)
+{
+    switch (t) {
+    case DUCKDB_TYPE_BOOLEAN: return ((const bool *)data)[row] ? 1 : 0;
+    case DUCKDB_TYPE_TINYINT: return (uint64_t)(int64_t)((const int8_t *)data)[row];
+    case DUCKDB_TYPE_SMALLINT: return (uint64_t)(int64_t)((const int16_t *)data)[row];
+    case DUCKDB_TYPE_INTEGER: return (uint64_t)(int64_t)((const int32_t *)data)[row];
+    case DUCKDB_TYPE_BIGINT: return (uint64_t)((const int64_t *)data)[row];
+    case DUCKDB_TYPE_UTINYINT: return ((const uint8_t *)data)[row];
+    case DUCKDB_TYPE_USMALLINT: return ((const uint16_t *)data)[row];
+    case DUCKDB_TYPE_UINTEGER: return ((const uint32_t *)data)[row];
+    case DUCKDB_TYPE_UBIGINT: return ((const uint64_t *)data)[row];
+    default: return 0;
+    }
+}
+
+int index_builder_add_chunk(struct index_builder *b, duckdb_data_chunk chunk)
+{
+    size_t n = (size_t)duckdb_data_chunk_get_size(chunk);
+    if (b->n_rows + n > (size_t)UINT32_MAX - 1)
+        return -1; /* positions are 32-bit */
+    if (b->n_rows + n > b->rows_cap) {
+        size_t cap = b->rows_cap ? b->rows_cap * 2 : 65536;
+        while (cap < b->n_rows + n)
+            cap *= 2;
+        for (size_t i = 0; i < b->n_cols; i++) {
+            struct index_column *c = b->cands[i];
+            if (!c || c->dropped)
+                continue;
+            uint32_t *p = realloc(c->row_keys, cap * sizeof *p);
+            if (!p) {
+                column_drop(c);
+                continue;
+            }
+            c->row_keys = p;
+        }
+        b->rows_cap = cap;
+    }
+    for (size_t i = 0; i < b->n_cols; i++) {
+        struct index_column *c = b->cands[i];
+        if (!c || c->dropped)
+            continue;
+        duckdb_vector vec = duckdb_data_chunk_get_vector(chunk, (idx_t)i);
+        const void *data = duckdb_vector_get_data(vec);
+        uint64_t *validity = duckdb_vector_get_validity(vec);
+        uint32_t *out = c->row_keys + b->n_rows;
+        for (size_t r = 0; r < n && !c->dropped; r++) {
+            if (validity && !duckdb_validity_row_is_valid(validity, (idx_t)r)) {
+                out[r] = NULL_KEY;
+                continue;
+            }
+            uint32_t id;
+            if (c->domain == INDEX_DOMAIN_STRING) {
+                duckdb_string_t *s = &((duckdb_string_t *)data)[r];
+                uint32_t len = duckdb_string_t_length(*s);
+                const char *p = duckdb_string_t_data(s);
+                id = intern_key(c, 0, p, len);
+            } else {
+                id = intern_key(c, int_key_of(c->type, data, r), NULL, 0);
+            }
+            if (c->dropped) /* row_keys is gone with the column */
+                break;
+            out[r] = id;
+        }
+    }
+    b->n_rows += n;
+    return 0;
+}
+
+/* Counting sort of the row key ids into CSR posting lists. */
+static int column_finish(struct index_column *c, size_t n_rows)
+{
+    c->offsets = calloc(c->n_keys + 1, sizeof *c->offsets);
+    if (!c->offsets)
+        return -1;
+    size_t non_null = 0;
+    for (size_t r = 0; r < n_rows; r++)
+        if (c->row_keys[r] != NULL_KEY) {
+            c->offsets[c->row_keys[r] + 1]++;
+            non_null++;
+        }
+    for (size_t k = 0; k < c->n_keys; k++)
+        c->offsets[k + 1] += c->offsets[k];
+    c->rows = malloc((non_null ? non_null : 1) * sizeof *c->rows);
+    uint32_t *fill = malloc((c->n_keys ? c->n_keys : 1) * sizeof *fill);
+    if (!c->rows || !fill) {
+        free(fill);
+        return -1;
+    }
+    memcpy(fill, c->offsets, c->n_keys * sizeof *fill);
+    for (size_t r = 0; r < n_rows; r++) {
+        uint32_t k = c->row_keys[r];
+        if (k != NULL_KEY)
+            c->rows[fill[k]++] = (uint32_t)r;
+    }
+    free(fill);
+    free(c->row_keys);
+    c->row_keys = NULL;
+    /* Shrink the key store to what is used. */
+    if (c->domain == INDEX_DOMAIN_STRING && c->str_len) {
+        char *p = realloc(c->str_data, c->str_len);
+        if (p)
+            c->str_data = p;
+    }
+    return 0;
+}
+
+static size_t column_bytes(const struct index_column *c)
+{
+    size_t b = sizeof *c + c->n_slots * sizeof(uint32_t) + (c->n_keys + 1) * sizeof(uint32_t);
+    b += (size_t)c->offsets[c->n_keys] * sizeof(uint32_t);
+    if (c->domain == INDEX_DOMAIN_STRING)
+        b += (c->keys_cap + 1) * sizeof(uint64_t) + c->str_len;
+    else
+        b += c->keys_cap * sizeof(uint64_t);
+    return b;
+}
+
+struct vt_index *index_builder_finish(struct index_builder *b)
+{
+    struct vt_index *ix = calloc(1, sizeof *ix);
+    if (ix)
+        ix->by_col = calloc(b->n_cols ? b->n_cols : 1, sizeof *ix->by_col);
+    if (!ix || !ix->by_col) {
+        free(ix);
+        index_builder_abort(b);
+        return NULL;
+    }
+    ix->n_rows = b->n_rows;
+    ix->n_cols = b->n_cols;
+    size_t kept = 0;
+    for (size_t i = 0; i < b->n_cols; i++) {
+        struct index_column *c = b->cands[i];
+        b->cands[i] = NULL;
+        if (!c)
+            continue;
+        if (c->dropped || column_finish(c, b->n_rows) != 0) {
+            column_free(c);
+            continue;
+        }
+        ix->by_col[i] = c;
+        ix->bytes += column_bytes(c);
+        kept++;
+    }
+    free(b->cands);
+    free(b);
+    if (kept == 0) {
+        index_destroy(ix);
+        return NULL;
+    }
+    return ix;
+}
+
+void index_builder_abort(struct index_builder *b)
+{
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->n_cols; i++)
+        column_free(b->cands[i]);
+    free(b->cands);
+    free(b);
+}
+
+void index_destroy(struct vt_index *ix)
+{
+    if (!ix)
+        return;
+    for (size_t i = 0; i < ix->n_cols; i++)
+        column_free(ix->by_col[i]);
+    free(ix->by_col);
+    free(ix);
+}
+
+bool index_has_column(const struct vt_index *ix, size_t col)
+{
+    return ix && col < ix->n_cols && ix->by_col[col] != NULL;
+}
+
+enum index_domain index_column_domain(const struct vt_index *ix, size_t col)
+{
+    return ix->by_col[col]->domain;
+}
+
+size_t index_column_keys(const struct vt_index *ix, size_t col)
+{
+    return index_has_column(ix, col) ? ix->by_col[col]->n_keys : 0;
+}
+
+const uint32_t *index_lookup(const struct vt_index *ix, size_t col, const struct index_key *key,
+                             size_t *out_n)
+{
+    *out_n = 0;
+    if (!index_has_column(ix, col))
+        return NULL;
+    const struct index_column *c = ix->by_col[col];
+    if (key->domain != c->domain)
+        return NULL;
+    uint64_t ikey = 0;
+    if (c->domain == INDEX_DOMAIN_INT || c->domain == INDEX_DOMAIN_BOOL)
+        ikey = (uint64_t)key->i;
+    else if (c->domain == INDEX_DOMAIN_UINT)
+        ikey = key->u;
+    uint32_t id = find_key(c, ikey, key->s, key->len);
+    if (id == EMPTY_SLOT)
+        return NULL;
+    *out_n = c->offsets[id + 1] - c->offsets[id];
+    return c->rows + c->offsets[id];
+}
+
+void index_rows_free(struct index_rows *r)
+{
+    free(r->owned);
+    r->owned = NULL;
+    r->rows = NULL;
+    r->n = 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The union of the posting lists of one term. */
+static int term_rows(const struct vt_index *ix, const struct index_term *t, struct index_rows *out)
+{
+    memset(out, 0, sizeof *out);
+    if (t->n_keys == 1) {
+        out->rows = index_lookup(ix, t->col, &t->keys[0], &out->n);
+        return 0;
+    }
+    size_t total = 0;
+    for (size_t k = 0; k < t->n_keys; k++) {
+        size_t n;
+        index_lookup(ix, t->col, &t->keys[k], &n);
+        total += n;
+    }
+    if (total == 0)
+        return 0;
+    uint32_t *all = malloc(total * sizeof *all);
+    if (!all)
+        return -1;
+    size_t pos = 0;
+    for (size_t k = 0; k < t->n_keys; k++) {
+        size_t n;
+        const uint32_t *rows = index_lookup(ix, t->col, &t->keys[k], &n);
+        /* The same key listed twice in `in` must not duplicate rows. */
+        bool seen = false;
+        for (size_t j = 0; j < k && !seen; j++) {
+            const struct index_key *a = &t->keys[j], *b = &t->keys[k];
+            seen = a->domain == b->domain && a->i == b->i && a->u == b->u && a->len == b->len &&
+                   (a->len == 0 || memcmp(a->s, b->s, a->len) == 0);
+        }
+        if (seen || !rows)
+            continue;
+        memcpy(all + pos, rows, n * sizeof *all);
+        pos += n;
+    }
+    /* Distinct keys have disjoint posting lists, so sorting suffices. */
+    qsort(all, pos, sizeof *all, cmp_u32);
+    out->rows = all;
+    out->n = pos;
+    out->owned = all;
+    return 0;
+}
+
+int index_match(const struct vt_index *ix, const struct index_term *terms, size_t n_terms,
+                struct index_rows *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n_terms == 0) {
+        return 0;
+    }
+    struct index_rows acc;
+    if (term_rows(ix, &terms[0], &acc) != 0)
+        return -1;
+    for (size_t t = 1; t < n_terms && acc.n > 0; t++) {
+        struct index_rows next;
+        if (term_rows(ix, &terms[t], &next) != 0) {
+            index_rows_free(&acc);
+            return -1;
+        }
+        /* Intersect two sorted lists; gallop-free merge is fine at these sizes. */
+        size_t cap = acc.n < next.n ? acc.n : next.n;
+        uint32_t *res = malloc((cap ? cap : 1) * sizeof *res);
+        if (!res) {
+            index_rows_free(&acc);
+            index_rows_free(&next);
+            return -1;
+        }
+        size_t i = 0, j = 0, k = 0;
+        while (i < acc.n && j < next.n) {
+            if (acc.rows[i] < next.rows[j])
+                i++;
+            else if (acc.rows[i] > next.rows[j])
+                j++;
+            else {
+                res[k++] = acc.rows[i];
+                i++;
+                j++;
+            }
+        }
+        index_rows_free(&acc);
+        index_rows_free(&next);
+        acc.rows = res;
+        acc.n = k;
+        acc.owned = res;
+    }
+    *out = acc;
+    return 0;
+}

@@ -1,0 +1,100 @@
+/*
+ * The native equality index of a resident generation: for each indexed column,
+ * value -> the sorted positions of the rows holding it. Queries whose
+ * predicates are all `eq` / `in` on indexed columns are answered from here
+ * (positions -> rows from the row store, rowstore.h) without DuckDB's planner.
+ *
+ * Which columns (spec "Index behavior"): mode auto considers columns of
+ * string, boolean and 8-to-64-bit integer types and drops a column as soon as
+ * its distinct count reaches max_cardinality; mode list indexes the listed
+ * columns (of those types) whatever their cardinality; mode none indexes
+ * nothing. NULLs are not indexed. Lazy generations carry no index.
+ *
+ * Layout: per column an open-addressing hash table of distinct keys, and the
+ * posting lists in one CSR array (offsets per key, positions). Building keeps
+ * one key id per row per candidate column, then counting-sorts them into the
+ * CSR form, so positions come out sorted without sorting.
+ */
+#ifndef VT_INDEX_INDEX_H
+#define VT_INDEX_INDEX_H
+
+#include <duckdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+
+enum index_domain { INDEX_DOMAIN_INT, INDEX_DOMAIN_UINT, INDEX_DOMAIN_BOOL, INDEX_DOMAIN_STRING };
+
+/* A lookup key in the column's domain (the caller converts the request value;
+ * see index_key_from_json in the query layer). */
+struct index_key {
+    enum index_domain domain;
+    int64_t i;                  /* INT, BOOL (0/1) */
+    uint64_t u;                 /* UINT */
+    const char *s;              /* STRING */
+    size_t len;
+};
+
+struct index_column;
+
+struct vt_index {
+    size_t n_rows;              /* rows of the generation (positions are < n_rows) */
+    size_t n_cols;              /* columns of the generation */
+    struct index_column **by_col; /* n_cols entries, NULL where not indexed */
+    size_t bytes;               /* memory held by the index */
+};
+
+/* True when a column of this DuckDB type can be indexed. */
+bool index_type_eligible(duckdb_type t);
+enum index_domain index_domain_of(duckdb_type t);
+
+struct index_builder;
+
+/* Chooses the candidate columns per the dataset's index settings. Returns NULL
+ * when nothing is to be indexed (mode none, no eligible column). Columns named
+ * in list mode that do not exist or are not eligible are reported in `warn`
+ * (may be empty). */
+struct index_builder *index_builder_create(size_t n_cols, const char *const *names,
+                                           const duckdb_type *types,
+                                           const struct vt_dataset_config *cfg, char *warn,
+                                           size_t warnlen);
+/* Feeds the next chunk of the scan (rows are numbered in feed order). */
+int index_builder_add_chunk(struct index_builder *b, duckdb_data_chunk chunk);
+/* Turns what was fed into the index (NULL when every candidate was dropped);
+ * frees the builder. */
+struct vt_index *index_builder_finish(struct index_builder *b);
+void index_builder_abort(struct index_builder *b);
+
+void index_destroy(struct vt_index *ix);
+bool index_has_column(const struct vt_index *ix, size_t col);
+enum index_domain index_column_domain(const struct vt_index *ix, size_t col);
+size_t index_column_keys(const struct vt_index *ix, size_t col);
+
+/* The sorted positions of rows whose column `col` equals `key` (borrowed from
+ * the index; *out_n = 0 when none). */
+const uint32_t *index_lookup(const struct vt_index *ix, size_t col, const struct index_key *key,
+                             size_t *out_n);
+
+/* A set of sorted positions, owned or borrowed. */
+struct index_rows {
+    const uint32_t *rows;
+    size_t n;
+    uint32_t *owned;            /* non-NULL when rows must be freed */
+};
+void index_rows_free(struct index_rows *r);
+
+/* One conjunct: column `col` equals any of `keys` (n_keys >= 1). */
+struct index_term {
+    size_t col;
+    const struct index_key *keys;
+    size_t n_keys;
+};
+
+/* Positions matching every term (the AND of ORs), sorted. 0 on success, -1 on
+ * out of memory. */
+int index_match(const struct vt_index *ix, const struct index_term *terms, size_t n_terms,
+                struct index_rows *out);
+
+#endif

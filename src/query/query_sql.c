@@ -1,0 +1,493 @@
+/*
+ * query_build_sql: a validated struct query_request -> one SELECT statement
+ * with `?` placeholders and the typed values to bind, in placeholder order.
+ * Identifiers come from the schema (or are aliases) and are always quoted;
+ * values are always `CAST(? AS <type>)` so the parameter's type is ours, not
+ * inferred from the column. Also the equality-index accessor and the binder.
+ *
+ * Shapes:
+ *   SELECT [DISTINCT] "a", "b" FROM rel [WHERE ...] [ORDER BY ...] [LIMIT n [OFFSET m]]
+ *   SELECT * FROM (SELECT "g", count(*) AS "count" FROM rel [WHERE ...] GROUP BY "g") AS "q"
+ *       [WHERE <having>] [ORDER BY ...] [LIMIT ...]
+ *   SELECT count(*) AS "count" FROM rel [WHERE ...]
+ * Grouped queries are wrapped so that having and order_by refer to output
+ * names only: an alias equal to a table column can then never be read as the
+ * column (DuckDB resolves bare names in HAVING/ORDER BY to columns first).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/query_int.h"
+#include "util/strbuf.h"
+
+/* The SQL text is bounded by the request limits (at most VT_MAX_QUERY_PARAMS
+ * values and a few thousand names); this cap only backs that up. */
+#define SQL_MAX_BYTES (16u * 1024 * 1024)
+
+struct bctx {
+    const struct query_request *req;
+    struct arena *arena;
+    struct strbuf sb;
+    struct query_value *params;
+    size_t nparams, cap;
+};
+
+static const char *agg_fn[] = {
+    [QUERY_AGG_COUNT] = "count", [QUERY_AGG_SUM] = "sum", [QUERY_AGG_AVG] = "avg",
+    [QUERY_AGG_MIN] = "min",     [QUERY_AGG_MAX] = "max",
+};
+
+static const char *cmp_sql[] = {
+    [QUERY_OP_EQ] = " = ",  [QUERY_OP_NEQ] = " <> ", [QUERY_OP_GT] = " > ",
+    [QUERY_OP_GTE] = " >= ", [QUERY_OP_LT] = " < ",  [QUERY_OP_LTE] = " <= ",
+    [QUERY_OP_LIKE] = " LIKE ", [QUERY_OP_ILIKE] = " ILIKE ",
+};
+
+static const char *colname(const struct bctx *b, size_t i)
+{
+    return b->req->schema->cols[i].name;
+}
+
+static void add_param(struct bctx *b, const struct query_value *v)
+{
+    /* The builder pre-sizes params from the request, so this never grows. */
+    if (b->nparams < b->cap)
+        b->params[b->nparams++] = *v;
+    else
+        b->sb.overflow = true;
+    sb_adds(&b->sb, "CAST(? AS ");
+    sb_adds(&b->sb, v->cast);
+    sb_addc(&b->sb, ')');
+}
+
+/* The left-hand side of a predicate: an enum column compares as VARCHAR, so
+ * that `in`/`eq` with a label the enum lacks is simply false, and like works. */
+static void add_lhs(struct bctx *b, const struct query_pred *p)
+{
+    const char *name;
+    size_t col;
+    if (p->ref.is_agg) {
+        const struct query_agg *ag = &b->req->aggs[p->ref.idx];
+        name = ag->alias;
+        /* min/max keep the column's type; count/sum/avg are numbers. */
+        col = ag->op == QUERY_AGG_MIN || ag->op == QUERY_AGG_MAX ? ag->col : QUERY_NO_COLUMN;
+    } else {
+        name = colname(b, p->ref.idx);
+        col = p->ref.idx;
+    }
+    bool is_enum = col != QUERY_NO_COLUMN && b->req->schema->cols[col].type == DUCKDB_TYPE_ENUM;
+    if (is_enum && p->op != QUERY_OP_IS_NULL && p->op != QUERY_OP_IS_NOT_NULL) {
+        sb_adds(&b->sb, "CAST(");
+        sb_add_sql_ident(&b->sb, name);
+        sb_adds(&b->sb, " AS VARCHAR)");
+    } else {
+        sb_add_sql_ident(&b->sb, name);
+    }
+}
+
+/* Values that can share one IN list or one list parameter: same cast and
+ * same kind (on a REAL column both integers and fractions cast to FLOAT). */
+static bool same_cast(const struct query_value *a, const struct query_value *c)
+{
+    return a->kind == c->kind && strcmp(a->cast, c->cast) == 0;
+}
+
+/* ` IN (SELECT unnest(CAST(? AS T[])))` with one LIST parameter holding the
+ * `same` values of p->vals[first..] that share vals[first]'s cast. */
+static void add_in_array(struct bctx *b, const struct query_pred *p, size_t first, size_t same)
+{
+    struct query_value *items = arena_alloc(b->arena, same * sizeof *items);
+    char *cast = arena_sprintf(b->arena, "%s[]", p->vals[first].cast);
+    if (!items || !cast) {
+        b->sb.overflow = true; /* reported as a failure by query_build_sql */
+        return;
+    }
+    size_t n = 0;
+    for (size_t k = first; k < p->nvals; k++)
+        if (same_cast(&p->vals[k], &p->vals[first]))
+            items[n++] = p->vals[k];
+    struct query_value list = {.kind = QUERY_VALUE_LIST, .cast = cast};
+    list.u.list.items = items;
+    list.u.list.n = n;
+    sb_adds(&b->sb, " IN (SELECT unnest(");
+    add_param(b, &list);
+    sb_adds(&b->sb, "))");
+}
+
+static void add_pred(struct bctx *b, const struct query_pred *p)
+{
+    switch (p->op) {
+    case QUERY_OP_IS_NULL:
+    case QUERY_OP_IS_NOT_NULL:
+        add_lhs(b, p);
+        sb_adds(&b->sb, p->op == QUERY_OP_IS_NULL ? " IS NULL" : " IS NOT NULL");
+        return;
+    case QUERY_OP_BETWEEN:
+        add_lhs(b, p);
+        sb_adds(&b->sb, " BETWEEN ");
+        add_param(b, &p->vals[0]);
+        sb_adds(&b->sb, " AND ");
+        add_param(b, &p->vals[1]);
+        return;
+    case QUERY_OP_IN: {
+        if (p->nvals == 0) {
+            sb_adds(&b->sb, "false");
+            return;
+        }
+        /* One IN list per cast type: DuckDB unifies an IN list to one type,
+         * and BIGINT values next to DOUBLE ones would be compared as DOUBLE
+         * (2^53+1 would match 2^53). Mixed lists become ORed IN lists. */
+        size_t groups = 0;
+        for (size_t i = 0; i < p->nvals; i++) {
+            size_t j = 0;
+            while (j < i && !same_cast(&p->vals[j], &p->vals[i]))
+                j++;
+            if (j == i)
+                groups++;
+        }
+        if (groups > 1)
+            sb_addc(&b->sb, '(');
+        size_t done_groups = 0;
+        for (size_t i = 0; i < p->nvals; i++) {
+            size_t j = 0;
+            while (j < i && !same_cast(&p->vals[j], &p->vals[i]))
+                j++;
+            if (j < i)
+                continue; /* this cast type was written with an earlier value */
+            if (done_groups++)
+                sb_adds(&b->sb, " OR ");
+            add_lhs(b, p);
+            size_t same = 0;
+            for (size_t k = i; k < p->nvals; k++)
+                same += same_cast(&p->vals[k], &p->vals[i]);
+            if (same > QUERY_IN_ARRAY_MIN) {
+                add_in_array(b, p, i, same);
+                continue;
+            }
+            sb_adds(&b->sb, " IN (");
+            bool first = true;
+            for (size_t k = i; k < p->nvals; k++) {
+                if (!same_cast(&p->vals[k], &p->vals[i]))
+                    continue;
+                if (!first)
+                    sb_adds(&b->sb, ", ");
+                first = false;
+                add_param(b, &p->vals[k]);
+            }
+            sb_addc(&b->sb, ')');
+        }
+        if (groups > 1)
+            sb_addc(&b->sb, ')');
+        return;
+    }
+    default:
+        add_lhs(b, p);
+        sb_adds(&b->sb, cmp_sql[p->op]);
+        add_param(b, &p->vals[0]);
+        return;
+    }
+}
+
+static void add_where(struct bctx *b, const struct query_pred *preds, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sb_adds(&b->sb, i ? " AND " : " WHERE ");
+        add_pred(b, &preds[i]);
+    }
+}
+
+static void add_agg_expr(struct bctx *b, const struct query_agg *ag)
+{
+    sb_adds(&b->sb, agg_fn[ag->op]);
+    sb_addc(&b->sb, '(');
+    if (ag->col == QUERY_NO_COLUMN)
+        sb_addc(&b->sb, '*');
+    else
+        sb_add_sql_ident(&b->sb, colname(b, ag->col));
+    sb_addc(&b->sb, ')');
+}
+
+static void add_order(struct bctx *b)
+{
+    const struct query_request *r = b->req;
+    for (size_t i = 0; i < r->norder; i++) {
+        const struct query_order *o = &r->order[i];
+        sb_adds(&b->sb, i ? ", " : " ORDER BY ");
+        sb_add_sql_ident(&b->sb, o->ref.is_agg ? r->aggs[o->ref.idx].alias
+                                               : colname(b, o->ref.idx));
+        /* NULLs last both ways, written out so no setting can change it. */
+        sb_adds(&b->sb, o->desc ? " DESC NULLS LAST" : " ASC NULLS LAST");
+    }
+}
+
+static void add_limit(struct bctx *b)
+{
+    const struct query_request *r = b->req;
+    if (r->mode == QUERY_COUNT || r->max_rows < 0)
+        return;
+    /* Literals on purpose (see query.h): computed int64s, never client text. */
+    sb_addf(&b->sb, " LIMIT %" PRId64, r->max_rows);
+    if (r->offset > 0)
+        sb_addf(&b->sb, " OFFSET %" PRId64, r->offset);
+}
+
+/* An upper bound of the placeholders (a long in list becomes one). */
+static size_t count_params(const struct query_pred *p, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += p[i].nvals;
+    return total;
+}
+
+enum vt_err query_build_sql(const struct query_request *req, const char *relation,
+                            struct arena *arena, struct query_plan *out, struct vt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    struct bctx b = {.req = req, .arena = arena};
+    sb_init(&b.sb, SQL_MAX_BYTES);
+    b.cap = count_params(req->preds, req->npreds) +
+            (req->mode == QUERY_COUNT ? 0 : count_params(req->having, req->nhaving));
+    b.params = arena_alloc(arena, (b.cap ? b.cap : 1) * sizeof *b.params);
+
+    size_t nout = req->mode == QUERY_COUNT ? 1
+                  : req->ngroup > 0        ? req->ngroup + req->naggs
+                                           : req->ncolumns;
+    const char **names = arena_alloc(arena, (nout ? nout : 1) * sizeof *names);
+    if (!b.params || !names) {
+        sb_release(&b.sb);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "query request too large for memory");
+    }
+
+    if (req->mode == QUERY_COUNT) {
+        sb_adds(&b.sb, "SELECT count(*) AS \"count\" FROM ");
+        sb_adds(&b.sb, relation);
+        add_where(&b, req->preds, req->npreds);
+        names[0] = "count";
+    } else if (req->ngroup > 0) {
+        sb_adds(&b.sb, "SELECT * FROM (SELECT ");
+        size_t k = 0;
+        for (size_t g = 0; g < req->ngroup; g++, k++) {
+            if (k)
+                sb_adds(&b.sb, ", ");
+            sb_add_sql_ident(&b.sb, colname(&b, req->group_by[g]));
+            names[k] = colname(&b, req->group_by[g]);
+        }
+        for (size_t a = 0; a < req->naggs; a++, k++) {
+            sb_adds(&b.sb, ", ");
+            add_agg_expr(&b, &req->aggs[a]);
+            sb_adds(&b.sb, " AS ");
+            sb_add_sql_ident(&b.sb, req->aggs[a].alias);
+            names[k] = req->aggs[a].alias;
+        }
+        sb_adds(&b.sb, " FROM ");
+        sb_adds(&b.sb, relation);
+        add_where(&b, req->preds, req->npreds);
+        for (size_t g = 0; g < req->ngroup; g++) {
+            sb_adds(&b.sb, g ? ", " : " GROUP BY ");
+            sb_add_sql_ident(&b.sb, colname(&b, req->group_by[g]));
+        }
+        sb_adds(&b.sb, ") AS \"q\"");
+        add_where(&b, req->having, req->nhaving);
+        add_order(&b);
+        add_limit(&b);
+    } else {
+        sb_adds(&b.sb, req->distinct ? "SELECT DISTINCT " : "SELECT ");
+        for (size_t i = 0; i < req->ncolumns; i++) {
+            if (i)
+                sb_adds(&b.sb, ", ");
+            sb_add_sql_ident(&b.sb, colname(&b, req->columns[i]));
+            names[i] = colname(&b, req->columns[i]);
+        }
+        if (req->ncolumns == 0)
+            sb_adds(&b.sb, "*"); /* a schema with no columns; DuckDB has none */
+        sb_adds(&b.sb, " FROM ");
+        sb_adds(&b.sb, relation);
+        add_where(&b, req->preds, req->npreds);
+        add_order(&b);
+        add_limit(&b);
+    }
+
+    if (b.sb.overflow) {
+        sb_release(&b.sb);
+        return vt_error_set(err, VT_ERR_LIMIT_EXCEEDED, "query too large to compile");
+    }
+    char *sql = arena_strndup(arena, b.sb.buf, b.sb.len);
+    size_t len = b.sb.len;
+    sb_release(&b.sb);
+    if (!sql)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "query request too large for memory");
+    out->sql = sql;
+    out->sql_len = len;
+    out->params = b.params;
+    out->nparams = b.nparams;
+    out->out_names = names;
+    out->nout = nout;
+    out->page = req->page;
+    out->page_size = req->page_size;
+    out->offset = req->offset;
+    out->max_rows = req->max_rows;
+    return VT_ERR_OK;
+}
+
+/* A DuckDB value for one list item (NULL on failure). */
+static duckdb_value item_value(const struct query_value *v)
+{
+    switch (v->kind) {
+    case QUERY_VALUE_BOOL:
+        return duckdb_create_bool(v->u.b);
+    case QUERY_VALUE_INT64:
+        return duckdb_create_int64(v->u.i);
+    case QUERY_VALUE_DOUBLE:
+        return duckdb_create_double(v->u.d);
+    case QUERY_VALUE_VARCHAR:
+        return duckdb_create_varchar_length(v->u.s.ptr, v->u.s.len);
+    default:
+        return NULL;
+    }
+}
+
+static duckdb_state bind_list(duckdb_prepared_statement stmt, idx_t at,
+                              const struct query_value *v)
+{
+    size_t n = v->u.list.n;
+    if (n == 0)
+        return DuckDBError; /* never built: empty lists are written as false */
+    static const duckdb_type child_type[] = {
+        [QUERY_VALUE_BOOL] = DUCKDB_TYPE_BOOLEAN,
+        [QUERY_VALUE_INT64] = DUCKDB_TYPE_BIGINT,
+        [QUERY_VALUE_DOUBLE] = DUCKDB_TYPE_DOUBLE,
+        [QUERY_VALUE_VARCHAR] = DUCKDB_TYPE_VARCHAR,
+    };
+    enum query_value_kind kind = v->u.list.items[0].kind;
+    if (kind == QUERY_VALUE_LIST)
+        return DuckDBError;
+    duckdb_value *items = calloc(n, sizeof *items);
+    if (!items)
+        return DuckDBError;
+    duckdb_state st = DuckDBSuccess;
+    for (size_t k = 0; k < n && st == DuckDBSuccess; k++) {
+        if (v->u.list.items[k].kind != kind || !(items[k] = item_value(&v->u.list.items[k])))
+            st = DuckDBError;
+    }
+    if (st == DuckDBSuccess) {
+        duckdb_logical_type t = duckdb_create_logical_type(child_type[kind]);
+        duckdb_value list = duckdb_create_list_value(t, items, (idx_t)n);
+        st = list ? duckdb_bind_value(stmt, at, list) : DuckDBError;
+        duckdb_destroy_value(&list);
+        duckdb_destroy_logical_type(&t);
+    }
+    for (size_t k = 0; k < n; k++)
+        if (items[k])
+            duckdb_destroy_value(&items[k]);
+    free(items);
+    return st;
+}
+
+enum vt_err query_plan_bind(const struct query_plan *plan, duckdb_prepared_statement stmt,
+                            struct vt_error *err)
+{
+    for (size_t i = 0; i < plan->nparams; i++) {
+        const struct query_value *v = &plan->params[i];
+        idx_t at = (idx_t)i + 1;
+        duckdb_state st = DuckDBError;
+        switch (v->kind) {
+        case QUERY_VALUE_LIST:
+            st = bind_list(stmt, at, v);
+            break;
+        case QUERY_VALUE_BOOL:
+            st = duckdb_bind_boolean(stmt, at, v->u.b);
+            break;
+        case QUERY_VALUE_INT64:
+            st = duckdb_bind_int64(stmt, at, v->u.i);
+            break;
+        case QUERY_VALUE_DOUBLE:
+            st = duckdb_bind_double(stmt, at, v->u.d);
+            break;
+        case QUERY_VALUE_VARCHAR:
+            st = duckdb_bind_varchar_length(stmt, at, v->u.s.ptr, v->u.s.len);
+            break;
+        }
+        if (st != DuckDBSuccess) {
+            const char *why = duckdb_prepare_error(stmt);
+            return vt_error_set(err, VT_ERR_INTERNAL, "binding parameter %zu (%s) failed: %s",
+                                i + 1, v->cast, why ? why : "unknown error");
+        }
+    }
+    return VT_ERR_OK;
+}
+
+/* ---- equality-index path ---- */
+
+/* The int64 range a column's values can take, for dropping values that
+ * cannot match. False for columns the index does not cover. */
+static bool int_range(duckdb_type t, int64_t *lo, int64_t *hi)
+{
+    switch (t) {
+    case DUCKDB_TYPE_TINYINT: *lo = INT8_MIN; *hi = INT8_MAX; return true;
+    case DUCKDB_TYPE_SMALLINT: *lo = INT16_MIN; *hi = INT16_MAX; return true;
+    case DUCKDB_TYPE_INTEGER: *lo = INT32_MIN; *hi = INT32_MAX; return true;
+    case DUCKDB_TYPE_BIGINT: *lo = INT64_MIN; *hi = INT64_MAX; return true;
+    case DUCKDB_TYPE_UTINYINT: *lo = 0; *hi = UINT8_MAX; return true;
+    case DUCKDB_TYPE_USMALLINT: *lo = 0; *hi = UINT16_MAX; return true;
+    case DUCKDB_TYPE_UINTEGER: *lo = 0; *hi = UINT32_MAX; return true;
+    case DUCKDB_TYPE_UBIGINT: *lo = 0; *hi = INT64_MAX; return true; /* JSON ints are int64 */
+    default: return false;
+    }
+}
+
+bool query_index_terms(const struct query_request *req, struct arena *arena,
+                       const struct query_index_term **out_terms, size_t *out_n)
+{
+    *out_terms = NULL;
+    *out_n = 0;
+    if (req->npreds == 0)
+        return false;
+    /* A count uses only the predicates; other fields were validated and
+     * are ignored (see query.h). */
+    if (req->mode != QUERY_COUNT && (req->ngroup > 0 || req->distinct || req->norder > 0))
+        return false;
+    for (size_t i = 0; i < req->npreds; i++) {
+        const struct query_pred *p = &req->preds[i];
+        if (p->op != QUERY_OP_EQ && p->op != QUERY_OP_IN)
+            return false;
+        duckdb_type t = req->schema->cols[p->ref.idx].type;
+        int64_t lo, hi;
+        if (t != DUCKDB_TYPE_BOOLEAN && t != DUCKDB_TYPE_VARCHAR && !int_range(t, &lo, &hi))
+            return false;
+    }
+    struct query_index_term *terms = arena_alloc(arena, req->npreds * sizeof *terms);
+    if (!terms)
+        return false;
+    for (size_t i = 0; i < req->npreds; i++) {
+        const struct query_pred *p = &req->preds[i];
+        duckdb_type t = req->schema->cols[p->ref.idx].type;
+        struct query_value *vals = arena_alloc(arena, (p->nvals ? p->nvals : 1) * sizeof *vals);
+        if (!vals)
+            return false;
+        size_t n = 0;
+        int64_t lo = 0, hi = 0;
+        bool is_int = int_range(t, &lo, &hi);
+        for (size_t k = 0; k < p->nvals; k++) {
+            const struct query_value *v = &p->vals[k];
+            /* The parser typed values by column class, so only integer
+             * columns can hold a value that cannot match (3.5, 300 on a
+             * TINYINT, -1 on an unsigned column). A UBIGINT also holds the
+             * integral doubles in [2^63, 2^64), kept as DOUBLE. */
+            if (is_int && v->kind == QUERY_VALUE_DOUBLE && t == DUCKDB_TYPE_UBIGINT &&
+                v->u.d == trunc(v->u.d) && v->u.d >= 0x1p63 && v->u.d < 0x1p64) {
+                vals[n++] = *v;
+                continue;
+            }
+            if (is_int && (v->kind != QUERY_VALUE_INT64 || v->u.i < lo || v->u.i > hi))
+                continue;
+            vals[n++] = *v;
+        }
+        terms[i] = (struct query_index_term){p->ref.idx, vals, n};
+    }
+    *out_terms = terms;
+    *out_n = req->npreds;
+    return true;
+}

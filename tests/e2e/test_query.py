@@ -1,0 +1,291 @@
+"""POST /query and /count over HTTP: response shape, paging and limits, errors,
+the index fast path against the SQL path, compression, timeouts."""
+import gzip
+import json
+import threading
+import time
+
+import requests
+
+from conftest import dataset_block, server_block, sql, write_parquet
+
+QUERY = "/api/v1/datasets/t/query"
+COUNT = "/api/v1/datasets/t/count"
+
+
+def table(datadir, rows=1000):
+    return write_parquet(datadir / "t.parquet", f"""
+        SELECT i AS id, 'cat' || (i % 7) AS cat, (i % 10) AS bucket, i * 0.25 AS score,
+               DATE '2024-01-01' + (i % 60)::INTEGER AS day,
+               TIMESTAMP '2024-01-01 00:00:00' + to_seconds(i * 3600) AS ts,
+               CASE WHEN i % 9 = 0 THEN NULL ELSE 'n' || i END AS note,
+               i % 2 = 0 AS even
+        FROM range({rows}) t(i)""")
+
+
+def start(vt, datadir, rows=1000, **server):
+    table(datadir, rows)
+    return vt(server_block(**server) + dataset_block("t", datadir / "t.parquet"))
+
+
+def wait_indexed(s, name="t", col="cat"):
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if col in s.get(f"/api/v1/datasets/{name}/schema").json()["indexed"]:
+            return
+        time.sleep(0.05)
+    raise AssertionError("index not built")
+
+
+def q(s, body, path=QUERY, **kw):
+    r = s.post(path, body, **kw)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_shape_and_defaults(vt, datadir):
+    s = start(vt, datadir)
+    r = s.post(QUERY, {})
+    assert r.status_code == 200
+    assert r.headers["Content-Type"].startswith("application/json")
+    body = r.json()
+    assert set(body) == {"data", "page", "page_size"}
+    assert body["page"] == 1 and body["page_size"] == 1000
+    assert len(body["data"]) == 1000
+    assert list(body["data"][0]) == ["id", "cat", "bucket", "score", "day", "ts", "note", "even"]
+    assert body["data"][1] == {"id": 1, "cat": "cat1", "bucket": 1, "score": 0.25, "day": "2024-01-02",
+                               "ts": "2024-01-01T01:00:00", "note": "n1", "even": False}
+    assert body["data"][0]["note"] is None
+    # empty body with no Content-Type is the same as {}
+    r = requests.post(s.url(QUERY), timeout=10)
+    assert r.status_code == 200 and len(r.json()["data"]) == 1000
+    assert "X-Dataset-Refreshed-At" in r.headers
+
+
+def test_paging_clamping_and_limit(vt, datadir):
+    s = start(vt, datadir, max_page_size=50)
+    b = q(s, {"page": 0, "page_size": 10, "order_by": [{"col": "id"}]})
+    assert b["page"] == 1 and b["page_size"] == 10 and b["data"][0]["id"] == 0
+    b = q(s, {"page": -3, "page_size": 0})
+    assert b["page"] == 1 and b["page_size"] == 1 and len(b["data"]) == 1
+    b = q(s, {"page_size": 10000})
+    assert b["page_size"] == 50 and len(b["data"]) == 50
+    b = q(s, {"page": 3, "page_size": 10, "limit": 25, "order_by": [{"col": "id"}]})
+    assert [r["id"] for r in b["data"]] == [20, 21, 22, 23, 24]
+    b = q(s, {"page": 4, "page_size": 10, "limit": 25})
+    assert b["data"] == []
+    b = q(s, {"limit": 0})
+    assert b["data"] == []
+    b = q(s, {"limit": None, "page_size": 5})
+    assert len(b["data"]) == 5
+
+
+def test_projection_predicates_order(vt, datadir):
+    s = start(vt, datadir)
+    b = q(s, {"columns": ["cat", "id"], "predicates": [
+        {"col": "bucket", "op": "in", "val": [1, 2]},
+        {"col": "day", "op": "gte", "val": "2024-01-10"},
+        {"col": "note", "op": "is_not_null"},
+        {"col": "score", "op": "between", "val": [10, 100]}],
+        "order_by": [{"col": "cat", "dir": "desc"}, {"col": "id"}], "page_size": 1000})
+    rows = b["data"]
+    expect = sql(f"""SELECT cat, id FROM (SELECT i AS id, 'cat' || (i % 7) AS cat, i % 10 AS bucket,
+        i * 0.25 AS score, DATE '2024-01-01' + (i % 60)::INTEGER AS day,
+        CASE WHEN i % 9 = 0 THEN NULL ELSE 'n' || i END AS note FROM range(1000) t(i))
+        WHERE bucket IN (1, 2) AND day >= DATE '2024-01-10' AND note IS NOT NULL
+          AND score BETWEEN 10 AND 100 ORDER BY cat DESC, id""")
+    assert [[r["cat"], r["id"]] for r in rows] == [[c, int(i)] for c, i in expect]
+    assert list(rows[0]) == ["cat", "id"]
+
+
+def test_group_by_aggregations_having_distinct(vt, datadir):
+    s = start(vt, datadir)
+    b = q(s, {"group_by": ["cat"], "aggregations": [{"op": "count"}, {"op": "sum", "col": "bucket"},
+                                                   {"op": "max", "col": "id", "alias": "top"}],
+              "having": [{"col": "top", "op": "gt", "val": 995}], "order_by": [{"col": "cat"}]})
+    assert [list(r) for r in b["data"]][0] == ["cat", "count", "sum_bucket", "top"]
+    got = {r["cat"]: (r["count"], r["sum_bucket"], r["top"]) for r in b["data"]}
+    exp = {}
+    for i in range(1000):
+        c = f"cat{i % 7}"
+        n, sm, top = exp.get(c, (0, 0, -1))
+        exp[c] = (n + 1, sm + i % 10, max(top, i))
+    assert got == {k: v for k, v in exp.items() if v[2] > 995}
+    b = q(s, {"group_by": ["even"]})
+    assert sorted((r["even"], r["count"]) for r in b["data"]) == [(False, 500), (True, 500)]
+    b = q(s, {"columns": ["bucket"], "distinct": True, "order_by": [{"col": "bucket"}]})
+    assert [r["bucket"] for r in b["data"]] == list(range(10))
+
+
+def test_count(vt, datadir):
+    s = start(vt, datadir)
+    assert q(s, {}, COUNT) == {"count": 1000}
+    assert q(s, {"predicates": [{"col": "note", "op": "is_null"}]}, COUNT) == {"count": 112}
+    assert q(s, {"predicates": [{"col": "cat", "op": "like", "val": "cat_"}]}, COUNT) == {"count": 1000}
+    r = s.post(COUNT, {"predicates": [{"col": "nope", "op": "eq", "val": 1}]})
+    assert r.status_code == 400 and r.json()["code"] == "unknown_column"
+    assert "X-Dataset-Refreshed-At" in s.post(COUNT, {}).headers
+
+
+def test_invalid_requests_are_400_with_codes(vt, datadir):
+    s = start(vt, datadir)
+    cases = [
+        ({"columns": ["nope"]}, "unknown_column"),
+        ({"predicates": [{"col": "id", "op": "approx", "val": 1}]}, "unknown_operator"),
+        ({"predicates": [{"col": "id", "op": "eq"}]}, "invalid_value"),
+        ({"predicates": [{"col": "id", "op": "eq", "val": "x"}]}, "invalid_value"),
+        ({"predicates": [{"col": "id", "op": "in", "val": []}]}, None),  # empty in: no rows
+        ({"predicates": [{"col": "day", "op": "gt", "val": "2024-13-45"}]}, "invalid_value"),
+        ({"aggregations": [{"op": "count"}]}, "invalid_combination"),
+        ({"having": [{"col": "id", "op": "gt", "val": 1}]}, "invalid_combination"),
+        ({"group_by": ["cat"], "distinct": True}, "invalid_combination"),
+        ({"group_by": ["cat"], "having": [{"col": "id", "op": "gt", "val": 1}]}, "invalid_having"),
+        ({"order_by": [{"col": "id", "dir": "up"}]}, "invalid_order"),
+        ({"order_by": [{"col": "zzz"}]}, "unknown_column"),
+        ({"group_by": ["zzz"]}, "unknown_column"),
+        ({"aggregations": [{"op": "median", "col": "id"}], "group_by": ["cat"]}, "invalid_aggregation"),
+        ({"page": "two"}, None),
+        ({"predicate": []}, "unknown_field"),
+        ({"predicates": [{"col": "cat", "op": "in", "val": list(range(20000))}]}, "limit_exceeded"),
+        ({"predicates": [{"col": "cat", "op": "like", "val": "x" * 5000}]}, "limit_exceeded"),
+        ({"columns": ["c" * 1000]}, "limit_exceeded"),
+    ]
+    for body, code in cases:
+        r = s.post(QUERY, body)
+        if code is None:
+            assert r.status_code in (200, 400), (body, r.text)
+            continue
+        assert r.status_code == 400, (body, r.text)
+        assert r.json()["code"] == code, (body, r.text)
+        assert r.json()["error"]
+    deep = {"predicates": [{"col": "id", "op": "eq", "val": 1}]}
+    nested = {}
+    cur = nested
+    for _ in range(40):
+        cur["x"] = {}
+        cur = cur["x"]
+    r = s.post(QUERY, nested)
+    assert r.status_code == 400 and r.json()["code"] == "limit_exceeded"
+    r = s.post(QUERY, data=b"{nope", headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["code"] == "invalid_json"
+    r = s.post(QUERY, data=json.dumps(deep), headers={"Content-Type": "text/plain"})
+    assert r.status_code == 415 and r.json()["code"] == "unsupported_media_type"
+    r = s.post(QUERY, data=b"[1,2]", headers={"Content-Type": "application/json"})
+    assert r.status_code == 400
+    r = s.post("/api/v1/datasets/missing/query", {})
+    assert r.status_code == 404 and r.json()["code"] == "dataset_not_found"
+    r = s.post(QUERY + "?format=xml", {})
+    assert r.status_code == 400
+    # the server is fine afterwards
+    assert s.post(COUNT, {}).json() == {"count": 1000}
+
+
+def test_index_path_matches_sql_path(vt, datadir):
+    s = start(vt, datadir)
+    wait_indexed(s)
+    sc = s.get("/api/v1/datasets/t/schema").json()
+    assert {"cat", "bucket", "even"} <= set(sc["indexed"])
+    assert "score" not in sc["indexed"]
+    bodies = [
+        {"predicates": [{"col": "cat", "op": "eq", "val": "cat3"}], "page_size": 50},
+        {"predicates": [{"col": "cat", "op": "eq", "val": "cat3"}], "page": 3, "page_size": 7},
+        {"predicates": [{"col": "bucket", "op": "in", "val": [1, 3, 3]},
+                        {"col": "even", "op": "eq", "val": False}], "columns": ["id", "note"]},
+        {"predicates": [{"col": "bucket", "op": "eq", "val": 3.0}], "limit": 9, "page_size": 4,
+         "page": 2},
+        {"predicates": [{"col": "bucket", "op": "eq", "val": 3.5}]},
+        {"predicates": [{"col": "cat", "op": "eq", "val": "nope"}]},
+    ]
+    for body in bodies:
+        fast = q(s, body)
+        # The same request forced through DuckDB: a predicate the index cannot
+        # answer that is always true.
+        slow_body = json.loads(json.dumps(body))
+        slow_body["predicates"].append({"col": "id", "op": "gte", "val": 0})
+        slow = q(s, slow_body)
+        assert fast == slow, body
+        c1 = q(s, {"predicates": body["predicates"]}, COUNT)
+        c2 = q(s, {"predicates": slow_body["predicates"]}, COUNT)
+        assert c1 == c2
+
+
+def decode(data, encoding):
+    import subprocess
+    if encoding == "gzip":
+        return gzip.decompress(data)
+    tool = {"br": ["brotli", "-d", "-c"], "zstd": ["zstd", "-d", "-c", "-q"]}[encoding]
+    return subprocess.run(tool, input=data, capture_output=True, check=True).stdout
+
+
+def test_response_compression(vt, datadir):
+    s = start(vt, datadir)
+    plain = requests.post(s.url(QUERY), json={}, headers={"Accept-Encoding": "identity"}, timeout=10)
+    assert "Content-Encoding" not in plain.headers
+    assert "Accept-Encoding" in plain.headers.get("Vary", "")
+    for enc in ("gzip", "br", "zstd"):
+        r = requests.post(s.url(QUERY), json={}, headers={"Accept-Encoding": enc}, stream=True, timeout=10)
+        assert r.headers["Content-Encoding"] == enc
+        raw = r.raw.read(decode_content=False)
+        assert len(raw) < len(plain.content) / 2
+        assert json.loads(decode(raw, enc)) == plain.json()
+    r = requests.post(s.url(QUERY), json={}, headers={"Accept-Encoding": "gzip;q=0.5, zstd;q=0.9"},
+                      stream=True, timeout=10)
+    assert r.headers["Content-Encoding"] == "zstd"
+    # a large page is streamed (chunked) and still compressed correctly
+    r = requests.post(s.url(QUERY), json={"page_size": 100000}, headers={"Accept-Encoding": "gzip"},
+                      stream=True, timeout=30)
+    body = json.loads(gzip.decompress(r.raw.read(decode_content=False)))
+    assert len(body["data"]) == 1000
+
+
+def test_compress_disabled(vt, datadir):
+    s = start(vt, datadir, compress=False)
+    r = requests.post(s.url(QUERY), json={}, headers={"Accept-Encoding": "gzip"}, timeout=10)
+    assert "Content-Encoding" not in r.headers
+
+
+def test_large_page_streams_with_flat_memory(vt, datadir):
+    s = start(vt, datadir, rows=300000)
+    r = requests.post(s.url(QUERY), json={"page_size": 100000}, stream=True, timeout=60)
+    assert r.status_code == 200
+    assert r.headers.get("Transfer-Encoding") == "chunked"
+    body = json.loads(r.content)
+    assert len(body["data"]) == 100000 and body["page_size"] == 100000
+    assert body["data"][-1]["id"] == 99999
+
+
+def test_timeout_504_interrupts_query(vt, datadir):
+    s = start(vt, datadir, rows=3000000, request_timeout_ms=300)
+    t0 = time.time()
+    r = s.post(QUERY, {"group_by": ["id", "note", "ts"], "order_by": [{"col": "note"}],
+                       "page_size": 1})
+    elapsed = time.time() - t0
+    assert r.status_code == 504, r.text
+    assert r.json() == {"error": "request timed out", "code": "timeout"}
+    assert elapsed < 3
+    # the worker is free again: a quick query answers at once
+    assert s.post(COUNT, {}).json() == {"count": 3000000}
+
+
+def test_sigterm_lets_inflight_request_finish(vt, datadir):
+    s = start(vt, datadir, rows=2000000)
+    result = {}
+
+    def slow():
+        result["r"] = s.post(QUERY, {"group_by": ["id", "note"], "order_by": [{"col": "note"}],
+                                     "page_size": 1})
+
+    t = threading.Thread(target=slow)
+    t.start()
+    time.sleep(0.2)
+    import signal
+    s.proc.send_signal(signal.SIGTERM)
+    t.join(60)
+    assert result["r"].status_code == 200
+    assert s.proc.wait(30) == 0
+    # no longer accepting
+    try:
+        requests.get(s.url("/healthz"), timeout=2)
+        raise AssertionError("still accepting connections")
+    except requests.ConnectionError:
+        pass

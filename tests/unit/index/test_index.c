@@ -1,0 +1,190 @@
+/* The equality index: build from DuckDB chunks, lookups, cardinality cap,
+ * list mode, NULLs, and AND-of-ORs matching. */
+#include <duckdb.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "index/index.h"
+#include "testlib.h"
+
+static duckdb_database db;
+static duckdb_connection con;
+
+/* Builds an index over the rows of `sql` with the given settings. */
+static struct vt_index *build(const char *sql, enum index_mode mode, const char *list_col,
+                              int64_t max_card, char *warn, size_t warnlen)
+{
+    duckdb_result res;
+    if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
+        fprintf(stderr, "%s\n", duckdb_result_error(&res));
+        return NULL;
+    }
+    size_t n = duckdb_column_count(&res);
+    const char *names[16];
+    duckdb_type types[16];
+    for (size_t i = 0; i < n; i++) {
+        names[i] = duckdb_column_name(&res, i);
+        types[i] = duckdb_column_type(&res, i);
+    }
+    struct vt_dataset_config cfg;
+    config_dataset_defaults(&cfg);
+    cfg.index_mode = mode;
+    cfg.index_max_cardinality = max_card;
+    char *items[1] = {(char *)list_col};
+    if (list_col) {
+        cfg.index_columns.items = items;
+        cfg.index_columns.len = 1;
+    }
+    struct index_builder *b = index_builder_create(n, names, types, &cfg, warn, warnlen);
+    struct vt_index *ix = NULL;
+    if (b) {
+        duckdb_data_chunk chunk;
+        while ((chunk = duckdb_fetch_chunk(res)) != NULL) {
+            index_builder_add_chunk(b, chunk);
+            duckdb_destroy_data_chunk(&chunk);
+        }
+        ix = index_builder_finish(b);
+    }
+    duckdb_destroy_result(&res);
+    return ix;
+}
+
+static struct index_key ikey(int64_t v)
+{
+    struct index_key k = {.domain = INDEX_DOMAIN_INT, .i = v};
+    return k;
+}
+
+static struct index_key skey(const char *s)
+{
+    struct index_key k = {.domain = INDEX_DOMAIN_STRING, .s = s, .len = strlen(s)};
+    return k;
+}
+
+TEST(auto_mode_indexes_low_cardinality_columns)
+{
+    struct vt_index *ix = build("SELECT i::INTEGER AS id, 'cat' || (i % 7) AS cat, i % 2 = 0 AS even, "
+                                "i * 0.5 AS d, CASE WHEN i % 5 = 0 THEN NULL ELSE i % 3 END AS m "
+                                "FROM range(10000) t(i)",
+                                INDEX_AUTO, NULL, 100, NULL, 0);
+    CHECK(ix != NULL);
+    if (!ix)
+        return;
+    CHECK(!index_has_column(ix, 0));  /* 10000 distinct > 100 */
+    CHECK(index_has_column(ix, 1));
+    CHECK(index_has_column(ix, 2));
+    CHECK(!index_has_column(ix, 3));  /* DOUBLE is not eligible */
+    CHECK(index_has_column(ix, 4));
+    CHECK_EQ_INT(index_column_keys(ix, 1), 7);
+    size_t n;
+    struct index_key k = skey("cat3");
+    const uint32_t *rows = index_lookup(ix, 1, &k, &n);
+    CHECK(n == 1428 || n == 1429);
+    for (size_t i = 0; i < n; i++) {
+        CHECK_EQ_INT(rows[i] % 7, 3);
+        if (i)
+            CHECK(rows[i] > rows[i - 1]);
+    }
+    struct index_key t = {.domain = INDEX_DOMAIN_BOOL, .i = 1};
+    index_lookup(ix, 2, &t, &n);
+    CHECK_EQ_INT(n, 5000);
+    /* NULLs are not indexed: m = 0 only where i%3==0 and i%5!=0. */
+    struct index_key z = ikey(0);
+    rows = index_lookup(ix, 4, &z, &n);
+    size_t expect = 0;
+    for (int i = 0; i < 10000; i++)
+        expect += i % 3 == 0 && i % 5 != 0;
+    CHECK_EQ_INT(n, expect);
+    struct index_key missing = skey("nope");
+    CHECK(index_lookup(ix, 1, &missing, &n) == NULL && n == 0);
+    CHECK(ix->bytes > 0);
+    index_destroy(ix);
+}
+
+TEST(list_mode_ignores_cardinality)
+{
+    char warn[200];
+    struct vt_index *ix = build("SELECT i AS id, 'x' || i AS name FROM range(50000) t(i)", INDEX_LIST,
+                                "id", 10, warn, sizeof warn);
+    CHECK(ix != NULL);
+    if (!ix)
+        return;
+    CHECK(index_has_column(ix, 0));
+    CHECK(!index_has_column(ix, 1));
+    size_t n;
+    struct index_key k = ikey(4242);
+    const uint32_t *rows = index_lookup(ix, 0, &k, &n);
+    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(rows[0], 4242);
+    CHECK_EQ_STR(warn, "");
+    index_destroy(ix);
+}
+
+TEST(list_mode_warns_on_bad_columns)
+{
+    char warn[200];
+    struct vt_index *ix = build("SELECT 1.5 AS d", INDEX_LIST, "d", 10, warn, sizeof warn);
+    CHECK(ix == NULL);
+    CHECK_CONTAINS(warn, "cannot be indexed");
+    ix = build("SELECT 1 AS a", INDEX_LIST, "zz", 10, warn, sizeof warn);
+    CHECK(ix == NULL);
+    CHECK_CONTAINS(warn, "no column named \"zz\"");
+}
+
+TEST(mode_none_builds_nothing)
+{
+    CHECK(build("SELECT 1 AS a", INDEX_NONE, NULL, 10, NULL, 0) == NULL);
+}
+
+TEST(match_and_of_ors)
+{
+    struct vt_index *ix = build("SELECT i % 10 AS a, 'k' || (i % 3) AS b, i::UBIGINT % 4 AS u "
+                                "FROM range(3000) t(i)",
+                                INDEX_AUTO, NULL, 1000, NULL, 0);
+    CHECK(ix != NULL);
+    if (!ix)
+        return;
+    struct index_key a_keys[] = {ikey(1), ikey(2), ikey(1)};
+    struct index_key b_keys[] = {skey("k0")};
+    struct index_term terms[] = {{0, a_keys, 3}, {1, b_keys, 1}};
+    struct index_rows out;
+    CHECK_EQ_INT(index_match(ix, terms, 2, &out), 0);
+    size_t expect = 0;
+    for (int i = 0; i < 3000; i++)
+        expect += (i % 10 == 1 || i % 10 == 2) && i % 3 == 0;
+    CHECK_EQ_INT(out.n, expect);
+    for (size_t i = 0; i < out.n; i++) {
+        uint32_t r = out.rows[i];
+        CHECK((r % 10 == 1 || r % 10 == 2) && r % 3 == 0);
+        if (i)
+            CHECK(out.rows[i] > out.rows[i - 1]);
+    }
+    index_rows_free(&out);
+    struct index_key u = {.domain = INDEX_DOMAIN_UINT, .u = 3};
+    struct index_term t2[] = {{2, &u, 1}};
+    CHECK_EQ_INT(index_match(ix, t2, 1, &out), 0);
+    CHECK_EQ_INT(out.n, 750);
+    CHECK(out.owned == NULL); /* a single key borrows the posting list */
+    index_rows_free(&out);
+    /* Wrong domain finds nothing. */
+    struct index_key wrong = skey("1");
+    struct index_term t3[] = {{0, &wrong, 1}};
+    CHECK_EQ_INT(index_match(ix, t3, 1, &out), 0);
+    CHECK_EQ_INT(out.n, 0);
+    index_destroy(ix);
+}
+
+int main(void)
+{
+    duckdb_open(NULL, &db);
+    duckdb_connect(db, &con);
+    static const struct tl_case cases[] = {
+        TEST_CASE(auto_mode_indexes_low_cardinality_columns), TEST_CASE(list_mode_ignores_cardinality),
+        TEST_CASE(list_mode_warns_on_bad_columns), TEST_CASE(mode_none_builds_nothing),
+        TEST_CASE(match_and_of_ors)};
+    int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
+    duckdb_disconnect(&con);
+    duckdb_close(&db);
+    return rc;
+}
