@@ -121,6 +121,11 @@ FUZZ_SRC_fuzz_query            := $(filter-out src/query/query_index.c,$(wildcar
                                   src/util/arena.c src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_query           := -isystem $(DUCKDB_DIR) -ljansson -L$(DUCKDB_DIR) -lduckdb \
                                   -Wl,-rpath,$(abspath $(DUCKDB_DIR)) -lm
+FUZZ_SRC_fuzz_delta_log        := src/sources/delta_log.c src/sources/delta_schema.c \
+                                  src/util/strbuf.c src/util/errors.c
+FUZZ_LIBS_fuzz_delta_log       := -ljansson
+FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c
+FUZZ_LIBS_fuzz_s3_list_xml     := -lexpat
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 define FUZZ_RULE

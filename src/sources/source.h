@@ -56,12 +56,18 @@ struct source_snapshot {
      * CREATE TABLE finished. Cached files for lazy datasets are not listed. */
     char **temp_files;
     size_t n_temp_files;
+    /* Delta and S3 parquet: the complete SELECT (all columns, in schema order)
+     * built at resolve time, when the file columns were probed; NULL for local
+     * parquet. source_select_sql() hands such snapshots to
+     * source_prebuilt_select_sql() (delta.h), which adds the projection. */
+    char *select_sql;
 };
 
 struct source_context {
     const char *cache_dir;      /* on-disk S3 object cache root (bounded, see s3.h) */
     const char *temp_dir;       /* scratch space for downloads */
     bool for_lazy;              /* the snapshot backs a lazy view (keep files) */
+    int64_t cache_max_bytes;    /* S3 object cache budget; 0 = VT_S3_CACHE_DEFAULT_MAX_BYTES */
 };
 
 /* Resolves `ds` now. On failure sets err; *out_access_denied (may be NULL) is
@@ -81,5 +87,15 @@ void source_snapshot_release(struct source_snapshot *snap);
 /* Implementations (dispatch in source.c). */
 enum vt_err source_local_resolve(const struct vt_dataset_config *ds,
                                  struct source_snapshot *out, struct vt_error *err);
+/* delta.h: source_delta_resolve(); s3_parquet.c: */
+enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
+                                      const struct source_context *ctx,
+                                      struct source_snapshot *out, bool *out_access_denied,
+                                      struct vt_error *err);
+/* Bytes the source's objects hold now (one listing, nothing downloaded), so
+ * force_lazy_above_mb can pick the residency before resolving. */
+enum vt_err source_s3_parquet_measure(const struct vt_dataset_config *ds,
+                                      const struct source_context *ctx, int64_t *out_bytes,
+                                      bool *out_access_denied, struct vt_error *err);
 
 #endif

@@ -37,6 +37,8 @@
     X(INVALID_NAME, 400, "invalid_name", "invalid dataset name")                           \
     X(SOURCE_UNAVAILABLE, 400, "source_unavailable", "source cannot be opened")            \
     X(SOURCE_EMPTY, 400, "source_empty", "source has no files or no rows")                 \
+    X(SOURCE_UNSUPPORTED, 400, "source_unsupported",                                      \
+      "source uses a format feature vitrine cannot read")                                  \
     X(BUILD_FAILED, 422, "build_failed", "dataset build failed")                           \
     X(BUSY, 409, "busy", "dataset is already building")                                    \
     X(INVALID_CONFIG, 400, "invalid_config", "invalid configuration")                      \

@@ -36,4 +36,36 @@
 /* Config file */
 #define VT_MAX_CONFIG_BYTES (16 * 1024 * 1024)
 
+/* Delta log (src/sources/delta*.c). The log is input from storage we do not
+ * control: every file, listing and nesting level we read has a cap. */
+#define VT_DELTA_MAX_LOG_FILE_BYTES (256 * 1024 * 1024) /* one JSON commit or JSON checkpoint */
+#define VT_DELTA_MAX_LAST_CHECKPOINT_BYTES (4 * 1024 * 1024) /* _last_checkpoint */
+#define VT_DELTA_MAX_LOG_ENTRIES 1000000        /* names listed in _delta_log/ */
+#define VT_DELTA_MAX_ACTIVE_FILES 2000000       /* add actions alive in one snapshot */
+#define VT_DELTA_MAX_SCHEMA_DEPTH 32            /* nesting of struct/array/map types */
+#define VT_DELTA_MAX_COLUMNS 10000              /* fields of one struct in a schema */
+#define VT_DELTA_MAX_PATH_BYTES 4096            /* one decoded data file path */
+#define VT_DELTA_MAX_CHECKPOINT_PARTS 100000    /* parts of a multi-part checkpoint, sidecars */
+
+/* S3 client (src/sources/s3*.c) */
+#define VT_S3_MAX_LIST_KEYS 1000000             /* keys gathered by one listing */
+#define VT_S3_MAX_LIST_PAGE_BYTES (32 * 1024 * 1024) /* one ListObjectsV2 response body */
+#define VT_S3_MAX_KEY_BYTES 1024                /* S3's own key limit (after URL decoding) */
+#define VT_S3_MAX_ERROR_BODY_BYTES (64 * 1024)  /* error bodies kept for the message */
+#define VT_S3_MAX_XML_DEPTH 16                  /* element nesting in listing/error XML */
+#define VT_S3_MAX_ATTEMPTS 5                    /* tries per request (first + retries) */
+#define VT_S3_BACKOFF_BASE_MS 100               /* first retry waits ~base, doubling */
+#define VT_S3_BACKOFF_MAX_MS 4000               /* cap of one backoff sleep */
+#define VT_S3_CONNECT_TIMEOUT_SECS 10
+#define VT_S3_REQUEST_TIMEOUT_SECS 120          /* list/HEAD/small GET, whole request */
+#define VT_S3_LOW_SPEED_BYTES 1024              /* downloads: abort below this rate ... */
+#define VT_S3_LOW_SPEED_SECS 30                 /* ... sustained for this long */
+#define VT_S3_DOWNLOAD_THREADS 4                /* parallel object downloads per resolve */
+#define VT_S3_MAX_OBJECT_BYTES ((int64_t)64 * 1024 * 1024 * 1024) /* one downloaded object */
+/* On-disk object cache for lazy S3 datasets (src/sources/objcache.c): the
+ * default byte budget when source_context.cache_max_bytes is 0, and how long a
+ * file used by a resolve is protected from eviction (in-flight queries). */
+#define VT_S3_CACHE_DEFAULT_MAX_BYTES ((int64_t)4 * 1024 * 1024 * 1024)
+#define VT_S3_CACHE_GRACE_SECS 600
+
 #endif
