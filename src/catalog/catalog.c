@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "catalog/catalog_internal.h"
+#include "sources/objcache.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -265,6 +266,8 @@ bool cat_unregister(struct cat_catalog *cat, struct cat_dataset *ds)
         pthread_mutex_lock(&ds->mu);
         ds->registered = false;
         pthread_mutex_unlock(&ds->mu);
+        /* Its cached S3 objects become evictable. */
+        s3_cache_unpin(ds->cfg.name);
         cat_dataset_put(ds);
     }
     return found;
@@ -418,19 +421,32 @@ static enum vt_err count_rows(duckdb_connection con, struct cat_generation *gen,
     return VT_ERR_OK;
 }
 
-static bool should_be_lazy(const struct cat_catalog *cat, const struct vt_dataset_config *cfg,
-                           const struct source_snapshot *snap)
+/* Residency is decided before the source is resolved, because a resident
+ * build of a remote source downloads files that a lazy one keeps in the
+ * cache instead. The size comes from the log or listing, not a download. */
+static enum vt_err decide_lazy(const struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                               const struct source_context *ctx, bool *out_lazy,
+                               bool *out_access_denied, struct vt_error *err)
 {
-    if (cfg->lazy || (cfg->materialize.set && cfg->materialize.residency == RESIDENCY_LAZY))
-        return true;
+    *out_lazy = false;
+    if (cfg->lazy || (cfg->materialize.set && cfg->materialize.residency == RESIDENCY_LAZY)) {
+        *out_lazy = true;
+        return VT_ERR_OK;
+    }
     int64_t mb = cat->cfg->server.force_lazy_above_mb;
-    if (mb > 0 && snap->total_bytes > mb * 1024 * 1024) {
+    if (mb <= 0)
+        return VT_ERR_OK;
+    int64_t bytes = 0;
+    enum vt_err rc = source_measure(cfg, ctx, &bytes, out_access_denied, err);
+    if (rc != VT_ERR_OK)
+        return rc;
+    if (bytes > mb * 1024 * 1024) {
         log_info("dataset %s: %lld bytes of files exceed server.force_lazy_above_mb=%lld: "
                  "serving it lazily",
-                 cfg->name, (long long)snap->total_bytes, (long long)mb);
-        return true;
+                 cfg->name, (long long)bytes, (long long)mb);
+        *out_lazy = true;
     }
-    return false;
+    return VT_ERR_OK;
 }
 
 /* Builds a new generation for `cfg` on `con`. Returns it with one reference. */
@@ -455,13 +471,16 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     struct source_context ctx = {
         .cache_dir = cat->cache_dir,
         .temp_dir = cat->temp_dir,
-        .for_lazy = cfg->lazy,
     };
+    if (decide_lazy(cat, cfg, &ctx, &gen->lazy, out_access_denied, err) != VT_ERR_OK) {
+        generation_free(gen);
+        return NULL;
+    }
+    ctx.for_lazy = gen->lazy;
     if (source_resolve(cfg, &ctx, &gen->snapshot, out_access_denied, err) != VT_ERR_OK) {
         generation_free(gen);
         return NULL;
     }
-    gen->lazy = should_be_lazy(cat, cfg, &gen->snapshot);
     gen->source_bytes = gen->snapshot.total_bytes;
 
     struct strbuf sql;

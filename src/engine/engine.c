@@ -210,6 +210,13 @@ struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *na
             eng_pool_destroy(pool);
             return NULL;
         }
+        /* Timestamps with time zone are rendered and exported in UTC, never in
+         * the server's local zone (an ICU setting, so per connection). */
+        if (eng_exec(w->con, "SET TimeZone = 'UTC'", VT_ERR_INTERNAL, err) != VT_ERR_OK) {
+            duckdb_disconnect(&w->con);
+            eng_pool_destroy(pool);
+            return NULL;
+        }
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             duckdb_disconnect(&w->con);
             vt_error_set(err, VT_ERR_INTERNAL, "cannot start worker thread");

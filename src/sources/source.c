@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sources/delta.h"
 #include "sources/source.h"
 
 enum vt_err source_resolve(const struct vt_dataset_config *ds, const struct source_context *ctx,
                            struct source_snapshot *out, bool *out_access_denied,
                            struct vt_error *err)
 {
-    (void)ctx;
     if (out_access_denied)
         *out_access_denied = false;
     memset(out, 0, sizeof *out);
@@ -21,14 +21,10 @@ enum vt_err source_resolve(const struct vt_dataset_config *ds, const struct sour
     switch (ds->kind) {
     case SOURCE_PARQUET:
         if (strncmp(loc, "s3://", 5) == 0)
-            return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
-                                "dataset %s: s3:// sources are not supported by this build yet",
-                                ds->name);
+            return source_s3_parquet_resolve(ds, ctx, out, out_access_denied, err);
         return source_local_resolve(ds, out, err);
     case SOURCE_DELTA:
-        return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
-                            "dataset %s: delta sources are not supported by this build yet",
-                            ds->name);
+        return source_delta_resolve(ds, ctx, out, out_access_denied, err);
     case SOURCE_QUERY:
         break;
     }
@@ -48,9 +44,32 @@ static int add_projection(struct strbuf *sql, const struct strvec *columns)
     return 0;
 }
 
+enum vt_err source_measure(const struct vt_dataset_config *ds, const struct source_context *ctx,
+                           int64_t *out_bytes, bool *out_access_denied, struct vt_error *err)
+{
+    *out_bytes = 0;
+    if (out_access_denied)
+        *out_access_denied = false;
+    const char *loc = ds->location ? ds->location : "";
+    if (ds->kind == SOURCE_DELTA)
+        return source_delta_measure(ds, ctx, out_bytes, out_access_denied, err);
+    if (ds->kind == SOURCE_PARQUET && strncmp(loc, "s3://", 5) == 0)
+        return source_s3_parquet_measure(ds, ctx, out_bytes, out_access_denied, err);
+    struct source_snapshot snap;
+    enum vt_err rc = ds->kind == SOURCE_PARQUET ? source_local_resolve(ds, &snap, err)
+                                                : vt_error_set(err, VT_ERR_INTERNAL, "no files");
+    if (rc == VT_ERR_OK) {
+        *out_bytes = snap.total_bytes;
+        source_snapshot_release(&snap);
+    }
+    return rc;
+}
+
 enum vt_err source_select_sql(const struct source_snapshot *snap, const struct strvec *columns,
                               struct strbuf *sql, struct vt_error *err)
 {
+    if (snap->select_sql)
+        return source_prebuilt_select_sql(snap, columns, sql, err);
     if (snap->n_files == 0)
         return vt_error_set(err, VT_ERR_SOURCE_EMPTY, "no files to read");
     sb_adds(sql, "SELECT ");
@@ -59,7 +78,8 @@ enum vt_err source_select_sql(const struct source_snapshot *snap, const struct s
     for (size_t i = 0; i < snap->n_files; i++) {
         if (i)
             sb_addc(sql, ',');
-        sb_add_sql_string(sql, snap->files[i].path);
+        /* Escaped so that [ * ? in a file name are not taken as a glob. */
+        delta_sql_add_path_literal(sql, snap->files[i].path);
     }
     sb_addf(sql, "], union_by_name = true, hive_partitioning = %s)",
             snap->hive_from_paths ? "true" : "false");
@@ -90,5 +110,6 @@ void source_snapshot_release(struct source_snapshot *snap)
     free_strings(snap->schema_types, snap->n_schema);
     free_strings(snap->temp_files, snap->n_temp_files);
     free(snap->version);
+    free(snap->select_sql);
     memset(snap, 0, sizeof *snap);
 }

@@ -76,6 +76,11 @@ enum vt_err source_resolve(const struct vt_dataset_config *ds, const struct sour
                            struct source_snapshot *out, bool *out_access_denied,
                            struct vt_error *err);
 
+/* The bytes of the source's data files now, without downloading anything
+ * (server.force_lazy_above_mb decides residency before resolving). */
+enum vt_err source_measure(const struct vt_dataset_config *ds, const struct source_context *ctx,
+                           int64_t *out_bytes, bool *out_access_denied, struct vt_error *err);
+
 /* One SELECT over the snapshot's files, applying the dataset's `columns`
  * projection (NULL/empty = all). Column names are quoted, paths are SQL string
  * literals (they come from config or listings, never from query requests). */

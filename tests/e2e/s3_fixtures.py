@@ -4,7 +4,7 @@ fault-injecting HTTP proxy (Python's http.server) in front of it.
 
 Standard library only (Debian's /usr/bin/python3 has no boto3). moto_server is
 looked up as $VT_MOTO_SERVER, then on PATH, then at /root/.pyenv/shims/moto_server
-(the pyenv Python that ships it); without it the S3 tests are skipped.
+(the pyenv Python that ships it); without it the S3 tests fail.
 
 Fixtures (import them into a test module with `from s3_fixtures import *`):
   moto        session-wide moto without auth -> Moto (endpoint, admin helpers)
@@ -148,7 +148,7 @@ class Moto:
 def _start_moto(tmp_path_factory):
     exe = find_moto()
     if not exe:
-        pytest.skip("moto_server not found (PATH, $VT_MOTO_SERVER, " + MOTO_FALLBACK + ")")
+        pytest.fail("moto_server not found (PATH, $VT_MOTO_SERVER, " + MOTO_FALLBACK + ")")
     m = Moto(exe, tmp_path_factory.mktemp("moto"))
     m.start()
     return m

@@ -229,7 +229,7 @@ DELTA_TABLES = ["delta-0.8.0-special-partition", "delta-0.8.0-null-partition",
 def delta_bucket(moto):
     corpus = corpus_dir()
     if not corpus:
-        pytest.skip("Delta corpus not found")
+        pytest.fail("Delta corpus not found (expected ../shared/delta-tables)")
     b = new_bucket(moto)
     for t in DELTA_TABLES + ["delta-0.8-empty", "simple_table_features"]:
         moto.upload_tree(corpus / t, b, f"tables/{t}")
@@ -473,7 +473,7 @@ def test_delta_listing_starts_at_last_checkpoint(moto, proxy, delta_bucket):
 
 def test_delta_wrong_credentials_is_access_denied(moto_auth, auth_data):
     if not corpus_dir():
-        pytest.skip("Delta corpus not found")
+        pytest.fail("Delta corpus not found (expected ../shared/delta-tables)")
     r = run_source("s3://vt-auth/delta", endpoint=moto_auth.endpoint,
                    creds=(moto_auth.key_id, "wrong-secret"))
     assert not r.ok and r.meta["access_denied"] is True, r

@@ -50,7 +50,7 @@ def all_rows(srv, name, order, tmp_path):
 def test_local_and_s3_sources_serve_the_same_rows(vt, moto, tmp_path):
     corpus = corpus_dir()
     if not corpus:
-        pytest.skip("Delta corpus not found")
+        pytest.fail("Delta corpus not found (expected ../shared/delta-tables)")
     data = tmp_path / "pq"
     write_parquet(data / "a.parquet", "SELECT range AS id, 'r' || range AS s FROM range(100)")
     write_parquet(data / "b.parquet", "SELECT range AS id, 'q' || range AS s FROM range(100, 150)")
@@ -73,8 +73,6 @@ def test_local_and_s3_sources_serve_the_same_rows(vt, moto, tmp_path):
     env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
     srv = vt(config, env=env, wait="listening")
     st = srv.wait_state("pq_s3", ["published", "failed"], timeout=120)
-    if st["state"] == "failed" and "not supported by this build" in (st.get("last_error") or ""):
-        pytest.skip("source dispatch for s3:// / delta not wired yet: " + st["last_error"])
     for name in ("pq_local", "pq_s3", "pq_s3_lazy", "delta_local", "delta_s3", "delta_s3_lazy"):
         st = srv.wait_state(name, ["published", "failed"], timeout=120)
         assert st["state"] == "published", (name, st, srv.log()[-3000:])
