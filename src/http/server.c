@@ -35,7 +35,6 @@
 
 #include "http/compress.h"
 #include "http/encoding.h"
-#include "http/http_internal.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -827,7 +826,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     log_info("%s %s %d %lluB %.0fms id=%llx%s", req->method_str ? req->method_str : "?",
              http_req_route(req), req->status, (unsigned long long)bytes, ms,
              (unsigned long long)req->id, (unsigned)toe < 6 ? why[toe] : "");
-    http_metrics_observe(req, req->status, ms / 1000.0);
     pthread_mutex_lock(&srv->mu);
     srv->in_flight--;
     pthread_mutex_unlock(&srv->mu);
