@@ -87,7 +87,11 @@ unit: $(UNIT_BIN)
 e2e: all $(UNIT_BIN)
 	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x tests/e2e $(PYTEST_ARGS)
 
-check: all unit e2e
+# Unit tests first, then the black-box tests, one after the other (the
+# black-box tests measure time-outs and must not share the CPU with them).
+check: all $(UNIT_BIN)
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory e2e
 
 run: all
 	./scripts/sample-data.sh $(BUILD)
