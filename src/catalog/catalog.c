@@ -449,6 +449,92 @@ static enum vt_err decide_lazy(const struct cat_catalog *cat, const struct vt_da
     return VT_ERR_OK;
 }
 
+/* ------------------------------------------------- query-kind datasets */
+
+/* The upstream generations a query dataset reads while it builds. */
+struct upstreams {
+    struct cat_generation *gens[64];
+    char *names[64];
+    size_t n;
+};
+
+static void unbind_upstreams(duckdb_connection con, struct upstreams *ups);
+
+/* Makes every dataset of depends_on visible under its own name to this
+ * connection only (temporary views over the upstream's current generation),
+ * holding those generations until the build is done. */
+static enum vt_err bind_upstreams(struct cat_catalog *cat, duckdb_connection con,
+                                  const struct vt_dataset_config *cfg, struct upstreams *ups,
+                                  struct vt_error *err)
+{
+    if (cfg->depends_on.len > sizeof ups->gens / sizeof ups->gens[0])
+        return vt_error_set(err, VT_ERR_BUILD_FAILED, "dataset %s depends on too many datasets",
+                            cfg->name);
+    for (size_t i = 0; i < cfg->depends_on.len; i++) {
+        const char *name = cfg->depends_on.items[i];
+        struct cat_dataset *up = cat_dataset_get(cat, name);
+        struct vt_error uerr = {0};
+        struct cat_generation *gen = up ? cat_dataset_acquire(up, 0, &uerr) : NULL;
+        cat_dataset_put(up);
+        if (!gen) {
+            unbind_upstreams(con, ups);
+            return vt_error_set(err, VT_ERR_BUILD_FAILED, "upstream dataset %s is %s", name,
+                                up ? "not published" : "not registered");
+        }
+        ups->gens[ups->n] = gen;
+        ups->names[ups->n] = strdup(name);
+        ups->n++;
+        struct strbuf sql;
+        sb_init(&sql, 0);
+        sb_adds(&sql, "CREATE OR REPLACE TEMPORARY VIEW ");
+        sb_add_sql_ident(&sql, name);
+        sb_addf(&sql, " AS SELECT * FROM %s", gen->relation);
+        enum vt_err rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
+        sb_release(&sql);
+        if (rc) {
+            unbind_upstreams(con, ups);
+            return rc;
+        }
+    }
+    return VT_ERR_OK;
+}
+
+static void unbind_upstreams(duckdb_connection con, struct upstreams *ups)
+{
+    for (size_t i = 0; i < ups->n; i++) {
+        struct strbuf sql;
+        sb_init(&sql, 0);
+        sb_adds(&sql, "DROP VIEW IF EXISTS temp.");
+        sb_add_sql_ident(&sql, ups->names[i] ? ups->names[i] : "");
+        struct vt_error ignored = {0};
+        eng_exec(con, sql.buf, VT_ERR_INTERNAL, &ignored);
+        sb_release(&sql);
+        free(ups->names[i]);
+        cat_generation_release(ups->gens[i]);
+    }
+    ups->n = 0;
+}
+
+/* The SELECT of a query dataset, with the dataset's `columns` projection. */
+static enum vt_err query_select_sql(const struct vt_dataset_config *cfg, struct strbuf *sql,
+                                    struct vt_error *err)
+{
+    if (!cfg->sql || !*cfg->sql)
+        return vt_error_set(err, VT_ERR_BUILD_FAILED, "dataset %s has no sql", cfg->name);
+    sb_adds(sql, "SELECT ");
+    if (cfg->columns.len == 0) {
+        sb_adds(sql, "*");
+    } else {
+        for (size_t i = 0; i < cfg->columns.len; i++) {
+            if (i)
+                sb_adds(sql, ", ");
+            sb_add_sql_ident(sql, cfg->columns.items[i]);
+        }
+    }
+    sb_addf(sql, " FROM (%s) AS \"q\"", cfg->sql);
+    return VT_ERR_OK;
+}
+
 /* Builds a new generation for `cfg` on `con`. Returns it with one reference. */
 static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_connection con,
                                                const struct vt_dataset_config *cfg,
@@ -472,16 +558,25 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         .cache_dir = cat->cache_dir,
         .temp_dir = cat->temp_dir,
     };
-    if (decide_lazy(cat, cfg, &ctx, &gen->lazy, out_access_denied, err) != VT_ERR_OK) {
-        generation_free(gen);
-        return NULL;
+    struct upstreams ups = {0};
+    if (cfg->kind == SOURCE_QUERY) {
+        /* Materialised from the current generations of its upstreams. */
+        if (bind_upstreams(cat, con, cfg, &ups, err) != VT_ERR_OK) {
+            generation_free(gen);
+            return NULL;
+        }
+    } else {
+        if (decide_lazy(cat, cfg, &ctx, &gen->lazy, out_access_denied, err) != VT_ERR_OK) {
+            generation_free(gen);
+            return NULL;
+        }
+        ctx.for_lazy = gen->lazy;
+        if (source_resolve(cfg, &ctx, &gen->snapshot, out_access_denied, err) != VT_ERR_OK) {
+            generation_free(gen);
+            return NULL;
+        }
+        gen->source_bytes = gen->snapshot.total_bytes;
     }
-    ctx.for_lazy = gen->lazy;
-    if (source_resolve(cfg, &ctx, &gen->snapshot, out_access_denied, err) != VT_ERR_OK) {
-        generation_free(gen);
-        return NULL;
-    }
-    gen->source_bytes = gen->snapshot.total_bytes;
 
     struct strbuf sql;
     sb_init(&sql, 0);
@@ -496,15 +591,20 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     pthread_mutex_unlock(&cat->ddl_mu);
     if (rc) {
         sb_release(&sql);
+        unbind_upstreams(con, &ups);
         generation_free(gen);
         return NULL;
     }
 
     sb_reset(&sql);
     sb_addf(&sql, "CREATE %s %s AS ", gen->lazy ? "VIEW" : "TABLE", gen->relation);
-    rc = source_select_sql(&gen->snapshot, &cfg->columns, &sql, err);
+    if (cfg->kind == SOURCE_QUERY)
+        rc = query_select_sql(cfg, &sql, err);
+    else
+        rc = source_select_sql(&gen->snapshot, &cfg->columns, &sql, err);
     if (!rc)
         rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
+    unbind_upstreams(con, &ups);
     if (!rc && !gen->lazy) {
         /* In-memory compression happens at checkpoint. A transaction of
          * another connection on this database (there should be none; it is
@@ -704,12 +804,18 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     if (bj->result)
         cat_build_result_complete(bj->result, gen != NULL, rows, columns, time_mono_ms() - t0,
                                   &err);
-    if (bj->source == REFRESH_STARTUP && bj->ds->startup_counted) {
-        pthread_mutex_lock(&cat->state_mu);
+    if (bj->source == REFRESH_STARTUP)
+        cat_startup_done(cat, bj->ds);
+}
+
+void cat_startup_done(struct cat_catalog *cat, struct cat_dataset *ds)
+{
+    pthread_mutex_lock(&cat->state_mu);
+    if (ds->startup_counted) {
+        ds->startup_counted = false;
         cat->startup_pending--;
-        pthread_mutex_unlock(&cat->state_mu);
-        bj->ds->startup_counted = false;
     }
+    pthread_mutex_unlock(&cat->state_mu);
 }
 
 static void build_done(struct eng_job *job)
@@ -792,6 +898,10 @@ void cat_set_dirs(struct cat_catalog *cat, const char *temp_dir, const char *cac
 void cat_start(struct cat_catalog *cat)
 {
     const struct vt_config *cfg = cat->cfg;
+    /* Eager datasets build in topological order of depends_on (a query
+     * dataset after the datasets it reads), independent ones in parallel. */
+    struct cat_dataset **eager = calloc(cfg->n_datasets ? cfg->n_datasets : 1, sizeof *eager);
+    size_t n_eager = 0;
     for (size_t i = 0; i < cfg->n_datasets; i++) {
         struct cat_dataset *ds = cat_dataset_new(cat, &cfg->datasets[i], true);
         if (!ds || !cat_register(cat, ds)) {
@@ -799,20 +909,19 @@ void cat_start(struct cat_catalog *cat)
             cat_dataset_put(ds);
             continue;
         }
-        if (ds->cfg.on_start == ON_START_EAGER) {
-            pthread_mutex_lock(&cat->state_mu);
-            cat->startup_pending++;
-            pthread_mutex_unlock(&cat->state_mu);
+        if (ds->cfg.on_start == ON_START_EAGER && eager) {
             ds->startup_counted = true;
-            if (!cat_build_async(cat, ds, REFRESH_STARTUP, NULL, false)) {
-                ds->startup_counted = false;
-                pthread_mutex_lock(&cat->state_mu);
-                cat->startup_pending--;
-                pthread_mutex_unlock(&cat->state_mu);
-            }
+            ds->build_queued = true; /* reserved for the startup wave */
+            eager[n_eager++] = ds;   /* keeps the reference */
+            continue;
         }
         cat_dataset_put(ds);
     }
+    pthread_mutex_lock(&cat->state_mu);
+    cat->startup_pending = (int64_t)n_eager;
+    pthread_mutex_unlock(&cat->state_mu);
+    if (eager)
+        cat_start_builds(cat, eager, n_eager, REFRESH_STARTUP);
 }
 
 void cat_destroy(struct cat_catalog *cat)

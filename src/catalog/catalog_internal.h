@@ -58,6 +58,13 @@ bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
 void cat_build_result_complete(struct cat_build_result *r, bool ok, int64_t rows,
                                int64_t columns, int64_t elapsed_ms, const struct vt_error *err);
 void cat_export_discard(struct cat_generation *gen);
+/* A startup build of `ds` is over (or will not happen): readiness counts it. */
+void cat_startup_done(struct cat_catalog *cat, struct cat_dataset *ds);
+/* Builds `items` (an array of referenced datasets whose build_queued is
+ * reserved; ownership passes) level by level in topological order of
+ * depends_on, on the coordinator pool. */
+void cat_start_builds(struct cat_catalog *cat, struct cat_dataset **items, size_t n,
+                      enum cat_refresh_source source);
 void cat_detach_database(struct cat_catalog *cat, duckdb_connection con, const char *db_name);
 
 void cat_fastpath_free(struct cat_fastpath *fp);

@@ -79,7 +79,8 @@ enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_datase
 struct wave {
     struct eng_job job;
     struct cat_catalog *cat;
-    struct cat_dataset **items; /* referenced, ordered by level */
+    enum cat_refresh_source source;
+    struct cat_dataset **items; /* referenced; build_queued reserved for the wave */
     int *level;
     size_t n;
 };
@@ -128,9 +129,10 @@ static void wave_run(struct eng_job *job, duckdb_connection con)
             pthread_mutex_lock(&w->items[i]->mu);
             w->items[i]->build_queued = false;
             pthread_mutex_unlock(&w->items[i]->mu);
-            if (results[i] && !cat_build_async(w->cat, w->items[i], REFRESH_MANUAL, results[i], false)) {
+            if (!results[i] || !cat_build_async(w->cat, w->items[i], w->source, results[i], false)) {
                 cat_build_result_put(results[i]);
                 results[i] = NULL;
+                cat_startup_done(w->cat, w->items[i]);
             }
         }
         for (size_t i = 0; i < w->n; i++) {
@@ -153,6 +155,54 @@ static void wave_done(struct eng_job *job)
     free(w);
 }
 
+/* Queues a wave over `items` (referenced, with build_queued reserved); takes
+ * ownership of the array. On failure the reservations are undone. */
+static void submit_wave(struct cat_catalog *cat, struct wave *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        level_of(w, i, 0);
+    w->job.run = wave_run;
+    w->job.done = wave_done;
+    if (w->n == 0 || !eng_pool_submit(cat->coordinator, &w->job)) {
+        for (size_t i = 0; i < w->n; i++) {
+            pthread_mutex_lock(&w->items[i]->mu);
+            w->items[i]->build_queued = false;
+            pthread_mutex_unlock(&w->items[i]->mu);
+            cat_startup_done(cat, w->items[i]);
+        }
+        if (w->n)
+            log_error("cannot queue a build wave");
+        wave_done(&w->job);
+    }
+}
+
+void cat_start_builds(struct cat_catalog *cat, struct cat_dataset **items, size_t n,
+                      enum cat_refresh_source source)
+{
+    struct wave *w = calloc(1, sizeof *w);
+    int *level = calloc(n ? n : 1, sizeof *level);
+    if (!w || !level) {
+        free(w);
+        free(level);
+        for (size_t i = 0; i < n; i++) {
+            pthread_mutex_lock(&items[i]->mu);
+            items[i]->build_queued = false;
+            pthread_mutex_unlock(&items[i]->mu);
+            cat_dataset_put(items[i]);
+        }
+        free(items);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        level[i] = -1;
+    w->cat = cat;
+    w->source = source;
+    w->items = items;
+    w->level = level;
+    w->n = n;
+    submit_wave(cat, w);
+}
+
 void cat_reload_all(struct cat_catalog *cat, struct strvec *out_enqueued,
                     struct strvec *out_skipped)
 {
@@ -162,6 +212,7 @@ void cat_reload_all(struct cat_catalog *cat, struct strvec *out_enqueued,
     if (!w)
         return;
     w->cat = cat;
+    w->source = REFRESH_MANUAL;
     pthread_rwlock_rdlock(&cat->lock);
     w->items = calloc(cat->n ? cat->n : 1, sizeof *w->items);
     w->level = calloc(cat->n ? cat->n : 1, sizeof *w->level);
@@ -193,16 +244,5 @@ void cat_reload_all(struct cat_catalog *cat, struct strvec *out_enqueued,
         for (size_t i = 0; i < w->n; i++)
             if (w->level[i] == lvl)
                 strvec_push(out_enqueued, w->items[i]->cfg.name);
-    w->job.run = wave_run;
-    w->job.done = wave_done;
-    if (w->n == 0 || !eng_pool_submit(cat->coordinator, &w->job)) {
-        for (size_t i = 0; i < w->n; i++) {
-            pthread_mutex_lock(&w->items[i]->mu);
-            w->items[i]->build_queued = false;
-            pthread_mutex_unlock(&w->items[i]->mu);
-        }
-        if (w->n)
-            log_error("reload-all: cannot queue the wave");
-        wave_done(&w->job);
-    }
+    submit_wave(cat, w);
 }

@@ -265,3 +265,34 @@ def test_kill_during_persist_leaves_parseable_config(vt, datadir, tmp_path):
                            text=True)
         assert r.returncode == 0, r.stderr
         assert "base" in s.config_path.read_text()
+
+
+def test_query_datasets_build_in_topological_order(vt, datadir):
+    f = datadir / "t.parquet"
+    write_parquet(f, "SELECT range AS a, range % 3 AS g FROM range(30)")
+    # Declared downstream-first: the startup wave must still build upstreams first.
+    cfg = (server_block()
+           + '[[dataset]]\nname = "top"\nsql = "SELECT * FROM grouped ORDER BY n DESC, g LIMIT 1"\n'
+             'depends_on = ["grouped"]\n'
+           + '[[dataset]]\nname = "grouped"\nsql = "SELECT g, count(*) AS n FROM base GROUP BY g"\n'
+             'depends_on = ["base"]\n'
+           + dataset_block("base", f))
+    s = vt(cfg, env={"ADMIN_TOKEN": TOKEN})
+    st = status(s, "grouped")
+    assert st["kind"] == "query" and st["depends_on"] == ["base"] and st["rows"] == 3
+    assert s.post("/api/v1/datasets/top/query", {}).json()["data"] == [{"g": 0, "n": 10}]
+    write_parquet(f, "SELECT range AS a, 1 AS g FROM range(40)")
+    log_before = s.log().count("published:")
+    r = s.post("/api/v1/datasets/reload-all", headers=ADMIN)
+    assert r.status_code == 202
+    assert r.json()["enqueued"] == ["base", "grouped", "top"]
+    deadline = time.time() + 30
+    while time.time() < deadline and status(s, "top")["refresh_source"] != "manual":
+        time.sleep(0.05)
+    time.sleep(0.3)
+    assert s.post("/api/v1/datasets/top/query", {}).json()["data"] == [{"g": 1, "n": 40}]
+    log = s.log()
+    # Each dataset built exactly once in the wave, upstream first.
+    published = [line.split("dataset ")[1].split(" published")[0]
+                 for line in log.splitlines() if " published: " in line][log_before:]
+    assert published == ["base", "grouped", "top"], published
