@@ -142,3 +142,45 @@ def test_relative_location_resolves_against_config_dir(vt, tmp_path):
     write_parquet(work / "data" / "t.parquet", "SELECT 42 AS answer")
     s = vt(server_block() + dataset_block("t", "data/t.parquet"), workdir=work)
     assert rows(s, "t") == 1
+
+
+def test_readiness_any_is_ready_once_one_dataset_is_published(vt, datadir):
+    write_parquet(datadir / "slow.parquet",
+                  "SELECT range AS id, md5(range::VARCHAR) AS a, md5((range+1)::VARCHAR) AS b "
+                  "FROM range(4000000)")
+    write_parquet(datadir / "fast.parquet", "SELECT 1 AS a")
+    cfg = (server_block() + "[server.startup]\nreadiness = \"any\"\nmax_concurrent = 2\n"
+           + dataset_block("slow", datadir / "slow.parquet")
+           + dataset_block("fast", datadir / "fast.parquet"))
+    s = vt(cfg, wait="listening")
+    s.wait_state("fast", ["published"])
+    r = s.get("/readyz")
+    assert r.status_code == 200 and r.json() == {"status": "ready", "datasets": 2}
+    assert s.get("/api/v1/datasets/slow/status").json()["state"] in ("pending", "building",
+                                                                      "published")
+
+
+def test_readiness_all_waits_for_every_startup_build(vt, datadir):
+    write_parquet(datadir / "slow.parquet",
+                  "SELECT range AS id, md5(range::VARCHAR) AS a FROM range(3000000)")
+    write_parquet(datadir / "fast.parquet", "SELECT 1 AS a")
+    cfg = (server_block() + "[server.startup]\nreadiness = \"all\"\nmax_concurrent = 1\n"
+           + dataset_block("slow", datadir / "slow.parquet")
+           + dataset_block("fast", datadir / "fast.parquet"))
+    s = vt(cfg, wait="listening")
+    seen_not_ready = False
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        r = s.get("/readyz")
+        states = {d["name"]: d["state"] for d in s.get("/api/v1/datasets").json()}
+        if r.status_code == 503:
+            seen_not_ready = True
+            assert r.json() == {"status": "not_ready", "datasets": 0}
+        else:
+            assert states == {"slow": "published", "fast": "published"}
+            break
+        time.sleep(0.02)
+    assert seen_not_ready
+    # max_concurrent = 1: the two builds did not overlap (building states are exclusive)
+    log = s.log()
+    assert log.count(" published: ") == 2
