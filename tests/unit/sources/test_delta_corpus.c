@@ -9,7 +9,7 @@
  * partition values added from the log's JSON.
  *
  * The corpus is found through $VT_DELTA_CORPUS, ../shared/delta-tables or
- * /work/shared/delta-tables; without it the tests report a skip and pass.
+ * /work/shared/delta-tables; without it the tests fail.
  */
 #include <dirent.h>
 
@@ -237,7 +237,9 @@ static const char *serving[] = {
 TEST(corpus_tables_serve_their_snapshot)
 {
     if (!find_corpus()) {
-        printf("  delta corpus not found: skipped\n");
+        fprintf(stderr, "  delta corpus not found ($VT_DELTA_CORPUS, ../shared/delta-tables, "
+                        "/work/shared/delta-tables)\n");
+        CHECK(false);
         return;
     }
     struct tduck t;
@@ -269,8 +271,10 @@ TEST(corpus_tables_serve_their_snapshot)
 
 TEST(corpus_unsupported_features_fail_alone)
 {
-    if (!find_corpus())
+    if (!find_corpus()) {
+        CHECK(false);
         return;
+    }
     static const struct {
         const char *table;
         const char *features[3];
@@ -302,8 +306,10 @@ TEST(corpus_unsupported_features_fail_alone)
 
 TEST(corpus_empty_tables_are_source_empty)
 {
-    if (!find_corpus())
+    if (!find_corpus()) {
+        CHECK(false);
         return;
+    }
     const char *empty[] = {"delta-0.8-empty", "concurrent_workers", "delta-live-table",
                            "issue-2152", "simple_commit"};
     for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
@@ -323,8 +329,10 @@ TEST(corpus_empty_tables_are_source_empty)
  * resolve must fail with a message naming a missing file. */
 TEST(corpus_tables_without_data_files)
 {
-    if (!find_corpus())
+    if (!find_corpus()) {
+        CHECK(false);
         return;
+    }
     const char *tables[] = {"checkpoint_with_partitions", "checkpoints", "checkpoints_vacuumed",
                             "latest_not_checkpointed", "with_checkpoint_no_last_checkpoint"};
     struct tduck t;
@@ -348,8 +356,10 @@ TEST(corpus_tables_without_data_files)
 /* Every table directory of the corpus is covered by one of the lists above. */
 TEST(corpus_every_table_is_classified)
 {
-    if (!find_corpus())
+    if (!find_corpus()) {
+        CHECK(false);
         return;
+    }
     const char *known[] = {
         "cdf-table-with-cdc-and-dvs", "simple_table_features",
         "spark-shredded-variant-preview-delta", "spark-variant-checkpoint",
