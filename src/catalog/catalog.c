@@ -287,20 +287,9 @@ struct cat_generation *cat_dataset_acquire(struct cat_dataset *ds, int64_t deadl
         pthread_mutex_lock(&ds->mu);
     }
     if (!ds->current && ds->cfg.on_start == ON_START_LAZY && deadline_ms > 0) {
-        while (!ds->current && (ds->build_queued || ds->state == CAT_BUILDING)) {
-            int64_t left = deadline_ms - time_mono_ms();
-            if (left <= 0)
+        while (!ds->current && (ds->build_queued || ds->state == CAT_BUILDING))
+            if (!time_cond_wait(&ds->built_cv, &ds->mu, deadline_ms))
                 break;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += left / 1000;
-            ts.tv_nsec += (left % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&ds->built_cv, &ds->mu, &ts);
-        }
     }
     if (ds->current) {
         gen = ds->current;
@@ -689,24 +678,9 @@ void cat_build_result_put(struct cat_build_result *r)
 bool cat_build_result_wait(struct cat_build_result *r, int64_t deadline_ms)
 {
     pthread_mutex_lock(&r->mu);
-    while (!r->finished) {
-        if (deadline_ms <= 0) {
-            pthread_cond_wait(&r->cv, &r->mu);
-            continue;
-        }
-        int64_t left = deadline_ms - time_mono_ms();
-        if (left <= 0)
+    while (!r->finished)
+        if (!time_cond_wait(&r->cv, &r->mu, deadline_ms))
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += left / 1000;
-        ts.tv_nsec += (left % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
-    }
     bool finished = r->finished;
     pthread_mutex_unlock(&r->mu);
     return finished;

@@ -78,27 +78,6 @@ static void export_done(struct eng_job *job)
     free(ej);
 }
 
-static bool timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms)
-{
-    if (deadline_ms <= 0) {
-        pthread_cond_wait(cv, mu);
-        return true;
-    }
-    int64_t left = deadline_ms - time_mono_ms();
-    if (left <= 0)
-        return false;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += left / 1000;
-    ts.tv_nsec += (left % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(cv, mu, &ts);
-    return true;
-}
-
 enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int *out_fd,
                             uint64_t *out_size, struct vt_error *err)
 {
@@ -132,7 +111,7 @@ enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int
                 return vt_error_set(err, VT_ERR_UNAVAILABLE, "export queue is full");
             }
         }
-        if (!timed_wait(&gen->export_cv, &gen->export_mu, deadline_ms)) {
+        if (!time_cond_wait(&gen->export_cv, &gen->export_mu, deadline_ms)) {
             pthread_mutex_unlock(&gen->export_mu);
             return vt_error_set(err, VT_ERR_TIMEOUT, "request timed out");
         }

@@ -20,6 +20,7 @@
  * recurses without bound on hostile input.
  */
 #include "config/toml.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -457,17 +458,6 @@ static bool add_utf8(struct strbuf *sb, uint32_t cp)
     return sb_add(sb, b, n) == 0;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* One escape sequence; p->pos is at the backslash. */
 static bool parse_escape(struct parser *p, struct strbuf *out, bool multiline)
 {
@@ -492,7 +482,7 @@ static bool parse_escape(struct parser *p, struct strbuf *out, bool multiline)
         int n = c == 'u' ? 4 : 8;
         uint32_t cp = 0;
         for (int i = 0; i < n; i++) {
-            int h = hexval(peek(p, 2 + (size_t)i));
+            int h = text_hexval(peek(p, 2 + (size_t)i));
             if (h < 0)
                 return fail(p, start, "\\%c escape needs %d hexadecimal digits", c, n);
             cp = (cp << 4) | (uint32_t)h;
@@ -679,7 +669,7 @@ static bool parse_key(struct parser *p, struct keypath *kp)
 static bool is_digit_base(int c, int base)
 {
     if (base == 16)
-        return hexval(c) >= 0;
+        return text_hexval(c) >= 0;
     return c >= '0' && c < '0' + base;
 }
 
@@ -742,7 +732,7 @@ static bool parse_number(struct parser *p, size_t pos, const char *s, size_t n,
         }
         uint64_t acc = 0;
         for (size_t k = 0; k < digits.len; k++) {
-            uint64_t d = (uint64_t)hexval((unsigned char)digits.buf[k]);
+            uint64_t d = (uint64_t)text_hexval((unsigned char)digits.buf[k]);
             if (acc > ((uint64_t)INT64_MAX - d) / (uint64_t)base) {
                 fail(p, pos, "integer does not fit in 64 bits");
                 goto out;

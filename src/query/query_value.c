@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "query/query_int.h"
+#include "util/text.h"
 #include "util/limits.h"
 
 enum query_class query_class_of(duckdb_type t)
@@ -480,17 +481,6 @@ static enum vt_err set_string(struct arena *a, const char *s, size_t n, const ch
     return VT_ERR_OK;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Accepts 8-4-4-4-12 hex digits (or 32 bare hex digits); writes the canonical
  * lowercase hyphenated form. */
 static bool canon_uuid(const char *s, size_t n, char out[37])
@@ -506,7 +496,7 @@ static bool canon_uuid(const char *s, size_t n, char out[37])
                 return false;
             continue;
         }
-        int h = hexval(s[i]);
+        int h = text_hexval(s[i]);
         if (h < 0)
             return false;
         if (nd == 8 || nd == 12 || nd == 16 || nd == 20)

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "sources/delta.h"
+#include "util/text.h"
 #include "util/limits.h"
 #include "util/strbuf.h"
 
@@ -140,25 +141,14 @@ static void fm_remove(struct delta_file_map *m, const char *key)
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-static int hexv(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 bool delta_path_decode(const char *in, char *out, size_t cap)
 {
     size_t j = 0;
     for (size_t i = 0; in[i]; i++) {
         char c = in[i];
         if (c == '%') {
-            int h = hexv((unsigned char)in[i + 1]);
-            int l = h >= 0 ? hexv((unsigned char)in[i + 2]) : -1;
+            int h = text_hexval((unsigned char)in[i + 1]);
+            int l = h >= 0 ? text_hexval((unsigned char)in[i + 2]) : -1;
             if (h < 0 || l < 0)
                 return false;
             c = (char)(h * 16 + l);

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "sources/delta.h"
+#include "util/text.h"
 #include "sources/objcache.h"
 #include "sources/s3.h"
 #include "util/limits.h"
@@ -66,17 +67,6 @@ struct hive_kv {
     char *value;                /* decoded; NULL = null */
 };
 
-static int hexv(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static char *pct_decode(const char *s, size_t n)
 {
     char *out = malloc(n + 1), *w = out;
@@ -84,8 +74,8 @@ static char *pct_decode(const char *s, size_t n)
         return NULL;
     for (size_t i = 0; i < n; i++) {
         int h, l;
-        if (s[i] == '%' && i + 2 < n + 1 && (h = hexv((unsigned char)s[i + 1])) >= 0 &&
-            (l = hexv((unsigned char)s[i + 2])) >= 0 && (h | l)) {
+        if (s[i] == '%' && i + 2 < n + 1 && (h = text_hexval((unsigned char)s[i + 1])) >= 0 &&
+            (l = text_hexval((unsigned char)s[i + 2])) >= 0 && (h | l)) {
             *w++ = (char)(h * 16 + l);
             i += 2;
         } else {

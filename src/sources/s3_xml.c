@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sources/s3.h"
+#include "util/text.h"
 #include "util/limits.h"
 
 /* Text of one element: keys are at most 1024 bytes decoded, 3x that encoded;
@@ -92,24 +93,13 @@ static void XMLCALL on_text(void *ud, const XML_Char *s, int len)
     lp->text_len += (size_t)len;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* encoding-type=url: S3 form-encodes keys (space as '+'). Decodes in place. */
 static bool url_decode_inplace(char *s)
 {
     char *w = s;
     for (const char *r = s; *r; r++) {
         if (*r == '%') {
-            int h = hexval((unsigned char)r[1]), l = h >= 0 ? hexval((unsigned char)r[2]) : -1;
+            int h = text_hexval((unsigned char)r[1]), l = h >= 0 ? text_hexval((unsigned char)r[2]) : -1;
             if (h < 0 || l < 0)
                 return false;
             *w++ = (char)(h * 16 + l);

@@ -68,3 +68,25 @@ void ulid_new(char out[27])
     }
     out[26] = '\0';
 }
+
+bool time_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms)
+{
+    if (deadline_ms <= 0) {
+        pthread_cond_wait(cv, mu);
+        return true;
+    }
+    int64_t left = deadline_ms - time_mono_ms();
+    if (left <= 0)
+        return false;
+    /* Condition variables wait on CLOCK_REALTIME by default; convert. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += left / 1000;
+    ts.tv_nsec += (left % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cv, mu, &ts);
+    return true;
+}

@@ -4,6 +4,8 @@
 #ifndef VT_UTIL_TIMEUTIL_H
 #define VT_UTIL_TIMEUTIL_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +16,10 @@ int64_t time_wall_us(void);
 /* Formats a wall-clock time (µs since epoch) as RFC 3339 UTC with milliseconds,
  * e.g. 2026-11-22T06:11:28.123Z. `out` needs 32 bytes. */
 void time_format_rfc3339(int64_t wall_us, char out[32]);
+/* One wait on `cv` (holding `mu`) until signalled or until the monotonic
+ * deadline_ms (0 = no deadline). False when the deadline had already passed,
+ * without waiting; callers loop on their own condition. */
+bool time_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms);
 /* A new ULID (26 Crockford base32 chars + NUL): 48-bit ms time, 80 random bits. */
 void ulid_new(char out[27]);
 
