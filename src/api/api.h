@@ -60,5 +60,9 @@ struct app *api_app(struct http_request *req);
 void api_write_status(struct jw *w, const struct cat_status *st);
 /* Looks up the {name} parameter; replies 404 and returns NULL when unknown. */
 struct cat_dataset *api_dataset_or_404(struct http_request *req);
+/* The {name} dataset and its current generation (waiting for a lazy build up
+ * to the request deadline); replies 404/503 and returns NULL otherwise. */
+struct cat_generation *api_generation_or_reply(struct http_request *req,
+                                               struct cat_dataset **out_ds);
 
 #endif

@@ -101,19 +101,30 @@ void api_dataset_status(struct http_request *req)
     http_reply_json(req, 200, &body);
 }
 
-static void schema_job(struct http_request *req, duckdb_connection con)
+struct cat_generation *api_generation_or_reply(struct http_request *req,
+                                               struct cat_dataset **out_ds)
 {
-    (void)con;
     struct cat_dataset *ds = api_dataset_or_404(req);
     if (!ds)
-        return;
+        return NULL;
     struct vt_error err = {0};
     struct cat_generation *gen = cat_dataset_acquire(ds, http_req_deadline(req), &err);
     if (!gen) {
         cat_dataset_put(ds);
         http_reply_vterr(req, &err);
-        return;
+        return NULL;
     }
+    *out_ds = ds;
+    return gen;
+}
+
+static void schema_job(struct http_request *req, duckdb_connection con)
+{
+    (void)con;
+    struct cat_dataset *ds;
+    struct cat_generation *gen = api_generation_or_reply(req, &ds);
+    if (!gen)
+        return;
     struct strbuf body;
     sb_init(&body, 0);
     struct jw w;

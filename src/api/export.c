@@ -21,16 +21,11 @@
 static void export_job(struct http_request *req, duckdb_connection con)
 {
     (void)con;
-    struct cat_dataset *ds = api_dataset_or_404(req);
-    if (!ds)
+    struct cat_dataset *ds;
+    struct cat_generation *gen = api_generation_or_reply(req, &ds);
+    if (!gen)
         return;
     struct vt_error err = {0};
-    struct cat_generation *gen = cat_dataset_acquire(ds, http_req_deadline(req), &err);
-    if (!gen) {
-        cat_dataset_put(ds);
-        http_reply_vterr(req, &err);
-        return;
-    }
     int fd = -1;
     uint64_t size = 0;
     if (cat_export_open(gen, http_req_deadline(req), &fd, &size, &err) != VT_ERR_OK) {
