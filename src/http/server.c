@@ -42,7 +42,7 @@
 
 #define STREAM_CHUNK_BYTES (64 * 1024)   /* producer hands over chunks this big */
 #define STREAM_BLOCK_BYTES (32 * 1024)   /* what MHD asks the reader for at once */
-#define CONNECTION_MEMORY_BYTES (128 * 1024)
+#define CONNECTION_MEMORY_BYTES (VT_MAX_HEADER_BYTES + 16 * 1024)
 #define REQUEST_ARENA_MAX (8 * 1024 * 1024)
 
 struct http_header {
