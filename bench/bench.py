@@ -734,7 +734,7 @@ def scenario_stream(v, floor):
         c1 = cpu_seconds([v.pid])
         if hwm_ok:
             peaks.append(proc_status(v.pid)["VmHWM"] / 1024 - base)
-        ours.append((t[0] / t[1], c1 - c0))
+        ours.append((t[0] / t[1], (c1 - c0) / 2))
         fbase = floor.rss()["rss_kb"] / 1024
         fhwm_ok = floor.command("resethwm") == "ok"
         fr = floor.run("arrow", 2, sql)
