@@ -41,7 +41,7 @@
 
 #define STREAM_CHUNK_BYTES (64 * 1024)   /* producer hands over chunks this big */
 #define STREAM_BLOCK_BYTES (32 * 1024)   /* what MHD asks the reader for at once */
-#define CONNECTION_MEMORY_BYTES (128 * 1024)
+#define CONNECTION_MEMORY_BYTES (VT_MAX_HEADER_BYTES + 16 * 1024)
 #define REQUEST_ARENA_MAX (8 * 1024 * 1024)
 
 struct http_header {
@@ -874,6 +874,10 @@ struct http_server *http_server_start(const struct http_server_options *opts,
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     unsigned threads = (unsigned)eng_cpu_count();
+    /* No MHD_OPTION_LISTENING_ADDRESS_REUSE: its 1 means SO_REUSEPORT on
+     * Linux, which let a second vitrine bind the same port and silently take
+     * a share of its connections. MHD's default (SO_REUSEADDR) still allows a
+     * quick restart on a port with connections in TIME_WAIT. */
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->server.port, NULL, NULL, on_request, srv,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
@@ -883,7 +887,6 @@ struct http_server *http_server_start(const struct http_server_options *opts,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)VT_MAX_CONNECTIONS,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_BYTES,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
         MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!srv->daemon) {

@@ -5,13 +5,13 @@ import subprocess
 from conftest import VITRINE, Server, server_block
 
 
-def run(*args, cwd=None, env=None):
+def run(*args, cwd=None, env=None, timeout=60):
     e = dict(os.environ)
     e.pop("VITRINE_CONFIG_FILE", None)
     if env:
         e.update(env)
     return subprocess.run([str(VITRINE), *args], capture_output=True, text=True, cwd=cwd, env=e,
-                          timeout=60)
+                          timeout=timeout)
 
 
 def test_version_and_help():
@@ -92,6 +92,20 @@ def test_config_resolution_env_then_cwd(tmp_path):
         assert s.get("/healthz").status_code == 200
     finally:
         assert s.stop() == 0
+
+
+def test_port_in_use_exits_nonzero(vt, tmp_path):
+    # A second server on a port already served must fail to start, not share
+    # the port (SO_REUSEPORT would let it take some of the connections).
+    first = vt(server_block())
+    p = tmp_path / "second.toml"
+    p.write_text(server_block().replace("port = 0", f"port = {first.port}"))
+    try:
+        r = run("--config", str(p), timeout=10)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("a second server started on the same port")
+    assert r.returncode == 1 and "cannot listen" in r.stderr
+    assert first.get("/healthz").status_code == 200
 
 
 def test_bad_config_exits_nonzero(tmp_path):

@@ -66,6 +66,22 @@ def test_request_id_header(vt):
     assert a and b and a != b
 
 
+def test_headers_up_to_the_limit_are_accepted(vt):
+    # VT_MAX_HEADER_BYTES (32 KiB) of headers must fit in libmicrohttpd's
+    # per-connection memory, on a keep-alive connection and with a body.
+    s = vt(server_block())
+    big = {"X-Big": "a" * (31 * 1024)}
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+    for _ in range(3):
+        conn.request("GET", "/healthz", headers=big)
+        r = conn.getresponse()
+        assert r.status == 200 and json.loads(r.read()) == {"status": "ok"}
+    conn.close()
+    r = s.post("/api/v1/datasets/none/query", headers=dict(big, **{
+        "Content-Type": "application/json"}), data=json.dumps({"page_size": 1}))
+    assert_error(r, 404, "dataset_not_found")
+
+
 def test_keep_alive_reuses_connection(vt):
     s = vt(server_block())
     conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)

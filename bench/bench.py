@@ -1,0 +1,843 @@
+#!/usr/bin/python3
+"""vitrine's benchmark: every scenario beside its floor, in the same run.
+
+Called by bench/run.sh (`make bench`); see bench/README.md for what each
+scenario and floor is. Standard library only (Debian's /usr/bin/python3).
+
+Environment knobs (defaults in brackets):
+  BENCH_ROWS [1000000]      rows of the generated dataset
+  BENCH_ROUNDS [3]          interleaved rounds (service, floor, service, ...)
+  BENCH_SECONDS [3]         seconds per wrk run
+  BENCH_THREADS [2]         wrk threads (throughput scenarios)
+  BENCH_CONNECTIONS [32]    wrk connections (throughput scenarios)
+  BENCH_ACCESS_LOG [1]      1: vitrine logs at info (one access line per
+                            request) and nginx writes an access log, both to
+                            files; 0: neither logs requests
+  BENCH_ONLY                comma-separated scenario numbers to run (e.g. 1,3)
+"""
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, "build"))
+VITRINE = os.path.join(BUILD, "vitrine")
+FLOOR = os.path.join(BUILD, "vt-floor")
+BENCH_JSON = os.path.join(BUILD, "vt-bench-json")
+
+ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
+ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
+SECONDS = int(os.environ.get("BENCH_SECONDS", "3"))
+THREADS = int(os.environ.get("BENCH_THREADS", "2"))
+CONNS = int(os.environ.get("BENCH_CONNECTIONS", "32"))
+ACCESS_LOG = os.environ.get("BENCH_ACCESS_LOG", "1") != "0"
+ONLY = set(x.strip() for x in os.environ.get("BENCH_ONLY", "").split(",") if x.strip())
+
+DATA_DIR = os.path.join(TOP, "bench", "data")
+# The generator's version is in the name: change it when vt-floor gen changes.
+DATA = os.path.join(DATA_DIR, "bench-v1-%d.parquet" % ROWS)
+OUT = os.path.join(TOP, "bench", "out", time.strftime("%Y%m%dT%H%M%S"))
+
+COLUMNS = ["id", "category", "region", "price", "qty", "score", "day", "ts", "active", "token"]
+COLS_SQL = ", ".join('"%s"' % c for c in COLUMNS)
+CATEGORIES = ["books", "music", "games", "garden", "toys", "food", "tools", "sports", "beauty",
+              "auto", "health", "baby"]
+TS_RANGES = [("2024-03-01T00:00:00", "2024-06-30T23:59:59"),
+             ("2024-01-15T00:00:00", "2024-02-15T00:00:00"),
+             ("2024-07-01T12:00:00", "2024-12-31T00:00:00"),
+             ("2024-05-05T05:05:05", "2024-05-25T05:05:05")]
+IDLE_SECONDS = 3.0  # settle time before RSS is read (allocator background threads)
+
+results = []        # rows of the final table
+log_file = None
+started = []        # processes we started (stopped at exit, by pid)
+
+
+# ----------------------------------------------------------------- helpers
+
+def log(msg):
+    print(msg, flush=True)
+    if log_file:
+        log_file.write(msg + "\n")
+        log_file.flush()
+
+
+def detail(msg):
+    if log_file:
+        log_file.write(msg + "\n")
+        log_file.flush()
+
+
+def want(n):
+    return not ONLY or str(n) in ONLY
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def spawn(args, **kw):
+    p = subprocess.Popen(args, **kw)
+    started.append(p)
+    return p
+
+
+def stop(p, sig=signal.SIGTERM, timeout=15):
+    if p.poll() is None:
+        p.send_signal(sig)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    if p in started:
+        started.remove(p)
+
+
+def proc_status(pid):
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "VmHWM"):
+                out[k] = int(v.split()[0])
+    return out
+
+
+def reset_hwm(pid):
+    """Resets VmHWM to the current RSS (Linux >= 4.0); False when refused."""
+    try:
+        with open("/proc/%d/clear_refs" % pid, "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids):
+    """utime + stime of the given processes (every thread), in seconds."""
+    total = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError):
+            pass
+    return total / CLK_TCK
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def request(port, method, path, body=None, headers=None, timeout=120):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    hdrs = dict(headers or {})
+    if body is not None and not isinstance(body, bytes):
+        body = json.dumps(body).encode()
+        hdrs.setdefault("Content-Type", "application/json")
+    conn.request(method, path, body=body, headers=hdrs)
+    resp = conn.getresponse()
+    data = resp.read()
+    conn.close()
+    return resp.status, dict((k.lower(), v) for k, v in resp.getheaders()), data
+
+
+def wait_until(fn, timeout, step=0.01, what="condition"):
+    t_end = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.monotonic() > t_end:
+            raise RuntimeError("timed out waiting for " + what)
+        time.sleep(step)
+
+
+def fmt_num(v, unit):
+    if v is None:
+        return "-"
+    if unit == "req/s":
+        return "%.0f req/s" % v
+    if unit == "ms":
+        return ("%.2f ms" % v) if v < 10 else ("%.0f ms" % v)
+    if unit == "MiB":
+        return "%.1f MiB" % v
+    if unit == "MB/s":
+        return "%.0f MB/s" % v
+    return "%g %s" % (v, unit)
+
+
+def add_result(name, ours, floor, unit, ratio, goal_op, goal, cpu_ratio=None, note=""):
+    met = None
+    if ratio is not None and goal is not None:
+        met = ratio >= goal if goal_op == ">=" else ratio <= goal
+    results.append(dict(name=name, ours=fmt_num(ours, unit), floor=fmt_num(floor, unit),
+                        ratio=ratio, goal=("%s %.2f" % (goal_op, goal)) if goal is not None else "-",
+                        met=met, cpu=cpu_ratio, note=note))
+
+
+# --------------------------------------------------------------------- wrk
+
+WRK_DONE = r'''
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("BENCH requests=%d duration_us=%d bytes=%d errors=%d status_errors=%d p50_us=%d p90_us=%d p99_us=%d mean_us=%.1f\n",
+    summary.requests, summary.duration, summary.bytes, e.connect + e.read + e.write + e.timeout,
+    e.status, latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.mean))
+end
+'''
+
+
+def lua_post(path, bodies=None, body_expr=None):
+    """A wrk script POSTing JSON to path: the bodies in turn, or body_expr
+    (Lua evaluated per request)."""
+    s = 'local path = "%s"\nlocal hdrs = {["Content-Type"] = "application/json"}\n' % path
+    if bodies is not None:
+        s += "local bodies = {%s}\nlocal i = 0\n" % ", ".join(
+            "[[%s]]" % b for b in bodies)
+        s += ("request = function()\n  i = i + 1\n"
+              "  return wrk.format(\"POST\", path, hdrs, bodies[(i % #bodies) + 1])\nend\n")
+    else:
+        s += ("math.randomseed(os.time() + math.floor(os.clock() * 1e6))\n"
+              "request = function()\n  return wrk.format(\"POST\", path, hdrs, %s)\nend\n"
+              % body_expr)
+    return s + WRK_DONE
+
+
+def write_lua(name, text):
+    path = os.path.join(OUT, name + ".lua")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def wrk(port, path, script, threads, conns, seconds, cpu_pids):
+    args = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % max(1, round(seconds)), "-s", script,
+            "http://127.0.0.1:%d%s" % (port, path)]
+    c0 = cpu_seconds(cpu_pids)
+    out = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 60).stdout
+    c1 = cpu_seconds(cpu_pids)
+    m = re.search(r"^BENCH (.*)$", out, re.M)
+    if not m:
+        raise RuntimeError("wrk gave no summary:\n" + out)
+    r = dict((k, float(v)) for k, v in (kv.split("=") for kv in m.group(1).split()))
+    if r["requests"] <= 0:
+        raise RuntimeError("wrk made no request:\n" + out)
+    r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
+    r["cpu_us_per_req"] = (c1 - c0) * 1e6 / r["requests"]
+    detail("  wrk %s -> %.0f req/s p50 %d us, errors %d/%d, server CPU %.1f us/req" % (
+        " ".join(args[1:4] + [os.path.basename(script), args[-1]]), r["rps"], r["p50_us"], r["errors"], r["status_errors"],
+        r["cpu_us_per_req"]))
+    if r["errors"] or r["status_errors"]:
+        raise RuntimeError("wrk saw errors: " + m.group(1))
+    return r
+
+
+# ------------------------------------------------------------------- nginx
+
+class Nginx:
+    def __init__(self, port, locations):
+        self.dir = os.path.join(OUT, "nginx")
+        os.makedirs(self.dir, exist_ok=True)
+        self.port = port
+        conf = os.path.join(self.dir, "nginx.conf")
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        access = ("access_log %s/access.log;" % self.dir) if ACCESS_LOG else "access_log off;"
+        with open(conf, "w") as f:
+            f.write("""# generated by bench/bench.py
+daemon off;
+%sworker_processes 2;
+pid %s/nginx.pid;
+error_log %s/error.log warn;
+events { worker_connections 4096; }
+http {
+    %s
+    client_body_temp_path %s/body;
+    proxy_temp_path %s/proxy;
+    fastcgi_temp_path %s/fastcgi;
+    uwsgi_temp_path %s/uwsgi;
+    scgi_temp_path %s/scgi;
+    # wrk keeps its connections; libmicrohttpd never closes an idle keep-alive
+    # connection after N requests, so nginx should not either.
+    keepalive_requests 100000000;
+    sendfile on;
+    tcp_nopush on;
+    server {
+        listen 127.0.0.1:%d;
+%s
+    }
+}
+""" % (user, self.dir, self.dir, access, self.dir, self.dir, self.dir, self.dir, self.dir,
+            port, locations))
+        self.proc = spawn(["nginx", "-p", self.dir, "-c", conf, "-e",
+                           os.path.join(self.dir, "error.log")],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: self._up(), 10, what="nginx")
+
+    def _up(self):
+        try:
+            socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+            return True
+        except OSError:
+            if self.proc.poll() is not None:
+                raise RuntimeError("nginx exited; see %s/error.log" % self.dir)
+            return False
+
+    def pids(self):
+        return [self.proc.pid] + children(self.proc.pid)
+
+    def stop(self):
+        stop(self.proc, signal.SIGQUIT)
+
+
+def nginx_return(path, body, content_type="application/json"):
+    """A location answering `body` for any method (nginx's `return` sends no
+    file, so POST works; the request body is discarded)."""
+    text = body.decode()
+    if any(c in text for c in "$'\\\n"):
+        raise RuntimeError("body not embeddable in nginx.conf")
+    return ("        location = %s { default_type %s; return 200 '%s'; }\n"
+            % (path, content_type, text))
+
+
+# ----------------------------------------------------------------- vitrine
+
+def vitrine_config(name, port, datasets):
+    path = os.path.join(OUT, name + ".toml")
+    with open(path, "w") as f:
+        f.write('[server]\nlisten = "127.0.0.1"\nport = %d\n\n' % port)
+        for ds_name, extra in datasets:
+            f.write('[[dataset]]\nname = "%s"\nsource.kind = "parquet"\nsource.location = "%s"\n%s\n'
+                    % (ds_name, DATA, extra))
+    return path
+
+
+class Vitrine:
+    def __init__(self, name, datasets):
+        self.port = free_port()
+        self.cfg = vitrine_config(name, self.port, datasets)
+        self.log_path = os.path.join(OUT, name + ".log")
+        env = dict(os.environ)
+        env["VITRINE_LOG"] = "info" if ACCESS_LOG else "warn"
+        self.logf = open(self.log_path, "w")
+        self.t0 = time.monotonic()
+        self.proc = spawn([VITRINE, "--config", self.cfg], stdout=self.logf, stderr=self.logf,
+                          env=env)
+        self.pid = self.proc.pid
+
+    def status(self, ds):
+        try:
+            st, _, body = request(self.port, "GET", "/api/v1/datasets/%s/status" % ds, timeout=5)
+        except OSError:
+            if self.proc.poll() is not None:
+                raise RuntimeError("vitrine exited; see " + self.log_path)
+            return None
+        return json.loads(body) if st == 200 else None
+
+    def wait_published(self, ds, timeout=300):
+        def ok():
+            s = self.status(ds)
+            if s and s["state"] == "failed":
+                raise RuntimeError("dataset %s failed: %s" % (ds, s.get("last_error")))
+            return s and s["state"] == "published"
+        wait_until(ok, timeout, 0.005, "dataset %s" % ds)
+        return time.monotonic() - self.t0
+
+    def indexed(self, ds):
+        st, _, body = request(self.port, "GET", "/api/v1/datasets/%s/schema" % ds)
+        return json.loads(body).get("indexed") if st == 200 else None
+
+    def wait_fastpath(self, ds, timeout=300):
+        """Waits for the index fast path (built after publishing)."""
+        wait_until(lambda: self.indexed(ds), timeout, 0.02, "index of %s" % ds)
+        return time.monotonic() - self.t0
+
+    def post(self, path, body, headers=None):
+        return request(self.port, "POST", path, body, headers)
+
+    def stop(self):
+        stop(self.proc)
+        self.logf.close()
+
+
+# ------------------------------------------------------------------- floor
+
+class Floor:
+    """vt-floor serve: DuckDB in-process with the table loaded as the
+    service loads it; runs prepared statements on request."""
+
+    def __init__(self):
+        self.proc = spawn([FLOOR, "serve", DATA], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("ready"):
+            raise RuntimeError("vt-floor serve failed")
+
+    def run(self, mode, runs, sql, params=None):
+        p = ";".join(",".join(s) for s in params) if params else "-"
+        self.proc.stdin.write("run\t%s\t%d\t%s\t%s\n" % (mode, runs, p, sql))
+        self.proc.stdin.flush()
+        return self._result(mode, runs)
+
+    def cmp(self, mode, runs, sql, params, batch, port, path, bodies):
+        p = ";".join(",".join(x) for x in params) if params else "-"
+        assert all("\x1e" not in b and "\t" not in b for b in bodies)
+        self.proc.stdin.write("cmp\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n" % (
+            mode, runs, p, sql, batch, port, path, "\x1e".join(bodies)))
+        self.proc.stdin.flush()
+        return self._result(mode, runs)
+
+    def _result(self, mode, runs):
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("result "):
+            raise RuntimeError("vt-floor: " + line)
+        r = {}
+        for kv in line[7:].split(" "):
+            k, _, v = kv.partition("=")
+            r[k] = v if k == "body" else float(v)
+        detail("  floor %s x%d -> median %.0f us (min %.0f, p90 %.0f), cpu %.0f us/run, %d bytes, "
+               "%d rows" % (mode, runs, r["median_us"], r["min_us"], r["p90_us"], r["cpu_us"],
+                            r["bytes"], r["rows"]))
+        return r
+
+    def command(self, cmd):
+        self.proc.stdin.write(cmd + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline().strip()
+
+    def rss(self):
+        line = self.command("rss")
+        return dict((k, int(v)) for k, v in (kv.split("=") for kv in line.split()))
+
+    def stop(self):
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass
+        stop(self.proc)
+
+
+# ---------------------------------------------------------------- scenarios
+
+def scenario_startup():
+    """2: time to published and idle RSS, vs the in-process load."""
+    log("== 2. startup: 1M-row Parquet -> published; idle RSS")
+    floor_ms, floor_rss, floor_db = [], [], []
+    ours_ms, rss_none, rss_default, fast_s = [], [], [], []
+    rounds = max(2, min(ROUNDS, 3))
+    for r in range(rounds):
+        # floor: spawn -> "loaded" line, then idle, then its own VmRSS
+        t0 = time.monotonic()
+        p = spawn([FLOOR, "load", DATA, str(int(IDLE_SECONDS * 1000))], stdout=subprocess.PIPE,
+                  text=True)
+        line = p.stdout.readline()
+        floor_ms.append((time.monotonic() - t0) * 1000)
+        m = re.search(r"rss_kb=(\d+) hwm_kb=(\d+) duckdb_bytes=(-?\d+)", p.stdout.readline())
+        p.wait()
+        started.remove(p)
+        floor_rss.append(int(m.group(1)) / 1024)
+        floor_db.append(int(m.group(3)) / 1048576)
+        detail("  floor load: %.0f ms to loaded (%s), idle RSS %.1f MiB, peak %.1f MiB, DuckDB %.1f MiB"
+               % (floor_ms[-1], line.strip(), floor_rss[-1], int(m.group(2)) / 1024, floor_db[-1]))
+
+        for mode in ("none", "auto"):
+            v = Vitrine("startup-%s-%d" % (mode, r),
+                        [("main", 'index.mode = "none"\n' if mode == "none" else "")])
+            t_pub = v.wait_published("main")
+            ours_ms.append(t_pub * 1000)
+            t_fast = v.wait_fastpath("main") if mode == "auto" else None
+            time.sleep(IDLE_SECONDS)
+            st = proc_status(v.pid)
+            v.stop()
+            rss = st["VmRSS"] / 1024
+            (rss_none if mode == "none" else rss_default).append(rss)
+            if t_fast:
+                fast_s.append(t_fast)
+            detail("  vitrine index.mode=%s: published at %.0f ms%s, idle RSS %.1f MiB, peak %.1f MiB"
+                   % (mode, t_pub * 1000,
+                      ", fast path ready at %.0f ms" % (t_fast * 1000) if t_fast else "", rss,
+                      st["VmHWM"] / 1024))
+    f_ms, o_ms = min(floor_ms), min(ours_ms)
+    f_rss = min(floor_rss)
+    add_result("2a start -> published (1M rows)", o_ms, f_ms, "ms", o_ms / f_ms, "<=", 1.1)
+    add_result("2b idle RSS, index.mode=none", min(rss_none), f_rss, "MiB",
+               min(rss_none) / f_rss, "<=", 1.3, note="floor: DuckDB itself counts %.1f MiB" % min(floor_db))
+    add_result("2c idle RSS, default (auto) index", min(rss_default), f_rss, "MiB",
+               min(rss_default) / f_rss, "<=", 1.3,
+               note="fast path ready %.1f s after start" % min(fast_s))
+
+
+def scenario_healthz(v, ng):
+    log("== 1. /healthz throughput (wrk -t%d -c%d) vs nginx" % (THREADS, CONNS))
+    st, h, body = request(v.port, "GET", "/healthz")
+    st2, h2, body2 = request(ng.port, "GET", "/healthz")
+    assert st == 200 and st2 == 200 and body == body2 == b'{"status":"ok"}', (body, body2)
+    assert h["content-type"] == h2["content-type"] == "application/json"
+    script = write_lua("healthz", WRK_DONE)
+    ours, theirs = [], []
+    for r in range(ROUNDS):
+        ours.append(wrk(v.port, "/healthz", script, THREADS, CONNS, SECONDS, [v.pid]))
+        theirs.append(wrk(ng.port, "/healthz", script, THREADS, CONNS, SECONDS, ng.pids()))
+    throughput_row("1  /healthz throughput", ours, theirs, 0.8)
+
+
+def throughput_row(name, ours, theirs, goal, note=""):
+    o = max(x["rps"] for x in ours)
+    t = max(x["rps"] for x in theirs)
+    cpu = min(x["cpu_us_per_req"] for x in theirs) / min(x["cpu_us_per_req"] for x in ours)
+    add_result(name, o, t, "req/s", o / t, ">=", goal, cpu, note)
+
+
+def scenario_lookup(v, ng_port_holder):
+    """3: indexed point lookup vs nginx returning the captured response."""
+    log("== 3. indexed point lookup (1 row, JSON; wrk -t%d -c%d) vs nginx" % (THREADS, CONNS))
+    path = "/api/v1/datasets/lookup/query"
+    for n in (1, 123457, ROWS):
+        st, h, body = v.post(path, {"predicates": [{"col": "id", "op": "eq", "val": n}]})
+        data = json.loads(body)["data"]
+        assert st == 200 and len(data) == 1 and data[0]["id"] == n, (st, body[:200])
+    return path, body
+
+
+def scenario_latency(name, v, floor, path, bodies, sql, params, mode, runs, goal, check,
+                     batch=10, note=""):
+    """Sequential latency, finely interleaved: vt-floor sends `batch` requests
+    to the service (one keep-alive connection, one at a time), then runs
+    `batch` executions itself, until `runs` of each; medians compared."""
+    for b in bodies[:3]:
+        st, h, body = v.post(path, json.loads(b))
+        assert st == 200, (st, body[:300])
+        check(json.loads(body))
+    c0 = cpu_seconds([v.pid])
+    r = floor.cmp(mode, runs, sql, params, batch, v.port, path, bodies)
+    svc_cpu = (cpu_seconds([v.pid]) - c0) * 1e6 / runs
+    detail("  service x%d -> median %.0f us (min %.0f, p90 %.0f), CPU %.0f us/req, %d bytes"
+           % (runs, r["svc_median_us"], r["svc_min_us"], r["svc_p90_us"], svc_cpu,
+              r["svc_bytes"]))
+    o, t = r["svc_median_us"] / 1000, r["median_us"] / 1000
+    add_result(name, o, t, "ms", o / t, "<=", goal, svc_cpu / r["cpu_us"], note)
+    return r
+
+
+def run_all():
+    global log_file
+    os.makedirs(OUT, exist_ok=True)
+    log_file = open(os.path.join(OUT, "detail.log"), "w")
+    for tool in ("wrk", "nginx", "curl"):
+        if not shutil.which(tool):
+            sys.exit("bench: %s is missing; run ./scripts/install-deps.sh" % tool)
+    for exe in (VITRINE, FLOOR):
+        if not os.access(exe, os.X_OK):
+            sys.exit("bench: %s is missing; run make" % exe)
+    os.makedirs(DATA_DIR, exist_ok=True)
+    if not os.path.exists(DATA):
+        log("generating %s" % DATA)
+        subprocess.run([FLOOR, "gen", DATA + ".tmp", str(ROWS)], check=True)
+        os.rename(DATA + ".tmp", DATA)
+    log("bench: %s, %d rows (%.1f MB), %d rounds, %gs per wrk run, access logs %s; details in %s"
+        % (os.path.relpath(DATA, TOP), ROWS, os.path.getsize(DATA) / 1e6, ROUNDS, SECONDS,
+           "on" if ACCESS_LOG else "off", os.path.relpath(OUT, TOP)))
+
+    if want(2):
+        scenario_startup()
+
+    rest = [n for n in (1, 3, 4, 5, 6, 7, 8, 9) if want(n)]
+    if not rest:
+        return
+    # One server for the query scenarios: `main` with the default index (auto),
+    # `lookup` with index.mode list [id], `plain` without index (SQL path).
+    v = Vitrine("server", [("main", ""),
+                           ("lookup", 'index.mode = "list"\nindex.columns = ["id"]\n'),
+                           ("plain", 'index.mode = "none"\n')])
+    floor = Floor() if any(n in rest for n in (4, 5, 6, 7, 8)) else None
+    for ds in ("main", "lookup", "plain"):
+        v.wait_published(ds)
+    for ds in ("main", "lookup"):
+        v.wait_fastpath(ds)
+    lookup_body = None
+    if want(3):
+        lookup_path, lookup_body = scenario_lookup(v, None)
+    export_file = os.path.join(OUT, "export.parquet")
+    locations = nginx_return("/healthz", b'{"status":"ok"}')
+    if lookup_body is not None:
+        locations += nginx_return(lookup_path, lookup_body)
+    locations += ("        location = /export.parquet { alias %s; default_type "
+                  "application/vnd.apache.parquet; }\n" % export_file)
+    ng = Nginx(free_port(), locations)
+    try:
+        if want(1):
+            scenario_healthz(v, ng)
+        if want(3):
+            st, _, body = request(ng.port, "POST", lookup_path, b"{}")
+            assert st == 200 and body == lookup_body
+            script = write_lua("lookup", lua_post(
+                lookup_path, body_expr='\'{"predicates":[{"col":"id","op":"eq","val":\' .. '
+                'math.random(1, %d) .. \'}]}\'' % ROWS))
+            ours, theirs = [], []
+            for r in range(ROUNDS):
+                ours.append(wrk(v.port, lookup_path, script, THREADS, CONNS, SECONDS, [v.pid]))
+                theirs.append(wrk(ng.port, lookup_path, script, THREADS, CONNS, SECONDS, ng.pids()))
+            throughput_row("3  id lookup (index) throughput", ours, theirs, 0.5)
+        if want(4):
+            log("== 4. eq on a low-cardinality string, page_size 1000 (sequential latency)")
+            bodies = [json.dumps({"predicates": [{"col": "category", "op": "eq", "val": c}],
+                                  "page_size": 1000}) for c in CATEGORIES]
+            sql = 'SELECT %s FROM t WHERE "category" = CAST(? AS VARCHAR) LIMIT 1000' % COLS_SQL
+
+            def check4(d):
+                assert len(d["data"]) == 1000 and len(set(r["category"] for r in d["data"])) == 1
+            params = [(c,) for c in CATEGORIES]
+            scenario_latency("4a eq string p1000 (index path)", v, floor,
+                             "/api/v1/datasets/main/query", bodies, sql, params, "tojson", 300,
+                             1.5, check4)
+            scenario_latency("4b eq string p1000 (SQL path)", v, floor,
+                             "/api/v1/datasets/plain/query", bodies, sql, params, "tojson", 300,
+                             1.5, check4, note="index.mode=none")
+            raw = floor.run("raw", 100, sql, params)
+            results[-1]["note"] += "; DuckDB without JSON: %.2f ms" % (raw["median_us"] / 1000)
+
+            def check4d(d):
+                assert len(d["data"]) == 1000 and d["data"][0]["id"] == 1, str(d)[:200]
+            scenario_latency("4d first page, no predicate, p1000", v, floor,
+                             "/api/v1/datasets/main/query", [json.dumps({"page_size": 1000})],
+                             "SELECT %s FROM t LIMIT 1000" % COLS_SQL, None, "tojson", 300, 1.5,
+                             check4d, note="the most common request")
+            if want(4):
+                log("== 4c. the same, concurrent (wrk -t%d -c%d), index path" % (THREADS, 8))
+                script = write_lua("eq_conc", lua_post("/api/v1/datasets/main/query", bodies=bodies))
+                r = wrk(v.port, "/api/v1/datasets/main/query", script, THREADS, 8, SECONDS, [v.pid])
+                add_result("4c eq string p1000 concurrent", r["rps"], None, "req/s", None, None,
+                           None, note="informational, -c8")
+        if want(5):
+            log("== 5. group_by with count/sum/avg (sequential latency)")
+            body = json.dumps({"group_by": ["category"], "aggregations": [
+                {"op": "count"}, {"op": "sum", "col": "price"}, {"op": "avg", "col": "qty"}]})
+            sql = ('SELECT * FROM (SELECT "category", count(*) AS "count", sum("price") AS '
+                   '"sum_price", avg("qty") AS "avg_qty" FROM t GROUP BY "category") AS "q" '
+                   'LIMIT 1000')
+
+            def check5(d):
+                rows = d["data"]
+                assert len(rows) == len(CATEGORIES) and sum(r["count"] for r in rows) == ROWS
+                assert all("sum_price" in r and "avg_qty" in r for r in rows)
+            scenario_latency("5  group_by count/sum/avg", v, floor, "/api/v1/datasets/main/query",
+                             [body], sql, None, "tojson", 100, 1.5, check5, batch=5)
+        if want(7):
+            log("== 7. count with a timestamp range (sequential latency)")
+            bodies = [json.dumps({"predicates": [{"col": "ts", "op": "between", "val": [a, b]}]})
+                      for a, b in TS_RANGES]
+            sql = ('SELECT count(*) AS "count" FROM t WHERE "ts" BETWEEN CAST(? AS TIMESTAMP) '
+                   'AND CAST(? AS TIMESTAMP)')
+            expect = {}
+            for i, (a, b) in enumerate(TS_RANGES):
+                expect[json.dumps([a, b])] = int(json.loads(
+                    floor.run("count", 1, sql, [(a, b)])["body"])["count"])
+
+            def check7(d, it=iter(TS_RANGES)):
+                a, b = next(it)
+                assert d["count"] == expect[json.dumps([a, b])], (d, expect)
+            scenario_latency("7  count, timestamp between", v, floor,
+                             "/api/v1/datasets/main/count", bodies, sql, list(TS_RANGES), "count",
+                             300, 1.5, check7)
+        if want(6):
+            log("== 6. one 100,000-row JSON page vs DuckDB to_json")
+            body = json.dumps({"page_size": 100000})
+            sql = "SELECT %s FROM t LIMIT 100000" % COLS_SQL
+
+            def check6(d):
+                assert len(d["data"]) == 100000 and d["page_size"] == 100000
+            r = scenario_latency("6  100k-row JSON page vs to_json", v, floor,
+                                 "/api/v1/datasets/main/query", [body], sql, None, "tojson", 16,
+                                 0.5, check6, batch=2, note="goal: ours >= 2x faster")
+            # Encoder against encoder: both in-process, on the plan the service
+            # uses for a first page (no late materialization, src/api/query.c).
+            assert floor.command("exec\tSET disabled_optimizers = 'late_materialization'") == "ok"
+            ours_enc, theirs_enc = [], []
+            for k in range(2):
+                ours_enc.append(floor.run("jsonrows", 5, sql))
+                theirs_enc.append(floor.run("tojson", 5, sql))
+            assert floor.command("exec\tRESET disabled_optimizers") == "ok"
+            oe = min(x["median_us"] for x in ours_enc) / 1000
+            te = min(x["median_us"] for x in theirs_enc) / 1000
+            add_result("6b   encoder only: json_rows vs to_json", oe, te, "ms", oe / te, "<=", 0.5,
+                       min(x["cpu_us"] for x in ours_enc) / min(x["cpu_us"] for x in theirs_enc),
+                       note="in-process, same plan, no HTTP")
+            if os.access(BENCH_JSON, os.X_OK):
+                out = subprocess.run([BENCH_JSON, "100000", "5"], capture_output=True, text=True,
+                                     timeout=300).stdout
+                detail(out)
+                m = re.search(r"ratio to_json / ours: ([\d.]+)x \(best\) ([\d.]+)x", out)
+                if m:
+                    add_result("6c   vt-bench-json (CPU time, own table)", None, None, "ms",
+                               1 / float(m.group(2)), "<=", 0.5, note="to_json/ours %sx median"
+                               % m.group(2))
+        if want(8):
+            scenario_stream(v, floor)
+        if want(9):
+            scenario_parquet(v, ng, export_file)
+    finally:
+        ng.stop()
+        if floor:
+            floor.stop()
+        v.stop()
+
+
+def curl_times(urls, method="GET", data=None):
+    """One curl process fetching every URL in turn on one connection; returns
+    [(bytes, seconds)] per transfer."""
+    args = ["curl", "-s", "--fail", "-w", "%{size_download} %{time_total}\\n"]
+    if method == "POST":
+        args += ["-H", "Content-Type: application/json", "--data-binary", data]
+    for u in urls:
+        args += ["-o", "/dev/null", u]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError("curl failed: %s" % out.stderr)
+    return [(int(a), float(b)) for a, b in (l.split() for l in out.stdout.split("\n") if l.strip())]
+
+
+def scenario_stream(v, floor):
+    log("== 8. /query/stream of all rows (Arrow IPC) vs DuckDB Arrow export + IPC writer")
+    path = "/api/v1/datasets/main/query/stream"
+    sql = "SELECT %s FROM t" % COLS_SQL
+    # Correctness: a complete stream (continuation marker first, EOS last),
+    # as long as the floor's (same writer, so within chunking differences).
+    conn = http.client.HTTPConnection("127.0.0.1", v.port, timeout=300)
+    conn.request("POST", path, body=b"{}", headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    head = resp.read(8)
+    total, tail = len(head), b""
+    while True:
+        b = resp.read(1 << 20)
+        if not b:
+            break
+        total += len(b)
+        tail = (tail + b)[-8:]
+    conn.close()
+    assert resp.status == 200 and head[:4] == b"\xff\xff\xff\xff", head
+    assert tail == b"\xff\xff\xff\xff\0\0\0\0", tail
+    f = floor.run("arrow", 1, sql)
+    assert abs(total - f["bytes"]) <= 0.01 * f["bytes"], (total, f["bytes"])
+    url = "http://127.0.0.1:%d%s" % (v.port, path)
+    ours, theirs, peaks, fpeaks = [], [], [], []
+    for r in range(ROUNDS):
+        base = proc_status(v.pid)["VmRSS"] / 1024
+        hwm_ok = reset_hwm(v.pid)
+        c0 = cpu_seconds([v.pid])
+        t = min(curl_times([url] * 2, "POST", "{}"), key=lambda x: x[1])
+        c1 = cpu_seconds([v.pid])
+        if hwm_ok:
+            peaks.append(proc_status(v.pid)["VmHWM"] / 1024 - base)
+        ours.append((t[0] / t[1], (c1 - c0) / 2))
+        fbase = floor.rss()["rss_kb"] / 1024
+        fhwm_ok = floor.command("resethwm") == "ok"
+        fr = floor.run("arrow", 2, sql)
+        if fhwm_ok:
+            fpeaks.append(floor.rss()["hwm_kb"] / 1024 - fbase)
+        theirs.append((fr["bytes"] / (fr["median_us"] / 1e6), fr["cpu_us"] / 1e6))
+        detail("  stream: %d bytes in %.3f s (%.0f MB/s), server CPU %.3f s, server peak RSS "
+               "+%s MiB over %.1f MiB idle; floor peak +%s MiB"
+               % (t[0], t[1], t[0] / t[1] / 1e6, c1 - c0,
+                  "%.1f" % peaks[-1] if hwm_ok else "?", base,
+                  "%.1f" % fpeaks[-1] if fhwm_ok else "?"))
+    o = max(x[0] for x in ours) / 1e6
+    t = max(x[0] for x in theirs) / 1e6
+    cpu = min(x[1] for x in theirs) / min(x[1] for x in ours)
+    add_result("8a stream 1M rows Arrow, bytes/s", o, t, "MB/s", o / t, ">=", 0.7, cpu,
+               note="%.0f MB per stream" % (total / 1e6))
+    if peaks and fpeaks:
+        add_result("8b   peak RSS growth during the stream", max(peaks), max(fpeaks), "MiB",
+                   None, None, None,
+                   note="over idle RSS (server %.0f MiB with 3 datasets)" % base)
+
+
+def scenario_parquet(v, ng, export_file):
+    log("== 9. Parquet download (cached export) vs nginx serving the same file")
+    path = "/api/v1/datasets/main/parquet"
+    t0 = time.monotonic()
+    st, h, body = request(v.port, "GET", path, timeout=600)
+    first = time.monotonic() - t0
+    assert st == 200 and int(h["content-length"]) == len(body) > 0
+    with open(export_file, "wb") as f:
+        f.write(body)
+    st, h2, body2 = request(ng.port, "GET", "/export.parquet")
+    assert st == 200 and body2 == body
+    detail("  first download (builds the export): %.2f s, %d bytes" % (first, len(body)))
+    n = 5
+    ours, theirs = [], []
+    for r in range(ROUNDS):
+        c0 = cpu_seconds([v.pid])
+        ts = curl_times(["http://127.0.0.1:%d%s" % (v.port, path)] * n)
+        c1 = cpu_seconds([v.pid])
+        ours.append((len(body) / statistics.median(t for _, t in ts), (c1 - c0) / n))
+        c0 = cpu_seconds(ng.pids())
+        ts2 = curl_times(["http://127.0.0.1:%d/export.parquet" % ng.port] * n)
+        c1 = cpu_seconds(ng.pids())
+        theirs.append((len(body) / statistics.median(t for _, t in ts2), (c1 - c0) / n))
+        assert all(b == len(body) for b, _ in ts + ts2)
+        detail("  parquet: vitrine %.0f MB/s, nginx %.0f MB/s" % (ours[-1][0] / 1e6, theirs[-1][0] / 1e6))
+    o = max(x[0] for x in ours) / 1e6
+    t = max(x[0] for x in theirs) / 1e6
+    oc, tc = min(x[1] for x in ours), min(x[1] for x in theirs)
+    add_result("9  Parquet download, bytes/s", o, t, "MB/s", o / t, ">=", 0.9,
+               tc / oc if oc > 0 else None,
+               note="%.1f MB file; first request built it in %.1f s" % (len(body) / 1e6, first))
+
+
+def print_table():
+    hdr = ("scenario", "vitrine", "floor", "ratio", "goal", "met?", "cpu ratio", "note")
+    rows = []
+    for r in results:
+        rows.append((r["name"], r["ours"], r["floor"],
+                     "%.2f" % r["ratio"] if r["ratio"] is not None else "-", r["goal"],
+                     "-" if r["met"] is None else ("yes" if r["met"] else "NO"),
+                     "%.2f" % r["cpu"] if r["cpu"] is not None else "-", r["note"]))
+    w = [max(len(str(x[i])) for x in rows + [hdr]) for i in range(len(hdr))]
+    line = " | ".join(h.ljust(w[i]) for i, h in enumerate(hdr))
+    log("")
+    log(line)
+    log("-+-".join("-" * x for x in w))
+    for row in rows:
+        log(" | ".join(str(c).ljust(w[i]) for i, c in enumerate(row)))
+    log("")
+    log("ratio = vitrine / floor (throughput: higher is better; time, memory: lower is better).")
+    log("cpu ratio = the same comparison on CPU time per request instead of wall time, "
+        "oriented like ratio (less sensitive to other load on the machine).")
+
+
+def main():
+    t0 = time.monotonic()
+    try:
+        run_all()
+    finally:
+        for p in list(started):
+            stop(p)
+        if results:
+            print_table()
+        log("bench took %.0f s" % (time.monotonic() - t0))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# `make bench`: every scenario of bench/README.md beside its floor, then a
+# table. Usage: bench/run.sh [BUILD_DIR]   (knobs: see bench/bench.py)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$top/build}" && pwd)
+for tool in wrk nginx curl; do
+    command -v "$tool" >/dev/null || { echo "bench: $tool is missing; run ./scripts/install-deps.sh" >&2; exit 1; }
+done
+exec /usr/bin/python3 "$top/bench/bench.py" "$build"
