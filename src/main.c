@@ -34,12 +34,13 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: vitrine [--config FILE]     serve the datasets of a config file\n"
+            "usage: vitrine [--config FILE] [--port N]  serve the datasets of a config file\n"
             "       vitrine init [DIR]          write a commented datasets.toml into DIR (default .)\n"
             "       vitrine check-config FILE   validate a config file and exit\n"
             "       vitrine --version           print the version\n"
             "       vitrine --help              this text\n"
             "\n"
+            "--port overrides server.port (0 picks a free port; the log says which).\n"
             "Config file resolution: --config, $VITRINE_CONFIG_FILE, ./datasets.toml,\n"
             "$HOME/datasets.toml. Environment: ADMIN_TOKEN (admin endpoints),\n"
             "VITRINE_LOG (error|warn|info|debug), AWS_* (S3 credentials).\n");
@@ -103,7 +104,7 @@ static void remove_tree(const char *path)
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static int serve(const char *config_path)
+static int serve(const char *config_path, int port_override)
 {
     struct vt_config cfg;
     struct vt_error err = {0};
@@ -118,6 +119,8 @@ static int serve(const char *config_path)
         log_warn("no config file found (--config, $VITRINE_CONFIG_FILE, ./datasets.toml, "
                  "$HOME/datasets.toml): serving no datasets");
     }
+    if (port_override >= 0)
+        cfg.server.port = port_override;
     if (cfg.server.backend == BACKEND_DATAFUSION)
         log_warn("server.backend = \"datafusion\"%s: this build has only the DuckDB engine; "
                  "running DuckDB",
@@ -219,6 +222,7 @@ int main(int argc, char **argv)
 {
     log_init_from_env();
     const char *config_arg = NULL;
+    int port = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -255,6 +259,17 @@ int main(int argc, char **argv)
             config_arg = a + 9;
             continue;
         }
+        if (!strcmp(a, "--port") || !strncmp(a, "--port=", 7)) {
+            const char *v = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
+            char *end = NULL;
+            long p = v ? strtol(v, &end, 10) : -1;
+            if (!v || !*v || *end || p < 0 || p > 65535) {
+                fprintf(stderr, "vitrine: --port needs a number from 0 to 65535\n");
+                return 2;
+            }
+            port = (int)p;
+            continue;
+        }
         fprintf(stderr, "vitrine: unknown argument %s\n", a);
         usage(stderr);
         return 2;
@@ -264,7 +279,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "vitrine: cannot read config file %s\n", config_arg);
         return 1;
     }
-    int rc = serve(path);
+    int rc = serve(path, port);
     free(path);
     return rc;
 }

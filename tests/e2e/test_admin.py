@@ -198,7 +198,7 @@ def test_persist_appends_block_and_survives_restart(vt, datadir, tmp_path):
 def test_persist_without_config_file_is_400(tmp_path, datadir):
     home = tmp_path / "home"
     home.mkdir()
-    s = Server(home, "", args=[], env={"ADMIN_TOKEN": TOKEN, "HOME": str(home)})
+    s = Server(home, "", args=["--port", "0"], env={"ADMIN_TOKEN": TOKEN, "HOME": str(home)})
     s.config_path.unlink()
     s.env.pop("VITRINE_CONFIG_FILE", None)
     s.start()
