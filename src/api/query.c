@@ -279,14 +279,16 @@ static enum fast_result try_index(struct http_request *req, struct query_call *c
     bool empty;
     if (!query_index_match_terms(&c->qr, fp->index, http_req_arena(req), &terms, &n_terms, &empty))
         return FAST_NO;
-    struct index_rows rows = {0};
-    if (!empty && index_match(fp->index, terms, n_terms, &rows) != 0)
-        return FAST_NO;
     if (c->mode == QUERY_COUNT) {
-        reply_count(req, rows.n);
-        index_rows_free(&rows);
+        uint64_t n = 0;
+        if (!empty && index_count(fp->index, terms, n_terms, &n) != 0)
+            return FAST_NO;
+        reply_count(req, n);
         return FAST_DONE;
     }
+    struct index_rows rows = {0};
+    if (!fp->rows || (!empty && index_match(fp->index, terms, n_terms, &rows) != 0))
+        return FAST_NO;
     /* Paging over the sorted positions (table order, as the SQL path). */
     size_t from = c->qr.offset < 0 ? 0 : (size_t)c->qr.offset;
     size_t count = from < rows.n ? rows.n - from : 0;

@@ -81,7 +81,56 @@ static int add_row(void *ctx, const char *cells, const uint32_t *ends)
     return rowstore_builder_add_row(ctx, cells, ends);
 }
 
-/* Scans the generation once and builds its index and row store. */
+/* One scan of the generation, feeding each chunk to `fn`. */
+static bool scan(duckdb_connection con, const struct cat_generation *gen,
+                 bool (*fn)(void *ctx, duckdb_result *res, duckdb_data_chunk chunk), void *ctx,
+                 char *why, size_t whylen)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT * FROM %s", gen->relation);
+    duckdb_result res;
+    bool ok = duckdb_query(con, sql, &res) == DuckDBSuccess;
+    if (!ok)
+        snprintf(why, whylen, "%s", duckdb_result_error(&res));
+    while (ok) {
+        duckdb_data_chunk chunk = duckdb_fetch_chunk(res);
+        if (!chunk)
+            break;
+        ok = fn(ctx, &res, chunk);
+        duckdb_destroy_data_chunk(&chunk);
+        if (!ok)
+            snprintf(why, whylen, "out of memory, too many rows or a type without JSON text");
+    }
+    duckdb_destroy_result(&res);
+    return ok;
+}
+
+static bool feed_index(void *ctx, duckdb_result *res, duckdb_data_chunk chunk)
+{
+    (void)res;
+    return index_builder_add_chunk(ctx, chunk) == 0;
+}
+
+struct rows_ctx {
+    struct rowstore_builder *rb;
+    struct json_rows *enc;
+};
+
+static bool feed_rows(void *ctx, duckdb_result *res, duckdb_data_chunk chunk)
+{
+    struct rows_ctx *rc = ctx;
+    if (!rc->enc) {
+        char ebuf[256];
+        rc->enc = json_rows_create_for_result(res, ebuf, sizeof ebuf);
+        if (!rc->enc)
+            return false;
+    }
+    return json_rows_encode_cells(rc->enc, chunk, add_row, rc->rb) == 0;
+}
+
+/* Builds the index (one scan), then the row store (a second scan) only when
+ * some indexed column keeps positions: with dense columns alone the index
+ * answers counts, and rows come from DuckDB, which is faster for large hits. */
 static struct cat_fastpath *build_fastpath(duckdb_connection con, struct cat_generation *gen,
                                            const struct vt_dataset_config *cfg, char *why,
                                            size_t whylen)
@@ -89,9 +138,11 @@ static struct cat_fastpath *build_fastpath(duckdb_connection con, struct cat_gen
     why[0] = '\0';
     const char **names = calloc(gen->n_cols ? gen->n_cols : 1, sizeof *names);
     duckdb_type *types = calloc(gen->n_cols ? gen->n_cols : 1, sizeof *types);
-    if (!names || !types) {
+    struct cat_fastpath *fp = calloc(1, sizeof *fp);
+    if (!names || !types || !fp) {
         free(names);
         free(types);
+        free(fp);
         return NULL;
     }
     for (size_t i = 0; i < gen->n_cols; i++) {
@@ -103,62 +154,31 @@ static struct cat_fastpath *build_fastpath(duckdb_connection con, struct cat_gen
         index_builder_create(gen->n_cols, names, types, cfg, warn, sizeof warn);
     if (warn[0])
         log_warn("dataset %s: %s", cfg->name, warn);
-    struct rowstore_builder *rb = ib ? rowstore_builder_create(gen->n_cols, names) : NULL;
+    if (ib && scan(con, gen, feed_index, ib, why, whylen))
+        fp->index = index_builder_finish(ib);
+    else
+        index_builder_abort(ib);
+    if (!fp->index) {
+        if (!why[0])
+            snprintf(why, whylen, "no column qualifies");
+    } else if (index_has_positions(fp->index)) {
+        struct rows_ctx rc = {.rb = rowstore_builder_create(gen->n_cols, names)};
+        if (rc.rb && scan(con, gen, feed_rows, &rc, why, whylen))
+            fp->rows = rowstore_builder_finish(rc.rb);
+        else
+            rowstore_builder_abort(rc.rb);
+        json_rows_destroy(rc.enc);
+        if (!fp->rows)
+            log_warn("dataset %s: no row store (%s); the index answers counts only", cfg->name,
+                     why);
+    }
     free(types);
     free(names);
-    if (!ib || !rb) {
-        index_builder_abort(ib);
-        rowstore_builder_abort(rb);
-        return NULL;
-    }
-    char sql[200];
-    snprintf(sql, sizeof sql, "SELECT * FROM %s", gen->relation);
-    duckdb_result res;
-    struct json_rows *enc = NULL;
-    bool ok = duckdb_query(con, sql, &res) == DuckDBSuccess;
-    if (!ok) {
-        snprintf(why, whylen, "%s", duckdb_result_error(&res));
-    } else {
-        char ebuf[256];
-        enc = json_rows_create_for_result(&res, ebuf, sizeof ebuf);
-        if (!enc) {
-            ok = false;
-            snprintf(why, whylen, "%s", ebuf);
-        }
-    }
-    while (ok) {
-        duckdb_data_chunk chunk = duckdb_fetch_chunk(res);
-        if (!chunk)
-            break;
-        if (index_builder_add_chunk(ib, chunk) != 0 ||
-            json_rows_encode_cells(enc, chunk, add_row, rb) != 0) {
-            ok = false;
-            snprintf(why, whylen, "out of memory or too many rows");
-        }
-        duckdb_destroy_data_chunk(&chunk);
-    }
-    json_rows_destroy(enc);
-    duckdb_destroy_result(&res);
-    if (!ok) {
-        index_builder_abort(ib);
-        rowstore_builder_abort(rb);
-        return NULL;
-    }
-    struct cat_fastpath *fp = calloc(1, sizeof *fp);
-    if (fp) {
-        fp->index = index_builder_finish(ib);
-        fp->rows = rowstore_builder_finish(rb);
-    } else {
-        index_builder_abort(ib);
-        rowstore_builder_abort(rb);
-    }
-    if (!fp || !fp->index || !fp->rows) {
-        if (fp && !fp->index)
-            snprintf(why, whylen, "no column qualifies");
+    if (!fp->index) {
         cat_fastpath_free(fp);
         return NULL;
     }
-    fp->bytes = fp->index->bytes + rowstore_bytes(fp->rows);
+    fp->bytes = fp->index->bytes + (fp->rows ? rowstore_bytes(fp->rows) : 0);
     return fp;
 }
 
@@ -186,11 +206,13 @@ static void fastpath_run(struct eng_job *job, duckdb_connection con)
         if (index_has_column(fp->index, i)) {
             if (cols.len)
                 sb_adds(&cols, ", ");
-            sb_addf(&cols, "%s (%zu keys)", gen->cols[i].name, index_column_keys(fp->index, i));
+            sb_addf(&cols, "%s (%zu keys%s)", gen->cols[i].name, index_column_keys(fp->index, i),
+                    index_column_dense(fp->index, i) ? ", counts only" : "");
         }
     log_info("dataset %s: index on %s; index %.1f MiB, row store %.1f MiB; built in %lld ms",
              fj->cfg.name, cols.buf ? cols.buf : "", fp->index->bytes / 1048576.0,
-             rowstore_bytes(fp->rows) / 1048576.0, (long long)(time_mono_ms() - t0));
+             fp->rows ? rowstore_bytes(fp->rows) / 1048576.0 : 0.0,
+             (long long)(time_mono_ms() - t0));
     sb_release(&cols);
     atomic_store(&gen->fastpath, fp);
 }

@@ -31,7 +31,8 @@ struct index_column {
     uint32_t *row_keys;
     /* finished: CSR posting lists */
     uint32_t *offsets;          /* n_keys + 1 */
-    uint32_t *rows;
+    uint32_t *rows;             /* NULL for a dense column: counts only */
+    bool dense;
     bool dropped;
 };
 
@@ -367,7 +368,9 @@ int index_builder_add_chunk(struct index_builder *b, duckdb_data_chunk chunk)
     return 0;
 }
 
-/* Counting sort of the row key ids into CSR posting lists. */
+/* Counting sort of the row key ids into CSR posting lists. A dense column
+ * (many rows per key) keeps the counts only: its hits are too many for the
+ * row store to beat DuckDB, so positions would be memory for nothing. */
 static int column_finish(struct index_column *c, size_t n_rows)
 {
     c->offsets = calloc(c->n_keys + 1, sizeof *c->offsets);
@@ -381,6 +384,12 @@ static int column_finish(struct index_column *c, size_t n_rows)
         }
     for (size_t k = 0; k < c->n_keys; k++)
         c->offsets[k + 1] += c->offsets[k];
+    if (c->n_keys && non_null / c->n_keys > INDEX_DENSE_ROWS_PER_KEY) {
+        c->dense = true;
+        free(c->row_keys);
+        c->row_keys = NULL;
+        return 0;
+    }
     c->rows = malloc((non_null ? non_null : 1) * sizeof *c->rows);
     uint32_t *fill = malloc((c->n_keys ? c->n_keys : 1) * sizeof *fill);
     if (!c->rows || !fill) {
@@ -408,7 +417,8 @@ static int column_finish(struct index_column *c, size_t n_rows)
 static size_t column_bytes(const struct index_column *c)
 {
     size_t b = sizeof *c + c->n_slots * sizeof(uint32_t) + (c->n_keys + 1) * sizeof(uint32_t);
-    b += (size_t)c->offsets[c->n_keys] * sizeof(uint32_t);
+    if (!c->dense)
+        b += (size_t)c->offsets[c->n_keys] * sizeof(uint32_t);
     if (c->domain == INDEX_DOMAIN_STRING)
         b += (c->keys_cap + 1) * sizeof(uint64_t) + c->str_len;
     else
@@ -481,30 +491,83 @@ enum index_domain index_column_domain(const struct vt_index *ix, size_t col)
     return ix->by_col[col]->domain;
 }
 
+bool index_column_dense(const struct vt_index *ix, size_t col)
+{
+    return index_has_column(ix, col) && ix->by_col[col]->dense;
+}
+
+bool index_has_positions(const struct vt_index *ix)
+{
+    for (size_t i = 0; ix && i < ix->n_cols; i++)
+        if (ix->by_col[i] && !ix->by_col[i]->dense)
+            return true;
+    return false;
+}
+
 size_t index_column_keys(const struct vt_index *ix, size_t col)
 {
     return index_has_column(ix, col) ? ix->by_col[col]->n_keys : 0;
+}
+
+/* The key id of `key` in column `col`, or EMPTY_SLOT. */
+static uint32_t key_id(const struct vt_index *ix, size_t col, const struct index_key *key)
+{
+    if (!index_has_column(ix, col))
+        return EMPTY_SLOT;
+    const struct index_column *c = ix->by_col[col];
+    if (key->domain != c->domain)
+        return EMPTY_SLOT;
+    uint64_t ikey = 0;
+    if (c->domain == INDEX_DOMAIN_INT || c->domain == INDEX_DOMAIN_BOOL)
+        ikey = (uint64_t)key->i;
+    else if (c->domain == INDEX_DOMAIN_UINT)
+        ikey = key->u;
+    return find_key(c, ikey, key->s, key->len);
 }
 
 const uint32_t *index_lookup(const struct vt_index *ix, size_t col, const struct index_key *key,
                              size_t *out_n)
 {
     *out_n = 0;
-    if (!index_has_column(ix, col))
-        return NULL;
-    const struct index_column *c = ix->by_col[col];
-    if (key->domain != c->domain)
-        return NULL;
-    uint64_t ikey = 0;
-    if (c->domain == INDEX_DOMAIN_INT || c->domain == INDEX_DOMAIN_BOOL)
-        ikey = (uint64_t)key->i;
-    else if (c->domain == INDEX_DOMAIN_UINT)
-        ikey = key->u;
-    uint32_t id = find_key(c, ikey, key->s, key->len);
+    uint32_t id = key_id(ix, col, key);
     if (id == EMPTY_SLOT)
         return NULL;
+    const struct index_column *c = ix->by_col[col];
     *out_n = c->offsets[id + 1] - c->offsets[id];
-    return c->rows + c->offsets[id];
+    return c->dense ? NULL : c->rows + c->offsets[id];
+}
+
+static bool same_key(const struct index_key *a, const struct index_key *b)
+{
+    return a->domain == b->domain && a->i == b->i && a->u == b->u && a->len == b->len &&
+           (a->len == 0 || memcmp(a->s, b->s, a->len) == 0);
+}
+
+int index_count(const struct vt_index *ix, const struct index_term *terms, size_t n_terms,
+                uint64_t *out_count)
+{
+    *out_count = 0;
+    if (n_terms == 1) {
+        /* One term: the counts of its distinct keys (no positions needed). */
+        const struct index_term *t = &terms[0];
+        for (size_t k = 0; k < t->n_keys; k++) {
+            bool seen = false;
+            for (size_t j = 0; j < k && !seen; j++)
+                seen = same_key(&t->keys[j], &t->keys[k]);
+            size_t n;
+            if (!seen) {
+                index_lookup(ix, t->col, &t->keys[k], &n);
+                *out_count += n;
+            }
+        }
+        return 0;
+    }
+    struct index_rows rows;
+    int rc = index_match(ix, terms, n_terms, &rows);
+    if (rc == 0)
+        *out_count = rows.n;
+    index_rows_free(&rows);
+    return rc;
 }
 
 void index_rows_free(struct index_rows *r)
@@ -546,11 +609,8 @@ static int term_rows(const struct vt_index *ix, const struct index_term *t, stru
         const uint32_t *rows = index_lookup(ix, t->col, &t->keys[k], &n);
         /* The same key listed twice in `in` must not duplicate rows. */
         bool seen = false;
-        for (size_t j = 0; j < k && !seen; j++) {
-            const struct index_key *a = &t->keys[j], *b = &t->keys[k];
-            seen = a->domain == b->domain && a->i == b->i && a->u == b->u && a->len == b->len &&
-                   (a->len == 0 || memcmp(a->s, b->s, a->len) == 0);
-        }
+        for (size_t j = 0; j < k && !seen; j++)
+            seen = same_key(&t->keys[j], &t->keys[k]);
         if (seen || !rows)
             continue;
         memcpy(all + pos, rows, n * sizeof *all);
@@ -568,6 +628,9 @@ int index_match(const struct vt_index *ix, const struct index_term *terms, size_
                 struct index_rows *out)
 {
     memset(out, 0, sizeof *out);
+    for (size_t t = 0; t < n_terms; t++)
+        if (index_column_dense(ix, terms[t].col))
+            return INDEX_NEEDS_POSITIONS;
     if (n_terms == 0) {
         return 0;
     }

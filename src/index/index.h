@@ -25,6 +25,9 @@
 
 #include "config/config.h"
 
+/* A column with more rows per distinct key than this keeps counts only. */
+#define INDEX_DENSE_ROWS_PER_KEY 256
+
 enum index_domain { INDEX_DOMAIN_INT, INDEX_DOMAIN_UINT, INDEX_DOMAIN_BOOL, INDEX_DOMAIN_STRING };
 
 /* A lookup key in the column's domain (the caller converts the request value;
@@ -71,9 +74,15 @@ void index_destroy(struct vt_index *ix);
 bool index_has_column(const struct vt_index *ix, size_t col);
 enum index_domain index_column_domain(const struct vt_index *ix, size_t col);
 size_t index_column_keys(const struct vt_index *ix, size_t col);
+/* A dense column (more than INDEX_DENSE_ROWS_PER_KEY rows per key on average)
+ * answers counts of one term, not positions. */
+bool index_column_dense(const struct vt_index *ix, size_t col);
+/* Whether some indexed column keeps positions (a row store is worth having). */
+bool index_has_positions(const struct vt_index *ix);
 
 /* The sorted positions of rows whose column `col` equals `key` (borrowed from
- * the index; *out_n = 0 when none). */
+ * the index; *out_n = 0 when none). For a dense column the positions are not
+ * kept: NULL with *out_n set to the count. */
 const uint32_t *index_lookup(const struct vt_index *ix, size_t col, const struct index_key *key,
                              size_t *out_n);
 
@@ -92,9 +101,15 @@ struct index_term {
     size_t n_keys;
 };
 
+#define INDEX_NEEDS_POSITIONS (-2)
+
 /* Positions matching every term (the AND of ORs), sorted. 0 on success, -1 on
- * out of memory. */
+ * out of memory, INDEX_NEEDS_POSITIONS when a term is on a dense column. */
 int index_match(const struct vt_index *ix, const struct index_term *terms, size_t n_terms,
                 struct index_rows *out);
+/* The number of rows matching every term; one term on a dense column is
+ * answered from its counts. Same return codes as index_match. */
+int index_count(const struct vt_index *ix, const struct index_term *terms, size_t n_terms,
+                uint64_t *out_count);
 
 #endif

@@ -65,40 +65,59 @@ static struct index_key skey(const char *s)
 TEST(auto_mode_indexes_low_cardinality_columns)
 {
     struct vt_index *ix = build("SELECT i::INTEGER AS id, 'cat' || (i % 7) AS cat, i % 2 = 0 AS even, "
-                                "i * 0.5 AS d, CASE WHEN i % 5 = 0 THEN NULL ELSE i % 3 END AS m "
-                                "FROM range(10000) t(i)",
-                                INDEX_AUTO, NULL, 100, NULL, 0);
+                                "i * 0.5 AS d, CASE WHEN i % 5 = 0 THEN NULL ELSE i % 3 END AS m, "
+                                "i % 500 AS g FROM range(10000) t(i)",
+                                INDEX_AUTO, NULL, 1000, NULL, 0);
     CHECK(ix != NULL);
     if (!ix)
         return;
-    CHECK(!index_has_column(ix, 0));  /* 10000 distinct > 100 */
+    CHECK(!index_has_column(ix, 0));  /* 10000 distinct >= 1000 */
     CHECK(index_has_column(ix, 1));
     CHECK(index_has_column(ix, 2));
     CHECK(!index_has_column(ix, 3));  /* DOUBLE is not eligible */
     CHECK(index_has_column(ix, 4));
+    CHECK(index_has_column(ix, 5));
     CHECK_EQ_INT(index_column_keys(ix, 1), 7);
+    /* 7 keys over 10000 rows: dense, counts only */
+    CHECK(index_column_dense(ix, 1));
+    CHECK(!index_column_dense(ix, 5));
+    CHECK(index_has_positions(ix));
     size_t n;
     struct index_key k = skey("cat3");
-    const uint32_t *rows = index_lookup(ix, 1, &k, &n);
+    CHECK(index_lookup(ix, 1, &k, &n) == NULL);
     CHECK(n == 1428 || n == 1429);
-    for (size_t i = 0; i < n; i++) {
-        CHECK_EQ_INT(rows[i] % 7, 3);
-        if (i)
-            CHECK(rows[i] > rows[i - 1]);
-    }
     struct index_key t = {.domain = INDEX_DOMAIN_BOOL, .i = 1};
     index_lookup(ix, 2, &t, &n);
     CHECK_EQ_INT(n, 5000);
     /* NULLs are not indexed: m = 0 only where i%3==0 and i%5!=0. */
     struct index_key z = ikey(0);
-    rows = index_lookup(ix, 4, &z, &n);
+    index_lookup(ix, 4, &z, &n);
     size_t expect = 0;
     for (int i = 0; i < 10000; i++)
         expect += i % 3 == 0 && i % 5 != 0;
     CHECK_EQ_INT(n, expect);
+    /* a sparse column keeps sorted positions */
+    struct index_key g = ikey(123);
+    const uint32_t *rows = index_lookup(ix, 5, &g, &n);
+    CHECK_EQ_INT(n, 20);
+    for (size_t i = 0; rows && i < n; i++) {
+        CHECK_EQ_INT(rows[i] % 500, 123);
+        if (i)
+            CHECK(rows[i] > rows[i - 1]);
+    }
     struct index_key missing = skey("nope");
     CHECK(index_lookup(ix, 1, &missing, &n) == NULL && n == 0);
     CHECK(ix->bytes > 0);
+    /* counts of one term come from a dense column; positions do not */
+    struct index_key in_keys[] = {skey("cat1"), skey("cat2"), skey("cat1")};
+    struct index_term dense_term[] = {{1, in_keys, 3}};
+    uint64_t cnt;
+    CHECK_EQ_INT(index_count(ix, dense_term, 1, &cnt), 0);
+    CHECK_EQ_INT(cnt, 1429 + 1429);
+    struct index_rows out;
+    CHECK_EQ_INT(index_match(ix, dense_term, 1, &out), INDEX_NEEDS_POSITIONS);
+    struct index_term two[] = {{5, &g, 1}, {1, in_keys, 1}};
+    CHECK_EQ_INT(index_count(ix, two, 2, &cnt), INDEX_NEEDS_POSITIONS);
     index_destroy(ix);
 }
 
@@ -140,7 +159,7 @@ TEST(mode_none_builds_nothing)
 TEST(match_and_of_ors)
 {
     struct vt_index *ix = build("SELECT i % 10 AS a, 'k' || (i % 3) AS b, i::UBIGINT % 4 AS u "
-                                "FROM range(3000) t(i)",
+                                "FROM range(600) t(i)",
                                 INDEX_AUTO, NULL, 1000, NULL, 0);
     CHECK(ix != NULL);
     if (!ix)
@@ -151,8 +170,9 @@ TEST(match_and_of_ors)
     struct index_rows out;
     CHECK_EQ_INT(index_match(ix, terms, 2, &out), 0);
     size_t expect = 0;
-    for (int i = 0; i < 3000; i++)
+    for (int i = 0; i < 600; i++)
         expect += (i % 10 == 1 || i % 10 == 2) && i % 3 == 0;
+    CHECK(!index_column_dense(ix, 0) && !index_column_dense(ix, 1) && !index_column_dense(ix, 2));
     CHECK_EQ_INT(out.n, expect);
     for (size_t i = 0; i < out.n; i++) {
         uint32_t r = out.rows[i];
@@ -164,7 +184,7 @@ TEST(match_and_of_ors)
     struct index_key u = {.domain = INDEX_DOMAIN_UINT, .u = 3};
     struct index_term t2[] = {{2, &u, 1}};
     CHECK_EQ_INT(index_match(ix, t2, 1, &out), 0);
-    CHECK_EQ_INT(out.n, 750);
+    CHECK_EQ_INT(out.n, 150);
     CHECK(out.owned == NULL); /* a single key borrows the posting list */
     index_rows_free(&out);
     /* Wrong domain finds nothing. */
