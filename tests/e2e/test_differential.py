@@ -404,6 +404,8 @@ def index_request(g, mode, indexed_pool):
     resident dataset. The reference orders by id: rows must come in table order."""
     rng = g.rng
     preds, where = [], []
+    # Most values come from one row, so that ANDed terms still match rows.
+    row = rng.choice(g.rows)
     for col in rng.sample(indexed_pool, rng.choice([1, 1, 1, 2, 3])):
         cls = querygen.CLASS[col]
         lhs = querygen.quote(col)
@@ -411,6 +413,15 @@ def index_request(g, mode, indexed_pool):
             lhs = "CAST(%s AS VARCHAR)" % lhs
 
         def one():
+            v = row[col]
+            if v is not None and rng.random() < 0.7:
+                if isinstance(v, bool):
+                    return v, "true" if v else "false"
+                if isinstance(v, str):
+                    return v, querygen.sql_str(v)
+                if v >= 2**63:  # past int64 only a real fits; 2^64-1 rounds to 2^64
+                    return float(v), str(int(float(v)))
+                return v, str(v)
             v, lit = g.value(cls, col, col)
             return v, str(v) if lit is None else lit
 
