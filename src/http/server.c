@@ -885,7 +885,10 @@ struct http_server *http_server_start(const struct http_server_options *opts,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_BYTES,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
+        /* No MHD_OPTION_LISTENING_ADDRESS_REUSE: its 1 sets SO_REUSEPORT,
+         * with which a second server binds a port in use and the kernel
+         * splits connections between the two. MHD's default (SO_REUSEADDR)
+         * still allows an immediate restart past TIME_WAIT. */
         MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!srv->daemon) {
