@@ -52,7 +52,6 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Context, Decimal
 from pathlib import Path
 
-import pytest
 import requests
 
 import querygen
