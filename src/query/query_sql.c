@@ -135,6 +135,21 @@ static void add_pred(struct bctx *b, const struct query_pred *p)
         sb_adds(&b->sb, p->op == QUERY_OP_IS_NULL ? " IS NULL" : " IS NOT NULL");
         return;
     case QUERY_OP_BETWEEN:
+        if (!same_cast(&p->vals[0], &p->vals[1])) {
+            /* Bounds of two types (BIGINT and DOUBLE): one BETWEEN would
+             * compare all three in their common type, DOUBLE, where 2^53+1
+             * equals 2^53; two comparisons keep each exact, as `in` does. */
+            sb_addc(&b->sb, '(');
+            add_lhs(b, p);
+            sb_adds(&b->sb, " >= ");
+            add_param(b, &p->vals[0]);
+            sb_adds(&b->sb, " AND ");
+            add_lhs(b, p);
+            sb_adds(&b->sb, " <= ");
+            add_param(b, &p->vals[1]);
+            sb_addc(&b->sb, ')');
+            return;
+        }
         add_lhs(b, p);
         sb_adds(&b->sb, " BETWEEN ");
         add_param(b, &p->vals[0]);

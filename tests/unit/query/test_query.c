@@ -990,6 +990,12 @@ TEST(exec_numbers_by_value)
     CHECK_ROWS(IDS("{\"col\":\"d\",\"op\":\"between\",\"val\":[-1.25,0.5]}"), "2;3");
     CHECK_ROWS(IDS("{\"col\":\"i\",\"op\":\"between\",\"val\":[4,5]}"), "2;3");
     CHECK_ROWS(IDS("{\"col\":\"i\",\"op\":\"between\",\"val\":[5,4]}"), "");
+    /* Bounds of two kinds (a fraction and an integer, an integer and a real
+     * past 2^127) compare each in its own type, exactly, as `in` does: one
+     * BETWEEN would compare all three as DOUBLE and 2^53+1 would equal 2^53. */
+    CHECK_ROWS(IDS("{\"col\":\"bi\",\"op\":\"between\",\"val\":[-0.5,9007199254740992]}"), "2;5");
+    CHECK_ROWS(IDS("{\"col\":\"bi\",\"op\":\"between\",\"val\":[9007199254740993,1e300]}"), "1");
+    CHECK_ROWS(IDS("{\"col\":\"bi\",\"op\":\"between\",\"val\":[-9007199254740992,0.5]}"), "5");
     CHECK_ROWS(IDS("{\"col\":\"i\",\"op\":\"in\",\"val\":[3,4.0,5.5]}"), "1;2;5");
     CHECK_ROWS(IDS("{\"col\":\"i\",\"op\":\"in\",\"val\":[]}"), "");
     CHECK_ROWS(IDS("{\"col\":\"b\",\"op\":\"eq\",\"val\":true}"), "1;4");
