@@ -377,9 +377,9 @@ class ExtGen(querygen.Gen):
             ({"predicate": []}, "unknown_field"),
         ]
         extra, code = rng.choice(others)
+        # Only the mistake: the shape fields of the generated request go.
         for key in ("group_by", "aggregations", "having", "distinct", "order_by", "columns"):
-            if key in extra:
-                req.pop(key, None)
+            req.pop(key, None)
         req.update(extra)
         return req, None, None, None, {code}
 
