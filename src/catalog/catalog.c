@@ -11,10 +11,14 @@
  */
 #include "catalog/catalog.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +97,30 @@ enum cat_logical cat_logical_of(duckdb_type t)
 
 /* ---------------------------------------------------------- generations */
 
+static int unlink_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Removes a generation's directory of pinned files (links, not data) and
+ * closes the files it kept open. */
+static void unpin_files(struct cat_generation *gen)
+{
+    if (gen->pin_dir)
+        nftw(gen->pin_dir, unlink_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(gen->pin_dir);
+    gen->pin_dir = NULL;
+    for (size_t i = 0; i < gen->n_pin_fds; i++)
+        close(gen->pin_fds[i]);
+    free(gen->pin_fds);
+    gen->pin_fds = NULL;
+    gen->n_pin_fds = 0;
+}
+
 static void generation_free(struct cat_generation *gen)
 {
     cat_fastpath_free(atomic_load(&gen->fastpath));
@@ -106,6 +134,7 @@ static void generation_free(struct cat_generation *gen)
     free(gen->cols);
     free(gen->sample_json);
     source_snapshot_release(&gen->snapshot);
+    unpin_files(gen);
     free(gen);
 }
 
@@ -524,6 +553,97 @@ static enum vt_err query_select_sql(const struct vt_dataset_config *cfg, struct 
     return VT_ERR_OK;
 }
 
+/* mkdir -p of the directory part of `path` (everything before the last '/'). */
+static bool make_parents(char *path)
+{
+    for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        bool ok = mkdir(path, 0700) == 0 || errno == EEXIST;
+        *p = '/';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* Pins one file at `dst`: a hard link, or (another file system, or
+ * protected_hardlinks refusing a file we may only read) a symbolic link to
+ * /proc/self/fd/N of the file kept open, when the generation may still open
+ * files. Returns errno on failure. */
+static int pin_file(struct cat_generation *gen, const char *src, char *dst, size_t max_fds)
+{
+    if (!make_parents(dst))
+        return errno;
+    if (link(src, dst) == 0)
+        return 0;
+    int why = errno;
+    if (gen->n_pin_fds >= max_fds)
+        return why;
+    int fd = open(src, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    char target[64];
+    snprintf(target, sizeof target, "/proc/self/fd/%d", fd);
+    if (symlink(target, dst) != 0) {
+        why = errno;
+        close(fd);
+        return why;
+    }
+    gen->pin_fds[gen->n_pin_fds++] = fd;
+    return 0;
+}
+
+/* A lazy generation reads its files when it is queried, not when it is built.
+ * A view over a local path would read whatever file is at that path now: a
+ * source rewritten the usual way (temp name, rename) before the next reload
+ * changed the rows of the generation in use, and a reload was no longer the
+ * moment the data changes (rule 9: rows are delivered against a snapshot).
+ * Links in a directory of the generation pin the files it was built from,
+ * without copying them (pin_file); each link keeps the file's whole path
+ * below the directory, so hive key=value segments derive the same columns.
+ * When a file cannot be pinned the generation reads the paths in place, as
+ * before, and the log says so. */
+static void pin_local_files(struct cat_catalog *cat, struct cat_generation *gen)
+{
+    struct source_snapshot *snap = &gen->snapshot;
+    if (!cat->temp_dir || snap->kind != SOURCE_PARQUET || snap->select_sql || snap->n_files == 0)
+        return;
+    struct strbuf dir;
+    sb_init(&dir, 0);
+    sb_addf(&dir, "%s/lazy-%s", cat->temp_dir, gen->id);
+    size_t max_fds = snap->n_files < VT_MAX_PINNED_FDS ? snap->n_files : VT_MAX_PINNED_FDS;
+    char **links = calloc(snap->n_files, sizeof *links);
+    gen->pin_fds = calloc(max_fds, sizeof *gen->pin_fds);
+    int why = links && gen->pin_fds && !dir.overflow ? 0 : ENOMEM;
+    gen->pin_dir = sb_detach(&dir, NULL);
+    for (size_t i = 0; !why && i < snap->n_files; i++) {
+        const char *src = snap->files[i].path;
+        struct strbuf dst;
+        sb_init(&dst, 0);
+        sb_addf(&dst, "%s/%zu%s%s", gen->pin_dir, i, src[0] == '/' ? "" : "/", src);
+        why = dst.overflow ? ENOMEM : pin_file(gen, src, dst.buf, max_fds);
+        if (!why)
+            links[i] = sb_detach(&dst, NULL);
+        sb_release(&dst);
+        if (!why && !links[i])
+            why = ENOMEM;
+    }
+    if (!why) {
+        for (size_t i = 0; i < snap->n_files; i++) {
+            free(snap->files[i].path);
+            snap->files[i].path = links[i];
+        }
+    } else {
+        log_warn("generation %s: cannot pin its %zu source file(s) (%s): they are read in "
+                 "place, so replacing them changes its rows before a reload",
+                 gen->id, snap->n_files, strerror(why));
+        for (size_t i = 0; links && i < snap->n_files; i++)
+            free(links[i]);
+        unpin_files(gen);
+    }
+    free(links);
+}
+
 /* Builds a new generation for `cfg` on `con`. Returns it with one reference. */
 static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_connection con,
                                                const struct vt_dataset_config *cfg,
@@ -565,6 +685,8 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
             return NULL;
         }
         gen->source_bytes = gen->snapshot.total_bytes;
+        if (gen->lazy)
+            pin_local_files(cat, gen);
     }
 
     struct strbuf sql;

@@ -78,6 +78,9 @@ struct cat_generation {
     int64_t published_at_us;    /* wall clock */
     int64_t build_ms;
     struct source_snapshot snapshot; /* kept for lazy generations (their files) */
+    char *pin_dir;              /* lazy, local files: links to them (removed with it) */
+    int *pin_fds;               /* files kept open for links that could not be hard */
+    size_t n_pin_fds;
     struct cat_catalog *catalog;
     /* The Parquet export of this generation (export.c). */
     pthread_mutex_t export_mu;

@@ -62,8 +62,17 @@ static void add_param(struct bctx *b, const struct query_value *v)
     sb_addc(&b->sb, ')');
 }
 
+/* A JSON column: DuckDB reports it as VARCHAR with the type text "JSON". */
+static bool is_json(const struct query_column *c)
+{
+    return c->type == DUCKDB_TYPE_VARCHAR && c->type_sql && strcmp(c->type_sql, "JSON") == 0;
+}
+
 /* The left-hand side of a predicate: an enum column compares as VARCHAR, so
- * that `in`/`eq` with a label the enum lacks is simply false, and like works. */
+ * that `in`/`eq` with a label the enum lacks is simply false, and like works.
+ * A JSON column compares as its text too (the schema shows it as a string and
+ * the equality index keys it by its text): JSON = VARCHAR would make DuckDB
+ * parse the value as JSON and fail the query on "abc". */
 static void add_lhs(struct bctx *b, const struct query_pred *p)
 {
     const char *name;
@@ -77,8 +86,9 @@ static void add_lhs(struct bctx *b, const struct query_pred *p)
         name = colname(b, p->ref.idx);
         col = p->ref.idx;
     }
-    bool is_enum = col != QUERY_NO_COLUMN && b->req->schema->cols[col].type == DUCKDB_TYPE_ENUM;
-    if (is_enum && p->op != QUERY_OP_IS_NULL && p->op != QUERY_OP_IS_NOT_NULL) {
+    const struct query_column *c = col != QUERY_NO_COLUMN ? &b->req->schema->cols[col] : NULL;
+    bool as_text = c && (c->type == DUCKDB_TYPE_ENUM || is_json(c));
+    if (as_text && p->op != QUERY_OP_IS_NULL && p->op != QUERY_OP_IS_NOT_NULL) {
         sb_adds(&b->sb, "CAST(");
         sb_add_sql_ident(&b->sb, name);
         sb_adds(&b->sb, " AS VARCHAR)");
@@ -125,6 +135,21 @@ static void add_pred(struct bctx *b, const struct query_pred *p)
         sb_adds(&b->sb, p->op == QUERY_OP_IS_NULL ? " IS NULL" : " IS NOT NULL");
         return;
     case QUERY_OP_BETWEEN:
+        if (!same_cast(&p->vals[0], &p->vals[1])) {
+            /* Bounds of two types (BIGINT and DOUBLE): one BETWEEN would
+             * compare all three in their common type, DOUBLE, where 2^53+1
+             * equals 2^53; two comparisons keep each exact, as `in` does. */
+            sb_addc(&b->sb, '(');
+            add_lhs(b, p);
+            sb_adds(&b->sb, " >= ");
+            add_param(b, &p->vals[0]);
+            sb_adds(&b->sb, " AND ");
+            add_lhs(b, p);
+            sb_adds(&b->sb, " <= ");
+            add_param(b, &p->vals[1]);
+            sb_addc(&b->sb, ')');
+            return;
+        }
         add_lhs(b, p);
         sb_adds(&b->sb, " BETWEEN ");
         add_param(b, &p->vals[0]);

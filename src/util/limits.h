@@ -32,6 +32,7 @@
 
 /* Dataset names */
 #define VT_MAX_DATASET_NAME_BYTES 128
+#define VT_MAX_PINNED_FDS 64                   /* open files pinning one lazy generation */
 
 /* Config file */
 #define VT_MAX_CONFIG_BYTES (16 * 1024 * 1024)

@@ -10,7 +10,7 @@ import time
 
 import requests
 
-from conftest import dataset_block, server_block, write_parquet
+from conftest import Server, dataset_block, server_block, write_parquet
 
 
 def assert_error(r, status, code):
@@ -169,3 +169,24 @@ def test_access_log_line_per_request(vt):
     log = s.log()
     assert "GET /healthz 200" in log
     assert "GET unmatched 404" in log
+
+
+def test_port_in_use_fails_instead_of_sharing_it(vt, tmp_path):
+    """A second server on a port in use must fail to start: with SO_REUSEPORT
+    both would listen and the kernel would split the connections between
+    them (a stale or misconfigured instance silently taking half the traffic)."""
+    a = vt(server_block())
+    work = tmp_path / "second"
+    work.mkdir()
+    b = Server(work, server_block().replace("port = 0", f"port = {a.port}"))
+    try:
+        b.start()
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError(f"a second server listens on port {a.port}:\n{b.log()}")
+    finally:
+        b.kill()
+    assert b.proc.returncode not in (0, None)
+    assert "cannot listen" in b.log()
+    assert a.get("/healthz").status_code == 200
