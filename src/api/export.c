@@ -15,6 +15,7 @@
 #include "api/api.h"
 #include "http/conditional.h"
 #include "http/range.h"
+#include "util/timeutil.h"
 
 #define PARQUET_CONTENT_TYPE "application/vnd.apache.parquet"
 
@@ -36,6 +37,8 @@ static void export_job(struct http_request *req, duckdb_connection con)
     }
     char etag[HTTP_ETAG_MAX];
     http_etag_format(etag, gen->id);
+    char refreshed[32];
+    time_format_rfc3339(gen->published_at_us, refreshed);
     char disposition[256];
     snprintf(disposition, sizeof disposition, "attachment; filename=\"%s.parquet\"",
              cat_dataset_name(ds));
@@ -43,6 +46,8 @@ static void export_job(struct http_request *req, duckdb_connection con)
     cat_dataset_put(ds);
 
     http_add_header(req, "ETag", etag);
+    /* Which publish these bytes are, as on query responses. */
+    http_add_header(req, "X-Dataset-Refreshed-At", refreshed);
     http_add_header(req, "Accept-Ranges", "bytes");
     http_add_header(req, "Cache-Control", "no-cache");
     http_add_header(req, "Content-Disposition", disposition);
