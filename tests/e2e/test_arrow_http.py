@@ -432,6 +432,31 @@ def test_paged_arrow_pages_equal_json_pages(start_types, tmp_path):
         assert r.json()["code"] == "unknown_column"
 
 
+def test_accept_negotiation(start_types):
+    """Arrow by Accept only when the Arrow type itself is acceptable (q > 0)
+    and not less preferred than JSON; anything else gets JSON."""
+    s = start_types()
+    cases = [
+        (ARROW, ARROW),
+        ("Application/Vnd.Apache.Arrow.Stream", ARROW),             # media types are caseless
+        (f"text/html, {ARROW};q=0.9", ARROW),
+        (f"{ARROW}, application/json;q=0.5", ARROW),
+        (f"application/json;q=0.5, {ARROW};q=0.5", ARROW),          # a tie: the one asked for
+        (f"{ARROW};q=0", "application/json"),                       # explicitly not acceptable
+        (f"application/json, {ARROW};q=0.1", "application/json"),   # JSON preferred
+        (f"{ARROW}x", "application/json"),                          # another type
+        ("application/vnd.apache.arrow.file", "application/json"),
+        ("*/*", "application/json"),
+        ("application/*", "application/json"),
+        (f"{ARROW};q=2", "application/json"),                       # malformed element
+    ]
+    for accept, want in cases:
+        r = s.post(Q, {"page_size": 2}, headers={"Accept": accept})
+        assert r.status_code == 200
+        assert r.headers["Content-Type"].split(";")[0] == want, accept
+        assert ("X-Page" in r.headers) == (want == ARROW), accept
+
+
 def test_stream_returns_all_rows_ignoring_paging(start_types, tmp_path):
     s = start_types(max_page_size=100)
     order = [{"col": "id"}]
