@@ -24,6 +24,7 @@
 #include "api/api.h"
 #include "encode/arrow_duckdb.h"
 #include "encode/json_rows.h"
+#include "http/encoding.h"
 #include "index/index.h"
 #include "index/rowstore.h"
 #include "query/query.h"
@@ -149,8 +150,12 @@ static bool wants_arrow(struct http_request *req, enum out_format *out, struct v
                      fmt);
         return false;
     }
+    /* Arrow when the client names the Arrow type with q > 0 and does not
+     * prefer JSON; wildcards and everything else keep the JSON default. */
     const char *accept = http_req_header(req, "Accept");
-    *out = accept && strstr(accept, ARROW_CONTENT_TYPE) ? FORMAT_ARROW : FORMAT_JSON;
+    int q_arrow = http_accept_media_q(accept, ARROW_CONTENT_TYPE);
+    int q_json = http_accept_media_q(accept, "application/json");
+    *out = q_arrow > 0 && q_arrow >= q_json ? FORMAT_ARROW : FORMAT_JSON;
     return true;
 }
 

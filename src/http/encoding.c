@@ -181,6 +181,44 @@ void http_accept_encoding_parse(const char *value, struct http_accept_encoding *
     }
 }
 
+int http_accept_media_q(const char *value, const char *type)
+{
+    int q_out = HTTP_Q_UNLISTED;
+    if (!value)
+        return q_out;
+    const char *p = value;
+    for (;;) {
+        while (is_ows(*p) || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        /* media-range = type "/" subtype, both tokens */
+        const char *tok = p;
+        while (is_tchar((unsigned char)*p))
+            p++;
+        bool slash = *p == '/';
+        if (slash) {
+            p++;
+            const char *sub = p;
+            while (is_tchar((unsigned char)*p))
+                p++;
+            slash = p > sub;
+        }
+        size_t tok_len = (size_t)(p - tok);
+        while (is_ows(*p))
+            p++;
+        int q;
+        if (!slash || !parse_params(&p, &q)) {
+            while (*p && *p != ',')
+                p++;
+            continue;
+        }
+        if (token_is(tok, tok_len, type))
+            record(&q_out, q);
+    }
+    return q_out;
+}
+
 enum http_encoding http_accept_encoding_pick(const struct http_accept_encoding *ae)
 {
     if (!ae->present)

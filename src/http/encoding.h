@@ -76,6 +76,16 @@ struct http_accept_encoding {
 void http_accept_encoding_parse(const char *value, struct http_accept_encoding *out);
 
 /*
+ * The q-value (thousandths) an Accept header value gives the media type
+ * `type` (lower case, e.g. "application/json") when it names it exactly, or
+ * HTTP_Q_UNLISTED (also for a NULL value). Wildcards ("*" + "/" + "*",
+ * "application/" + "*") are not expanded: callers use this to see whether a
+ * client asked for a specific non-default type. Same rules as Accept-Encoding:
+ * case-insensitive, malformed elements skipped, the lowest q of duplicates.
+ */
+int http_accept_media_q(const char *value, const char *type);
+
+/*
  * The coding to use for a response to `ae` when all four are available:
  * the highest q wins, ties go to zstd > br > gzip > identity, q=0 excludes, and
  * "*" gives its q to every coding not listed by name (identity included).

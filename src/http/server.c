@@ -67,7 +67,7 @@ struct http_stream {
     bool failed;                /* producer failed: truncate the response */
     bool gone;                  /* MHD released the response (client gone or finished) */
     bool mhd_waiting;           /* the connection is suspended waiting for data */
-    atomic_int refs;            /* producer + MHD response */
+    atomic_int refs;            /* producer + MHD response + the request */
     struct compress *comp;
     uint64_t bytes;             /* bytes handed to MHD */
 };
@@ -130,6 +130,8 @@ static enum http_method parse_method(const char *m)
     return HTTP_OTHER;
 }
 
+static void stream_unref(struct http_stream *st);
+
 static void request_unref(struct http_request *req)
 {
     if (atomic_fetch_sub(&req->refs, 1) != 1)
@@ -145,6 +147,8 @@ static void request_unref(struct http_request *req)
     pthread_mutex_unlock(&srv->mu);
     if (req->response)
         MHD_destroy_response(req->response);
+    if (req->stream)
+        stream_unref(req->stream);
     sb_release(&req->body);
     arena_release(&req->arena);
     free(req);
@@ -450,7 +454,11 @@ struct http_stream *http_reply_stream(struct http_request *req, int status,
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->cv, NULL);
     sb_init(&st->pending, 0);
-    atomic_init(&st->refs, 2);
+    /* The request's reference keeps req->stream valid for as long as the
+     * request exists: the producer and MHD may both be done with the stream
+     * while the request is still listed (its job not finished), and
+     * on_completed and http_server_stop read req->stream. */
+    atomic_init(&st->refs, 3);
     bool compress_on = req->srv->cfg->server.compress;
     enum http_encoding enc = HTTP_ENC_IDENTITY;
     if (compressible && req->method != HTTP_HEAD)
@@ -971,6 +979,26 @@ void http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool
     }
     pthread_mutex_unlock(&srv->mu);
     MHD_stop_daemon(srv->daemon);
+    /* Every connection is closed now, but a job can outlive its connection (a
+     * stream producer still cleaning up after its client read the end or hung
+     * up): its last request_unref locks srv->mu. Wait for those (they were
+     * told to stop and finish quickly) before freeing the server; if one
+     * hangs, keep the server (it is still referenced) rather than free it
+     * under the job. */
+    int64_t jobs_until = time_mono_ms() + 10000;
+    for (;;) {
+        pthread_mutex_lock(&srv->mu);
+        bool idle = srv->active == NULL;
+        pthread_mutex_unlock(&srv->mu);
+        if (idle)
+            break;
+        if (time_mono_ms() >= jobs_until) {
+            log_warn("shutdown: request jobs still running after the server stopped");
+            return;
+        }
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
     pthread_mutex_destroy(&srv->mu);
     free(srv);
 }

@@ -112,7 +112,7 @@ static bool key_equal(const struct index_column *c, uint32_t id, uint64_t ikey, 
     if (c->domain != INDEX_DOMAIN_STRING)
         return c->int_keys[id] == ikey;
     uint64_t off = c->str_off[id], end = c->str_off[id + 1];
-    return end - off == len && memcmp(c->str_data + off, s, len) == 0;
+    return end - off == len && (len == 0 || memcmp(c->str_data + off, s, len) == 0);
 }
 
 static uint64_t key_hash(const struct index_column *c, uint64_t ikey, const char *s, size_t len)
@@ -204,7 +204,9 @@ static uint32_t intern_key(struct index_column *c, uint64_t ikey, const char *s,
     }
     uint32_t id = (uint32_t)c->n_keys;
     if (c->domain == INDEX_DOMAIN_STRING) {
-        if (c->str_len + len > c->str_cap) {
+        /* Allocated even for an empty first key: str_data is never NULL
+         * once a key exists (NULL + 0 and memcpy(NULL, .., 0) are UB). */
+        if (!c->str_data || c->str_len + len > c->str_cap) {
             size_t cap = c->str_cap ? c->str_cap * 2 : 4096;
             while (cap < c->str_len + len)
                 cap *= 2;
@@ -218,7 +220,8 @@ static uint32_t intern_key(struct index_column *c, uint64_t ikey, const char *s,
         }
         if (id == 0)
             c->str_off[0] = 0;
-        memcpy(c->str_data + c->str_len, s, len);
+        if (len)
+            memcpy(c->str_data + c->str_len, s, len);
         c->str_len += len;
         c->str_off[id + 1] = c->str_len;
     } else {

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for Accept-Encoding parsing and the coding choice
- * (src/http/encoding.c). The input is the header value; the choice is checked
+ * (src/http/encoding.c), and the Accept media-type lookup beside it. The input is the header value; the choice is checked
  * against the rules it must obey (no acceptable coding beats the pick, q=0 is
  * never picked, q-values stay in range). Build: make fuzz.
  */
@@ -64,6 +64,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (http_encoding_choose(h, false, "application/json", 1 << 20) != HTTP_ENC_IDENTITY)
         abort();
     (void)http_content_type_compressible(h);
+    /* Accept: a q in range or "unlisted", for any bytes */
+    int qa = http_accept_media_q(h, "application/vnd.apache.arrow.stream");
+    int qj = http_accept_media_q(h, "application/json");
+    if (qa != HTTP_Q_UNLISTED && (qa < 0 || qa > 1000))
+        abort();
+    if (qj != HTTP_Q_UNLISTED && (qj < 0 || qj > 1000))
+        abort();
     free(h);
     return 0;
 }

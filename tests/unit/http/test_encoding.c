@@ -217,8 +217,31 @@ TEST(long_header_is_linear_and_safe)
     CHECK_EQ_STR(pick(big), "gzip");
 }
 
+TEST(accept_media_q)
+{
+    const char *arrow = "application/vnd.apache.arrow.stream";
+    CHECK_EQ_INT(http_accept_media_q(NULL, arrow), HTTP_Q_UNLISTED);
+    CHECK_EQ_INT(http_accept_media_q("", arrow), HTTP_Q_UNLISTED);
+    CHECK_EQ_INT(http_accept_media_q(arrow, arrow), 1000);
+    CHECK_EQ_INT(http_accept_media_q("Application/Vnd.Apache.Arrow.Stream", arrow), 1000);
+    CHECK_EQ_INT(http_accept_media_q("application/vnd.apache.arrow.stream;q=0", arrow), 0);
+    CHECK_EQ_INT(http_accept_media_q("text/html, application/vnd.apache.arrow.stream ; q=0.25", arrow), 250);
+    /* a longer or shorter name is another type; wildcards are not expanded */
+    CHECK_EQ_INT(http_accept_media_q("application/vnd.apache.arrow.streamx", arrow), HTTP_Q_UNLISTED);
+    CHECK_EQ_INT(http_accept_media_q("application/vnd.apache.arrow", arrow), HTTP_Q_UNLISTED);
+    CHECK_EQ_INT(http_accept_media_q("*/*, application/*", arrow), HTTP_Q_UNLISTED);
+    /* parameters other than q are skipped; malformed elements are dropped */
+    CHECK_EQ_INT(http_accept_media_q("application/json;charset=\"utf-8\";q=0.5", "application/json"), 500);
+    CHECK_EQ_INT(http_accept_media_q("application/vnd.apache.arrow.stream;q=2, application/json", arrow),
+                 HTTP_Q_UNLISTED);
+    CHECK_EQ_INT(http_accept_media_q("application/, /json, application/json", "application/json"), 1000);
+    /* duplicates keep the lowest q */
+    CHECK_EQ_INT(http_accept_media_q("application/json, application/json;q=0.1", "application/json"), 100);
+}
+
 RUN_TESTS(TEST_CASE(absent_and_empty_mean_identity), TEST_CASE(rfc9110_examples),
           TEST_CASE(real_clients), TEST_CASE(case_and_whitespace), TEST_CASE(q_values_and_ties),
           TEST_CASE(star), TEST_CASE(qvalue_grammar), TEST_CASE(malformed_elements_are_skipped),
           TEST_CASE(duplicates_keep_lowest_q), TEST_CASE(content_types), TEST_CASE(choose),
-          TEST_CASE(vary_and_names), TEST_CASE(long_header_is_linear_and_safe))
+          TEST_CASE(vary_and_names), TEST_CASE(long_header_is_linear_and_safe),
+          TEST_CASE(accept_media_q))

@@ -195,6 +195,30 @@ TEST(match_and_of_ors)
     index_destroy(ix);
 }
 
+/* An empty string as the first key of a column: its key store is still
+ * empty, and no NULL pointer may reach memcpy/memcmp (UBSan aborts). */
+TEST(empty_string_first_key)
+{
+    struct vt_index *ix = build("SELECT CASE WHEN i = 0 THEN NULL WHEN i % 3 = 1 THEN '' "
+                                "ELSE 'x' || (i % 3) END AS s FROM range(30) t(i)",
+                                INDEX_AUTO, NULL, 100, NULL, 0);
+    CHECK(ix != NULL);
+    if (!ix)
+        return;
+    CHECK(index_has_column(ix, 0));
+    CHECK_EQ_INT(index_column_keys(ix, 0), 3);
+    size_t n;
+    struct index_key e = skey("");
+    const uint32_t *rows = index_lookup(ix, 0, &e, &n);
+    CHECK_EQ_INT(n, 10);
+    for (size_t i = 0; rows && i < n; i++)
+        CHECK_EQ_INT(rows[i] % 3, 1);
+    struct index_key x = skey("x2");
+    index_lookup(ix, 0, &x, &n);
+    CHECK_EQ_INT(n, 10);
+    index_destroy(ix);
+}
+
 int main(void)
 {
     duckdb_open(NULL, &db);
@@ -202,7 +226,7 @@ int main(void)
     static const struct tl_case cases[] = {
         TEST_CASE(auto_mode_indexes_low_cardinality_columns), TEST_CASE(list_mode_ignores_cardinality),
         TEST_CASE(list_mode_warns_on_bad_columns), TEST_CASE(mode_none_builds_nothing),
-        TEST_CASE(match_and_of_ors)};
+        TEST_CASE(match_and_of_ors), TEST_CASE(empty_string_first_key)};
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
     duckdb_disconnect(&con);
     duckdb_close(&db);

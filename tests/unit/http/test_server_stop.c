@@ -1,0 +1,121 @@
+/* http_server_stop while a job outlives its connection.
+ *
+ * A stream producer ends its stream (the client then reads the whole body and
+ * the connection completes) and still has work to do before its job returns,
+ * as the query producer does when it destroys its DuckDB result. Stopping the
+ * server in that window must wait for the job: before, the server freed the
+ * stream and itself under the job (use-after-free in the stop loop and in the
+ * job's final request_unref; seen under ASan at shutdown after a client hung
+ * up mid-stream). */
+#include <arpa/inet.h>
+#include <duckdb.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "engine/engine.h"
+#include "http/server.h"
+#include "testlib.h"
+
+#define TAIL_MS 300
+
+static struct eng_pool *pool;
+static atomic_int job_finished;
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void tail_job(struct http_request *req, duckdb_connection con)
+{
+    (void)con;
+    struct http_stream *st = http_reply_stream(req, 200, "text/plain", false);
+    if (!st)
+        return;
+    http_stream_write(st, "hello", 5);
+    http_stream_end(st, true);
+    /* The client has everything; the job is not finished yet. */
+    sleep_ms(TAIL_MS);
+    atomic_store(&job_finished, 1);
+}
+
+static void stream_handler(struct http_request *req)
+{
+    http_defer(req, pool, tail_job);
+}
+
+/* GET path with Connection: close; returns the bytes read until EOF. */
+static size_t fetch(int port, const char *path, char *buf, size_t cap)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+    if (write(fd, req, (size_t)n) != n) {
+        close(fd);
+        return 0;
+    }
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < cap && (r = read(fd, buf + got, cap - 1 - got)) > 0)
+        got += (size_t)r;
+    buf[got] = '\0';
+    close(fd);
+    return got;
+}
+
+TEST(stop_waits_for_a_job_that_outlives_its_connection)
+{
+    duckdb_database db;
+    CHECK(duckdb_open(NULL, &db) == DuckDBSuccess);
+    struct vt_error err = {0};
+    pool = eng_pool_create(db, 1, "test", &err);
+    CHECK(pool != NULL);
+    struct vt_config cfg;
+    config_init_defaults(&cfg);
+    cfg.server.port = 0;
+    static const struct http_route routes[] = {{HTTP_GET, "/s", stream_handler}};
+    struct http_server_options opts = {.cfg = &cfg, .routes = routes, .n_routes = 1};
+    struct http_server *srv = http_server_start(&opts, &err);
+    CHECK(srv != NULL);
+    if (!srv || !pool)
+        return;
+
+    char buf[4096];
+    fetch(http_server_port(srv), "/s", buf, sizeof buf);
+    CHECK_CONTAINS(buf, "200 OK");
+    CHECK_CONTAINS(buf, "hello");
+    /* The connection is done; the job is still in its tail. */
+    for (int i = 0; i < 200 && http_server_in_flight(srv) > 0; i++)
+        sleep_ms(5);
+    CHECK_EQ_INT(http_server_in_flight(srv), 0);
+    CHECK_EQ_INT(atomic_load(&job_finished), 0);
+
+    http_server_stop(srv, 1000, pool);
+    /* Stopping waited for the job instead of freeing the server under it. */
+    CHECK_EQ_INT(atomic_load(&job_finished), 1);
+
+    eng_pool_destroy(pool);
+    duckdb_close(&db);
+    config_free(&cfg);
+}
+
+int main(void)
+{
+    static const struct tl_case cases[] = {
+        TEST_CASE(stop_waits_for_a_job_that_outlives_its_connection)};
+    return tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
+}
