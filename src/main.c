@@ -10,6 +10,7 @@
  * -> bind the HTTP listener (at once: startup is non-blocking) -> build
  * datasets in the background -> wait for SIGTERM/SIGINT -> drain and exit 0.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <pthread.h>
@@ -76,19 +77,6 @@ static int cmd_check_config(const char *path)
     return 0;
 }
 
-/* A private scratch directory for DuckDB spill files and downloads. */
-static char *make_runtime_dir(const struct vt_config *cfg)
-{
-    const char *base = getenv("TMPDIR");
-    if (!base || !*base)
-        base = "/tmp";
-    char tmpl[4096];
-    snprintf(tmpl, sizeof tmpl, "%s/vitrine-%d-XXXXXX", base, (int)getpid());
-    (void)cfg;
-    char *dir = mkdtemp(tmpl);
-    return dir ? strdup(dir) : NULL;
-}
-
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)st;
@@ -102,6 +90,47 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
 static void remove_tree(const char *path)
 {
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Runtime directories of earlier vitrine processes of this user that died
+ * without cleaning up (SIGKILL, OOM kill, power loss): they can hold large
+ * Parquet exports and downloads, so the next start removes them. */
+static void remove_stale_runtime_dirs(const char *base)
+{
+    DIR *d = opendir(base);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        int pid = 0;
+        char rest[16];
+        if (sscanf(de->d_name, "vitrine-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
+            pid == (int)getpid())
+            continue;
+        if (kill(pid, 0) == 0 || errno != ESRCH)
+            continue; /* still running (or not ours to judge) */
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", base, de->d_name);
+        struct stat st;
+        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+            continue;
+        log_info("removing the runtime directory of a dead vitrine process: %s", path);
+        remove_tree(path);
+    }
+    closedir(d);
+}
+
+/* A private scratch directory for DuckDB spill files, downloads and exports. */
+static char *make_runtime_dir(void)
+{
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    remove_stale_runtime_dirs(base);
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/vitrine-%d-XXXXXX", base, (int)getpid());
+    char *dir = mkdtemp(tmpl);
+    return dir ? strdup(dir) : NULL;
 }
 
 static int serve(const char *config_path, int port_override)
@@ -134,7 +163,7 @@ static int serve(const char *config_path, int port_override)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    char *runtime_dir = make_runtime_dir(&cfg);
+    char *runtime_dir = make_runtime_dir();
     if (!runtime_dir) {
         log_error("cannot create a runtime directory: %s", strerror(errno));
         config_free(&cfg);

@@ -184,3 +184,24 @@ def test_readiness_all_waits_for_every_startup_build(vt, datadir):
     # max_concurrent = 1: the two builds did not overlap (building states are exclusive)
     log = s.log()
     assert log.count(" published: ") == 2
+
+
+def test_stale_runtime_dirs_of_dead_processes_are_removed(vt, tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    # a pid that cannot exist (above pid_max's ceiling) and one that does (ours)
+    dead = tmp / "vitrine-4194305-abc123"
+    (dead / "exports").mkdir(parents=True)
+    (dead / "exports" / "big.parquet").write_bytes(b"x" * 1000)
+    import os
+    alive = tmp / f"vitrine-{os.getpid()}-def456"
+    alive.mkdir()
+    other = tmp / "not-ours"
+    other.mkdir()
+    s = vt(server_block(), env={"TMPDIR": str(tmp)})
+    assert not dead.exists()
+    assert alive.exists() and other.exists()
+    mine = [p for p in tmp.iterdir() if p.name.startswith(f"vitrine-{s.proc.pid}-")]
+    assert len(mine) == 1
+    assert s.stop() == 0
+    assert not mine[0].exists()   # removed at a clean exit
