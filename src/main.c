@@ -228,6 +228,7 @@ static int serve(const char *config_path, int port_override)
     log_info("vitrine %s listening on http://%s:%d%s (%d workers)", VT_VERSION, cfg.server.listen,
              http_server_port(srv), cfg.server.prefix ? cfg.server.prefix : "", workers);
 
+    log_start_flusher();
     /* Datasets build in the background; requests meanwhile get 503. */
     cat_start(app.catalog);
 
@@ -244,6 +245,7 @@ static int serve(const char *config_path, int port_override)
     free(runtime_dir);
     config_free(&cfg);
     log_info("stopped");
+    log_stop_flusher();
     return 0;
 }
 

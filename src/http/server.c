@@ -831,7 +831,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     double ms = (double)(time_mono_ms() - req->start_ms);
     static const char *why[] = {"", " error", " timeout", " shutdown", " read-error",
                                 " client-abort"};
-    log_info("%s %s %d %lluB %.0fms id=%llx%s", req->method_str ? req->method_str : "?",
+    log_access("%s %s %d %lluB %.0fms id=%llx%s", req->method_str ? req->method_str : "?",
              http_req_route(req), req->status, (unsigned long long)bytes, ms,
              (unsigned long long)req->id, (unsigned)toe < 6 ? why[toe] : "");
     pthread_mutex_lock(&srv->mu);

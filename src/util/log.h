@@ -12,6 +12,13 @@ void log_init_from_env(void);
 void log_set_level(enum log_level level);
 int log_enabled(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An access line (level info), buffered: see log.c. */
+void log_access(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The thread that writes buffered access lines every few milliseconds; without
+ * it access lines are written at once. Stop flushes what is left. */
+void log_start_flusher(void);
+void log_stop_flusher(void);
+void log_flush(void);
 
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
