@@ -4,9 +4,9 @@
  * costs ~1.7 ms on a 1M-row table even prepared; this costs microseconds).
  *
  * Each row is stored as its cells already encoded as JSON values (by the same
- * encoder as every other response, so both paths write identical bytes), 16
- * rows to a block (ROWSTORE_BLOCK_ROWS), each block compressed with zstd. A lookup decompresses the
- * block holding the row (a cursor keeps the last block, so neighbouring rows
+ * encoder as every other response, so both paths write identical bytes),
+ * ROWSTORE_BLOCK_ROWS rows to a block, each block compressed with zstd. A
+ * lookup decompresses the block holding the row (a cursor keeps the last block, so neighbouring rows
  * cost one decompression) and writes {"col":value,...} with the projection
  * asked for. Measured on a 1M-row, 6-column table with md5 strings and random
  * doubles: ~43 bytes per row with 16-row blocks; 8-row blocks cost ~10% more
