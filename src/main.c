@@ -163,68 +163,49 @@ static int serve(const char *config_path, int port_override)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* Everything below is undone at `out`, in reverse order, on success and
+     * on failure alike. */
+    int rc = 1;
+    duckdb_database db = NULL;
+    struct app app = {.cfg = &cfg};
+    struct http_server *srv = NULL;
     char *runtime_dir = make_runtime_dir();
     if (!runtime_dir) {
         log_error("cannot create a runtime directory: %s", strerror(errno));
-        config_free(&cfg);
-        return 1;
+        goto out;
     }
+    app.runtime_dir = runtime_dir;
     char spill_dir[4200];
     snprintf(spill_dir, sizeof spill_dir, "%s/spill", runtime_dir);
     if (!cfg.server.temp_directory)
         cfg.server.temp_directory = strdup(spill_dir);
 
-    duckdb_database db = NULL;
-    if (eng_open(&cfg, &db, &err) != VT_ERR_OK) {
-        log_error("%s", vt_error_message(&err));
-        remove_tree(runtime_dir);
-        free(runtime_dir);
-        config_free(&cfg);
-        return 1;
-    }
+    if (eng_open(&cfg, &db, &err) != VT_ERR_OK)
+        goto fail;
+    app.db = db;
     int workers = cfg.server.workers > 0 ? cfg.server.workers : eng_cpu_count();
-    struct app app = {.cfg = &cfg, .db = db, .runtime_dir = runtime_dir};
     auth_admin_init(&app.admin);
     if (!app.admin.configured)
         log_info("ADMIN_TOKEN is not set: admin endpoints answer 403");
     app.queries = eng_pool_create(db, workers, "query", &err);
     app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
     app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;
-    if (!app.catalog) {
-        log_error("%s", vt_error_message(&err));
-        eng_pool_destroy(app.admin_pool);
-        eng_pool_destroy(app.queries);
-        eng_close(&db);
-        remove_tree(runtime_dir);
-        free(runtime_dir);
-        config_free(&cfg);
-        return 1;
-    }
-    char downloads[4200];
+    if (!app.catalog)
+        goto fail;
+    char downloads[4200], cache_dir[4200], exports[4200];
     snprintf(downloads, sizeof downloads, "%s/downloads", runtime_dir);
-    mkdir(downloads, 0700);
-    char cache_dir[4200];
     snprintf(cache_dir, sizeof cache_dir, "%s/cache", runtime_dir);
-    mkdir(cache_dir, 0700);
-    char exports[4200];
     snprintf(exports, sizeof exports, "%s/exports", runtime_dir);
+    mkdir(downloads, 0700);
+    mkdir(cache_dir, 0700);
     mkdir(exports, 0700);
     cat_set_dirs(app.catalog, downloads, cache_dir, exports);
 
     struct http_server_options opts = {.cfg = &cfg, .app = &app};
     api_routes(&opts.routes, &opts.n_routes);
-    struct http_server *srv = http_server_start(&opts, &err);
-    if (!srv) {
-        log_error("%s", vt_error_message(&err));
-        cat_destroy(app.catalog);
-        eng_pool_destroy(app.admin_pool);
-        eng_pool_destroy(app.queries);
-        eng_close(&db);
-        remove_tree(runtime_dir);
-        free(runtime_dir);
-        config_free(&cfg);
-        return 1;
-    }
+    srv = http_server_start(&opts, &err);
+    if (!srv)
+        goto fail;
     log_info("vitrine %s listening on http://%s:%d%s (%d workers)", VT_VERSION, cfg.server.listen,
              http_server_port(srv), cfg.server.prefix ? cfg.server.prefix : "", workers);
 
@@ -237,13 +218,21 @@ static int serve(const char *config_path, int port_override)
     log_info("received %s: draining (up to %lld s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              (long long)cfg.server.shutdown_timeout_secs);
     http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
+    rc = 0;
+    goto out;
+fail:
+    log_error("%s", vt_error_message(&err));
+out:
     eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);
     cat_destroy(app.catalog);
     eng_close(&db);
-    remove_tree(runtime_dir);
+    if (runtime_dir)
+        remove_tree(runtime_dir);
     free(runtime_dir);
     config_free(&cfg);
+    if (rc != 0)
+        return rc;
     log_info("stopped");
     log_stop_flusher();
     return 0;

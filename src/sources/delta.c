@@ -59,14 +59,6 @@ static void io_release(struct delta_io *io)
     s3_client_destroy(io->c);
 }
 
-static const char *temp_dir_of(const struct source_context *ctx)
-{
-    if (ctx && ctx->temp_dir && *ctx->temp_dir)
-        return ctx->temp_dir;
-    const char *t = getenv("TMPDIR");
-    return t && *t ? t : "/tmp";
-}
-
 /* A fresh file name in the temp dir: vt-<tag>-<ulid>-<n>.parquet */
 static char *temp_name(const struct source_context *ctx, const char *tag, size_t n)
 {
@@ -75,7 +67,7 @@ static char *temp_name(const struct source_context *ctx, const char *tag, size_t
     ulid_new(ulid);
     struct strbuf sb;
     sb_init(&sb, 0);
-    sb_addf(&sb, "%s/vt-%s-%s-%zu-%u.parquet", temp_dir_of(ctx), tag, ulid, n,
+    sb_addf(&sb, "%s/vt-%s-%s-%zu-%u.parquet", source_temp_dir(ctx), tag, ulid, n,
             atomic_fetch_add(&seq, 1));
     return sb_detach(&sb, NULL);
 }
@@ -1165,7 +1157,7 @@ static enum vt_err materialize_files(struct delta_table *t, const struct vt_data
             const char *cdir = ctx->cache_dir;
             char fallback[4096];
             if (!cdir || !*cdir) {
-                snprintf(fallback, sizeof fallback, "%s/vitrine-s3-cache", temp_dir_of(ctx));
+                snprintf(fallback, sizeof fallback, "%s/vitrine-s3-cache", source_temp_dir(ctx));
                 cdir = fallback;
             }
             rc = s3_cache_fetch(t->io.c, cdir, ctx->cache_max_bytes, ds->name ? ds->name : "",

@@ -149,14 +149,6 @@ static bool is_date(const char *s)
 static struct delta_type t_bigint = {.kind = DELTA_T_PRIMITIVE, .name = "long", .duck = "BIGINT"};
 static struct delta_type t_date = {.kind = DELTA_T_PRIMITIVE, .name = "date", .duck = "DATE"};
 
-static const char *temp_dir_of(const struct source_context *ctx)
-{
-    if (ctx && ctx->temp_dir && *ctx->temp_dir)
-        return ctx->temp_dir;
-    const char *t = getenv("TMPDIR");
-    return t && *t ? t : "/tmp";
-}
-
 static char *listing_digest(const struct s3_listing *l, const size_t *sel, size_t n)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -428,7 +420,7 @@ enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
         const char *cdir = ctx->cache_dir;
         char fallback[4096];
         if (!cdir || !*cdir) {
-            snprintf(fallback, sizeof fallback, "%s/vitrine-s3-cache", temp_dir_of(ctx));
+            snprintf(fallback, sizeof fallback, "%s/vitrine-s3-cache", source_temp_dir(ctx));
             cdir = fallback;
         }
         rc = s3_cache_fetch(c, cdir, ctx->cache_max_bytes, ds->name ? ds->name : "", citems, n,
@@ -451,7 +443,7 @@ enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
         for (size_t i = 0; i < n; i++) {
             struct strbuf p;
             sb_init(&p, 0);
-            sb_addf(&p, "%s/vt-s3-%s-%zu-%u.parquet", temp_dir_of(ctx), ulid, i,
+            sb_addf(&p, "%s/vt-s3-%s-%zu-%u.parquet", source_temp_dir(ctx), ulid, i,
                     atomic_fetch_add(&seq, 1));
             paths[i] = sb_detach(&p, NULL);
             out->temp_files[i] = paths[i] ? strdup(paths[i]) : NULL;

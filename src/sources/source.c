@@ -113,3 +113,11 @@ void source_snapshot_release(struct source_snapshot *snap)
     free(snap->select_sql);
     memset(snap, 0, sizeof *snap);
 }
+
+const char *source_temp_dir(const struct source_context *ctx)
+{
+    if (ctx && ctx->temp_dir && *ctx->temp_dir)
+        return ctx->temp_dir;
+    const char *t = getenv("TMPDIR");
+    return t && *t ? t : "/tmp";
+}

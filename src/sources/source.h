@@ -81,6 +81,9 @@ enum vt_err source_resolve(const struct vt_dataset_config *ds, const struct sour
 enum vt_err source_measure(const struct vt_dataset_config *ds, const struct source_context *ctx,
                            int64_t *out_bytes, bool *out_access_denied, struct vt_error *err);
 
+/* Where downloads go: ctx->temp_dir, else $TMPDIR, else /tmp. */
+const char *source_temp_dir(const struct source_context *ctx);
+
 /* One SELECT over the snapshot's files, applying the dataset's `columns`
  * projection (NULL/empty = all). Column names are quoted, paths are SQL string
  * literals (they come from config or listings, never from query requests). */
