@@ -762,6 +762,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req)
             return MHD_NO;
         *con_cls = req;
+        if (strlen(url) > VT_MAX_URL_BYTES) {
+            http_reply_error(req, VT_ERR_URI_TOO_LONG, "request target longer than 8192 bytes");
+            return queue_reply(req);
+        }
         if (content_length_too_big(req)) {
             /* Refuse before reading any of the body. */
             req->body_too_large = true;

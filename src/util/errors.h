@@ -22,6 +22,7 @@
     X(UNSUPPORTED_MEDIA_TYPE, 415, "unsupported_media_type",                               \
       "request body must be sent with Content-Type: application/json")                     \
     X(BODY_TOO_LARGE, 413, "body_too_large", "request body exceeds server.max_body_bytes")   \
+    X(URI_TOO_LONG, 414, "uri_too_long", "request target too long")                        \
     X(NOT_FOUND, 404, "not_found", "no such route")                                        \
     X(METHOD_NOT_ALLOWED, 405, "method_not_allowed", "method not allowed")                 \
     X(TIMEOUT, 504, "timeout", "request timed out")                                        \

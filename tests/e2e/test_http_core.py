@@ -190,3 +190,10 @@ def test_port_in_use_fails_instead_of_sharing_it(vt, tmp_path):
     assert b.proc.returncode not in (0, None)
     assert "cannot listen" in b.log()
     assert a.get("/healthz").status_code == 200
+
+
+def test_uri_too_long_is_414(vt):
+    s = vt(server_block())
+    r = requests.get(s.url("/api/v1/datasets/" + "x" * 9000 + "/status"), timeout=10)
+    assert_error(r, 414, "uri_too_long")
+    assert s.get("/healthz").status_code == 200
