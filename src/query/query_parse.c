@@ -233,16 +233,17 @@ static const struct query_column *col_at(struct pctx *c, size_t i)
 
 /* ---- group_by and aggregations ---- */
 
-static enum vt_err parse_group_by(struct pctx *c, const json_t *list)
+/* A list of distinct schema columns named by `field` (columns, group_by). */
+static enum vt_err parse_column_list(struct pctx *c, const json_t *list, const char *field,
+                                     size_t **out, size_t *out_n)
 {
-    struct query_request *r = c->req;
     size_t n = json_array_size(list);
     size_t *cols = alloc(c, n, sizeof *cols);
     if (!cols)
         return c->err->code;
     for (size_t i = 0; i < n; i++) {
         char slot[SLOT_MAX];
-        snprintf(slot, sizeof slot, "group_by[%zu]", i);
+        snprintf(slot, sizeof slot, "%s[%zu]", field, i);
         enum vt_err e = get_column(c, json_array_get(list, i), slot, &cols[i]);
         if (e)
             return e;
@@ -251,9 +252,18 @@ static enum vt_err parse_group_by(struct pctx *c, const json_t *list)
                 return fail(c, VT_ERR_INVALID_QUERY, "%s: column %s is listed twice", slot,
                             QUERY_SHOW(col_at(c, cols[i])->name));
     }
-    r->group_by = cols;
-    r->ngroup = n;
+    *out = cols;
+    *out_n = n;
     return VT_ERR_OK;
+}
+
+static enum vt_err parse_group_by(struct pctx *c, const json_t *list)
+{
+    size_t *cols;
+    enum vt_err e = parse_column_list(c, list, "group_by", &cols, &c->req->ngroup);
+    if (e == VT_ERR_OK)
+        c->req->group_by = cols;
+    return e;
 }
 
 static bool alias_is_group_column(struct pctx *c, const char *alias)
@@ -613,23 +623,11 @@ static enum vt_err parse_columns(struct pctx *c, const json_t *list)
         r->ncolumns = c->schema->n;
         return VT_ERR_OK;
     }
-    size_t *cols = alloc(c, n, sizeof *cols);
-    if (!cols)
-        return c->err->code;
-    for (size_t i = 0; i < n; i++) {
-        char slot[SLOT_MAX];
-        snprintf(slot, sizeof slot, "columns[%zu]", i);
-        enum vt_err e = get_column(c, json_array_get(list, i), slot, &cols[i]);
-        if (e)
-            return e;
-        for (size_t j = 0; j < i; j++)
-            if (cols[j] == cols[i])
-                return fail(c, VT_ERR_INVALID_QUERY, "%s: column %s is listed twice", slot,
-                            QUERY_SHOW(col_at(c, cols[i])->name));
-    }
-    r->columns = cols;
-    r->ncolumns = n;
-    return VT_ERR_OK;
+    size_t *cols;
+    enum vt_err e = parse_column_list(c, list, "columns", &cols, &r->ncolumns);
+    if (e == VT_ERR_OK)
+        r->columns = cols;
+    return e;
 }
 
 static enum vt_err parse_order(struct pctx *c, const json_t *list)
