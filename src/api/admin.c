@@ -320,16 +320,25 @@ static void persist_job(struct http_request *req, duckdb_connection con)
     http_reply_json(req, 200, &body);
 }
 
-void api_datasets_persist(struct http_request *req)
+/* Admin, and a config file to work on (400 no_config_file without one);
+ * then `job` runs on the admin pool. */
+static void defer_config_file_job(struct http_request *req, http_job_fn job, const char *what)
 {
     if (!api_require_admin(req))
         return;
     if (!api_app(req)->cfg->path) {
-        http_reply_error(req, VT_ERR_NO_CONFIG_FILE,
-                         "the server was not started from a config file: nothing to persist to");
+        struct vt_error err = {0};
+        vt_error_set(&err, VT_ERR_NO_CONFIG_FILE,
+                     "the server was not started from a config file: nothing to %s", what);
+        http_reply_vterr(req, &err);
         return;
     }
-    http_defer(req, api_app(req)->admin_pool, persist_job);
+    http_defer(req, api_app(req)->admin_pool, job);
+}
+
+void api_datasets_persist(struct http_request *req)
+{
+    defer_config_file_job(req, persist_job, "persist to");
 }
 
 /* ---------------------------------------------------------- config reload */
@@ -416,12 +425,5 @@ static void config_reload_job(struct http_request *req, duckdb_connection con)
 
 void api_config_reload(struct http_request *req)
 {
-    if (!api_require_admin(req))
-        return;
-    if (!api_app(req)->cfg->path) {
-        http_reply_error(req, VT_ERR_NO_CONFIG_FILE,
-                         "the server was not started from a config file: nothing to reload");
-        return;
-    }
-    http_defer(req, api_app(req)->admin_pool, config_reload_job);
+    defer_config_file_job(req, config_reload_job, "reload");
 }
