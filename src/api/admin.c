@@ -281,20 +281,26 @@ static void persist_job(struct http_request *req, duckdb_connection con)
     } else if (old) {
         vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
     }
-    /* The new file must load (this also rejects a name already in the file)
+    /* The name must not be in the file yet, and the new file must load,
      * before it replaces the old one. */
+    if (err.code == VT_ERR_OK) {
+        struct vt_config current;
+        struct vt_error cerr = {0};
+        if (config_load_text(old, len, path, app->cfg->dir, &current, &cerr) == VT_ERR_OK) {
+            for (size_t i = 0; i < current.n_datasets; i++)
+                if (strcmp(current.datasets[i].name, ds.name) == 0)
+                    vt_error_set(&err, VT_ERR_DATASET_EXISTS,
+                                 "dataset %s is already in the config file", ds.name);
+            config_free(&current);
+        }
+    }
     if (err.code == VT_ERR_OK) {
         struct vt_config check;
         struct vt_error cerr = {0};
-        if (config_load_text(text.buf, text.len, path, app->cfg->dir, &check, &cerr) != VT_ERR_OK) {
-            if (strstr(cerr.msg, "duplicate"))
-                vt_error_set(&err, VT_ERR_DATASET_EXISTS,
-                             "dataset %s is already in the config file: %s", ds.name, cerr.msg);
-            else
-                vt_error_set(&err, VT_ERR_INVALID_CONFIG, "%s", cerr.msg);
-        } else {
+        if (config_load_text(text.buf, text.len, path, app->cfg->dir, &check, &cerr) != VT_ERR_OK)
+            vt_error_set(&err, VT_ERR_INVALID_CONFIG, "%s", cerr.msg);
+        else
             config_free(&check);
-        }
     }
     if (err.code == VT_ERR_OK)
         write_atomically(path, text.buf, text.len, &err);
