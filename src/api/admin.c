@@ -112,12 +112,8 @@ void api_reload_all(struct http_request *req)
         jw_str(&w, skipped.items[i]);
     jw_arr_end(&w);
     jw_obj_end(&w);
-    for (size_t i = 0; i < enqueued.len; i++)
-        free(enqueued.items[i]);
-    free(enqueued.items);
-    for (size_t i = 0; i < skipped.len; i++)
-        free(skipped.items[i]);
-    free(skipped.items);
+    strvec_free(&enqueued);
+    strvec_free(&skipped);
     http_reply_json(req, 202, &body);
 }
 

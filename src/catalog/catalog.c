@@ -340,11 +340,6 @@ struct cat_generation *cat_dataset_acquire(struct cat_dataset *ds, int64_t deadl
 
 /* ---------------------------------------------------------------- build */
 
-static int64_t now_us(void)
-{
-    return time_wall_us();
-}
-
 static char *truncate_error(const char *msg)
 {
     /* last_error is capped at VT_LAST_ERROR_CHARS characters (UTF-8 aware). */
@@ -754,7 +749,7 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         return NULL;
     }
     gen->build_ms = time_mono_ms() - t0;
-    gen->published_at_us = now_us();
+    gen->published_at_us = time_wall_us();
     return gen;
 }
 
@@ -1103,14 +1098,7 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
             st->storage_bytes = gen->source_bytes;
         }
     }
-    for (size_t i = 0; i < ds->cfg.depends_on.len; i++) {
-        char **p = realloc(st->depends_on.items, (i + 1) * sizeof *p);
-        if (!p)
-            break;
-        st->depends_on.items = p;
-        p[i] = strdup(ds->cfg.depends_on.items[i]);
-        st->depends_on.len = i + 1;
-    }
+    strvec_copy(&st->depends_on, &ds->cfg.depends_on);
     pthread_mutex_unlock(&ds->mu);
 }
 
@@ -1118,9 +1106,7 @@ void cat_status_free(struct cat_status *st)
 {
     free(st->name);
     free(st->last_error);
-    for (size_t i = 0; i < st->depends_on.len; i++)
-        free(st->depends_on.items[i]);
-    free(st->depends_on.items);
+    strvec_free(&st->depends_on);
     memset(st, 0, sizeof *st);
 }
 

@@ -9,17 +9,6 @@
 #include "catalog/catalog_internal.h"
 #include "util/log.h"
 
-static void strvec_push(struct strvec *v, const char *s)
-{
-    char **p = realloc(v->items, (v->len + 1) * sizeof *p);
-    if (!p)
-        return;
-    v->items = p;
-    p[v->len] = strdup(s);
-    if (p[v->len])
-        v->len++;
-}
-
 bool cat_has_dataset(struct cat_catalog *cat, const char *name)
 {
     struct cat_dataset *ds = cat_dataset_get(cat, name);

@@ -30,6 +30,12 @@ struct strvec {
     size_t len;
 };
 
+/* Owned lists of strings (every item malloc'd). 0 / -1 on out of memory. */
+int strvec_push(struct strvec *v, const char *s);
+int strvec_copy(struct strvec *dst, const struct strvec *src);
+bool strvec_equal(const struct strvec *a, const struct strvec *b);
+void strvec_free(struct strvec *v);
+
 enum source_kind { SOURCE_PARQUET, SOURCE_DELTA, SOURCE_QUERY };
 enum index_mode { INDEX_AUTO, INDEX_LIST, INDEX_NONE };
 enum on_start { ON_START_EAGER, ON_START_LAZY, ON_START_SKIP };

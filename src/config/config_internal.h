@@ -71,10 +71,6 @@ char *cfg_resolve_against(const char *dir, const char *path);
 /* Closest of `names` to `word` within a small edit distance, or NULL. */
 const char *cfg_suggest(const char *word, const char *const *names);
 
-void strvec_free(struct strvec *v);
-int strvec_copy(struct strvec *dst, const struct strvec *src);
-bool strvec_equal(const struct strvec *a, const struct strvec *b);
-int strvec_push(struct strvec *v, const char *s);
 
 /* Replaces *dst by a copy of src (NULL allowed). -1 on OOM. */
 int cfg_set_str(char **dst, const char *src);

@@ -1278,14 +1278,9 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
         .partition_values = (const char *const *)t->pvals,
         .probe = &probe,
     };
-    struct strbuf sql;
-    sb_init(&sql, 0);
-    rc = delta_sql_build(&in, &sql, err);
-    if (rc != VT_ERR_OK) {
-        sb_release(&sql);
+    rc = delta_sql_build_string(&in, &out->select_sql, err);
+    if (rc != VT_ERR_OK)
         goto done;
-    }
-    out->select_sql = sb_detach(&sql, NULL);
     for (size_t i = 0; i < n && rc == VT_ERR_OK; i++) {
         out->files[i].path = paths[i];
         out->files[i].size = t->sizes[i];

@@ -220,6 +220,9 @@ struct delta_sql_input {
 
 enum vt_err delta_sql_build(const struct delta_sql_input *in, struct strbuf *out,
                             struct vt_error *err);
+/* The same as a malloc'd string (the snapshot's select_sql). */
+enum vt_err delta_sql_build_string(const struct delta_sql_input *in, char **out,
+                                   struct vt_error *err);
 
 /* Appends a path for read_parquet's list: a SQL string literal with glob
  * metacharacters (* ? [) escaped as one-character classes, because DuckDB

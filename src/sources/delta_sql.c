@@ -607,3 +607,16 @@ void delta_snapshot_discard(struct source_snapshot *snap)
             unlink(snap->temp_files[i]);
     delta_snapshot_release(snap);
 }
+
+enum vt_err delta_sql_build_string(const struct delta_sql_input *in, char **out,
+                                   struct vt_error *err)
+{
+    *out = NULL;
+    struct strbuf sql;
+    sb_init(&sql, 0);
+    enum vt_err rc = delta_sql_build(in, &sql, err);
+    if (rc == VT_ERR_OK && !(*out = sb_detach(&sql, NULL)))
+        rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    sb_release(&sql);
+    return rc;
+}

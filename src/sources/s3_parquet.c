@@ -546,14 +546,9 @@ enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
         .partition_values = (const char *const *)pvals,
         .probe = &probe,
     };
-    struct strbuf sql;
-    sb_init(&sql, 0);
-    rc = delta_sql_build(&in, &sql, err);
-    if (rc != VT_ERR_OK) {
-        sb_release(&sql);
+    rc = delta_sql_build_string(&in, &out->select_sql, err);
+    if (rc != VT_ERR_OK)
         goto done;
-    }
-    out->select_sql = sb_detach(&sql, NULL);
     out->version = listing_digest(&l, sel, n);
     if (!out->select_sql || !out->version) {
         rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
