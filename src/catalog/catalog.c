@@ -967,6 +967,8 @@ struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
     pthread_rwlock_init(&cat->lock, NULL);
     pthread_mutex_init(&cat->ddl_mu, NULL);
     pthread_mutex_init(&cat->state_mu, NULL);
+    /* Not ready until cat_start has registered and counted every dataset. */
+    cat->registering = true;
     int builders = cfg->server.startup.max_concurrent > 0 ? cfg->server.startup.max_concurrent : 4;
     cat->builders = eng_pool_create(db, builders, "build", err);
     cat->janitor = cat->builders ? eng_pool_create(db, 1, "janitor", err) : NULL;
@@ -1010,6 +1012,7 @@ void cat_start(struct cat_catalog *cat)
     }
     pthread_mutex_lock(&cat->state_mu);
     cat->startup_pending = (int64_t)n_eager;
+    cat->registering = false;
     pthread_mutex_unlock(&cat->state_mu);
     if (eager)
         cat_start_builds(cat, eager, n_eager, REFRESH_STARTUP);
@@ -1058,7 +1061,12 @@ bool cat_ready(struct cat_catalog *cat, int64_t *out_datasets)
     pthread_rwlock_unlock(&cat->lock);
     pthread_mutex_lock(&cat->state_mu);
     int64_t pending = cat->startup_pending;
+    bool registering = cat->registering;
     pthread_mutex_unlock(&cat->state_mu);
+    if (registering) {
+        *out_datasets = 0;
+        return false;
+    }
     bool all_failed = total > 0 && failed == total;
     bool ready;
     if (cat->cfg->server.startup.readiness == READINESS_ANY)

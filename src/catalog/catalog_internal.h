@@ -39,6 +39,7 @@ struct cat_catalog {
     pthread_mutex_t ddl_mu;
     pthread_mutex_t state_mu;
     int64_t startup_pending;        /* eager startup builds not finished */
+    bool registering;               /* cat_start is still registering the config's datasets */
     const char *temp_dir;
     const char *cache_dir;
     const char *export_dir;
