@@ -38,7 +38,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(shell find tools -name '*.c' 2>/dev/null | sort)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
 
-.PHONY: all deps unit e2e check run bench clean fuzz
+.PHONY: all deps unit e2e check run bench clean fuzz hostile fuzz-smoke fuzz-run-one
 all: $(BUILD)/vitrine $(TOOL_BIN)
 
 deps: $(DUCKDB_DIR)/libduckdb.so
@@ -93,6 +93,11 @@ check: all $(UNIT_BIN)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory e2e
 
+# The attack catalogue (issue 10): every tests/e2e/test_hostile_*.py against
+# fresh servers. Part of `make check` too; this runs it alone (under 5 minutes).
+hostile: all
+	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/e2e/test_hostile_*.py $(PYTEST_ARGS)
+
 run: all
 	./scripts/sample-data.sh $(BUILD)
 	$(BUILD)/vitrine --config examples/datasets.toml
@@ -146,3 +151,31 @@ fuzz-toml: $(FUZZ_BUILD)/fuzz_toml
 # Query compiler: build-fuzz/fuzz_query -dict=tests/fuzz/query.dict tests/fuzz/corpus/fuzz_query
 .PHONY: fuzz-query
 fuzz-query: $(FUZZ_BUILD)/fuzz_query
+
+# Every fuzz target for FUZZ_SECONDS (default 30) from its committed seed
+# corpus (tests/fuzz/corpus/<target>, copied into a scratch corpus so new
+# inputs stay out of the tree) with its dictionary when one exists
+# (tests/fuzz/<target minus fuzz_>.dict, or the DICT_<target> override). CI runs this.
+FUZZ_SECONDS ?= 30
+DICT_fuzz_http_range       := tests/fuzz/http.dict
+DICT_fuzz_http_accept      := tests/fuzz/http.dict
+DICT_fuzz_http_conditional := tests/fuzz/http.dict
+DICT_fuzz_delta_log        := tests/fuzz/delta.dict
+DICT_fuzz_s3_list_xml      := tests/fuzz/s3.dict
+fuzz-smoke: fuzz
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	    work=$(FUZZ_BUILD)/smoke/$$t; rm -rf $$work; mkdir -p $$work; \
+	    if [ -d tests/fuzz/corpus/$$t ]; then cp tests/fuzz/corpus/$$t/* $$work/ 2>/dev/null || true; fi; \
+	    $(MAKE) --no-print-directory fuzz-run-one T=$$t WORK=$$work; \
+	done
+
+# One target: prints its run count, and the whole log when it fails.
+fuzz-run-one:
+	@echo "== $(T) ($(FUZZ_SECONDS) s)"; \
+	d='$(or $(DICT_$(T)),$(wildcard tests/fuzz/$(patsubst fuzz_%,%,$(T)).dict))'; \
+	if $(FUZZ_BUILD)/$(T) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	       $${d:+-dict=$$d} $(WORK) > $(WORK).log 2>&1; then \
+	    grep -E 'stat::number_of_executed_units' $(WORK).log; \
+	else \
+	    cat $(WORK).log; exit 1; \
+	fi
