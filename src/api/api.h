@@ -14,7 +14,9 @@
 #include "auth/auth.h"
 #include "catalog/catalog.h"
 #include "config/config.h"
+#include "encode/arrow_duckdb.h"
 #include "engine/engine.h"
+#include "exec/exec.h"
 #include "http/server.h"
 #include "util/jsonw.h"
 
@@ -64,5 +66,39 @@ struct cat_dataset *api_dataset_or_404(struct http_request *req);
  * to the request deadline); replies 404/503 and returns NULL otherwise. */
 struct cat_generation *api_generation_or_reply(struct http_request *req,
                                                struct cat_dataset **out_ds);
+
+/* ------------------------------------------------ HTTP sinks (http_sink.c)
+ * The replies of the execution layer: a JSON page ({"data":[...],"page",
+ * "page_size"}), an Arrow IPC page (X-Page/X-Page-Size headers) or stream, or
+ * {"count":n}. Buffered while small, streamed past 256 KiB. */
+#define API_ARROW_CONTENT_TYPE "application/vnd.apache.arrow.stream"
+
+enum api_format { API_FORMAT_JSON, API_FORMAT_ARROW };
+
+struct api_sink {
+    struct exec_sink sink;          /* hand &sink to exec */
+    struct http_request *req;
+    enum query_mode mode;
+    enum api_format format;
+    bool paged;
+    int64_t page, page_size;
+    const char *content_type;
+    bool compressible;
+    struct strbuf buf;              /* the body until it spills */
+    struct http_stream *stream;     /* after it spilled */
+    uint64_t rows;                  /* JSON rows from the index fast path */
+    struct json_rows *enc;
+    struct arrow_duckdb_stream arrow;
+};
+
+/* mode QUERY_COUNT always answers JSON; page/page_size go into the JSON tail
+ * or the X-Page headers (QUERY_PAGED only). */
+void api_sink_init(struct api_sink *a, struct http_request *req, enum query_mode mode,
+                   enum api_format format, int64_t page, int64_t page_size);
+void api_sink_release(struct api_sink *a);
+/* ?format=json|arrow, else Accept negotiation (Arrow when the client names it
+ * with q > 0 and does not prefer JSON). INVALID_QUERY for another format. */
+enum vt_err api_choose_format(struct http_request *req, enum api_format *out,
+                              struct vt_error *err);
 
 #endif

@@ -573,6 +573,11 @@ void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn)
     }
 }
 
+const struct eng_job *http_req_job(const struct http_request *req)
+{
+    return req->job.run ? &req->job : NULL;
+}
+
 bool http_job_should_stop(struct http_request *req)
 {
     if (atomic_load(&req->job.timed_out) || atomic_load(&req->job.cancelled))

@@ -134,5 +134,8 @@ int http_stream_commit(struct http_stream *st);
 void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn);
 /* Inside a job: the deadline passed or the client went away. */
 bool http_job_should_stop(struct http_request *req);
+/* The engine job of a deferred request (its timed_out/cancelled flags tell
+ * exec why to stop); NULL before http_defer. */
+const struct eng_job *http_req_job(const struct http_request *req);
 
 #endif

@@ -10,9 +10,11 @@
 static const struct {
     int status;
     const char *code;
+    const char *sqlstate;
+    int rpc;
     const char *msg;
 } error_rows[] = {
-#define VT_ERR_ROW(name, status, code, msg) {status, code, msg},
+#define VT_ERR_ROW(name, status, code, sqlstate, rpc, msg) {status, code, sqlstate, rpc, msg},
     VT_ERROR_TABLE(VT_ERR_ROW)
 #undef VT_ERR_ROW
 };
@@ -30,6 +32,16 @@ const char *vt_err_code(enum vt_err e)
 const char *vt_err_default_message(enum vt_err e)
 {
     return (unsigned)e < VT_ERR__COUNT ? error_rows[e].msg : "internal error";
+}
+
+const char *vt_err_sqlstate(enum vt_err e)
+{
+    return (unsigned)e < VT_ERR__COUNT ? error_rows[e].sqlstate : "XX000";
+}
+
+int vt_err_rpc(enum vt_err e)
+{
+    return (unsigned)e < VT_ERR__COUNT ? error_rows[e].rpc : -32603;
 }
 
 enum vt_err vt_error_setv(struct vt_error *err, enum vt_err code, const char *fmt, va_list ap)

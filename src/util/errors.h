@@ -6,6 +6,13 @@
  * Functions return an enum vt_err; the detail text goes into a struct vt_error
  * where the first failure wins, so a deep callee's precise message is not
  * overwritten by a caller's vaguer one.
+ *
+ * Each front end maps the one code to its own form from this table: HTTP uses
+ * the status and the JSON body; the PostgreSQL listener sends the SQLSTATE in
+ * its ErrorResponse; MCP answers a tool call whose code has rpc = 0 with a
+ * result carrying isError (the model can act on the message) and any other
+ * failure as a JSON-RPC error with that rpc code (-32700 parse error, -32600
+ * invalid request, -32601 method not found, -32603 internal error).
  */
 #ifndef VT_UTIL_ERRORS_H
 #define VT_UTIL_ERRORS_H
@@ -13,60 +20,62 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-/* X(NAME, http_status, "code", "default message") */
+/* X(NAME, http_status, "code", "sqlstate", rpc, "default message") */
 #define VT_ERROR_TABLE(X)                                                                  \
-    X(OK, 200, "ok", "ok")                                                                 \
+    X(OK, 200, "ok", "00000", 0, "ok")                                                                 \
     /* generic request problems */                                                         \
-    X(BAD_REQUEST, 400, "bad_request", "bad request")                                      \
-    X(INVALID_JSON, 400, "invalid_json", "request body is not valid JSON")                 \
-    X(UNSUPPORTED_MEDIA_TYPE, 415, "unsupported_media_type",                               \
+    X(BAD_REQUEST, 400, "bad_request", "08P01", -32600, "bad request")                                      \
+    X(INVALID_JSON, 400, "invalid_json", "22P02", -32700, "request body is not valid JSON")                 \
+    X(UNSUPPORTED_MEDIA_TYPE, 415, "unsupported_media_type", "08P01", -32600,                               \
       "request body must be sent with Content-Type: application/json")                     \
-    X(BODY_TOO_LARGE, 413, "body_too_large", "request body exceeds server.max_body_bytes")   \
-    X(URI_TOO_LONG, 414, "uri_too_long", "request target too long")                        \
-    X(NOT_FOUND, 404, "not_found", "no such route")                                        \
-    X(METHOD_NOT_ALLOWED, 405, "method_not_allowed", "method not allowed")                 \
-    X(TIMEOUT, 504, "timeout", "request timed out")                                        \
-    X(UNAVAILABLE, 503, "unavailable", "service unavailable")                              \
-    X(SHUTTING_DOWN, 503, "shutting_down", "server is shutting down")                      \
-    X(INTERNAL, 500, "internal", "internal error")                                         \
-    X(OUT_OF_MEMORY, 503, "out_of_memory", "out of memory")                                \
+    X(BODY_TOO_LARGE, 413, "body_too_large", "54000", -32600, "request body exceeds server.max_body_bytes")   \
+    X(URI_TOO_LONG, 414, "uri_too_long", "54000", -32600, "request target too long")                        \
+    X(NOT_FOUND, 404, "not_found", "42883", -32601, "no such route")                                        \
+    X(METHOD_NOT_ALLOWED, 405, "method_not_allowed", "42883", -32601, "method not allowed")                 \
+    X(TIMEOUT, 504, "timeout", "57014", 0, "request timed out")                                        \
+    X(UNAVAILABLE, 503, "unavailable", "53300", 0, "service unavailable")                              \
+    X(SHUTTING_DOWN, 503, "shutting_down", "57P01", 0, "server is shutting down")                      \
+    X(INTERNAL, 500, "internal", "XX000", -32603, "internal error")                                         \
+    X(OUT_OF_MEMORY, 503, "out_of_memory", "53200", 0, "out of memory")                                \
     /* datasets */                                                                         \
-    X(DATASET_NOT_FOUND, 404, "dataset_not_found", "no such dataset")                      \
-    X(DATASET_NOT_READY, 503, "dataset_not_ready", "dataset is not published yet")         \
-    X(DATASET_FAILED, 503, "dataset_failed", "dataset failed to build")                    \
-    X(DATASET_EXISTS, 400, "dataset_exists", "a dataset with this name already exists")    \
-    X(INVALID_NAME, 400, "invalid_name", "invalid dataset name")                           \
-    X(SOURCE_UNAVAILABLE, 400, "source_unavailable", "source cannot be opened")            \
-    X(SOURCE_EMPTY, 400, "source_empty", "source has no files or no rows")                 \
-    X(SOURCE_UNSUPPORTED, 400, "source_unsupported",                                      \
+    X(DATASET_NOT_FOUND, 404, "dataset_not_found", "42P01", 0, "no such dataset")                      \
+    X(DATASET_NOT_READY, 503, "dataset_not_ready", "55000", 0, "dataset is not published yet")         \
+    X(DATASET_FAILED, 503, "dataset_failed", "55000", 0, "dataset failed to build")                    \
+    X(DATASET_EXISTS, 400, "dataset_exists", "42P07", 0, "a dataset with this name already exists")    \
+    X(INVALID_NAME, 400, "invalid_name", "42602", 0, "invalid dataset name")                           \
+    X(SOURCE_UNAVAILABLE, 400, "source_unavailable", "58030", 0, "source cannot be opened")            \
+    X(SOURCE_EMPTY, 400, "source_empty", "58030", 0, "source has no files or no rows")                 \
+    X(SOURCE_UNSUPPORTED, 400, "source_unsupported", "0A000", 0,                                      \
       "source uses a format feature vitrine cannot read")                                  \
-    X(BUILD_FAILED, 422, "build_failed", "dataset build failed")                           \
-    X(BUSY, 409, "busy", "dataset is already building")                                    \
-    X(INVALID_CONFIG, 400, "invalid_config", "invalid configuration")                      \
-    X(NO_CONFIG_FILE, 400, "no_config_file", "server was not started from a config file")  \
+    X(BUILD_FAILED, 422, "build_failed", "XX000", 0, "dataset build failed")                           \
+    X(BUSY, 409, "busy", "55006", 0, "dataset is already building")                                    \
+    X(INVALID_CONFIG, 400, "invalid_config", "F0000", 0, "invalid configuration")                      \
+    X(NO_CONFIG_FILE, 400, "no_config_file", "F0000", 0, "server was not started from a config file")  \
     /* query language */                                                                   \
-    X(INVALID_QUERY, 400, "invalid_query", "invalid query request")                        \
-    X(UNKNOWN_FIELD, 400, "unknown_field", "unknown field in request")                     \
-    X(UNKNOWN_COLUMN, 400, "unknown_column", "unknown column")                             \
-    X(UNKNOWN_OPERATOR, 400, "unknown_operator", "unknown operator")                       \
-    X(INVALID_OPERATOR, 400, "invalid_operator", "operator does not apply to this column") \
-    X(INVALID_VALUE, 400, "invalid_value", "invalid predicate value")                      \
-    X(INVALID_AGGREGATION, 400, "invalid_aggregation", "invalid aggregation")              \
-    X(INVALID_ORDER, 400, "invalid_order", "invalid order_by")                             \
-    X(INVALID_HAVING, 400, "invalid_having", "invalid having")                             \
-    X(INVALID_COMBINATION, 400, "invalid_combination", "invalid combination of fields")    \
-    X(LIMIT_EXCEEDED, 400, "limit_exceeded", "request exceeds a limit")                    \
-    X(QUERY_FAILED, 400, "query_failed", "query could not be executed")                    \
+    X(INVALID_QUERY, 400, "invalid_query", "42601", 0, "invalid query request")                        \
+    X(UNKNOWN_FIELD, 400, "unknown_field", "42601", 0, "unknown field in request")                     \
+    X(UNKNOWN_COLUMN, 400, "unknown_column", "42703", 0, "unknown column")                             \
+    X(UNKNOWN_OPERATOR, 400, "unknown_operator", "42883", 0, "unknown operator")                       \
+    X(INVALID_OPERATOR, 400, "invalid_operator", "42883", 0, "operator does not apply to this column") \
+    X(INVALID_VALUE, 400, "invalid_value", "22023", 0, "invalid predicate value")                      \
+    X(INVALID_AGGREGATION, 400, "invalid_aggregation", "42803", 0, "invalid aggregation")              \
+    X(INVALID_ORDER, 400, "invalid_order", "42601", 0, "invalid order_by")                             \
+    X(INVALID_HAVING, 400, "invalid_having", "42803", 0, "invalid having")                             \
+    X(INVALID_COMBINATION, 400, "invalid_combination", "42601", 0, "invalid combination of fields")    \
+    X(LIMIT_EXCEEDED, 400, "limit_exceeded", "54000", 0, "request exceeds a limit")                    \
+    X(QUERY_FAILED, 400, "query_failed", "22000", 0, "query could not be executed")                    \
     /* ranges and conditional requests */                                                  \
-    X(RANGE_NOT_SATISFIABLE, 416, "range_not_satisfiable", "range not satisfiable")        \
-    X(PRECONDITION_FAILED, 412, "precondition_failed", "precondition failed")              \
+    X(RANGE_NOT_SATISFIABLE, 416, "range_not_satisfiable", "22003", 0, "range not satisfiable")        \
+    X(PRECONDITION_FAILED, 412, "precondition_failed", "55000", 0, "precondition failed")              \
     /* auth */                                                                             \
-    X(UNAUTHORIZED, 401, "unauthorized", "missing or invalid credentials")                 \
-    X(FORBIDDEN, 403, "forbidden", "forbidden")                                            \
-    X(ADMIN_DISABLED, 403, "admin_disabled", "admin operations are disabled: ADMIN_TOKEN is not set")
+    X(UNAUTHORIZED, 401, "unauthorized", "28000", 0, "missing or invalid credentials")                 \
+    X(FORBIDDEN, 403, "forbidden", "42501", 0, "forbidden")                                            \
+    X(ADMIN_DISABLED, 403, "admin_disabled", "42501", 0, "admin operations are disabled: ADMIN_TOKEN is not set") \
+    /* never sent: the consumer of a result went away (client closed, stalled) */             \
+    X(CLIENT_GONE, 499, "client_gone", "08006", 0, "the client went away")
 
 enum vt_err {
-#define VT_ERR_ENUM(name, status, code, msg) VT_ERR_##name,
+#define VT_ERR_ENUM(name, status, code, sqlstate, rpc, msg) VT_ERR_##name,
     VT_ERROR_TABLE(VT_ERR_ENUM)
 #undef VT_ERR_ENUM
     VT_ERR__COUNT
@@ -75,6 +84,10 @@ enum vt_err {
 int vt_err_status(enum vt_err e);
 const char *vt_err_code(enum vt_err e);
 const char *vt_err_default_message(enum vt_err e);
+/* The five-character SQLSTATE for the PostgreSQL listener. */
+const char *vt_err_sqlstate(enum vt_err e);
+/* 0: a tool error (MCP result with isError); else the JSON-RPC error code. */
+int vt_err_rpc(enum vt_err e);
 
 #define VT_ERROR_MSG_MAX 600
 

@@ -1,0 +1,198 @@
+/*
+ * The HTTP sinks of the execution layer (src/exec): a result becomes a JSON
+ * page, an Arrow IPC page or stream, or a count object, written to the HTTP
+ * reply. Every HTTP front end over exec (/query, /query/stream, /count, /sql)
+ * uses these.
+ *
+ * The body is buffered while small and turns into a chunked stream once it
+ * passes SPILL_BYTES, so a 100,000-row page is produced with flat memory and
+ * small answers keep a Content-Length. An error before anything was sent is
+ * the reply (the standard error body with the code's status); after streaming
+ * started the client can only see a truncated body.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "encode/arrow_duckdb.h"
+#include "encode/json_rows.h"
+
+#define SPILL_BYTES (256 * 1024)
+
+static struct api_sink *sink_of(struct exec_sink *s)
+{
+    return (struct api_sink *)((char *)s - offsetof(struct api_sink, sink));
+}
+
+/* The buffer to append to: ours, or the stream's once streaming. */
+static struct strbuf *body(struct api_sink *a)
+{
+    return a->stream ? http_stream_buffer(a->stream) : &a->buf;
+}
+
+/* Call after appending: spills to a stream past the threshold. Stops the run
+ * (CLIENT_GONE) when the client is gone or stalled, or the job must stop. */
+static enum vt_err commit(struct api_sink *a, struct vt_error *err)
+{
+    if (a->stream) {
+        if (http_stream_commit(a->stream) != 0)
+            return vt_error_set(err, VT_ERR_CLIENT_GONE, NULL);
+    } else if (a->buf.overflow) {
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "response too large");
+    } else if (a->buf.len >= SPILL_BYTES) {
+        if (http_job_should_stop(a->req))
+            return vt_error_set(err, VT_ERR_CLIENT_GONE, NULL);
+        a->stream = http_reply_stream(a->req, 200, a->content_type, a->compressible);
+        if (!a->stream)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot start the response stream");
+        int rc = http_stream_write(a->stream, a->buf.buf, a->buf.len);
+        sb_release(&a->buf);
+        if (rc != 0)
+            return vt_error_set(err, VT_ERR_CLIENT_GONE, NULL);
+    }
+    return VT_ERR_OK;
+}
+
+static void write_page_tail(struct api_sink *a)
+{
+    sb_addf(body(a), "],\"page\":%lld,\"page_size\":%lld}", (long long)a->page,
+            (long long)a->page_size);
+}
+
+static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt_error *err)
+{
+    struct api_sink *a = sink_of(s);
+    if (a->format == API_FORMAT_JSON) {
+        if (res) {
+            char ebuf[256];
+            a->enc = json_rows_create_for_result(res, ebuf, sizeof ebuf);
+            if (!a->enc)
+                return vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", ebuf);
+        }
+        sb_adds(body(a), "{\"data\":[");
+        return VT_ERR_OK;
+    }
+    if (a->paged) {
+        char n[32];
+        snprintf(n, sizeof n, "%lld", (long long)a->page);
+        http_add_header(a->req, "X-Page", n);
+        snprintf(n, sizeof n, "%lld", (long long)a->page_size);
+        http_add_header(a->req, "X-Page-Size", n);
+    }
+    if (arrow_duckdb_begin(&a->arrow, res, body(a), err) != VT_ERR_OK)
+        return err->code;
+    return commit(a, err);
+}
+
+static enum vt_err sink_chunk(struct exec_sink *s, duckdb_data_chunk chunk, struct vt_error *err)
+{
+    struct api_sink *a = sink_of(s);
+    if (a->format == API_FORMAT_JSON) {
+        if (json_rows_encode_chunk(a->enc, chunk, body(a)) != 0)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
+    } else if (arrow_duckdb_write_chunk(&a->arrow, chunk, body(a), err) != VT_ERR_OK) {
+        return err->code;
+    }
+    return commit(a, err);
+}
+
+static enum vt_err sink_json_row(struct exec_sink *s, const char *obj, size_t len,
+                                 struct vt_error *err)
+{
+    struct api_sink *a = sink_of(s);
+    struct strbuf *b = body(a);
+    if (a->rows++)
+        sb_addc(b, ',');
+    sb_add(b, obj, len);
+    /* Commit in batches: a check per row would cost more than the row. */
+    if ((a->rows & 63) == 0)
+        return commit(a, err);
+    return VT_ERR_OK;
+}
+
+static enum vt_err sink_count(struct exec_sink *s, uint64_t n, struct vt_error *err)
+{
+    (void)err;
+    sb_addf(body(sink_of(s)), "{\"count\":%llu}", (unsigned long long)n);
+    return VT_ERR_OK;
+}
+
+/* Ends the reply: the buffered body, or the end of the stream. */
+static void finish(struct api_sink *a, const struct vt_error *err)
+{
+    bool ok = err == NULL || err->code == VT_ERR_OK;
+    if (a->stream) {
+        http_stream_end(a->stream, ok);
+        a->stream = NULL;
+    } else if (!ok) {
+        http_reply_vterr(a->req, err);
+    } else {
+        http_reply_buffer(a->req, 200, a->content_type, &a->buf, a->compressible);
+    }
+    sb_release(&a->buf);
+}
+
+static void sink_end(struct exec_sink *s)
+{
+    struct api_sink *a = sink_of(s);
+    struct vt_error err = {0};
+    if (a->mode != QUERY_COUNT) {
+        if (a->format == API_FORMAT_JSON)
+            write_page_tail(a);
+        else if (arrow_duckdb_end(&a->arrow, body(a)) != 0)
+            vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, "response too large");
+    }
+    if (body(a)->overflow)
+        vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, "response too large");
+    finish(a, &err);
+}
+
+static void sink_fail(struct exec_sink *s, const struct vt_error *err)
+{
+    finish(sink_of(s), err);
+}
+
+static const struct exec_sink_ops json_ops = {
+    .begin = sink_begin,
+    .chunk = sink_chunk,
+    .json_row = sink_json_row,
+    .count = sink_count,
+    .end = sink_end,
+    .fail = sink_fail,
+};
+
+/* Arrow sinks take DuckDB chunks only: the index fast path answers counts
+ * for them, never rows. */
+static const struct exec_sink_ops arrow_ops = {
+    .begin = sink_begin,
+    .chunk = sink_chunk,
+    .count = sink_count,
+    .end = sink_end,
+    .fail = sink_fail,
+};
+
+void api_sink_init(struct api_sink *a, struct http_request *req, enum query_mode mode,
+                   enum api_format format, int64_t page, int64_t page_size)
+{
+    memset(a, 0, sizeof *a);
+    a->req = req;
+    a->mode = mode;
+    a->format = mode == QUERY_COUNT ? API_FORMAT_JSON : format;
+    a->paged = mode == QUERY_PAGED;
+    a->page = page;
+    a->page_size = page_size;
+    bool json = a->format == API_FORMAT_JSON;
+    a->sink.ops = json ? &json_ops : &arrow_ops;
+    a->content_type = json ? "application/json" : API_ARROW_CONTENT_TYPE;
+    a->compressible = json;
+    sb_init(&a->buf, 0);
+}
+
+void api_sink_release(struct api_sink *a)
+{
+    json_rows_destroy(a->enc);
+    a->enc = NULL;
+    if (a->format == API_FORMAT_ARROW)
+        arrow_duckdb_release(&a->arrow); /* safe after a failed or no begin */
+    sb_release(&a->buf);
+}

@@ -1,0 +1,489 @@
+/*
+ * The execution path shared by every front end (see exec.h for the model and
+ * the sink contract): the index fast path, the SQL path on an engine worker's
+ * connection, and the per-connection state both keep.
+ */
+#include "exec/exec.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "encode/json_rows.h"
+#include "index/index.h"
+#include "index/rowstore.h"
+
+/* The row store decompresses one block of ROWSTORE_BLOCK_ROWS rows per block
+ * an answer touches (~3 us each on the bench table of `make bench`), while the
+ * SQL path costs ~0.8 ms plus ~1 us per row. Measured break-even: ~300 rows
+ * spread over as many blocks (an eq on a 12-value column). Answers touching
+ * more blocks than this go to DuckDB instead; clustered hits (few blocks for
+ * many rows) stay on the fast path. */
+#define FAST_MAX_BLOCKS 256
+
+/* ------------------------------------------------ per-connection session */
+
+/* What exec keeps per engine worker. A worker thread owns one connection for
+ * life, so thread-local storage is connection-local storage; a thread that
+ * never runs SQL (an HTTP thread taking the fast path) only uses the cursor. */
+struct exec_session {
+    struct rowstore_cursor *cursor;
+    struct strbuf row;          /* one JSON row from the row store */
+    /* DuckDB 1.4.4's late materialization rewrites an unfiltered, unordered
+     * `SELECT ... LIMIT n [OFFSET m]` (n > 50) into a semi-join on rowid with
+     * a second scan of the table, plus a sort. On the 1M-row, 10-column table
+     * of `make bench` that made a first page of 100,000 rows take 38 ms
+     * instead of 7 ms, and a first page of 1,000 rows 1.3 ms instead of
+     * 0.23 ms. Deep pages gain from it (1,000 rows at offset 500,000: 1.4 ms
+     * with it, 34 ms without), and it is what keeps a small ORDER BY ... LIMIT
+     * cheap. So it is turned off only for unordered requests that start at
+     * row 0; the connection keeps the setting, changed only when the next
+     * request needs the other one. */
+    duckdb_connection con;
+    int late_mat_off;           /* -1 unknown, 0 on, 1 off */
+};
+
+static pthread_key_t session_key;
+static pthread_once_t session_once = PTHREAD_ONCE_INIT;
+
+static void session_free(void *p)
+{
+    struct exec_session *s = p;
+    rowstore_cursor_destroy(s->cursor);
+    sb_release(&s->row);
+    free(s);
+}
+
+static void session_key_init(void)
+{
+    pthread_key_create(&session_key, session_free);
+}
+
+/* This thread's session, created on first use; NULL when out of memory. */
+static struct exec_session *session(void)
+{
+    pthread_once(&session_once, session_key_init);
+    struct exec_session *s = pthread_getspecific(session_key);
+    if (s)
+        return s;
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->cursor = rowstore_cursor_create();
+    if (!s->cursor) {
+        free(s);
+        return NULL;
+    }
+    sb_init(&s->row, 0);
+    s->late_mat_off = -1;
+    pthread_setspecific(session_key, s);
+    return s;
+}
+
+static void choose_late_materialization(struct exec_session *s, duckdb_connection con,
+                                        const struct query_request *qr)
+{
+    if (s->con != con) {
+        s->con = con;
+        s->late_mat_off = -1;
+    }
+    int off = qr->norder == 0 && qr->offset <= 0;
+    if (s->late_mat_off == off)
+        return;
+    struct vt_error err = {0};
+    const char *sql = off ? "SET disabled_optimizers = 'late_materialization'"
+                          : "RESET disabled_optimizers";
+    /* A failure only costs speed: the query runs with the other plan. */
+    s->late_mat_off = eng_exec(con, sql, VT_ERR_INTERNAL, &err) == VT_ERR_OK ? off : -1;
+}
+
+/* ------------------------------------------------------- front-end help */
+
+enum vt_err exec_pin(struct cat_catalog *cat, const char *name, int64_t deadline_ms,
+                     struct exec_pin *out, struct vt_error *err)
+{
+    out->ds = name ? cat_dataset_get(cat, name) : NULL;
+    out->gen = NULL;
+    if (!out->ds)
+        return vt_error_set(err, VT_ERR_DATASET_NOT_FOUND, "no dataset named \"%s\"",
+                            name ? name : "");
+    out->gen = cat_dataset_acquire(out->ds, deadline_ms, err);
+    if (!out->gen) {
+        cat_dataset_put(out->ds);
+        out->ds = NULL;
+        return err->code;
+    }
+    return VT_ERR_OK;
+}
+
+void exec_unpin(struct exec_pin *pin)
+{
+    if (!pin)
+        return;
+    cat_generation_release(pin->gen);
+    cat_dataset_put(pin->ds);
+    pin->gen = NULL;
+    pin->ds = NULL;
+}
+
+enum vt_err exec_parse_query(const json_t *body, const struct cat_generation *gen,
+                             const struct query_options *opts, struct arena *arena,
+                             struct query_request *out, struct vt_error *err)
+{
+    size_t n = gen->n_cols;
+    struct query_column *cols = arena_alloc(arena, (n ? n : 1) * sizeof *cols);
+    struct query_schema *schema = arena_alloc(arena, sizeof *schema);
+    if (!cols || !schema)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    for (size_t i = 0; i < n; i++) {
+        cols[i].name = gen->cols[i].name;
+        cols[i].type = gen->cols[i].type;
+        cols[i].type_sql = gen->cols[i].type_sql;
+    }
+    schema->cols = cols;
+    schema->n = n;
+    return query_parse(body, schema, opts, arena, out, err);
+}
+
+/* ------------------------------------------------------ index fast path */
+
+static bool stop_requested(const struct exec_plan *plan, struct vt_error *err)
+{
+    const struct eng_job *job = plan->job;
+    if (!job)
+        return false;
+    if (atomic_load(&job->timed_out)) {
+        vt_error_set(err, VT_ERR_TIMEOUT, "request timed out");
+        return true;
+    }
+    if (atomic_load(&job->cancelled)) {
+        vt_error_set(err, VT_ERR_CLIENT_GONE, NULL);
+        return true;
+    }
+    return false;
+}
+
+static void sink_finish(struct exec_sink *sink, const struct vt_error *err)
+{
+    if (err->code == VT_ERR_OK)
+        sink->ops->end(sink);
+    else
+        sink->ops->fail(sink, err);
+}
+
+enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sink,
+                             size_t max_rows)
+{
+    if (plan->kind == EXEC_SQL || !plan->gen)
+        return EXEC_FAST_NO;
+    const struct cat_fastpath *fp = cat_generation_fastpath(plan->gen);
+    if (!fp || !fp->index)
+        return EXEC_FAST_NO;
+    const struct query_request *qr = plan->query;
+    if (plan->kind == EXEC_ROWS && (!sink->ops->json_row || qr->mode == QUERY_STREAM))
+        return EXEC_FAST_NO;
+    const struct index_term *terms;
+    size_t n_terms;
+    bool empty;
+    if (!query_index_match_terms(qr, fp->index, plan->arena, &terms, &n_terms, &empty))
+        return EXEC_FAST_NO;
+    struct vt_error err = {0};
+    if (plan->kind == EXEC_COUNT) {
+        uint64_t n = 0;
+        if (!empty && index_count(fp->index, terms, n_terms, &n) != 0)
+            return EXEC_FAST_NO;
+        sink->ops->count(sink, n, &err);
+        sink_finish(sink, &err);
+        return EXEC_FAST_DONE;
+    }
+    struct index_rows rows = {0};
+    if (!fp->rows || (!empty && index_match(fp->index, terms, n_terms, &rows) != 0))
+        return EXEC_FAST_NO;
+    /* Paging over the sorted positions (table order, as the SQL path). */
+    size_t from = qr->offset < 0 ? 0 : (size_t)qr->offset;
+    size_t count = from < rows.n ? rows.n - from : 0;
+    if (qr->max_rows >= 0 && (uint64_t)qr->max_rows < count)
+        count = (size_t)qr->max_rows;
+    if (count > max_rows) {
+        index_rows_free(&rows);
+        return EXEC_FAST_TOO_BIG;
+    }
+    if (count > FAST_MAX_BLOCKS) {
+        size_t blocks = 0;
+        uint32_t last = UINT32_MAX;
+        for (size_t i = 0; i < count && blocks <= FAST_MAX_BLOCKS; i++) {
+            uint32_t b = rows.rows[from + i] / ROWSTORE_BLOCK_ROWS;
+            blocks += b != last;
+            last = b;
+        }
+        if (blocks > FAST_MAX_BLOCKS) {
+            index_rows_free(&rows);
+            return EXEC_FAST_NO;
+        }
+    }
+    struct exec_session *s = session();
+    if (!s) {
+        index_rows_free(&rows);
+        return EXEC_FAST_NO;
+    }
+    if (sink->ops->begin(sink, NULL, &err) == VT_ERR_OK) {
+        for (size_t i = 0; i < count; i++) {
+            sb_reset(&s->row);
+            if (rowstore_write_row(fp->rows, s->cursor, rows.rows[from + i], qr->columns,
+                                   qr->ncolumns, &s->row) != 0) {
+                vt_error_set(&err, VT_ERR_INTERNAL, "row store read failed");
+                break;
+            }
+            if (sink->ops->json_row(sink, s->row.buf, s->row.len, &err) != VT_ERR_OK)
+                break;
+            if ((i & 63) == 63 && stop_requested(plan, &err))
+                break;
+        }
+    }
+    if (s->row.cap > 64 * 1024)
+        sb_release(&s->row); /* one huge row must not stay pinned to the thread */
+    index_rows_free(&rows);
+    sink_finish(sink, &err);
+    return EXEC_FAST_DONE;
+}
+
+/* ------------------------------------------------------------ SQL path */
+
+static enum vt_err prepare_and_execute(duckdb_connection con, const char *sql,
+                                       const struct query_plan *binds,
+                                       duckdb_prepared_statement *ps, duckdb_result *res,
+                                       struct vt_error *err)
+{
+    if (duckdb_prepare(con, sql, ps) != DuckDBSuccess)
+        return vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", duckdb_prepare_error(*ps));
+    if (query_plan_bind(binds, *ps, err) != VT_ERR_OK)
+        return err->code;
+    if (duckdb_execute_prepared_streaming(*ps, res) != DuckDBSuccess) {
+        vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", duckdb_result_error(res));
+        duckdb_destroy_result(res);
+        return err->code;
+    }
+    return VT_ERR_OK;
+}
+
+/* DuckDB's message for a failed fetch, unless the run was stopped on
+ * purpose: an interrupt at the deadline is a timeout, not a query error. */
+static void fetch_error(const struct exec_plan *plan, duckdb_result *res, struct vt_error *err)
+{
+    const char *e = duckdb_result_error(res);
+    if (!e || err->code != VT_ERR_OK)
+        return;
+    if (!stop_requested(plan, err))
+        vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", e);
+}
+
+static void deliver_count(const struct exec_plan *plan, duckdb_result *res,
+                          struct exec_sink *sink, struct vt_error *err)
+{
+    duckdb_data_chunk chunk = duckdb_fetch_chunk(*res);
+    if (!chunk) {
+        fetch_error(plan, res, err);
+        vt_error_set(err, VT_ERR_QUERY_FAILED, "count failed");
+        return;
+    }
+    uint64_t n = 0;
+    if (duckdb_data_chunk_get_size(chunk) > 0) {
+        duckdb_vector v = duckdb_data_chunk_get_vector(chunk, 0);
+        n = (uint64_t)((int64_t *)duckdb_vector_get_data(v))[0];
+    }
+    duckdb_destroy_data_chunk(&chunk);
+    sink->ops->count(sink, n, err);
+}
+
+static void deliver_rows(const struct exec_plan *plan, duckdb_result *res,
+                         struct exec_sink *sink, struct vt_error *err)
+{
+    if (sink->ops->begin(sink, res, err) != VT_ERR_OK)
+        return;
+    for (;;) {
+        if (stop_requested(plan, err))
+            return;
+        duckdb_data_chunk chunk = duckdb_fetch_chunk(*res);
+        if (!chunk)
+            break;
+        enum vt_err rc = sink->ops->chunk(sink, chunk, err);
+        duckdb_destroy_data_chunk(&chunk);
+        if (rc != VT_ERR_OK)
+            return;
+    }
+    fetch_error(plan, res, err);
+}
+
+void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con)
+{
+    struct vt_error err = {0};
+    if (stop_requested(plan, &err)) {
+        sink->ops->fail(sink, &err);
+        return;
+    }
+    if (exec_try_fast(plan, sink, SIZE_MAX) == EXEC_FAST_DONE)
+        return;
+
+    struct query_plan qp;
+    const char *sql;
+    if (plan->kind == EXEC_SQL) {
+        memset(&qp, 0, sizeof qp);
+        qp.params = plan->params;
+        qp.nparams = plan->nparams;
+        sql = plan->sql;
+    } else {
+        struct exec_session *s = session();
+        if (s)
+            choose_late_materialization(s, con, plan->query);
+        if (query_build_sql(plan->query, plan->gen->relation, plan->arena, &qp, &err) !=
+            VT_ERR_OK) {
+            sink->ops->fail(sink, &err);
+            return;
+        }
+        sql = qp.sql;
+    }
+    duckdb_prepared_statement ps = NULL;
+    duckdb_result res;
+    if (prepare_and_execute(con, sql, &qp, &ps, &res, &err) != VT_ERR_OK) {
+        duckdb_destroy_prepare(&ps);
+        if (err.code == VT_ERR_QUERY_FAILED) {
+            /* An interrupt at the deadline surfaces as a failed execute. */
+            struct vt_error why = {0};
+            if (stop_requested(plan, &why))
+                err = why;
+        }
+        sink->ops->fail(sink, &err);
+        return;
+    }
+    if (plan->kind == EXEC_COUNT)
+        deliver_count(plan, &res, sink, &err);
+    else
+        deliver_rows(plan, &res, sink, &err);
+    duckdb_destroy_result(&res);
+    duckdb_destroy_prepare(&ps);
+    sink_finish(sink, &err);
+}
+
+/* ------------------------------------------------- the bounded JSON sink */
+
+static struct exec_json_sink *json_sink_of(struct exec_sink *s)
+{
+    return (struct exec_json_sink *)((char *)s - offsetof(struct exec_json_sink, sink));
+}
+
+/* Whole rows only: cut `out` back to the last complete row and stop. */
+static enum vt_err json_sink_cap(struct exec_json_sink *j, size_t keep_len, uint64_t keep_rows,
+                                 struct vt_error *err)
+{
+    j->out->len = keep_len;
+    if (j->out->buf)
+        j->out->buf[keep_len] = '\0';
+    j->out->overflow = false;
+    j->rows = keep_rows;
+    j->truncated = true;
+    return vt_error_set(err, VT_ERR_CLIENT_GONE, "result capped");
+}
+
+static enum vt_err json_sink_begin(struct exec_sink *s, duckdb_result *res, struct vt_error *err)
+{
+    struct exec_json_sink *j = json_sink_of(s);
+    if (res) {
+        char ebuf[256];
+        j->enc = json_rows_create_for_result(res, ebuf, sizeof ebuf);
+        if (!j->enc)
+            return vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", ebuf);
+    }
+    j->start = j->out->len;
+    return sb_addc(j->out, '[') == 0 ? VT_ERR_OK : vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+}
+
+static enum vt_err json_sink_chunk(struct exec_sink *s, duckdb_data_chunk chunk,
+                                   struct vt_error *err)
+{
+    struct exec_json_sink *j = json_sink_of(s);
+    uint64_t n = duckdb_data_chunk_get_size(chunk);
+    for (uint64_t i = 0; i < n; i++) {
+        if (j->max_rows && j->rows >= j->max_rows)
+            return json_sink_cap(j, j->out->len, j->rows, err);
+        size_t before = j->out->len;
+        if (json_rows_encode_range(j->enc, chunk, i, 1, j->out) != 0)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
+        if (j->max_bytes && j->out->len - j->start > j->max_bytes)
+            return json_sink_cap(j, before, j->rows, err);
+        j->rows++;
+    }
+    return VT_ERR_OK;
+}
+
+static enum vt_err json_sink_row(struct exec_sink *s, const char *obj, size_t len,
+                                 struct vt_error *err)
+{
+    struct exec_json_sink *j = json_sink_of(s);
+    if (j->max_rows && j->rows >= j->max_rows)
+        return json_sink_cap(j, j->out->len, j->rows, err);
+    size_t before = j->out->len;
+    if ((j->rows && sb_addc(j->out, ',') != 0) || sb_add(j->out, obj, len) != 0)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    if (j->max_bytes && j->out->len - j->start > j->max_bytes)
+        return json_sink_cap(j, before, j->rows, err);
+    j->rows++;
+    return VT_ERR_OK;
+}
+
+static enum vt_err json_sink_count(struct exec_sink *s, uint64_t n, struct vt_error *err)
+{
+    (void)err;
+    json_sink_of(s)->count = n;
+    return VT_ERR_OK;
+}
+
+static void json_sink_close_array(struct exec_json_sink *j)
+{
+    if (j->out->len > j->start && j->out->buf[j->start] == '[')
+        sb_addc(j->out, ']');
+}
+
+static void json_sink_end(struct exec_sink *s)
+{
+    struct exec_json_sink *j = json_sink_of(s);
+    json_sink_close_array(j);
+    j->ended = true;
+}
+
+static void json_sink_fail(struct exec_sink *s, const struct vt_error *err)
+{
+    struct exec_json_sink *j = json_sink_of(s);
+    if (j->truncated && err->code == VT_ERR_CLIENT_GONE) {
+        /* Capped on purpose: a complete, shorter answer. */
+        json_sink_close_array(j);
+        j->ended = true;
+        return;
+    }
+    j->err = *err;
+}
+
+static const struct exec_sink_ops json_sink_ops = {
+    .begin = json_sink_begin,
+    .chunk = json_sink_chunk,
+    .json_row = json_sink_row,
+    .count = json_sink_count,
+    .end = json_sink_end,
+    .fail = json_sink_fail,
+};
+
+void exec_json_sink_init(struct exec_json_sink *s, struct strbuf *out, uint64_t max_rows,
+                         size_t max_bytes)
+{
+    memset(s, 0, sizeof *s);
+    s->sink.ops = &json_sink_ops;
+    s->out = out;
+    s->max_rows = max_rows;
+    s->max_bytes = max_bytes;
+}
+
+void exec_json_sink_release(struct exec_json_sink *s)
+{
+    json_rows_destroy(s->enc);
+    s->enc = NULL;
+}

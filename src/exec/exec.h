@@ -1,0 +1,192 @@
+/*
+ * exec: the one execution path. Every front end (HTTP /query, /count and
+ * /query/stream today; /sql, the MCP tools and the PostgreSQL listener next)
+ * parses its own protocol into a plan, pins the generations the plan reads,
+ * picks a sink, and hands all three to this module. exec answers from the
+ * index fast path when it can, else runs ONE prepared DuckDB statement and
+ * streams its chunks to the sink. Front ends then only map the one error
+ * table's codes to their form (HTTP status, JSON-RPC, SQLSTATE; errors.h).
+ *
+ *   front end                        exec                         sink
+ *   ---------                        ----                         ----
+ *   exec_pin(name)      ──► generation with one reference
+ *   exec_parse_query(json, gen) ──► validated query_request
+ *   exec_try_fast(plan, sink, 64)    index + row store, no DuckDB ──► begin(NULL), json_row…, end
+ *     (any thread; EXEC_FAST_NO/_TOO_BIG: nothing was sent)
+ *   exec_run(plan, sink, con)        fast path, else SQL:         ──► begin(res), chunk…, end
+ *     (an engine worker, with its own connection)                     or count(n), end
+ *                                                                     or fail(err)
+ *   exec_unpin()
+ *
+ * The sink contract. exec calls, in order, either
+ *     begin, then any number of chunk (begin got the DuckDB result) or
+ *     json_row (begin got NULL: rows are JSON objects from the row store;
+ *     only for sinks that set json_row), then end;
+ *  or count, then end (EXEC_COUNT);
+ *  or fail, at any point, instead of end.
+ * Exactly one of end/fail is called, always (a run that cannot start still
+ * calls fail). A sink op returns VT_ERR_OK to go on; any other code stops the
+ * run: exec stops fetching (dropping the DuckDB result cancels the rest of the
+ * query) and calls fail with the error the op set (VT_ERR_CLIENT_GONE when the
+ * consumer left: nothing is reported to anyone). What fail does is the sink's
+ * business: a sink that has sent nothing yet reports the error; one that
+ * already streamed part of a result can only cut it short.
+ *
+ * Cancellation and deadlines belong to the engine job that runs the plan
+ * (plan->job): the engine's watchdog interrupts the running DuckDB statement
+ * when the job's deadline passes and sets job->timed_out; the owner sets
+ * job->cancelled (client gone, shutdown) and interrupts it. exec checks both
+ * flags between chunks and ends the run with fail(TIMEOUT) or
+ * fail(CLIENT_GONE) -- never with DuckDB's "interrupted" message. A front end
+ * may move the job's deadline (HTTP clears it once a stream has started).
+ *
+ * Per-connection state. A worker thread owns its DuckDB connection for life,
+ * so exec keeps what belongs to a connection per thread (exec_session, private
+ * to exec.c): the planner setting that late materialization needs per request
+ * shape, the row-store cursor, scratch buffers (and, next, cached prepared
+ * statements). Nothing about it is visible to front ends.
+ *
+ * Memory: the plan, the query request and everything they point to belong to
+ * the caller (the per-request arena); exec allocates its own temporaries from
+ * plan->arena or frees them before returning.
+ */
+#ifndef VT_EXEC_EXEC_H
+#define VT_EXEC_EXEC_H
+
+#include <duckdb.h>
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog/catalog.h"
+#include "engine/engine.h"
+#include "query/query.h"
+#include "util/arena.h"
+#include "util/errors.h"
+#include "util/strbuf.h"
+
+/* ---------------------------------------------------------------- sinks */
+
+struct exec_sink;
+
+struct exec_sink_ops {
+    /* Rows follow. `res` is the DuckDB result whose chunks follow (its
+     * columns are the result schema), or NULL when rows come as JSON objects
+     * through json_row. */
+    enum vt_err (*begin)(struct exec_sink *s, duckdb_result *res, struct vt_error *err);
+    enum vt_err (*chunk)(struct exec_sink *s, duckdb_data_chunk chunk, struct vt_error *err);
+    /* Optional: one row as a JSON object `{"col":value,...}` (len bytes,
+     * written by the row store with the same encoder as every other JSON
+     * response). NULL: the sink takes only DuckDB chunks, so the index fast
+     * path never answers for it (counts still do). */
+    enum vt_err (*json_row)(struct exec_sink *s, const char *obj, size_t len,
+                            struct vt_error *err);
+    /* EXEC_COUNT: the number of matching rows. */
+    enum vt_err (*count)(struct exec_sink *s, uint64_t n, struct vt_error *err);
+    /* The result is complete. */
+    void (*end)(struct exec_sink *s);
+    /* The run failed (err->code != VT_ERR_OK) or was stopped by an op. */
+    void (*fail)(struct exec_sink *s, const struct vt_error *err);
+};
+
+struct exec_sink {
+    const struct exec_sink_ops *ops;
+};
+
+/* ---------------------------------------------------------------- plans */
+
+enum exec_kind {
+    EXEC_ROWS,  /* a structured query (/query, /query/stream, MCP query_dataset) */
+    EXEC_COUNT, /* rows matching the predicates (/count, MCP count_rows) */
+    EXEC_SQL,   /* one checked SQL statement with bound parameters (/sql, pgwire) */
+};
+
+struct exec_plan {
+    enum exec_kind kind;
+    /* EXEC_ROWS, EXEC_COUNT: the request, validated against gen's schema
+     * (exec_parse_query), and the generation it reads, pinned by the caller
+     * for the whole run. */
+    const struct query_request *query;
+    struct cat_generation *gen;
+    /* EXEC_SQL: the statement (already checked; it names only relations of
+     * generations the caller pinned, and holds for the whole run) and its
+     * parameters (query_plan_bind rules). */
+    const char *sql;
+    const struct query_value *params;
+    size_t nparams;
+    /* The engine job running the plan (its timed_out/cancelled flags stop
+     * the run); NULL outside a job (exec_try_fast on a front end's thread). */
+    const struct eng_job *job;
+    struct arena *arena;            /* request-lifetime allocations */
+};
+
+/* ------------------------------------------------------------ front-end help */
+
+/* A dataset and its current generation, one reference each. */
+struct exec_pin {
+    struct cat_dataset *ds;
+    struct cat_generation *gen;
+};
+
+/* Looks `name` up and takes its current generation, waiting for a lazy
+ * first build until deadline_ms (0 = do not wait: DATASET_NOT_READY at once).
+ * DATASET_NOT_FOUND, DATASET_NOT_READY or DATASET_FAILED otherwise. */
+enum vt_err exec_pin(struct cat_catalog *cat, const char *name, int64_t deadline_ms,
+                     struct exec_pin *out, struct vt_error *err);
+/* Releases both references (NULL-safe, idempotent). */
+void exec_unpin(struct exec_pin *pin);
+
+/* Validates a query body (JSON object; NULL = {}) against gen's schema: the
+ * same rules for every front end (query.h). */
+enum vt_err exec_parse_query(const json_t *body, const struct cat_generation *gen,
+                             const struct query_options *opts, struct arena *arena,
+                             struct query_request *out, struct vt_error *err);
+
+/* ------------------------------------------------------------------- runs */
+
+enum exec_fast {
+    EXEC_FAST_NO,      /* the index cannot answer: nothing was sent */
+    EXEC_FAST_DONE,    /* answered: the sink got end or fail */
+    EXEC_FAST_TOO_BIG, /* it could, with more than max_rows rows: nothing was sent */
+};
+
+/* The index fast path alone (EXEC_ROWS and EXEC_COUNT on a generation whose
+ * index is built and covers every predicate). Never touches DuckDB, so it may
+ * run on a thread that must not block: max_rows bounds the work done there
+ * (SIZE_MAX: no bound). */
+enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sink,
+                             size_t max_rows);
+
+/* Runs the plan on `con` (the calling engine worker's connection): the fast
+ * path when it applies, else the SQL statement. Always ends the sink. */
+void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con);
+
+/* ------------------------------------------------------- a bounded JSON sink
+ * For front ends that answer with one bounded JSON document (MCP tool
+ * results): rows go into `out` as a JSON array of objects, up to max_rows rows
+ * and about max_bytes bytes (whole rows only); past either cap the run is
+ * stopped and `truncated` is set. A failure leaves `err` set and `out` holding
+ * whatever was written. The counts path sets `count`. */
+struct exec_json_sink {
+    struct exec_sink sink;
+    struct strbuf *out;             /* the array is appended here */
+    uint64_t max_rows;              /* 0 = no row cap */
+    size_t max_bytes;               /* 0 = no byte cap */
+    /* results */
+    uint64_t rows;
+    uint64_t count;
+    bool truncated;
+    bool ended;
+    struct vt_error err;
+    /* private */
+    struct json_rows *enc;
+    size_t start;
+};
+
+void exec_json_sink_init(struct exec_json_sink *s, struct strbuf *out, uint64_t max_rows,
+                         size_t max_bytes);
+void exec_json_sink_release(struct exec_json_sink *s);
+
+#endif
