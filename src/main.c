@@ -184,8 +184,8 @@ static int serve(const char *config_path, int port_override)
         goto fail;
     app.db = db;
     int workers = cfg.server.workers > 0 ? cfg.server.workers : eng_cpu_count();
-    auth_admin_init(&app.admin);
-    if (!app.admin.configured)
+    auth_init(&app.auth, &cfg.auth);
+    if (!app.auth.admin.configured)
         log_info("ADMIN_TOKEN is not set: admin endpoints answer 403");
     app.queries = eng_pool_create(db, workers, "query", &err);
     app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
@@ -201,7 +201,7 @@ static int serve(const char *config_path, int port_override)
     mkdir(exports, 0700);
     cat_set_dirs(app.catalog, downloads, cache_dir, exports);
 
-    struct http_server_options opts = {.cfg = &cfg, .app = &app};
+    struct http_server_options opts = {.cfg = &cfg, .app = &app, .authorize = api_authorize};
     api_routes(&opts.routes, &opts.n_routes);
     srv = http_server_start(&opts, &err);
     if (!srv)
@@ -227,6 +227,7 @@ out:
     eng_pool_destroy(app.queries);
     cat_destroy(app.catalog);
     eng_close(&db);
+    auth_release(&app.auth);
     if (runtime_dir)
         remove_tree(runtime_dir);
     free(runtime_dir);

@@ -22,7 +22,7 @@
 
 struct app {
     const struct vt_config *cfg;
-    struct auth_admin admin;    /* X-Admin-Token */
+    struct auth_ctx auth;       /* X-Admin-Token, bearer tokens */
     duckdb_database db;
     struct cat_catalog *catalog;
     struct eng_pool *queries;   /* server.workers threads */
@@ -55,8 +55,9 @@ void api_config_reload(struct http_request *req);
 /* The JSON object of the request body (415 / 400 invalid_json / 400
  * limit_exceeded on failure). An empty body is {} when empty_is_object. */
 json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_error *err);
-/* Admin check: replies 401/403 and returns false when not allowed. */
-bool api_require_admin(struct http_request *req);
+/* The router's authorize hook (routes.c): the route's permission against the
+ * request's credentials (auth_authorize); replies 401/403/404 when refused. */
+bool api_authorize(struct http_request *req, unsigned perm);
 struct app *api_app(struct http_request *req);
 /* Writes one status entry object. */
 void api_write_status(struct jw *w, const struct cat_status *st);

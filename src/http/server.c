@@ -104,8 +104,21 @@ struct http_request {
     struct http_request *prev, *next;
 };
 
+/* A route with what the router precomputes about its pattern. */
+struct route_slot {
+    const struct http_route *route;
+    int segments;               /* path segments of the pattern */
+    bool wild;                  /* ends in {*}: matches `segments` or more */
+};
+
+struct route_table {
+    struct route_slot *slots;   /* by specificity: see sort_routes */
+    size_t n;
+};
+
 struct http_server {
     struct http_server_options opts;
+    struct route_table routes, root_routes;
     const struct vt_config *cfg;
     struct MHD_Daemon *daemon;
     int port;
@@ -593,7 +606,7 @@ bool http_job_should_stop(struct http_request *req)
 
 /* ------------------------------------------------------------- routing */
 
-/* Matches `path` against `pattern`, capturing {x} segments into params. */
+/* Matches `path` against `pattern`, capturing {x} and {*} into params. */
 static bool route_match(const char *pattern, const char *path, struct http_request *req,
                         bool capture)
 {
@@ -608,6 +621,17 @@ static bool route_match(const char *pattern, const char *path, struct http_reque
         const char *se = strchr(s, '/');
         size_t plen = pe ? (size_t)(pe - p) : strlen(p);
         size_t slen = se ? (size_t)(se - s) : strlen(s);
+        if (plen == 3 && memcmp(p, "{*}", 3) == 0 && !pe) {
+            /* The rest of the path, slashes and all (may be empty). */
+            if (np >= HTTP_MAX_PARAMS)
+                return false;
+            if (capture && !(req->params[np] = arena_strdup(&req->arena, s)))
+                return false;
+            np++;
+            p += plen;
+            s += strlen(s);
+            break;
+        }
         if (plen >= 2 && p[0] == '{' && p[plen - 1] == '}') {
             if (slen == 0 || np >= HTTP_MAX_PARAMS)
                 return false;
@@ -623,6 +647,7 @@ static bool route_match(const char *pattern, const char *path, struct http_reque
         p += plen;
         s += slen;
     }
+    /* "/docs/{*}" also matches "/docs/" (handled above) but not "/docs". */
     return *p == '\0' && *s == '\0';
 }
 
@@ -644,12 +669,28 @@ static void add_allow(struct strbuf *allow, unsigned methods)
     }
 }
 
-static void dispatch_in(struct http_request *req, const struct http_route *routes, size_t n,
+/* Path segments: "/" is 1 (an empty one), "/a/b" 2, "/a/" 2. */
+static int count_segments(const char *path)
+{
+    int n = 0;
+    for (const char *p = path; *p; p++)
+        n += *p == '/';
+    return n;
+}
+
+/* Routes are sorted by specificity at start (sort_routes), so the first
+ * route matching path and method is the most specific one. A route whose
+ * segment count differs cannot match: that check alone skips most of them. */
+static void dispatch_in(struct http_request *req, const struct route_table *table,
                         const char *path)
 {
     unsigned allowed = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct http_route *r = &routes[i];
+    int segments = count_segments(path);
+    for (size_t i = 0; i < table->n; i++) {
+        const struct route_slot *slot = &table->slots[i];
+        if (slot->segments != segments && !(slot->wild && segments >= slot->segments))
+            continue;
+        const struct http_route *r = slot->route;
         if (!route_match(r->pattern, path, req, false))
             continue;
         unsigned methods = r->methods;
@@ -661,6 +702,8 @@ static void dispatch_in(struct http_request *req, const struct http_route *route
         }
         route_match(r->pattern, path, req, true);
         req->route = r;
+        if (req->srv->opts.authorize && !req->srv->opts.authorize(req, r->perm))
+            return;
         r->handler(req);
         return;
     }
@@ -676,19 +719,70 @@ static void dispatch_in(struct http_request *req, const struct http_route *route
     http_reply_error(req, VT_ERR_NOT_FOUND, "no such route");
 }
 
+/* Literal segments of a pattern, and whether it ends in {*}. */
+static void pattern_rank(const char *pattern, int *out_literals, bool *out_wild)
+{
+    int literals = 0;
+    bool wild = false;
+    for (const char *p = pattern; *p == '/';) {
+        p++;
+        if (*p == '{')
+            wild = wild || p[1] == '*';
+        else if (*p)
+            literals++;
+        p += strcspn(p, "/");
+    }
+    *out_literals = literals;
+    *out_wild = wild;
+}
+
+/* The routes ordered by specificity: more literal segments first, then
+ * without {*} before with, then table order. Among the routes matching a
+ * path, the first in this order is the most specific, whatever order the
+ * table was written in. */
+static bool sort_routes(const struct http_route *routes, size_t n, struct route_table *out)
+{
+    out->slots = calloc(n ? n : 1, sizeof *out->slots);
+    out->n = 0;
+    if (!out->slots)
+        return false;
+    int max_literals = 0;
+    for (size_t i = 0; i < n; i++) {
+        int l;
+        bool w;
+        pattern_rank(routes[i].pattern, &l, &w);
+        if (l > max_literals)
+            max_literals = l;
+    }
+    for (int literals = max_literals; literals >= 0; literals--)
+        for (int wild = 0; wild <= 1; wild++)
+            for (size_t i = 0; i < n; i++) {
+                int l;
+                bool w;
+                pattern_rank(routes[i].pattern, &l, &w);
+                if (l != literals || (int)w != wild)
+                    continue;
+                struct route_slot *slot = &out->slots[out->n++];
+                slot->route = &routes[i];
+                slot->segments = count_segments(routes[i].pattern);
+                slot->wild = w;
+                if (w)
+                    slot->segments--; /* {*} may match nothing after its slash */
+            }
+    return true;
+}
+
 static void dispatch(struct http_request *req, const char *url)
 {
     struct http_server *srv = req->srv;
     const char *prefix = srv->cfg->server.prefix ? srv->cfg->server.prefix : "";
     size_t plen = strlen(prefix);
     /* Routes outside the prefix (metrics) first. */
-    if (srv->opts.n_root_routes) {
-        for (size_t i = 0; i < srv->opts.n_root_routes; i++) {
-            if (route_match(srv->opts.root_routes[i].pattern, url, req, false)) {
-                req->path = arena_strdup(&req->arena, url);
-                dispatch_in(req, srv->opts.root_routes, srv->opts.n_root_routes, url);
-                return;
-            }
+    for (size_t i = 0; i < srv->root_routes.n; i++) {
+        if (route_match(srv->root_routes.slots[i].route->pattern, url, req, false)) {
+            req->path = arena_strdup(&req->arena, url);
+            dispatch_in(req, &srv->root_routes, url);
+            return;
         }
     }
     if (plen && (strncmp(url, prefix, plen) != 0 || (url[plen] != '/' && url[plen] != '\0'))) {
@@ -699,7 +793,7 @@ static void dispatch(struct http_request *req, const char *url)
     if (*path == '\0')
         path = "/";
     req->path = arena_strdup(&req->arena, path);
-    dispatch_in(req, srv->opts.routes, srv->opts.n_routes, path);
+    dispatch_in(req, &srv->routes, path);
 }
 
 /* ------------------------------------------------------- MHD callbacks */
@@ -862,6 +956,13 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ----------------------------------------------------------- lifecycle */
 
+static void server_free(struct http_server *srv)
+{
+    free(srv->routes.slots);
+    free(srv->root_routes.slots);
+    free(srv);
+}
+
 struct http_server *http_server_start(const struct http_server_options *opts,
                                       struct vt_error *err)
 {
@@ -872,6 +973,12 @@ struct http_server *http_server_start(const struct http_server_options *opts,
         return NULL;
     }
     srv->opts = *opts;
+    if (!sort_routes(opts->routes, opts->n_routes, &srv->routes) ||
+        !sort_routes(opts->root_routes, opts->n_root_routes, &srv->root_routes)) {
+        server_free(srv);
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        return NULL;
+    }
     srv->cfg = cfg;
     pthread_mutex_init(&srv->mu, NULL);
 
@@ -884,7 +991,7 @@ struct http_server *http_server_start(const struct http_server_options *opts,
     if (gai != 0 || !ai) {
         vt_error_set(err, VT_ERR_INVALID_CONFIG, "server.listen %s: %s", cfg->server.listen,
                      gai_strerror(gai));
-        free(srv);
+        server_free(srv);
         return NULL;
     }
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
@@ -910,7 +1017,7 @@ struct http_server *http_server_start(const struct http_server_options *opts,
         vt_error_set(err, VT_ERR_INTERNAL, "cannot listen on %s:%d (address in use or not allowed)",
                      cfg->server.listen, cfg->server.port);
         pthread_mutex_destroy(&srv->mu);
-        free(srv);
+        server_free(srv);
         return NULL;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
@@ -1009,5 +1116,5 @@ void http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool
         nanosleep(&ts, NULL);
     }
     pthread_mutex_destroy(&srv->mu);
-    free(srv);
+    server_free(srv);
 }

@@ -48,13 +48,24 @@ typedef void (*http_handler_fn)(struct http_request *req);
 /* Runs on a worker thread with that worker's DuckDB connection. */
 typedef void (*http_job_fn)(struct http_request *req, duckdb_connection con);
 
-#define HTTP_MAX_PARAMS 2
+#define HTTP_MAX_PARAMS 3
 
+/* One route. The router picks, among the routes whose pattern matches the
+ * path, the most specific (most literal segments, then fewest wildcards, then
+ * table order); a path that matches only with other methods is 405 with
+ * Allow. Before the handler runs, the server's authorize hook sees `perm`. */
 struct http_route {
     unsigned methods;           /* bit set of enum http_method; GET implies HEAD */
-    const char *pattern;        /* "/api/v1/datasets/{name}/query"; {x} matches one segment */
+    const char *pattern;        /* "/api/v1/datasets/{name}/query": {x} matches one
+                                 * segment; {*} (last) matches the rest of the path,
+                                 * possibly empty; both are captured as params */
     http_handler_fn handler;
+    unsigned perm;              /* opaque to the router: the authorize hook's input */
+    const char *summary;        /* one line for the API reference */
 };
+
+/* Called before every handler; replies (and returns false) to refuse. */
+typedef bool (*http_authorize_fn)(struct http_request *req, unsigned perm);
 
 struct http_server_options {
     const struct vt_config *cfg;
@@ -64,6 +75,7 @@ struct http_server_options {
     const struct http_route *root_routes;
     size_t n_root_routes;
     void *app;                  /* handed to handlers through http_app() */
+    http_authorize_fn authorize; /* may be NULL: every route is open */
 };
 
 struct http_server *http_server_start(const struct http_server_options *opts,

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Instruction counts per request, repeatable on a busy machine.
+
+    bench/callgrind.py BUILD_DIR [BUILD_DIR2 ...] [--requests N] [--only name,...]
+
+Starts each build's vitrine under `valgrind --tool=callgrind` with collection
+off, on a generated 50,000-row table (the shape of make bench's, smaller so
+valgrind loads it in seconds), warms each scenario up, then switches
+collection on (callgrind_control -i on), sends N requests over one keep-alive
+connection, switches it off and reads the instruction total. Prints Ir per
+request for each scenario and build, and the change against the first build.
+Uses only the Python standard library and build/vt-sql for the data.
+"""
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+SCENARIOS = {
+    # name: (method, path suffix, body)
+    "healthz": ("GET", "/healthz", None),
+    "point_index": ("POST", "/api/v1/datasets/t/query",
+                    {"predicates": [{"col": "id", "op": "eq", "val": 4242}]}),
+    "page_sql_1000": ("POST", "/api/v1/datasets/t/query",
+                      {"predicates": [{"col": "category", "op": "eq", "val": "c3"}],
+                       "page_size": 1000}),
+    "count_sql": ("POST", "/api/v1/datasets/t/count",
+                  {"predicates": [{"col": "ts", "op": "between",
+                                   "val": ["2024-02-01T00:00:00", "2024-03-01T00:00:00"]}]}),
+    "count_index": ("POST", "/api/v1/datasets/t/count",
+                    {"predicates": [{"col": "category", "op": "eq", "val": "c3"}]}),
+}
+
+
+def make_data(build, path):
+    if path.exists():
+        return
+    sql = (f"COPY (SELECT range + 1 AS id, 'c' || (hash(range) % 12) AS category, "
+           f"(hash(range * 7) % 100000) / 100.0 AS price, "
+           f"TIMESTAMP '2024-01-01' + INTERVAL (hash(range * 13) % 31536000) SECOND AS ts "
+           f"FROM range(50000)) TO '{path}' (FORMAT parquet)")
+    subprocess.run([str(REPO / "build" / "vt-sql"), sql], check=True, capture_output=True)
+
+
+def request(conn, method, path, body):
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"} if data else {}
+    conn.request(method, path, body=data, headers=headers)
+    r = conn.getresponse()
+    payload = r.read()
+    if r.status != 200:
+        raise RuntimeError(f"{method} {path}: {r.status} {payload[:200]}")
+    return payload
+
+
+def measure(build, data, n, only):
+    work = Path(tempfile.mkdtemp(prefix="vt-callgrind-"))
+    cfg = work / "datasets.toml"
+    cfg.write_text(f"""[server]
+listen = "127.0.0.1"
+port = 0
+request_timeout_ms = 0
+workers = 1
+
+[[dataset]]
+name = "t"
+source.kind = "parquet"
+source.location = "{data}"
+index.mode = "list"
+index.columns = ["id", "category"]
+""")
+    out = work / "callgrind.out"
+    log = open(work / "log", "wb")
+    env = dict(os.environ, VITRINE_LOG="info",
+               LD_LIBRARY_PATH=str(REPO / "third_party" / "duckdb"))
+    proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                             f"--callgrind-out-file={out}", str(build / "vitrine"),
+                             "--config", str(cfg), "--port", "0"],
+                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work)
+    port = None
+    deadline = time.time() + 120
+    while time.time() < deadline and port is None:
+        m = re.search(rb"listening on http://[^:]+:(\d+)", (work / "log").read_bytes())
+        if m:
+            port = int(m.group(1))
+        time.sleep(0.2)
+    if port is None:
+        proc.kill()
+        raise RuntimeError((work / "log").read_text(errors="replace"))
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    while True:  # published and the index built (the schema lists it)
+        conn.request("GET", "/api/v1/datasets/t/schema")
+        r = conn.getresponse()
+        body = r.read()
+        if r.status == 200 and b'"indexed":["id","category"]' in body:
+            break
+        time.sleep(0.5)
+    results = {}
+    for name, (method, path, body) in SCENARIOS.items():
+        if only and name not in only:
+            continue
+        for _ in range(20):
+            request(conn, method, path, body)
+        time.sleep(0.3)  # let the access-log flusher run outside the window
+        subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
+        subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)
+        for _ in range(n):
+            request(conn, method, path, body)
+        subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], check=True, capture_output=True)
+        before = set(work.glob("callgrind.out*"))
+        subprocess.run(["callgrind_control", "-d", name, str(proc.pid)], check=True,
+                       capture_output=True, text=True)
+        total = None
+        for _ in range(100):
+            new = set(work.glob("callgrind.out*")) - before
+            texts = [f.read_text(errors="replace") for f in new]
+            sums = [int(m.group(1)) for t in texts
+                    for m in [re.search(r"^totals: (\d+)", t, re.M)] if m]
+            if sums:
+                total = sum(sums)
+                break
+            time.sleep(0.2)
+        if total is None:
+            raise RuntimeError(f"no callgrind dump for {name} in {work}")
+        results[name] = total / n
+    conn.close()
+    proc.terminate()
+    proc.wait(timeout=120)
+    return results
+
+
+def main():
+    args = sys.argv[1:]
+    n = 200
+    only = None
+    builds = []
+    while args:
+        a = args.pop(0)
+        if a == "--requests":
+            n = int(args.pop(0))
+        elif a == "--only":
+            only = set(args.pop(0).split(","))
+        else:
+            builds.append(Path(a).resolve())
+    if not builds:
+        builds = [REPO / "build"]
+    data = REPO / "bench" / "data" / "callgrind-50k.parquet"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    make_data(builds[0], data)
+    table = [measure(b, data, n, only) for b in builds]
+    names = list(table[0])
+    print(f"{'scenario':16} " + " ".join(f"{str(b)[-24:]:>26}" for b in builds) + "   change")
+    for name in names:
+        row = [t.get(name, 0) for t in table]
+        change = "" if len(row) < 2 or not row[0] else f"{(row[-1] - row[0]) / row[0] * 100:+.1f}%"
+        print(f"{name:16} " + " ".join(f"{v:>26,.0f}" for v in row) + f"   {change}")
+
+
+if __name__ == "__main__":
+    main()
