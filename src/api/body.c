@@ -2,6 +2,10 @@
  * Request bodies: the Content-Type check, JSON parsing with jansson, and the
  * nesting bound (VT_MAX_JSON_DEPTH). The body size itself was bounded by the
  * HTTP layer (server.max_body_bytes) before any handler ran.
+ *
+ * A key given twice in one object is refused (jansson would keep the last,
+ * so {"limit":1,"limit":null} would quietly mean "unlimited"). Depth counts
+ * containers: {} is 1, {"a":[1]} is 2; scalars add nothing.
  */
 #include <jansson.h>
 #include <string.h>
@@ -9,8 +13,11 @@
 #include "api/api.h"
 #include "util/limits.h"
 
+/* The deepest container nesting below and including v (v at `depth`). */
 static int json_depth(const json_t *v, int depth)
 {
+    if (!json_is_object(v) && !json_is_array(v))
+        return depth - 1;
     if (depth > VT_MAX_JSON_DEPTH)
         return depth;
     int max = depth;
@@ -53,10 +60,12 @@ json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_
         return NULL;
     }
     json_error_t jerr;
-    json_t *root = json_loadb(body, len, 0, &jerr);
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        vt_error_set(err, VT_ERR_INVALID_JSON, "invalid JSON at line %d, column %d: %s",
-                     jerr.line, jerr.column, jerr.text);
+        vt_error_set(err, json_error_code(&jerr) == json_error_duplicate_key
+                              ? VT_ERR_DUPLICATE_KEY : VT_ERR_INVALID_JSON,
+                     "invalid JSON at line %d, column %d: %s", jerr.line, jerr.column,
+                     jerr.text);
         return NULL;
     }
     if (json_depth(root, 1) > VT_MAX_JSON_DEPTH) {

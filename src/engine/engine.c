@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "query/query.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -95,7 +96,17 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
         return VT_ERR_INTERNAL;
     }
     duckdb_destroy_config(&config);
-    return VT_ERR_OK;
+    /* Our SQL functions, for every connection of the database. */
+    duckdb_connection con;
+    if (duckdb_connect(*out_db, &con) != DuckDBSuccess) {
+        duckdb_close(out_db);
+        return vt_error_set(err, VT_ERR_INTERNAL, "cannot connect to DuckDB");
+    }
+    rc = query_like_register(con, err);
+    duckdb_disconnect(&con);
+    if (rc != VT_ERR_OK)
+        duckdb_close(out_db);
+    return rc;
 }
 
 void eng_close(duckdb_database *db)

@@ -865,6 +865,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             http_reply_error(req, VT_ERR_URI_TOO_LONG, "request target longer than 8192 bytes");
             return queue_reply(req);
         }
+        const char *ce = http_req_header(req, "Content-Encoding");
+        if (ce && strcasecmp(ce, "identity") != 0) {
+            /* We never decompress request bodies (a small body could expand
+             * past every limit); refuse before reading any of it. */
+            req->body_too_large = true; /* discard what arrives */
+            http_reply_error(req, VT_ERR_UNSUPPORTED_CONTENT_ENCODING, NULL);
+            return queue_reply(req);
+        }
         if (content_length_too_big(req)) {
             /* Refuse before reading any of the body. */
             req->body_too_large = true;

@@ -55,7 +55,12 @@
  *    TIMESTAMP_NS or the extra digits are zeros.
  *  - like/ilike take a string pattern; `%` and `_` are the wildcards, there is
  *    no escape character (standard SQL LIKE without ESCAPE). Only on VARCHAR and
- *    ENUM columns (else 400 invalid_operator).
+ *    ENUM columns (else 400 invalid_operator). Patterns are matched in linear
+ *    time by our own matcher (query_like.c: DuckDB's backtracks on patterns
+ *    it cannot see at plan time); a pattern with more than
+ *    VT_MAX_LIKE_SEGMENTS parts between `%` signs, or a part with `_` longer
+ *    than VT_MAX_LIKE_WILD_SEGMENT_CHARS characters, is 400
+ *    pattern_too_complex. ilike compares DuckDB's lower() of both sides.
  *  - An ENUM column compares as its label text (a label the enum lacks simply
  *    matches nothing; gt/lt compare text), while order_by and min/max use the
  *    enum's own order, as DuckDB does.
@@ -326,5 +331,23 @@ struct index_term;
 bool query_index_match_terms(const struct query_request *req, const struct vt_index *ix,
                              struct arena *arena, const struct index_term **out_terms,
                              size_t *out_n, bool *out_empty);
+
+/* ---- LIKE in linear time (query_like.c) ---- */
+
+/* The DuckDB scalar function the compiled SQL calls for like/ilike:
+ * vt_like(string, pattern) -> BOOLEAN, NULL when either is NULL. */
+#define QUERY_LIKE_FUNCTION "vt_like"
+
+/* PATTERN_TOO_COMPLEX when the pattern exceeds the segment limits above. */
+enum vt_err query_like_check(const char *pattern, size_t len, struct vt_error *err);
+
+struct query_like;
+/* NULL when out of memory. Any pattern compiles (the limits are the
+ * checker's); matching is O(len(s) x segments). */
+struct query_like *query_like_compile(const char *pattern, size_t len);
+bool query_like_match(const struct query_like *l, const char *s, size_t len);
+void query_like_free(struct query_like *l);
+/* Registers vt_like in the database of `con` (once per database). */
+enum vt_err query_like_register(duckdb_connection con, struct vt_error *err);
 
 #endif

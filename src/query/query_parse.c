@@ -563,6 +563,9 @@ static enum vt_err parse_pred(struct pctx *c, const json_t *p, const char *slot,
         if (json_string_length(val) > VT_MAX_LIKE_PATTERN_BYTES)
             return fail(c, VT_ERR_LIMIT_EXCEEDED, "%s: pattern longer than %d bytes", sub,
                         VT_MAX_LIKE_PATTERN_BYTES);
+        struct vt_error perr = {0};
+        if (query_like_check(json_string_value(val), json_string_length(val), &perr) != VT_ERR_OK)
+            return fail(c, perr.code, "%s: %s", sub, perr.msg);
         /* Typed as a string column whatever the column (enum included). */
         cl = QC_STRING;
     }

@@ -42,7 +42,6 @@ static const char *agg_fn[] = {
 static const char *cmp_sql[] = {
     [QUERY_OP_EQ] = " = ",  [QUERY_OP_NEQ] = " <> ", [QUERY_OP_GT] = " > ",
     [QUERY_OP_GTE] = " >= ", [QUERY_OP_LT] = " < ",  [QUERY_OP_LTE] = " <= ",
-    [QUERY_OP_LIKE] = " LIKE ", [QUERY_OP_ILIKE] = " ILIKE ",
 };
 
 static const char *colname(const struct bctx *b, size_t i)
@@ -207,6 +206,19 @@ static void add_pred(struct bctx *b, const struct query_pred *p)
             sb_addc(&b->sb, ')');
         return;
     }
+    case QUERY_OP_LIKE:
+    case QUERY_OP_ILIKE: {
+        /* Our linear matcher (query_like.c), never DuckDB's backtracking
+         * LIKE; ilike folds both sides with DuckDB's lower(), as its ILIKE. */
+        bool fold = p->op == QUERY_OP_ILIKE;
+        sb_adds(&b->sb, QUERY_LIKE_FUNCTION "(");
+        sb_adds(&b->sb, fold ? "lower(" : "");
+        add_lhs(b, p);
+        sb_adds(&b->sb, fold ? "), lower(" : ", ");
+        add_param(b, &p->vals[0]);
+        sb_adds(&b->sb, fold ? "))" : ")");
+        return;
+    }
     default:
         add_lhs(b, p);
         sb_adds(&b->sb, cmp_sql[p->op]);
@@ -223,8 +235,41 @@ static void add_where(struct bctx *b, const struct query_pred *preds, size_t n)
     }
 }
 
+static bool is_int64_or_narrower(duckdb_type t)
+{
+    switch (t) {
+    case DUCKDB_TYPE_TINYINT: case DUCKDB_TYPE_SMALLINT: case DUCKDB_TYPE_INTEGER:
+    case DUCKDB_TYPE_BIGINT: case DUCKDB_TYPE_UTINYINT: case DUCKDB_TYPE_USMALLINT:
+    case DUCKDB_TYPE_UINTEGER: case DUCKDB_TYPE_UBIGINT:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static void add_agg_expr(struct bctx *b, const struct query_agg *ag)
 {
+    if (ag->op == QUERY_AGG_SUM && ag->col != QUERY_NO_COLUMN &&
+        is_int64_or_narrower(b->req->schema->cols[ag->col].type)) {
+        /* DuckDB sums integers as HUGEINT (Arrow Decimal128(38,0)); clients
+         * expect the column's integer kind back: a 64-bit integer, and a
+         * clear error (never a wrapped number) past its range. */
+        sb_adds(&b->sb, "CASE WHEN sum(");
+        sb_add_sql_ident(&b->sb, colname(b, ag->col));
+        sb_adds(&b->sb, ") IS NULL OR sum(");
+        sb_add_sql_ident(&b->sb, colname(b, ag->col));
+        sb_adds(&b->sb, ") BETWEEN -9223372036854775808 AND 9223372036854775807 THEN CAST(sum(");
+        sb_add_sql_ident(&b->sb, colname(b, ag->col));
+        sb_adds(&b->sb, ") AS BIGINT) ELSE error('sum overflows a 64-bit integer: ");
+        /* The column name goes into a string literal: quotes doubled. */
+        for (const char *c = colname(b, ag->col); *c; c++) {
+            if (*c == '\'')
+                sb_addc(&b->sb, '\'');
+            sb_addc(&b->sb, *c);
+        }
+        sb_adds(&b->sb, "') END");
+        return;
+    }
     sb_adds(&b->sb, agg_fn[ag->op]);
     sb_addc(&b->sb, '(');
     if (ag->col == QUERY_NO_COLUMN)

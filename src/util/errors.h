@@ -26,6 +26,9 @@
     /* generic request problems */                                                         \
     X(BAD_REQUEST, 400, "bad_request", "08P01", -32600, "bad request")                                      \
     X(INVALID_JSON, 400, "invalid_json", "22P02", -32700, "request body is not valid JSON")                 \
+    X(DUPLICATE_KEY, 400, "duplicate_key", "22P02", -32600, "a key appears twice in one JSON object") \
+    X(UNSUPPORTED_CONTENT_ENCODING, 415, "unsupported_content_encoding", "08P01", -32600,          \
+      "request bodies must not be compressed (Content-Encoding is not supported)")          \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "unsupported_media_type", "08P01", -32600,                               \
       "request body must be sent with Content-Type: application/json")                     \
     X(BODY_TOO_LARGE, 413, "body_too_large", "54000", -32600, "request body exceeds server.max_body_bytes")   \
@@ -62,6 +65,8 @@
     X(INVALID_ORDER, 400, "invalid_order", "42601", 0, "invalid order_by")                             \
     X(INVALID_HAVING, 400, "invalid_having", "42803", 0, "invalid having")                             \
     X(INVALID_COMBINATION, 400, "invalid_combination", "42601", 0, "invalid combination of fields")    \
+    X(PATTERN_TOO_COMPLEX, 400, "pattern_too_complex", "54001", 0,                        \
+      "like pattern too complex")                                                          \
     X(LIMIT_EXCEEDED, 400, "limit_exceeded", "54000", 0, "request exceeds a limit")                    \
     X(QUERY_FAILED, 400, "query_failed", "22000", 0, "query could not be executed")                    \
     /* ranges and conditional requests */                                                  \

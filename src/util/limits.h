@@ -21,6 +21,8 @@
 #define VT_MAX_AGGREGATIONS 256
 #define VT_MAX_IN_LIST 10000                   /* values of one `in` predicate */
 #define VT_MAX_LIKE_PATTERN_BYTES 1024         /* like/ilike pattern */
+#define VT_MAX_LIKE_SEGMENTS 16                /* parts of a pattern between % signs */
+#define VT_MAX_LIKE_WILD_SEGMENT_CHARS 64      /* characters of such a part containing _ */
 #define VT_MAX_STRING_VALUE_BYTES (64 * 1024)  /* any other string value */
 #define VT_MAX_QUERY_PARAMS 20000              /* bound values in one request, all predicates */
 

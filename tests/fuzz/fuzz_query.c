@@ -70,7 +70,9 @@ static void run(const struct query_plan *p)
         use_duckdb = env && env[0] == '1';
         if (use_duckdb) {
             duckdb_result r;
+            struct vt_error lerr = {0};
             if (duckdb_open(NULL, &db) != DuckDBSuccess || duckdb_connect(db, &con) != DuckDBSuccess ||
+                query_like_register(con, &lerr) != VT_ERR_OK ||
                 duckdb_query(con, ddl, &r) != DuckDBSuccess)
                 abort();
             duckdb_destroy_result(&r);

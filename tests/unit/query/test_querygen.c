@@ -227,6 +227,8 @@ TEST(differential_against_reference_sql)
 {
     CHECK(duckdb_open(NULL, &db) == DuckDBSuccess);
     CHECK(duckdb_connect(db, &con) == DuckDBSuccess);
+    struct vt_error lerr = {0};
+    CHECK(query_like_register(con, &lerr) == VT_ERR_OK);
     /* A session zone off UTC by a fraction of an hour: the compiled SQL must
      * not depend on it. One thread keeps float sums bit-identical. */
     exec_sql("SET TimeZone = 'Asia/Kolkata'");
