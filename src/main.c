@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "http/server.h"
+#include "util/limits.h"
 #include "util/log.h"
 
 #ifndef VT_VERSION
@@ -133,6 +135,45 @@ static char *make_runtime_dir(void)
     return dir ? strdup(dir) : NULL;
 }
 
+/* After the drain, cleanup (joining worker and builder threads, closing
+ * DuckDB) must not keep the process alive: a builder blocked in a syscall or
+ * a query that ignores its interrupt would hold it for ever. This thread,
+ * started at SIGTERM, ends the process EXIT_GRACE_MS after the drain time,
+ * exit status 0 (the drain itself went as configured), if the cleanup has
+ * not finished by then. */
+#define EXIT_GRACE_MS 4000
+
+static void *exit_watchdog(void *arg)
+{
+    int64_t ms = *(int64_t *)arg + EXIT_GRACE_MS;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    log_warn("shutdown: cleanup still waiting on threads %d ms after the drain; exiting now",
+             EXIT_GRACE_MS);
+    log_stop_flusher();
+    _exit(0);
+    return NULL;
+}
+
+/* Every client connection and every file DuckDB reads is a descriptor; the
+ * usual soft limit of 1024 would stop accepting long before
+ * VT_MAX_CONNECTIONS. Raise it to the hard limit. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < (rlim_t)VT_MAX_CONNECTIONS + 256)
+        log_warn("the open-files limit is %llu: fewer than %d client connections fit "
+                 "(raise it with ulimit -n)",
+                 (unsigned long long)rl.rlim_cur, VT_MAX_CONNECTIONS);
+}
+
 static int serve(const char *config_path, int port_override)
 {
     struct vt_config cfg;
@@ -162,6 +203,7 @@ static int serve(const char *config_path, int port_override)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
 
     /* Everything below is undone at `out`, in reverse order, on success and
      * on failure alike. */
@@ -217,7 +259,13 @@ static int serve(const char *config_path, int port_override)
     sigwait(&sigs, &sig);
     log_info("received %s: draining (up to %lld s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              (long long)cfg.server.shutdown_timeout_secs);
-    http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
+    static int64_t drain_ms;
+    drain_ms = cfg.server.shutdown_timeout_secs * 1000;
+    pthread_t guard;
+    if (pthread_create(&guard, NULL, exit_watchdog, &drain_ms) == 0)
+        pthread_detach(guard);
+    http_server_stop(srv, drain_ms, app.queries);
+    eng_pool_interrupt_all(app.admin_pool);
     rc = 0;
     goto out;
 fail:

@@ -102,7 +102,14 @@ static void call_release(struct query_call *c)
 {
     if (c->prepared)
         api_sink_release(&c->sink);
+    c->prepared = false;
     exec_unpin(&c->pin);
+}
+
+/* The request is gone: release what it pinned even if its job never ran. */
+static void call_on_release(void *user)
+{
+    call_release(user);
 }
 
 static void query_job(struct http_request *req, duckdb_connection con)
@@ -132,6 +139,7 @@ static void start(struct http_request *req, enum query_mode mode)
     }
     c->mode = mode;
     http_req_set_user(req, c);
+    http_req_on_release(req, call_on_release);
     struct vt_error err = {0};
     bool not_ready = false;
     if (call_prepare(req, c, 0, &not_ready, &err) != VT_ERR_OK) {

@@ -20,9 +20,11 @@
 #include "http/server.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -100,8 +102,21 @@ struct http_request {
     struct eng_pool *job_pool;
     struct http_stream *stream;
     void *user;
+    void (*on_release)(void *user); /* the handler's cleanup, at the very end */
+    int fd;                     /* the connection's socket (the watcher polls it) */
+    atomic_bool abandoned;      /* shutdown gave up on its job: no MHD calls and no
+                                 * replies from the job any more */
     /* active-request list (for shutdown) */
     struct http_request *prev, *next;
+};
+
+/* One client connection (MHD's socket context), listed for the watcher:
+ * since when it has been waiting for a complete request header block. */
+struct http_conn {
+    int fd;
+    int64_t waiting_since_ms;   /* 0 while a request is being handled */
+    bool closing;               /* the watcher shut it down */
+    struct http_conn *prev, *next;
 };
 
 /* A route with what the router precomputes about its pattern. */
@@ -127,6 +142,12 @@ struct http_server {
     struct http_request *active;
     int in_flight;
     bool stopping;
+    pthread_t watcher;          /* notices clients that left suspended requests */
+    pthread_t stopper;          /* the thread in http_server_stop */
+    struct http_conn *conns;    /* every open connection (guarded by mu) */
+    int n_conns;
+    bool watcher_started;
+    atomic_bool watcher_stop;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -158,6 +179,8 @@ static void request_unref(struct http_request *req)
     if (req->next)
         req->next->prev = req->prev;
     pthread_mutex_unlock(&srv->mu);
+    if (req->on_release)
+        req->on_release(req->user);
     if (req->response)
         MHD_destroy_response(req->response);
     if (req->stream)
@@ -182,6 +205,7 @@ struct arena *http_req_arena(struct http_request *req) { return &req->arena; }
 uint64_t http_req_id(const struct http_request *req) { return req->id; }
 int64_t http_req_deadline(const struct http_request *req) { return req->deadline_ms; }
 void http_req_set_user(struct http_request *req, void *user) { req->user = user; }
+void http_req_on_release(struct http_request *req, void (*fn)(void *user)) { req->on_release = fn; }
 void *http_req_user(const struct http_request *req) { return req->user; }
 
 const char *http_req_header(const struct http_request *req, const char *name)
@@ -241,6 +265,11 @@ static void apply_headers(struct http_request *req, struct MHD_Response *resp)
 static void set_response(struct http_request *req, int status, struct MHD_Response *resp,
                          uint64_t bytes)
 {
+    if (atomic_load(&req->abandoned) && !pthread_equal(pthread_self(), req->srv->stopper)) {
+        /* A job answering after shutdown gave up on it: the 503 stands. */
+        MHD_destroy_response(resp);
+        return;
+    }
     if (req->response)
         MHD_destroy_response(req->response);
     req->response = resp;
@@ -416,8 +445,24 @@ static int stream_push(struct http_stream *st, char *data, size_t len)
         return 0;
     }
     pthread_mutex_lock(&st->mu);
-    while (st->qlen == VT_STREAM_QUEUE_BATCHES && !st->gone)
-        pthread_cond_wait(&st->cv, &st->mu);
+    /* A client that reads nothing for VT_STREAM_STALL_MS is treated as gone:
+     * the producer (a query worker) must not wait on it for ever. */
+    int64_t stall_until = time_mono_ms() + VT_STREAM_STALL_MS;
+    while (st->qlen == VT_STREAM_QUEUE_BATCHES && !st->gone) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&st->cv, &st->mu, &until);
+        if (st->qlen == VT_STREAM_QUEUE_BATCHES && time_mono_ms() >= stall_until) {
+            log_info("request %llx: the client read nothing for %d s; ending its stream",
+                     (unsigned long long)st->req->id, VT_STREAM_STALL_MS / 1000);
+            st->gone = true;
+        }
+    }
     if (st->gone) {
         pthread_mutex_unlock(&st->mu);
         free(data);
@@ -460,6 +505,8 @@ static int stream_flush(struct http_stream *st, bool final)
 struct http_stream *http_reply_stream(struct http_request *req, int status,
                                       const char *content_type, bool compressible)
 {
+    if (atomic_load(&req->abandoned))
+        return NULL;
     struct http_stream *st = calloc(1, sizeof *st);
     if (!st)
         return NULL;
@@ -501,8 +548,12 @@ struct http_stream *http_reply_stream(struct http_request *req, int status,
     /* A started stream is not cut by the request deadline: the client is
      * receiving rows; a stalled client is handled by the connection timeout. */
     atomic_store(&req->job.deadline_ms, 0);
-    req->suspended = false;
-    MHD_resume_connection(req->conn);
+    pthread_mutex_lock(&req->srv->mu);
+    if (!atomic_load(&req->abandoned)) {
+        req->suspended = false;
+        MHD_resume_connection(req->conn);
+    }
+    pthread_mutex_unlock(&req->srv->mu);
     return st;
 }
 
@@ -552,9 +603,14 @@ static void job_run(struct eng_job *job, duckdb_connection con)
 static void job_done(struct eng_job *job)
 {
     struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
-    if (!req->stream) {
+    pthread_mutex_lock(&req->srv->mu);
+    bool abandoned = atomic_load(&req->abandoned);
+    pthread_mutex_unlock(&req->srv->mu);
+    if (!req->stream && !abandoned) {
         if (atomic_load(&job->timed_out))
             http_reply_error(req, VT_ERR_TIMEOUT, "request timed out");
+        else if (atomic_load(&job->cancelled) && !req->response)
+            http_reply_error(req, VT_ERR_CLIENT_GONE, NULL); /* for the access log */
         else if (!req->response)
             http_reply_error(req, VT_ERR_INTERNAL, "the handler produced no reply");
         req->suspended = false;
@@ -602,6 +658,54 @@ bool http_job_should_stop(struct http_request *req)
         return gone;
     }
     return false;
+}
+
+/* ------------------------------------------------------------- watcher */
+
+/* libmicrohttpd does not watch a suspended connection's socket, so a client
+ * that leaves while its request waits in a pool queue or runs a long query
+ * is not noticed until the reply is written. This thread looks at the
+ * sockets of suspended requests with a job every WATCH_PERIOD_MS: a peer that
+ * closed (or half-closed, as nginx also takes it) cancels the job and
+ * interrupts its DuckDB query, so the worker is free again at once. The fd
+ * stays valid while MHD keeps the connection suspended. It also enforces the
+ * header deadline of every connection (struct http_conn). */
+#define WATCH_PERIOD_MS 100
+
+static void *watch_main(void *arg)
+{
+    struct http_server *srv = arg;
+    pthread_setname_np(pthread_self(), "http-watch");
+    while (!atomic_load(&srv->watcher_stop)) {
+        struct timespec ts = {0, WATCH_PERIOD_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&srv->mu);
+        for (struct http_request *r = srv->active; r; r = r->next) {
+            if (!r->suspended || !r->job_outstanding || r->fd < 0 ||
+                atomic_load(&r->job.cancelled))
+                continue;
+            struct pollfd pfd = {.fd = r->fd, .events = POLLRDHUP};
+            if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+                log_debug("request %llx: the client left; cancelling its job",
+                          (unsigned long long)r->id);
+                atomic_store(&r->job.cancelled, true);
+                eng_pool_interrupt(r->job_pool, &r->job);
+            }
+        }
+        /* A connection gets VT_HEADER_TIMEOUT_SECS for each complete header
+         * block (the first request, and each next one on a keep-alive
+         * connection): trickling one byte at a time no longer keeps it. */
+        int64_t now = time_mono_ms();
+        for (struct http_conn *hc = srv->conns; hc; hc = hc->next) {
+            if (hc->closing || !hc->waiting_since_ms || hc->fd < 0 ||
+                now - hc->waiting_since_ms < VT_HEADER_TIMEOUT_SECS * 1000)
+                continue;
+            hc->closing = true;
+            shutdown(hc->fd, SHUT_RDWR); /* MHD sees the error and closes it */
+        }
+        pthread_mutex_unlock(&srv->mu);
+    }
+    return NULL;
 }
 
 /* ------------------------------------------------------------- routing */
@@ -815,6 +919,9 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
         return NULL;
     req->srv = srv;
     req->conn = conn;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    req->fd = ci ? ci->connect_fd : -1;
     atomic_init(&req->refs, 1);
     req->id = atomic_fetch_add(&srv->next_id, 1) + 1;
     req->start_ms = time_mono_ms();
@@ -848,12 +955,156 @@ static bool content_length_too_big(struct http_request *req)
     return v > (unsigned long long)req->srv->cfg->server.max_body_bytes;
 }
 
+/* ---------------------------------------------------- strict framing */
+
+struct framing {
+    int host, content_length, transfer_encoding;
+    bool bad_value;             /* NUL or CR/LF inside a field value */
+    bool bad_name;              /* whitespace or an empty field name */
+    const char *cl, *te;
+};
+
+static enum MHD_Result count_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    struct framing *f = cls;
+    if (key_size == 0 || strcspn(key, " \t") != key_size)
+        f->bad_name = true;
+    if (value && (strlen(value) != value_size || strpbrk(value, "\r\n")))
+        f->bad_value = true;
+    if (!strcasecmp(key, "Host"))
+        f->host++;
+    else if (!strcasecmp(key, "Content-Length")) {
+        f->content_length++;
+        f->cl = value;
+    } else if (!strcasecmp(key, "Transfer-Encoding")) {
+        f->transfer_encoding++;
+        f->te = value;
+    }
+    return MHD_YES;
+}
+
+/* RFC 9112 framing rules libmicrohttpd 0.9.75 lets through, checked once the
+ * header block is in and before any body is read. A request that breaks one
+ * gets a 400 (501 for an unknown transfer coding) and the connection is
+ * closed: bytes after an ambiguous header block are never read as another
+ * request (request smuggling). NULL when the framing is sound. */
+static const char *framing_problem(struct http_request *req, const char *version,
+                                   enum vt_err *out_code)
+{
+    struct framing f = {0};
+    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, count_field, &f);
+    *out_code = VT_ERR_BAD_FRAMING;
+    if (f.bad_name)
+        return "malformed header field name";
+    if (f.bad_value)
+        return "control characters in a header field value";
+    if (f.host > 1)
+        return "more than one Host header";
+    if (f.host == 0 && strcmp(version, "HTTP/1.0") != 0)
+        return "missing Host header";
+    if (f.content_length && f.transfer_encoding)
+        return "both Content-Length and Transfer-Encoding";
+    if (f.content_length > 1)
+        return "more than one Content-Length";
+    if (f.cl && (!*f.cl || strspn(f.cl, "0123456789") != strlen(f.cl) || strlen(f.cl) > 18))
+        return "Content-Length is not a plain number";
+    if (f.transfer_encoding > 1)
+        return "more than one Transfer-Encoding";
+    if (f.te && strcasecmp(f.te, "chunked") != 0) {
+        *out_code = VT_ERR_NOT_IMPLEMENTED;
+        return "only Transfer-Encoding: chunked is supported";
+    }
+    return NULL;
+}
+
+/* libmicrohttpd's unescaping, except %2F and %00: an encoded slash is part
+ * of its segment, never a separator (".../x%2Freload" must not reach the
+ * reload route), and an encoded NUL would cut the path short. Applied to
+ * the path and to query arguments alike. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+    (void)cls;
+    (void)c;
+    char *w = s;
+    for (const char *r = s; *r;) {
+        if (r[0] == '%' && isxdigit((unsigned char)r[1]) && isxdigit((unsigned char)r[2])) {
+            char hex[3] = {r[1], r[2], 0};
+            unsigned v = (unsigned)strtoul(hex, NULL, 16);
+            if (v != '/' && v != 0) {
+                *w++ = (char)v;
+                r += 3;
+                continue;
+            }
+        }
+        *w++ = *r++;
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
+/* Connection bookkeeping for the header deadline (see watch_main). */
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct http_server *srv = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct http_conn *hc = calloc(1, sizeof *hc);
+        if (!hc)
+            return;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        hc->fd = ci ? ci->connect_fd : -1;
+        hc->waiting_since_ms = time_mono_ms();
+        pthread_mutex_lock(&srv->mu);
+        hc->next = srv->conns;
+        if (srv->conns)
+            srv->conns->prev = hc;
+        srv->conns = hc;
+        srv->n_conns++;
+        pthread_mutex_unlock(&srv->mu);
+        *socket_context = hc;
+        return;
+    }
+    struct http_conn *hc = *socket_context;
+    if (!hc)
+        return;
+    pthread_mutex_lock(&srv->mu);
+    if (hc->prev)
+        hc->prev->next = hc->next;
+    else
+        srv->conns = hc->next;
+    if (hc->next)
+        hc->next->prev = hc->prev;
+    srv->n_conns--;
+    pthread_mutex_unlock(&srv->mu);
+    free(hc);
+    *socket_context = NULL;
+}
+
+static struct http_conn *conn_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void conn_set_waiting(struct http_server *srv, struct MHD_Connection *conn, bool waiting)
+{
+    struct http_conn *hc = conn_of(conn);
+    if (!hc)
+        return;
+    pthread_mutex_lock(&srv->mu);
+    hc->waiting_since_ms = waiting ? time_mono_ms() : 0;
+    pthread_mutex_unlock(&srv->mu);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
 {
-    (void)version;
     struct http_server *srv = cls;
     struct http_request *req = *con_cls;
     if (!req) {
@@ -861,6 +1112,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req)
             return MHD_NO;
         *con_cls = req;
+        conn_set_waiting(srv, conn, false);
+        enum vt_err fcode;
+        const char *problem = framing_problem(req, version, &fcode);
+        if (problem) {
+            req->body_too_large = true; /* read nothing of the body */
+            http_add_header(req, "Connection", "close");
+            http_reply_error(req, fcode, problem);
+            return queue_reply(req);
+        }
+        if (srv->n_conns > VT_MAX_CONNECTIONS - VT_CONNECTION_HEADROOM) {
+            /* Near the hard cap: say so at once rather than let new clients
+             * time out. */
+            req->body_too_large = true;
+            http_add_header(req, "Connection", "close");
+            http_add_header(req, "Retry-After", "2");
+            http_reply_error(req, VT_ERR_UNAVAILABLE, "too many connections; retry later");
+            return queue_reply(req);
+        }
         if (strlen(url) > VT_MAX_URL_BYTES) {
             http_reply_error(req, VT_ERR_URI_TOO_LONG, "request target longer than 8192 bytes");
             return queue_reply(req);
@@ -921,16 +1190,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     struct http_server *srv = cls;
     struct http_request *req = *con_cls;
     if (!req)
         return;
     *con_cls = NULL;
+    conn_set_waiting(srv, conn, true);
     uint64_t bytes = req->bytes_out;
     if (req->stream) {
+        /* The connection is over: nobody will read the stream again. Its
+         * response may never have been queued (the client left while the
+         * request was suspended), so MHD will not release it and
+         * stream_released will not run: a producer waiting for room in the
+         * queue must hear it here. */
         pthread_mutex_lock(&req->stream->mu);
         bytes = req->stream->bytes;
+        req->stream->gone = true;
+        pthread_cond_broadcast(&req->stream->cv);
         pthread_mutex_unlock(&req->stream->mu);
     }
     if (req->job_outstanding) {
@@ -1017,6 +1293,10 @@ struct http_server *http_server_start(const struct http_server_options *opts,
         MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)VT_CONNECTION_TIMEOUT_SECS,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)VT_MAX_CONNECTIONS,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)VT_MAX_CONNECTIONS_PER_IP,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+        MHD_OPTION_STRICT_FOR_CLIENT, (int)0, /* Host and friends: framing_problem() */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_BYTES,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_END);
@@ -1030,6 +1310,7 @@ struct http_server *http_server_start(const struct http_server_options *opts,
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : cfg->server.port;
+    srv->watcher_started = pthread_create(&srv->watcher, NULL, watch_main, srv) == 0;
     return srv;
 }
 
@@ -1052,6 +1333,7 @@ void http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool
         return;
     pthread_mutex_lock(&srv->mu);
     srv->stopping = true;
+    srv->stopper = pthread_self();
     pthread_mutex_unlock(&srv->mu);
     /* Stop accepting: quiesce hands the listening socket back; close it so
      * new connections are refused at once. */
@@ -1084,6 +1366,38 @@ void http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool
             nanosleep(&ts, NULL);
         }
     }
+    /* Requests still suspended on a job that did not stop (blocked in a
+     * build, a syscall, an uninterruptible query): answer 503 for them and
+     * resume their connections, since MHD_stop_daemon aborts the process
+     * with a connection still suspended. The job keeps its reference to the
+     * request and ends whenever it ends, without touching MHD again. */
+    pthread_mutex_lock(&srv->mu);
+    int abandoned = 0;
+    for (struct http_request *r = srv->active; r; r = r->next) {
+        if (r->suspended && r->job_outstanding && !r->stream) {
+            atomic_store(&r->abandoned, true);
+            atomic_store(&r->job.cancelled, true);
+            abandoned++;
+        }
+    }
+    pthread_mutex_unlock(&srv->mu);
+    if (abandoned) {
+        log_warn("shutdown: %d requests wait on jobs that did not stop; answering 503 for them",
+                 abandoned);
+        /* A reply the job was writing as we marked it finishes first. */
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&srv->mu);
+        for (struct http_request *r = srv->active; r; r = r->next) {
+            if (!atomic_load(&r->abandoned) || !r->suspended)
+                continue;
+            r->suspended = false;
+            http_add_header(r, "Connection", "close");
+            http_reply_error(r, VT_ERR_SHUTTING_DOWN, "server is shutting down");
+            MHD_resume_connection(r->conn);
+        }
+        pthread_mutex_unlock(&srv->mu);
+    }
     /* Streams waiting for data: end them so their connections resume. */
     pthread_mutex_lock(&srv->mu);
     for (struct http_request *r = srv->active; r; r = r->next) {
@@ -1102,6 +1416,10 @@ void http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool
             MHD_resume_connection(r->conn);
     }
     pthread_mutex_unlock(&srv->mu);
+    atomic_store(&srv->watcher_stop, true);
+    if (srv->watcher_started)
+        pthread_join(srv->watcher, NULL);
+    srv->watcher_started = false;
     MHD_stop_daemon(srv->daemon);
     /* Every connection is closed now, but a job can outlive its connection (a
      * stream producer still cleaning up after its client read the end or hung

@@ -108,6 +108,10 @@ bool http_req_is_json(const struct http_request *req);
 /* A handler's own per-request state (lives as long as the request). */
 void http_req_set_user(struct http_request *req, void *user);
 void *http_req_user(const struct http_request *req);
+/* fn(user) runs when the request is freed, whatever happened to it (its job
+ * may never have run: timed out or cancelled in the queue). Handlers release
+ * what they pinned there; it must be idempotent with their own release. */
+void http_req_on_release(struct http_request *req, void (*fn)(void *user));
 
 /* Adds a response header (copied) to the eventual reply. */
 void http_add_header(struct http_request *req, const char *name, const char *value);

@@ -33,6 +33,8 @@
       "request body must be sent with Content-Type: application/json")                     \
     X(BODY_TOO_LARGE, 413, "body_too_large", "54000", -32600, "request body exceeds server.max_body_bytes")   \
     X(URI_TOO_LONG, 414, "uri_too_long", "54000", -32600, "request target too long")                        \
+    X(BAD_FRAMING, 400, "bad_framing", "08P01", -32600, "malformed HTTP request framing")     \
+    X(NOT_IMPLEMENTED, 501, "not_implemented", "0A000", -32600, "not implemented")             \
     X(NOT_FOUND, 404, "not_found", "42883", -32601, "no such route")                                        \
     X(METHOD_NOT_ALLOWED, 405, "method_not_allowed", "42883", -32601, "method not allowed")                 \
     X(TIMEOUT, 504, "timeout", "57014", 0, "request timed out")                                        \

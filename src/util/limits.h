@@ -11,6 +11,9 @@
 #define VT_MAX_URL_BYTES 8192                  /* request target */
 #define VT_CONNECTION_TIMEOUT_SECS 120         /* idle keep-alive connection */
 #define VT_MAX_CONNECTIONS 4096                /* concurrent client connections */
+#define VT_CONNECTION_HEADROOM 64              /* past MAX - this, new requests get 503 */
+#define VT_MAX_CONNECTIONS_PER_IP 1024         /* from one client address */
+#define VT_HEADER_TIMEOUT_SECS 30              /* to send a complete header block */
 #define VT_MAX_PENDING_JOBS 4096               /* worker-pool queue depth; beyond it 503 */
 
 /* Query request JSON */
@@ -28,6 +31,7 @@
 
 /* Streaming responses: batches queued between a DuckDB worker and the socket */
 #define VT_STREAM_QUEUE_BATCHES 4
+#define VT_STREAM_STALL_MS 60000               /* a client reading nothing this long is gone */
 
 /* Status entries */
 #define VT_LAST_ERROR_CHARS 500
