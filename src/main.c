@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
@@ -26,6 +28,7 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "http/server.h"
+#include "util/limits.h"
 #include "util/log.h"
 
 #ifndef VT_VERSION
@@ -133,6 +136,78 @@ static char *make_runtime_dir(void)
     return dir ? strdup(dir) : NULL;
 }
 
+/* Every client connection is a file descriptor: raise the soft limit to the
+ * hard one so VT_MAX_CONNECTIONS can be reached (a 1024 default would make
+ * accept fail long before). */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        log_warn("cannot raise the open-file limit: %s", strerror(errno));
+    if (rl.rlim_cur < (rlim_t)VT_MAX_CONNECTIONS + 256)
+        log_warn("open-file limit %llu is below %d connections plus working files",
+                 (unsigned long long)rl.rlim_cur, VT_MAX_CONNECTIONS);
+}
+
+/* The teardown of the pools and the catalog joins their threads; a build
+ * blocked in a system call (a FIFO, a stalled mount) would hold it forever.
+ * It runs on its own thread and the main thread waits VT_SHUTDOWN_JOIN_SECS:
+ * past that the process exits without it (nothing it holds must outlive the
+ * process: spill files live in the runtime directory, removed first). */
+struct teardown {
+    struct app *app;
+    duckdb_database *db;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+};
+
+static void *teardown_main(void *arg)
+{
+    struct teardown *t = arg;
+    eng_pool_destroy(t->app->admin_pool);
+    eng_pool_destroy(t->app->queries);
+    cat_destroy(t->app->catalog);
+    eng_close(t->db);
+    pthread_mutex_lock(&t->mu);
+    t->done = true;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+/* True when the teardown finished in time. */
+static bool bounded_teardown(struct app *app, duckdb_database *db)
+{
+    static struct teardown t; /* outlives this frame if the thread is left behind */
+    t.app = app;
+    t.db = db;
+    t.done = false;
+    pthread_mutex_init(&t.mu, NULL);
+    pthread_cond_init(&t.cv, NULL);
+    pthread_t th;
+    if (pthread_create(&th, NULL, teardown_main, &t) != 0) {
+        teardown_main(&t);
+        return true;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += VT_SHUTDOWN_JOIN_SECS;
+    pthread_mutex_lock(&t.mu);
+    while (!t.done && pthread_cond_timedwait(&t.cv, &t.mu, &until) == 0)
+        ;
+    bool done = t.done;
+    pthread_mutex_unlock(&t.mu);
+    if (done)
+        pthread_join(th, NULL);
+    else
+        pthread_detach(th);
+    return done;
+}
+
 static int serve(const char *config_path, int port_override)
 {
     struct vt_config cfg;
@@ -162,6 +237,7 @@ static int serve(const char *config_path, int port_override)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
 
     /* Everything below is undone at `out`, in reverse order, on success and
      * on failure alike. */
@@ -184,8 +260,9 @@ static int serve(const char *config_path, int port_override)
         goto fail;
     app.db = db;
     int workers = cfg.server.workers > 0 ? cfg.server.workers : eng_cpu_count();
-    auth_admin_init(&app.admin);
-    if (!app.admin.configured)
+    auth_admin_init(&app.auth.admin);
+    app.auth.bearer_enabled = cfg.auth.enabled;
+    if (!app.auth.admin.configured)
         log_info("ADMIN_TOKEN is not set: admin endpoints answer 403");
     app.queries = eng_pool_create(db, workers, "query", &err);
     app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
@@ -201,9 +278,17 @@ static int serve(const char *config_path, int port_override)
     mkdir(exports, 0700);
     cat_set_dirs(app.catalog, downloads, cache_dir, exports);
 
-    struct http_server_options opts = {.cfg = &cfg, .app = &app};
-    api_routes(&opts.routes, &opts.n_routes);
-    srv = http_server_start(&opts, &err);
+    struct api_route_set routes;
+    api_route_set_init(&routes);
+    if (api_route_set_build(&routes, &cfg) != 0) {
+        api_route_set_release(&routes);
+        vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, "building the route table");
+        goto fail;
+    }
+    struct http_server_options opts = {.cfg = &cfg, .app = &app, .routes = routes.rows,
+                                       .n_routes = routes.n, .authorize = api_authorize};
+    srv = http_server_start(&opts, &err); /* copies the routes */
+    api_route_set_release(&routes);
     if (!srv)
         goto fail;
     log_info("vitrine %s listening on http://%s:%d%s (%d workers)", VT_VERSION, cfg.server.listen,
@@ -217,7 +302,25 @@ static int serve(const char *config_path, int port_override)
     sigwait(&sigs, &sig);
     log_info("received %s: draining (up to %lld s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              (long long)cfg.server.shutdown_timeout_secs);
-    http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
+    bool clean = http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
+    /* Builds are cancelled with the catalog; queries were interrupted above. */
+    if (app.admin_pool)
+        eng_pool_interrupt_all(app.admin_pool);
+    if (!clean || !bounded_teardown(&app, &db)) {
+        /* A job or a build did not return in time (a system call that does
+         * not end): exit now rather than hang; freeing what it uses would
+         * crash it, so nothing else is torn down. */
+        log_warn("shutdown: jobs or builds still running after the drain; exiting without "
+                 "waiting for them");
+        if (runtime_dir)
+            remove_tree(runtime_dir);
+        log_info("stopped");
+        log_stop_flusher();
+        log_flush();
+        _exit(0);
+    }
+    app.admin_pool = app.queries = NULL;
+    app.catalog = NULL;
     rc = 0;
     goto out;
 fail:

@@ -1,5 +1,6 @@
 /*
- * Admin endpoints (X-Admin-Token): reload one dataset, reload-all, register a
+ * Admin endpoints (permission "reload" in routes.def; the router checks the
+ * X-Admin-Token before any of these runs): reload one dataset, reload-all, register a
  * dataset at runtime, persist a dataset block into the config file, re-read
  * the config file. Operations that wait for a build run on the admin pool, so
  * they never hold a query worker; a build that outlives the request deadline
@@ -18,18 +19,6 @@
 #include "api/api.h"
 #include "util/limits.h"
 #include "util/log.h"
-
-bool api_require_admin(struct http_request *req)
-{
-    enum vt_err rc = auth_admin_check(&api_app(req)->admin, http_req_header(req, "X-Admin-Token"));
-    if (rc == VT_ERR_OK)
-        return true;
-    if (rc == VT_ERR_ADMIN_DISABLED)
-        http_reply_error(req, rc, "admin operations are disabled: ADMIN_TOKEN is not set");
-    else
-        http_reply_error(req, rc, "missing or invalid X-Admin-Token");
-    return false;
-}
 
 /* A build failure as the client sees it: problems with the source are 400s
  * (the spec's rule for registration), anything else keeps its code. */
@@ -81,8 +70,6 @@ static void reload_job(struct http_request *req, duckdb_connection con)
 
 void api_dataset_reload(struct http_request *req)
 {
-    if (!api_require_admin(req))
-        return;
     if (!cat_has_dataset(api_app(req)->catalog, http_req_param(req, 0))) {
         api_dataset_or_404(req);
         return;
@@ -92,8 +79,6 @@ void api_dataset_reload(struct http_request *req)
 
 void api_reload_all(struct http_request *req)
 {
-    if (!api_require_admin(req))
-        return;
     struct strvec enqueued, skipped;
     cat_reload_all(api_app(req)->catalog, &enqueued, &skipped);
     struct strbuf body;
@@ -175,8 +160,6 @@ static void register_job(struct http_request *req, duckdb_connection con)
 
 void api_datasets_register(struct http_request *req)
 {
-    if (!api_require_admin(req))
-        return;
     http_defer(req, api_app(req)->admin_pool, register_job);
 }
 
@@ -322,12 +305,10 @@ static void persist_job(struct http_request *req, duckdb_connection con)
     http_reply_json(req, 200, &body);
 }
 
-/* Admin, and a config file to work on (400 no_config_file without one);
+/* A config file to work on (400 no_config_file without one);
  * then `job` runs on the admin pool. */
 static void defer_config_file_job(struct http_request *req, http_job_fn job, const char *what)
 {
-    if (!api_require_admin(req))
-        return;
     if (!api_app(req)->cfg->path) {
         struct vt_error err = {0};
         vt_error_set(&err, VT_ERR_NO_CONFIG_FILE,

@@ -1,28 +1,52 @@
 /*
  * The libmicrohttpd adapter (see server.h for the model).
  *
+ * Connection life: our acceptor thread accepts (a fast 503 past
+ * VT_MAX_CONNECTIONS), hands the socket to MHD (which enforces
+ * VT_MAX_CONNECTIONS_PER_CLIENT), and the reaper thread closes connections
+ * whose request head is not complete VT_REQUEST_HEAD_TIMEOUT_SECS after the
+ * accept or the previous response.
+ *
  * Request life:
- *   1st access-handler call  headers only: allocate struct http_request,
- *                            answer 413 at once when Content-Length is too big
+ *   URI log callback         request line parsed: allocate struct http_request
+ *                            with the raw request target (routing uses it)
+ *   1st access-handler call  headers only: strict framing checks (400/501/
+ *                            415/414/431, connection closed), 413 at once when
+ *                            Content-Length is too big
  *   body calls               append to the bounded body buffer (a chunked body
  *                            that grows too big gets 413 as soon as MHD lets us)
- *   final call               route and run the handler; queue its reply, or
- *                            keep the connection suspended while a job runs
+ *   final call               route, authorize, run the handler; queue its
+ *                            reply, or keep the connection suspended while a
+ *                            job runs
  *   resumed call             queue the reply the job produced
  *   completion callback      access log line, release
  *
  * Traps measured on libmicrohttpd 0.9.75 and handled here: replying on the
- * first call makes MHD close the connection (only the early 413 does that);
- * MHD_stop_daemon with a suspended connection aborts the process, so every
- * suspended connection is resumed before stopping; a suspended connection does
- * not notice a client disconnect, so streams check for it when they resume.
+ * first call makes MHD close the connection (only early errors do that);
+ * MHD_stop_daemon with a suspended connection aborts the process, so stop
+ * answers and resumes every suspended connection first; a suspended
+ * connection does not notice a client disconnect, so the reaper polls the
+ * sockets of suspended connections and cancels the jobs of clients that left;
+ * a stream reply whose connection closes before MHD queued it is never
+ * released by MHD, so the completion callback ends it.
+ *
+ * What MHD still answers itself (its own HTML bodies; 0.9.75 has no hook to
+ * replace them): a request line or header block that does not fit in the
+ * connection memory (414/431), an HTTP version other than 1.0/1.1 (505), a
+ * header line without a colon, a Content-Length that is not plain digits,
+ * malformed or oversized chunk framing. Each of those closes the connection
+ * and never reads a second request from the leftover bytes. MHD's strict
+ * client mode is not used: in 0.9.75 it only adds HTML answers for cases
+ * that we otherwise answer in JSON (missing Host, spaces in the target).
  */
 #include "http/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,11 +54,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "http/compress.h"
 #include "http/encoding.h"
+#include "http/router.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -43,6 +69,11 @@
 #define STREAM_BLOCK_BYTES (32 * 1024)   /* what MHD asks the reader for at once */
 #define CONNECTION_MEMORY_BYTES (VT_MAX_HEADER_BYTES + 16 * 1024)
 #define REQUEST_ARENA_MAX (8 * 1024 * 1024)
+#define REAPER_INTERVAL_MS 100           /* head deadlines, clients gone while suspended */
+#define STREAM_WAIT_SLICE_MS 100         /* a waiting producer re-checks its job this often */
+/* MHD's own cap sits a little above ours so that the acceptor, not MHD's
+ * silent refusal, answers the connection that reaches VT_MAX_CONNECTIONS. */
+#define MHD_CONNECTION_SLACK 64
 
 struct http_header {
     char *name;
@@ -72,10 +103,26 @@ struct http_stream {
     uint64_t bytes;             /* bytes handed to MHD */
 };
 
+/* One client connection (MHD's socket context). */
+struct http_conn {
+    struct MHD_Connection *conn;
+    int fd;
+    int64_t head_deadline_ms;   /* waiting for a request head until then; 0 = not */
+    struct http_conn *prev, *next; /* srv->conns, under srv->conn_mu */
+};
+
 struct http_request {
     struct http_server *srv;
     struct MHD_Connection *conn;
+    struct http_conn *hc;
+    int fd;                     /* the connection's socket (polled while suspended) */
     atomic_int refs;
+    bool started;               /* the first access-handler call happened */
+    char *target;               /* raw request target; NULL when too long */
+    size_t target_len;
+    pthread_mutex_t reply_mu;   /* installing a reply vs. shutdown taking over */
+    bool detached;              /* shutdown answered for it: the job's reply goes nowhere */
+    atomic_bool client_gone;    /* noticed by the reaper or the completion callback */
     uint64_t id;
     int64_t start_ms;
     int64_t deadline_ms;
@@ -83,7 +130,7 @@ struct http_request {
     char *method_str;
     char *path;
     const struct http_route *route;
-    char *params[HTTP_MAX_PARAMS];
+    const char *params[HTTP_MAX_PARAMS];
     struct strbuf body;
     bool body_too_large;
     struct arena arena;
@@ -107,13 +154,22 @@ struct http_request {
 struct http_server {
     struct http_server_options opts;
     const struct vt_config *cfg;
+    struct http_router *router;
     struct MHD_Daemon *daemon;
     int port;
+    int listen_fd;
+    int wake_pipe[2];           /* wakes the acceptor and the reaper at stop */
+    pthread_t acceptor, reaper;
+    bool acceptor_started, reaper_started;
+    atomic_bool threads_stop;
+    atomic_int n_conns;         /* connections MHD holds (notify started - closed) */
     atomic_uint_fast64_t next_id;
     pthread_mutex_t mu;         /* active list */
     struct http_request *active;
     int in_flight;
-    bool stopping;
+    atomic_bool stopping;
+    pthread_mutex_t conn_mu;    /* conns list and head deadlines */
+    struct http_conn *conns;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -151,6 +207,8 @@ static void request_unref(struct http_request *req)
         stream_unref(req->stream);
     sb_release(&req->body);
     arena_release(&req->arena);
+    pthread_mutex_destroy(&req->reply_mu);
+    free(req->target);
     free(req);
 }
 
@@ -224,15 +282,24 @@ static void apply_headers(struct http_request *req, struct MHD_Response *resp)
         MHD_add_response_header(resp, h->name, h->value);
 }
 
-/* Installs `resp` as the reply (replacing an earlier one, for the 504 case). */
-static void set_response(struct http_request *req, int status, struct MHD_Response *resp,
+/* Installs `resp` as the reply (replacing an earlier one, for the 504 case).
+ * False (and `resp` destroyed) when shutdown already answered the request. */
+static bool set_response(struct http_request *req, int status, struct MHD_Response *resp,
                          uint64_t bytes)
 {
+    pthread_mutex_lock(&req->reply_mu);
+    if (req->detached) {
+        pthread_mutex_unlock(&req->reply_mu);
+        MHD_destroy_response(resp);
+        return false;
+    }
     if (req->response)
         MHD_destroy_response(req->response);
     req->response = resp;
     req->status = status;
     req->bytes_out = bytes;
+    pthread_mutex_unlock(&req->reply_mu);
+    return true;
 }
 
 static void free_buffer(void *p)
@@ -403,8 +470,28 @@ static int stream_push(struct http_stream *st, char *data, size_t len)
         return 0;
     }
     pthread_mutex_lock(&st->mu);
-    while (st->qlen == VT_STREAM_QUEUE_BATCHES && !st->gone)
-        pthread_cond_wait(&st->cv, &st->mu);
+    /* Wait for room, but never without a limit: the job may be cancelled
+     * (client gone, shutdown) and a client that reads nothing for
+     * VT_STREAM_STALL_SECS is given up. */
+    int64_t stall_until = time_mono_ms() + (int64_t)VT_STREAM_STALL_SECS * 1000;
+    uint64_t seen = st->bytes;
+    while (st->qlen == VT_STREAM_QUEUE_BATCHES && !st->gone) {
+        if (atomic_load(&st->req->job.cancelled) || atomic_load(&st->req->client_gone)) {
+            st->gone = true;
+            break;
+        }
+        int64_t now = time_mono_ms();
+        if (st->bytes != seen) {
+            seen = st->bytes;
+            stall_until = now + (int64_t)VT_STREAM_STALL_SECS * 1000;
+        } else if (now >= stall_until) {
+            log_warn("request %llx: the client read nothing for %d s; cancelling its stream",
+                     (unsigned long long)st->req->id, VT_STREAM_STALL_SECS);
+            st->gone = true;
+            break;
+        }
+        time_cond_wait(&st->cv, &st->mu, now + STREAM_WAIT_SLICE_MS);
+    }
     if (st->gone) {
         pthread_mutex_unlock(&st->mu);
         free(data);
@@ -483,7 +570,13 @@ struct http_stream *http_reply_stream(struct http_request *req, int status,
     if (encoding)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, encoding);
     apply_headers(req, resp);
-    set_response(req, status, resp, 0);
+    if (!set_response(req, status, resp, 0)) {
+        /* Shutdown answered the request already: MHD never gets this
+         * response, so drop the references MHD and the request would hold. */
+        atomic_store(&st->refs, 1);
+        st->gone = true;
+        return st;
+    }
     req->stream = st;
     /* A started stream is not cut by the request deadline: the client is
      * receiving rows; a stalled client is handled by the connection timeout. */
@@ -500,6 +593,8 @@ struct strbuf *http_stream_buffer(struct http_stream *st)
 
 int http_stream_commit(struct http_stream *st)
 {
+    if (atomic_load(&st->req->job.cancelled) || atomic_load(&st->req->client_gone))
+        return -1;
     if (st->pending.len >= STREAM_CHUNK_BYTES)
         return stream_flush(st, false);
     return 0;
@@ -544,10 +639,18 @@ static void job_done(struct eng_job *job)
             http_reply_error(req, VT_ERR_TIMEOUT, "request timed out");
         else if (!req->response)
             http_reply_error(req, VT_ERR_INTERNAL, "the handler produced no reply");
-        req->suspended = false;
-        MHD_resume_connection(req->conn);
+        /* Shutdown may have answered and resumed it already. */
+        pthread_mutex_lock(&req->reply_mu);
+        bool resume = !req->detached;
+        if (resume)
+            req->suspended = false;
+        pthread_mutex_unlock(&req->reply_mu);
+        if (resume)
+            MHD_resume_connection(req->conn);
     }
+    pthread_mutex_lock(&req->srv->mu);
     req->job_outstanding = false;
+    pthread_mutex_unlock(&req->srv->mu);
     request_unref(req);
 }
 
@@ -559,14 +662,18 @@ void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn)
     atomic_store(&req->job.deadline_ms, req->deadline_ms);
     req->job_fn = fn;
     req->job_pool = pool;
+    pthread_mutex_lock(&req->srv->mu);
     req->suspended = true;
     req->job_outstanding = true;
+    pthread_mutex_unlock(&req->srv->mu);
     atomic_fetch_add(&req->refs, 1);
     MHD_suspend_connection(req->conn);
     if (!eng_pool_submit(pool, &req->job)) {
         /* The reply is queued by the access-handler call that follows the
          * resume (req->suspended stays set until then). */
+        pthread_mutex_lock(&req->srv->mu);
         req->job_outstanding = false;
+        pthread_mutex_unlock(&req->srv->mu);
         atomic_fetch_sub(&req->refs, 1);
         http_reply_error(req, VT_ERR_UNAVAILABLE, "server is overloaded; retry later");
         MHD_resume_connection(req->conn);
@@ -575,7 +682,8 @@ void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn)
 
 bool http_job_should_stop(struct http_request *req)
 {
-    if (atomic_load(&req->job.timed_out) || atomic_load(&req->job.cancelled))
+    if (atomic_load(&req->job.timed_out) || atomic_load(&req->job.cancelled) ||
+        atomic_load(&req->client_gone))
         return true;
     if (req->stream) {
         pthread_mutex_lock(&req->stream->mu);
@@ -586,130 +694,69 @@ bool http_job_should_stop(struct http_request *req)
     return false;
 }
 
-/* ------------------------------------------------------------- routing */
+/* ------------------------------------------------------ client gone */
 
-/* Matches `path` against `pattern`, capturing {x} segments into params. */
-static bool route_match(const char *pattern, const char *path, struct http_request *req,
-                        bool capture)
+/* The client of `r` left (noticed while its connection was suspended, or at
+ * completion): cancel its job (interrupting DuckDB) and end its stream so a
+ * producer waiting for room returns -1. Call with srv->mu held. */
+static void mark_client_gone(struct http_request *r, bool resume_stream)
 {
-    size_t np = 0;
-    const char *p = pattern, *s = path;
-    while (*p && *s) {
-        if (*p != '/' || *s != '/')
-            return false;
-        p++;
-        s++;
-        const char *pe = strchr(p, '/');
-        const char *se = strchr(s, '/');
-        size_t plen = pe ? (size_t)(pe - p) : strlen(p);
-        size_t slen = se ? (size_t)(se - s) : strlen(s);
-        if (plen >= 2 && p[0] == '{' && p[plen - 1] == '}') {
-            if (slen == 0 || np >= HTTP_MAX_PARAMS)
-                return false;
-            if (capture) {
-                req->params[np] = arena_strndup(&req->arena, s, slen);
-                if (!req->params[np])
-                    return false;
-            }
-            np++;
-        } else if (plen != slen || memcmp(p, s, plen) != 0) {
-            return false;
-        }
-        p += plen;
-        s += slen;
+    atomic_store(&r->client_gone, true);
+    if (r->job_outstanding) {
+        atomic_store(&r->job.cancelled, true);
+        if (r->job_pool)
+            eng_pool_interrupt(r->job_pool, &r->job);
     }
-    return *p == '\0' && *s == '\0';
+    struct http_stream *st = r->stream;
+    if (!st)
+        return;
+    pthread_mutex_lock(&st->mu);
+    bool waiting = st->mhd_waiting && resume_stream;
+    if (waiting) {
+        st->mhd_waiting = false;
+        st->done = true;
+        st->failed = true;
+    }
+    st->gone = true;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    if (waiting)
+        MHD_resume_connection(r->conn); /* MHD then finds the socket closed */
 }
 
-static void add_allow(struct strbuf *allow, unsigned methods)
+/* True when the peer closed (or reset) a socket we are not reading from. */
+static bool socket_hung_up(int fd)
 {
-    static const struct {
-        unsigned bit;
-        const char *name;
-    } names[] = {{HTTP_GET, "GET"}, {HTTP_HEAD, "HEAD"}, {HTTP_POST, "POST"},
-                 {HTTP_PUT, "PUT"}, {HTTP_DELETE, "DELETE"}, {HTTP_PATCH, "PATCH"}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (!(methods & names[i].bit))
-            continue;
-        if (allow->len && strstr(allow->buf, names[i].name))
-            continue;
-        if (allow->len)
-            sb_adds(allow, ", ");
-        sb_adds(allow, names[i].name);
-    }
-}
-
-static void dispatch_in(struct http_request *req, const struct http_route *routes, size_t n,
-                        const char *path)
-{
-    unsigned allowed = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct http_route *r = &routes[i];
-        if (!route_match(r->pattern, path, req, false))
-            continue;
-        unsigned methods = r->methods;
-        if (methods & HTTP_GET)
-            methods |= HTTP_HEAD;
-        if (!(methods & req->method)) {
-            allowed |= methods;
-            continue;
-        }
-        route_match(r->pattern, path, req, true);
-        req->route = r;
-        r->handler(req);
-        return;
-    }
-    if (allowed) {
-        struct strbuf allow;
-        sb_init(&allow, 256);
-        add_allow(&allow, allowed);
-        http_add_header(req, "Allow", allow.buf ? allow.buf : "");
-        sb_release(&allow);
-        http_reply_error(req, VT_ERR_METHOD_NOT_ALLOWED, "method not allowed for this route");
-        return;
-    }
-    http_reply_error(req, VT_ERR_NOT_FOUND, "no such route");
-}
-
-static void dispatch(struct http_request *req, const char *url)
-{
-    struct http_server *srv = req->srv;
-    const char *prefix = srv->cfg->server.prefix ? srv->cfg->server.prefix : "";
-    size_t plen = strlen(prefix);
-    /* Routes outside the prefix (metrics) first. */
-    if (srv->opts.n_root_routes) {
-        for (size_t i = 0; i < srv->opts.n_root_routes; i++) {
-            if (route_match(srv->opts.root_routes[i].pattern, url, req, false)) {
-                req->path = arena_strdup(&req->arena, url);
-                dispatch_in(req, srv->opts.root_routes, srv->opts.n_root_routes, url);
-                return;
-            }
-        }
-    }
-    if (plen && (strncmp(url, prefix, plen) != 0 || (url[plen] != '/' && url[plen] != '\0'))) {
-        http_reply_error(req, VT_ERR_NOT_FOUND, "no such route");
-        return;
-    }
-    const char *path = url + plen;
-    if (*path == '\0')
-        path = "/";
-    req->path = arena_strdup(&req->arena, path);
-    dispatch_in(req, srv->opts.routes, srv->opts.n_routes, path);
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
 /* ------------------------------------------------------- MHD callbacks */
 
 static enum MHD_Result queue_reply(struct http_request *req)
 {
+    pthread_mutex_lock(&req->reply_mu);
     struct MHD_Response *resp = req->response;
     req->response = NULL;
+    pthread_mutex_unlock(&req->reply_mu);
+    if (!resp)
+        return MHD_NO;
     enum MHD_Result r = MHD_queue_response(req->conn, (unsigned)req->status, resp);
     MHD_destroy_response(resp);
     return r;
 }
 
+static void set_head_deadline(struct http_server *srv, struct http_conn *hc, int64_t deadline)
+{
+    if (!hc)
+        return;
+    pthread_mutex_lock(&srv->conn_mu);
+    hc->head_deadline_ms = deadline;
+    pthread_mutex_unlock(&srv->conn_mu);
+}
+
 static struct http_request *request_new(struct http_server *srv, struct MHD_Connection *conn,
-                                        const char *method)
+                                        const char *target)
 {
     struct http_request *req = calloc(1, sizeof *req);
     if (!req)
@@ -717,14 +764,22 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
     req->srv = srv;
     req->conn = conn;
     atomic_init(&req->refs, 1);
+    pthread_mutex_init(&req->reply_mu, NULL);
     req->id = atomic_fetch_add(&srv->next_id, 1) + 1;
     req->start_ms = time_mono_ms();
     int64_t timeout = srv->cfg->server.request_timeout_ms;
     req->deadline_ms = timeout > 0 ? req->start_ms + timeout : 0;
-    req->method = parse_method(method);
+    req->method = HTTP_OTHER;
     arena_init(&req->arena, REQUEST_ARENA_MAX);
-    req->method_str = arena_strdup(&req->arena, method);
     sb_init(&req->body, (size_t)srv->cfg->server.max_body_bytes);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    req->fd = ci ? ci->connect_fd : -1;
+    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    req->hc = ci ? ci->socket_context : NULL;
+    req->target_len = target ? strlen(target) : 0;
+    if (target && req->target_len <= VT_MAX_URL_BYTES)
+        req->target = strdup(target);
     pthread_mutex_lock(&srv->mu);
     req->next = srv->active;
     if (srv->active)
@@ -733,6 +788,14 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
     srv->in_flight++;
     pthread_mutex_unlock(&srv->mu);
     return req;
+}
+
+/* MHD calls this once the request line is parsed, with the raw request
+ * target (before any unescaping): the request starts here, so routing sees
+ * the target as the client sent it. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    return request_new(cls, conn, uri);
 }
 
 static bool content_length_too_big(struct http_request *req)
@@ -749,23 +812,248 @@ static bool content_length_too_big(struct http_request *req)
     return v > (unsigned long long)req->srv->cfg->server.max_body_bytes;
 }
 
+/* ------------------------------------------------------ strict framing */
+
+struct head_scan {
+    int host, content_length, transfer_encoding, content_encoding;
+    const char *te;
+    const char *ce;
+    const char *bad;            /* first problem found */
+};
+
+static bool is_tchar(unsigned char c)
+{
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        return true;
+    return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    (void)kind;
+    struct head_scan *h = cls;
+    if (!*key) {
+        h->bad = "empty header field name";
+        return MHD_NO;
+    }
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        if (!is_tchar(*p)) {
+            h->bad = "invalid character (or whitespace before the colon) in a header field name";
+            return MHD_NO;
+        }
+    for (const unsigned char *p = (const unsigned char *)(value ? value : ""); *p; p++)
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f) {
+            h->bad = "control character (CR, NUL, ...) in a header field value";
+            return MHD_NO;
+        }
+    if (!strcasecmp(key, "Host"))
+        h->host++;
+    else if (!strcasecmp(key, "Content-Length"))
+        h->content_length++;
+    else if (!strcasecmp(key, "Transfer-Encoding")) {
+        h->transfer_encoding++;
+        h->te = value;
+    } else if (!strcasecmp(key, "Content-Encoding")) {
+        h->content_encoding++;
+        h->ce = value;
+    }
+    return MHD_YES;
+}
+
+/* Trims optional whitespace: true when `v` is exactly `word` (any case). */
+static bool value_is(const char *v, const char *word)
+{
+    if (!v)
+        return false;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    size_t n = strlen(word);
+    if (strncasecmp(v, word, n) != 0)
+        return false;
+    v += n;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    return *v == '\0';
+}
+
+/* RFC 9112 framing rules libmicrohttpd lets through, checked on the headers
+ * before any body byte is read. VT_ERR_OK or the error to close with. */
+static enum vt_err check_head(struct http_request *req, const char *version, const char **out_msg)
+{
+    *out_msg = NULL;
+    if (!req->target) {
+        *out_msg = "request target longer than VT_MAX_URL_BYTES (8192)";
+        return VT_ERR_URI_TOO_LONG;
+    }
+    if (req->target[0] != '/') {
+        *out_msg = "the request target must be an absolute path";
+        return VT_ERR_MALFORMED_REQUEST;
+    }
+    if (strpbrk(req->target, " \t")) {
+        *out_msg = "whitespace in the request target";
+        return VT_ERR_MALFORMED_REQUEST;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (ci && ci->header_size > VT_MAX_HEADER_BYTES + VT_MAX_URL_BYTES) {
+        *out_msg = "request header fields larger than VT_MAX_HEADER_BYTES";
+        return VT_ERR_HEADERS_TOO_LARGE;
+    }
+    struct head_scan h = {0};
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, scan_header, &h);
+    if (h.bad) {
+        *out_msg = h.bad;
+        return VT_ERR_MALFORMED_REQUEST;
+    }
+    bool http11 = version && !strcmp(version, MHD_HTTP_VERSION_1_1);
+    if (http11 ? h.host != 1 : h.host > 1) {
+        *out_msg = h.host ? "more than one Host header" : "an HTTP/1.1 request needs a Host header";
+        return VT_ERR_MALFORMED_REQUEST;
+    }
+    if (h.content_length > 1) {
+        *out_msg = "more than one Content-Length header";
+        return VT_ERR_MALFORMED_REQUEST;
+    }
+    if (h.transfer_encoding) {
+        if (h.content_length) {
+            *out_msg = "both Content-Length and Transfer-Encoding";
+            return VT_ERR_MALFORMED_REQUEST;
+        }
+        if (!http11) {
+            *out_msg = "Transfer-Encoding in an HTTP/1.0 request";
+            return VT_ERR_MALFORMED_REQUEST;
+        }
+        if (h.transfer_encoding > 1 || !value_is(h.te, "chunked")) {
+            *out_msg = "unsupported transfer coding (only chunked is accepted)";
+            return VT_ERR_NOT_IMPLEMENTED;
+        }
+    }
+    if (h.content_encoding && !value_is(h.ce, "identity")) {
+        *out_msg = "request bodies must not be sent with a Content-Encoding";
+        return VT_ERR_UNSUPPORTED_CONTENT_ENCODING;
+    }
+    return VT_ERR_OK;
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+static void add_allow(struct strbuf *allow, unsigned methods)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } names[] = {{HTTP_GET, "GET"}, {HTTP_HEAD, "HEAD"}, {HTTP_POST, "POST"},
+                 {HTTP_PUT, "PUT"}, {HTTP_DELETE, "DELETE"}, {HTTP_PATCH, "PATCH"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (!(methods & names[i].bit))
+            continue;
+        if (allow->len)
+            sb_adds(allow, ", ");
+        sb_adds(allow, names[i].name);
+    }
+}
+
+static void dispatch(struct http_request *req)
+{
+    struct http_server *srv = req->srv;
+    struct http_path path;
+    const char *msg = NULL;
+    enum vt_err rc = http_path_parse(&req->arena, req->target, &path, &msg);
+    if (rc != VT_ERR_OK) {
+        http_reply_error(req, rc, msg);
+        return;
+    }
+    const char *prefix = srv->cfg->server.prefix ? srv->cfg->server.prefix : "";
+    size_t plen = strlen(prefix);
+    size_t tlen = strcspn(req->target, "?");
+    unsigned allowed = 0;
+    size_t pos = 0;
+    const char *params[HTTP_MAX_PARAMS];
+    const struct http_route *r;
+    while ((r = http_router_next(srv->router, &path, &pos, &req->arena, params)) != NULL) {
+        unsigned methods = r->methods;
+        if (methods & HTTP_GET)
+            methods |= HTTP_HEAD;
+        bool method_ok = (methods & req->method) != 0;
+        enum vt_err arc = VT_ERR_OK;
+        const char *amsg = NULL;
+        if (r->perm != AUTH_PERM_PUBLIC && srv->opts.authorize) {
+            req->route = r;
+            memcpy(req->params, params, sizeof params);
+            arc = srv->opts.authorize(req, r, &amsg);
+            if (arc == VT_ERR_NOT_FOUND) {
+                /* Hidden: as if the row did not exist. */
+                req->route = NULL;
+                memset(req->params, 0, sizeof req->params);
+                continue;
+            }
+        }
+        if (!method_ok) {
+            allowed |= methods;
+            req->route = NULL;
+            memset(req->params, 0, sizeof req->params);
+            continue;
+        }
+        req->route = r;
+        memcpy(req->params, params, sizeof params);
+        const char *p = req->target;
+        size_t n = tlen;
+        if (!(r->flags & HTTP_ROUTE_ROOT) && plen && n >= plen && !strncmp(p, prefix, plen)) {
+            p += plen;
+            n -= plen;
+        }
+        req->path = n ? arena_strndup(&req->arena, p, n) : "/";
+        if (arc != VT_ERR_OK) {
+            http_reply_error(req, arc, amsg);
+            return;
+        }
+        r->handler(req);
+        return;
+    }
+    if (allowed) {
+        struct strbuf allow;
+        sb_init(&allow, 256);
+        add_allow(&allow, allowed);
+        http_add_header(req, "Allow", allow.buf ? allow.buf : "");
+        sb_release(&allow);
+        http_reply_error(req, VT_ERR_METHOD_NOT_ALLOWED, "method not allowed for this route");
+        return;
+    }
+    http_reply_error(req, VT_ERR_NOT_FOUND, "no such route");
+}
+
+static enum MHD_Result reply_and_close(struct http_request *req, enum vt_err code, const char *msg)
+{
+    http_add_header(req, "Connection", "close");
+    http_reply_error(req, code, msg);
+    return queue_reply(req);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
 {
-    (void)version;
     struct http_server *srv = cls;
     struct http_request *req = *con_cls;
     if (!req) {
-        req = request_new(srv, conn, method);
+        /* Every request passes the URI log callback first; be safe anyway. */
+        req = request_new(srv, conn, url);
         if (!req)
             return MHD_NO;
         *con_cls = req;
-        if (strlen(url) > VT_MAX_URL_BYTES) {
-            http_reply_error(req, VT_ERR_URI_TOO_LONG, "request target longer than 8192 bytes");
-            return queue_reply(req);
-        }
+    }
+    if (!req->started) {
+        /* Headers only: the whole request head arrived. */
+        req->started = true;
+        req->method = parse_method(method);
+        req->method_str = arena_strdup(&req->arena, method);
+        set_head_deadline(srv, req->hc, 0);
+        const char *msg;
+        enum vt_err rc = check_head(req, version, &msg);
+        if (rc != VT_ERR_OK)
+            return reply_and_close(req, rc, msg);
         if (content_length_too_big(req)) {
             /* Refuse before reading any of the body. */
             req->body_too_large = true;
@@ -791,7 +1079,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (req->response) {
+        pthread_mutex_lock(&srv->mu);
         req->suspended = false;
+        pthread_mutex_unlock(&srv->mu);
         return queue_reply(req);
     }
     if (req->suspended)
@@ -800,12 +1090,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         http_reply_error(req, VT_ERR_BODY_TOO_LARGE, NULL);
         return queue_reply(req);
     }
-    if (srv->stopping) {
+    if (atomic_load(&srv->stopping)) {
         http_add_header(req, "Connection", "close");
         http_reply_error(req, VT_ERR_SHUTTING_DOWN, NULL);
         return queue_reply(req);
     }
-    dispatch(req, url);
+    dispatch(req);
     if (req->response && !req->suspended)
         return queue_reply(req);
     return MHD_YES;
@@ -814,7 +1104,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     struct http_server *srv = cls;
     struct http_request *req = *con_cls;
     if (!req)
@@ -826,22 +1115,69 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         bytes = req->stream->bytes;
         pthread_mutex_unlock(&req->stream->mu);
     }
-    if (req->job_outstanding) {
-        /* A stream producer is still running: tell it to stop. */
-        atomic_store(&req->job.cancelled, true);
-        if (req->job_pool)
-            eng_pool_interrupt(req->job_pool, &req->job);
+    int status = req->status;
+    if (!req->started) {
+        /* libmicrohttpd answered (or dropped) it before our handler saw it. */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+        status = ci ? (int)ci->http_status : 0;
     }
+    pthread_mutex_lock(&srv->mu);
+    /* The connection is done with this request: a job still running (a
+     * stream producer, or a job whose reply MHD never queued) must stop, and
+     * a stream MHD never took must not wait for a reader. */
+    mark_client_gone(req, false);
+    srv->in_flight--;
+    pthread_mutex_unlock(&srv->mu);
+    set_head_deadline(srv, req->hc, time_mono_ms() + (int64_t)VT_REQUEST_HEAD_TIMEOUT_SECS * 1000);
     double ms = (double)(time_mono_ms() - req->start_ms);
     static const char *why[] = {"", " error", " timeout", " shutdown", " read-error",
                                 " client-abort"};
     log_access("%s %s %d %lluB %.0fms id=%llx%s", req->method_str ? req->method_str : "?",
-             http_req_route(req), req->status, (unsigned long long)bytes, ms,
-             (unsigned long long)req->id, (unsigned)toe < 6 ? why[toe] : "");
-    pthread_mutex_lock(&srv->mu);
-    srv->in_flight--;
-    pthread_mutex_unlock(&srv->mu);
+               http_req_route(req), status, (unsigned long long)bytes, ms,
+               (unsigned long long)req->id, (unsigned)toe < 6 ? why[toe] : "");
     request_unref(req);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct http_server *srv = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        atomic_fetch_add(&srv->n_conns, 1);
+        struct http_conn *hc = calloc(1, sizeof *hc);
+        if (!hc)
+            return;
+        hc->conn = conn;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        hc->fd = ci ? ci->connect_fd : -1;
+        hc->head_deadline_ms = time_mono_ms() + (int64_t)VT_REQUEST_HEAD_TIMEOUT_SECS * 1000;
+        pthread_mutex_lock(&srv->conn_mu);
+        hc->next = srv->conns;
+        if (srv->conns)
+            srv->conns->prev = hc;
+        srv->conns = hc;
+        pthread_mutex_unlock(&srv->conn_mu);
+        *socket_context = hc;
+        return;
+    }
+    atomic_fetch_sub(&srv->n_conns, 1);
+    struct http_conn *hc = *socket_context;
+    if (!hc)
+        return;
+    /* MHD closes the socket after this callback: under conn_mu the reaper
+     * never touches a socket number that was reused. */
+    pthread_mutex_lock(&srv->conn_mu);
+    if (hc->prev)
+        hc->prev->next = hc->next;
+    else
+        srv->conns = hc->next;
+    if (hc->next)
+        hc->next->prev = hc->prev;
+    pthread_mutex_unlock(&srv->conn_mu);
+    free(hc);
+    *socket_context = NULL;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -855,7 +1191,191 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_debug("libmicrohttpd: %s", line);
 }
 
+/* ------------------------------------------------ acceptor and reaper */
+
+/* A complete JSON error reply written straight to a socket MHD never owns
+ * (or no longer reads), then the connection closed. */
+static void send_canned(int fd, enum vt_err code, const char *message)
+{
+    char body[256], head[512];
+    int bl = snprintf(body, sizeof body, "{\"error\":\"%s\",\"code\":\"%s\"}", message,
+                      vt_err_code(code));
+    int status = vt_err_status(code);
+    int hl = snprintf(head, sizeof head,
+                      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %d\r\n%sConnection: close\r\n\r\n",
+                      status, status == 503 ? "Service Unavailable" : "Request Timeout", bl,
+                      status == 503 ? "Retry-After: 2\r\n" : "");
+    struct iovec iov[2] = {{head, (size_t)hl}, {body, (size_t)bl}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+    if (sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        log_debug("canned %d reply not sent: %s", status, strerror(errno));
+}
+
+static void reject_busy(int fd)
+{
+    send_canned(fd, VT_ERR_UNAVAILABLE, "too many connections; retry later");
+    shutdown(fd, SHUT_WR);
+    /* Read what the client already sent so close() ends with FIN, not RST
+     * (an RST can destroy the 503 before the client reads it). */
+    char buf[4096];
+    for (int i = 0; i < 16 && recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0; i++)
+        ;
+    close(fd);
+}
+
+static void *acceptor_main(void *arg)
+{
+    struct http_server *srv = arg;
+    pthread_setname_np(pthread_self(), "http-accept");
+    struct pollfd pfd[2] = {{.fd = srv->listen_fd, .events = POLLIN},
+                            {.fd = srv->wake_pipe[0], .events = POLLIN}};
+    int64_t last_warn = 0;
+    while (!atomic_load(&srv->threads_stop)) {
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            log_error("http acceptor: poll: %s", strerror(errno));
+            break;
+        }
+        if (pfd[1].revents)
+            break;
+        for (int k = 0; k < 256; k++) {
+            struct sockaddr_storage ss;
+            socklen_t sl = sizeof ss;
+            int fd = accept4(srv->listen_fd, (struct sockaddr *)&ss, &sl,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                    int64_t now = time_mono_ms();
+                    if (now - last_warn > 10000) {
+                        log_warn("http acceptor: %s; connections wait in the backlog",
+                                 strerror(errno));
+                        last_warn = now;
+                    }
+                    struct timespec ts = {0, 10 * 1000000L};
+                    nanosleep(&ts, NULL);
+                }
+                break;
+            }
+            if (atomic_load(&srv->n_conns) >= VT_MAX_CONNECTIONS) {
+                reject_busy(fd);
+                continue;
+            }
+            /* MHD refuses (and closes) past VT_MAX_CONNECTIONS_PER_CLIENT. */
+            MHD_add_connection(srv->daemon, fd, (struct sockaddr *)&ss, sl);
+        }
+    }
+    return NULL;
+}
+
+static void *reaper_main(void *arg)
+{
+    struct http_server *srv = arg;
+    pthread_setname_np(pthread_self(), "http-reaper");
+    while (!atomic_load(&srv->threads_stop)) {
+        struct timespec ts = {0, REAPER_INTERVAL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        int64_t now = time_mono_ms();
+        /* Request heads that did not arrive in time (slow headers, idle
+         * keep-alive): answer 408 and close; MHD sees the socket end. */
+        pthread_mutex_lock(&srv->conn_mu);
+        for (struct http_conn *hc = srv->conns; hc; hc = hc->next) {
+            if (!hc->head_deadline_ms || now < hc->head_deadline_ms || hc->fd < 0)
+                continue;
+            hc->head_deadline_ms = 0;
+            send_canned(hc->fd, VT_ERR_REQUEST_HEAD_TIMEOUT,
+                        "the request head did not arrive in time");
+            shutdown(hc->fd, SHUT_RDWR);
+        }
+        pthread_mutex_unlock(&srv->conn_mu);
+        /* Suspended connections (a job runs, or a stream waits for rows) do
+         * not notice a client that left: look at their sockets. */
+        pthread_mutex_lock(&srv->mu);
+        for (struct http_request *r = srv->active; r; r = r->next) {
+            if (r->fd < 0 || atomic_load(&r->client_gone))
+                continue;
+            bool suspended = r->suspended && r->job_outstanding;
+            if (!suspended && r->stream) {
+                pthread_mutex_lock(&r->stream->mu);
+                suspended = r->stream->mhd_waiting;
+                pthread_mutex_unlock(&r->stream->mu);
+            }
+            if (suspended && socket_hung_up(r->fd)) {
+                log_debug("request %llx: the client left while its request was suspended",
+                          (unsigned long long)r->id);
+                mark_client_gone(r, true);
+            }
+        }
+        pthread_mutex_unlock(&srv->mu);
+    }
+    return NULL;
+}
+
 /* ----------------------------------------------------------- lifecycle */
+
+static int open_listener(const struct vt_config *cfg, int *out_port, struct vt_error *err)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%d", cfg->server.port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    int gai = getaddrinfo(cfg->server.listen, port, &hints, &ai);
+    if (gai != 0 || !ai) {
+        vt_error_set(err, VT_ERR_INVALID_CONFIG, "server.listen %s: %s", cfg->server.listen,
+                     gai_strerror(gai));
+        return -1;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    /* SO_REUSEADDR allows a quick restart on a port with connections in
+     * TIME_WAIT. Never SO_REUSEPORT: it let a second vitrine bind the same
+     * port and silently take a share of its connections. */
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+        vt_error_set(err, VT_ERR_INTERNAL, "cannot listen on %s:%d (%s)", cfg->server.listen,
+                     cfg->server.port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    *out_port = cfg->server.port;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        *out_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                   : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+static void server_free(struct http_server *srv)
+{
+    if (srv->listen_fd >= 0)
+        close(srv->listen_fd);
+    if (srv->wake_pipe[0] >= 0) {
+        close(srv->wake_pipe[0]);
+        close(srv->wake_pipe[1]);
+    }
+    http_router_destroy(srv->router);
+    pthread_mutex_destroy(&srv->mu);
+    pthread_mutex_destroy(&srv->conn_mu);
+    free(srv);
+}
+
+static void stop_threads(struct http_server *srv)
+{
+    atomic_store(&srv->threads_stop, true);
+    if (srv->wake_pipe[1] >= 0 && write(srv->wake_pipe[1], "x", 1) < 0)
+        log_debug("wake pipe: %s", strerror(errno));
+    if (srv->acceptor_started)
+        pthread_join(srv->acceptor, NULL);
+    if (srv->reaper_started)
+        pthread_join(srv->reaper, NULL);
+    srv->acceptor_started = srv->reaper_started = false;
+}
 
 struct http_server *http_server_start(const struct http_server_options *opts,
                                       struct vt_error *err)
@@ -868,54 +1388,64 @@ struct http_server *http_server_start(const struct http_server_options *opts,
     }
     srv->opts = *opts;
     srv->cfg = cfg;
+    srv->listen_fd = -1;
+    srv->wake_pipe[0] = srv->wake_pipe[1] = -1;
     pthread_mutex_init(&srv->mu, NULL);
-
-    char port[16];
-    snprintf(port, sizeof port, "%d", cfg->server.port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
-    int gai = getaddrinfo(cfg->server.listen, port, &hints, &ai);
-    if (gai != 0 || !ai) {
-        vt_error_set(err, VT_ERR_INVALID_CONFIG, "server.listen %s: %s", cfg->server.listen,
-                     gai_strerror(gai));
-        free(srv);
+    pthread_mutex_init(&srv->conn_mu, NULL);
+    srv->router = http_router_create(opts->routes, opts->n_routes, opts->root_routes,
+                                     opts->n_root_routes, cfg->server.prefix, err);
+    if (!srv->router || pipe2(srv->wake_pipe, O_CLOEXEC) != 0) {
+        if (srv->router)
+            vt_error_set(err, VT_ERR_INTERNAL, "pipe: %s", strerror(errno));
+        server_free(srv);
         return NULL;
     }
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
+    srv->listen_fd = open_listener(cfg, &srv->port, err);
+    if (srv->listen_fd < 0) {
+        server_free(srv);
+        return NULL;
+    }
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
     unsigned threads = (unsigned)eng_cpu_count();
-    /* No MHD_OPTION_LISTENING_ADDRESS_REUSE: its 1 means SO_REUSEPORT on
-     * Linux, which let a second vitrine bind the same port and silently take
-     * a share of its connections. MHD's default (SO_REUSEADDR) still allows a
-     * quick restart on a port with connections in TIME_WAIT. */
     srv->daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->server.port, NULL, NULL, on_request, srv,
+        flags, 0, NULL, NULL, on_request, srv,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)VT_CONNECTION_TIMEOUT_SECS,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)VT_MAX_CONNECTIONS,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(VT_MAX_CONNECTIONS + MHD_CONNECTION_SLACK),
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)VT_MAX_CONNECTIONS_PER_CLIENT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_BYTES,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
         MHD_OPTION_END);
-    freeaddrinfo(ai);
     if (!srv->daemon) {
-        vt_error_set(err, VT_ERR_INTERNAL, "cannot listen on %s:%d (address in use or not allowed)",
+        vt_error_set(err, VT_ERR_INTERNAL, "cannot start the HTTP server on %s:%d",
                      cfg->server.listen, cfg->server.port);
-        pthread_mutex_destroy(&srv->mu);
-        free(srv);
+        server_free(srv);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = info ? info->port : cfg->server.port;
+    srv->reaper_started = pthread_create(&srv->reaper, NULL, reaper_main, srv) == 0;
+    srv->acceptor_started = pthread_create(&srv->acceptor, NULL, acceptor_main, srv) == 0;
+    if (!srv->acceptor_started || !srv->reaper_started) {
+        vt_error_set(err, VT_ERR_INTERNAL, "cannot start the HTTP threads");
+        stop_threads(srv);
+        MHD_stop_daemon(srv->daemon);
+        server_free(srv);
+        return NULL;
+    }
     return srv;
 }
 
 int http_server_port(const struct http_server *srv)
 {
     return srv->port;
+}
+
+size_t http_server_routes(const struct http_server *srv, const struct http_route **out_routes)
+{
+    return http_router_rows(srv->router, out_routes);
 }
 
 int http_server_in_flight(struct http_server *srv)
@@ -926,70 +1456,106 @@ int http_server_in_flight(struct http_server *srv)
     return n;
 }
 
-void http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool *pool_to_interrupt)
+static void sleep_ms(long ms)
 {
-    if (!srv)
-        return;
-    pthread_mutex_lock(&srv->mu);
-    srv->stopping = true;
-    pthread_mutex_unlock(&srv->mu);
-    /* Stop accepting: quiesce hands the listening socket back; close it so
-     * new connections are refused at once. */
-    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
-    int64_t until = time_mono_ms() + grace_ms;
-    while (http_server_in_flight(srv) > 0 && time_mono_ms() < until) {
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static bool wait_in_flight(struct http_server *srv, int64_t until)
+{
+    while (http_server_in_flight(srv) > 0) {
+        if (time_mono_ms() >= until)
+            return false;
+        sleep_ms(10);
     }
-    int left = http_server_in_flight(srv);
-    if (left > 0) {
-        log_warn("shutdown: %d requests still running after %lld ms; interrupting them", left,
-                 (long long)grace_ms);
-        if (pool_to_interrupt)
-            eng_pool_interrupt_all(pool_to_interrupt);
-        /* Give interrupted jobs a moment to reply and resume. */
-        int64_t more = time_mono_ms() + 2000;
-        while (time_mono_ms() < more) {
-            bool any_suspended = false;
-            pthread_mutex_lock(&srv->mu);
-            for (struct http_request *r = srv->active; r; r = r->next)
-                if (r->suspended || r->job_outstanding)
-                    any_suspended = true;
-            pthread_mutex_unlock(&srv->mu);
-            if (!any_suspended)
-                break;
-            struct timespec ts = {0, 10 * 1000000L};
-            nanosleep(&ts, NULL);
-        }
-    }
-    /* Streams waiting for data: end them so their connections resume. */
+    return true;
+}
+
+/* After the drain: cancel every job, answer every request still waiting
+ * (503 for one whose job has not replied, a truncated end for a stream) and
+ * resume its connection, so that none is suspended when MHD stops. */
+static void take_over_remaining(struct http_server *srv, struct eng_pool *pool)
+{
     pthread_mutex_lock(&srv->mu);
     for (struct http_request *r = srv->active; r; r = r->next) {
+        if (r->job_outstanding) {
+            atomic_store(&r->job.cancelled, true);
+            if (r->job_pool)
+                eng_pool_interrupt(r->job_pool, &r->job);
+        }
         struct http_stream *st = r->stream;
-        if (!st)
+        if (st) {
+            pthread_mutex_lock(&st->mu);
+            bool waiting = st->mhd_waiting;
+            st->mhd_waiting = false;
+            st->done = true;
+            st->failed = true;
+            st->gone = true;
+            pthread_cond_broadcast(&st->cv);
+            pthread_mutex_unlock(&st->mu);
+            if (waiting)
+                MHD_resume_connection(r->conn);
             continue;
-        pthread_mutex_lock(&st->mu);
-        bool waiting = st->mhd_waiting;
-        st->mhd_waiting = false;
-        st->done = true;
-        st->failed = true;
-        st->gone = true;
-        pthread_cond_broadcast(&st->cv);
-        pthread_mutex_unlock(&st->mu);
-        if (waiting)
+        }
+        if (!r->suspended)
+            continue;
+        http_add_header(r, "Connection", "close");
+        http_reply_error(r, VT_ERR_SHUTTING_DOWN, NULL);
+        pthread_mutex_lock(&r->reply_mu);
+        bool resume = r->suspended && !r->detached;
+        if (resume) {
+            r->detached = true;
+            r->suspended = false;
+        }
+        pthread_mutex_unlock(&r->reply_mu);
+        if (resume)
             MHD_resume_connection(r->conn);
     }
     pthread_mutex_unlock(&srv->mu);
+    if (pool)
+        eng_pool_interrupt_all(pool);
+}
+
+bool http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool *pool_to_interrupt)
+{
+    if (!srv)
+        return true;
+    atomic_store(&srv->stopping, true);
+    /* Stop accepting: the acceptor ends and the listening socket closes, so
+     * new connections are refused at once. The reaper keeps running through
+     * the drain (clients that leave still cancel their jobs). */
+    if (write(srv->wake_pipe[1], "x", 1) < 0)
+        log_debug("wake pipe: %s", strerror(errno));
+    if (srv->acceptor_started) {
+        atomic_store(&srv->threads_stop, true); /* the acceptor only; reaper restarted below */
+        pthread_join(srv->acceptor, NULL);
+        srv->acceptor_started = false;
+        atomic_store(&srv->threads_stop, false);
+    }
+    close(srv->listen_fd);
+    srv->listen_fd = -1;
+    if (!wait_in_flight(srv, time_mono_ms() + grace_ms)) {
+        log_warn("shutdown: %d requests still running after %lld ms; cancelling them",
+                 http_server_in_flight(srv), (long long)grace_ms);
+        take_over_remaining(srv, pool_to_interrupt);
+        /* The resumed connections send their answer and close. */
+        if (!wait_in_flight(srv, time_mono_ms() + (int64_t)VT_SHUTDOWN_JOIN_SECS * 1000)) {
+            stop_threads(srv);
+            log_warn("shutdown: %d requests did not finish; exiting without stopping the "
+                     "HTTP server (stopping it with suspended connections would abort)",
+                     http_server_in_flight(srv));
+            return false;
+        }
+    }
+    stop_threads(srv);
     MHD_stop_daemon(srv->daemon);
     /* Every connection is closed now, but a job can outlive its connection (a
      * stream producer still cleaning up after its client read the end or hung
      * up): its last request_unref locks srv->mu. Wait for those (they were
-     * told to stop and finish quickly) before freeing the server; if one
-     * hangs, keep the server (it is still referenced) rather than free it
-     * under the job. */
-    int64_t jobs_until = time_mono_ms() + 10000;
+     * told to stop) before freeing the server; if one hangs, keep the server
+     * (it is still referenced) rather than free it under the job. */
+    int64_t jobs_until = time_mono_ms() + (int64_t)VT_SHUTDOWN_JOIN_SECS * 1000;
     for (;;) {
         pthread_mutex_lock(&srv->mu);
         bool idle = srv->active == NULL;
@@ -998,11 +1564,10 @@ void http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool
             break;
         if (time_mono_ms() >= jobs_until) {
             log_warn("shutdown: request jobs still running after the server stopped");
-            return;
+            return false;
         }
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
+        sleep_ms(1);
     }
-    pthread_mutex_destroy(&srv->mu);
-    free(srv);
+    server_free(srv);
+    return true;
 }

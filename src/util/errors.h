@@ -30,6 +30,13 @@
     X(SHUTTING_DOWN, 503, "shutting_down", "server is shutting down")                      \
     X(INTERNAL, 500, "internal", "internal error")                                         \
     X(OUT_OF_MEMORY, 503, "out_of_memory", "out of memory")                                \
+    X(MALFORMED_REQUEST, 400, "malformed_request", "malformed HTTP request")               \
+    X(NOT_IMPLEMENTED, 501, "not_implemented", "not implemented")                          \
+    X(UNSUPPORTED_CONTENT_ENCODING, 415, "unsupported_content_encoding",                   \
+      "request bodies must not be sent with a Content-Encoding")                           \
+    X(HEADERS_TOO_LARGE, 431, "headers_too_large", "request header fields too large")      \
+    X(REQUEST_HEAD_TIMEOUT, 408, "request_timeout",                                         \
+      "the request head did not arrive in time")                                           \
     /* datasets */                                                                         \
     X(DATASET_NOT_FOUND, 404, "dataset_not_found", "no such dataset")                      \
     X(DATASET_NOT_READY, 503, "dataset_not_ready", "dataset is not published yet")         \
