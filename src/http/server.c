@@ -123,6 +123,8 @@ struct http_request {
     pthread_mutex_t reply_mu;   /* installing a reply vs. shutdown taking over */
     bool detached;              /* shutdown answered for it: the job's reply goes nowhere */
     atomic_bool client_gone;    /* noticed by the reaper or the completion callback */
+    atomic_bool mhd_suspended;  /* we suspended the connection and MHD has not called
+                                 * back since (MHD_stop_daemon must not see one) */
     uint64_t id;
     int64_t start_ms;
     int64_t deadline_ms;
@@ -411,6 +413,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     struct http_stream *st = cls;
+    atomic_store(&st->req->mhd_suspended, false);
     pthread_mutex_lock(&st->mu);
     size_t copied = 0;
     while (copied < max && st->qlen > 0) {
@@ -440,6 +443,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         return failed ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
     }
     st->mhd_waiting = true;
+    atomic_store(&st->req->mhd_suspended, true);
     MHD_suspend_connection(st->req->conn);
     pthread_mutex_unlock(&st->mu);
     return 0;
@@ -667,6 +671,7 @@ void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn)
     req->job_outstanding = true;
     pthread_mutex_unlock(&req->srv->mu);
     atomic_fetch_add(&req->refs, 1);
+    atomic_store(&req->mhd_suspended, true);
     MHD_suspend_connection(req->conn);
     if (!eng_pool_submit(pool, &req->job)) {
         /* The reply is queued by the access-handler call that follows the
@@ -1044,6 +1049,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         *con_cls = req;
     }
+    atomic_store(&req->mhd_suspended, false);
     if (!req->started) {
         /* Headers only: the whole request head arrived. */
         req->started = true;
@@ -1109,6 +1115,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!req)
         return;
     *con_cls = NULL;
+    atomic_store(&req->mhd_suspended, false);
     uint64_t bytes = req->bytes_out;
     if (req->stream) {
         pthread_mutex_lock(&req->stream->mu);
@@ -1462,6 +1469,24 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* True once no connection is suspended by us (they were all resumed and MHD
+ * called back), before `until`. */
+static bool wait_none_suspended(struct http_server *srv, int64_t until)
+{
+    for (;;) {
+        bool any = false;
+        pthread_mutex_lock(&srv->mu);
+        for (struct http_request *r = srv->active; r && !any; r = r->next)
+            any = atomic_load(&r->mhd_suspended);
+        pthread_mutex_unlock(&srv->mu);
+        if (!any)
+            return true;
+        if (time_mono_ms() >= until)
+            return false;
+        sleep_ms(10);
+    }
+}
+
 static bool wait_in_flight(struct http_server *srv, int64_t until)
 {
     while (http_server_in_flight(srv) > 0) {
@@ -1539,8 +1564,11 @@ bool http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool
         log_warn("shutdown: %d requests still running after %lld ms; cancelling them",
                  http_server_in_flight(srv), (long long)grace_ms);
         take_over_remaining(srv, pool_to_interrupt);
-        /* The resumed connections send their answer and close. */
-        if (!wait_in_flight(srv, time_mono_ms() + (int64_t)VT_SHUTDOWN_JOIN_SECS * 1000)) {
+        /* The resumed connections send their answer (or the end of their
+         * stream) and close; MHD_stop_daemon closes those still writing. */
+        int64_t until = time_mono_ms() + (int64_t)VT_SHUTDOWN_JOIN_SECS * 1000;
+        wait_in_flight(srv, time_mono_ms() + 1000);
+        if (!wait_none_suspended(srv, until)) {
             stop_threads(srv);
             log_warn("shutdown: %d requests did not finish; exiting without stopping the "
                      "HTTP server (stopping it with suspended connections would abort)",
