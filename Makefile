@@ -38,7 +38,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(shell find tools -name '*.c' 2>/dev/null | sort)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
 
-.PHONY: all deps unit e2e check run bench clean fuzz hostile
+.PHONY: all deps unit e2e check run bench clean fuzz
 all: $(BUILD)/vitrine $(TOOL_BIN)
 
 deps: $(DUCKDB_DIR)/libduckdb.so
@@ -92,10 +92,6 @@ e2e: all $(UNIT_BIN)
 check: all $(UNIT_BIN)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory e2e
-
-# The hostile-client catalogue alone (every tests/e2e/test_hostile_*.py).
-hostile: all
-	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/e2e/test_hostile_*.py $(PYTEST_ARGS)
 
 run: all
 	./scripts/sample-data.sh $(BUILD)

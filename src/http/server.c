@@ -119,6 +119,7 @@ struct http_request {
     atomic_int refs;
     bool started;               /* the first access-handler call happened */
     char *target;               /* raw request target; NULL when too long */
+    struct http_path segs;      /* its path, split and decoded (check_head) */
     size_t target_len;
     pthread_mutex_t reply_mu;   /* installing a reply vs. shutdown taking over */
     bool detached;              /* shutdown answered for it: the job's reply goes nowhere */
@@ -899,6 +900,9 @@ static enum vt_err check_head(struct http_request *req, const char *version, con
         *out_msg = "whitespace in the request target";
         return VT_ERR_MALFORMED_REQUEST;
     }
+    enum vt_err rc = http_path_parse(&req->arena, req->target, &req->segs, out_msg);
+    if (rc != VT_ERR_OK)
+        return rc;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     if (ci && ci->header_size > VT_MAX_HEADER_BYTES + VT_MAX_URL_BYTES) {
@@ -962,13 +966,7 @@ static void add_allow(struct strbuf *allow, unsigned methods)
 static void dispatch(struct http_request *req)
 {
     struct http_server *srv = req->srv;
-    struct http_path path;
-    const char *msg = NULL;
-    enum vt_err rc = http_path_parse(&req->arena, req->target, &path, &msg);
-    if (rc != VT_ERR_OK) {
-        http_reply_error(req, rc, msg);
-        return;
-    }
+    const struct http_path path = req->segs;
     const char *prefix = srv->cfg->server.prefix ? srv->cfg->server.prefix : "";
     size_t plen = strlen(prefix);
     size_t tlen = strcspn(req->target, "?");
