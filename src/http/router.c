@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/text.h"
+
 enum seg_kind {
     SEG_LITERAL = 0,            /* sorts first: most specific */
     SEG_CAPTURE = 1,            /* {name} */
@@ -179,17 +181,6 @@ size_t http_router_rows(const struct http_router *r, const struct http_route **o
     return r->n;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 enum vt_err http_path_parse(struct arena *a, const char *target, struct http_path *out,
                             const char **out_message)
 {
@@ -223,8 +214,8 @@ enum vt_err http_path_parse(struct arena *a, const char *target, struct http_pat
         for (size_t p = i; p < j; p++) {
             char c = target[p];
             if (c == '%') {
-                int hi = p + 2 < j ? hexval(target[p + 1]) : -1;
-                int lo = hi >= 0 ? hexval(target[p + 2]) : -1;
+                int hi = p + 2 < j ? text_hexval(target[p + 1]) : -1;
+                int lo = hi >= 0 ? text_hexval(target[p + 2]) : -1;
                 if (hi < 0 || lo < 0) {
                     *out_message = "malformed percent-encoding in the request path";
                     return VT_ERR_MALFORMED_REQUEST;

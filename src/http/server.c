@@ -702,6 +702,28 @@ bool http_job_should_stop(struct http_request *req)
 
 /* ------------------------------------------------------ client gone */
 
+/* Ends r's stream for good: a producer waiting for room returns -1; with
+ * `resume`, a connection suspended waiting for rows is resumed and its reply
+ * ends truncated (MHD then also finds a closed socket, if it is one). */
+static void stream_abort(struct http_request *r, bool resume)
+{
+    struct http_stream *st = r->stream;
+    pthread_mutex_lock(&st->mu);
+    bool waiting = st->mhd_waiting && resume;
+    if (resume) {
+        /* The reader must never suspend again waiting for a producer that
+         * may not come back. */
+        st->mhd_waiting = false;
+        st->done = true;
+        st->failed = true;
+    }
+    st->gone = true;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    if (waiting)
+        MHD_resume_connection(r->conn);
+}
+
 /* The client of `r` left (noticed while its connection was suspended, or at
  * completion): cancel its job (interrupting DuckDB) and end its stream so a
  * producer waiting for room returns -1. Call with srv->mu held. */
@@ -713,21 +735,8 @@ static void mark_client_gone(struct http_request *r, bool resume_stream)
         if (r->job_pool)
             eng_pool_interrupt(r->job_pool, &r->job);
     }
-    struct http_stream *st = r->stream;
-    if (!st)
-        return;
-    pthread_mutex_lock(&st->mu);
-    bool waiting = st->mhd_waiting && resume_stream;
-    if (waiting) {
-        st->mhd_waiting = false;
-        st->done = true;
-        st->failed = true;
-    }
-    st->gone = true;
-    pthread_cond_broadcast(&st->cv);
-    pthread_mutex_unlock(&st->mu);
-    if (waiting)
-        MHD_resume_connection(r->conn); /* MHD then finds the socket closed */
+    if (r->stream)
+        stream_abort(r, resume_stream);
 }
 
 /* True when the peer closed (or reset) a socket we are not reading from. */
@@ -1507,18 +1516,10 @@ static void take_over_remaining(struct http_server *srv, struct eng_pool *pool)
             if (r->job_pool)
                 eng_pool_interrupt(r->job_pool, &r->job);
         }
-        struct http_stream *st = r->stream;
-        if (st) {
-            pthread_mutex_lock(&st->mu);
-            bool waiting = st->mhd_waiting;
-            st->mhd_waiting = false;
-            st->done = true;
-            st->failed = true;
-            st->gone = true;
-            pthread_cond_broadcast(&st->cv);
-            pthread_mutex_unlock(&st->mu);
-            if (waiting)
-                MHD_resume_connection(r->conn);
+        if (r->stream) {
+            /* Its producer may still push: it gets -1 now. A stream MHD is
+             * writing is closed by MHD_stop_daemon. */
+            stream_abort(r, true);
             continue;
         }
         if (!r->suspended)
