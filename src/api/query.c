@@ -134,6 +134,12 @@ static void call_release(struct query_call *c)
     c->ds = NULL;
 }
 
+/* The request is gone: release what it pinned even if its job never ran. */
+static void call_on_release(void *user)
+{
+    call_release(user);
+}
+
 static bool wants_arrow(struct http_request *req, enum out_format *out, struct vt_error *err)
 {
     const char *fmt = http_req_query(req, "format");
@@ -511,6 +517,7 @@ static void start(struct http_request *req, enum query_mode mode)
     }
     c->mode = mode;
     http_req_set_user(req, c);
+    http_req_on_release(req, call_on_release);
     /* Fast path on the HTTP thread: a published generation whose index can
      * answer with a few rows needs no worker at all. */
     bool not_ready = false;

@@ -150,6 +150,7 @@ struct http_request {
     struct eng_pool *job_pool;
     struct http_stream *stream;
     void *user;
+    void (*on_release)(void *user); /* the handler's cleanup, at the very end */
     /* active-request list (for shutdown) */
     struct http_request *prev, *next;
 };
@@ -204,6 +205,8 @@ static void request_unref(struct http_request *req)
     if (req->next)
         req->next->prev = req->prev;
     pthread_mutex_unlock(&srv->mu);
+    if (req->on_release)
+        req->on_release(req->user);
     if (req->response)
         MHD_destroy_response(req->response);
     if (req->stream)
@@ -231,6 +234,7 @@ uint64_t http_req_id(const struct http_request *req) { return req->id; }
 int64_t http_req_deadline(const struct http_request *req) { return req->deadline_ms; }
 void http_req_set_user(struct http_request *req, void *user) { req->user = user; }
 void *http_req_user(const struct http_request *req) { return req->user; }
+void http_req_on_release(struct http_request *req, void (*fn)(void *user)) { req->on_release = fn; }
 
 const char *http_req_header(const struct http_request *req, const char *name)
 {

@@ -125,6 +125,10 @@ bool http_req_is_json(const struct http_request *req);
 /* A handler's own per-request state (lives as long as the request). */
 void http_req_set_user(struct http_request *req, void *user);
 void *http_req_user(const struct http_request *req);
+/* Runs with the user pointer when the request is freed (after its job, if
+ * any): releases what a handler pinned for a job that may never run (a job
+ * cancelled or timed out while queued is skipped). */
+void http_req_on_release(struct http_request *req, void (*fn)(void *user));
 
 /* Adds a response header (copied) to the eventual reply. */
 void http_add_header(struct http_request *req, const char *name, const char *value);
