@@ -123,6 +123,8 @@ FUZZ_FLAGS := -std=c17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,
 FUZZ_SRC_fuzz_http_range       := src/http/range.c
 FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
+FUZZ_SRC_fuzz_http_path        := src/http/router.c src/util/arena.c src/util/errors.c
+FUZZ_LIBS_fuzz_http_path       := -isystem $(DUCKDB_DIR)
 FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_toml            := -ljansson
 # Query compiler; FUZZ_QUERY_DUCKDB=1 also runs each statement in DuckDB.

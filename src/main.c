@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
@@ -135,43 +136,76 @@ static char *make_runtime_dir(void)
     return dir ? strdup(dir) : NULL;
 }
 
-/* After the drain, cleanup (joining worker and builder threads, closing
- * DuckDB) must not keep the process alive: a builder blocked in a syscall or
- * a query that ignores its interrupt would hold it for ever. This thread,
- * started at SIGTERM, ends the process EXIT_GRACE_MS after the drain time,
- * exit status 0 (the drain itself went as configured), if the cleanup has
- * not finished by then. */
-#define EXIT_GRACE_MS 4000
-
-static void *exit_watchdog(void *arg)
-{
-    int64_t ms = *(int64_t *)arg + EXIT_GRACE_MS;
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-    log_warn("shutdown: cleanup still waiting on threads %d ms after the drain; exiting now",
-             EXIT_GRACE_MS);
-    log_stop_flusher();
-    _exit(0);
-    return NULL;
-}
-
-/* Every client connection and every file DuckDB reads is a descriptor; the
- * usual soft limit of 1024 would stop accepting long before
- * VT_MAX_CONNECTIONS. Raise it to the hard limit. */
+/* Every client connection is a file descriptor: raise the soft limit to the
+ * hard one so VT_MAX_CONNECTIONS can be reached (a 1024 default would make
+ * accept fail long before). */
 static void raise_fd_limit(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
         return;
-    if (rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-        getrlimit(RLIMIT_NOFILE, &rl);
-    }
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        log_warn("cannot raise the open-file limit: %s", strerror(errno));
     if (rl.rlim_cur < (rlim_t)VT_MAX_CONNECTIONS + 256)
-        log_warn("the open-files limit is %llu: fewer than %d client connections fit "
-                 "(raise it with ulimit -n)",
+        log_warn("open-file limit %llu is below %d connections plus working files",
                  (unsigned long long)rl.rlim_cur, VT_MAX_CONNECTIONS);
+}
+
+/* The teardown of the pools and the catalog joins their threads; a build
+ * blocked in a system call (a FIFO, a stalled mount) would hold it forever.
+ * It runs on its own thread and the main thread waits VT_SHUTDOWN_JOIN_SECS:
+ * past that the process exits without it (nothing it holds must outlive the
+ * process: spill files live in the runtime directory, removed first). */
+struct teardown {
+    struct app *app;
+    duckdb_database *db;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+};
+
+static void *teardown_main(void *arg)
+{
+    struct teardown *t = arg;
+    eng_pool_destroy(t->app->admin_pool);
+    eng_pool_destroy(t->app->queries);
+    cat_destroy(t->app->catalog);
+    eng_close(t->db);
+    pthread_mutex_lock(&t->mu);
+    t->done = true;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+/* True when the teardown finished in time. */
+static bool bounded_teardown(struct app *app, duckdb_database *db)
+{
+    static struct teardown t; /* outlives this frame if the thread is left behind */
+    t.app = app;
+    t.db = db;
+    t.done = false;
+    pthread_mutex_init(&t.mu, NULL);
+    pthread_cond_init(&t.cv, NULL);
+    pthread_t th;
+    if (pthread_create(&th, NULL, teardown_main, &t) != 0) {
+        teardown_main(&t);
+        return true;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += VT_SHUTDOWN_JOIN_SECS;
+    pthread_mutex_lock(&t.mu);
+    while (!t.done && pthread_cond_timedwait(&t.cv, &t.mu, &until) == 0)
+        ;
+    bool done = t.done;
+    pthread_mutex_unlock(&t.mu);
+    if (done)
+        pthread_join(th, NULL);
+    else
+        pthread_detach(th);
+    return done;
 }
 
 static int serve(const char *config_path, int port_override)
@@ -226,7 +260,8 @@ static int serve(const char *config_path, int port_override)
         goto fail;
     app.db = db;
     int workers = cfg.server.workers > 0 ? cfg.server.workers : eng_cpu_count();
-    auth_init(&app.auth, &cfg.auth);
+    auth_admin_init(&app.auth.admin);
+    app.auth.bearer_enabled = cfg.auth.enabled;
     if (!app.auth.admin.configured)
         log_info("ADMIN_TOKEN is not set: admin endpoints answer 403");
     app.queries = eng_pool_create(db, workers, "query", &err);
@@ -243,9 +278,17 @@ static int serve(const char *config_path, int port_override)
     mkdir(exports, 0700);
     cat_set_dirs(app.catalog, downloads, cache_dir, exports);
 
-    struct http_server_options opts = {.cfg = &cfg, .app = &app, .authorize = api_authorize};
-    api_routes(&opts.routes, &opts.n_routes);
-    srv = http_server_start(&opts, &err);
+    struct api_route_set routes;
+    api_route_set_init(&routes);
+    if (api_route_set_build(&routes, &cfg) != 0) {
+        api_route_set_release(&routes);
+        vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, "building the route table");
+        goto fail;
+    }
+    struct http_server_options opts = {.cfg = &cfg, .app = &app, .routes = routes.rows,
+                                       .n_routes = routes.n, .authorize = api_authorize};
+    srv = http_server_start(&opts, &err); /* copies the routes */
+    api_route_set_release(&routes);
     if (!srv)
         goto fail;
     log_info("vitrine %s listening on http://%s:%d%s (%d workers)", VT_VERSION, cfg.server.listen,
@@ -259,13 +302,25 @@ static int serve(const char *config_path, int port_override)
     sigwait(&sigs, &sig);
     log_info("received %s: draining (up to %lld s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              (long long)cfg.server.shutdown_timeout_secs);
-    static int64_t drain_ms;
-    drain_ms = cfg.server.shutdown_timeout_secs * 1000;
-    pthread_t guard;
-    if (pthread_create(&guard, NULL, exit_watchdog, &drain_ms) == 0)
-        pthread_detach(guard);
-    http_server_stop(srv, drain_ms, app.queries);
-    eng_pool_interrupt_all(app.admin_pool);
+    bool clean = http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
+    /* Builds are cancelled with the catalog; queries were interrupted above. */
+    if (app.admin_pool)
+        eng_pool_interrupt_all(app.admin_pool);
+    if (!clean || !bounded_teardown(&app, &db)) {
+        /* A job or a build did not return in time (a system call that does
+         * not end): exit now rather than hang; freeing what it uses would
+         * crash it, so nothing else is torn down. */
+        log_warn("shutdown: jobs or builds still running after the drain; exiting without "
+                 "waiting for them");
+        if (runtime_dir)
+            remove_tree(runtime_dir);
+        log_info("stopped");
+        log_stop_flusher();
+        log_flush();
+        _exit(0);
+    }
+    app.admin_pool = app.queries = NULL;
+    app.catalog = NULL;
     rc = 0;
     goto out;
 fail:
@@ -275,7 +330,6 @@ out:
     eng_pool_destroy(app.queries);
     cat_destroy(app.catalog);
     eng_close(&db);
-    auth_release(&app.auth);
     if (runtime_dir)
         remove_tree(runtime_dir);
     free(runtime_dir);

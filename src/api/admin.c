@@ -1,5 +1,6 @@
 /*
- * Admin endpoints (permission RELOAD in routes.def; the router checks it): reload one dataset, reload-all, register a
+ * Admin endpoints (permission "reload" in routes.def; the router checks the
+ * X-Admin-Token before any of these runs): reload one dataset, reload-all, register a
  * dataset at runtime, persist a dataset block into the config file, re-read
  * the config file. Operations that wait for a build run on the admin pool, so
  * they never hold a query worker; a build that outlives the request deadline
@@ -304,7 +305,7 @@ static void persist_job(struct http_request *req, duckdb_connection con)
     http_reply_json(req, 200, &body);
 }
 
-/* Admin, and a config file to work on (400 no_config_file without one);
+/* A config file to work on (400 no_config_file without one);
  * then `job` runs on the admin pool. */
 static void defer_config_file_job(struct http_request *req, http_job_fn job, const char *what)
 {

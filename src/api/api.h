@@ -22,7 +22,7 @@
 
 struct app {
     const struct vt_config *cfg;
-    struct auth_ctx auth;       /* X-Admin-Token, bearer tokens */
+    struct auth_policy auth;    /* X-Admin-Token (and bearer tokens, later) */
     duckdb_database db;
     struct cat_catalog *catalog;
     struct eng_pool *queries;   /* server.workers threads */
@@ -30,8 +30,38 @@ struct app {
     const char *runtime_dir;    /* private scratch space of this process */
 };
 
-/* The routes under server.prefix, in match order. */
+/* The static rows of routes.def (under server.prefix). */
 void api_routes(const struct http_route **out_routes, size_t *out_n);
+
+/* A route whose mount point comes from the config: base + tail, e.g.
+ * cfg->docs.path + "/{*}" for static assets. */
+struct api_mount {
+    const char *tail;           /* "", "/openapi.json", "/{*}" */
+    unsigned methods;
+    http_handler_fn handler;
+    enum auth_perm perm;
+    const char *description;
+    bool outside_prefix;        /* metrics.path is not under server.prefix */
+};
+
+/* Every route the server serves: routes.def plus the config's mounts. */
+struct api_route_set {
+    struct http_route *rows;
+    bool *owned;                /* rows[i].pattern was built here */
+    size_t n, cap;
+};
+
+void api_route_set_init(struct api_route_set *set);
+/* Adds routes.def and the mounts `cfg` enables. 0, or -1 out of memory. */
+int api_route_set_build(struct api_route_set *set, const struct vt_config *cfg);
+/* Adds one mount at `base` (a path from the config). 0, or -1. */
+int api_route_set_mount(struct api_route_set *set, const char *base, const struct api_mount *m);
+void api_route_set_release(struct api_route_set *set);
+
+/* The router's authorize hook: the route's permission against the request's
+ * credentials (auth_authorize with the app's policy). */
+enum vt_err api_authorize(struct http_request *req, const struct http_route *route,
+                          const char **out_message);
 
 /* Handlers (one file per group). */
 void api_healthz(struct http_request *req);
@@ -55,9 +85,6 @@ void api_config_reload(struct http_request *req);
 /* The JSON object of the request body (415 / 400 invalid_json / 400
  * limit_exceeded on failure). An empty body is {} when empty_is_object. */
 json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_error *err);
-/* The router's authorize hook (routes.c): the route's permission against the
- * request's credentials (auth_authorize); replies 401/403/404 when refused. */
-bool api_authorize(struct http_request *req, unsigned perm);
 struct app *api_app(struct http_request *req);
 /* Writes one status entry object. */
 void api_write_status(struct jw *w, const struct cat_status *st);

@@ -1,13 +1,16 @@
 /*
- * The route table (routes.def) as the router's array, and the authorize hook
- * the router calls before every handler: it reads the request's credentials
- * and asks src/auth whether the route's permission is met.
+ * The route table (rows in routes.def), the routes mounted where the config
+ * says, and the authorize hook the router calls before any handler: the
+ * permission each row carries is checked here, once, by auth_authorize().
  */
 #include "api/api.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 static const struct http_route routes[] = {
-#define ROUTE(methods, pattern, handler, perm, summary) \
-    {methods, pattern, handler, AUTH_PERM_##perm, summary},
+#define ROUTE(methods, pattern, handler, perm, description) \
+    {methods, pattern, handler, AUTH_PERM_##perm, description, 0},
 #include "api/routes.def"
 #undef ROUTE
 };
@@ -18,21 +21,100 @@ void api_routes(const struct http_route **out_routes, size_t *out_n)
     *out_n = sizeof routes / sizeof routes[0];
 }
 
-bool api_authorize(struct http_request *req, unsigned perm)
+/* The mounts that come from the config. No feature is mounted yet (Swagger
+ * UI, Explorer, docs, metrics and MCP add their rows here); each row gives
+ * whether it is on, its base path, the tail appended to it, and the row. */
+struct config_mount {
+    bool enabled;
+    const char *base;           /* e.g. cfg->metrics.path */
+    struct api_mount mount;
+};
+
+static size_t config_mounts(const struct vt_config *cfg, struct config_mount *out, size_t cap)
 {
-    struct app *app = api_app(req);
-    if (!auth_needs_credentials(&app->auth, (enum auth_perm)perm))
-        return true;
+    (void)cfg;
+    (void)out;
+    (void)cap;
+    return 0;
+}
+
+void api_route_set_init(struct api_route_set *set)
+{
+    memset(set, 0, sizeof *set);
+}
+
+void api_route_set_release(struct api_route_set *set)
+{
+    for (size_t i = 0; i < set->n; i++)
+        if (set->owned[i])
+            free((char *)set->rows[i].pattern);
+    free(set->rows);
+    free(set->owned);
+    memset(set, 0, sizeof *set);
+}
+
+static int set_push(struct api_route_set *set, struct http_route row, bool owned)
+{
+    if (set->n == set->cap) {
+        size_t cap = set->cap ? set->cap * 2 : 32;
+        struct http_route *rows = realloc(set->rows, cap * sizeof *rows);
+        if (!rows)
+            return -1;
+        set->rows = rows;
+        bool *o = realloc(set->owned, cap * sizeof *o);
+        if (!o)
+            return -1;
+        set->owned = o;
+        set->cap = cap;
+    }
+    set->rows[set->n] = row;
+    set->owned[set->n] = owned;
+    set->n++;
+    return 0;
+}
+
+int api_route_set_mount(struct api_route_set *set, const char *base, const struct api_mount *m)
+{
+    size_t bl = strlen(base), tl = strlen(m->tail);
+    while (bl && base[bl - 1] == '/')
+        bl--; /* "/docs/" + "/{*}" -> "/docs/{*}" */
+    char *pattern = malloc(bl + tl + 2);
+    if (!pattern)
+        return -1;
+    memcpy(pattern, base, bl);
+    memcpy(pattern + bl, m->tail, tl + 1);
+    if (!*pattern)
+        memcpy(pattern, "/", 2);
+    struct http_route row = {m->methods, pattern, m->handler, m->perm, m->description,
+                             m->outside_prefix ? HTTP_ROUTE_ROOT : 0};
+    if (set_push(set, row, true) != 0) {
+        free(pattern);
+        return -1;
+    }
+    return 0;
+}
+
+int api_route_set_build(struct api_route_set *set, const struct vt_config *cfg)
+{
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (set_push(set, routes[i], false) != 0)
+            return -1;
+    struct config_mount mounts[16];
+    size_t n = config_mounts(cfg, mounts, sizeof mounts / sizeof mounts[0]);
+    for (size_t i = 0; i < n; i++)
+        if (mounts[i].enabled && api_route_set_mount(set, mounts[i].base, &mounts[i].mount) != 0)
+            return -1;
+    return 0;
+}
+
+enum vt_err api_authorize(struct http_request *req, const struct http_route *route,
+                          const char **out_message)
+{
     struct auth_credentials cred = {
         .admin_token = http_req_header(req, "X-Admin-Token"),
         .authorization = http_req_header(req, "Authorization"),
-        .read_only_method = http_req_method(req) & (HTTP_GET | HTTP_HEAD),
     };
-    struct vt_error err = {0};
-    if (auth_authorize(&app->auth, (enum auth_perm)perm, &cred, &err) == VT_ERR_OK)
-        return true;
-    http_reply_vterr(req, &err);
-    return false;
+    return auth_authorize(&api_app(req)->auth, route->perm, &cred, out_message);
 }
 
 struct app *api_app(struct http_request *req)

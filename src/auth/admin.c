@@ -11,14 +11,18 @@
 
 #include "auth/auth.h"
 
-void auth_admin_init(struct auth_admin *a)
+void auth_admin_set(struct auth_admin *a, const char *token)
 {
     memset(a, 0, sizeof *a);
-    const char *token = getenv("ADMIN_TOKEN");
     if (!token || !*token)
         return;
     SHA256((const unsigned char *)token, strlen(token), a->digest);
     a->configured = true;
+}
+
+void auth_admin_init(struct auth_admin *a)
+{
+    auth_admin_set(a, getenv("ADMIN_TOKEN"));
 }
 
 enum vt_err auth_admin_check(const struct auth_admin *a, const char *presented)

@@ -1,27 +1,49 @@
 /*
  * The libmicrohttpd adapter (see server.h for the model).
  *
+ * Connection life: our acceptor thread accepts (a fast 503 past
+ * VT_MAX_CONNECTIONS), hands the socket to MHD (which enforces
+ * VT_MAX_CONNECTIONS_PER_CLIENT), and the reaper thread closes connections
+ * whose request head is not complete VT_REQUEST_HEAD_TIMEOUT_SECS after the
+ * accept or the previous response.
+ *
  * Request life:
- *   1st access-handler call  headers only: allocate struct http_request,
- *                            answer 413 at once when Content-Length is too big
+ *   URI log callback         request line parsed: allocate struct http_request
+ *                            with the raw request target (routing uses it)
+ *   1st access-handler call  headers only: strict framing checks (400/501/
+ *                            415/414/431, connection closed), 413 at once when
+ *                            Content-Length is too big
  *   body calls               append to the bounded body buffer (a chunked body
  *                            that grows too big gets 413 as soon as MHD lets us)
- *   final call               route and run the handler; queue its reply, or
- *                            keep the connection suspended while a job runs
+ *   final call               route, authorize, run the handler; queue its
+ *                            reply, or keep the connection suspended while a
+ *                            job runs
  *   resumed call             queue the reply the job produced
  *   completion callback      access log line, release
  *
  * Traps measured on libmicrohttpd 0.9.75 and handled here: replying on the
- * first call makes MHD close the connection (only the early 413 does that);
- * MHD_stop_daemon with a suspended connection aborts the process, so every
- * suspended connection is resumed before stopping; a suspended connection does
- * not notice a client disconnect, so streams check for it when they resume.
+ * first call makes MHD close the connection (only early errors do that);
+ * MHD_stop_daemon with a suspended connection aborts the process, so stop
+ * answers and resumes every suspended connection first; a suspended
+ * connection does not notice a client disconnect, so the reaper polls the
+ * sockets of suspended connections and cancels the jobs of clients that left;
+ * a stream reply whose connection closes before MHD queued it is never
+ * released by MHD, so the completion callback ends it.
+ *
+ * What MHD still answers itself (its own HTML bodies; 0.9.75 has no hook to
+ * replace them): a request line or header block that does not fit in the
+ * connection memory (414/431), an HTTP version other than 1.0/1.1 (505), a
+ * header line without a colon, a Content-Length that is not plain digits,
+ * malformed or oversized chunk framing. Each of those closes the connection
+ * and never reads a second request from the leftover bytes. MHD's strict
+ * client mode is not used: in 0.9.75 it only adds HTML answers for cases
+ * that we otherwise answer in JSON (missing Host, spaces in the target).
  */
 #include "http/server.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
@@ -32,11 +54,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "http/compress.h"
 #include "http/encoding.h"
+#include "http/router.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -45,6 +69,11 @@
 #define STREAM_BLOCK_BYTES (32 * 1024)   /* what MHD asks the reader for at once */
 #define CONNECTION_MEMORY_BYTES (VT_MAX_HEADER_BYTES + 16 * 1024)
 #define REQUEST_ARENA_MAX (8 * 1024 * 1024)
+#define REAPER_INTERVAL_MS 100           /* head deadlines, clients gone while suspended */
+#define STREAM_WAIT_SLICE_MS 100         /* a waiting producer re-checks its job this often */
+/* MHD's own cap sits a little above ours so that the acceptor, not MHD's
+ * silent refusal, answers the connection that reaches VT_MAX_CONNECTIONS. */
+#define MHD_CONNECTION_SLACK 64
 
 struct http_header {
     char *name;
@@ -74,10 +103,29 @@ struct http_stream {
     uint64_t bytes;             /* bytes handed to MHD */
 };
 
+/* One client connection (MHD's socket context). */
+struct http_conn {
+    struct MHD_Connection *conn;
+    int fd;
+    int64_t head_deadline_ms;   /* waiting for a request head until then; 0 = not */
+    struct http_conn *prev, *next; /* srv->conns, under srv->conn_mu */
+};
+
 struct http_request {
     struct http_server *srv;
     struct MHD_Connection *conn;
+    struct http_conn *hc;
+    int fd;                     /* the connection's socket (polled while suspended) */
     atomic_int refs;
+    bool started;               /* the first access-handler call happened */
+    char *target;               /* raw request target; NULL when too long */
+    struct http_path segs;      /* its path, split and decoded (check_head) */
+    size_t target_len;
+    pthread_mutex_t reply_mu;   /* installing a reply vs. shutdown taking over */
+    bool detached;              /* shutdown answered for it: the job's reply goes nowhere */
+    atomic_bool client_gone;    /* noticed by the reaper or the completion callback */
+    atomic_bool mhd_suspended;  /* we suspended the connection and MHD has not called
+                                 * back since (MHD_stop_daemon must not see one) */
     uint64_t id;
     int64_t start_ms;
     int64_t deadline_ms;
@@ -85,7 +133,7 @@ struct http_request {
     char *method_str;
     char *path;
     const struct http_route *route;
-    char *params[HTTP_MAX_PARAMS];
+    const char *params[HTTP_MAX_PARAMS];
     struct strbuf body;
     bool body_too_large;
     struct arena arena;
@@ -103,51 +151,29 @@ struct http_request {
     struct http_stream *stream;
     void *user;
     void (*on_release)(void *user); /* the handler's cleanup, at the very end */
-    int fd;                     /* the connection's socket (the watcher polls it) */
-    atomic_bool abandoned;      /* shutdown gave up on its job: no MHD calls and no
-                                 * replies from the job any more */
     /* active-request list (for shutdown) */
     struct http_request *prev, *next;
 };
 
-/* One client connection (MHD's socket context), listed for the watcher:
- * since when it has been waiting for a complete request header block. */
-struct http_conn {
-    int fd;
-    int64_t waiting_since_ms;   /* 0 while a request is being handled */
-    bool closing;               /* the watcher shut it down */
-    struct http_conn *prev, *next;
-};
-
-/* A route with what the router precomputes about its pattern. */
-struct route_slot {
-    const struct http_route *route;
-    int segments;               /* path segments of the pattern */
-    bool wild;                  /* ends in {*}: matches `segments` or more */
-};
-
-struct route_table {
-    struct route_slot *slots;   /* by specificity: see sort_routes */
-    size_t n;
-};
-
 struct http_server {
     struct http_server_options opts;
-    struct route_table routes, root_routes;
     const struct vt_config *cfg;
+    struct http_router *router;
     struct MHD_Daemon *daemon;
     int port;
+    int listen_fd;
+    int wake_pipe[2];           /* wakes the acceptor and the reaper at stop */
+    pthread_t acceptor, reaper;
+    bool acceptor_started, reaper_started;
+    atomic_bool threads_stop;
+    atomic_int n_conns;         /* connections MHD holds (notify started - closed) */
     atomic_uint_fast64_t next_id;
     pthread_mutex_t mu;         /* active list */
     struct http_request *active;
     int in_flight;
-    bool stopping;
-    pthread_t watcher;          /* notices clients that left suspended requests */
-    pthread_t stopper;          /* the thread in http_server_stop */
-    struct http_conn *conns;    /* every open connection (guarded by mu) */
-    int n_conns;
-    bool watcher_started;
-    atomic_bool watcher_stop;
+    atomic_bool stopping;
+    pthread_mutex_t conn_mu;    /* conns list and head deadlines */
+    struct http_conn *conns;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -187,6 +213,8 @@ static void request_unref(struct http_request *req)
         stream_unref(req->stream);
     sb_release(&req->body);
     arena_release(&req->arena);
+    pthread_mutex_destroy(&req->reply_mu);
+    free(req->target);
     free(req);
 }
 
@@ -205,8 +233,8 @@ struct arena *http_req_arena(struct http_request *req) { return &req->arena; }
 uint64_t http_req_id(const struct http_request *req) { return req->id; }
 int64_t http_req_deadline(const struct http_request *req) { return req->deadline_ms; }
 void http_req_set_user(struct http_request *req, void *user) { req->user = user; }
-void http_req_on_release(struct http_request *req, void (*fn)(void *user)) { req->on_release = fn; }
 void *http_req_user(const struct http_request *req) { return req->user; }
+void http_req_on_release(struct http_request *req, void (*fn)(void *user)) { req->on_release = fn; }
 
 const char *http_req_header(const struct http_request *req, const char *name)
 {
@@ -261,20 +289,24 @@ static void apply_headers(struct http_request *req, struct MHD_Response *resp)
         MHD_add_response_header(resp, h->name, h->value);
 }
 
-/* Installs `resp` as the reply (replacing an earlier one, for the 504 case). */
-static void set_response(struct http_request *req, int status, struct MHD_Response *resp,
+/* Installs `resp` as the reply (replacing an earlier one, for the 504 case).
+ * False (and `resp` destroyed) when shutdown already answered the request. */
+static bool set_response(struct http_request *req, int status, struct MHD_Response *resp,
                          uint64_t bytes)
 {
-    if (atomic_load(&req->abandoned) && !pthread_equal(pthread_self(), req->srv->stopper)) {
-        /* A job answering after shutdown gave up on it: the 503 stands. */
+    pthread_mutex_lock(&req->reply_mu);
+    if (req->detached) {
+        pthread_mutex_unlock(&req->reply_mu);
         MHD_destroy_response(resp);
-        return;
+        return false;
     }
     if (req->response)
         MHD_destroy_response(req->response);
     req->response = resp;
     req->status = status;
     req->bytes_out = bytes;
+    pthread_mutex_unlock(&req->reply_mu);
+    return true;
 }
 
 static void free_buffer(void *p)
@@ -386,6 +418,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     struct http_stream *st = cls;
+    atomic_store(&st->req->mhd_suspended, false);
     pthread_mutex_lock(&st->mu);
     size_t copied = 0;
     while (copied < max && st->qlen > 0) {
@@ -415,6 +448,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         return failed ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
     }
     st->mhd_waiting = true;
+    atomic_store(&st->req->mhd_suspended, true);
     MHD_suspend_connection(st->req->conn);
     pthread_mutex_unlock(&st->mu);
     return 0;
@@ -445,23 +479,27 @@ static int stream_push(struct http_stream *st, char *data, size_t len)
         return 0;
     }
     pthread_mutex_lock(&st->mu);
-    /* A client that reads nothing for VT_STREAM_STALL_MS is treated as gone:
-     * the producer (a query worker) must not wait on it for ever. */
-    int64_t stall_until = time_mono_ms() + VT_STREAM_STALL_MS;
+    /* Wait for room, but never without a limit: the job may be cancelled
+     * (client gone, shutdown) and a client that reads nothing for
+     * VT_STREAM_STALL_SECS is given up. */
+    int64_t stall_until = time_mono_ms() + (int64_t)VT_STREAM_STALL_SECS * 1000;
+    uint64_t seen = st->bytes;
     while (st->qlen == VT_STREAM_QUEUE_BATCHES && !st->gone) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 100 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&st->cv, &st->mu, &until);
-        if (st->qlen == VT_STREAM_QUEUE_BATCHES && time_mono_ms() >= stall_until) {
-            log_info("request %llx: the client read nothing for %d s; ending its stream",
-                     (unsigned long long)st->req->id, VT_STREAM_STALL_MS / 1000);
+        if (atomic_load(&st->req->job.cancelled) || atomic_load(&st->req->client_gone)) {
             st->gone = true;
+            break;
         }
+        int64_t now = time_mono_ms();
+        if (st->bytes != seen) {
+            seen = st->bytes;
+            stall_until = now + (int64_t)VT_STREAM_STALL_SECS * 1000;
+        } else if (now >= stall_until) {
+            log_warn("request %llx: the client read nothing for %d s; cancelling its stream",
+                     (unsigned long long)st->req->id, VT_STREAM_STALL_SECS);
+            st->gone = true;
+            break;
+        }
+        time_cond_wait(&st->cv, &st->mu, now + STREAM_WAIT_SLICE_MS);
     }
     if (st->gone) {
         pthread_mutex_unlock(&st->mu);
@@ -505,8 +543,6 @@ static int stream_flush(struct http_stream *st, bool final)
 struct http_stream *http_reply_stream(struct http_request *req, int status,
                                       const char *content_type, bool compressible)
 {
-    if (atomic_load(&req->abandoned))
-        return NULL;
     struct http_stream *st = calloc(1, sizeof *st);
     if (!st)
         return NULL;
@@ -543,17 +579,19 @@ struct http_stream *http_reply_stream(struct http_request *req, int status,
     if (encoding)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, encoding);
     apply_headers(req, resp);
-    set_response(req, status, resp, 0);
+    if (!set_response(req, status, resp, 0)) {
+        /* Shutdown answered the request already: MHD never gets this
+         * response, so drop the references MHD and the request would hold. */
+        atomic_store(&st->refs, 1);
+        st->gone = true;
+        return st;
+    }
     req->stream = st;
     /* A started stream is not cut by the request deadline: the client is
      * receiving rows; a stalled client is handled by the connection timeout. */
     atomic_store(&req->job.deadline_ms, 0);
-    pthread_mutex_lock(&req->srv->mu);
-    if (!atomic_load(&req->abandoned)) {
-        req->suspended = false;
-        MHD_resume_connection(req->conn);
-    }
-    pthread_mutex_unlock(&req->srv->mu);
+    req->suspended = false;
+    MHD_resume_connection(req->conn);
     return st;
 }
 
@@ -564,6 +602,8 @@ struct strbuf *http_stream_buffer(struct http_stream *st)
 
 int http_stream_commit(struct http_stream *st)
 {
+    if (atomic_load(&st->req->job.cancelled) || atomic_load(&st->req->client_gone))
+        return -1;
     if (st->pending.len >= STREAM_CHUNK_BYTES)
         return stream_flush(st, false);
     return 0;
@@ -603,20 +643,23 @@ static void job_run(struct eng_job *job, duckdb_connection con)
 static void job_done(struct eng_job *job)
 {
     struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
-    pthread_mutex_lock(&req->srv->mu);
-    bool abandoned = atomic_load(&req->abandoned);
-    pthread_mutex_unlock(&req->srv->mu);
-    if (!req->stream && !abandoned) {
+    if (!req->stream) {
         if (atomic_load(&job->timed_out))
             http_reply_error(req, VT_ERR_TIMEOUT, "request timed out");
-        else if (atomic_load(&job->cancelled) && !req->response)
-            http_reply_error(req, VT_ERR_CLIENT_GONE, NULL); /* for the access log */
         else if (!req->response)
             http_reply_error(req, VT_ERR_INTERNAL, "the handler produced no reply");
-        req->suspended = false;
-        MHD_resume_connection(req->conn);
+        /* Shutdown may have answered and resumed it already. */
+        pthread_mutex_lock(&req->reply_mu);
+        bool resume = !req->detached;
+        if (resume)
+            req->suspended = false;
+        pthread_mutex_unlock(&req->reply_mu);
+        if (resume)
+            MHD_resume_connection(req->conn);
     }
+    pthread_mutex_lock(&req->srv->mu);
     req->job_outstanding = false;
+    pthread_mutex_unlock(&req->srv->mu);
     request_unref(req);
 }
 
@@ -628,14 +671,19 @@ void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn)
     atomic_store(&req->job.deadline_ms, req->deadline_ms);
     req->job_fn = fn;
     req->job_pool = pool;
+    pthread_mutex_lock(&req->srv->mu);
     req->suspended = true;
     req->job_outstanding = true;
+    pthread_mutex_unlock(&req->srv->mu);
     atomic_fetch_add(&req->refs, 1);
+    atomic_store(&req->mhd_suspended, true);
     MHD_suspend_connection(req->conn);
     if (!eng_pool_submit(pool, &req->job)) {
         /* The reply is queued by the access-handler call that follows the
          * resume (req->suspended stays set until then). */
+        pthread_mutex_lock(&req->srv->mu);
         req->job_outstanding = false;
+        pthread_mutex_unlock(&req->srv->mu);
         atomic_fetch_sub(&req->refs, 1);
         http_reply_error(req, VT_ERR_UNAVAILABLE, "server is overloaded; retry later");
         MHD_resume_connection(req->conn);
@@ -649,7 +697,8 @@ const struct eng_job *http_req_job(const struct http_request *req)
 
 bool http_job_should_stop(struct http_request *req)
 {
-    if (atomic_load(&req->job.timed_out) || atomic_load(&req->job.cancelled))
+    if (atomic_load(&req->job.timed_out) || atomic_load(&req->job.cancelled) ||
+        atomic_load(&req->client_gone))
         return true;
     if (req->stream) {
         pthread_mutex_lock(&req->stream->mu);
@@ -660,277 +709,101 @@ bool http_job_should_stop(struct http_request *req)
     return false;
 }
 
-/* ------------------------------------------------------------- watcher */
+/* ------------------------------------------------------ client gone */
 
-/* libmicrohttpd does not watch a suspended connection's socket, so a client
- * that leaves while its request waits in a pool queue or runs a long query
- * is not noticed until the reply is written. This thread looks at the
- * sockets of suspended requests with a job every WATCH_PERIOD_MS: a peer that
- * closed (or half-closed, as nginx also takes it) cancels the job and
- * interrupts its DuckDB query, so the worker is free again at once. The fd
- * stays valid while MHD keeps the connection suspended. It also enforces the
- * header deadline of every connection (struct http_conn). */
-#define WATCH_PERIOD_MS 100
-
-static void *watch_main(void *arg)
+/* Ends r's stream for good: a producer waiting for room returns -1; with
+ * `resume`, a connection suspended waiting for rows is resumed and its reply
+ * ends truncated (MHD then also finds a closed socket, if it is one). */
+static void stream_abort(struct http_request *r, bool resume)
 {
-    struct http_server *srv = arg;
-    pthread_setname_np(pthread_self(), "http-watch");
-    while (!atomic_load(&srv->watcher_stop)) {
-        struct timespec ts = {0, WATCH_PERIOD_MS * 1000000L};
-        nanosleep(&ts, NULL);
-        pthread_mutex_lock(&srv->mu);
-        for (struct http_request *r = srv->active; r; r = r->next) {
-            if (!r->suspended || !r->job_outstanding || r->fd < 0 ||
-                atomic_load(&r->job.cancelled))
-                continue;
-            struct pollfd pfd = {.fd = r->fd, .events = POLLRDHUP};
-            if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-                log_debug("request %llx: the client left; cancelling its job",
-                          (unsigned long long)r->id);
-                atomic_store(&r->job.cancelled, true);
-                eng_pool_interrupt(r->job_pool, &r->job);
-            }
-        }
-        /* A connection gets VT_HEADER_TIMEOUT_SECS for each complete header
-         * block (the first request, and each next one on a keep-alive
-         * connection): trickling one byte at a time no longer keeps it. */
-        int64_t now = time_mono_ms();
-        for (struct http_conn *hc = srv->conns; hc; hc = hc->next) {
-            if (hc->closing || !hc->waiting_since_ms || hc->fd < 0 ||
-                now - hc->waiting_since_ms < VT_HEADER_TIMEOUT_SECS * 1000)
-                continue;
-            hc->closing = true;
-            shutdown(hc->fd, SHUT_RDWR); /* MHD sees the error and closes it */
-        }
-        pthread_mutex_unlock(&srv->mu);
+    struct http_stream *st = r->stream;
+    pthread_mutex_lock(&st->mu);
+    bool waiting = st->mhd_waiting && resume;
+    if (resume) {
+        /* The reader must never suspend again waiting for a producer that
+         * may not come back. */
+        st->mhd_waiting = false;
+        st->done = true;
+        st->failed = true;
     }
-    return NULL;
+    st->gone = true;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    if (waiting)
+        MHD_resume_connection(r->conn);
 }
 
-/* ------------------------------------------------------------- routing */
-
-/* Matches `path` against `pattern`, capturing {x} and {*} into params. */
-static bool route_match(const char *pattern, const char *path, struct http_request *req,
-                        bool capture)
+/* The client of `r` left (noticed while its connection was suspended, or at
+ * completion): cancel its job (interrupting DuckDB) and end its stream so a
+ * producer waiting for room returns -1. Call with srv->mu held. */
+static void mark_client_gone(struct http_request *r, bool resume_stream)
 {
-    size_t np = 0;
-    const char *p = pattern, *s = path;
-    while (*p && *s) {
-        if (*p != '/' || *s != '/')
-            return false;
-        p++;
-        s++;
-        const char *pe = strchr(p, '/');
-        const char *se = strchr(s, '/');
-        size_t plen = pe ? (size_t)(pe - p) : strlen(p);
-        size_t slen = se ? (size_t)(se - s) : strlen(s);
-        if (plen == 3 && memcmp(p, "{*}", 3) == 0 && !pe) {
-            /* The rest of the path, slashes and all (may be empty). */
-            if (np >= HTTP_MAX_PARAMS)
-                return false;
-            if (capture && !(req->params[np] = arena_strdup(&req->arena, s)))
-                return false;
-            np++;
-            p += plen;
-            s += strlen(s);
-            break;
-        }
-        if (plen >= 2 && p[0] == '{' && p[plen - 1] == '}') {
-            if (slen == 0 || np >= HTTP_MAX_PARAMS)
-                return false;
-            if (capture) {
-                req->params[np] = arena_strndup(&req->arena, s, slen);
-                if (!req->params[np])
-                    return false;
-            }
-            np++;
-        } else if (plen != slen || memcmp(p, s, plen) != 0) {
-            return false;
-        }
-        p += plen;
-        s += slen;
+    atomic_store(&r->client_gone, true);
+    if (r->job_outstanding) {
+        atomic_store(&r->job.cancelled, true);
+        if (r->job_pool)
+            eng_pool_interrupt(r->job_pool, &r->job);
     }
-    /* "/docs/{*}" also matches "/docs/" (handled above) but not "/docs". */
-    return *p == '\0' && *s == '\0';
+    if (r->stream)
+        stream_abort(r, resume_stream);
 }
 
-static void add_allow(struct strbuf *allow, unsigned methods)
+/* True when the peer closed (or reset) a socket we are not reading from. */
+static bool socket_hung_up(int fd)
 {
-    static const struct {
-        unsigned bit;
-        const char *name;
-    } names[] = {{HTTP_GET, "GET"}, {HTTP_HEAD, "HEAD"}, {HTTP_POST, "POST"},
-                 {HTTP_PUT, "PUT"}, {HTTP_DELETE, "DELETE"}, {HTTP_PATCH, "PATCH"}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (!(methods & names[i].bit))
-            continue;
-        if (allow->len && strstr(allow->buf, names[i].name))
-            continue;
-        if (allow->len)
-            sb_adds(allow, ", ");
-        sb_adds(allow, names[i].name);
-    }
-}
-
-/* Path segments: "/" is 1 (an empty one), "/a/b" 2, "/a/" 2. */
-static int count_segments(const char *path)
-{
-    int n = 0;
-    for (const char *p = path; *p; p++)
-        n += *p == '/';
-    return n;
-}
-
-/* Routes are sorted by specificity at start (sort_routes), so the first
- * route matching path and method is the most specific one. A route whose
- * segment count differs cannot match: that check alone skips most of them. */
-static void dispatch_in(struct http_request *req, const struct route_table *table,
-                        const char *path)
-{
-    unsigned allowed = 0;
-    int segments = count_segments(path);
-    for (size_t i = 0; i < table->n; i++) {
-        const struct route_slot *slot = &table->slots[i];
-        if (slot->segments != segments && !(slot->wild && segments >= slot->segments))
-            continue;
-        const struct http_route *r = slot->route;
-        if (!route_match(r->pattern, path, req, false))
-            continue;
-        unsigned methods = r->methods;
-        if (methods & HTTP_GET)
-            methods |= HTTP_HEAD;
-        if (!(methods & req->method)) {
-            allowed |= methods;
-            continue;
-        }
-        route_match(r->pattern, path, req, true);
-        req->route = r;
-        if (req->srv->opts.authorize && !req->srv->opts.authorize(req, r->perm))
-            return;
-        r->handler(req);
-        return;
-    }
-    if (allowed) {
-        struct strbuf allow;
-        sb_init(&allow, 256);
-        add_allow(&allow, allowed);
-        http_add_header(req, "Allow", allow.buf ? allow.buf : "");
-        sb_release(&allow);
-        http_reply_error(req, VT_ERR_METHOD_NOT_ALLOWED, "method not allowed for this route");
-        return;
-    }
-    http_reply_error(req, VT_ERR_NOT_FOUND, "no such route");
-}
-
-/* Literal segments of a pattern, and whether it ends in {*}. */
-static void pattern_rank(const char *pattern, int *out_literals, bool *out_wild)
-{
-    int literals = 0;
-    bool wild = false;
-    for (const char *p = pattern; *p == '/';) {
-        p++;
-        if (*p == '{')
-            wild = wild || p[1] == '*';
-        else if (*p)
-            literals++;
-        p += strcspn(p, "/");
-    }
-    *out_literals = literals;
-    *out_wild = wild;
-}
-
-/* The routes ordered by specificity: more literal segments first, then
- * without {*} before with, then table order. Among the routes matching a
- * path, the first in this order is the most specific, whatever order the
- * table was written in. */
-static bool sort_routes(const struct http_route *routes, size_t n, struct route_table *out)
-{
-    out->slots = calloc(n ? n : 1, sizeof *out->slots);
-    out->n = 0;
-    if (!out->slots)
-        return false;
-    int max_literals = 0;
-    for (size_t i = 0; i < n; i++) {
-        int l;
-        bool w;
-        pattern_rank(routes[i].pattern, &l, &w);
-        if (l > max_literals)
-            max_literals = l;
-    }
-    for (int literals = max_literals; literals >= 0; literals--)
-        for (int wild = 0; wild <= 1; wild++)
-            for (size_t i = 0; i < n; i++) {
-                int l;
-                bool w;
-                pattern_rank(routes[i].pattern, &l, &w);
-                if (l != literals || (int)w != wild)
-                    continue;
-                struct route_slot *slot = &out->slots[out->n++];
-                slot->route = &routes[i];
-                slot->segments = count_segments(routes[i].pattern);
-                slot->wild = w;
-                if (w)
-                    slot->segments--; /* {*} may match nothing after its slash */
-            }
-    return true;
-}
-
-static void dispatch(struct http_request *req, const char *url)
-{
-    struct http_server *srv = req->srv;
-    const char *prefix = srv->cfg->server.prefix ? srv->cfg->server.prefix : "";
-    size_t plen = strlen(prefix);
-    /* Routes outside the prefix (metrics) first. */
-    for (size_t i = 0; i < srv->root_routes.n; i++) {
-        if (route_match(srv->root_routes.slots[i].route->pattern, url, req, false)) {
-            req->path = arena_strdup(&req->arena, url);
-            dispatch_in(req, &srv->root_routes, url);
-            return;
-        }
-    }
-    if (plen && (strncmp(url, prefix, plen) != 0 || (url[plen] != '/' && url[plen] != '\0'))) {
-        http_reply_error(req, VT_ERR_NOT_FOUND, "no such route");
-        return;
-    }
-    const char *path = url + plen;
-    if (*path == '\0')
-        path = "/";
-    req->path = arena_strdup(&req->arena, path);
-    dispatch_in(req, &srv->routes, path);
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
 /* ------------------------------------------------------- MHD callbacks */
 
 static enum MHD_Result queue_reply(struct http_request *req)
 {
+    pthread_mutex_lock(&req->reply_mu);
     struct MHD_Response *resp = req->response;
     req->response = NULL;
+    pthread_mutex_unlock(&req->reply_mu);
+    if (!resp)
+        return MHD_NO;
     enum MHD_Result r = MHD_queue_response(req->conn, (unsigned)req->status, resp);
     MHD_destroy_response(resp);
     return r;
 }
 
+static void set_head_deadline(struct http_server *srv, struct http_conn *hc, int64_t deadline)
+{
+    if (!hc)
+        return;
+    pthread_mutex_lock(&srv->conn_mu);
+    hc->head_deadline_ms = deadline;
+    pthread_mutex_unlock(&srv->conn_mu);
+}
+
 static struct http_request *request_new(struct http_server *srv, struct MHD_Connection *conn,
-                                        const char *method)
+                                        const char *target)
 {
     struct http_request *req = calloc(1, sizeof *req);
     if (!req)
         return NULL;
     req->srv = srv;
     req->conn = conn;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    req->fd = ci ? ci->connect_fd : -1;
     atomic_init(&req->refs, 1);
+    pthread_mutex_init(&req->reply_mu, NULL);
     req->id = atomic_fetch_add(&srv->next_id, 1) + 1;
     req->start_ms = time_mono_ms();
     int64_t timeout = srv->cfg->server.request_timeout_ms;
     req->deadline_ms = timeout > 0 ? req->start_ms + timeout : 0;
-    req->method = parse_method(method);
+    req->method = HTTP_OTHER;
     arena_init(&req->arena, REQUEST_ARENA_MAX);
-    req->method_str = arena_strdup(&req->arena, method);
     sb_init(&req->body, (size_t)srv->cfg->server.max_body_bytes);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    req->fd = ci ? ci->connect_fd : -1;
+    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    req->hc = ci ? ci->socket_context : NULL;
+    req->target_len = target ? strlen(target) : 0;
+    if (target && req->target_len <= VT_MAX_URL_BYTES)
+        req->target = strdup(target);
     pthread_mutex_lock(&srv->mu);
     req->next = srv->active;
     if (srv->active)
@@ -939,6 +812,14 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
     srv->in_flight++;
     pthread_mutex_unlock(&srv->mu);
     return req;
+}
+
+/* MHD calls this once the request line is parsed, with the raw request
+ * target (before any unescaping): the request starts here, so routing sees
+ * the target as the client sent it. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    return request_new(cls, conn, uri);
 }
 
 static bool content_length_too_big(struct http_request *req)
@@ -955,149 +836,219 @@ static bool content_length_too_big(struct http_request *req)
     return v > (unsigned long long)req->srv->cfg->server.max_body_bytes;
 }
 
-/* ---------------------------------------------------- strict framing */
+/* ------------------------------------------------------ strict framing */
 
-struct framing {
-    int host, content_length, transfer_encoding;
-    bool bad_value;             /* NUL or CR/LF inside a field value */
-    bool bad_name;              /* whitespace or an empty field name */
-    const char *cl, *te;
+struct head_scan {
+    int host, content_length, transfer_encoding, content_encoding;
+    const char *te;
+    const char *ce;
+    const char *bad;            /* first problem found */
 };
 
-static enum MHD_Result count_field(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   size_t key_size, const char *value, size_t value_size)
+static bool is_tchar(unsigned char c)
+{
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+        return true;
+    return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
 {
     (void)kind;
-    struct framing *f = cls;
-    if (key_size == 0 || strcspn(key, " \t") != key_size)
-        f->bad_name = true;
-    if (value && (strlen(value) != value_size || strpbrk(value, "\r\n")))
-        f->bad_value = true;
+    struct head_scan *h = cls;
+    if (!*key) {
+        h->bad = "empty header field name";
+        return MHD_NO;
+    }
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        if (!is_tchar(*p)) {
+            h->bad = "invalid character (or whitespace before the colon) in a header field name";
+            return MHD_NO;
+        }
+    for (const unsigned char *p = (const unsigned char *)(value ? value : ""); *p; p++)
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f) {
+            h->bad = "control character (CR, NUL, ...) in a header field value";
+            return MHD_NO;
+        }
     if (!strcasecmp(key, "Host"))
-        f->host++;
-    else if (!strcasecmp(key, "Content-Length")) {
-        f->content_length++;
-        f->cl = value;
-    } else if (!strcasecmp(key, "Transfer-Encoding")) {
-        f->transfer_encoding++;
-        f->te = value;
+        h->host++;
+    else if (!strcasecmp(key, "Content-Length"))
+        h->content_length++;
+    else if (!strcasecmp(key, "Transfer-Encoding")) {
+        h->transfer_encoding++;
+        h->te = value;
+    } else if (!strcasecmp(key, "Content-Encoding")) {
+        h->content_encoding++;
+        h->ce = value;
     }
     return MHD_YES;
 }
 
-/* RFC 9112 framing rules libmicrohttpd 0.9.75 lets through, checked once the
- * header block is in and before any body is read. A request that breaks one
- * gets a 400 (501 for an unknown transfer coding) and the connection is
- * closed: bytes after an ambiguous header block are never read as another
- * request (request smuggling). NULL when the framing is sound. */
-static const char *framing_problem(struct http_request *req, const char *version,
-                                   enum vt_err *out_code)
+/* Trims optional whitespace: true when `v` is exactly `word` (any case). */
+static bool value_is(const char *v, const char *word)
 {
-    struct framing f = {0};
-    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, count_field, &f);
-    *out_code = VT_ERR_BAD_FRAMING;
-    if (f.bad_name)
-        return "malformed header field name";
-    if (f.bad_value)
-        return "control characters in a header field value";
-    if (f.host > 1)
-        return "more than one Host header";
-    if (f.host == 0 && strcmp(version, "HTTP/1.0") != 0)
-        return "missing Host header";
-    if (f.content_length && f.transfer_encoding)
-        return "both Content-Length and Transfer-Encoding";
-    if (f.content_length > 1)
-        return "more than one Content-Length";
-    if (f.cl && (!*f.cl || strspn(f.cl, "0123456789") != strlen(f.cl) || strlen(f.cl) > 18))
-        return "Content-Length is not a plain number";
-    if (f.transfer_encoding > 1)
-        return "more than one Transfer-Encoding";
-    if (f.te && strcasecmp(f.te, "chunked") != 0) {
-        *out_code = VT_ERR_NOT_IMPLEMENTED;
-        return "only Transfer-Encoding: chunked is supported";
-    }
-    return NULL;
+    if (!v)
+        return false;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    size_t n = strlen(word);
+    if (strncasecmp(v, word, n) != 0)
+        return false;
+    v += n;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    return *v == '\0';
 }
 
-/* libmicrohttpd's unescaping, except %2F and %00: an encoded slash is part
- * of its segment, never a separator (".../x%2Freload" must not reach the
- * reload route), and an encoded NUL would cut the path short. Applied to
- * the path and to query arguments alike. */
-static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+/* RFC 9112 framing rules libmicrohttpd lets through, checked on the headers
+ * before any body byte is read. VT_ERR_OK or the error to close with. */
+static enum vt_err check_head(struct http_request *req, const char *version, const char **out_msg)
 {
-    (void)cls;
-    (void)c;
-    char *w = s;
-    for (const char *r = s; *r;) {
-        if (r[0] == '%' && isxdigit((unsigned char)r[1]) && isxdigit((unsigned char)r[2])) {
-            char hex[3] = {r[1], r[2], 0};
-            unsigned v = (unsigned)strtoul(hex, NULL, 16);
-            if (v != '/' && v != 0) {
-                *w++ = (char)v;
-                r += 3;
+    *out_msg = NULL;
+    if (!req->target) {
+        *out_msg = "request target longer than VT_MAX_URL_BYTES (8192)";
+        return VT_ERR_URI_TOO_LONG;
+    }
+    if (req->target[0] != '/') {
+        *out_msg = "the request target must be an absolute path";
+        return VT_ERR_MALFORMED_REQUEST;
+    }
+    if (strpbrk(req->target, " \t")) {
+        *out_msg = "whitespace in the request target";
+        return VT_ERR_MALFORMED_REQUEST;
+    }
+    enum vt_err rc = http_path_parse(&req->arena, req->target, &req->segs, out_msg);
+    if (rc != VT_ERR_OK)
+        return rc;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (ci && ci->header_size > VT_MAX_HEADER_BYTES + VT_MAX_URL_BYTES) {
+        *out_msg = "request header fields larger than VT_MAX_HEADER_BYTES";
+        return VT_ERR_HEADERS_TOO_LARGE;
+    }
+    struct head_scan h = {0};
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, scan_header, &h);
+    if (h.bad) {
+        *out_msg = h.bad;
+        return VT_ERR_MALFORMED_REQUEST;
+    }
+    bool http11 = version && !strcmp(version, MHD_HTTP_VERSION_1_1);
+    if (http11 ? h.host != 1 : h.host > 1) {
+        *out_msg = h.host ? "more than one Host header" : "an HTTP/1.1 request needs a Host header";
+        return VT_ERR_MALFORMED_REQUEST;
+    }
+    if (h.content_length > 1) {
+        *out_msg = "more than one Content-Length header";
+        return VT_ERR_MALFORMED_REQUEST;
+    }
+    if (h.transfer_encoding) {
+        if (h.content_length) {
+            *out_msg = "both Content-Length and Transfer-Encoding";
+            return VT_ERR_MALFORMED_REQUEST;
+        }
+        if (!http11) {
+            *out_msg = "Transfer-Encoding in an HTTP/1.0 request";
+            return VT_ERR_MALFORMED_REQUEST;
+        }
+        if (h.transfer_encoding > 1 || !value_is(h.te, "chunked")) {
+            *out_msg = "unsupported transfer coding (only chunked is accepted)";
+            return VT_ERR_NOT_IMPLEMENTED;
+        }
+    }
+    if (h.content_encoding && !value_is(h.ce, "identity")) {
+        *out_msg = "request bodies must not be sent with a Content-Encoding";
+        return VT_ERR_UNSUPPORTED_CONTENT_ENCODING;
+    }
+    return VT_ERR_OK;
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+static void add_allow(struct strbuf *allow, unsigned methods)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } names[] = {{HTTP_GET, "GET"}, {HTTP_HEAD, "HEAD"}, {HTTP_POST, "POST"},
+                 {HTTP_PUT, "PUT"}, {HTTP_DELETE, "DELETE"}, {HTTP_PATCH, "PATCH"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (!(methods & names[i].bit))
+            continue;
+        if (allow->len)
+            sb_adds(allow, ", ");
+        sb_adds(allow, names[i].name);
+    }
+}
+
+static void dispatch(struct http_request *req)
+{
+    struct http_server *srv = req->srv;
+    const struct http_path path = req->segs;
+    const char *prefix = srv->cfg->server.prefix ? srv->cfg->server.prefix : "";
+    size_t plen = strlen(prefix);
+    size_t tlen = strcspn(req->target, "?");
+    unsigned allowed = 0;
+    size_t pos = 0;
+    const char *params[HTTP_MAX_PARAMS];
+    const struct http_route *r;
+    while ((r = http_router_next(srv->router, &path, &pos, &req->arena, params)) != NULL) {
+        unsigned methods = r->methods;
+        if (methods & HTTP_GET)
+            methods |= HTTP_HEAD;
+        bool method_ok = (methods & req->method) != 0;
+        enum vt_err arc = VT_ERR_OK;
+        const char *amsg = NULL;
+        if (r->perm != AUTH_PERM_PUBLIC && srv->opts.authorize) {
+            req->route = r;
+            memcpy(req->params, params, sizeof params);
+            arc = srv->opts.authorize(req, r, &amsg);
+            if (arc == VT_ERR_NOT_FOUND) {
+                /* Hidden: as if the row did not exist. */
+                req->route = NULL;
+                memset(req->params, 0, sizeof req->params);
                 continue;
             }
         }
-        *w++ = *r++;
-    }
-    *w = '\0';
-    return (size_t)(w - s);
-}
-
-/* Connection bookkeeping for the header deadline (see watch_main). */
-static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
-                          enum MHD_ConnectionNotificationCode toe)
-{
-    struct http_server *srv = cls;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        struct http_conn *hc = calloc(1, sizeof *hc);
-        if (!hc)
+        if (!method_ok) {
+            allowed |= methods;
+            req->route = NULL;
+            memset(req->params, 0, sizeof req->params);
+            continue;
+        }
+        req->route = r;
+        memcpy(req->params, params, sizeof params);
+        const char *p = req->target;
+        size_t n = tlen;
+        if (!(r->flags & HTTP_ROUTE_ROOT) && plen && n >= plen && !strncmp(p, prefix, plen)) {
+            p += plen;
+            n -= plen;
+        }
+        req->path = n ? arena_strndup(&req->arena, p, n) : "/";
+        if (arc != VT_ERR_OK) {
+            http_reply_error(req, arc, amsg);
             return;
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-        hc->fd = ci ? ci->connect_fd : -1;
-        hc->waiting_since_ms = time_mono_ms();
-        pthread_mutex_lock(&srv->mu);
-        hc->next = srv->conns;
-        if (srv->conns)
-            srv->conns->prev = hc;
-        srv->conns = hc;
-        srv->n_conns++;
-        pthread_mutex_unlock(&srv->mu);
-        *socket_context = hc;
+        }
+        r->handler(req);
         return;
     }
-    struct http_conn *hc = *socket_context;
-    if (!hc)
+    if (allowed) {
+        struct strbuf allow;
+        sb_init(&allow, 256);
+        add_allow(&allow, allowed);
+        http_add_header(req, "Allow", allow.buf ? allow.buf : "");
+        sb_release(&allow);
+        http_reply_error(req, VT_ERR_METHOD_NOT_ALLOWED, "method not allowed for this route");
         return;
-    pthread_mutex_lock(&srv->mu);
-    if (hc->prev)
-        hc->prev->next = hc->next;
-    else
-        srv->conns = hc->next;
-    if (hc->next)
-        hc->next->prev = hc->prev;
-    srv->n_conns--;
-    pthread_mutex_unlock(&srv->mu);
-    free(hc);
-    *socket_context = NULL;
+    }
+    http_reply_error(req, VT_ERR_NOT_FOUND, "no such route");
 }
 
-static struct http_conn *conn_of(struct MHD_Connection *conn)
+static enum MHD_Result reply_and_close(struct http_request *req, enum vt_err code, const char *msg)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? ci->socket_context : NULL;
-}
-
-static void conn_set_waiting(struct http_server *srv, struct MHD_Connection *conn, bool waiting)
-{
-    struct http_conn *hc = conn_of(conn);
-    if (!hc)
-        return;
-    pthread_mutex_lock(&srv->mu);
-    hc->waiting_since_ms = waiting ? time_mono_ms() : 0;
-    pthread_mutex_unlock(&srv->mu);
+    http_add_header(req, "Connection", "close");
+    http_reply_error(req, code, msg);
+    return queue_reply(req);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -1108,40 +1059,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct http_server *srv = cls;
     struct http_request *req = *con_cls;
     if (!req) {
-        req = request_new(srv, conn, method);
+        /* Every request passes the URI log callback first; be safe anyway. */
+        req = request_new(srv, conn, url);
         if (!req)
             return MHD_NO;
         *con_cls = req;
-        conn_set_waiting(srv, conn, false);
-        enum vt_err fcode;
-        const char *problem = framing_problem(req, version, &fcode);
-        if (problem) {
-            req->body_too_large = true; /* read nothing of the body */
-            http_add_header(req, "Connection", "close");
-            http_reply_error(req, fcode, problem);
-            return queue_reply(req);
-        }
-        if (srv->n_conns > VT_MAX_CONNECTIONS - VT_CONNECTION_HEADROOM) {
-            /* Near the hard cap: say so at once rather than let new clients
-             * time out. */
-            req->body_too_large = true;
-            http_add_header(req, "Connection", "close");
-            http_add_header(req, "Retry-After", "2");
-            http_reply_error(req, VT_ERR_UNAVAILABLE, "too many connections; retry later");
-            return queue_reply(req);
-        }
-        if (strlen(url) > VT_MAX_URL_BYTES) {
-            http_reply_error(req, VT_ERR_URI_TOO_LONG, "request target longer than 8192 bytes");
-            return queue_reply(req);
-        }
-        const char *ce = http_req_header(req, "Content-Encoding");
-        if (ce && strcasecmp(ce, "identity") != 0) {
-            /* We never decompress request bodies (a small body could expand
-             * past every limit); refuse before reading any of it. */
-            req->body_too_large = true; /* discard what arrives */
-            http_reply_error(req, VT_ERR_UNSUPPORTED_CONTENT_ENCODING, NULL);
-            return queue_reply(req);
-        }
+    }
+    atomic_store(&req->mhd_suspended, false);
+    if (!req->started) {
+        /* Headers only: the whole request head arrived. */
+        req->started = true;
+        req->method = parse_method(method);
+        req->method_str = arena_strdup(&req->arena, method);
+        set_head_deadline(srv, req->hc, 0);
+        const char *msg;
+        enum vt_err rc = check_head(req, version, &msg);
+        if (rc != VT_ERR_OK)
+            return reply_and_close(req, rc, msg);
         if (content_length_too_big(req)) {
             /* Refuse before reading any of the body. */
             req->body_too_large = true;
@@ -1167,7 +1101,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (req->response) {
+        pthread_mutex_lock(&srv->mu);
         req->suspended = false;
+        pthread_mutex_unlock(&srv->mu);
         return queue_reply(req);
     }
     if (req->suspended)
@@ -1176,12 +1112,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         http_reply_error(req, VT_ERR_BODY_TOO_LARGE, NULL);
         return queue_reply(req);
     }
-    if (srv->stopping) {
+    if (atomic_load(&srv->stopping)) {
         http_add_header(req, "Connection", "close");
         http_reply_error(req, VT_ERR_SHUTTING_DOWN, NULL);
         return queue_reply(req);
     }
-    dispatch(req, url);
+    dispatch(req);
     if (req->response && !req->suspended)
         return queue_reply(req);
     return MHD_YES;
@@ -1195,36 +1131,76 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!req)
         return;
     *con_cls = NULL;
-    conn_set_waiting(srv, conn, true);
+    atomic_store(&req->mhd_suspended, false);
     uint64_t bytes = req->bytes_out;
     if (req->stream) {
-        /* The connection is over: nobody will read the stream again. Its
-         * response may never have been queued (the client left while the
-         * request was suspended), so MHD will not release it and
-         * stream_released will not run: a producer waiting for room in the
-         * queue must hear it here. */
         pthread_mutex_lock(&req->stream->mu);
         bytes = req->stream->bytes;
-        req->stream->gone = true;
-        pthread_cond_broadcast(&req->stream->cv);
         pthread_mutex_unlock(&req->stream->mu);
     }
-    if (req->job_outstanding) {
-        /* A stream producer is still running: tell it to stop. */
-        atomic_store(&req->job.cancelled, true);
-        if (req->job_pool)
-            eng_pool_interrupt(req->job_pool, &req->job);
+    int status = req->status;
+    if (!req->started) {
+        /* libmicrohttpd answered (or dropped) it before our handler saw it. */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+        status = ci ? (int)ci->http_status : 0;
     }
+    pthread_mutex_lock(&srv->mu);
+    /* The connection is done with this request: a job still running (a
+     * stream producer, or a job whose reply MHD never queued) must stop, and
+     * a stream MHD never took must not wait for a reader. */
+    mark_client_gone(req, false);
+    srv->in_flight--;
+    pthread_mutex_unlock(&srv->mu);
+    set_head_deadline(srv, req->hc, time_mono_ms() + (int64_t)VT_REQUEST_HEAD_TIMEOUT_SECS * 1000);
     double ms = (double)(time_mono_ms() - req->start_ms);
     static const char *why[] = {"", " error", " timeout", " shutdown", " read-error",
                                 " client-abort"};
     log_access("%s %s %d %lluB %.0fms id=%llx%s", req->method_str ? req->method_str : "?",
-             http_req_route(req), req->status, (unsigned long long)bytes, ms,
-             (unsigned long long)req->id, (unsigned)toe < 6 ? why[toe] : "");
-    pthread_mutex_lock(&srv->mu);
-    srv->in_flight--;
-    pthread_mutex_unlock(&srv->mu);
+               http_req_route(req), status, (unsigned long long)bytes, ms,
+               (unsigned long long)req->id, (unsigned)toe < 6 ? why[toe] : "");
     request_unref(req);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct http_server *srv = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        atomic_fetch_add(&srv->n_conns, 1);
+        struct http_conn *hc = calloc(1, sizeof *hc);
+        if (!hc)
+            return;
+        hc->conn = conn;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        hc->fd = ci ? ci->connect_fd : -1;
+        hc->head_deadline_ms = time_mono_ms() + (int64_t)VT_REQUEST_HEAD_TIMEOUT_SECS * 1000;
+        pthread_mutex_lock(&srv->conn_mu);
+        hc->next = srv->conns;
+        if (srv->conns)
+            srv->conns->prev = hc;
+        srv->conns = hc;
+        pthread_mutex_unlock(&srv->conn_mu);
+        *socket_context = hc;
+        return;
+    }
+    atomic_fetch_sub(&srv->n_conns, 1);
+    struct http_conn *hc = *socket_context;
+    if (!hc)
+        return;
+    /* MHD closes the socket after this callback: under conn_mu the reaper
+     * never touches a socket number that was reused. */
+    pthread_mutex_lock(&srv->conn_mu);
+    if (hc->prev)
+        hc->prev->next = hc->next;
+    else
+        srv->conns = hc->next;
+    if (hc->next)
+        hc->next->prev = hc->prev;
+    pthread_mutex_unlock(&srv->conn_mu);
+    free(hc);
+    *socket_context = NULL;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -1238,13 +1214,190 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_debug("libmicrohttpd: %s", line);
 }
 
+/* ------------------------------------------------ acceptor and reaper */
+
+/* A complete JSON error reply written straight to a socket MHD never owns
+ * (or no longer reads), then the connection closed. */
+static void send_canned(int fd, enum vt_err code, const char *message)
+{
+    char body[256], head[512];
+    int bl = snprintf(body, sizeof body, "{\"error\":\"%s\",\"code\":\"%s\"}", message,
+                      vt_err_code(code));
+    int status = vt_err_status(code);
+    int hl = snprintf(head, sizeof head,
+                      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %d\r\n%sConnection: close\r\n\r\n",
+                      status, status == 503 ? "Service Unavailable" : "Request Timeout", bl,
+                      status == 503 ? "Retry-After: 2\r\n" : "");
+    struct iovec iov[2] = {{head, (size_t)hl}, {body, (size_t)bl}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+    if (sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        log_debug("canned %d reply not sent: %s", status, strerror(errno));
+}
+
+static void reject_busy(int fd)
+{
+    send_canned(fd, VT_ERR_UNAVAILABLE, "too many connections; retry later");
+    shutdown(fd, SHUT_WR);
+    /* Read what the client already sent so close() ends with FIN, not RST
+     * (an RST can destroy the 503 before the client reads it). */
+    char buf[4096];
+    for (int i = 0; i < 16 && recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0; i++)
+        ;
+    close(fd);
+}
+
+static void *acceptor_main(void *arg)
+{
+    struct http_server *srv = arg;
+    pthread_setname_np(pthread_self(), "http-accept");
+    struct pollfd pfd[2] = {{.fd = srv->listen_fd, .events = POLLIN},
+                            {.fd = srv->wake_pipe[0], .events = POLLIN}};
+    int64_t last_warn = 0;
+    while (!atomic_load(&srv->threads_stop)) {
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            log_error("http acceptor: poll: %s", strerror(errno));
+            break;
+        }
+        if (pfd[1].revents)
+            break;
+        for (int k = 0; k < 256; k++) {
+            struct sockaddr_storage ss;
+            socklen_t sl = sizeof ss;
+            int fd = accept4(srv->listen_fd, (struct sockaddr *)&ss, &sl,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                    int64_t now = time_mono_ms();
+                    if (now - last_warn > 10000) {
+                        log_warn("http acceptor: %s; connections wait in the backlog",
+                                 strerror(errno));
+                        last_warn = now;
+                    }
+                    struct timespec ts = {0, 10 * 1000000L};
+                    nanosleep(&ts, NULL);
+                }
+                break;
+            }
+            if (atomic_load(&srv->n_conns) >= VT_MAX_CONNECTIONS) {
+                reject_busy(fd);
+                continue;
+            }
+            /* MHD refuses (and closes) past VT_MAX_CONNECTIONS_PER_CLIENT. */
+            MHD_add_connection(srv->daemon, fd, (struct sockaddr *)&ss, sl);
+        }
+    }
+    return NULL;
+}
+
+static void *reaper_main(void *arg)
+{
+    struct http_server *srv = arg;
+    pthread_setname_np(pthread_self(), "http-reaper");
+    while (!atomic_load(&srv->threads_stop)) {
+        struct timespec ts = {0, REAPER_INTERVAL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        int64_t now = time_mono_ms();
+        /* Request heads that did not arrive in time (slow headers, idle
+         * keep-alive): answer 408 and close; MHD sees the socket end. */
+        pthread_mutex_lock(&srv->conn_mu);
+        for (struct http_conn *hc = srv->conns; hc; hc = hc->next) {
+            if (!hc->head_deadline_ms || now < hc->head_deadline_ms || hc->fd < 0)
+                continue;
+            hc->head_deadline_ms = 0;
+            send_canned(hc->fd, VT_ERR_REQUEST_HEAD_TIMEOUT,
+                        "the request head did not arrive in time");
+            shutdown(hc->fd, SHUT_RDWR);
+        }
+        pthread_mutex_unlock(&srv->conn_mu);
+        /* Suspended connections (a job runs, or a stream waits for rows) do
+         * not notice a client that left: look at their sockets. */
+        pthread_mutex_lock(&srv->mu);
+        for (struct http_request *r = srv->active; r; r = r->next) {
+            if (r->fd < 0 || atomic_load(&r->client_gone))
+                continue;
+            bool suspended = r->suspended && r->job_outstanding;
+            if (!suspended && r->stream) {
+                pthread_mutex_lock(&r->stream->mu);
+                suspended = r->stream->mhd_waiting;
+                pthread_mutex_unlock(&r->stream->mu);
+            }
+            if (suspended && socket_hung_up(r->fd)) {
+                log_debug("request %llx: the client left while its request was suspended",
+                          (unsigned long long)r->id);
+                mark_client_gone(r, true);
+            }
+        }
+        pthread_mutex_unlock(&srv->mu);
+    }
+    return NULL;
+}
+
 /* ----------------------------------------------------------- lifecycle */
+
+static int open_listener(const struct vt_config *cfg, int *out_port, struct vt_error *err)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%d", cfg->server.port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    int gai = getaddrinfo(cfg->server.listen, port, &hints, &ai);
+    if (gai != 0 || !ai) {
+        vt_error_set(err, VT_ERR_INVALID_CONFIG, "server.listen %s: %s", cfg->server.listen,
+                     gai_strerror(gai));
+        return -1;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    /* SO_REUSEADDR allows a quick restart on a port with connections in
+     * TIME_WAIT. Never SO_REUSEPORT: it let a second vitrine bind the same
+     * port and silently take a share of its connections. */
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+        vt_error_set(err, VT_ERR_INTERNAL, "cannot listen on %s:%d (%s)", cfg->server.listen,
+                     cfg->server.port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    *out_port = cfg->server.port;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        *out_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                   : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
 
 static void server_free(struct http_server *srv)
 {
-    free(srv->routes.slots);
-    free(srv->root_routes.slots);
+    if (srv->listen_fd >= 0)
+        close(srv->listen_fd);
+    if (srv->wake_pipe[0] >= 0) {
+        close(srv->wake_pipe[0]);
+        close(srv->wake_pipe[1]);
+    }
+    http_router_destroy(srv->router);
+    pthread_mutex_destroy(&srv->mu);
+    pthread_mutex_destroy(&srv->conn_mu);
     free(srv);
+}
+
+static void stop_threads(struct http_server *srv)
+{
+    atomic_store(&srv->threads_stop, true);
+    if (srv->wake_pipe[1] >= 0 && write(srv->wake_pipe[1], "x", 1) < 0)
+        log_debug("wake pipe: %s", strerror(errno));
+    if (srv->acceptor_started)
+        pthread_join(srv->acceptor, NULL);
+    if (srv->reaper_started)
+        pthread_join(srv->reaper, NULL);
+    srv->acceptor_started = srv->reaper_started = false;
 }
 
 struct http_server *http_server_start(const struct http_server_options *opts,
@@ -1257,66 +1410,65 @@ struct http_server *http_server_start(const struct http_server_options *opts,
         return NULL;
     }
     srv->opts = *opts;
-    if (!sort_routes(opts->routes, opts->n_routes, &srv->routes) ||
-        !sort_routes(opts->root_routes, opts->n_root_routes, &srv->root_routes)) {
-        server_free(srv);
-        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
-        return NULL;
-    }
     srv->cfg = cfg;
+    srv->listen_fd = -1;
+    srv->wake_pipe[0] = srv->wake_pipe[1] = -1;
     pthread_mutex_init(&srv->mu, NULL);
-
-    char port[16];
-    snprintf(port, sizeof port, "%d", cfg->server.port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
-    int gai = getaddrinfo(cfg->server.listen, port, &hints, &ai);
-    if (gai != 0 || !ai) {
-        vt_error_set(err, VT_ERR_INVALID_CONFIG, "server.listen %s: %s", cfg->server.listen,
-                     gai_strerror(gai));
+    pthread_mutex_init(&srv->conn_mu, NULL);
+    srv->router = http_router_create(opts->routes, opts->n_routes, opts->root_routes,
+                                     opts->n_root_routes, cfg->server.prefix, err);
+    if (!srv->router || pipe2(srv->wake_pipe, O_CLOEXEC) != 0) {
+        if (srv->router)
+            vt_error_set(err, VT_ERR_INTERNAL, "pipe: %s", strerror(errno));
         server_free(srv);
         return NULL;
     }
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
+    srv->listen_fd = open_listener(cfg, &srv->port, err);
+    if (srv->listen_fd < 0) {
+        server_free(srv);
+        return NULL;
+    }
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
     unsigned threads = (unsigned)eng_cpu_count();
-    /* No MHD_OPTION_LISTENING_ADDRESS_REUSE: its 1 means SO_REUSEPORT on
-     * Linux, which let a second vitrine bind the same port and silently take
-     * a share of its connections. MHD's default (SO_REUSEADDR) still allows a
-     * quick restart on a port with connections in TIME_WAIT. */
     srv->daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->server.port, NULL, NULL, on_request, srv,
+        flags, 0, NULL, NULL, on_request, srv,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)VT_CONNECTION_TIMEOUT_SECS,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)VT_MAX_CONNECTIONS,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)VT_MAX_CONNECTIONS_PER_IP,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-        MHD_OPTION_STRICT_FOR_CLIENT, (int)0, /* Host and friends: framing_problem() */
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(VT_MAX_CONNECTIONS + MHD_CONNECTION_SLACK),
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)VT_MAX_CONNECTIONS_PER_CLIENT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_BYTES,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
         MHD_OPTION_END);
-    freeaddrinfo(ai);
     if (!srv->daemon) {
-        vt_error_set(err, VT_ERR_INTERNAL, "cannot listen on %s:%d (address in use or not allowed)",
+        vt_error_set(err, VT_ERR_INTERNAL, "cannot start the HTTP server on %s:%d",
                      cfg->server.listen, cfg->server.port);
-        pthread_mutex_destroy(&srv->mu);
         server_free(srv);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = info ? info->port : cfg->server.port;
-    srv->watcher_started = pthread_create(&srv->watcher, NULL, watch_main, srv) == 0;
+    srv->reaper_started = pthread_create(&srv->reaper, NULL, reaper_main, srv) == 0;
+    srv->acceptor_started = pthread_create(&srv->acceptor, NULL, acceptor_main, srv) == 0;
+    if (!srv->acceptor_started || !srv->reaper_started) {
+        vt_error_set(err, VT_ERR_INTERNAL, "cannot start the HTTP threads");
+        stop_threads(srv);
+        MHD_stop_daemon(srv->daemon);
+        server_free(srv);
+        return NULL;
+    }
     return srv;
 }
 
 int http_server_port(const struct http_server *srv)
 {
     return srv->port;
+}
+
+size_t http_server_routes(const struct http_server *srv, const struct http_route **out_routes)
+{
+    return http_router_rows(srv->router, out_routes);
 }
 
 int http_server_in_flight(struct http_server *srv)
@@ -1327,107 +1479,119 @@ int http_server_in_flight(struct http_server *srv)
     return n;
 }
 
-void http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool *pool_to_interrupt)
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* True once no connection is suspended by us (they were all resumed and MHD
+ * called back), before `until`. */
+static bool wait_none_suspended(struct http_server *srv, int64_t until)
+{
+    for (;;) {
+        bool any = false;
+        pthread_mutex_lock(&srv->mu);
+        for (struct http_request *r = srv->active; r && !any; r = r->next)
+            any = atomic_load(&r->mhd_suspended);
+        pthread_mutex_unlock(&srv->mu);
+        if (!any)
+            return true;
+        if (time_mono_ms() >= until)
+            return false;
+        sleep_ms(10);
+    }
+}
+
+static bool wait_in_flight(struct http_server *srv, int64_t until)
+{
+    while (http_server_in_flight(srv) > 0) {
+        if (time_mono_ms() >= until)
+            return false;
+        sleep_ms(10);
+    }
+    return true;
+}
+
+/* After the drain: cancel every job, answer every request still waiting
+ * (503 for one whose job has not replied, a truncated end for a stream) and
+ * resume its connection, so that none is suspended when MHD stops. */
+static void take_over_remaining(struct http_server *srv, struct eng_pool *pool)
+{
+    pthread_mutex_lock(&srv->mu);
+    for (struct http_request *r = srv->active; r; r = r->next) {
+        if (r->job_outstanding) {
+            atomic_store(&r->job.cancelled, true);
+            if (r->job_pool)
+                eng_pool_interrupt(r->job_pool, &r->job);
+        }
+        if (r->stream) {
+            /* Its producer may still push: it gets -1 now. A stream MHD is
+             * writing is closed by MHD_stop_daemon. */
+            stream_abort(r, true);
+            continue;
+        }
+        if (!r->suspended)
+            continue;
+        http_add_header(r, "Connection", "close");
+        http_reply_error(r, VT_ERR_SHUTTING_DOWN, NULL);
+        pthread_mutex_lock(&r->reply_mu);
+        bool resume = r->suspended && !r->detached;
+        if (resume) {
+            r->detached = true;
+            r->suspended = false;
+        }
+        pthread_mutex_unlock(&r->reply_mu);
+        if (resume)
+            MHD_resume_connection(r->conn);
+    }
+    pthread_mutex_unlock(&srv->mu);
+    if (pool)
+        eng_pool_interrupt_all(pool);
+}
+
+bool http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool *pool_to_interrupt)
 {
     if (!srv)
-        return;
-    pthread_mutex_lock(&srv->mu);
-    srv->stopping = true;
-    srv->stopper = pthread_self();
-    pthread_mutex_unlock(&srv->mu);
-    /* Stop accepting: quiesce hands the listening socket back; close it so
-     * new connections are refused at once. */
-    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
-    int64_t until = time_mono_ms() + grace_ms;
-    while (http_server_in_flight(srv) > 0 && time_mono_ms() < until) {
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
+        return true;
+    atomic_store(&srv->stopping, true);
+    /* Stop accepting: the acceptor ends and the listening socket closes, so
+     * new connections are refused at once. The reaper keeps running through
+     * the drain (clients that leave still cancel their jobs). */
+    if (write(srv->wake_pipe[1], "x", 1) < 0)
+        log_debug("wake pipe: %s", strerror(errno));
+    if (srv->acceptor_started) {
+        atomic_store(&srv->threads_stop, true); /* the acceptor only; reaper restarted below */
+        pthread_join(srv->acceptor, NULL);
+        srv->acceptor_started = false;
+        atomic_store(&srv->threads_stop, false);
     }
-    int left = http_server_in_flight(srv);
-    if (left > 0) {
-        log_warn("shutdown: %d requests still running after %lld ms; interrupting them", left,
-                 (long long)grace_ms);
-        if (pool_to_interrupt)
-            eng_pool_interrupt_all(pool_to_interrupt);
-        /* Give interrupted jobs a moment to reply and resume. */
-        int64_t more = time_mono_ms() + 2000;
-        while (time_mono_ms() < more) {
-            bool any_suspended = false;
-            pthread_mutex_lock(&srv->mu);
-            for (struct http_request *r = srv->active; r; r = r->next)
-                if (r->suspended || r->job_outstanding)
-                    any_suspended = true;
-            pthread_mutex_unlock(&srv->mu);
-            if (!any_suspended)
-                break;
-            struct timespec ts = {0, 10 * 1000000L};
-            nanosleep(&ts, NULL);
+    close(srv->listen_fd);
+    srv->listen_fd = -1;
+    if (!wait_in_flight(srv, time_mono_ms() + grace_ms)) {
+        log_warn("shutdown: %d requests still running after %lld ms; cancelling them",
+                 http_server_in_flight(srv), (long long)grace_ms);
+        take_over_remaining(srv, pool_to_interrupt);
+        /* The resumed connections send their answer (or the end of their
+         * stream) and close; MHD_stop_daemon closes those still writing. */
+        int64_t until = time_mono_ms() + (int64_t)VT_SHUTDOWN_JOIN_SECS * 1000;
+        wait_in_flight(srv, time_mono_ms() + 1000);
+        if (!wait_none_suspended(srv, until)) {
+            stop_threads(srv);
+            log_warn("shutdown: %d requests did not finish; exiting without stopping the "
+                     "HTTP server (stopping it with suspended connections would abort)",
+                     http_server_in_flight(srv));
+            return false;
         }
     }
-    /* Requests still suspended on a job that did not stop (blocked in a
-     * build, a syscall, an uninterruptible query): answer 503 for them and
-     * resume their connections, since MHD_stop_daemon aborts the process
-     * with a connection still suspended. The job keeps its reference to the
-     * request and ends whenever it ends, without touching MHD again. */
-    pthread_mutex_lock(&srv->mu);
-    int abandoned = 0;
-    for (struct http_request *r = srv->active; r; r = r->next) {
-        if (r->suspended && r->job_outstanding && !r->stream) {
-            atomic_store(&r->abandoned, true);
-            atomic_store(&r->job.cancelled, true);
-            abandoned++;
-        }
-    }
-    pthread_mutex_unlock(&srv->mu);
-    if (abandoned) {
-        log_warn("shutdown: %d requests wait on jobs that did not stop; answering 503 for them",
-                 abandoned);
-        /* A reply the job was writing as we marked it finishes first. */
-        struct timespec ts = {0, 50 * 1000000L};
-        nanosleep(&ts, NULL);
-        pthread_mutex_lock(&srv->mu);
-        for (struct http_request *r = srv->active; r; r = r->next) {
-            if (!atomic_load(&r->abandoned) || !r->suspended)
-                continue;
-            r->suspended = false;
-            http_add_header(r, "Connection", "close");
-            http_reply_error(r, VT_ERR_SHUTTING_DOWN, "server is shutting down");
-            MHD_resume_connection(r->conn);
-        }
-        pthread_mutex_unlock(&srv->mu);
-    }
-    /* Streams waiting for data: end them so their connections resume. */
-    pthread_mutex_lock(&srv->mu);
-    for (struct http_request *r = srv->active; r; r = r->next) {
-        struct http_stream *st = r->stream;
-        if (!st)
-            continue;
-        pthread_mutex_lock(&st->mu);
-        bool waiting = st->mhd_waiting;
-        st->mhd_waiting = false;
-        st->done = true;
-        st->failed = true;
-        st->gone = true;
-        pthread_cond_broadcast(&st->cv);
-        pthread_mutex_unlock(&st->mu);
-        if (waiting)
-            MHD_resume_connection(r->conn);
-    }
-    pthread_mutex_unlock(&srv->mu);
-    atomic_store(&srv->watcher_stop, true);
-    if (srv->watcher_started)
-        pthread_join(srv->watcher, NULL);
-    srv->watcher_started = false;
+    stop_threads(srv);
     MHD_stop_daemon(srv->daemon);
     /* Every connection is closed now, but a job can outlive its connection (a
      * stream producer still cleaning up after its client read the end or hung
      * up): its last request_unref locks srv->mu. Wait for those (they were
-     * told to stop and finish quickly) before freeing the server; if one
-     * hangs, keep the server (it is still referenced) rather than free it
-     * under the job. */
-    int64_t jobs_until = time_mono_ms() + 10000;
+     * told to stop) before freeing the server; if one hangs, keep the server
+     * (it is still referenced) rather than free it under the job. */
+    int64_t jobs_until = time_mono_ms() + (int64_t)VT_SHUTDOWN_JOIN_SECS * 1000;
     for (;;) {
         pthread_mutex_lock(&srv->mu);
         bool idle = srv->active == NULL;
@@ -1436,11 +1600,10 @@ void http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool
             break;
         if (time_mono_ms() >= jobs_until) {
             log_warn("shutdown: request jobs still running after the server stopped");
-            return;
+            return false;
         }
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
+        sleep_ms(1);
     }
-    pthread_mutex_destroy(&srv->mu);
     server_free(srv);
+    return true;
 }

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth/auth.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "util/arena.h"
@@ -48,34 +49,44 @@ typedef void (*http_handler_fn)(struct http_request *req);
 /* Runs on a worker thread with that worker's DuckDB connection. */
 typedef void (*http_job_fn)(struct http_request *req, duckdb_connection con);
 
-#define HTTP_MAX_PARAMS 3
+#define HTTP_MAX_PARAMS 2
 
-/* One route. The router picks, among the routes whose pattern matches the
- * path, the most specific (most literal segments, then fewest wildcards, then
- * table order); a path that matches only with other methods is 405 with
- * Allow. Before the handler runs, the server's authorize hook sees `perm`. */
+/* Route flags. */
+#define HTTP_ROUTE_ROOT 1u      /* mounted outside server.prefix (metrics) */
+
+/* One row of the route table. Paths are matched segment by segment after
+ * splitting at '/' and percent-decoding each segment (so %2F is part of a
+ * segment, never a separator). A literal segment wins over {x}, and {x} over
+ * {*}, whatever the order of the table. */
 struct http_route {
     unsigned methods;           /* bit set of enum http_method; GET implies HEAD */
     const char *pattern;        /* "/api/v1/datasets/{name}/query": {x} matches one
-                                 * segment; {*} (last) matches the rest of the path,
-                                 * possibly empty; both are captured as params */
+                                 * segment; a last {*} matches the rest (static assets:
+                                 * "" or "a/b.css"; no "." or ".." segments) */
     http_handler_fn handler;
-    unsigned perm;              /* opaque to the router: the authorize hook's input */
-    const char *summary;        /* one line for the API reference */
+    enum auth_perm perm;        /* checked by the authorize hook before the handler */
+    const char *description;    /* one line, for docs and the OpenAPI document */
+    unsigned flags;             /* HTTP_ROUTE_* */
 };
 
-/* Called before every handler; replies (and returns false) to refuse. */
-typedef bool (*http_authorize_fn)(struct http_request *req, unsigned perm);
+/* The authorization hook: runs once per request before the route's handler.
+ * Returns VT_ERR_OK to run it, or the error to answer with (*out_message may
+ * give the text); VT_ERR_NOT_FOUND hides the route (answered exactly as if it
+ * did not exist, also for the 405 check). */
+typedef enum vt_err (*http_authorize_fn)(struct http_request *req, const struct http_route *route,
+                                         const char **out_message);
 
 struct http_server_options {
     const struct vt_config *cfg;
-    const struct http_route *routes; /* ordered: the first match wins */
+    /* The routes (copied at start, strings included, so the caller may build
+     * them on the stack or from the config). */
+    const struct http_route *routes;
     size_t n_routes;
-    /* Routes outside server.prefix (metrics); may be NULL. */
+    /* More routes outside server.prefix (as if flagged HTTP_ROUTE_ROOT); may be NULL. */
     const struct http_route *root_routes;
     size_t n_root_routes;
+    http_authorize_fn authorize; /* NULL: every route is open */
     void *app;                  /* handed to handlers through http_app() */
-    http_authorize_fn authorize; /* may be NULL: every route is open */
 };
 
 struct http_server *http_server_start(const struct http_server_options *opts,
@@ -83,8 +94,14 @@ struct http_server *http_server_start(const struct http_server_options *opts,
 /* The port actually bound (useful with port 0). */
 int http_server_port(const struct http_server *srv);
 /* Stops accepting, lets in-flight requests finish for up to grace_ms, then
- * interrupts what still runs and stops. */
-void http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool *pool_to_interrupt);
+ * cancels every job (interrupting its DuckDB query), answers every request
+ * still waiting 503 (streams end truncated), resumes and closes every
+ * connection, and stops. Returns within grace_ms plus a few seconds whatever
+ * the jobs do; a job that has not returned by then keeps the server object
+ * (it is not freed) and the caller should exit without waiting for it. */
+bool http_server_stop(struct http_server *srv, int64_t grace_ms, struct eng_pool *pool_to_interrupt);
+/* The routes the server serves (sorted in match order). */
+size_t http_server_routes(const struct http_server *srv, const struct http_route **out_routes);
 /* Requests received and not yet completed. */
 int http_server_in_flight(struct http_server *srv);
 
@@ -108,9 +125,9 @@ bool http_req_is_json(const struct http_request *req);
 /* A handler's own per-request state (lives as long as the request). */
 void http_req_set_user(struct http_request *req, void *user);
 void *http_req_user(const struct http_request *req);
-/* fn(user) runs when the request is freed, whatever happened to it (its job
- * may never have run: timed out or cancelled in the queue). Handlers release
- * what they pinned there; it must be idempotent with their own release. */
+/* Runs with the user pointer when the request is freed (after its job, if
+ * any): releases what a handler pinned for a job that may never run (a job
+ * cancelled or timed out while queued is skipped). */
 void http_req_on_release(struct http_request *req, void (*fn)(void *user));
 
 /* Adds a response header (copied) to the eventual reply. */
@@ -137,7 +154,8 @@ void http_reply_file(struct http_request *req, int status, const char *content_t
 struct http_stream *http_reply_stream(struct http_request *req, int status,
                                       const char *content_type, bool compressible);
 /* Appends bytes; blocks while the queue is full. Returns -1 when the client is
- * gone (stop producing). */
+ * gone, the job was cancelled, or the client has not read anything for
+ * VT_STREAM_STALL_SECS (stop producing, then call http_stream_end). */
 int http_stream_write(struct http_stream *st, const void *data, size_t n);
 /* Ends the stream. ok=false makes the client see a truncated response. */
 void http_stream_end(struct http_stream *st, bool ok);
@@ -148,7 +166,8 @@ int http_stream_commit(struct http_stream *st);
 
 /* Suspends the request and runs `fn` on `pool`. 503 when the pool is full. */
 void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn);
-/* Inside a job: the deadline passed or the client went away. */
+/* Inside a job: the deadline passed, the job was cancelled, or the client went
+ * away (also noticed while the connection is suspended). */
 bool http_job_should_stop(struct http_request *req);
 /* The engine job of a deferred request (its timed_out/cancelled flags tell
  * exec why to stop); NULL before http_defer. */

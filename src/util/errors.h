@@ -33,7 +33,6 @@
       "request body must be sent with Content-Type: application/json")                     \
     X(BODY_TOO_LARGE, 413, "body_too_large", "54000", -32600, "request body exceeds server.max_body_bytes")   \
     X(URI_TOO_LONG, 414, "uri_too_long", "54000", -32600, "request target too long")                        \
-    X(BAD_FRAMING, 400, "bad_framing", "08P01", -32600, "malformed HTTP request framing")     \
     X(NOT_IMPLEMENTED, 501, "not_implemented", "0A000", -32600, "not implemented")             \
     X(NOT_FOUND, 404, "not_found", "42883", -32601, "no such route")                                        \
     X(METHOD_NOT_ALLOWED, 405, "method_not_allowed", "42883", -32601, "method not allowed")                 \
@@ -42,6 +41,11 @@
     X(SHUTTING_DOWN, 503, "shutting_down", "57P01", 0, "server is shutting down")                      \
     X(INTERNAL, 500, "internal", "XX000", -32603, "internal error")                                         \
     X(OUT_OF_MEMORY, 503, "out_of_memory", "53200", 0, "out of memory")                                \
+    X(MALFORMED_REQUEST, 400, "malformed_request", "08P01", -32600, "malformed HTTP request") \
+    X(HEADERS_TOO_LARGE, 431, "headers_too_large", "54000", -32600,                        \
+      "request header fields too large")                                                   \
+    X(REQUEST_HEAD_TIMEOUT, 408, "request_timeout", "57014", -32600,                       \
+      "the request head did not arrive in time")                                           \
     /* datasets */                                                                         \
     X(DATASET_NOT_FOUND, 404, "dataset_not_found", "42P01", 0, "no such dataset")                      \
     X(DATASET_NOT_READY, 503, "dataset_not_ready", "55000", 0, "dataset is not published yet")         \

@@ -15,6 +15,14 @@
 #define VT_MAX_CONNECTIONS_PER_IP 1024         /* from one client address */
 #define VT_HEADER_TIMEOUT_SECS 30              /* to send a complete header block */
 #define VT_MAX_PENDING_JOBS 4096               /* worker-pool queue depth; beyond it 503 */
+#define VT_MAX_CONNECTIONS_PER_CLIENT 256      /* per client address, below VT_MAX_CONNECTIONS */
+#define VT_REQUEST_HEAD_TIMEOUT_SECS 10        /* the whole request head must arrive within this
+                                                * of the accept or of the previous response
+                                                * (slow headers; idle keep-alive) */
+#define VT_STREAM_STALL_SECS 30                /* a streamed reply whose client reads nothing
+                                                * for this long is cancelled */
+#define VT_SHUTDOWN_JOIN_SECS 5                /* after the drain: how long shutdown waits for
+                                                * cancelled jobs and builds before exiting anyway */
 
 /* Query request JSON */
 #define VT_MAX_JSON_DEPTH 16                   /* nesting of the request body */

@@ -1,265 +1,362 @@
-"""Hostile and faulty clients against the HTTP core (issue 10).
-
-- Clients that send a heavy request and leave while it is queued or running
-  (the connection is suspended, so libmicrohttpd does not see the close)
-  must not keep workers: their jobs are cancelled and a stream producer
-  never waits for ever on a queue nobody reads. Before, a few rounds of this
-  wedged both query workers for good.
-- SIGTERM with requests stuck on jobs that do not stop (a build blocked
-  opening a FIFO, a stream nobody reads) drains for shutdown_timeout_secs
-  and exits 0; before, libmicrohttpd aborted the process (exit 134).
-"""
+"""Hostile HTTP clients (issue 10, items 1, 3, 6, 7, 8): clients that leave
+while their request is suspended, shutdown with stuck requests, ambiguous
+framing, slow headers, connection floods. Raw sockets throughout: the point is
+to send what well-behaved clients never send."""
 import json
-import os
+import re
+import resource
 import signal
 import socket
 import threading
 import time
 
-import requests
+import pytest
 
 from conftest import dataset_block, server_block, write_parquet
 
-ADMIN = {"X-Admin-Token": "t0ken"}
 
-
-def big_table(datadir, rows=1000000):
-    return write_parquet(datadir / "t.parquet",
-                         f"SELECT i AS id, md5(i::VARCHAR) AS s, i % 100 AS k FROM range({rows}) t(i)")
-
-
-def raw_request(port, body, path="/api/v1/datasets/t/query"):
-    data = json.dumps(body).encode()
-    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(data)}\r\n\r\n").encode() + data
-
-
-def test_clients_that_leave_do_not_keep_workers(vt, datadir):
-    big_table(datadir)
-    s = vt(server_block(request_timeout_ms=0) +
-           dataset_block("t", datadir / "t.parquet", **{"index.mode": "none"}))
-    heavy = raw_request(s.port, {"order_by": [{"col": "s", "dir": "desc"}], "page_size": 100000})
-    half_sent = []
-    for _ in range(4):  # connections that never finish their headers
-        c = socket.create_connection(("127.0.0.1", s.port))
-        c.sendall(b"POST /api/v1/datasets/t/query HTTP/1.1\r\nHost: x\r\n")
-        half_sent.append(c)
-    for rnd in range(4):
-        socks = []
-        for _ in range(20):
-            c = socket.create_connection(("127.0.0.1", s.port))
-            c.sendall(heavy)
-            socks.append(c)
-        time.sleep(0.05)
-        for c in socks:
-            c.close()
-        t = time.monotonic()
-        r = s.post("/api/v1/datasets/t/count", {}, timeout=30)
-        took = time.monotonic() - t
-        assert r.json() == {"count": 1000000}
-        # Queued jobs of clients that left are dropped, running ones are
-        # interrupted: the count does not wait behind 20 sorts.
-        assert took < 3.0, f"round {rnd}: /count took {took:.1f}s"
-    for path in ["/api/v1/datasets/t/schema", "/healthz"]:
-        t = time.monotonic()
-        assert s.get(path, timeout=10).status_code == 200
-        assert time.monotonic() - t < 1.0
-    t = time.monotonic()
-    r = s.post("/api/v1/datasets/t/query", {"page_size": 5})
-    assert r.status_code == 200 and len(r.json()["data"]) == 5
-    assert time.monotonic() - t < 1.0
-    for c in half_sent:
-        c.close()
-    assert "client left" in s.log() or "499" in s.log()
-
-
-def test_a_stream_nobody_reads_does_not_hold_a_worker(vt, datadir):
-    big_table(datadir)
-    s = vt(server_block(request_timeout_ms=0, workers=1) +
-           dataset_block("t", datadir / "t.parquet", **{"index.mode": "none"}))
-    # The client sends the request and never reads: the producer fills the
-    # queue and the socket buffers, then waits. Closing the socket must free
-    # the only worker.
-    c = socket.create_connection(("127.0.0.1", s.port))
-    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    c.sendall(raw_request(s.port, {}, path="/api/v1/datasets/t/query/stream"))
-    time.sleep(1.0)
-    c.close()
-    t = time.monotonic()
-    r = s.post("/api/v1/datasets/t/count", {"predicates": [{"col": "k", "op": "eq", "val": 3}]},
-               timeout=30)
-    assert r.json() == {"count": 10000}
-    assert time.monotonic() - t < 2.0
-
-
-def test_sigterm_with_stuck_requests_exits_0(vt, datadir):
-    big_table(datadir, rows=200000)
-    fifo = datadir / "stuck.parquet"
-    os.mkfifo(fifo)
-    s = vt(server_block(request_timeout_ms=0, shutdown_timeout_secs=1) +
-           dataset_block("t", datadir / "t.parquet", **{"index.mode": "none"}),
-           env={"ADMIN_TOKEN": "t0ken"})
-    results = {}
-
-    def register():
+def raw(port, data, timeout=5, src=None):
+    """Sends `data` (from source address `src`), reads until the server closes
+    (or `timeout`)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                  source_address=(src, 0) if src else None) as s:
+        s.sendall(data)
+        out = b""
         try:
-            r = requests.post(s.url("/api/v1/datasets"), headers=ADMIN, timeout=60,
-                              json={"name": "stuck", "source": {"kind": "parquet",
-                                                                "location": str(fifo)}})
-            results["register"] = r.status_code
-        except requests.RequestException as e:
-            results["register"] = str(e)
-
-    th = threading.Thread(target=register)
-    th.start()
-    # A stream that nobody reads, too.
-    c = socket.create_connection(("127.0.0.1", s.port))
-    c.sendall(raw_request(s.port, {}, path="/api/v1/datasets/t/query/stream"))
-    time.sleep(1.0)
-    t = time.monotonic()
-    s.proc.send_signal(signal.SIGTERM)
-    try:
-        rc = s.proc.wait(timeout=30)
-    finally:
-        c.close()
-        # Unblock the builder's open() if it is still there (a writer opens).
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            os.close(fd)
-        except OSError:
-            pass
-        th.join(timeout=30)
-    took = time.monotonic() - t
-    assert rc == 0, f"exit {rc}\n{s.log()[-3000:]}"
-    assert took < 1 + 5 + 3, took  # drain, cleanup grace, slack
-    assert results.get("register") in (503, 504) or isinstance(results.get("register"), str)
-
-
-# ------------------------------------------------------------ framing
-
-def exchange(port, data, wait=2.0):
-    """Sends raw bytes; returns everything the server sent until it closed."""
-    c = socket.create_connection(("127.0.0.1", port), timeout=5)
-    c.sendall(data)
-    c.settimeout(wait)
-    out = b""
-    try:
-        while True:
-            b = c.recv(65536)
-            if not b:
-                break
-            out += b
-    except socket.timeout:
-        out += b"<still open>"
-    c.close()
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                out += b
+        except (socket.timeout, ConnectionResetError):
+            out += b"<no close>"
     return out
 
 
-def framing_server(vt, datadir):
-    write_parquet(datadir / "t.parquet", "SELECT i AS id FROM range(10) t(i)")
-    return vt(server_block() + dataset_block("t", datadir / "t.parquet"),
-              env={"ADMIN_TOKEN": "t0ken"})
+def responses(data):
+    return len(re.findall(rb"HTTP/1\.1 \d{3} ", data))
 
 
-COUNT_HEAD = ("POST /api/v1/datasets/t/count HTTP/1.1\r\nHost: x\r\n"
-              "Content-Type: application/json\r\n")
+def json_error(data):
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert b"application/json" in head, data[:400]
+    b = json.loads(body.replace(b"<no close>", b""))
+    assert set(b) == {"error", "code"}, b
+    return int(head.split(b" ")[1]), b["code"], head
+
+
+PIPELINED = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+POST = b"POST /api/v1/datasets/x/count HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+
+# (name, request, status, code): each is answered once with the JSON error and
+# the connection closed; the pipelined GET behind it is never answered.
 FRAMING = [
-    # name, bytes, status, code
-    ("CL and TE", COUNT_HEAD + "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n"
-     "0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 400, "bad_framing"),
-    ("two Content-Lengths", COUNT_HEAD + "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{} ",
-     400, "bad_framing"),
-    ("whitespace before the colon", "GET /healthz HTTP/1.1\r\nHost : x\r\n\r\n",
-     400, "bad_framing"),
-    ("missing Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, "bad_framing"),
-    ("two Hosts", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "bad_framing"),
-    ("unknown transfer coding", "POST /api/v1/datasets/t/count HTTP/1.1\r\nHost: x\r\n"
-     "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501, "not_implemented"),
-    ("9000-byte URL", "GET /" + "a" * 9000 + " HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
+    ("cl_and_te", POST + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+     400, "malformed_request"),
+    ("two_content_lengths", POST + b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400,
+     "malformed_request"),
+    ("same_content_length_twice", POST + b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
+     400, "malformed_request"),
+    ("space_before_colon", b"GET /healthz HTTP/1.1\r\nHost : x\r\n\r\n", 400,
+     "malformed_request"),
+    ("unknown_transfer_coding", POST + b"Transfer-Encoding: gzip\r\n\r\n{}", 501,
+     "not_implemented"),
+    ("chunked_not_last", POST + b"Transfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", 501,
+     "not_implemented"),
+    ("te_in_http10", b"POST /api/v1/datasets/x/count HTTP/1.0\r\nTransfer-Encoding: chunked"
+     b"\r\n\r\n0\r\n\r\n", 400, "malformed_request"),
+    ("missing_host", b"GET /healthz HTTP/1.1\r\n\r\n", 400, "malformed_request"),
+    ("two_hosts", b"GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400,
+     "malformed_request"),
+    ("cr_in_value", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: a\rb\r\n\r\n", 400,
+     "malformed_request"),
+    ("ctl_in_value", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: a\x01b\r\n\r\n", 400,
+     "malformed_request"),
+    ("space_in_target", b"GET /hea lthz HTTP/1.1\r\nHost: a\r\n\r\n", 400,
+     "malformed_request"),
+    ("long_query_string", b"GET /healthz?" + b"a" * 9000 + b" HTTP/1.1\r\nHost: a\r\n\r\n", 414,
+     "uri_too_long"),
+    ("long_escaped_path", b"GET /" + b"%41" * 3000 + b" HTTP/1.1\r\nHost: a\r\n\r\n", 414,
+     "uri_too_long"),
+    ("bad_percent_escape", b"GET /api/v1/datasets/%zz/status HTTP/1.1\r\nHost: a\r\n\r\n", 400,
+     "malformed_request"),
+    ("content_encoding", POST + b"Content-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}", 415,
+     "unsupported_content_encoding"),
+    ("absolute_form_garbage", b"GET healthz HTTP/1.1\r\nHost: a\r\n\r\n", 400,
+     "malformed_request"),
 ]
 
 
-def test_ambiguous_framing_is_refused_and_closed(vt, datadir):
-    s = framing_server(vt, datadir)
-    for name, data, status, code in FRAMING:
-        out = exchange(s.port, data.encode())
-        head, _, body = out.partition(b"\r\n\r\n")
-        assert head.startswith(f"HTTP/1.1 {status} ".encode()), (name, out[:300])
-        assert b"Connection: close" in head, (name, head)
-        assert not out.endswith(b"<still open>"), (name, "connection left open")
-        # One response only: nothing smuggled after the ambiguous block.
-        assert out.count(b"HTTP/1.1 ") == 1, (name, out[:600])
-        assert json.loads(body)["code"] == code, (name, body)
-    # A plain HTTP/1.0 request without Host is still fine.
-    out = exchange(s.port, b"GET /healthz HTTP/1.0\r\n\r\n")
-    assert out.startswith(b"HTTP/1.") and b" 200 " in out.split(b"\r\n")[0], out[:200]
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    from conftest import Server
+    d = tmp_path_factory.mktemp("plain")
+    s = Server(d, server_block())
+    s.start()
+    s.wait_ready()
+    yield s
+    assert s.stop() == 0
 
 
-def test_encoded_slash_is_not_a_separator(vt, datadir):
-    s = framing_server(vt, datadir)
-    # Decoded, this would be POST /api/v1/datasets/t/reload (an admin route).
-    r = requests.post(s.url("/api/v1/datasets/t%2Freload"), headers=ADMIN, timeout=10)
-    assert r.status_code == 404, r.text
-    r = requests.get(s.url("/api/v1/datasets/t%2Fx/status"), timeout=10)
-    assert r.status_code == 404 and r.json()["code"] == "dataset_not_found", r.text
-    assert "t%2Fx" in r.json()["error"]
+@pytest.mark.parametrize("name,req,status,code", FRAMING, ids=[f[0] for f in FRAMING])
+def test_bad_framing_is_one_json_error_and_close(plain, name, req, status, code):
+    out = raw(plain.port, req + PIPELINED)
+    assert b"<no close>" not in out, f"connection left open: {out[:300]}"
+    assert responses(out) == 1, out[:600]
+    got_status, got_code, head = json_error(out)
+    assert (got_status, got_code) == (status, code), out[:400]
+    assert b"Connection: close" in head
+    assert raw(plain.port, PIPELINED.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")) \
+        .startswith(b"HTTP/1.1 200")
 
 
-# ------------------------------------------------------------ connections
-
-def test_one_address_cannot_take_every_connection(vt, datadir):
-    import resource
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 10000), hard))
-    s = framing_server(vt, datadir)
-    idle = []
-    try:
-        for _ in range(4200):
-            try:
-                idle.append(socket.create_connection(("127.0.0.1", s.port), timeout=5))
-            except OSError:
-                break
-        time.sleep(0.5)
-        # Another client address still gets in, at once.
-        c = socket.create_connection(("127.0.0.1", s.port), timeout=5,
-                                     source_address=("127.0.0.2", 0))
-        t = time.monotonic()
-        c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        out = b""
-        while not out.endswith(b"}"):
-            b = c.recv(4096)
-            if not b:
-                break
-            out += b
-        took = time.monotonic() - t
-        c.close()
-        assert b" 200 " in out.split(b"\r\n")[0], out
-        assert took < 0.1, took
-    finally:
-        for c in idle:
-            c.close()
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+# What libmicrohttpd 0.9.75 rejects before our code sees the request (no hook
+# to replace its HTML body): still one answer, the connection closed, and the
+# bytes behind it never read as a second request.
+MHD_OWN = [
+    ("content_length_not_digits", POST + b"Content-Length: +2\r\n\r\n{}"),
+    ("chunk_size_overflow", POST + b"Transfer-Encoding: chunked\r\n\r\n" + b"F" * 20 +
+     b"\r\n{}\r\n0\r\n\r\n"),
+    ("bad_chunk_size", POST + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"),
+    ("header_line_without_colon", b"GET /healthz HTTP/1.1\r\nHost: a\r\nnocolon\r\n\r\n"),
+    ("http_2_0_version", b"GET /healthz HTTP/2.0\r\nHost: a\r\n\r\n"),
+]
 
 
-def test_header_trickle_is_cut_off(vt, datadir):
-    s = framing_server(vt, datadir)
-    c = socket.create_connection(("127.0.0.1", s.port), timeout=5)
-    c.sendall(b"GET /healthz HTTP/1.1\r\n")
-    t = time.monotonic()
-    closed = False
-    while time.monotonic() - t < 45:
+@pytest.mark.parametrize("name,req", MHD_OWN, ids=[m[0] for m in MHD_OWN])
+def test_framing_mhd_rejects_closes_without_a_second_request(plain, name, req):
+    out = raw(plain.port, req + PIPELINED)
+    assert b"<no close>" not in out
+    assert out.startswith(b"HTTP/1.1 4") or out.startswith(b"HTTP/1.1 5"), out[:200]
+    assert b"HTTP/1.1 200" not in out, out[:600]
+    assert b'{"status":"ok"}' not in out
+
+
+def test_percent_encoded_slash_stays_in_the_segment(plain):
+    out = raw(plain.port, b"GET /api/v1/datasets/a%2Fb/status HTTP/1.1\r\nHost: a\r\n"
+                          b"Connection: close\r\n\r\n")
+    status, code, _ = json_error(out)
+    assert (status, code) == (404, "dataset_not_found"), out
+    assert b'a/b' in out
+
+
+def test_url_at_the_limit_passes(plain):
+    path = b"/healthz?" + b"a" * (8192 - len(b"/healthz?"))
+    out = raw(plain.port, b"GET " + path + b" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+    assert out.startswith(b"HTTP/1.1 200"), out[:200]
+
+
+def test_slow_request_head_is_cut_at_the_deadline(plain):
+    """A byte every second keeps MHD's idle timeout happy forever; the head
+    deadline (VT_REQUEST_HEAD_TIMEOUT_SECS = 10) closes it with a 408."""
+    s = socket.create_connection(("127.0.0.1", plain.port), timeout=2)
+    t0 = time.monotonic()
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 40
+    got = b""
+    for b in head:
         try:
-            c.sendall(b"X")  # one byte every second keeps MHD's idle timer happy
-            c.settimeout(1.0)
-            if c.recv(1024) == b"":
-                closed = True
+            s.sendall(bytes([b]))
+        except (BrokenPipeError, ConnectionResetError):
+            break
+        try:
+            got += s.recv(4096)
+            if got:
                 break
         except socket.timeout:
-            continue
-        except OSError:
-            closed = True
+            pass
+        except ConnectionResetError:
             break
-    took = time.monotonic() - t
-    c.close()
-    assert closed, "a trickling client kept its connection"
-    assert took < 30 + 5, took
+        if time.monotonic() - t0 > 20:
+            break
+    elapsed = time.monotonic() - t0
+    s.close()
+    assert 9 <= elapsed <= 13, elapsed
+    assert got.startswith(b"HTTP/1.1 408"), got[:200]
+    assert b'"code":"request_timeout"' in got
+
+
+def test_idle_keep_alive_connection_is_closed_after_the_head_deadline(plain):
+    s = socket.create_connection(("127.0.0.1", plain.port), timeout=15)
+    s.sendall(PIPELINED)
+    first = s.recv(4096)
+    assert first.startswith(b"HTTP/1.1 200")
+    t0 = time.monotonic()
+    rest = s.recv(4096)
+    while rest and b"408" in rest and not rest.endswith(b"}"):
+        rest += s.recv(4096)
+    try:
+        end = s.recv(4096)
+    except ConnectionResetError:
+        end = b""
+    s.close()
+    assert 9 <= time.monotonic() - t0 <= 13
+    assert end == b""
+
+
+def _raise_nofile(n):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(n, hard), hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def _open_idle(src, port, n):
+    """n connections from source address `src` that never send anything."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.setblocking(False)
+        try:
+            s.bind((src, 0))
+            s.connect_ex(("127.0.0.1", port))
+        except OSError:
+            s.close()
+            break
+        socks.append(s)
+    return socks
+
+
+def test_connection_flood_from_one_address_does_not_starve_others(plain):
+    assert _raise_nofile(12000) >= 9000
+    flood = _open_idle("127.0.0.1", plain.port, 4200)
+    try:
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        out = raw(plain.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                  src="127.0.0.2")
+        elapsed = time.monotonic() - t0
+        assert out.startswith(b"HTTP/1.1 200"), out[:200]
+        assert elapsed < 0.1, elapsed
+    finally:
+        for s in flood:
+            s.close()
+
+
+def test_global_connection_cap_answers_503_fast(plain):
+    """VT_MAX_CONNECTIONS (4096) idle connections from many addresses (256 per
+    address, the per-client cap): the next connection gets a 503 at once."""
+    assert _raise_nofile(12000) >= 9000
+    flood = []
+    try:
+        for i in range(3, 3 + 17):
+            flood += _open_idle(f"127.0.0.{i}", plain.port, 256)
+        time.sleep(1.5)
+        t0 = time.monotonic()
+        out = raw(plain.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                  src="127.0.1.1", timeout=5)
+        elapsed = time.monotonic() - t0
+        assert out.startswith(b"HTTP/1.1 503"), out[:200]
+        status, code, head = json_error(out)
+        assert code == "unavailable" and b"Retry-After" in head
+        assert elapsed < 0.5, elapsed
+    finally:
+        for s in flood:
+            s.close()
+    time.sleep(1.0)
+    assert raw(plain.port, PIPELINED.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")) \
+        .startswith(b"HTTP/1.1 200")
+
+
+# ------------------------------------------------- clients that leave (item 1)
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    from conftest import Server
+    d = tmp_path_factory.mktemp("big")
+    write_parquet(d / "big.parquet", "SELECT i AS id, (i * 7919) % 1000003 AS k, "
+                  "'name_' || (i % 1000) AS s, random() AS r FROM range(2000000) t(i)")
+    s = Server(d, server_block(shutdown_timeout_secs=1) + dataset_block("big", d / "big.parquet"))
+    s.start()
+    s.wait_ready(timeout=120)
+    yield s
+    assert s.stop() == 0
+
+
+def _post(path, body):
+    b = json.dumps(body).encode()
+    return (b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b)
+
+
+def _answers_within(port, data, seconds):
+    t0 = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=seconds) as s:
+        s.sendall(data)
+        try:
+            first = s.recv(64)
+        except socket.timeout:
+            return False, seconds
+    return first.startswith(b"HTTP/1.1 200"), time.monotonic() - t0
+
+
+def test_clients_leaving_big_sorts_never_wedge_the_workers(big):
+    sort = _post(b"/api/v1/datasets/big/query",
+                 {"order_by": [{"col": "r", "dir": "desc"}], "page_size": 100000})
+    half = []
+    for _ in range(4):
+        s = socket.create_connection(("127.0.0.1", big.port))
+        s.sendall(b"POST /api/v1/datasets/big/query HTTP/1.1\r\nHost: x\r\n")
+        half.append(s)
+    try:
+        for _ in range(4):
+            socks = [socket.create_connection(("127.0.0.1", big.port)) for _ in range(20)]
+            for s in socks:
+                s.sendall(sort)
+            time.sleep(0.05)
+            for s in socks:
+                s.close()
+            time.sleep(0.3)
+        time.sleep(0.5)
+        for path, body in ((b"/api/v1/datasets/big/count", {}),
+                           (b"/api/v1/datasets/big/query", {"page_size": 5})):
+            ok, t = _answers_within(big.port, _post(path, body).replace(
+                b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1), 1.0)
+            assert ok and t < 1.0, (path, t, big.log()[-3000:])
+        ok, t = _answers_within(big.port, b"GET /api/v1/datasets/big/schema HTTP/1.1\r\nHost: x"
+                                b"\r\nConnection: close\r\n\r\n", 1.0)
+        assert ok and t < 1.0, t
+    finally:
+        for s in half:
+            s.close()
+
+
+def test_client_leaving_a_stream_stops_its_producer(big):
+    """A stream client that stops reading and leaves: the producer is told at
+    once (its queue was full), the worker is free for the next request."""
+    for _ in range(3):
+        s = socket.create_connection(("127.0.0.1", big.port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(_post(b"/api/v1/datasets/big/query/stream", {}))
+        s.recv(100)
+        time.sleep(0.3)
+        s.close()
+    time.sleep(0.5)
+    ok, t = _answers_within(big.port, _post(b"/api/v1/datasets/big/count", {}).replace(
+        b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1), 1.0)
+    assert ok and t < 1.0, t
+
+
+# ----------------------------------------------------- shutdown (item 3)
+
+def test_sigterm_with_stuck_requests_exits_zero_after_the_drain(vt, datadir):
+    write_parquet(datadir / "m.parquet", "SELECT i AS id, random() AS r FROM range(1000000) t(i)")
+    s = vt(server_block(shutdown_timeout_secs=1) + dataset_block("m", datadir / "m.parquet"))
+    # A stream whose client never reads, and a request whose client half-sent it.
+    stuck = socket.create_connection(("127.0.0.1", s.port))
+    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stuck.sendall(_post(b"/api/v1/datasets/m/query/stream", {}))
+    time.sleep(0.5)
+    sorter = socket.create_connection(("127.0.0.1", s.port))
+    sorter.sendall(_post(b"/api/v1/datasets/m/query",
+                         {"order_by": [{"col": "r"}], "page_size": 100000}))
+    time.sleep(0.1)
+    t0 = time.monotonic()
+    s.proc.send_signal(signal.SIGTERM)
+    rc = s.proc.wait(timeout=30)
+    elapsed = time.monotonic() - t0
+    stuck.close()
+    sorter.close()
+    assert rc == 0, s.log()[-3000:]
+    assert elapsed < 1 + 5 + 2, elapsed
+    assert "suspended connections" not in s.log()
+    assert "stopped" in s.log()

@@ -1,123 +1,146 @@
-/* The router: literal segments win over captures whatever the table order,
- * {*} captures the rest of the path (also empty after a trailing slash, never
- * without the slash), 405 with Allow for a path that only other methods
- * match, and the authorize hook runs before the handler with the route's
- * permission. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <stdlib.h>
+/* The router: path decoding (%2F never separates), literal over {x} over {*}
+ * whatever the table order, wildcard tails, the prefix, root routes. */
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include "config/config.h"
-#include "http/server.h"
+#include "http/router.h"
 #include "testlib.h"
 
-static unsigned last_perm;
+static void h(struct http_request *req) { (void)req; }
 
-static void echo(struct http_request *req, const char *who)
+static struct http_router *make(const struct http_route *rows, size_t n, const char *prefix)
 {
-    struct strbuf b;
-    sb_init(&b, 0);
-    sb_addf(&b, "{\"who\":\"%s\",\"p0\":\"%s\",\"p1\":\"%s\"}", who,
-            http_req_param(req, 0) ? http_req_param(req, 0) : "-",
-            http_req_param(req, 1) ? http_req_param(req, 1) : "-");
-    http_reply_json(req, 200, &b);
+    struct vt_error err = {0};
+    struct http_router *r = http_router_create(rows, n, NULL, 0, prefix, &err);
+    CHECK(r != NULL);
+    return r;
 }
 
-static void h_capture(struct http_request *req) { echo(req, "capture"); }
-static void h_literal(struct http_request *req) { echo(req, "literal"); }
-static void h_assets(struct http_request *req) { echo(req, "assets"); }
-static void h_admin(struct http_request *req) { echo(req, "admin"); }
-
-static bool authorize(struct http_request *req, unsigned perm)
+/* The pattern of the first route matching `target`, "" when none; the
+ * captures in p0/p1. */
+static const char *route_of(struct http_router *r, const char *target, const char **p0,
+                            const char **p1)
 {
-    last_perm = perm;
-    if (perm == 7) {
-        http_reply_error(req, VT_ERR_UNAUTHORIZED, "no");
-        return false;
-    }
-    return true;
+    static struct arena a;
+    arena_release(&a);
+    arena_init(&a, 1 << 20);
+    struct http_path path;
+    const char *msg;
+    if (http_path_parse(&a, target, &path, &msg) != VT_ERR_OK)
+        return "(malformed)";
+    size_t pos = 0;
+    const char *params[HTTP_MAX_PARAMS];
+    const struct http_route *m = http_router_next(r, &path, &pos, &a, params);
+    if (p0)
+        *p0 = m ? params[0] : NULL;
+    if (p1)
+        *p1 = m ? params[1] : NULL;
+    return m ? m->pattern : "";
 }
 
-static size_t fetch(int port, const char *method, const char *path, char *buf, size_t cap)
+TEST(literal_wins_over_capture_whatever_the_order)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        if (fd >= 0)
-            close(fd);
-        return 0;
-    }
-    char req[512];
-    int n = snprintf(req, sizeof req,
-                     "%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                     method, path);
-    if (write(fd, req, (size_t)n) != n) {
-        close(fd);
-        return 0;
-    }
-    size_t got = 0;
-    ssize_t r;
-    while (got + 1 < cap && (r = read(fd, buf + got, cap - 1 - got)) > 0)
-        got += (size_t)r;
-    buf[got] = '\0';
-    close(fd);
-    return got;
+    /* Captures first on purpose. */
+    static const struct http_route rows[] = {
+        {HTTP_POST, "/d/{name}/reload", h, AUTH_PERM_RELOAD, "x", 0},
+        {HTTP_POST, "/d/{name}", h, AUTH_PERM_READ, "x", 0},
+        {HTTP_POST, "/d/reload-all", h, AUTH_PERM_RELOAD, "x", 0},
+        {HTTP_GET, "/d/{name}/{*}", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_POST, "/d/persist", h, AUTH_PERM_RELOAD, "x", 0},
+    };
+    struct http_router *r = make(rows, 5, "");
+    const char *p0, *p1;
+    CHECK_EQ_STR(route_of(r, "/d/reload-all", &p0, NULL), "/d/reload-all");
+    CHECK_EQ_STR(route_of(r, "/d/persist", NULL, NULL), "/d/persist");
+    CHECK_EQ_STR(route_of(r, "/d/trips", &p0, NULL), "/d/{name}");
+    CHECK_EQ_STR(p0, "trips");
+    CHECK_EQ_STR(route_of(r, "/d/trips/reload", &p0, NULL), "/d/{name}/reload");
+    CHECK_EQ_STR(route_of(r, "/d/trips/a/b.css", &p0, &p1), "/d/{name}/{*}");
+    CHECK_EQ_STR(p0, "trips");
+    CHECK_EQ_STR(p1, "a/b.css");
+    CHECK_EQ_STR(route_of(r, "/d", NULL, NULL), "");
+    CHECK_EQ_STR(route_of(r, "/d/", NULL, NULL), "");
+    http_router_destroy(r);
 }
 
-TEST(most_specific_route_wins_and_wildcards_capture_the_rest)
+TEST(percent_encoded_slash_is_not_a_separator)
 {
-    struct vt_config cfg;
-    config_init_defaults(&cfg);
-    cfg.server.port = 0;
-    /* Captures first on purpose: order must not matter. */
-    static const struct http_route routes[] = {
-        {HTTP_GET, "/d/{name}/x", h_capture, 1, "capture"},
-        {HTTP_GET, "/d/all/x", h_literal, 2, "literal"},
-        {HTTP_GET, "/ui/{*}", h_assets, 3, "assets"},
-        {HTTP_POST, "/d/{name}/admin", h_admin, 7, "refused by the hook"},
+    static const struct http_route rows[] = {
+        {HTTP_GET, "/ds/{name}/status", h, AUTH_PERM_READ, "x", 0},
+    };
+    struct http_router *r = make(rows, 1, "");
+    const char *p0;
+    CHECK_EQ_STR(route_of(r, "/ds/a%2Fb/status", &p0, NULL), "/ds/{name}/status");
+    CHECK_EQ_STR(p0, "a/b");
+    CHECK_EQ_STR(route_of(r, "/ds/a/b/status", NULL, NULL), "");
+    CHECK_EQ_STR(route_of(r, "/ds/na%6De/status?x=1", &p0, NULL), "/ds/{name}/status");
+    CHECK_EQ_STR(p0, "name");
+    CHECK_EQ_STR(route_of(r, "/ds/%zz/status", NULL, NULL), "(malformed)");
+    CHECK_EQ_STR(route_of(r, "/ds/%2/status", NULL, NULL), "(malformed)");
+    CHECK_EQ_STR(route_of(r, "/ds/a%00b/status", NULL, NULL), "(malformed)");
+    CHECK_EQ_STR(route_of(r, "ds/x/status", NULL, NULL), "(malformed)");
+    CHECK_EQ_STR(route_of(r, "/ds//status", NULL, NULL), "");
+    http_router_destroy(r);
+}
+
+TEST(wildcard_tail)
+{
+    static const struct http_route rows[] = {
+        {HTTP_GET, "/docs/{*}", h, AUTH_PERM_PUBLIC, "assets", 0},
+        {HTTP_GET, "/docs/openapi.json", h, AUTH_PERM_PUBLIC, "spec", 0},
+    };
+    struct http_router *r = make(rows, 2, "");
+    const char *p0;
+    CHECK_EQ_STR(route_of(r, "/docs/openapi.json", NULL, NULL), "/docs/openapi.json");
+    CHECK_EQ_STR(route_of(r, "/docs/", &p0, NULL), "/docs/{*}");
+    CHECK_EQ_STR(p0, "");
+    CHECK_EQ_STR(route_of(r, "/docs/css/a.css", &p0, NULL), "/docs/{*}");
+    CHECK_EQ_STR(p0, "css/a.css");
+    CHECK_EQ_STR(route_of(r, "/docs", NULL, NULL), "");
+    CHECK_EQ_STR(route_of(r, "/docs/../etc/passwd", NULL, NULL), "");
+    CHECK_EQ_STR(route_of(r, "/docs/a/%2E%2E/b", NULL, NULL), "");
+    CHECK_EQ_STR(route_of(r, "/docs/a%2F..%2Fb", NULL, NULL), "");
+    http_router_destroy(r);
+}
+
+TEST(prefix_and_root_routes)
+{
+    static const struct http_route rows[] = {
+        {HTTP_GET, "/healthz", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/", h, AUTH_PERM_PUBLIC, "root", 0},
+    };
+    static const struct http_route root[] = {
+        {HTTP_GET, "/metrics", h, AUTH_PERM_PUBLIC, "metrics", 0},
     };
     struct vt_error err = {0};
-    struct http_server_options opts = {.cfg = &cfg, .routes = routes, .n_routes = 4,
-                                       .authorize = authorize};
-    struct http_server *srv = http_server_start(&opts, &err);
-    CHECK(srv != NULL);
-    if (!srv)
-        return;
-    int port = http_server_port(srv);
-    char buf[4096];
-
-    fetch(port, "GET", "/d/all/x", buf, sizeof buf);
-    CHECK_CONTAINS(buf, "\"who\":\"literal\"");
-    CHECK_EQ_INT(last_perm, 2);
-    fetch(port, "GET", "/d/trips/x", buf, sizeof buf);
-    CHECK_CONTAINS(buf, "\"who\":\"capture\",\"p0\":\"trips\"");
-    CHECK_EQ_INT(last_perm, 1);
-
-    fetch(port, "GET", "/ui/js/app.js", buf, sizeof buf);
-    CHECK_CONTAINS(buf, "\"who\":\"assets\",\"p0\":\"js/app.js\"");
-    fetch(port, "GET", "/ui/", buf, sizeof buf);
-    CHECK_CONTAINS(buf, "\"who\":\"assets\",\"p0\":\"\"");
-    fetch(port, "GET", "/ui", buf, sizeof buf);
-    CHECK_CONTAINS(buf, "404");
-
-    fetch(port, "GET", "/d/trips/admin", buf, sizeof buf);
-    CHECK_CONTAINS(buf, "405");
-    CHECK_CONTAINS(buf, "Allow: POST");
-    fetch(port, "POST", "/d/trips/admin", buf, sizeof buf);
-    CHECK_CONTAINS(buf, "401");
-    CHECK(strstr(buf, "\"who\"") == NULL); /* the handler never ran */
-
-    http_server_stop(srv, 1000, NULL);
-    config_free(&cfg);
+    struct http_router *r = http_router_create(rows, 2, root, 1, "/svc/v", &err);
+    CHECK(r != NULL);
+    CHECK_EQ_STR(route_of(r, "/svc/v/healthz", NULL, NULL), "/healthz");
+    CHECK_EQ_STR(route_of(r, "/healthz", NULL, NULL), "");
+    CHECK_EQ_STR(route_of(r, "/metrics", NULL, NULL), "/metrics");
+    CHECK_EQ_STR(route_of(r, "/svc/v/metrics", NULL, NULL), "");
+    CHECK_EQ_STR(route_of(r, "/svc/v", NULL, NULL), "/");
+    CHECK_EQ_STR(route_of(r, "/svc/v/", NULL, NULL), "/");
+    CHECK_EQ_STR(route_of(r, "/svc/vx/healthz", NULL, NULL), "");
+    const struct http_route *out;
+    CHECK_EQ_INT(http_router_rows(r, &out), 3);
+    int roots = 0;
+    for (int i = 0; i < 3; i++)
+        roots += (out[i].flags & HTTP_ROUTE_ROOT) != 0;
+    CHECK_EQ_INT(roots, 1);
+    http_router_destroy(r);
 }
 
-int main(void)
+TEST(malformed_patterns_are_refused)
 {
-    static const struct tl_case cases[] = {
-        TEST_CASE(most_specific_route_wins_and_wildcards_capture_the_rest)};
-    return tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
+    struct vt_error err = {0};
+    static const struct http_route a[] = {{HTTP_GET, "/x/{*}/y", h, AUTH_PERM_PUBLIC, "x", 0}};
+    CHECK(http_router_create(a, 1, NULL, 0, "", &err) == NULL);
+    static const struct http_route b[] = {{HTTP_GET, "x", h, AUTH_PERM_PUBLIC, "x", 0}};
+    CHECK(http_router_create(b, 1, NULL, 0, "", &err) == NULL);
+    static const struct http_route c[] = {{HTTP_GET, "/{a}/{b}/{c}", h, AUTH_PERM_PUBLIC, "x", 0}};
+    CHECK(http_router_create(c, 1, NULL, 0, "", &err) == NULL);
 }
+
+RUN_TESTS(TEST_CASE(literal_wins_over_capture_whatever_the_order),
+          TEST_CASE(percent_encoded_slash_is_not_a_separator), TEST_CASE(wildcard_tail),
+          TEST_CASE(prefix_and_root_routes), TEST_CASE(malformed_patterns_are_refused))

@@ -87,7 +87,7 @@ TEST(stop_waits_for_a_job_that_outlives_its_connection)
     struct vt_config cfg;
     config_init_defaults(&cfg);
     cfg.server.port = 0;
-    static const struct http_route routes[] = {{HTTP_GET, "/s", stream_handler, 0, "a stream"}};
+    static const struct http_route routes[] = {{HTTP_GET, "/s", stream_handler, AUTH_PERM_PUBLIC, "test stream", 0}};
     struct http_server_options opts = {.cfg = &cfg, .routes = routes, .n_routes = 1};
     struct http_server *srv = http_server_start(&opts, &err);
     CHECK(srv != NULL);

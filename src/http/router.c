@@ -1,0 +1,341 @@
+/*
+ * The route table and path matching (see router.h).
+ *
+ * Patterns are split into segments once, at start; a request path is split
+ * and percent-decoded once per request (http_path_parse), so "%2F" inside a
+ * segment stays part of it and can never create a route separator, and a
+ * dataset name arrives decoded in its {name} capture.
+ */
+#include "http/router.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/text.h"
+
+enum seg_kind {
+    SEG_LITERAL = 0,            /* sorts first: most specific */
+    SEG_CAPTURE = 1,            /* {name} */
+    SEG_REST = 2,               /* {*}, last segment only */
+};
+
+struct route_seg {
+    char *text;                 /* literal text (NUL-terminated) */
+    size_t len;
+    enum seg_kind kind;
+};
+
+struct route_entry {
+    struct route_seg *segs;
+    size_t nseg;
+    size_t order;               /* position in the caller's table (tie-break) */
+    struct http_route row;      /* strings owned */
+};
+
+struct http_router {
+    struct route_entry *entries;
+    struct http_route *rows;    /* the same rows, contiguous, in match order */
+    size_t n;
+    struct route_seg *prefix;   /* server.prefix as literal segments */
+    size_t nprefix;
+};
+
+static void entry_release(struct route_entry *e)
+{
+    for (size_t i = 0; i < e->nseg; i++)
+        free(e->segs[i].text);
+    free(e->segs);
+    free((char *)e->row.pattern);
+    free((char *)e->row.description);
+}
+
+/* Splits a pattern ("/a/{x}/{*}") into segments; false when malformed. */
+static bool split_pattern(const char *pattern, struct route_seg **out_segs, size_t *out_n,
+                          bool allow_params)
+{
+    *out_segs = NULL;
+    *out_n = 0;
+    if (pattern[0] != '/')
+        return false;
+    size_t cap = 1;
+    for (const char *p = pattern; *p; p++)
+        cap += *p == '/';
+    struct route_seg *segs = calloc(cap, sizeof *segs);
+    if (!segs)
+        return false;
+    size_t n = 0, nparams = 0;
+    const char *p = pattern;
+    while (*p == '/') {
+        p++;
+        const char *end = strchr(p, '/');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        struct route_seg *s = &segs[n++];
+        if (len == 3 && memcmp(p, "{*}", 3) == 0) {
+            s->kind = SEG_REST;
+            if (end || !allow_params || ++nparams > HTTP_MAX_PARAMS)
+                goto bad; /* {*} only last */
+        } else if (len >= 3 && p[0] == '{' && p[len - 1] == '}') {
+            s->kind = SEG_CAPTURE;
+            if (!allow_params || ++nparams > HTTP_MAX_PARAMS)
+                goto bad;
+        } else {
+            s->kind = SEG_LITERAL;
+            if (memchr(p, '{', len) || memchr(p, '}', len) || memchr(p, '%', len))
+                goto bad;
+        }
+        s->text = strndup(p, len);
+        s->len = len;
+        if (!s->text)
+            goto bad;
+        p += len;
+    }
+    *out_segs = segs;
+    *out_n = n;
+    return true;
+bad:
+    for (size_t i = 0; i < n; i++)
+        free(segs[i].text);
+    free(segs);
+    return false;
+}
+
+/* Match order: compare segment kinds left to right (literal < {x} < {*});
+ * on a common prefix of equal kinds the shorter pattern first; then the
+ * table's own order. */
+static int entry_cmp(const void *pa, const void *pb)
+{
+    const struct route_entry *a = pa, *b = pb;
+    size_t n = a->nseg < b->nseg ? a->nseg : b->nseg;
+    for (size_t i = 0; i < n; i++)
+        if (a->segs[i].kind != b->segs[i].kind)
+            return (int)a->segs[i].kind - (int)b->segs[i].kind;
+    if (a->nseg != b->nseg)
+        return a->nseg < b->nseg ? -1 : 1;
+    return a->order < b->order ? -1 : a->order > b->order;
+}
+
+struct http_router *http_router_create(const struct http_route *routes, size_t n,
+                                       const struct http_route *root, size_t n_root,
+                                       const char *prefix, struct vt_error *err)
+{
+    struct http_router *r = calloc(1, sizeof *r);
+    size_t total = n + n_root;
+    if (!r || !(r->entries = calloc(total ? total : 1, sizeof *r->entries)) ||
+        !(r->rows = calloc(total ? total : 1, sizeof *r->rows))) {
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        http_router_destroy(r);
+        return NULL;
+    }
+    for (size_t i = 0; i < total; i++) {
+        const struct http_route *src = i < n ? &routes[i] : &root[i - n];
+        struct route_entry *e = &r->entries[r->n];
+        e->order = i;
+        e->row = *src;
+        if (i >= n)
+            e->row.flags |= HTTP_ROUTE_ROOT;
+        e->row.pattern = NULL;
+        e->row.description = NULL;
+        if (!src->pattern || !split_pattern(src->pattern, &e->segs, &e->nseg, true)) {
+            vt_error_set(err, VT_ERR_INTERNAL, "malformed route pattern %s",
+                         src->pattern ? src->pattern : "(null)");
+            http_router_destroy(r);
+            return NULL;
+        }
+        r->n++;
+        e->row.pattern = strdup(src->pattern);
+        e->row.description = src->description ? strdup(src->description) : NULL;
+        if (!e->row.pattern || (src->description && !e->row.description)) {
+            vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+            http_router_destroy(r);
+            return NULL;
+        }
+    }
+    qsort(r->entries, r->n, sizeof *r->entries, entry_cmp);
+    for (size_t i = 0; i < r->n; i++)
+        r->rows[i] = r->entries[i].row;
+    if (prefix && *prefix && !split_pattern(prefix, &r->prefix, &r->nprefix, false)) {
+        vt_error_set(err, VT_ERR_INVALID_CONFIG, "server.prefix %s is not a path", prefix);
+        http_router_destroy(r);
+        return NULL;
+    }
+    return r;
+}
+
+void http_router_destroy(struct http_router *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        entry_release(&r->entries[i]);
+    for (size_t i = 0; i < r->nprefix; i++)
+        free(r->prefix[i].text);
+    free(r->prefix);
+    free(r->entries);
+    free(r->rows);
+    free(r);
+}
+
+size_t http_router_rows(const struct http_router *r, const struct http_route **out_rows)
+{
+    *out_rows = r->rows;
+    return r->n;
+}
+
+enum vt_err http_path_parse(struct arena *a, const char *target, struct http_path *out,
+                            const char **out_message)
+{
+    out->seg = NULL;
+    out->n = 0;
+    if (target[0] != '/') {
+        *out_message = "the request target must be an absolute path";
+        return VT_ERR_MALFORMED_REQUEST;
+    }
+    size_t end = strcspn(target, "?");
+    size_t cap = 0;
+    for (size_t i = 0; i < end; i++)
+        cap += target[i] == '/';
+    out->seg = arena_alloc(a, cap * sizeof *out->seg);
+    if (!out->seg) {
+        *out_message = "request target too long";
+        return VT_ERR_URI_TOO_LONG;
+    }
+    size_t i = 0;
+    while (i < end) {
+        i++; /* the '/' */
+        size_t j = i;
+        while (j < end && target[j] != '/')
+            j++;
+        char *seg = arena_alloc(a, j - i + 1);
+        if (!seg) {
+            *out_message = "request target too long";
+            return VT_ERR_URI_TOO_LONG;
+        }
+        size_t k = 0;
+        for (size_t p = i; p < j; p++) {
+            char c = target[p];
+            if (c == '%') {
+                int hi = p + 2 < j ? text_hexval(target[p + 1]) : -1;
+                int lo = hi >= 0 ? text_hexval(target[p + 2]) : -1;
+                if (hi < 0 || lo < 0) {
+                    *out_message = "malformed percent-encoding in the request path";
+                    return VT_ERR_MALFORMED_REQUEST;
+                }
+                c = (char)(hi * 16 + lo);
+                if (c == '\0') {
+                    *out_message = "the request path contains a NUL byte";
+                    return VT_ERR_MALFORMED_REQUEST;
+                }
+                p += 2;
+            }
+            seg[k++] = c;
+        }
+        seg[k] = '\0';
+        out->seg[out->n++] = seg;
+        i = j;
+    }
+    return VT_ERR_OK;
+}
+
+/* Joins seg[from..n) with '/' for a {*} tail; NULL when a segment is "." or
+ * "..", or contains a '/' (decoded %2F): static-asset tails must name a file
+ * below the mount point. */
+static const char *join_rest(struct arena *a, const struct http_path *path, size_t from)
+{
+    size_t len = 0;
+    for (size_t i = from; i < path->n; i++) {
+        const char *s = path->seg[i];
+        if (!strcmp(s, ".") || !strcmp(s, "..") || strchr(s, '/'))
+            return NULL;
+        len += strlen(s) + 1;
+    }
+    char *out = arena_alloc(a, len + 1);
+    if (!out)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = from; i < path->n; i++) {
+        if (i > from)
+            out[k++] = '/';
+        size_t l = strlen(path->seg[i]);
+        memcpy(out + k, path->seg[i], l);
+        k += l;
+    }
+    out[k] = '\0';
+    return out;
+}
+
+static bool entry_match(const struct route_entry *e, const struct http_path *path, size_t off,
+                        struct arena *a, const char *params[HTTP_MAX_PARAMS])
+{
+    size_t np = 0;
+    size_t i = 0;
+    for (; i < e->nseg; i++) {
+        const struct route_seg *s = &e->segs[i];
+        size_t at = off + i;
+        if (at >= path->n)
+            return false;
+        const char *seg = path->seg[at];
+        switch (s->kind) {
+        case SEG_LITERAL:
+            if (strcmp(seg, s->text) != 0)
+                return false;
+            break;
+        case SEG_CAPTURE:
+            if (!*seg)
+                return false;
+            params[np++] = seg;
+            break;
+        case SEG_REST: {
+            const char *rest = join_rest(a, path, at);
+            if (!rest)
+                return false;
+            params[np++] = rest;
+            return true;
+        }
+        }
+    }
+    return off + i == path->n;
+}
+
+const struct http_route *http_router_next(const struct http_router *r, const struct http_path *path,
+                                          size_t *pos, struct arena *a,
+                                          const char *out_params[HTTP_MAX_PARAMS])
+{
+    /* Offset of the path below server.prefix; SIZE_MAX when outside it. */
+    size_t off = 0;
+    if (r->nprefix) {
+        off = SIZE_MAX;
+        if (path->n >= r->nprefix) {
+            size_t i = 0;
+            while (i < r->nprefix && !strcmp(path->seg[i], r->prefix[i].text))
+                i++;
+            if (i == r->nprefix)
+                off = i;
+        }
+    }
+    /* "/prefix" alone is the root of the mounted tree, like "/prefix/". */
+    static char empty[] = "";
+    static char *root_seg[] = {empty};
+    struct http_path at_root = {root_seg, 1};
+    for (size_t i = *pos; i < r->n; i++) {
+        const struct route_entry *e = &r->entries[i];
+        const struct http_path *p = path;
+        size_t o = 0;
+        if (!(e->row.flags & HTTP_ROUTE_ROOT)) {
+            if (off == SIZE_MAX)
+                continue;
+            o = off;
+            if (off == path->n) {
+                p = &at_root;
+                o = 0;
+            }
+        }
+        const char *params[HTTP_MAX_PARAMS] = {0};
+        if (entry_match(e, p, o, a, params)) {
+            *pos = i + 1;
+            memcpy(out_params, params, sizeof params);
+            return &r->rows[i];
+        }
+    }
+    *pos = r->n;
+    return NULL;
+}
