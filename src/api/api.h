@@ -88,6 +88,9 @@ json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_
 struct app *api_app(struct http_request *req);
 /* Writes one status entry object. */
 void api_write_status(struct jw *w, const struct cat_status *st);
+/* Writes the schema description of GET /schema (and MCP describe_dataset):
+ * name, rows, columns [{name,type,logical,nullable}], indexed, sample. */
+void api_write_schema(struct jw *w, const char *name, const struct cat_generation *gen);
 /* Looks up the {name} parameter; replies 404 and returns NULL when unknown. */
 struct cat_dataset *api_dataset_or_404(struct http_request *req);
 /* The {name} dataset and its current generation (waiting for a lazy build up

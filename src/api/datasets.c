@@ -118,6 +118,37 @@ struct cat_generation *api_generation_or_reply(struct http_request *req,
     return gen;
 }
 
+void api_write_schema(struct jw *w, const char *name, const struct cat_generation *gen)
+{
+    jw_obj_begin(w);
+    jw_kstr(w, "name", name);
+    jw_kint(w, "rows", gen->rows);
+    jw_key(w, "columns");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < gen->n_cols; i++) {
+        const struct cat_column *c = &gen->cols[i];
+        jw_obj_begin(w);
+        jw_kstr(w, "name", c->name);
+        jw_kstr(w, "type", c->type_sql);
+        jw_kstr(w, "logical", cat_logical_name(c->logical));
+        jw_kbool(w, "nullable", c->nullable);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    jw_key(w, "indexed");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < gen->n_cols; i++)
+        if (cat_generation_is_indexed(gen, i))
+            jw_str(w, gen->cols[i].name);
+    jw_arr_end(w);
+    jw_key(w, "sample");
+    if (gen->sample_json)
+        jw_raw(w, gen->sample_json);
+    else
+        jw_null(w);
+    jw_obj_end(w);
+}
+
 static void schema_job(struct http_request *req, duckdb_connection con)
 {
     (void)con;
@@ -129,33 +160,7 @@ static void schema_job(struct http_request *req, duckdb_connection con)
     sb_init(&body, 0);
     struct jw w;
     jw_init(&w, &body);
-    jw_obj_begin(&w);
-    jw_kstr(&w, "name", cat_dataset_name(ds));
-    jw_kint(&w, "rows", gen->rows);
-    jw_key(&w, "columns");
-    jw_arr_begin(&w);
-    for (size_t i = 0; i < gen->n_cols; i++) {
-        const struct cat_column *c = &gen->cols[i];
-        jw_obj_begin(&w);
-        jw_kstr(&w, "name", c->name);
-        jw_kstr(&w, "type", c->type_sql);
-        jw_kstr(&w, "logical", cat_logical_name(c->logical));
-        jw_kbool(&w, "nullable", c->nullable);
-        jw_obj_end(&w);
-    }
-    jw_arr_end(&w);
-    jw_key(&w, "indexed");
-    jw_arr_begin(&w);
-    for (size_t i = 0; i < gen->n_cols; i++)
-        if (cat_generation_is_indexed(gen, i))
-            jw_str(&w, gen->cols[i].name);
-    jw_arr_end(&w);
-    jw_key(&w, "sample");
-    if (gen->sample_json)
-        jw_raw(&w, gen->sample_json);
-    else
-        jw_null(&w);
-    jw_obj_end(&w);
+    api_write_schema(&w, cat_dataset_name(ds), gen);
     cat_generation_release(gen);
     cat_dataset_put(ds);
     http_reply_json(req, 200, &body);

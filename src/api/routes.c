@@ -4,6 +4,7 @@
  * permission each row carries is checked here, once, by auth_authorize().
  */
 #include "api/api.h"
+#include "mcp/mcp.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +33,18 @@ struct config_mount {
 
 static size_t config_mounts(const struct vt_config *cfg, struct config_mount *out, size_t cap)
 {
-    (void)cfg;
-    (void)out;
-    (void)cap;
-    return 0;
+    size_t n = 0;
+    if (n < cap)
+        out[n++] = (struct config_mount){
+            cfg->mcp.enabled, cfg->mcp.path,
+            {"", HTTP_POST, mcp_handle, AUTH_PERM_READ,
+             "MCP endpoint for AI agents (JSON-RPC 2.0, Streamable HTTP, stateless).", false}};
+    if (n < cap)
+        out[n++] = (struct config_mount){
+            cfg->mcp.enabled && cfg->auth.enabled, "/.well-known/oauth-protected-resource",
+            {"", HTTP_GET, mcp_protected_resource, AUTH_PERM_PUBLIC,
+             "OAuth 2.0 Protected Resource Metadata (RFC 9728) for MCP clients.", true}};
+    return n;
 }
 
 void api_route_set_init(struct api_route_set *set)

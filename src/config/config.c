@@ -86,6 +86,8 @@ void config_init_defaults(struct vt_config *cfg)
     cfg->datafusion.list_files_cache_ttl_secs = 60;
     cfg->sql.max_rows = 100000;
     cfg->mcp.path = strdup("/mcp");
+    cfg->mcp.max_rows = 500;
+    cfg->mcp.max_bytes = 262144;
 }
 
 void config_free(struct vt_config *cfg)
@@ -126,6 +128,7 @@ void config_free(struct vt_config *cfg)
     free(a->tenant_claim);
     strvec_free(&a->allowed_tenants);
     free(cfg->mcp.path);
+    strvec_free(&cfg->mcp.allowed_origins);
     for (size_t i = 0; i < cfg->n_datasets; i++)
         config_dataset_free(&cfg->datasets[i]);
     free(cfg->datasets);
@@ -466,11 +469,14 @@ static bool read_sql(const struct cfg_blk *root, struct sql_config *q)
 
 static bool read_mcp(const struct cfg_blk *root, struct mcp_config *m)
 {
-    static const char *const keys[] = {"enabled", "expose_sql", "path", NULL};
+    static const char *const keys[] = {"enabled",  "expose_sql", "path", "max_rows",
+                                       "max_bytes", "allowed_origins", NULL};
     struct cfg_blk b;
     if (!cfg_sub(root, "mcp", &b) || !cfg_check_keys(&b, keys) ||
         !cfg_bool(&b, "enabled", &m->enabled) || !cfg_bool(&b, "expose_sql", &m->expose_sql) ||
-        !cfg_str(&b, "path", 0, &m->path))
+        !cfg_str(&b, "path", 0, &m->path) || !cfg_int(&b, "max_rows", 1, 100000, &m->max_rows) ||
+        !cfg_int(&b, "max_bytes", 1024, 64 * 1024 * 1024, &m->max_bytes) ||
+        !cfg_strvec(&b, "allowed_origins", &m->allowed_origins))
         return false;
     if (!valid_mount(m->path, false))
         return cfg_fail(&b, "path", 0, VT_ERR_INVALID_CONFIG,

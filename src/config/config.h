@@ -190,6 +190,9 @@ struct mcp_config {
     bool enabled;               /* default false */
     bool expose_sql;            /* default false */
     char *path;                 /* default /mcp */
+    int64_t max_rows;           /* rows in one query_dataset/sql result; default 500 */
+    int64_t max_bytes;          /* bytes of rows in one result; default 262144 */
+    struct strvec allowed_origins; /* Origin values allowed besides the server's own */
 };
 
 struct vt_config {

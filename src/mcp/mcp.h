@@ -1,0 +1,45 @@
+/*
+ * MCP: the Model Context Protocol endpoint for AI agents, POST {prefix}/mcp
+ * (spec "MCP endpoint", DESIGN.md "MCP"). A front end over the execution
+ * layer: it parses one JSON-RPC 2.0 message, runs the tool through the same
+ * code as the HTTP endpoints (exec: same validation, generation pinning,
+ * limits), and answers with one JSON document (Streamable HTTP, JSON
+ * responses only, never SSE).
+ *
+ * Stateless: nothing is kept between requests, so any replica answers any
+ * request. Both protocol eras are served on the one endpoint:
+ *  - modern (2026-07-28): every request carries its version and capabilities
+ *    in params._meta; `server/discover`; the MCP-Protocol-Version, Mcp-Method
+ *    and Mcp-Name headers must match the body (400, -32020 HeaderMismatch);
+ *    every result has resultType, lists have ttlMs and cacheScope;
+ *  - legacy (2025-11-25, 2025-06-18, 2025-03-26): `initialize` echoes a
+ *    supported version (else our newest legacy one) and returns no session
+ *    id; a client's Mcp-Session-Id is accepted and ignored; `ping`.
+ * An unsupported version (header or _meta) is 400 with -32022
+ * UnsupportedProtocolVersion listing every version we speak, which is what a
+ * modern client retries from and what the 2026-07-28 revision requires.
+ *
+ * Tools: list_datasets, describe_dataset, count_rows, query_dataset, and sql
+ * (listed and callable only when [mcp] expose_sql and [sql] enabled; needs
+ * the SQL gate). Results carry structuredContent matching the tool's
+ * outputSchema and the same JSON as a text item; query results are capped by
+ * [mcp] max_rows and max_bytes and say so (truncated, caps, and the request
+ * that fetches what follows). Tool failures are results with isError; an
+ * unknown tool is a protocol error (-32602).
+ *
+ * Resources: each published dataset as vitrine://datasets/<name> (its
+ * schema and a few sample rows, application/json).
+ */
+#ifndef VT_MCP_MCP_H
+#define VT_MCP_MCP_H
+
+#include "http/server.h"
+
+/* The handler of POST (and GET, answered 405) {prefix}{mcp.path}. */
+void mcp_handle(struct http_request *req);
+
+/* GET /.well-known/oauth-protected-resource (RFC 9728), when bearer auth is
+ * on: names the configured issuer for MCP clients that must sign in. */
+void mcp_protected_resource(struct http_request *req);
+
+#endif

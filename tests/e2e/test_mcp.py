@@ -1,0 +1,237 @@
+"""The MCP endpoint (issue 13) with the official TypeScript SDK clients and
+raw HTTP: both protocol eras (initialize with @modelcontextprotocol/sdk 1.x,
+2026-07-28 stateless with @modelcontextprotocol/client 2.x), every tool, the
+output schemas (checked with ajv in tests/e2e/mcp/agent.mjs), paging through a
+capped result with `next`, tool errors as isError results, resources, two
+server processes answering alternate calls, and every JSON-RPC and transport
+error case."""
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import dataset_block, server_block, write_parquet
+
+AGENT = Path(__file__).resolve().parent / "mcp" / "agent.mjs"
+MODERN = "2026-07-28"
+META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def trips(datadir):
+    return write_parquet(datadir / "trips.parquet", """
+        SELECT i AS trip_id, CASE WHEN i % 3 = 0 THEN 'card' ELSE 'cash' END AS payment,
+               (i % 50) * 1.0 AS fare FROM range(2500) t(i)""")
+
+
+def config(datadir, **mcp):
+    lines = ["[mcp]", "enabled = true"]
+    for k, v in mcp.items():
+        lines.append(f"{k} = {json.dumps(v)}")
+    return (server_block() + "\n".join(lines) + "\n" +
+            dataset_block("trips", trips(datadir)))
+
+
+def agent(mode, *urls):
+    node = shutil.which("node")
+    assert node
+    out = subprocess.run([node, str(AGENT), mode, *urls], capture_output=True, text=True,
+                         timeout=120, cwd=AGENT.parent.parent)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+def check_session(d, s):
+    assert d["tools"] == ["list_datasets", "describe_dataset", "count_rows", "query_dataset"]
+    assert d["schemaErrors"] == []
+    assert d["calls"]["list"]["datasets"][0]["name"] == "trips"
+    assert [c["name"] for c in d["calls"]["describe"]["columns"]] == ["trip_id", "payment", "fare"]
+    # Same answers as the HTTP API.
+    http_count = s.post("/api/v1/datasets/trips/count",
+                        {"predicates": [{"col": "payment", "op": "eq", "val": "card"}]}).json()
+    assert d["calls"]["count"] == {"dataset": "trips", "count": http_count["count"]}
+    assert d["calls"]["between"]["count"] == s.post(
+        "/api/v1/datasets/trips/count",
+        {"predicates": [{"col": "fare", "op": "between", "val": [10, 20]}]}).json()["count"]
+    assert d["calls"]["grouped"]["rows"] == [
+        {"payment": "card", "count": 834, "avg_fare": 24.5},
+        {"payment": "cash", "count": 1666, "avg_fare": 24.5}]
+    # Capped at max_rows = 300: the agent follows `next` to the end.
+    assert d["paging"] == {"pages": 9, "truncatedPages": 1, "rows": 2500, "first": 0,
+                           "last": 2499, "ordered": True}
+    errs = d["toolErrors"]
+    assert all(e["isError"] for e in errs)
+    assert "Datasets: trips" in errs[0]["text"] and "dataset_not_found" in errs[0]["text"]
+    assert 'did you mean "fare"' in errs[1]["text"] and "trip_id, payment, fare" in errs[1]["text"]
+    assert "invalid_operator" in errs[2]["text"]
+    assert d["unknownTool"]["code"] == -32602
+    assert d["resources"] == ["vitrine://datasets/trips"]
+    assert d["resource"]["rows"] == 2500 and len(d["resource"]["sample_rows"]) == 5
+    assert d["errors"] == []
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern"])
+def test_official_sdk_session(vt, datadir, mode):
+    s = vt(config(datadir, max_rows=300))
+    d = agent(mode, s.url("/mcp"))
+    check_session(d, s)
+    if mode == "modern":
+        assert d["protocolVersion"] == MODERN
+    assert d["serverVersion"]["name"] == "vitrine"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern"])
+def test_two_replicas_answer_alternate_calls(vt, datadir, mode):
+    a = vt(config(datadir, max_rows=300))
+    b = vt(config(datadir, max_rows=300))
+    d = agent(mode, a.url("/mcp"), b.url("/mcp"))
+    check_session(d, a)
+    for srv in (a, b):  # each answered tool calls
+        assert "POST /mcp 200" in srv.log()
+
+
+def rpc(s, body, headers=None, raw=None):
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    h.update(headers or {})
+    data = raw if raw is not None else json.dumps(body)
+    return requests.post(s.url("/mcp"), data=data, headers=h, timeout=30)
+
+
+def modern(method, params=None, name=None, **extra_headers):
+    p = dict(params or {})
+    p["_meta"] = dict(META)
+    h = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    if name is not None:
+        h["Mcp-Name"] = name
+    h.update(extra_headers)
+    return {"jsonrpc": "2.0", "id": 7, "method": method, "params": p}, h
+
+
+def test_json_rpc_error_cases(vt, datadir):
+    s = vt(config(datadir))
+
+    def err(r, status, code, rid="absent"):
+        assert r.status_code == status, (r.status_code, r.text)
+        e = r.json()
+        assert e["jsonrpc"] == "2.0" and e["error"]["code"] == code, e
+        if rid != "absent":
+            assert e["id"] == rid, e
+
+    err(rpc(s, None, raw="{not json"), 400, -32700, None)
+    err(rpc(s, None, raw='[{"jsonrpc":"2.0","id":1,"method":"ping"}]'), 400, -32600, None)
+    err(rpc(s, {"id": 1, "method": "ping"}), 400, -32600)
+    err(rpc(s, {"jsonrpc": "1.0", "id": 1, "method": "ping"}), 400, -32600)
+    err(rpc(s, {"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}), 400, -32600, None)
+    err(rpc(s, {"jsonrpc": "2.0", "id": 1, "method": 5}), 400, -32600)
+    err(rpc(s, {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": [1]}), 400, -32600)
+    err(rpc(s, None, raw='{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}'), 400, -32700, None)
+    deep = '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":' + "[" * 40 + "]" * 40 + "}}"
+    err(rpc(s, None, raw=deep), 400, -32600)
+    # Legacy: unknown method is an ordinary JSON-RPC error; ping answers.
+    err(rpc(s, {"jsonrpc": "2.0", "id": "x", "method": "nope/nope"}), 200, -32601, "x")
+    r = rpc(s, {"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert r.status_code == 200 and r.json() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    # Notifications and client responses: 202, no body.
+    r = rpc(s, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert r.status_code == 202 and r.content == b""
+    r = rpc(s, {"jsonrpc": "2.0", "id": 9, "result": {}})
+    assert r.status_code == 202
+    # Tool-level: unknown tool is a protocol error, bad arguments a tool error.
+    r = rpc(s, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                "params": {"name": "nope", "arguments": {}}})
+    err(r, 200, -32602, 4)
+    r = rpc(s, {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "query_dataset", "arguments": {"name": "trips", "bogus": 1}}})
+    assert r.status_code == 200 and r.json()["result"]["isError"] is True
+    assert "unknown_field" in r.json()["result"]["content"][0]["text"]
+    # A session id is accepted and ignored (stateless).
+    r = rpc(s, {"jsonrpc": "2.0", "id": 6, "method": "tools/list"},
+            headers={"Mcp-Session-Id": "anything", "MCP-Protocol-Version": "2025-06-18"})
+    assert r.status_code == 200 and len(r.json()["result"]["tools"]) == 4
+    assert "mcp-session-id" not in {k.lower() for k in r.headers}
+
+
+def test_transport_rules(vt, datadir):
+    s = vt(config(datadir, allowed_origins=["https://agent.example"]))
+    r = requests.get(s.url("/mcp"), timeout=10)
+    assert r.status_code == 405 and "POST" in r.headers["Allow"]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    r = rpc(s, body, headers={"Origin": "http://evil.example"})
+    assert r.status_code == 403 and r.json()["error"]["code"] == -32600
+    assert rpc(s, body, headers={"Origin": "https://agent.example"}).status_code == 200
+    assert rpc(s, body, headers={"Origin": f"http://127.0.0.1:{s.port}"}).status_code == 200
+    # An unsupported version, in the header or in _meta: 400 listing ours.
+    r = rpc(s, body, headers={"MCP-Protocol-Version": "1999-01-01"})
+    assert r.status_code == 400
+    e = r.json()["error"]
+    assert e["code"] == -32022 and MODERN in e["data"]["supported"]
+    assert "2025-06-18" in e["data"]["supported"]
+    b, h = modern("tools/list")
+    b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2030-01-01"
+    r = rpc(s, b, headers=h)
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32022
+    # Modern requests: headers must match the body.
+    b, h = modern("tools/list")
+    r = rpc(s, b, headers=h)
+    assert r.status_code == 200
+    res = r.json()["result"]
+    assert res["resultType"] == "complete" and res["cacheScope"] in ("public", "private")
+    assert "ttlMs" in res and res["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "vitrine"
+    for change, code in [({"Mcp-Method": "tools/call"}, -32020),
+                         ({"MCP-Protocol-Version": "2025-11-25"}, -32020)]:
+        hh = dict(h)
+        hh.update(change)
+        r = rpc(s, b, headers=hh)
+        assert r.status_code == 400 and r.json()["error"]["code"] == code, r.text
+    b, h = modern("tools/call", {"name": "list_datasets", "arguments": {}})
+    r = rpc(s, b, headers=h)  # Mcp-Name missing
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32020
+    b, h = modern("tools/call", {"name": "list_datasets", "arguments": {}}, name="list_datasets")
+    r = rpc(s, b, headers=h)
+    assert r.status_code == 200 and r.json()["result"]["isError"] is False
+    # Mcp-Name in the base64 sentinel form.
+    b, h = modern("tools/call", {"name": "list_datasets", "arguments": {}},
+                  name="=?base64?bGlzdF9kYXRhc2V0cw==?=")
+    assert rpc(s, b, headers=h).status_code == 200
+    b, h = modern("tools/call", {"name": "list_datasets", "arguments": {}}, name="count_rows")
+    assert rpc(s, b, headers=h).json()["error"]["code"] == -32020
+    # Modern: an unknown method is 404 with -32601; discover answers.
+    b, h = modern("nope/nope")
+    r = rpc(s, b, headers=h)
+    assert r.status_code == 404 and r.json()["error"]["code"] == -32601
+    b, h = modern("server/discover")
+    d = rpc(s, b, headers=h).json()["result"]
+    assert d["supportedVersions"][0] == MODERN and "tools" in d["capabilities"]
+    # Resources: unknown is -32602 (modern) / -32002 (legacy).
+    b, h = modern("resources/read", {"uri": "vitrine://datasets/none"},
+                  name="vitrine://datasets/none")
+    assert rpc(s, b, headers=h).json()["error"]["code"] == -32602
+    r = rpc(s, {"jsonrpc": "2.0", "id": 2, "method": "resources/read",
+                "params": {"uri": "vitrine://datasets/none"}})
+    assert r.json()["error"]["code"] == -32002
+    # An oversize body is refused before any parsing.
+    big = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "a" * 2_000_000}}
+    assert rpc(s, big).status_code == 413
+
+
+def test_disabled_is_404(vt, datadir):
+    s = vt(server_block() + dataset_block("trips", trips(datadir)))
+    r = rpc(s, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert r.status_code == 404
+
+
+def test_byte_cap_cuts_whole_rows(vt, datadir):
+    s = vt(config(datadir, max_rows=500, max_bytes=2048))
+    r = rpc(s, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "query_dataset",
+                           "arguments": {"name": "trips", "page_size": 500,
+                                         "order_by": [{"col": "trip_id"}]}}})
+    sc = r.json()["result"]["structuredContent"]
+    assert sc["truncated"] is True and 0 < sc["row_count"] < 500
+    assert len(json.dumps(sc["rows"], separators=(",", ":"))) <= 2048 + 2
+    assert sc["rows"][-1]["trip_id"] == sc["row_count"] - 1
+    nxt = sc["next"]
+    assert (nxt["page"] - 1) * nxt["page_size"] == sc["row_count"]
