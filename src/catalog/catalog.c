@@ -143,12 +143,20 @@ struct drop_job {
     struct cat_generation *gen;
 };
 
+static atomic_uint_fast64_t generations_dropped;
+
+uint64_t cat_generations_dropped(void)
+{
+    return atomic_load(&generations_dropped);
+}
+
 static void drop_run(struct eng_job *job, duckdb_connection con)
 {
     struct drop_job *dj = (struct drop_job *)job;
     struct cat_generation *gen = dj->gen;
     struct cat_catalog *cat = gen->catalog;
     cat_detach_database(cat, con, gen->db_name);
+    atomic_fetch_add(&generations_dropped, 1);
     log_debug("generation %s (%s) dropped", gen->id, gen->db_name);
     generation_free(gen);
 }

@@ -147,6 +147,9 @@ const struct cat_fastpath *cat_generation_fastpath(const struct cat_generation *
 /* Whether column `col` of the generation has an equality index. */
 bool cat_generation_is_indexed(const struct cat_generation *gen, size_t col);
 void cat_generation_release(struct cat_generation *gen);
+/* How many generations have been dropped since the process started: caches
+ * keyed by generation (exec's prepared statements) drop theirs when it moves. */
+uint64_t cat_generations_dropped(void);
 
 /* Status snapshots (caller frees with cat_status_free / cat_status_list_free). */
 bool cat_status_of(struct cat_catalog *cat, const char *name, struct cat_status *out);

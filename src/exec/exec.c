@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "engine/engine.h"
 #include "encode/json_rows.h"
@@ -21,6 +22,8 @@
  * more blocks than this go to DuckDB instead; clustered hits (few blocks for
  * many rows) stay on the fast path. */
 #define FAST_MAX_BLOCKS 256
+/* Prepared statements kept per worker connection (exec_session). */
+#define EXEC_PLAN_CACHE 64
 
 /* ------------------------------------------------ per-connection session */
 
@@ -42,7 +45,43 @@ struct exec_session {
      * request needs the other one. */
     duckdb_connection con;
     int late_mat_off;           /* -1 unknown, 0 on, 1 off */
+    /* Prepared statements of this connection, keyed by their SQL text: the
+     * text holds everything but the bound values (the shape, LIMIT/OFFSET,
+     * and the generation's relation), so the same shape with new values only
+     * binds and executes. Least recently used out past EXEC_PLAN_CACHE; all
+     * dropped when a generation is dropped (their relations may be gone). */
+    struct cached_stmt {
+        char *sql;
+        uint64_t hash;
+        duckdb_prepared_statement ps;
+        uint64_t used;
+    } cache[EXEC_PLAN_CACHE];
+    size_t n_cached;
+    uint64_t tick;
+    uint64_t drops_seen;
 };
+
+static atomic_uint_fast64_t cache_hits, cache_misses, cache_evictions;
+
+void exec_plan_cache_stats(uint64_t *out_hits, uint64_t *out_misses, uint64_t *out_evictions)
+{
+    *out_hits = atomic_load(&cache_hits);
+    *out_misses = atomic_load(&cache_misses);
+    *out_evictions = atomic_load(&cache_evictions);
+}
+
+static void cache_drop(struct exec_session *s, size_t i)
+{
+    free(s->cache[i].sql);
+    duckdb_destroy_prepare(&s->cache[i].ps);
+    s->cache[i] = s->cache[--s->n_cached];
+}
+
+static void cache_clear(struct exec_session *s)
+{
+    while (s->n_cached)
+        cache_drop(s, s->n_cached - 1);
+}
 
 static pthread_key_t session_key;
 static pthread_once_t session_once = PTHREAD_ONCE_INIT;
@@ -50,6 +89,7 @@ static pthread_once_t session_once = PTHREAD_ONCE_INIT;
 static void session_free(void *p)
 {
     struct exec_session *s = p;
+    cache_clear(s);
     rowstore_cursor_destroy(s->cursor);
     sb_release(&s->row);
     free(s);
@@ -87,6 +127,7 @@ static void choose_late_materialization(struct exec_session *s, duckdb_connectio
     if (s->con != con) {
         s->con = con;
         s->late_mat_off = -1;
+        cache_clear(s);
     }
     int off = qr->norder == 0 && qr->offset <= 0;
     if (s->late_mat_off == off)
@@ -250,21 +291,91 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
 
 /* ------------------------------------------------------------ SQL path */
 
-static enum vt_err prepare_and_execute(duckdb_connection con, const char *sql,
-                                       const struct query_plan *binds,
-                                       duckdb_prepared_statement *ps, duckdb_result *res,
-                                       struct vt_error *err)
+/* A prepared statement for `sql` on `con`: from the session's cache, or
+ * prepared now and cached. NULL with err set when DuckDB refuses it. */
+static duckdb_prepared_statement cached_prepare(struct exec_session *s, duckdb_connection con,
+                                                const char *sql, bool *out_cached,
+                                                struct vt_error *err)
 {
-    if (duckdb_prepare(con, sql, ps) != DuckDBSuccess)
-        return vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", duckdb_prepare_error(*ps));
-    if (query_plan_bind(binds, *ps, err) != VT_ERR_OK)
-        return err->code;
-    if (duckdb_execute_prepared_streaming(*ps, res) != DuckDBSuccess) {
-        vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", duckdb_result_error(res));
+    *out_cached = false;
+    uint64_t drops = cat_generations_dropped();
+    if (s && (s->con != con || s->drops_seen != drops)) {
+        cache_clear(s);
+        s->con = con;
+        s->drops_seen = drops;
+    }
+    uint64_t h = XXH3_64bits(sql, strlen(sql));
+    for (size_t i = 0; s && i < s->n_cached; i++) {
+        if (s->cache[i].hash == h && !strcmp(s->cache[i].sql, sql)) {
+            s->cache[i].used = ++s->tick;
+            atomic_fetch_add(&cache_hits, 1);
+            *out_cached = true;
+            duckdb_clear_bindings(s->cache[i].ps);
+            return s->cache[i].ps;
+        }
+    }
+    atomic_fetch_add(&cache_misses, 1);
+    duckdb_prepared_statement ps = NULL;
+    if (duckdb_prepare(con, sql, &ps) != DuckDBSuccess) {
+        vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", duckdb_prepare_error(ps));
+        duckdb_destroy_prepare(&ps);
+        return NULL;
+    }
+    char *key = s ? strdup(sql) : NULL;
+    if (!key)
+        return ps; /* not cached: the caller destroys it */
+    if (s->n_cached == EXEC_PLAN_CACHE) {
+        size_t lru = 0;
+        for (size_t i = 1; i < s->n_cached; i++)
+            if (s->cache[i].used < s->cache[lru].used)
+                lru = i;
+        cache_drop(s, lru);
+        atomic_fetch_add(&cache_evictions, 1);
+    }
+    s->cache[s->n_cached++] = (struct cached_stmt){key, h, ps, ++s->tick};
+    *out_cached = true;
+    return ps;
+}
+
+static void cache_forget(struct exec_session *s, duckdb_prepared_statement ps)
+{
+    for (size_t i = 0; s && i < s->n_cached; i++)
+        if (s->cache[i].ps == ps) {
+            cache_drop(s, i);
+            return;
+        }
+}
+
+/* Binds and starts `sql` as a streaming result. *out_owned_ps is set when
+ * the statement is not the cache's (the caller destroys it). */
+static enum vt_err prepare_and_execute(struct exec_session *s, duckdb_connection con,
+                                       const char *sql, const struct query_plan *binds,
+                                       duckdb_prepared_statement *out_owned_ps,
+                                       duckdb_result *res, struct vt_error *err)
+{
+    *out_owned_ps = NULL;
+    for (int attempt = 0;; attempt++) {
+        bool cached;
+        duckdb_prepared_statement ps = cached_prepare(s, con, sql, &cached, err);
+        if (!ps)
+            return err->code;
+        if (!cached)
+            *out_owned_ps = ps;
+        if (query_plan_bind(binds, ps, err) != VT_ERR_OK)
+            return err->code;
+        if (duckdb_execute_prepared_streaming(ps, res) == DuckDBSuccess)
+            return VT_ERR_OK;
+        const char *msg = duckdb_result_error(res);
+        /* A cached plan whose catalog moved under it: prepare once afresh. */
+        if (cached && attempt == 0 && msg && strstr(msg, "Catalog Error")) {
+            duckdb_destroy_result(res);
+            cache_forget(s, ps);
+            continue;
+        }
+        vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", msg ? msg : "query failed");
         duckdb_destroy_result(res);
         return err->code;
     }
-    return VT_ERR_OK;
 }
 
 /* DuckDB's message for a failed fetch, unless the run was stopped on
@@ -336,6 +447,8 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
         struct exec_session *s = session();
         if (s)
             choose_late_materialization(s, con, plan->query);
+        /* (A cached plan was made under the same setting: the setting is a
+         * function of the request shape, which is part of the SQL text.) */
         if (query_build_sql(plan->query, plan->gen->relation, plan->arena, &qp, &err) !=
             VT_ERR_OK) {
             sink->ops->fail(sink, &err);
@@ -343,9 +456,9 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
         }
         sql = qp.sql;
     }
-    duckdb_prepared_statement ps = NULL;
+    duckdb_prepared_statement ps = NULL; /* set when not cached */
     duckdb_result res;
-    if (prepare_and_execute(con, sql, &qp, &ps, &res, &err) != VT_ERR_OK) {
+    if (prepare_and_execute(session(), con, sql, &qp, &ps, &res, &err) != VT_ERR_OK) {
         duckdb_destroy_prepare(&ps);
         if (err.code == VT_ERR_QUERY_FAILED) {
             /* An interrupt at the deadline surfaces as a failed execute. */

@@ -43,8 +43,9 @@
  * Per-connection state. A worker thread owns its DuckDB connection for life,
  * so exec keeps what belongs to a connection per thread (exec_session, private
  * to exec.c): the planner setting that late materialization needs per request
- * shape, the row-store cursor, scratch buffers (and, next, cached prepared
- * statements). Nothing about it is visible to front ends.
+ * shape, the row-store cursor, scratch buffers and the cached prepared
+ * statements: the same request shape with new values only binds and
+ * executes). Nothing about it is visible to front ends.
  *
  * Memory: the plan, the query request and everything they point to belong to
  * the caller (the per-request arena); exec allocates its own temporaries from
@@ -162,6 +163,11 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
 /* Runs the plan on `con` (the calling engine worker's connection): the fast
  * path when it applies, else the SQL statement. Always ends the sink. */
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con);
+
+/* The prepared-statement cache of the SQL path (per worker connection; see
+ * exec.c): lookups that reused a plan, that prepared one, and plans pushed
+ * out by the LRU bound. */
+void exec_plan_cache_stats(uint64_t *out_hits, uint64_t *out_misses, uint64_t *out_evictions);
 
 /* ------------------------------------------------------- a bounded JSON sink
  * For front ends that answer with one bounded JSON document (MCP tool
