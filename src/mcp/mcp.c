@@ -18,7 +18,6 @@
 #include "util/log.h"
 
 #define MODERN_VERSION "2026-07-28"
-#define META_VERSION "io.modelcontextprotocol/protocolVersion"
 #define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
 #define RESOURCE_PREFIX "vitrine://datasets/"
 #define INLINE_MAX_ROWS 64
@@ -786,39 +785,6 @@ static bool origin_allowed(struct http_request *req, const struct vt_config *cfg
     return strcasecmp(p, host) == 0;
 }
 
-/* The decoded value of a header that may carry the =?base64?...?= sentinel;
- * NULL when malformed. Allocated from the request arena. */
-static const char *header_value(struct http_request *req, const char *v)
-{
-    size_t n = strlen(v);
-    if (n < 11 || strncmp(v, "=?base64?", 9) != 0 || strcmp(v + n - 2, "?=") != 0)
-        return v;
-    const char *b = v + 9;
-    size_t bl = n - 11;
-    char *out = arena_alloc(http_req_arena(req), bl + 1);
-    if (!out)
-        return NULL;
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t k = 0;
-    for (size_t i = 0; i < bl; i++) {
-        if (b[i] == '=')
-            break;
-        const char *q = memchr(tbl, b[i], 64);
-        if (!q)
-            return NULL;
-        acc = acc << 6 | (uint32_t)(q - tbl);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[k++] = (char)(acc >> bits & 0xFF);
-        }
-    }
-    out[k] = '\0';
-    return out;
-}
-
 /* Modern requests: the standard headers must be there and match the body. */
 static bool headers_match(struct mcp_call *c, const char *version)
 {
@@ -834,30 +800,17 @@ static bool headers_match(struct mcp_call *c, const char *version)
         const char *key = !strcmp(c->method, "tools/call") ? "name" : "uri";
         json_t *bv = c->params ? json_object_get(c->params, key) : NULL;
         const char *hn = http_req_header(req, "Mcp-Name");
-        const char *dn = hn ? header_value(req, hn) : NULL;
+        size_t cap = hn ? strlen(hn) + 1 : 1;
+        char *dn = arena_alloc(http_req_arena(req), cap);
         if (!hn)
             why = "Mcp-Name header is missing";
-        else if (!dn || !json_is_string(bv) || strcmp(dn, json_string_value(bv)) != 0)
+        else if (!dn || mcp_header_decode(hn, dn, cap) < 0 || !json_is_string(bv) ||
+                 strcmp(dn, json_string_value(bv)) != 0)
             why = "Mcp-Name header does not match the request body";
     }
     if (!why)
         return true;
     send_error(req, 400, c->id, MCP_HEADER_MISMATCH, why, NULL);
-    return false;
-}
-
-static bool json_too_deep(const json_t *v, int depth)
-{
-    if (depth > VT_MAX_JSON_DEPTH)
-        return true;
-    const char *k;
-    json_t *x;
-    size_t i;
-    if (json_is_object(v)) {
-        json_object_foreach((json_t *)v, k, x) if (json_too_deep(x, depth + 1)) return true;
-    } else if (json_is_array(v)) {
-        json_array_foreach(v, i, x) if (json_too_deep(x, depth + 1)) return true;
-    }
     return false;
 }
 
@@ -870,74 +823,48 @@ void mcp_handle(struct http_request *req)
     }
     size_t len;
     const char *body = http_req_body(req, &len);
-    json_error_t jerr;
-    json_t *msg = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!msg) {
-        send_error(req, 400, NULL, RPC_PARSE_ERROR, "Parse error", NULL);
-        return;
-    }
-    if (json_is_array(msg)) {
-        json_decref(msg);
-        send_error(req, 400, NULL, RPC_INVALID_REQUEST, "Batches are not supported", NULL);
-        return;
-    }
-    json_t *jv = json_object_get(msg, "jsonrpc");
-    json_t *method = json_object_get(msg, "method");
-    json_t *id = json_object_get(msg, "id");
-    bool valid_id = !id || json_is_string(id) || json_is_integer(id);
-    if (!json_is_object(msg) || !json_is_string(jv) || strcmp(json_string_value(jv), "2.0") != 0 ||
-        !valid_id || json_too_deep(msg, 1)) {
-        json_decref(msg);
-        send_error(req, 400, valid_id ? id : NULL, RPC_INVALID_REQUEST, "Invalid Request", NULL);
-        return;
-    }
-    if (!method) {
-        /* A response to a request we never send, or garbage with an id. */
-        bool response = id && (json_object_get(msg, "result") || json_object_get(msg, "error"));
-        json_decref(msg);
-        if (response) {
-            struct strbuf none;
+    struct mcp_envelope env;
+    enum mcp_kind kind = mcp_envelope_parse(body, len, &env);
+    if (kind != MCP_REQUEST) {
+        struct strbuf none;
+        switch (kind) {
+        case MCP_PARSE_ERROR:
+            send_error(req, 400, NULL, RPC_PARSE_ERROR, "Parse error", NULL);
+            break;
+        case MCP_BATCH:
+            send_error(req, 400, NULL, RPC_INVALID_REQUEST, "Batches are not supported", NULL);
+            break;
+        case MCP_INVALID:
+            send_error(req, 400, env.id, RPC_INVALID_REQUEST, "Invalid Request", NULL);
+            break;
+        default: /* notifications and responses: nothing to answer */
             sb_init(&none, 0);
             http_reply_buffer(req, 202, "application/json", &none, false);
-        } else {
-            send_error(req, 400, NULL, RPC_INVALID_REQUEST, "Invalid Request", NULL);
+            break;
         }
+        mcp_envelope_release(&env);
         return;
     }
-    json_t *params = json_object_get(msg, "params");
-    if (!json_is_string(method) || (params && !json_is_object(params))) {
-        json_decref(msg);
-        send_error(req, 400, id, RPC_INVALID_REQUEST, "Invalid Request", NULL);
-        return;
-    }
-    if (!id) { /* a notification: nothing to answer */
-        json_decref(msg);
-        struct strbuf none;
-        sb_init(&none, 0);
-        http_reply_buffer(req, 202, "application/json", &none, false);
-        return;
-    }
+    json_t *msg = env.msg, *id = env.id, *params = env.params;
     struct mcp_call *c = arena_calloc(http_req_arena(req), sizeof *c);
     if (!c) {
-        json_decref(msg);
         send_error(req, 500, id, RPC_INTERNAL, "out of memory", NULL);
+        mcp_envelope_release(&env);
         return;
     }
     c->req = req;
     c->app = app;
     c->msg = msg;
     c->id = id;
-    c->method = json_string_value(method);
+    c->method = env.method;
     c->params = params;
     http_req_set_user(req, c);
     http_req_on_release(req, call_on_release);
 
     /* The era: a modern request names its version in params._meta. */
-    json_t *meta = params ? json_object_get(params, "_meta") : NULL;
-    json_t *mv = json_is_object(meta) ? json_object_get(meta, META_VERSION) : NULL;
     const char *hv = http_req_header(req, "MCP-Protocol-Version");
-    if (mv) {
-        const char *v = json_is_string(mv) ? json_string_value(mv) : "";
+    if (env.meta_version) {
+        const char *v = env.meta_version;
         if (strcmp(v, MODERN_VERSION) != 0) {
             send_unsupported_version(req, id, v);
             call_release(c);

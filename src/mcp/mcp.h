@@ -33,7 +33,13 @@
 #ifndef VT_MCP_MCP_H
 #define VT_MCP_MCP_H
 
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
 #include "http/server.h"
+
+#define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
 
 /* The handler of POST (and GET, answered 405) {prefix}{mcp.path}. */
 void mcp_handle(struct http_request *req);
@@ -41,5 +47,34 @@ void mcp_handle(struct http_request *req);
 /* GET /.well-known/oauth-protected-resource (RFC 9728), when bearer auth is
  * on: names the configured issuer for MCP clients that must sign in. */
 void mcp_protected_resource(struct http_request *req);
+
+/* ---- the message envelope (envelope.c; pure, fuzzed) ---- */
+
+enum mcp_kind {
+    MCP_REQUEST,      /* method + id: answer it */
+    MCP_NOTIFICATION, /* method, no id: 202 */
+    MCP_RESPONSE,     /* result or error with an id: 202 (we send no requests) */
+    MCP_INVALID,      /* -32600 Invalid Request (out->id set when it was valid) */
+    MCP_BATCH,        /* a JSON array: batches are not supported (-32600) */
+    MCP_PARSE_ERROR,  /* not JSON (or a key twice in an object): -32700 */
+};
+
+struct mcp_envelope {
+    json_t *msg;               /* owned; NULL after a parse error */
+    json_t *id;                /* borrowed from msg; NULL when absent or invalid */
+    const char *method;        /* borrowed */
+    json_t *params;            /* borrowed; may be NULL */
+    const char *meta_version;  /* params._meta protocolVersion (modern era), or NULL */
+};
+
+/* Parses and classifies one message (bounded depth, unique keys). Release
+ * `out` in every case. */
+enum mcp_kind mcp_envelope_parse(const char *body, size_t len, struct mcp_envelope *out);
+void mcp_envelope_release(struct mcp_envelope *e);
+
+/* The value of an Mcp-Name / Mcp-Param header: as is, or decoded from the
+ * =?base64?...?= sentinel. The length written to out (NUL-terminated), or
+ * -1 when malformed, holding a NUL, or longer than cap - 1. */
+ssize_t mcp_header_decode(const char *value, char *out, size_t cap);
 
 #endif

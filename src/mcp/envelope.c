@@ -1,0 +1,104 @@
+/*
+ * The JSON-RPC envelope of one MCP message and the header-value decoding of
+ * the Streamable HTTP transport, kept apart from the handler so they are
+ * pure functions (tested and fuzzed on their own: tests/fuzz/fuzz_mcp.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcp/mcp.h"
+#include "util/limits.h"
+
+static bool too_deep(const json_t *v, int depth)
+{
+    if (depth > VT_MAX_JSON_DEPTH)
+        return true;
+    const char *k;
+    json_t *x;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, x) if (too_deep(x, depth + 1)) return true;
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, x) if (too_deep(x, depth + 1)) return true;
+    }
+    return false;
+}
+
+enum mcp_kind mcp_envelope_parse(const char *body, size_t len, struct mcp_envelope *out)
+{
+    memset(out, 0, sizeof *out);
+    json_error_t jerr;
+    json_t *msg = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!msg)
+        return MCP_PARSE_ERROR;
+    out->msg = msg;
+    if (json_is_array(msg))
+        return MCP_BATCH;
+    json_t *id = json_object_get(msg, "id");
+    bool valid_id = !id || json_is_string(id) || json_is_integer(id);
+    out->id = valid_id ? id : NULL;
+    json_t *jv = json_object_get(msg, "jsonrpc");
+    if (!json_is_object(msg) || !json_is_string(jv) || strcmp(json_string_value(jv), "2.0") != 0 ||
+        !valid_id || too_deep(msg, 1))
+        return MCP_INVALID;
+    json_t *method = json_object_get(msg, "method");
+    if (!method) {
+        bool response = id && (json_object_get(msg, "result") || json_object_get(msg, "error"));
+        return response ? MCP_RESPONSE : MCP_INVALID;
+    }
+    json_t *params = json_object_get(msg, "params");
+    if (!json_is_string(method) || (params && !json_is_object(params)))
+        return MCP_INVALID;
+    out->method = json_string_value(method);
+    out->params = params;
+    json_t *meta = params ? json_object_get(params, "_meta") : NULL;
+    json_t *mv = json_is_object(meta) ? json_object_get(meta, MCP_META_VERSION) : NULL;
+    if (mv)
+        out->meta_version = json_is_string(mv) ? json_string_value(mv) : "";
+    return id ? MCP_REQUEST : MCP_NOTIFICATION;
+}
+
+void mcp_envelope_release(struct mcp_envelope *e)
+{
+    json_decref(e->msg);
+    memset(e, 0, sizeof *e);
+}
+
+ssize_t mcp_header_decode(const char *v, char *out, size_t cap)
+{
+    size_t n = strlen(v);
+    if (n < 11 || strncmp(v, "=?base64?", 9) != 0 || strcmp(v + n - 2, "?=") != 0) {
+        if (n + 1 > cap)
+            return -1;
+        memcpy(out, v, n + 1);
+        return (ssize_t)n;
+    }
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char *b = v + 9;
+    size_t bl = n - 11;
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t k = 0;
+    bool padding = false;
+    for (size_t i = 0; i < bl; i++) {
+        if (b[i] == '=') {
+            padding = true;
+            continue;
+        }
+        const char *q = padding ? NULL : memchr(tbl, b[i], 64);
+        if (!q)
+            return -1; /* a non-alphabet byte, or data after padding */
+        acc = acc << 6 | (uint32_t)(q - tbl);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (k + 1 >= cap)
+                return -1;
+            out[k++] = (char)(acc >> bits & 0xFF);
+        }
+    }
+    if (memchr(out, '\0', k))
+        return -1; /* never let a NUL shorten the value compared */
+    out[k] = '\0';
+    return (ssize_t)k;
+}
