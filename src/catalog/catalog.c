@@ -305,6 +305,7 @@ bool cat_unregister(struct cat_catalog *cat, struct cat_dataset *ds)
         pthread_mutex_unlock(&ds->mu);
         /* Its cached S3 objects become evictable. */
         s3_cache_unpin(ds->cfg.name);
+        cat_scheduler_cancel(cat->sched, ds->cfg.name);
         cat_dataset_put(ds);
     }
     return found;
@@ -905,6 +906,8 @@ static void build_run(struct eng_job *job, duckdb_connection con)
                                   &err);
     if (bj->source == REFRESH_STARTUP)
         cat_startup_done(cat, bj->ds);
+    if (!skipped)
+        cat_scheduler_build_finished(cat->sched, ds, gen != NULL);
 }
 
 void cat_startup_done(struct cat_catalog *cat, struct cat_dataset *ds)
@@ -981,7 +984,10 @@ struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
     cat->builders = eng_pool_create(db, builders, "build", err);
     cat->janitor = cat->builders ? eng_pool_create(db, 1, "janitor", err) : NULL;
     cat->coordinator = cat->janitor ? eng_pool_create(db, 1, "waves", err) : NULL;
-    if (!cat->builders || !cat->janitor || !cat->coordinator) {
+    cat->sched = cat->coordinator ? cat_scheduler_create(cat) : NULL;
+    if (!cat->builders || !cat->janitor || !cat->coordinator || !cat->sched) {
+        if (!cat->sched)
+            vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot start the scheduler");
         cat_destroy(cat);
         return NULL;
     }
@@ -1030,9 +1036,12 @@ void cat_destroy(struct cat_catalog *cat)
 {
     if (!cat)
         return;
-    /* Waves first (they queue builds), then builders (they publish), then
-     * drop every dataset (which queues generation drops to the janitor), then
-     * the janitor runs those drops. */
+    /* The scheduler first (it queues builds), then waves (they queue builds
+     * too), then builders (they publish), then drop every dataset (which
+     * queues generation drops to the janitor), then the janitor runs those
+     * drops. */
+    cat_scheduler_destroy(cat->sched);
+    cat->sched = NULL;
     eng_pool_destroy(cat->coordinator);
     cat->coordinator = NULL;
     eng_pool_destroy(cat->builders);
@@ -1100,6 +1109,7 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
     st->last_refresh_at_us = ds->last_refresh_at_us;
     st->refresh_source = ds->refresh_source;
     st->consecutive_failures = ds->consecutive_failures;
+    st->next_refresh_at_us = ds->next_refresh_at_us;
     st->last_error = ds->last_error ? strdup(ds->last_error) : NULL;
     if (ds->current) {
         struct cat_generation *gen = ds->current;

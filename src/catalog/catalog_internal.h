@@ -25,6 +25,7 @@ struct cat_dataset {
     enum cat_refresh_source refresh_source;
     int64_t consecutive_failures;
     char *last_error;
+    int64_t next_refresh_at_us;     /* a scheduled refresh is due then; 0 = none */
 };
 
 struct cat_catalog {
@@ -43,6 +44,7 @@ struct cat_catalog {
     const char *temp_dir;
     const char *cache_dir;
     const char *export_dir;
+    struct cat_scheduler *sched;    /* refresh intervals, cascades, expiries */
 };
 
 struct cat_dataset *cat_dataset_new(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
@@ -78,5 +80,25 @@ void cat_generation_start_fastpath(struct cat_catalog *cat, struct cat_generatio
 enum vt_err cat_generation_derive(struct cat_catalog *cat, duckdb_connection con,
                                   struct cat_generation *gen,
                                   const struct vt_dataset_config *cfg, struct vt_error *err);
+
+/* ------------------------------------------------------ scheduler.c */
+
+enum cat_timer_kind { CAT_TIMER_REFRESH, CAT_TIMER_CASCADE, CAT_TIMER_EXPIRE };
+/* What a ttl expiry does (set by the owner of expiring datasets). */
+typedef void (*cat_expire_fn)(void *ctx, struct cat_dataset *ds);
+
+struct cat_scheduler;
+struct cat_scheduler *cat_scheduler_create(struct cat_catalog *cat);
+void cat_scheduler_destroy(struct cat_scheduler *s);
+void cat_scheduler_on_expire(struct cat_scheduler *s, cat_expire_fn fn, void *ctx);
+/* Sets (or moves) the one timer of this kind for the dataset. */
+void cat_scheduler_arm(struct cat_scheduler *s, const char *name, enum cat_timer_kind kind,
+                       int64_t delay_ms);
+/* Forgets every timer of the dataset (it was unregistered). */
+void cat_scheduler_cancel(struct cat_scheduler *s, const char *name);
+/* A build of `ds` ended: schedules its next refresh (refresh.interval, with
+ * jitter; sooner after a failure) and, when it published, the cascades of
+ * the datasets that follow it (refresh.on_upstream_reload, debounced). */
+void cat_scheduler_build_finished(struct cat_scheduler *s, struct cat_dataset *ds, bool ok);
 
 #endif
