@@ -571,7 +571,7 @@ def run_all():
     v = Vitrine("server", [("main", ""),
                            ("lookup", 'index.mode = "list"\nindex.columns = ["id"]\n'),
                            ("plain", 'index.mode = "none"\n')])
-    floor = Floor() if any(n in rest for n in (4, 5, 6, 7, 8)) else None
+    floor = Floor() if any(n in rest for n in (3, 4, 5, 6, 7, 8)) else None
     for ds in ("main", "lookup", "plain"):
         v.wait_published(ds)
     for ds in ("main", "lookup"):
@@ -600,6 +600,19 @@ def run_all():
                 ours.append(wrk(v.port, lookup_path, script, THREADS, CONNS, SECONDS, [v.pid]))
                 theirs.append(wrk(ng.port, lookup_path, script, THREADS, CONNS, SECONDS, ng.pids()))
             throughput_row("3  id lookup (index) throughput", ours, theirs, 0.5)
+        if want(3):
+            log("== 3b. point lookup by the unique id, default config (sequential latency)")
+            ids = [1 + (i * 7919 * 127) % ROWS for i in range(50)]
+            bodies = [json.dumps({"predicates": [{"col": "id", "op": "eq", "val": n}]})
+                      for n in ids]
+            sql = 'SELECT %s FROM t WHERE "id" = CAST(? AS BIGINT) LIMIT 1000' % COLS_SQL
+
+            def check3b(d, it=iter(ids)):
+                assert len(d["data"]) == 1 and d["data"][0]["id"] == next(it), str(d)[:200]
+            scenario_latency("3b id lookup, default config", v, floor,
+                             "/api/v1/datasets/main/query", bodies, sql, [(str(n),) for n in ids],
+                             "tojson", 300, 0.2, check3b,
+                             note="no index block; floor: DuckDB's prepared point query")
         if want(4):
             log("== 4. eq on a low-cardinality string, page_size 1000 (sequential latency)")
             bodies = [json.dumps({"predicates": [{"col": "category", "op": "eq", "val": c}],

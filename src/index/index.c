@@ -34,6 +34,17 @@ struct index_column {
     uint32_t *rows;             /* NULL for a dense column: counts only */
     bool dense;
     bool dropped;
+    /* Sorted keys (see index.h): an auto-mode integer column past
+     * max_cardinality. Building: (key, row) pairs of non-null rows; finished:
+     * sorted by key then row, so a key's rows are one sorted run. Keys are
+     * stored order-preserving: INT with its sign bit flipped. */
+    bool sorted;
+    bool may_sort;              /* auto mode and an integer domain */
+    struct key_row {
+        uint64_t key;
+        uint32_t row;
+    } *pairs;
+    size_t n_pairs, pairs_cap;
 };
 
 struct index_builder {
@@ -76,10 +87,47 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+static int cmp_pair(const void *a, const void *b)
+{
+    const struct key_row *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* Sorts the pairs; n_keys becomes the number of distinct keys. The pairs are
+ * fed in row order, so sorting by (key, row) keeps each key's rows sorted. */
+static int sorted_finish(struct index_column *c)
+{
+    qsort(c->pairs, c->n_pairs, sizeof *c->pairs, cmp_pair);
+    size_t distinct = 0;
+    for (size_t i = 0; i < c->n_pairs; i++)
+        distinct += i == 0 || c->pairs[i].key != c->pairs[i - 1].key;
+    c->n_keys = distinct;
+    /* Split into keys and rows: a key's run of rows is then a posting list. */
+    uint64_t *keys = malloc((c->n_pairs ? c->n_pairs : 1) * sizeof *keys);
+    uint32_t *rows = malloc((c->n_pairs ? c->n_pairs : 1) * sizeof *rows);
+    if (!keys || !rows) {
+        free(keys);
+        free(rows);
+        return -1;
+    }
+    for (size_t i = 0; i < c->n_pairs; i++) {
+        keys[i] = c->pairs[i].key;
+        rows[i] = c->pairs[i].row;
+    }
+    free(c->pairs);
+    c->pairs = NULL;
+    c->int_keys = keys;
+    c->rows = rows;
+    return 0;
+}
+
 static void column_free(struct index_column *c)
 {
     if (!c)
         return;
+    free(c->pairs);
     free(c->slots);
     free(c->int_keys);
     free(c->str_off);
@@ -98,11 +146,13 @@ static void column_drop(struct index_column *c)
     free(c->str_off);
     free(c->str_data);
     free(c->row_keys);
+    free(c->pairs);
     c->slots = NULL;
     c->int_keys = NULL;
     c->str_off = NULL;
     c->str_data = NULL;
     c->row_keys = NULL;
+    c->pairs = NULL;
     c->dropped = true;
 }
 
@@ -161,6 +211,52 @@ static int grow_slots(struct index_column *c)
     return 0;
 }
 
+static uint64_t sort_key(const struct index_column *c, uint64_t ikey)
+{
+    return c->domain == INDEX_DOMAIN_INT ? ikey ^ ((uint64_t)1 << 63) : ikey;
+}
+
+/* An auto-mode integer column reached max_cardinality: instead of dropping
+ * it, keep (key, row) pairs from here on (the rows so far come from their key
+ * ids); the hash table and key store go. False when memory ran out. */
+static bool switch_to_sorted(struct index_column *c, size_t rows_so_far)
+{
+    size_t cap = rows_so_far + 65536;
+    struct key_row *p = malloc(cap * sizeof *p);
+    if (!p)
+        return false;
+    size_t n = 0;
+    for (size_t r = 0; r < rows_so_far; r++)
+        if (c->row_keys[r] != NULL_KEY)
+            p[n++] = (struct key_row){sort_key(c, c->int_keys[c->row_keys[r]]), (uint32_t)r};
+    free(c->slots);
+    free(c->int_keys);
+    free(c->row_keys);
+    c->slots = NULL;
+    c->int_keys = NULL;
+    c->row_keys = NULL;
+    c->n_slots = c->n_keys = c->keys_cap = 0;
+    c->pairs = p;
+    c->n_pairs = n;
+    c->pairs_cap = cap;
+    c->sorted = true;
+    return true;
+}
+
+static int add_pair(struct index_column *c, uint64_t ikey, size_t row)
+{
+    if (c->n_pairs == c->pairs_cap) {
+        size_t cap = c->pairs_cap * 2;
+        struct key_row *p = realloc(c->pairs, cap * sizeof *p);
+        if (!p)
+            return -1;
+        c->pairs = p;
+        c->pairs_cap = cap;
+    }
+    c->pairs[c->n_pairs++] = (struct key_row){sort_key(c, ikey), (uint32_t)row};
+    return 0;
+}
+
 /* Finds or inserts a key; returns its id, NULL_KEY when the column was dropped
  * (cardinality cap reached or out of memory). */
 static uint32_t intern_key(struct index_column *c, uint64_t ikey, const char *s, size_t len)
@@ -180,8 +276,9 @@ static uint32_t intern_key(struct index_column *c, uint64_t ikey, const char *s,
         i = (i + 1) & mask;
     }
     if (c->n_keys >= c->max_keys) {
-        column_drop(c);
-        return NULL_KEY;
+        if (!c->may_sort)
+            column_drop(c);
+        return NULL_KEY; /* the caller switches a may_sort column to sorted keys */
     }
     if (c->n_keys + 1 >= c->keys_cap) {
         size_t cap = c->keys_cap ? c->keys_cap * 2 : 256;
@@ -279,6 +376,8 @@ struct index_builder *index_builder_create(size_t n_cols, const char *const *nam
         c->domain = index_domain_of(types[i]);
         c->max_keys = cfg->index_mode == INDEX_LIST ? (size_t)UINT32_MAX - 1
                                                     : (size_t)cfg->index_max_cardinality;
+        c->may_sort = cfg->index_mode == INDEX_AUTO && (c->domain == INDEX_DOMAIN_INT ||
+                                                        c->domain == INDEX_DOMAIN_UINT);
         b->cands[i] = c;
         n++;
     }
@@ -329,7 +428,7 @@ int index_builder_add_chunk(struct index_builder *b, duckdb_data_chunk chunk)
             cap *= 2;
         for (size_t i = 0; i < b->n_cols; i++) {
             struct index_column *c = b->cands[i];
-            if (!c || c->dropped)
+            if (!c || c->dropped || c->sorted)
                 continue;
             uint32_t *p = realloc(c->row_keys, cap * sizeof *p);
             if (!p) {
@@ -347,6 +446,17 @@ int index_builder_add_chunk(struct index_builder *b, duckdb_data_chunk chunk)
         duckdb_vector vec = duckdb_data_chunk_get_vector(chunk, (idx_t)i);
         const void *data = duckdb_vector_get_data(vec);
         uint64_t *validity = duckdb_vector_get_validity(vec);
+        if (c->sorted) {
+            for (size_t r = 0; r < n; r++) {
+                if (validity && !duckdb_validity_row_is_valid(validity, (idx_t)r))
+                    continue;
+                if (add_pair(c, int_key_of(c->type, data, r), b->n_rows + r) != 0) {
+                    column_drop(c);
+                    break;
+                }
+            }
+            continue;
+        }
         uint32_t *out = c->row_keys + b->n_rows;
         for (size_t r = 0; r < n && !c->dropped; r++) {
             if (validity && !duckdb_validity_row_is_valid(validity, (idx_t)r)) {
@@ -361,6 +471,22 @@ int index_builder_add_chunk(struct index_builder *b, duckdb_data_chunk chunk)
                 id = intern_key(c, 0, p, len);
             } else {
                 id = intern_key(c, int_key_of(c->type, data, r), NULL, 0);
+                if (id == NULL_KEY && c->may_sort && !c->dropped) {
+                    /* Past max_cardinality: sorted keys from now on. */
+                    if (!switch_to_sorted(c, b->n_rows + r)) {
+                        column_drop(c);
+                        break;
+                    }
+                    for (; r < n; r++) {
+                        if (validity && !duckdb_validity_row_is_valid(validity, (idx_t)r))
+                            continue;
+                        if (add_pair(c, int_key_of(c->type, data, r), b->n_rows + r) != 0) {
+                            column_drop(c);
+                            break;
+                        }
+                    }
+                    break;
+                }
             }
             if (c->dropped) /* row_keys is gone with the column */
                 break;
@@ -376,6 +502,8 @@ int index_builder_add_chunk(struct index_builder *b, duckdb_data_chunk chunk)
  * row store to beat DuckDB, so positions would be memory for nothing. */
 static int column_finish(struct index_column *c, size_t n_rows)
 {
+    if (c->sorted)
+        return sorted_finish(c);
     c->offsets = calloc(c->n_keys + 1, sizeof *c->offsets);
     if (!c->offsets)
         return -1;
@@ -419,6 +547,8 @@ static int column_finish(struct index_column *c, size_t n_rows)
 
 static size_t column_bytes(const struct index_column *c)
 {
+    if (c->sorted)
+        return sizeof *c + c->n_pairs * (sizeof(uint64_t) + sizeof(uint32_t));
     size_t b = sizeof *c + c->n_slots * sizeof(uint32_t) + (c->n_keys + 1) * sizeof(uint32_t);
     if (!c->dense)
         b += (size_t)c->offsets[c->n_keys] * sizeof(uint32_t);
@@ -507,6 +637,11 @@ bool index_has_positions(const struct vt_index *ix)
     return false;
 }
 
+bool index_column_sorted(const struct vt_index *ix, size_t col)
+{
+    return index_has_column(ix, col) && ix->by_col[col]->sorted;
+}
+
 size_t index_column_keys(const struct vt_index *ix, size_t col)
 {
     return index_has_column(ix, col) ? ix->by_col[col]->n_keys : 0;
@@ -528,10 +663,34 @@ static uint32_t key_id(const struct vt_index *ix, size_t col, const struct index
     return find_key(c, ikey, key->s, key->len);
 }
 
+/* The run of rows holding `key` in a sorted-keys column. */
+static const uint32_t *sorted_lookup(const struct index_column *c, const struct index_key *key,
+                                     size_t *out_n)
+{
+    if (key->domain != c->domain)
+        return NULL;
+    uint64_t k = sort_key(c, c->domain == INDEX_DOMAIN_UINT ? key->u : (uint64_t)key->i);
+    size_t lo = 0, hi = c->n_pairs;
+    while (lo < hi) { /* first position with key >= k */
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->int_keys[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t end = lo;
+    while (end < c->n_pairs && c->int_keys[end] == k)
+        end++;
+    *out_n = end - lo;
+    return end > lo ? c->rows + lo : NULL;
+}
+
 const uint32_t *index_lookup(const struct vt_index *ix, size_t col, const struct index_key *key,
                              size_t *out_n)
 {
     *out_n = 0;
+    if (index_has_column(ix, col) && ix->by_col[col]->sorted)
+        return sorted_lookup(ix->by_col[col], key, out_n);
     uint32_t id = key_id(ix, col, key);
     if (id == EMPTY_SLOT)
         return NULL;

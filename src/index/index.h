@@ -10,6 +10,14 @@
  * columns (of those types) whatever their cardinality; mode none indexes
  * nothing. NULLs are not indexed. Lazy generations carry no index.
  *
+ * Sorted keys. An integer column that auto mode drops at max_cardinality (a
+ * unique id, typically) is not part of the equality index the spec describes
+ * (the schema's "indexed" list leaves it out), but it still gets a lookup
+ * structure, because a point lookup by id is the most common request and
+ * DuckDB's own costs ~0.5 ms: its (key, row) pairs sorted by key, 12 bytes a
+ * row, searched by bisection. index_lookup/match/count treat it like any
+ * other column; index_column_sorted() tells them apart.
+ *
  * Layout: per column an open-addressing hash table of distinct keys, and the
  * posting lists in one CSR array (offsets per key, positions). Building keeps
  * one key id per row per candidate column, then counting-sorts them into the
@@ -74,6 +82,8 @@ void index_destroy(struct vt_index *ix);
 bool index_has_column(const struct vt_index *ix, size_t col);
 enum index_domain index_column_domain(const struct vt_index *ix, size_t col);
 size_t index_column_keys(const struct vt_index *ix, size_t col);
+/* A sorted-keys column (see above), not an equality-index one. */
+bool index_column_sorted(const struct vt_index *ix, size_t col);
 /* A dense column (more than INDEX_DENSE_ROWS_PER_KEY rows per key on average)
  * answers counts of one term, not positions. */
 bool index_column_dense(const struct vt_index *ix, size_t col);

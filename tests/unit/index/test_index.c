@@ -62,6 +62,58 @@ static struct index_key skey(const char *s)
     return k;
 }
 
+TEST(sorted_keys_for_high_cardinality_integers)
+{
+    /* Negative keys, duplicates and NULLs past the cardinality cap; strings
+     * past it are dropped (no sorted keys for them). */
+    struct vt_index *ix =
+        build("SELECT CASE WHEN i % 10 = 0 THEN NULL ELSE (i % 3000) - 1500 END AS k, "
+              "md5(i::VARCHAR) AS s, i::UBIGINT * 1000000000000 AS u FROM range(6000) t(i)",
+              INDEX_AUTO, NULL, 1000, NULL, 0);
+    CHECK(ix != NULL);
+    if (!ix)
+        return;
+    CHECK(index_column_sorted(ix, 0));
+    CHECK(!index_has_column(ix, 1));
+    CHECK(index_column_sorted(ix, 2));
+    for (int v = -1500; v < 1500; v += 7) {
+        struct index_key k = ikey(v);
+        size_t n;
+        const uint32_t *rows = index_lookup(ix, 0, &k, &n);
+        size_t expect = 0;
+        for (int i = 0; i < 6000; i++)
+            expect += i % 10 != 0 && (i % 3000) - 1500 == v;
+        CHECK_EQ_INT(n, expect);
+        for (size_t j = 0; rows && j < n; j++) {
+            CHECK_EQ_INT((int)(rows[j] % 3000) - 1500, v);
+            if (j)
+                CHECK(rows[j] > rows[j - 1]);
+        }
+    }
+    struct index_key absent = ikey(99999);
+    size_t n;
+    CHECK(index_lookup(ix, 0, &absent, &n) == NULL && n == 0);
+    struct index_key u = {.domain = INDEX_DOMAIN_UINT, .u = 4321ull * 1000000000000ull};
+    const uint32_t *r = index_lookup(ix, 2, &u, &n);
+    CHECK(n == 1 && r && r[0] == 4321);
+    /* AND of a sorted-keys term and a hash-index term. */
+    uint64_t count = 0;
+    struct index_key ks[] = {ikey(-1499), ikey(7), ikey(-1499)};
+    struct index_term terms[] = {{0, ks, 3}};
+    CHECK_EQ_INT(index_count(ix, terms, 1, &count), 0);
+    size_t expect = 0;
+    for (int i = 0; i < 6000; i++) {
+        int v = (i % 3000) - 1500;
+        expect += i % 10 != 0 && (v == -1499 || v == 7);
+    }
+    CHECK_EQ_INT(count, expect);
+    struct index_rows rows;
+    CHECK_EQ_INT(index_match(ix, terms, 1, &rows), 0);
+    CHECK_EQ_INT(rows.n, expect);
+    index_rows_free(&rows);
+    index_destroy(ix);
+}
+
 TEST(auto_mode_indexes_low_cardinality_columns)
 {
     struct vt_index *ix = build("SELECT i::INTEGER AS id, 'cat' || (i % 7) AS cat, i % 2 = 0 AS even, "
@@ -71,7 +123,9 @@ TEST(auto_mode_indexes_low_cardinality_columns)
     CHECK(ix != NULL);
     if (!ix)
         return;
-    CHECK(!index_has_column(ix, 0));  /* 10000 distinct >= 1000 */
+    /* 10000 distinct >= 1000: out of the equality index, into sorted keys */
+    CHECK(index_column_sorted(ix, 0));
+    CHECK_EQ_INT(index_column_keys(ix, 0), 10000);
     CHECK(index_has_column(ix, 1));
     CHECK(index_has_column(ix, 2));
     CHECK(!index_has_column(ix, 3));  /* DOUBLE is not eligible */
@@ -224,6 +278,7 @@ int main(void)
     duckdb_open(NULL, &db);
     duckdb_connect(db, &con);
     static const struct tl_case cases[] = {
+        TEST_CASE(sorted_keys_for_high_cardinality_integers),
         TEST_CASE(auto_mode_indexes_low_cardinality_columns), TEST_CASE(list_mode_ignores_cardinality),
         TEST_CASE(list_mode_warns_on_bad_columns), TEST_CASE(mode_none_builds_nothing),
         TEST_CASE(match_and_of_ors), TEST_CASE(empty_string_first_key)};
