@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
 
@@ -184,30 +185,6 @@ void api_datasets_register(struct http_request *req)
 
 static pthread_mutex_t persist_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static char *read_file(const char *path, size_t *out_len, struct vt_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        vt_error_set(err, VT_ERR_INTERNAL, "cannot read %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct strbuf sb;
-    sb_init(&sb, VT_MAX_CONFIG_BYTES);
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        if (sb_add(&sb, buf, n) != 0)
-            break;
-    bool bad = ferror(f) || sb.overflow;
-    fclose(f);
-    if (bad) {
-        sb_release(&sb);
-        vt_error_set(err, VT_ERR_INTERNAL, "cannot read %s (too large or unreadable)", path);
-        return NULL;
-    }
-    return sb_detach(&sb, out_len);
-}
-
 /* Writes `data` to `path` atomically: a temp file beside it, fsync, rename,
  * fsync of the directory. A crash leaves either the old or the new file. */
 static enum vt_err write_atomically(const char *path, const char *data, size_t len,
@@ -261,7 +238,8 @@ static void persist_job(struct http_request *req, duckdb_connection con)
     struct vt_error err = {0};
     pthread_mutex_lock(&persist_mu);
     size_t len = 0;
-    char *old = read_file(path, &len, &err);
+    char *old = NULL;
+    util_read_file(path, VT_MAX_CONFIG_BYTES, VT_ERR_INTERNAL, &old, &len, &err);
     char *block = old ? config_dataset_to_toml(&ds) : NULL;
     struct strbuf text;
     sb_init(&text, VT_MAX_CONFIG_BYTES);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "config/config_internal.h"
+#include "util/file.h"
 #include "util/limits.h"
 #include "util/strbuf.h"
 
@@ -571,39 +572,17 @@ enum vt_err config_load_text(const char *text, size_t len, const char *display_n
 enum vt_err config_load_file(const char *path, struct vt_config *cfg, struct vt_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return vt_error_set(err, VT_ERR_INVALID_CONFIG, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return vt_error_set(err, VT_ERR_INVALID_CONFIG, "%s: not a regular file", path);
-    }
-    if (st.st_size > VT_MAX_CONFIG_BYTES) {
-        fclose(f);
-        return vt_error_set(err, VT_ERR_INVALID_CONFIG, "%s: larger than the %d-byte limit", path,
-                            VT_MAX_CONFIG_BYTES);
-    }
-    struct strbuf sb;
-    sb_init(&sb, VT_MAX_CONFIG_BYTES + 1);
-    char buf[16384];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        if (sb_add(&sb, buf, n) < 0)
-            break;
-    bool read_error = ferror(f) != 0;
-    fclose(f);
-    if (read_error || sb.overflow) {
-        sb_release(&sb);
-        return vt_error_set(err, VT_ERR_INVALID_CONFIG, "%s: %s", path,
-                            read_error ? "read error" : "larger than the size limit");
-    }
+    char *text = NULL;
+    size_t len = 0;
+    enum vt_err rc = util_read_file(path, VT_MAX_CONFIG_BYTES, VT_ERR_INVALID_CONFIG, &text, &len, err);
+    if (rc != VT_ERR_OK)
+        return rc;
     char *abs = realpath(path, NULL);
     char *dir = abs ? strdup(abs) : NULL;
     if (!abs || !dir) {
         free(abs);
         free(dir);
-        sb_release(&sb);
+        free(text);
         return vt_error_set(err, VT_ERR_INVALID_CONFIG, "%s: cannot resolve path", path);
     }
     char *slash = strrchr(dir, '/');
@@ -611,8 +590,8 @@ enum vt_err config_load_file(const char *path, struct vt_config *cfg, struct vt_
         slash[1] = '\0';
     else if (slash)
         *slash = '\0';
-    enum vt_err rc = config_load_text(sb.buf ? sb.buf : "", sb.len, path, dir, cfg, err);
-    sb_release(&sb);
+    rc = config_load_text(text, len, path, dir, cfg, err);
+    free(text);
     free(dir);
     if (rc != VT_ERR_OK) {
         free(abs);

@@ -24,17 +24,7 @@
 #include <stdint.h>
 
 #include "util/errors.h"
-
-struct strvec {
-    char **items;
-    size_t len;
-};
-
-/* Owned lists of strings (every item malloc'd). 0 / -1 on out of memory. */
-int strvec_push(struct strvec *v, const char *s);
-int strvec_copy(struct strvec *dst, const struct strvec *src);
-bool strvec_equal(const struct strvec *a, const struct strvec *b);
-void strvec_free(struct strvec *v);
+#include "util/strvec.h"
 
 enum source_kind { SOURCE_PARQUET, SOURCE_DELTA, SOURCE_QUERY };
 enum index_mode { INDEX_AUTO, INDEX_LIST, INDEX_NONE };
