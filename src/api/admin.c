@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -236,6 +237,25 @@ static void persist_job(struct http_request *req, duckdb_connection con)
     if (!dataset_from_body(req, &ds))
         return;
     struct vt_error err = {0};
+    /* Validated as registration validates (POST /datasets): the parser and
+     * name rules above, a name not taken ignoring case by another spelling,
+     * and a source that can be opened; a block that would only fail at the
+     * next config reload or restart is refused now. The same name as a live
+     * dataset is fine: register, then persist, is how a runtime dataset is
+     * kept. */
+    char taken[VT_MAX_DATASET_NAME_BYTES + 1] = "";
+    if (cat_name_taken(app->catalog, ds.name, taken, sizeof taken) && strcmp(taken, ds.name) != 0)
+        vt_error_set(&err, VT_ERR_DATASET_EXISTS,
+                     "a dataset named \"%s\" already exists (dataset names are unique ignoring "
+                     "case)",
+                     taken);
+    else
+        cat_check_source(app->catalog, &ds, &err);
+    if (err.code != VT_ERR_OK) {
+        config_dataset_free(&ds);
+        http_reply_vterr(req, &err);
+        return;
+    }
     pthread_mutex_lock(&persist_mu);
     size_t len = 0;
     char *old = NULL;
@@ -262,9 +282,9 @@ static void persist_job(struct http_request *req, duckdb_connection con)
         struct vt_error cerr = {0};
         if (config_load_text(old, len, path, app->cfg->dir, &current, &cerr) == VT_ERR_OK) {
             for (size_t i = 0; i < current.n_datasets; i++)
-                if (strcmp(current.datasets[i].name, ds.name) == 0)
+                if (strcasecmp(current.datasets[i].name, ds.name) == 0)
                     vt_error_set(&err, VT_ERR_DATASET_EXISTS,
-                                 "dataset %s is already in the config file", ds.name);
+                                 "dataset %s is already in the config file", current.datasets[i].name);
             config_free(&current);
         }
     }
@@ -357,8 +377,11 @@ static void config_reload_job(struct http_request *req, duckdb_connection con)
         }
         if (cat_register_dataset(app->catalog, &cfg.datasets[i], true, &results[i], &errors[i]) !=
             VT_ERR_OK) {
-            if (errors[i].code == VT_ERR_DATASET_EXISTS) {
-                skipped[i] = true; /* registered meanwhile by someone else */
+            /* Registered meanwhile by someone else: skipped. The same name in
+             * another case is a conflict, reported as an error. */
+            if (errors[i].code == VT_ERR_DATASET_EXISTS &&
+                cat_has_dataset(app->catalog, cfg.datasets[i].name)) {
+                skipped[i] = true;
                 vt_error_clear(&errors[i]);
             }
         }

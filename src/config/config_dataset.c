@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config/config_internal.h"
 #include "util/limits.h"
@@ -85,6 +86,13 @@ struct name_ref {
 static int cmp_name_ref(const void *a, const void *b)
 {
     return strcmp(((const struct name_ref *)a)->name, ((const struct name_ref *)b)->name);
+}
+
+static int cmp_name_ref_ci(const void *a, const void *b)
+{
+    const struct name_ref *x = a, *y = b;
+    int c = strcasecmp(x->name, y->name);
+    return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
 }
 
 static long find_name(const struct name_ref *refs, size_t n, const char *name)
@@ -202,19 +210,29 @@ bool cfg_read_dataset_array(const struct cfg_blk *root, bool deps_in_file,
         refs[i].idx = i;
     }
     if (ok) {
-        qsort(refs, n, sizeof *refs, cmp_name_ref);
+        /* Names are unique ignoring case (they would collide on a
+         * case-insensitive file system and in SQL clients): sorted without
+         * case, equal neighbours are duplicates. */
+        qsort(refs, n, sizeof *refs, cmp_name_ref_ci);
         for (size_t i = 1; ok && i < n; i++) {
-            if (strcmp(refs[i].name, refs[i - 1].name) != 0)
+            if (strcasecmp(refs[i].name, refs[i - 1].name) != 0)
                 continue;
             size_t first = refs[i - 1].idx < refs[i].idx ? refs[i - 1].idx : refs[i].idx;
             size_t second = refs[i - 1].idx < refs[i].idx ? refs[i].idx : refs[i - 1].idx;
             struct cfg_blk b;
             cfg_root(root->cx, arr->u.array.items[second], "", ds[second].line, &b);
             snprintf(b.path, sizeof b.path, "dataset[%zu]", second);
-            ok = cfg_fail(&b, "name", 0, VT_ERR_INVALID_CONFIG,
-                          "duplicate dataset name \"%s\" (also dataset[%zu] at line %d)",
-                          ds[second].name, first, ds[first].line);
+            if (strcmp(ds[first].name, ds[second].name) == 0)
+                ok = cfg_fail(&b, "name", 0, VT_ERR_INVALID_CONFIG,
+                              "duplicate dataset name \"%s\" (also dataset[%zu] at line %d)",
+                              ds[second].name, first, ds[first].line);
+            else
+                ok = cfg_fail(&b, "name", 0, VT_ERR_INVALID_CONFIG,
+                              "dataset name \"%s\" differs only in case from \"%s\" "
+                              "(dataset[%zu] at line %d): names must be unique ignoring case",
+                              ds[second].name, ds[first].name, first, ds[first].line);
         }
+        qsort(refs, n, sizeof *refs, cmp_name_ref); /* exact order for find_name */
     }
     if (ok && deps_in_file) {
         for (size_t i = 0; ok && i < n; i++) {
