@@ -32,16 +32,22 @@ static char *cwd_or_dot(void)
     return strdup(getcwd(buf, sizeof buf) ? buf : ".");
 }
 
-void config_init_defaults(struct vt_config *cfg)
+/* Every key's default comes from the schema table; relative path defaults
+ * (saved_queries_dir) resolve against `dir`. -1 on out of memory. */
+static int init_defaults(struct vt_config *cfg, char *dir)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->dir = cwd_or_dot();
-    /* Every key's default comes from the schema table; failures to allocate
-     * show as NULL strings, which config_load_text checks. */
-    cfg_apply_defaults(false, cfg, cfg->dir);
+    cfg->dir = dir;
+    int rc = dir ? cfg_apply_defaults(false, cfg, cfg->dir) : -1;
     /* Derived from server.quack.uri's default ("quack:localhost"). */
     cfg->server.quack.host = strdup("localhost");
     cfg->server.quack.port = 9494;
+    return rc == 0 && cfg->server.quack.host ? 0 : -1;
+}
+
+void config_init_defaults(struct vt_config *cfg)
+{
+    init_defaults(cfg, cwd_or_dot());
 }
 
 void config_free(struct vt_config *cfg)
@@ -70,18 +76,11 @@ static bool read_all_blocks(struct cfg_ctx *cx, const struct toml_value *doc, st
 enum vt_err config_load_text(const char *text, size_t len, const char *display_name,
                              const char *dir, struct vt_config *cfg, struct vt_error *err)
 {
-    config_init_defaults(cfg);
     const char *file = display_name ? display_name : "(config)";
-    if (dir && cfg_set_str(&cfg->dir, dir) < 0) {
+    if (init_defaults(cfg, dir ? strdup(dir) : cwd_or_dot()) < 0) {
         config_free(cfg);
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    if (!cfg->dir || !cfg->server.saved_queries_dir) {
-        config_free(cfg);
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    free(cfg->server.saved_queries_dir);
-    cfg->server.saved_queries_dir = cfg_resolve_against(cfg->dir, "datasets.d");
     if (len > VT_MAX_CONFIG_BYTES) {
         config_free(cfg);
         return vt_error_set(err, VT_ERR_INVALID_CONFIG, "%s: larger than the %d-byte limit", file,

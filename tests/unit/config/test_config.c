@@ -1159,6 +1159,11 @@ TEST(schema_rows_are_consistent)
                 fprintf(stderr, "  schema row %s: no table row for block %s\n", path, k->block);
             CHECK(found);
         }
+        /* cfg_read_block lists at most 63 keys per table. */
+        size_t in_block = 0;
+        for (size_t j = 0; j < cfg_schema_len; j++)
+            in_block += cfg_schema[j].name && strcmp(cfg_schema[j].block, k->block) == 0;
+        CHECK(in_block < 64);
         /* No key twice. */
         for (size_t j = 0; j < i && k->name; j++)
             if (cfg_schema[j].name && strcmp(cfg_schema[j].block, k->block) == 0)
