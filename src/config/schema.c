@@ -82,29 +82,6 @@ static bool check_mount(const struct cfg_blk *b, const struct cfg_key *k, void *
                     "must start with \"/\" and not end with \"/\", got \"%.100s\"", s);
 }
 
-static bool check_url(const struct cfg_blk *b, const struct cfg_key *k, void *field)
-{
-    const char *s = *(char **)field;
-    if (!s || is_url(s))
-        return true;
-    return cfg_fail(b, k->name, 0, VT_ERR_INVALID_CONFIG,
-                    "expected an http:// or https:// URL, got \"%.100s\"", s);
-}
-
-static bool check_url_list(const struct cfg_blk *b, const struct cfg_key *k, void *field)
-{
-    const struct strvec *v = field;
-    for (size_t i = 0; i < v->len; i++) {
-        if (is_url(v->items[i]))
-            continue;
-        char key[96];
-        snprintf(key, sizeof key, "%s[%zu]", k->name, i);
-        return cfg_fail(b, key, cfg_line_of(b, k->name), VT_ERR_INVALID_CONFIG,
-                        "expected an http:// or https:// URL, got \"%.100s\"", v->items[i]);
-    }
-    return true;
-}
-
 static bool valid_env_name(const char *s)
 {
     if (!s[0] || (s[0] >= '0' && s[0] <= '9'))
@@ -112,27 +89,41 @@ static bool valid_env_name(const char *s)
     return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(s);
 }
 
-#define ENV_NAME_MSG "expected the name of an environment variable (letters, digits, _)"
+/* Applies `ok` to a string key, or to every item of a string[] key (the
+ * message then names the item, "key[i]"); `what` is the expectation, shown
+ * with the value when show_value. */
+static bool check_each(const struct cfg_blk *b, const struct cfg_key *k, void *field,
+                       bool (*ok)(const char *), const char *what, bool show_value)
+{
+    const struct strvec *v = field;
+    char *one = k->type == CFG_T_STRVEC ? NULL : *(char **)field;
+    size_t n = k->type == CFG_T_STRVEC ? v->len : one != NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = one ? one : v->items[i];
+        if (ok(s))
+            continue;
+        char key[96];
+        if (one)
+            snprintf(key, sizeof key, "%s", k->name);
+        else
+            snprintf(key, sizeof key, "%s[%zu]", k->name, i);
+        if (show_value)
+            return cfg_fail(b, key, cfg_line_of(b, k->name), VT_ERR_INVALID_CONFIG,
+                            "%s, got \"%.100s\"", what, s);
+        return cfg_fail(b, key, cfg_line_of(b, k->name), VT_ERR_INVALID_CONFIG, "%s", what);
+    }
+    return true;
+}
+
+static bool check_url(const struct cfg_blk *b, const struct cfg_key *k, void *field)
+{
+    return check_each(b, k, field, is_url, "expected an http:// or https:// URL", true);
+}
 
 static bool check_env_name(const struct cfg_blk *b, const struct cfg_key *k, void *field)
 {
-    const char *s = *(char **)field;
-    if (!s || valid_env_name(s))
-        return true;
-    return cfg_fail(b, k->name, 0, VT_ERR_INVALID_CONFIG, ENV_NAME_MSG);
-}
-
-static bool check_env_names(const struct cfg_blk *b, const struct cfg_key *k, void *field)
-{
-    const struct strvec *v = field;
-    for (size_t i = 0; i < v->len; i++) {
-        if (valid_env_name(v->items[i]))
-            continue;
-        char key[96];
-        snprintf(key, sizeof key, "%s[%zu]", k->name, i);
-        return cfg_fail(b, key, cfg_line_of(b, k->name), VT_ERR_INVALID_CONFIG, ENV_NAME_MSG);
-    }
-    return true;
+    return check_each(b, k, field, valid_env_name,
+                      "expected the name of an environment variable (letters, digits, _)", false);
 }
 
 /* "8GB", "512 MiB", "1.5GB", "60%": what DuckDB's memory_limit accepts (a
@@ -543,12 +534,12 @@ const struct cfg_key cfg_schema[] = {
      .doc = "Local source locations must resolve (after symlinks) inside one of these "
             "directories; relative entries are relative to the config file."},
     {"server", "allowed_s3_endpoints", CFG_T_STRVEC, C(server.allowed_s3_endpoints),
-     .check = check_url_list, .def = "[]",
+     .check = check_url, .def = "[]",
      .def_doc = "empty: only the endpoints named by the config file's datasets",
      .doc = "S3 endpoints (URLs as written in s3.endpoint) that runtime registrations may "
             "use."},
     {"server", "allowed_credential_envs", CFG_T_STRVEC, C(server.allowed_credential_envs),
-     .check = check_env_names, .def = "[]",
+     .check = check_env_name, .def = "[]",
      .def_doc = "empty: the standard AWS_* variables and the names used by the config file's "
                 "datasets",
      .doc = "Environment variables that runtime registrations may name in s3.*_env."},
