@@ -521,9 +521,11 @@ const struct cfg_key cfg_schema[] = {
      .doc = "Directory of saved queries (one file per query dataset); created on first write."},
     {"server", "memory_limit", CFG_T_STR, C(server.memory_limit), .flags = CFG_NONEMPTY,
      .check = check_memory_limit, .def = "\"50%\"",
-     .doc = "DuckDB's memory limit: a size (\"8GB\", \"512MiB\") or a share of the machine's "
-            "memory (\"50%\"). Resident datasets, sorts and group-bys count against it; above "
-            "it large operators spill to temp_directory."},
+     .doc = "DuckDB's memory limit: a size (\"8GB\", \"512MiB\") or a share of the memory "
+            "available (\"50%\" of RAM, or of the cgroup limit when lower; the value used is "
+            "logged at start). Resident datasets, sorts and group-bys count against it; above "
+            "it large operators spill to temp_directory. The rest is left for the index, row "
+            "stores and response buffers, which DuckDB does not count."},
     {"server", "temp_directory", CFG_T_PATH, C(server.temp_directory),
      .def_doc = "a private directory under $TMPDIR, removed at exit", .example = "\"tmp\"",
      .doc = "Where DuckDB spills sorts, joins and group-bys that do not fit in memory_limit."},
