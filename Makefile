@@ -38,7 +38,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(shell find tools -name '*.c' 2>/dev/null | sort)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
 
-.PHONY: all deps unit e2e check run bench clean fuzz hostile fuzz-smoke fuzz-run-one
+.PHONY: all deps unit e2e check run bench clean fuzz hostile fuzz-smoke fuzz-run-one docs-config
 all: $(BUILD)/vitrine $(TOOL_BIN)
 
 deps: $(DUCKDB_DIR)/libduckdb.so
@@ -98,6 +98,11 @@ check: all $(UNIT_BIN)
 hostile: all
 	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q tests/e2e/test_hostile_*.py $(PYTEST_ARGS)
 
+# docs/configuration.md is generated from the config schema table
+# (src/config/schema.c); a unit test fails when the committed file is stale.
+docs-config: $(BUILD)/vt-config-ref
+	$(BUILD)/vt-config-ref > docs/configuration.md
+
 run: all
 	./scripts/sample-data.sh $(BUILD)
 	$(BUILD)/vitrine --config examples/datasets.toml
@@ -126,6 +131,9 @@ FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
 FUZZ_SRC_fuzz_http_path        := src/http/router.c src/util/arena.c src/util/errors.c
 FUZZ_LIBS_fuzz_http_path       := -isystem $(DUCKDB_DIR)
 FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
+
+FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c \
+                                  src/util/strvec.c src/util/file.c
 FUZZ_LIBS_fuzz_toml            := -ljansson
 # Query compiler; FUZZ_QUERY_DUCKDB=1 also runs each statement in DuckDB.
 FUZZ_SRC_fuzz_query            := $(filter-out src/query/query_index.c,$(wildcard src/query/*.c)) \

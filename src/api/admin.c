@@ -13,10 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/api.h"
+#include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
 
@@ -167,30 +169,6 @@ void api_datasets_register(struct http_request *req)
 
 static pthread_mutex_t persist_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static char *read_file(const char *path, size_t *out_len, struct vt_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        vt_error_set(err, VT_ERR_INTERNAL, "cannot read %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct strbuf sb;
-    sb_init(&sb, VT_MAX_CONFIG_BYTES);
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        if (sb_add(&sb, buf, n) != 0)
-            break;
-    bool bad = ferror(f) || sb.overflow;
-    fclose(f);
-    if (bad) {
-        sb_release(&sb);
-        vt_error_set(err, VT_ERR_INTERNAL, "cannot read %s (too large or unreadable)", path);
-        return NULL;
-    }
-    return sb_detach(&sb, out_len);
-}
-
 /* Writes `data` to `path` atomically: a temp file beside it, fsync, rename,
  * fsync of the directory. A crash leaves either the old or the new file. */
 static enum vt_err write_atomically(const char *path, const char *data, size_t len,
@@ -242,9 +220,29 @@ static void persist_job(struct http_request *req, duckdb_connection con)
     if (!dataset_from_body(req, &ds))
         return;
     struct vt_error err = {0};
+    /* Validated as registration validates (POST /datasets): the parser and
+     * name rules above, a name not taken ignoring case by another spelling,
+     * and a source that can be opened; a block that would only fail at the
+     * next config reload or restart is refused now. The same name as a live
+     * dataset is fine: register, then persist, is how a runtime dataset is
+     * kept. */
+    char taken[VT_MAX_DATASET_NAME_BYTES + 1] = "";
+    if (cat_name_taken(app->catalog, ds.name, taken, sizeof taken) && strcmp(taken, ds.name) != 0)
+        vt_error_set(&err, VT_ERR_DATASET_EXISTS,
+                     "a dataset named \"%s\" already exists (dataset names are unique ignoring "
+                     "case)",
+                     taken);
+    else
+        cat_check_source(app->catalog, &ds, &err);
+    if (err.code != VT_ERR_OK) {
+        config_dataset_free(&ds);
+        http_reply_vterr(req, &err);
+        return;
+    }
     pthread_mutex_lock(&persist_mu);
     size_t len = 0;
-    char *old = read_file(path, &len, &err);
+    char *old = NULL;
+    util_read_file(path, VT_MAX_CONFIG_BYTES, VT_ERR_INTERNAL, &old, &len, &err);
     char *block = old ? config_dataset_to_toml(&ds) : NULL;
     struct strbuf text;
     sb_init(&text, VT_MAX_CONFIG_BYTES);
@@ -267,9 +265,9 @@ static void persist_job(struct http_request *req, duckdb_connection con)
         struct vt_error cerr = {0};
         if (config_load_text(old, len, path, app->cfg->dir, &current, &cerr) == VT_ERR_OK) {
             for (size_t i = 0; i < current.n_datasets; i++)
-                if (strcmp(current.datasets[i].name, ds.name) == 0)
+                if (strcasecmp(current.datasets[i].name, ds.name) == 0)
                     vt_error_set(&err, VT_ERR_DATASET_EXISTS,
-                                 "dataset %s is already in the config file", ds.name);
+                                 "dataset %s is already in the config file", current.datasets[i].name);
             config_free(&current);
         }
     }
@@ -360,8 +358,11 @@ static void config_reload_job(struct http_request *req, duckdb_connection con)
         }
         if (cat_register_dataset(app->catalog, &cfg.datasets[i], true, &results[i], &errors[i]) !=
             VT_ERR_OK) {
-            if (errors[i].code == VT_ERR_DATASET_EXISTS) {
-                skipped[i] = true; /* registered meanwhile by someone else */
+            /* Registered meanwhile by someone else: skipped. The same name in
+             * another case is a conflict, reported as an error. */
+            if (errors[i].code == VT_ERR_DATASET_EXISTS &&
+                cat_has_dataset(app->catalog, cfg.datasets[i].name)) {
+                skipped[i] = true;
                 vt_error_clear(&errors[i]);
             }
         }

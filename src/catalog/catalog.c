@@ -262,11 +262,32 @@ struct cat_dataset *cat_dataset_get(struct cat_catalog *cat, const char *name)
     return ds;
 }
 
+/* Names are unique ignoring case: "Trips" and "trips" would be one file on a
+ * case-insensitive file system and one table to many SQL clients. Lookups by
+ * name stay exact. Caller holds cat->lock. */
+static struct cat_dataset *find_ci_locked(struct cat_catalog *cat, const char *name)
+{
+    for (size_t i = 0; i < cat->n; i++)
+        if (strcasecmp(cat->items[i]->cfg.name, name) == 0)
+            return cat->items[i];
+    return NULL;
+}
+
+bool cat_name_taken(struct cat_catalog *cat, const char *name, char *out_existing, size_t cap)
+{
+    pthread_rwlock_rdlock(&cat->lock);
+    struct cat_dataset *ds = find_ci_locked(cat, name);
+    if (ds && out_existing && cap)
+        snprintf(out_existing, cap, "%s", ds->cfg.name);
+    pthread_rwlock_unlock(&cat->lock);
+    return ds != NULL;
+}
+
 bool cat_register(struct cat_catalog *cat, struct cat_dataset *ds)
 {
     bool ok = false;
     pthread_rwlock_wrlock(&cat->lock);
-    if (!find_locked(cat, ds->cfg.name)) {
+    if (!find_ci_locked(cat, ds->cfg.name)) {
         if (cat->n == cat->cap) {
             size_t cap = cat->cap ? cat->cap * 2 : 16;
             struct cat_dataset **p = realloc(cat->items, cap * sizeof *p);
@@ -844,7 +865,7 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     bool startup = bj->source == REFRESH_STARTUP;
 
     pthread_mutex_lock(&ds->mu);
-    ds->state = ds->current ? ds->state : CAT_BUILDING;
+    ds->state = CAT_BUILDING; /* already, since it was queued */
     ds->building = true;
     struct vt_dataset_config cfg;
     int copied = config_dataset_copy(&cfg, &ds->cfg);
@@ -886,8 +907,10 @@ static void build_run(struct eng_job *job, duckdb_connection con)
             log_error("dataset %s: build failed: %s", ds->cfg.name, msg);
         }
         pthread_mutex_lock(&ds->mu);
-        if (!ds->current)
-            ds->state = CAT_FAILED;
+        /* A failed rebuild leaves the previous generation serving: the
+         * dataset is published again, with the error and the failure count
+         * saying the rebuild failed. Without a generation it failed. */
+        ds->state = ds->current ? CAT_PUBLISHED : CAT_FAILED;
         ds->consecutive_failures++;
         free(ds->last_error);
         ds->last_error = truncate_error(msg);
@@ -928,17 +951,25 @@ static void build_done(struct eng_job *job)
     free(bj);
 }
 
-bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
-                     enum cat_refresh_source source, struct cat_build_result *result,
-                     bool unregister_on_failure)
+void cat_mark_building(struct cat_dataset *ds)
 {
-    pthread_mutex_lock(&ds->mu);
-    if (ds->build_queued) {
-        pthread_mutex_unlock(&ds->mu);
-        return false;
-    }
     ds->build_queued = true;
-    pthread_mutex_unlock(&ds->mu);
+    if (ds->state != CAT_BUILDING)
+        ds->state_before_build = ds->state;
+    ds->state = CAT_BUILDING;
+}
+
+void cat_unmark_building(struct cat_dataset *ds)
+{
+    ds->build_queued = false;
+    if (!ds->building)
+        ds->state = ds->current ? CAT_PUBLISHED : ds->state_before_build;
+}
+
+bool cat_build_reserved(struct cat_catalog *cat, struct cat_dataset *ds,
+                        enum cat_refresh_source source, struct cat_build_result *result,
+                        bool unregister_on_failure)
+{
     struct build_job *bj = calloc(1, sizeof *bj);
     if (bj) {
         bj->job.run = build_run;
@@ -958,9 +989,23 @@ bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
         free(bj);
     }
     pthread_mutex_lock(&ds->mu);
-    ds->build_queued = false;
+    cat_unmark_building(ds);
     pthread_mutex_unlock(&ds->mu);
     return false;
+}
+
+bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
+                     enum cat_refresh_source source, struct cat_build_result *result,
+                     bool unregister_on_failure)
+{
+    pthread_mutex_lock(&ds->mu);
+    if (ds->build_queued) {
+        pthread_mutex_unlock(&ds->mu);
+        return false;
+    }
+    cat_mark_building(ds);
+    pthread_mutex_unlock(&ds->mu);
+    return cat_build_reserved(cat, ds, source, result, unregister_on_failure);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -1018,7 +1063,9 @@ void cat_start(struct cat_catalog *cat)
         }
         if (ds->cfg.on_start == ON_START_EAGER && eager) {
             ds->startup_counted = true;
-            ds->build_queued = true; /* reserved for the startup wave */
+            pthread_mutex_lock(&ds->mu);
+            cat_mark_building(ds); /* reserved for the startup wave */
+            pthread_mutex_unlock(&ds->mu);
             eager[n_eager++] = ds;   /* keeps the reference */
             continue;
         }

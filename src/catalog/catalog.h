@@ -194,6 +194,15 @@ enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_datase
                                  bool from_config, struct cat_build_result **out_result,
                                  struct vt_error *err);
 bool cat_has_dataset(struct cat_catalog *cat, const char *name);
+/* Whether `name` is taken ignoring case (registration refuses "Trips" beside
+ * "trips"); the registered spelling goes to out_existing (may be NULL). */
+bool cat_name_taken(struct cat_catalog *cat, const char *name, char *out_existing, size_t cap);
+/* Checks that a dataset's source can be opened now, as registration's build
+ * would first do (the files or Delta log exist and are readable, the S3
+ * listing answers), without reading data: SOURCE_EMPTY or SOURCE_UNAVAILABLE.
+ * Query datasets have no source and pass. */
+enum vt_err cat_check_source(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                             struct vt_error *err);
 
 const char *cat_state_name(enum cat_state s);
 const char *cat_refresh_source_name(enum cat_refresh_source s);

@@ -13,7 +13,8 @@ struct cat_dataset {
     struct vt_dataset_config cfg;   /* guarded by mu */
     pthread_mutex_t mu;
     pthread_cond_t built_cv;        /* broadcast when a build finishes */
-    enum cat_state state;
+    enum cat_state state;           /* building from enqueue to publish (cat_mark_building) */
+    enum cat_state state_before_build; /* restored when a queued build never runs */
     struct cat_generation *current; /* one reference held by the dataset */
     bool build_queued;              /* a build is queued or running */
     bool building;                  /* a build is running */
@@ -51,6 +52,12 @@ struct cat_dataset *cat_dataset_new(struct cat_catalog *cat, const struct vt_dat
                                     bool from_config);
 bool cat_register(struct cat_catalog *cat, struct cat_dataset *ds);
 bool cat_unregister(struct cat_catalog *cat, struct cat_dataset *ds);
+/* A build of ds is queued (ds->mu held): build_queued, and state "building"
+ * until it publishes, even while an older generation keeps serving. */
+void cat_mark_building(struct cat_dataset *ds);
+/* The queued build will not run after all (ds->mu held): back to the state
+ * before it (published when a generation serves). */
+void cat_unmark_building(struct cat_dataset *ds);
 /* Queues a build unless one is queued; false when not queued. `result` (may
  * be NULL) gets a reference and is completed when the build ends. With
  * unregister_on_failure the dataset leaves the catalog if the build fails
@@ -58,6 +65,11 @@ bool cat_unregister(struct cat_catalog *cat, struct cat_dataset *ds);
 bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
                      enum cat_refresh_source source, struct cat_build_result *result,
                      bool unregister_on_failure);
+/* The same for a dataset whose build_queued was reserved by the caller
+ * (cat_mark_building): queues it, or undoes the reservation and says false. */
+bool cat_build_reserved(struct cat_catalog *cat, struct cat_dataset *ds,
+                        enum cat_refresh_source source, struct cat_build_result *result,
+                        bool unregister_on_failure);
 void cat_build_result_complete(struct cat_build_result *r, bool ok, int64_t rows,
                                int64_t columns, int64_t elapsed_ms, const struct vt_error *err);
 void cat_export_discard(struct cat_generation *gen);

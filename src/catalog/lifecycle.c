@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "catalog/catalog_internal.h"
+#include "util/limits.h"
 #include "util/log.h"
 
 bool cat_has_dataset(struct cat_catalog *cat, const char *name)
@@ -48,6 +49,13 @@ enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_datase
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
     if (!cat_register(cat, ds)) {
         cat_dataset_put(ds);
+        char taken[VT_MAX_DATASET_NAME_BYTES + 1] = "";
+        cat_name_taken(cat, cfg->name, taken, sizeof taken);
+        if (taken[0] && strcmp(taken, cfg->name) != 0)
+            return vt_error_set(err, VT_ERR_DATASET_EXISTS,
+                                "a dataset named \"%s\" already exists (dataset names are "
+                                "unique ignoring case)",
+                                taken);
         return vt_error_set(err, VT_ERR_DATASET_EXISTS, "a dataset named \"%s\" already exists",
                             cfg->name);
     }
@@ -61,6 +69,22 @@ enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_datase
     cat_dataset_put(ds);
     *out_result = r;
     return VT_ERR_OK;
+}
+
+enum vt_err cat_check_source(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                             struct vt_error *err)
+{
+    if (cfg->kind == SOURCE_QUERY)
+        return VT_ERR_OK;
+    /* The listing step of a build (source_measure reads listings and logs,
+     * downloads nothing); a source that fails it would fail registration. */
+    struct source_context ctx = {.cache_dir = cat->cache_dir, .temp_dir = cat->temp_dir};
+    int64_t bytes = 0;
+    bool denied = false;
+    enum vt_err rc = source_measure(cfg, &ctx, &bytes, &denied, err);
+    if ((rc == VT_ERR_BUILD_FAILED || rc == VT_ERR_INTERNAL) && err)
+        err->code = rc = VT_ERR_SOURCE_UNAVAILABLE;
+    return rc;
 }
 
 /* ------------------------------------------------------------ reload-all */
@@ -113,12 +137,14 @@ static void wave_run(struct eng_job *job, duckdb_connection con)
             if (w->level[i] != lvl)
                 continue;
             results[i] = cat_build_result_new();
-            /* build_queued was set when the wave was planned; clear it so the
-             * build can be queued for real. */
-            pthread_mutex_lock(&w->items[i]->mu);
-            w->items[i]->build_queued = false;
-            pthread_mutex_unlock(&w->items[i]->mu);
-            if (!results[i] || !cat_build_async(w->cat, w->items[i], w->source, results[i], false)) {
+            /* build_queued was reserved when the wave was planned. */
+            if (!results[i]) {
+                pthread_mutex_lock(&w->items[i]->mu);
+                cat_unmark_building(w->items[i]);
+                pthread_mutex_unlock(&w->items[i]->mu);
+            }
+            if (!results[i] ||
+                !cat_build_reserved(w->cat, w->items[i], w->source, results[i], false)) {
                 cat_build_result_put(results[i]);
                 results[i] = NULL;
                 cat_startup_done(w->cat, w->items[i]);
@@ -155,7 +181,7 @@ static void submit_wave(struct cat_catalog *cat, struct wave *w)
     if (w->n == 0 || !eng_pool_submit(cat->coordinator, &w->job)) {
         for (size_t i = 0; i < w->n; i++) {
             pthread_mutex_lock(&w->items[i]->mu);
-            w->items[i]->build_queued = false;
+            cat_unmark_building(w->items[i]);
             pthread_mutex_unlock(&w->items[i]->mu);
             cat_startup_done(cat, w->items[i]);
         }
@@ -175,7 +201,7 @@ void cat_start_builds(struct cat_catalog *cat, struct cat_dataset **items, size_
         free(level);
         for (size_t i = 0; i < n; i++) {
             pthread_mutex_lock(&items[i]->mu);
-            items[i]->build_queued = false;
+            cat_unmark_building(items[i]);
             pthread_mutex_unlock(&items[i]->mu);
             cat_dataset_put(items[i]);
         }
@@ -212,7 +238,7 @@ void cat_reload_all(struct cat_catalog *cat, struct strvec *out_enqueued,
                         (ds->cfg.on_start == ON_START_LAZY || ds->cfg.on_start == ON_START_SKIP);
         bool busy = ds->build_queued || ds->building || ds->state == CAT_BUILDING;
         if (!excluded && !busy)
-            ds->build_queued = true; /* reserved for this wave */
+            cat_mark_building(ds); /* reserved for this wave */
         pthread_mutex_unlock(&ds->mu);
         if (excluded)
             continue;

@@ -24,17 +24,7 @@
 #include <stdint.h>
 
 #include "util/errors.h"
-
-struct strvec {
-    char **items;
-    size_t len;
-};
-
-/* Owned lists of strings (every item malloc'd). 0 / -1 on out of memory. */
-int strvec_push(struct strvec *v, const char *s);
-int strvec_copy(struct strvec *dst, const struct strvec *src);
-bool strvec_equal(const struct strvec *a, const struct strvec *b);
-void strvec_free(struct strvec *v);
+#include "util/strvec.h"
 
 enum source_kind { SOURCE_PARQUET, SOURCE_DELTA, SOURCE_QUERY };
 enum index_mode { INDEX_AUTO, INDEX_LIST, INDEX_NONE };
@@ -136,9 +126,16 @@ struct server_config {
     char *environment;          /* NULL = unset */
     char *environment_color;    /* NULL = inferred, see config_environment_color() */
     char *saved_queries_dir;    /* resolved absolute path; default <config_dir>/datasets.d */
-    char *memory_limit;         /* DuckDB memory_limit, e.g. "8GB"; NULL = DuckDB default */
+    char *memory_limit;         /* DuckDB memory_limit: a size ("8GB") or a share of RAM
+                                 * ("50%", the default; eng_open resolves it) */
     char *temp_directory;       /* DuckDB spill directory, resolved against the config
                                  * file's directory; NULL = a private temp dir */
+    /* Confinement of runtime registrations (src/sources/ enforces them).
+     * Empty lists mean the defaults documented in docs/configuration.md. */
+    struct strvec allowed_roots;           /* absolute paths (resolved against the
+                                            * config file's directory) */
+    struct strvec allowed_s3_endpoints;    /* http(s):// URLs as in s3.endpoint */
+    struct strvec allowed_credential_envs; /* environment variable names */
     struct startup_config startup;
     struct quack_config quack;
     struct pgwire_config pgwire;
@@ -269,8 +266,11 @@ char *config_resolve_path(const char *cli_path);
 
 /* Writes the commented template of `vitrine init` to `path` (fails if it exists). */
 enum vt_err config_write_template(const char *path, struct vt_error *err);
-/* The template text itself (static storage). */
+/* The template text itself (static storage), rendered from the schema table. */
 const char *config_template_text(void);
+/* docs/configuration.md: the reference of every key, rendered from the same
+ * table (malloc'd; tools/vt-config-ref.c writes it, `make docs-config`). */
+char *config_reference_markdown(void);
 
 const char *source_kind_name(enum source_kind k);
 

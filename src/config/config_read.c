@@ -289,53 +289,6 @@ bool cfg_int32(const struct cfg_blk *b, const char *key, int min, int max, int *
     return true;
 }
 
-void strvec_free(struct strvec *v)
-{
-    for (size_t i = 0; i < v->len; i++)
-        free(v->items[i]);
-    free(v->items);
-    v->items = NULL;
-    v->len = 0;
-}
-
-int strvec_push(struct strvec *v, const char *s)
-{
-    char *copy = strdup(s);
-    if (!copy)
-        return -1;
-    char **items = realloc(v->items, (v->len + 1) * sizeof *items);
-    if (!items) {
-        free(copy);
-        return -1;
-    }
-    v->items = items;
-    v->items[v->len++] = copy;
-    return 0;
-}
-
-int strvec_copy(struct strvec *dst, const struct strvec *src)
-{
-    dst->items = NULL;
-    dst->len = 0;
-    for (size_t i = 0; i < src->len; i++) {
-        if (strvec_push(dst, src->items[i]) < 0) {
-            strvec_free(dst);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-bool strvec_equal(const struct strvec *a, const struct strvec *b)
-{
-    if (a->len != b->len)
-        return false;
-    for (size_t i = 0; i < a->len; i++)
-        if (strcmp(a->items[i], b->items[i]) != 0)
-            return false;
-    return true;
-}
-
 bool cfg_strvec(const struct cfg_blk *b, const char *key, struct strvec *out)
 {
     const struct toml_value *v = b->t ? toml_get(b->t, key) : NULL;

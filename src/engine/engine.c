@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "query/query.h"
+#include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -66,6 +67,45 @@ static enum vt_err set_option(duckdb_config config, const char *name, const char
     return VT_ERR_OK;
 }
 
+/* Memory this process may use: physical memory, or the cgroup's limit when
+ * that is lower (a container). */
+static uint64_t available_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    static const char *const limits[] = {"/sys/fs/cgroup/memory.max",
+                                         "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        char *text = NULL;
+        size_t len;
+        struct vt_error ignored = {0};
+        if (util_read_file(limits[i], 64, VT_ERR_INTERNAL, &text, &len, &ignored) != VT_ERR_OK)
+            continue;
+        char *end;
+        unsigned long long v = strtoull(text, &end, 10);
+        if (end != text && v > 0 && (total == 0 || v < total))
+            total = v; /* "max" (no limit) does not parse */
+        free(text);
+    }
+    return total;
+}
+
+/* server.memory_limit as DuckDB takes it: a share ("50%") becomes MiB of the
+ * available memory; a size is passed as written. */
+static const char *memory_limit_setting(const char *limit, char *buf, size_t cap)
+{
+    size_t n = strlen(limit);
+    if (!n || limit[n - 1] != '%')
+        return limit;
+    double share = strtod(limit, NULL) / 100.0;
+    uint64_t avail = available_memory();
+    if (!avail)
+        return NULL; /* unknown: DuckDB's own default */
+    uint64_t mib = (uint64_t)((double)avail * share) / (1024 * 1024);
+    snprintf(buf, cap, "%lluMiB", (unsigned long long)(mib ? mib : 1));
+    return buf;
+}
+
 enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struct vt_error *err)
 {
     duckdb_config config;
@@ -79,8 +119,13 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
     /* Return freed memory to the OS from background threads (flat RSS). */
     if (!rc)
         rc = set_option(config, "allocator_background_threads", "true", err);
-    if (!rc && cfg->server.memory_limit)
-        rc = set_option(config, "memory_limit", cfg->server.memory_limit, err);
+    char limit_buf[32];
+    const char *limit = cfg->server.memory_limit
+                            ? memory_limit_setting(cfg->server.memory_limit, limit_buf,
+                                                   sizeof limit_buf)
+                            : NULL;
+    if (!rc && limit)
+        rc = set_option(config, "memory_limit", limit, err);
     if (!rc && cfg->server.temp_directory)
         rc = set_option(config, "temp_directory", cfg->server.temp_directory, err);
     if (rc) {
@@ -96,6 +141,9 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
         return VT_ERR_INTERNAL;
     }
     duckdb_destroy_config(&config);
+    if (limit)
+        log_info("DuckDB memory_limit %s (server.memory_limit = \"%s\")", limit,
+                 cfg->server.memory_limit);
     /* Our SQL functions, for every connection of the database. */
     duckdb_connection con;
     if (duckdb_connect(*out_db, &con) != DuckDBSuccess) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "config/config_internal.h"
 #include "testlib.h"
 
 /* Loads `text` as datasets.toml in /etc/vitrine; returns the error message
@@ -79,7 +80,10 @@ TEST(defaults)
     CHECK(s->environment == NULL && s->environment_color == NULL);
     CHECK_EQ_STR(config_environment_color(s), "secondary");
     CHECK_EQ_STR(s->saved_queries_dir, "/etc/vitrine/datasets.d");
-    CHECK(s->memory_limit == NULL && s->temp_directory == NULL);
+    CHECK_EQ_STR(s->memory_limit, "50%");
+    CHECK(s->temp_directory == NULL);
+    CHECK(s->allowed_roots.len == 0 && s->allowed_s3_endpoints.len == 0 &&
+          s->allowed_credential_envs.len == 0);
     CHECK(s->startup.readiness == READINESS_ALL);
     CHECK_EQ_INT(s->startup.max_concurrent, 4);
     CHECK(!s->quack.enabled && s->quack.read_only && !s->quack.allow_other_hostname);
@@ -433,6 +437,14 @@ TEST(server_rules)
               "datasets.toml:2: server.memory_limit: expected a size such as \"8GB\" or "
               "\"512MiB\", got \"lots\"");
     CHECK_OK("[server]\nmemory_limit = \"512 MiB\"\n");
+    CHECK_OK("[server]\nmemory_limit = \"25%\"\n");
+    CHECK_OK("[server]\nmemory_limit = \"100%\"\n");
+    CHECK_ERR("[server]\nmemory_limit = \"150%\"\n",
+              "datasets.toml:2: server.memory_limit: expected a size such as \"8GB\" or "
+              "\"512MiB\", got \"150%\"");
+    CHECK_ERR("[server]\nmemory_limit = \"0%\"\n",
+              "datasets.toml:2: server.memory_limit: expected a size such as \"8GB\" or "
+              "\"512MiB\", got \"0%\"");
     CHECK_ERR("[server.startup]\nreadiness = \"most\"\n",
               "datasets.toml:2: server.startup.readiness: expected one of \"all\", \"any\", got \"most\"");
     CHECK_ERR("[server.startup]\nmax_concurrent = 0\n",
@@ -1074,6 +1086,202 @@ TEST(template_file_and_load_file)
     rmdir(dir);
 }
 
+/* ---------------------------------------------------------------- confinement */
+
+TEST(allowed_lists)
+{
+    struct vt_config cfg;
+    CHECK(load("[server]\nallowed_roots = [\"data\", \"/srv/shared\", \"./x/\"]\n"
+               "allowed_s3_endpoints = [\"https://minio.internal:9000\", \"http://127.0.0.1:9000\"]\n"
+               "allowed_credential_envs = [\"MINIO_KEY\", \"MINIO_SECRET\"]\n",
+               &cfg));
+    CHECK_EQ_INT(cfg.server.allowed_roots.len, 3);
+    if (cfg.server.allowed_roots.len == 3) {
+        CHECK_EQ_STR(cfg.server.allowed_roots.items[0], "/etc/vitrine/data");
+        CHECK_EQ_STR(cfg.server.allowed_roots.items[1], "/srv/shared");
+        CHECK_EQ_STR(cfg.server.allowed_roots.items[2], "/etc/vitrine/x/");
+    }
+    CHECK_EQ_INT(cfg.server.allowed_s3_endpoints.len, 2);
+    CHECK_EQ_STR(cfg.server.allowed_credential_envs.items[1], "MINIO_SECRET");
+    config_free(&cfg);
+    CHECK_ERR("[server]\nallowed_roots = \"/data\"\n",
+              "datasets.toml:2: server.allowed_roots: expected an array of strings, got a string");
+    CHECK_ERR("[server]\nallowed_roots = [\"\"]\n",
+              "datasets.toml:2: server.allowed_roots[0]: must not be empty");
+    CHECK_ERR("[server]\nallowed_s3_endpoints = [\"https://ok\", \"minio:9000\"]\n",
+              "datasets.toml:2: server.allowed_s3_endpoints[1]: expected an http:// or https:// "
+              "URL, got \"minio:9000\"");
+    CHECK_ERR("[server]\nallowed_credential_envs = [\"MY KEY\"]\n",
+              "datasets.toml:2: server.allowed_credential_envs[0]: expected the name of an "
+              "environment variable (letters, digits, _)");
+    CHECK_ERR("[server]\nallowed_root = []\n",
+              "datasets.toml:2: server.allowed_root: unknown key (did you mean \"allowed_roots\"?)");
+}
+
+/* ---------------------------------------------------------------- the schema */
+
+/* Every row is consistent with its field and its type, so a new row that
+ * names the wrong field or forgets a default is caught here. */
+TEST(schema_rows_are_consistent)
+{
+    for (size_t i = 0; i < cfg_schema_len; i++) {
+        const struct cfg_key *k = &cfg_schema[i];
+        char path[128];
+        cfg_key_path(k, path, sizeof path);
+        bool ok = true;
+        switch (k->type) {
+        case CFG_T_BOOL: ok = k->size == sizeof(bool); break;
+        case CFG_T_INT: ok = (k->size == sizeof(int) || k->size == sizeof(int64_t)) && k->min <= k->max; break;
+        case CFG_T_STR:
+        case CFG_T_PATH: ok = k->size == sizeof(char *); break;
+        case CFG_T_ENUM: ok = k->size == sizeof(int) && k->names; break;
+        case CFG_T_STRVEC: ok = k->size == sizeof(struct strvec); break;
+        case CFG_T_DURATION: ok = k->size == sizeof(int64_t); break;
+        case CFG_T_TABLE: ok = k->name && (!(k->flags & CFG_SETS) || k->size == sizeof(bool)); break;
+        case CFG_T_RULE: ok = k->rule && !k->name; break;
+        default: break;
+        }
+        if (k->type != CFG_T_TABLE && k->type != CFG_T_RULE && k->type != CFG_T_DATASETS)
+            ok = ok && k->name && k->doc && (k->def || k->example) && (k->def || k->def_doc);
+        if (!ok)
+            fprintf(stderr, "  schema row %zu (%s) is inconsistent\n", i, path);
+        CHECK(ok);
+        /* The block of every row exists as a table row (or is the root). */
+        if (k->block[0]) {
+            bool found = false;
+            for (size_t j = 0; j < cfg_schema_len && !found; j++) {
+                char p[128];
+                cfg_key_path(&cfg_schema[j], p, sizeof p);
+                found = (cfg_schema[j].type == CFG_T_TABLE || cfg_schema[j].type == CFG_T_DATASETS) &&
+                        strcmp(p, k->block) == 0;
+            }
+            if (!found)
+                fprintf(stderr, "  schema row %s: no table row for block %s\n", path, k->block);
+            CHECK(found);
+        }
+        /* cfg_read_block lists at most 63 keys per table. */
+        size_t in_block = 0;
+        for (size_t j = 0; j < cfg_schema_len; j++)
+            in_block += cfg_schema[j].name && strcmp(cfg_schema[j].block, k->block) == 0;
+        CHECK(in_block < 64);
+        /* No key twice. */
+        for (size_t j = 0; j < i && k->name; j++)
+            if (cfg_schema[j].name && strcmp(cfg_schema[j].block, k->block) == 0)
+                CHECK(strcmp(cfg_schema[j].name, k->name) != 0);
+    }
+}
+
+/* Each default and each example in the table is a valid value of its key:
+ * a file setting every key to it loads. (The template test does this too;
+ * this one names the key that fails.) */
+TEST(schema_defaults_are_valid)
+{
+    for (size_t i = 0; i < cfg_schema_len; i++) {
+        const struct cfg_key *k = &cfg_schema[i];
+        if (!k->name || k->type == CFG_T_TABLE || k->type == CFG_T_DATASETS)
+            continue;
+        const char *vals[] = {k->def, k->example};
+        for (size_t v = 0; v < 2; v++) {
+            if (!vals[v])
+                continue;
+            char text[1024];
+            if (cfg_key_in_dataset(k)) {
+                if (strcmp(k->name, "name") == 0 || strcmp(k->block, "dataset.source") == 0)
+                    continue; /* exercised by every other case */
+                /* A depends_on example names "trips". */
+                const char *base =
+                    (k->flags & CFG_QUERY_ONLY)
+                        ? "[[dataset]]\nname = \"trips\"\nsource.location = \"x\"\n"
+                          "[[dataset]]\nname = \"q\"\nsource.kind = \"query\"\n"
+                        : "[[dataset]]\nname = \"q\"\nsource.location = \"x\"\n";
+                char key[128];
+                cfg_key_path(k, key, sizeof key);
+                snprintf(text, sizeof text, "%s%s%s = %s\n", base,
+                         (k->flags & CFG_QUERY_ONLY) && strcmp(k->name, "sql") != 0
+                             ? "sql = \"SELECT 1\"\n" : "",
+                         key + strlen("dataset."), vals[v]);
+            } else {
+                /* Keys that only go with another get it. */
+                char extra[200] = "";
+                if (strcmp(k->block, "explorer.oauth2") == 0)
+                    snprintf(extra, sizeof extra, "%s%s",
+                             strcmp(k->name, "client_id") ? "client_id = \"c\"\n" : "",
+                             strcmp(k->name, "issuer") ? "issuer = \"https://i\"\n" : "");
+                if (strcmp(k->name, "tls_cert") == 0)
+                    snprintf(extra, sizeof extra, "tls_key = \"k\"\n");
+                if (strcmp(k->name, "tls_key") == 0)
+                    snprintf(extra, sizeof extra, "tls_cert = \"c\"\n");
+                snprintf(text, sizeof text, "[%s]\n%s = %s\n%s", k->block, k->name, vals[v],
+                         extra);
+            }
+            char *m = load_err(text);
+            if (m)
+                fprintf(stderr, "  %s.%s = %s: %s\n", k->block, k->name, vals[v], m);
+            CHECK(m == NULL);
+            free(m);
+        }
+    }
+}
+
+TEST(every_key_in_template_and_reference)
+{
+    const char *t = config_template_text();
+    char *md = config_reference_markdown();
+    CHECK(md != NULL);
+    for (size_t i = 0; i < cfg_schema_len && md; i++) {
+        const struct cfg_key *k = &cfg_schema[i];
+        if (!k->name || k->type == CFG_T_DATASETS)
+            continue;
+        char path[128], want[200];
+        cfg_key_path(k, path, sizeof path);
+        bool ds = cfg_key_in_dataset(k);
+        const char *rel = ds ? path + strlen("dataset.") : path;
+        if (k->type == CFG_T_TABLE && !ds) {
+            snprintf(want, sizeof want, "[%s]\n", path);
+            CHECK_CONTAINS(t, want);
+            snprintf(want, sizeof want, "## `[%s]`", path);
+            CHECK_CONTAINS(md, want);
+            continue;
+        }
+        if (k->type != CFG_T_TABLE) {
+            /* Template: "# key = " under its table header, or the dotted key
+             * inside a [[dataset]] example. */
+            snprintf(want, sizeof want, "\n# %s = ", ds ? rel : k->name);
+            CHECK_CONTAINS(t, want);
+        }
+        snprintf(want, sizeof want, "| `%s` |", rel);
+        CHECK_CONTAINS(md, want);
+    }
+    /* Rules with a description are listed in the reference. */
+    for (size_t i = 0; i < cfg_schema_len && md; i++)
+        if (cfg_schema[i].type == CFG_T_RULE && cfg_schema[i].doc)
+            CHECK_CONTAINS(md, cfg_schema[i].doc);
+    free(md);
+}
+
+/* docs/configuration.md is generated from the table; a change to the table
+ * must come with `make docs-config`. */
+TEST(reference_file_is_up_to_date)
+{
+    const char *src = getenv("VT_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/docs/configuration.md", src && *src ? src : ".");
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    char *md = config_reference_markdown();
+    bool same = md && strcmp(md, buf) == 0;
+    if (!same)
+        fprintf(stderr, "  %s is stale: run `make docs-config` and commit it\n", path);
+    CHECK(same);
+    free(md);
+}
+
 RUN_TESTS(TEST_CASE(defaults), TEST_CASE(dataset_defaults), TEST_CASE(full_config),
           TEST_CASE(full_dataset), TEST_CASE(syntax_errors_name_file_line_column),
           TEST_CASE(unknown_keys_with_suggestions), TEST_CASE(wrong_types), TEST_CASE(server_rules),
@@ -1082,4 +1290,7 @@ RUN_TESTS(TEST_CASE(defaults), TEST_CASE(dataset_defaults), TEST_CASE(full_confi
           TEST_CASE(auth_rules), TEST_CASE(pgwire_rules), TEST_CASE(quack_rules),
           TEST_CASE(dataset_rules), TEST_CASE(duration_parsing), TEST_CASE(name_rules),
           TEST_CASE(json_dataset), TEST_CASE(round_trip), TEST_CASE(datasets_file),
-          TEST_CASE(template_loads), TEST_CASE(template_file_and_load_file))
+          TEST_CASE(template_loads), TEST_CASE(template_file_and_load_file),
+          TEST_CASE(allowed_lists), TEST_CASE(schema_rows_are_consistent),
+          TEST_CASE(schema_defaults_are_valid), TEST_CASE(every_key_in_template_and_reference),
+          TEST_CASE(reference_file_is_up_to_date))

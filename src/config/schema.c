@@ -1,0 +1,825 @@
+/*
+ * The configuration schema: one row per key of the config file and of a
+ * [[dataset]] block (see config_internal.h for the row layout), with the
+ * checks and cross-key rules the rows name.
+ *
+ * This table is the single source of the parser's key lists, the defaults,
+ * persist's TOML blocks, `vitrine init`'s template and docs/configuration.md
+ * (`make docs-config` regenerates it; a unit test fails when it is stale).
+ * To add a key: add its struct field in config.h and one row here, in the
+ * place where it should appear in the template and the docs.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config/config_internal.h"
+#include "util/limits.h"
+
+/* ---------------------------------------------------------------- values */
+
+static const char *const backend_names[] = {"datafusion", "duckdb", NULL};
+static const char *const readiness_names[] = {"all", "any", NULL};
+static const char *const color_names[] = {"primary", "secondary", "success", "info",
+                                          "warning", "danger", "light", "dark", NULL};
+static const char *const jwt_algorithms[] = {"RS256", "RS384", "RS512", "ES256", "ES384",
+                                             "ES512", "PS256", "PS384", "PS512", NULL};
+const char *const cfg_kind_names[] = {"parquet", "delta", "query", NULL};
+const char *const cfg_index_mode_names[] = {"auto", "list", "none", NULL};
+const char *const cfg_on_start_names[] = {"eager", "lazy", "skip", NULL};
+const char *const cfg_residency_names[] = {"auto", "memory", "lazy", NULL};
+const char *const cfg_addressing_names[] = {"virtual", "path", NULL};
+const char *const cfg_partitioning_names[] = {"auto", "hive", "none", NULL};
+
+#define QUACK_DEFAULT_PORT 9494
+
+const char *source_kind_name(enum source_kind k)
+{
+    return (unsigned)k < 3 ? cfg_kind_names[k] : "unknown";
+}
+
+/* ---------------------------------------------------------------- checks */
+
+static bool is_url(const char *s)
+{
+    return (strncmp(s, "https://", 8) == 0 && s[8]) || (strncmp(s, "http://", 7) == 0 && s[7]);
+}
+
+/* A mount point or prefix: "/x" or "/x/y", no trailing slash, no characters
+ * that would end or escape a URL path. */
+static bool valid_mount(const char *s, bool allow_empty)
+{
+    if (!s[0])
+        return allow_empty;
+    size_t n = strlen(s);
+    if (s[0] != '/' || s[n - 1] == '/' || strstr(s, "//"))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= ' ' || c == '?' || c == '#' || c == '%' || c == 0x7f || c == '\\')
+            return false;
+    }
+    return true;
+}
+
+static bool check_prefix(const struct cfg_blk *b, const struct cfg_key *k, void *field)
+{
+    const char *s = *(char **)field;
+    if (valid_mount(s, true))
+        return true;
+    return cfg_fail(b, k->name, 0, VT_ERR_INVALID_CONFIG,
+                    "must start with \"/\" and not end with \"/\" (or be empty), got \"%.100s\"", s);
+}
+
+static bool check_mount(const struct cfg_blk *b, const struct cfg_key *k, void *field)
+{
+    const char *s = *(char **)field;
+    if (valid_mount(s, false))
+        return true;
+    return cfg_fail(b, k->name, 0, VT_ERR_INVALID_CONFIG,
+                    "must start with \"/\" and not end with \"/\", got \"%.100s\"", s);
+}
+
+static bool valid_env_name(const char *s)
+{
+    if (!s[0] || (s[0] >= '0' && s[0] <= '9'))
+        return false;
+    return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(s);
+}
+
+/* Applies `ok` to a string key, or to every item of a string[] key (the
+ * message then names the item, "key[i]"); `what` is the expectation, shown
+ * with the value when show_value. */
+static bool check_each(const struct cfg_blk *b, const struct cfg_key *k, void *field,
+                       bool (*ok)(const char *), const char *what, bool show_value)
+{
+    const struct strvec *v = field;
+    char *one = k->type == CFG_T_STRVEC ? NULL : *(char **)field;
+    size_t n = k->type == CFG_T_STRVEC ? v->len : one != NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = one ? one : v->items[i];
+        if (ok(s))
+            continue;
+        char key[96];
+        if (one)
+            snprintf(key, sizeof key, "%s", k->name);
+        else
+            snprintf(key, sizeof key, "%s[%zu]", k->name, i);
+        if (show_value)
+            return cfg_fail(b, key, cfg_line_of(b, k->name), VT_ERR_INVALID_CONFIG,
+                            "%s, got \"%.100s\"", what, s);
+        return cfg_fail(b, key, cfg_line_of(b, k->name), VT_ERR_INVALID_CONFIG, "%s", what);
+    }
+    return true;
+}
+
+static bool check_url(const struct cfg_blk *b, const struct cfg_key *k, void *field)
+{
+    return check_each(b, k, field, is_url, "expected an http:// or https:// URL", true);
+}
+
+static bool check_env_name(const struct cfg_blk *b, const struct cfg_key *k, void *field)
+{
+    return check_each(b, k, field, valid_env_name,
+                      "expected the name of an environment variable (letters, digits, _)", false);
+}
+
+/* "8GB", "512 MiB", "1.5GB", "60%": what DuckDB's memory_limit accepts (a
+ * percentage is ours: a share of the machine's memory, resolved at start),
+ * checked here so a typo fails at load rather than when the database opens. */
+static bool check_memory_limit(const struct cfg_blk *b, const struct cfg_key *k, void *field)
+{
+    static const char *const units[] = {"b",  "kb",  "mb",  "gb",  "tb",  "kib", "mib",
+                                        "gib", "tib", "byte", "bytes", "%", NULL};
+    const char *s = *(char **)field, *p = s;
+    size_t digits = 0;
+    while (*p >= '0' && *p <= '9')
+        p++, digits++;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9')
+            p++, digits++;
+    }
+    bool ok = digits > 0;
+    while (ok && *p == ' ')
+        p++;
+    bool known = !*p;
+    for (size_t i = 0; ok && !known && units[i]; i++)
+        known = strcasecmp(p, units[i]) == 0;
+    if (ok && known && *p == '%') {
+        double pct = strtod(s, NULL);
+        known = pct > 0 && pct <= 100;
+    }
+    if (ok && known)
+        return true;
+    return cfg_fail(b, k->name, 0, VT_ERR_INVALID_CONFIG,
+                    "expected a size such as \"8GB\" or \"512MiB\", got \"%.60s\"", s);
+}
+
+static bool check_json_pointer(const struct cfg_blk *b, const struct cfg_key *k, void *field)
+{
+    const char *s = *(char **)field;
+    if (!s || s[0] == '/')
+        return true;
+    return cfg_fail(b, k->name, 0, VT_ERR_INVALID_CONFIG,
+                    "expected a JSON pointer such as \"/tid\", got \"%.60s\"", s);
+}
+
+static bool check_algorithms(const struct cfg_blk *b, const struct cfg_key *k, void *field)
+{
+    const struct strvec *v = field;
+    if (v->len == 0)
+        return cfg_fail(b, k->name, 0, VT_ERR_INVALID_CONFIG, "must list at least one algorithm");
+    for (size_t i = 0; i < v->len; i++) {
+        bool known = false;
+        for (size_t a = 0; jwt_algorithms[a] && !known; a++)
+            known = strcmp(v->items[i], jwt_algorithms[a]) == 0;
+        if (known)
+            continue;
+        char key[48];
+        snprintf(key, sizeof key, "%s[%zu]", k->name, i);
+        return cfg_fail(b, key, cfg_line_of(b, k->name), VT_ERR_INVALID_CONFIG,
+                        "\"%.40s\" is not supported: only RS256/384/512, ES256/384/512 and "
+                        "PS256/384/512 are accepted",
+                        v->items[i]);
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------- rules */
+
+static bool rule_backend_set(const struct cfg_blk *b, void *base)
+{
+    ((struct vt_config *)base)->server.backend_set = cfg_has(b, "backend");
+    return true;
+}
+
+static bool is_loopback(const char *host)
+{
+    return strcmp(host, "localhost") == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "[::1]") == 0 || strncmp(host, "127.", 4) == 0;
+}
+
+/* quack:HOST[:PORT], quack://HOST[:PORT], IPv6 hosts in brackets. */
+static bool parse_quack_uri(const char *uri, char **out_host, int *out_port, const char **why)
+{
+    *why = "expected quack:HOST or quack:HOST:PORT (e.g. \"quack:localhost:9494\")";
+    if (strncmp(uri, "quack:", 6) != 0)
+        return false;
+    const char *h = uri + 6;
+    if (strncmp(h, "//", 2) == 0)
+        h += 2;
+    const char *host_end, *port_s = NULL;
+    if (*h == '[') {
+        const char *close = strchr(h, ']');
+        if (!close)
+            return false;
+        host_end = close + 1;
+        if (*host_end == ':')
+            port_s = host_end + 1;
+        else if (*host_end)
+            return false;
+    } else {
+        const char *colon = strchr(h, ':');
+        host_end = colon ? colon : h + strlen(h);
+        if (colon)
+            port_s = colon + 1;
+    }
+    if (host_end == h)
+        return false;
+    for (const char *c = h; c < host_end; c++)
+        if ((unsigned char)*c <= ' ' || *c == '/' || *c == '@')
+            return false;
+    int port = QUACK_DEFAULT_PORT;
+    if (port_s) {
+        char *end;
+        long v = strtol(port_s, &end, 10);
+        if (!*port_s || *end || v < 1 || v > 65535) {
+            *why = "port must be a number between 1 and 65535";
+            return false;
+        }
+        port = (int)v;
+    }
+    char *host = strndup(h, (size_t)(host_end - h));
+    if (!host) {
+        *why = "out of memory";
+        return false;
+    }
+    *out_host = host;
+    *out_port = port;
+    return true;
+}
+
+static bool rule_quack(const struct cfg_blk *b, void *base)
+{
+    struct quack_config *q = &((struct vt_config *)base)->server.quack;
+    char *host = NULL;
+    int port;
+    const char *why;
+    if (!parse_quack_uri(q->uri, &host, &port, &why))
+        return cfg_fail(b, "uri", 0, VT_ERR_INVALID_CONFIG, "%s", why);
+    free(q->host);
+    q->host = host;
+    q->port = port;
+    /* Only the literal name counts as local: 127.0.0.1 may be forwarded or
+     * proxied, and the spec asks for an explicit opt-in for anything else. */
+    if (strcasecmp(host, "localhost") != 0 && !q->allow_other_hostname)
+        return cfg_fail(b, "uri", 0, VT_ERR_INVALID_CONFIG,
+                        "host \"%s\" is not local (only the literal host \"localhost\" is); set "
+                        "server.quack.allow_other_hostname = true to serve it",
+                        host);
+    return true;
+}
+
+static bool rule_pgwire(const struct cfg_blk *b, void *base)
+{
+    struct pgwire_config *pg = &((struct vt_config *)base)->server.pgwire;
+    if (!pg->tls_cert != !pg->tls_key)
+        return cfg_fail(b, pg->tls_cert ? "tls_key" : "tls_cert",
+                        cfg_line_of(b, pg->tls_cert ? "tls_cert" : "tls_key"),
+                        VT_ERR_INVALID_CONFIG, "required: tls_cert and tls_key go together");
+    if (pg->enabled && !is_loopback(pg->listen)) {
+        if (!pg->password)
+            return cfg_fail(b, "password", cfg_line_of(b, "listen"), VT_ERR_INVALID_CONFIG,
+                            "required when listening on a non-loopback address (listen = \"%s\")",
+                            pg->listen);
+        if (!pg->tls_cert)
+            return cfg_fail(b, "tls_cert", cfg_line_of(b, "listen"), VT_ERR_INVALID_CONFIG,
+                            "TLS (tls_cert and tls_key) is required when listening on a "
+                            "non-loopback address (listen = \"%s\")",
+                            pg->listen);
+    }
+    return true;
+}
+
+static bool rule_oauth2(const struct cfg_blk *b, void *base)
+{
+    const struct oauth2_config *o = &((struct vt_config *)base)->explorer_oauth2;
+    if (!o->set)
+        return true;
+    if (!o->client_id)
+        return cfg_fail(b, "client_id", 0, VT_ERR_INVALID_CONFIG, "required");
+    if (!o->issuer)
+        return cfg_fail(b, "issuer", 0, VT_ERR_INVALID_CONFIG, "required");
+    return true;
+}
+
+static bool rule_auth(const struct cfg_blk *b, void *base)
+{
+    const struct auth_config *a = &((struct vt_config *)base)->auth;
+    if (a->enabled && !a->issuer)
+        return cfg_fail(b, "issuer", cfg_line_of(b, "enabled"), VT_ERR_INVALID_CONFIG,
+                        "required when auth.enabled is true");
+    return true;
+}
+
+/* Two enabled UIs on one path would shadow each other silently. */
+static bool rule_mounts(const struct cfg_blk *root, void *base)
+{
+    const struct vt_config *cfg = base;
+    const struct {
+        const char *name;
+        struct ui_mount_config m;
+    } mounts[] = {{"swagger", cfg->swagger},
+                  {"metrics", cfg->metrics},
+                  {"docs", cfg->docs},
+                  {"explorer", cfg->explorer},
+                  {"mcp", {cfg->mcp.enabled, cfg->mcp.path}}};
+    for (size_t i = 0; i < sizeof mounts / sizeof mounts[0]; i++) {
+        if (!mounts[i].m.enabled)
+            continue;
+        for (size_t j = 0; j < i; j++) {
+            if (!mounts[j].m.enabled || strcmp(mounts[i].m.path, mounts[j].m.path) != 0)
+                continue;
+            struct cfg_blk b;
+            cfg_sub(root, mounts[i].name, &b);
+            return cfg_fail(&b, "path", 0, VT_ERR_INVALID_CONFIG,
+                            "\"%s\" is already used by %s.path", mounts[i].m.path,
+                            mounts[j].name);
+        }
+    }
+    return true;
+}
+
+static bool rule_dataset_name(const struct cfg_blk *b, void *base)
+{
+    const struct vt_dataset_config *ds = base;
+    if (!ds->name)
+        return cfg_fail(b, "name", 0, VT_ERR_INVALID_NAME, "required");
+    const char *why;
+    if (!config_valid_dataset_name(ds->name, &why))
+        return cfg_fail(b, "name", 0, VT_ERR_INVALID_NAME, "invalid dataset name \"%.*s\": it %s",
+                        VT_MAX_DATASET_NAME_BYTES, ds->name, why);
+    return true;
+}
+
+static bool rule_kind_default(const struct cfg_blk *b, void *base)
+{
+    struct vt_dataset_config *ds = base;
+    ds->kind = cfg_has(b, "sql") ? SOURCE_QUERY : SOURCE_PARQUET;
+    return true;
+}
+
+static bool rule_kind_fields(const struct cfg_blk *b, void *base)
+{
+    const struct vt_dataset_config *ds = base;
+    struct cfg_blk src;
+    cfg_sub(b, "source", &src);
+    const char *kn = source_kind_name(ds->kind);
+    if (ds->kind == SOURCE_QUERY) {
+        if (ds->location)
+            return cfg_fail(&src, "location", 0, VT_ERR_INVALID_CONFIG,
+                            "not allowed for kind \"query\" (a query reads other datasets through sql)");
+        if (!ds->sql)
+            return cfg_fail(b, "sql", 0, VT_ERR_INVALID_CONFIG, "required for kind \"query\"");
+        for (size_t i = 0; i < ds->depends_on.len; i++) {
+            const char *dep = ds->depends_on.items[i], *why;
+            char k[48];
+            snprintf(k, sizeof k, "depends_on[%zu]", i);
+            if (!config_valid_dataset_name(dep, &why))
+                return cfg_fail(b, k, cfg_line_of(b, "depends_on"), VT_ERR_INVALID_CONFIG,
+                                "\"%.*s\" is not a valid dataset name: it %s",
+                                VT_MAX_DATASET_NAME_BYTES, dep, why);
+            if (ds->name && strcmp(dep, ds->name) == 0)
+                return cfg_fail(b, k, cfg_line_of(b, "depends_on"), VT_ERR_INVALID_CONFIG,
+                                "a dataset cannot depend on itself");
+            for (size_t j = 0; j < i; j++)
+                if (strcmp(dep, ds->depends_on.items[j]) == 0)
+                    return cfg_fail(b, k, cfg_line_of(b, "depends_on"), VT_ERR_INVALID_CONFIG,
+                                    "\"%s\" is listed twice", dep);
+        }
+        return true;
+    }
+    if (!ds->location)
+        return cfg_fail(&src, "location", 0, VT_ERR_INVALID_CONFIG, "required for kind \"%s\"", kn);
+    if (strncmp(ds->location, "s3://", 5) == 0 &&
+        (ds->location[5] == '\0' || ds->location[5] == '/'))
+        return cfg_fail(&src, "location", 0, VT_ERR_INVALID_CONFIG,
+                        "an s3:// location needs a bucket name (s3://bucket/prefix)");
+    if (ds->sql)
+        return cfg_fail(b, "sql", 0, VT_ERR_INVALID_CONFIG, "only allowed for kind \"query\"");
+    if (cfg_has(b, "depends_on"))
+        return cfg_fail(b, "depends_on", 0, VT_ERR_INVALID_CONFIG,
+                        "only allowed for kind \"query\"");
+    return true;
+}
+
+static bool rule_index_columns(const struct cfg_blk *b, void *base)
+{
+    const struct vt_dataset_config *ds = base;
+    if (ds->index_mode == INDEX_LIST && ds->index_columns.len == 0)
+        return cfg_fail(b, "columns", 0, VT_ERR_INVALID_CONFIG,
+                        "required (non-empty) when index.mode is \"list\"");
+    if (ds->index_mode != INDEX_LIST && ds->index_columns.len > 0)
+        return cfg_fail(b, "columns", 0, VT_ERR_INVALID_CONFIG,
+                        "only used when index.mode is \"list\" (mode is \"%s\")",
+                        cfg_index_mode_names[ds->index_mode]);
+    return true;
+}
+
+static bool rule_s3_endpoint(const struct cfg_blk *b, void *base)
+{
+    const struct s3_config *s3 = &((struct vt_dataset_config *)base)->s3;
+    if (!s3->endpoint)
+        return true;
+    bool http = strncmp(s3->endpoint, "http://", 7) == 0;
+    if (!http && strncmp(s3->endpoint, "https://", 8) != 0)
+        return cfg_fail(b, "endpoint", 0, VT_ERR_INVALID_CONFIG,
+                        "expected an http:// or https:// URL");
+    if (http && !s3->allow_http)
+        return cfg_fail(b, "endpoint", 0, VT_ERR_INVALID_CONFIG,
+                        "a plain http:// endpoint needs s3.allow_http = true");
+    return true;
+}
+
+static bool rule_upstream_reload(const struct cfg_blk *b, void *base)
+{
+    const struct vt_dataset_config *ds = base;
+    if (ds->refresh.on_upstream_reload && ds->kind != SOURCE_QUERY)
+        return cfg_fail(b, "on_upstream_reload", 0, VT_ERR_INVALID_CONFIG,
+                        "only applies to datasets of kind \"query\" (they have upstreams)");
+    return true;
+}
+
+static bool rule_lazy_memory(const struct cfg_blk *b, void *base)
+{
+    const struct vt_dataset_config *ds = base;
+    if (ds->lazy && ds->materialize.residency == RESIDENCY_MEMORY)
+        return cfg_fail(b, "residency", 0, VT_ERR_INVALID_CONFIG,
+                        "\"memory\" contradicts lazy = true");
+    return true;
+}
+
+static bool rule_lazy_index(const struct cfg_blk *b, void *base)
+{
+    const struct vt_dataset_config *ds = base;
+    bool lazy = ds->lazy || (ds->materialize.set && ds->materialize.residency == RESIDENCY_LAZY);
+    if (lazy && cfg_has(b, "index") && ds->index_mode != INDEX_NONE)
+        return cfg_fail(b, "index", 0, VT_ERR_INVALID_CONFIG,
+                        "lazy datasets carry no index (remove the index block or set "
+                        "index.mode = \"none\")");
+    return true;
+}
+
+/* ---------------------------------------------------------------- the table */
+
+/* The field of a row: C() in struct vt_config, D() in struct vt_dataset_config. */
+#define C(m) .off = offsetof(struct vt_config, m), .size = sizeof(((struct vt_config *)0)->m)
+#define D(m) .off = offsetof(struct vt_dataset_config, m), \
+             .size = sizeof(((struct vt_dataset_config *)0)->m)
+#define RANGE(lo, hi) .min = (lo), .max = (hi)
+
+const struct cfg_key cfg_schema[] = {
+    /* ------------------------------------------------------------ [server] */
+    {"", "server", CFG_T_TABLE,
+     .doc = "The HTTP service: listener, limits, time-outs, memory and the places it may read."},
+    {"server", "backend", CFG_T_ENUM, C(server.backend), .names = backend_names,
+     .def = "\"datafusion\"",
+     .doc = "Engine hint. This build has only the DuckDB engine: any value runs DuckDB, and "
+            "\"datafusion\" logs a warning."},
+    {"server", NULL, CFG_T_RULE, .rule = rule_backend_set},
+    {"server", "listen", CFG_T_STR, C(server.listen), .flags = CFG_NONEMPTY,
+     .def = "\"127.0.0.1\"", .doc = "Bind address of the HTTP listener."},
+    {"server", "port", CFG_T_INT, C(server.port), RANGE(0, 65535), .def = "8080",
+     .doc = "TCP port; 0 lets the system pick a free port (logged at start)."},
+    {"server", "workers", CFG_T_INT, C(server.workers), RANGE(1, 4096),
+     .def_doc = "one per CPU", .example = "4",
+     .doc = "Worker threads running queries (each owns one DuckDB connection)."},
+    {"server", "prefix", CFG_T_STR, C(server.prefix), .def = "\"\"", .check = check_prefix,
+     .doc = "Mount every route, probes included, under this path (\"/vitrine\"); starts with "
+            "\"/\", does not end with one."},
+    {"server", "compress", CFG_T_BOOL, C(server.compress), .def = "true",
+     .doc = "Compress responses with gzip, brotli or zstd as the client's Accept-Encoding "
+            "asks."},
+    {"server", "max_body_bytes", CFG_T_INT, C(server.max_body_bytes), RANGE(1, INT64_MAX),
+     .def = "1048576",
+     .doc = "Largest request body; a larger one gets 413 before any handler runs."},
+    {"server", "max_page_size", CFG_T_INT, C(server.max_page_size), RANGE(1, INT64_MAX),
+     .def = "100000", .doc = "Largest page_size of /query; larger requests are clamped to it."},
+    {"server", "force_lazy_above_mb", CFG_T_INT, C(server.force_lazy_above_mb),
+     RANGE(0, INT64_MAX), .def = "0",
+     .doc = "Above 0: datasets whose files exceed this many MiB are served lazily (from "
+            "storage per query); 0 disables."},
+    {"server", "request_timeout_ms", CFG_T_INT, C(server.request_timeout_ms),
+     RANGE(0, INT64_MAX), .def = "30000",
+     .doc = "A request still running after this many milliseconds is interrupted and answered "
+            "504; 0 disables."},
+    {"server", "shutdown_timeout_secs", CFG_T_INT, C(server.shutdown_timeout_secs),
+     RANGE(0, INT64_MAX), .def = "30",
+     .doc = "After SIGTERM or SIGINT, in-flight requests get this long to finish."},
+    {"server", "environment", CFG_T_STR, C(server.environment), .flags = CFG_NONEMPTY,
+     .def_doc = "unset", .example = "\"staging\"",
+     .doc = "Label of the environment badge in the Explorer navbar."},
+    {"server", "environment_color", CFG_T_STR, C(server.environment_color),
+     .names = color_names, .def_doc = "inferred from environment", .example = "\"warning\"",
+     .doc = "Badge color. When omitted: production/prod danger (red), staging/stage/uat "
+            "warning (yellow), development/dev/local success (green), else secondary (grey)."},
+    {"server", "saved_queries_dir", CFG_T_PATH, C(server.saved_queries_dir),
+     .def = "\"datasets.d\"", .def_doc = "datasets.d beside the config file",
+     .doc = "Directory of saved queries (one file per query dataset); created on first write."},
+    {"server", "memory_limit", CFG_T_STR, C(server.memory_limit), .flags = CFG_NONEMPTY,
+     .check = check_memory_limit, .def = "\"50%\"",
+     .doc = "DuckDB's memory limit: a size (\"8GB\", \"512MiB\") or a share of the memory "
+            "available (\"50%\" of RAM, or of the cgroup limit when lower; the value used is "
+            "logged at start). Resident datasets, sorts and group-bys count against it; above "
+            "it large operators spill to temp_directory. The rest is left for the index, row "
+            "stores and response buffers, which DuckDB does not count."},
+    {"server", "temp_directory", CFG_T_PATH, C(server.temp_directory),
+     .def_doc = "a private directory under $TMPDIR, removed at exit", .example = "\"tmp\"",
+     .doc = "Where DuckDB spills sorts, joins and group-bys that do not fit in memory_limit."},
+    {"server", "allowed_roots", CFG_T_STRVEC, C(server.allowed_roots), .flags = CFG_PATHS,
+     .def = "[]",
+     .def_doc = "empty: the config file's directory and the saved-queries and storage "
+                "directories (the working directory when there is no config file)",
+     .doc = "Local source locations must resolve (after symlinks) inside one of these "
+            "directories; relative entries are relative to the config file."},
+    {"server", "allowed_s3_endpoints", CFG_T_STRVEC, C(server.allowed_s3_endpoints),
+     .check = check_url, .def = "[]",
+     .def_doc = "empty: only the endpoints named by the config file's datasets",
+     .doc = "S3 endpoints (URLs as written in s3.endpoint) that runtime registrations may "
+            "use."},
+    {"server", "allowed_credential_envs", CFG_T_STRVEC, C(server.allowed_credential_envs),
+     .check = check_env_name, .def = "[]",
+     .def_doc = "empty: the standard AWS_* variables and the names used by the config file's "
+                "datasets",
+     .doc = "Environment variables that runtime registrations may name in s3.*_env."},
+    {"server", "startup", CFG_T_TABLE, .doc = "How startup builds run and when /readyz turns ready."},
+    {"server", "quack", CFG_T_TABLE,
+     .doc = "Experimental DuckDB Quack server, started after the datasets are registered."},
+    {"server", "pgwire", CFG_T_TABLE,
+     .doc = "PostgreSQL wire-protocol listener (read-only). A non-loopback listen needs a "
+            "password and TLS."},
+
+    /* ---------------------------------------------------- [server.startup] */
+    {"server.startup", "readiness", CFG_T_ENUM, C(server.startup.readiness),
+     .names = readiness_names, .def = "\"all\"",
+     .doc = "Ready when \"all\" eager datasets are built (or failed), or as soon as \"any\" is "
+            "published."},
+    {"server.startup", "max_concurrent", CFG_T_INT, C(server.startup.max_concurrent),
+     RANGE(1, 1024), .def = "4",
+     .doc = "Dataset builds running at the same time (startup, reloads and registrations)."},
+
+    /* ------------------------------------------------------ [server.quack] */
+    {"server.quack", "enabled", CFG_T_BOOL, C(server.quack.enabled), .def = "false",
+     .doc = "Start the Quack server."},
+    {"server.quack", "uri", CFG_T_STR, C(server.quack.uri), .flags = CFG_NONEMPTY,
+     .def = "\"quack:localhost\"",
+     .doc = "quack:HOST or quack:HOST:PORT (default port 9494); only the literal host "
+            "localhost counts as local."},
+    {"server.quack", "token", CFG_T_STR, C(server.quack.token), .flags = CFG_NONEMPTY,
+     .def_doc = "generated and logged once", .example = "\"change-me\"",
+     .doc = "Token clients present (as TOKEN in a secret or in ATTACH options)."},
+    {"server.quack", "allow_other_hostname", CFG_T_BOOL, C(server.quack.allow_other_hostname),
+     .def = "false", .doc = "Allow a non-local uri host (put a TLS-terminating proxy in front)."},
+    {"server.quack", "read_only", CFG_T_BOOL, C(server.quack.read_only), .def = "true",
+     .doc = "Reject CREATE, INSERT, UPDATE, DELETE, COPY, DROP, ALTER, LOAD and INSTALL."},
+    {"server.quack", NULL, CFG_T_RULE, .rule = rule_quack,
+     .doc = "A uri host other than localhost needs allow_other_hostname = true."},
+
+    /* ----------------------------------------------------- [server.pgwire] */
+    {"server.pgwire", "enabled", CFG_T_BOOL, C(server.pgwire.enabled), .def = "false",
+     .doc = "Start the PostgreSQL listener."},
+    {"server.pgwire", "listen", CFG_T_STR, C(server.pgwire.listen), .flags = CFG_NONEMPTY,
+     .def = "\"127.0.0.1\"", .doc = "Bind address."},
+    {"server.pgwire", "port", CFG_T_INT, C(server.pgwire.port), RANGE(0, 65535), .def = "5432",
+     .doc = "TCP port."},
+    {"server.pgwire", "username", CFG_T_STR, C(server.pgwire.username), .flags = CFG_NONEMPTY,
+     .def = "\"vitrine\"", .doc = "User name clients must present."},
+    {"server.pgwire", "password", CFG_T_STR, C(server.pgwire.password), .flags = CFG_NONEMPTY,
+     .def_doc = "unset", .example = "\"change-me\"",
+     .doc = "Cleartext password; optional on loopback, required on any other address."},
+    {"server.pgwire", "tls_cert", CFG_T_PATH, C(server.pgwire.tls_cert), .def_doc = "unset",
+     .example = "\"certs/server.pem\"", .doc = "PEM certificate (with tls_key)."},
+    {"server.pgwire", "tls_key", CFG_T_PATH, C(server.pgwire.tls_key), .def_doc = "unset",
+     .example = "\"certs/server.key\"", .doc = "PKCS#8 key (with tls_cert)."},
+    {"server.pgwire", NULL, CFG_T_RULE, .rule = rule_pgwire,
+     .doc = "tls_cert and tls_key go together; a non-loopback listen needs a password and TLS."},
+
+    /* ------------------------------------------------------------ UI mounts */
+    {"", "swagger", CFG_T_TABLE, .doc = "Swagger UI and openapi.json."},
+    {"swagger", "enabled", CFG_T_BOOL, C(swagger.enabled), .def = "true", .doc = "Serve them."},
+    {"swagger", "path", CFG_T_STR, C(swagger.path), .def = "\"/docs\"", .check = check_mount,
+     .doc = "Mount point."},
+    {"", "metrics", CFG_T_TABLE,
+     .doc = "Prometheus metrics (text format), not under the prefix, unauthenticated."},
+    {"metrics", "enabled", CFG_T_BOOL, C(metrics.enabled), .def = "false", .doc = "Serve them."},
+    {"metrics", "path", CFG_T_STR, C(metrics.path), .def = "\"/metrics\"", .check = check_mount,
+     .doc = "Mount point."},
+    {"", "docs", CFG_T_TABLE, .doc = "The embedded documentation site."},
+    {"docs", "enabled", CFG_T_BOOL, C(docs.enabled), .def = "true", .doc = "Serve it."},
+    {"docs", "path", CFG_T_STR, C(docs.path), .def = "\"/mkdocs\"", .check = check_mount,
+     .doc = "Mount point."},
+    {"", "explorer", CFG_T_TABLE, .doc = "The Explorer web UI."},
+    {"explorer", "enabled", CFG_T_BOOL, C(explorer.enabled), .def = "true", .doc = "Serve it."},
+    {"explorer", "path", CFG_T_STR, C(explorer.path), .def = "\"/explore\"",
+     .check = check_mount, .doc = "Mount point."},
+    {"explorer", "oauth2", CFG_T_TABLE, C(explorer_oauth2.set), .flags = CFG_SETS | CFG_OPTIONAL,
+     .doc = "Sign-in for the Explorer (authorization code with PKCE); the bearer token is "
+            "forwarded on API calls."},
+    {"explorer.oauth2", "client_id", CFG_T_STR, C(explorer_oauth2.client_id),
+     .flags = CFG_NONEMPTY, .def_doc = "required", .example = "\"vitrine-explorer\"",
+     .doc = "OAuth2 client id of the Explorer."},
+    {"explorer.oauth2", "issuer", CFG_T_STR, C(explorer_oauth2.issuer), .flags = CFG_NONEMPTY,
+     .check = check_url, .def_doc = "required",
+     .example = "\"https://idp.example.com/realms/main\"", .doc = "Issuer URL."},
+    {"explorer.oauth2", "scopes", CFG_T_STRVEC, C(explorer_oauth2.scopes), .def = "[]",
+     .example = "[\"openid\", \"datasets:read\"]", .doc = "Scopes to request."},
+    {"explorer.oauth2", "pkce", CFG_T_BOOL, C(explorer_oauth2.pkce), .def = "true",
+     .doc = "Use PKCE."},
+    {"explorer.oauth2", NULL, CFG_T_RULE, .rule = rule_oauth2,
+     .doc = "client_id and issuer are required when the table is given."},
+
+    /* -------------------------------------------------------------- [auth] */
+    {"", "auth", CFG_T_TABLE,
+     .doc = "Bearer-token (OIDC/OAuth2 JWT) validation. X-Admin-Token (ADMIN_TOKEN) works "
+            "beside it unless admin_token_fallback is false."},
+    {"auth", "enabled", CFG_T_BOOL, C(auth.enabled), .def = "false",
+     .doc = "Validate bearer tokens."},
+    {"auth", "issuer", CFG_T_STR, C(auth.issuer), .flags = CFG_NONEMPTY, .check = check_url,
+     .def_doc = "unset (required when enabled)",
+     .example = "\"https://idp.example.com/realms/main\"",
+     .doc = "Issuer URL of the identity provider."},
+    {"auth", "audience", CFG_T_STR, C(auth.audience), .flags = CFG_NONEMPTY, .def_doc = "unset",
+     .example = "\"vitrine\"", .doc = "Expected audience."},
+    {"auth", "algorithms", CFG_T_STRVEC, C(auth.algorithms), .check = check_algorithms,
+     .def = "[\"RS256\"]", .doc = "Accepted signature algorithms: RS, ES and PS variants only."},
+    {"auth", "leeway_secs", CFG_T_INT, C(auth.leeway_secs), RANGE(0, 86400), .def = "60",
+     .doc = "Clock leeway for exp and nbf."},
+    {"auth", "jwks_refresh_secs", CFG_T_INT, C(auth.jwks_refresh_secs), RANGE(1, INT64_MAX),
+     .def = "3600", .doc = "Key-set refresh period."},
+    {"auth", "read_scopes", CFG_T_STRVEC, C(auth.read_scopes), .def = "[\"datasets:read\"]",
+     .doc = "Scopes that permit reads (any one of them)."},
+    {"auth", "reload_scopes", CFG_T_STRVEC, C(auth.reload_scopes),
+     .def = "[\"datasets:reload\"]",
+     .doc = "Scopes that permit reload, registration and persist (any one of them)."},
+    {"auth", "anonymous_read", CFG_T_BOOL, C(auth.anonymous_read), .def = "false",
+     .doc = "Keep GET routes public."},
+    {"auth", "tenant_claim", CFG_T_STR, C(auth.tenant_claim), .flags = CFG_NONEMPTY,
+     .check = check_json_pointer, .def_doc = "unset", .example = "\"/tid\"",
+     .doc = "JSON pointer to the tenant in the token's claims."},
+    {"auth", "allowed_tenants", CFG_T_STRVEC, C(auth.allowed_tenants), .def = "[]",
+     .doc = "Tenants allowed; empty allows any."},
+    {"auth", "admin_token_fallback", CFG_T_BOOL, C(auth.admin_token_fallback), .def = "true",
+     .doc = "Keep X-Admin-Token working when bearer tokens are enabled."},
+    {"auth", "start_degraded", CFG_T_BOOL, C(auth.start_degraded), .def = "true",
+     .doc = "Warn and continue when the identity provider is unreachable at boot."},
+    {"auth", NULL, CFG_T_RULE, .rule = rule_auth, .doc = "enabled = true needs an issuer."},
+
+    /* -------------------------------------------------------- [datafusion] */
+    {"", "datafusion", CFG_T_TABLE,
+     .doc = "Options of the datafusion engine; accepted and ignored by this DuckDB build."},
+    {"datafusion", "pushdown_filters", CFG_T_BOOL, C(datafusion.pushdown_filters),
+     .def = "false", .doc = "Evaluate row filters during Parquet decode."},
+    {"datafusion", "reorder_filters", CFG_T_BOOL, C(datafusion.reorder_filters), .def = "false",
+     .doc = "Reorder filters (only with pushdown_filters)."},
+    {"datafusion", "list_files_cache", CFG_T_BOOL, C(datafusion.list_files_cache),
+     .def = "false", .doc = "Cache object-store listings (not for Delta sources)."},
+    {"datafusion", "list_files_cache_mb", CFG_T_INT, C(datafusion.list_files_cache_mb),
+     RANGE(1, INT64_MAX), .def = "64", .doc = "Listing cache budget in MiB."},
+    {"datafusion", "list_files_cache_ttl_secs", CFG_T_INT,
+     C(datafusion.list_files_cache_ttl_secs), RANGE(0, INT64_MAX), .def = "60",
+     .doc = "Listing cache lifetime; 0 never expires."},
+
+    /* --------------------------------------------------------------- [sql] */
+    {"", "sql", CFG_T_TABLE, .doc = "POST /api/v1/sql: read-only SQL over the registered datasets."},
+    {"sql", "enabled", CFG_T_BOOL, C(sql.enabled), .def = "false",
+     .doc = "Serve the route (404 otherwise)."},
+    {"sql", "max_rows", CFG_T_INT, C(sql.max_rows), RANGE(1, INT64_MAX), .def = "100000",
+     .doc = "Most rows one statement returns."},
+
+    /* --------------------------------------------------------------- [mcp] */
+    {"", "mcp", CFG_T_TABLE, .doc = "The MCP endpoint for AI agents (JSON-RPC 2.0 over POST)."},
+    {"mcp", "enabled", CFG_T_BOOL, C(mcp.enabled), .def = "false", .doc = "Serve it."},
+    {"mcp", "expose_sql", CFG_T_BOOL, C(mcp.expose_sql), .def = "false",
+     .doc = "Offer the sql tool (also needs sql.enabled)."},
+    {"mcp", "path", CFG_T_STR, C(mcp.path), .def = "\"/mcp\"", .check = check_mount,
+     .doc = "Mount point."},
+    {"mcp", "max_rows", CFG_T_INT, C(mcp.max_rows), RANGE(1, 100000), .def = "500",
+     .doc = "Most rows in one query_dataset or sql result (the result says when it was cut "
+            "and gives the arguments for the rest)."},
+    {"mcp", "max_bytes", CFG_T_INT, C(mcp.max_bytes), RANGE(1024, 67108864), .def = "262144",
+     .doc = "Most bytes of rows in one result (whole rows only)."},
+    {"mcp", "allowed_origins", CFG_T_STRVEC, C(mcp.allowed_origins), .def = "[]",
+     .doc = "Browser Origin values allowed besides the server's own (DNS-rebinding "
+            "protection: any other Origin is 403)."},
+    {"", NULL, CFG_T_RULE, .rule = rule_mounts,
+     .doc = "Two enabled UIs (swagger, metrics, docs, explorer, mcp) cannot share a path."},
+
+    /* --------------------------------------------------------- [[dataset]] */
+    {"", "dataset", CFG_T_DATASETS,
+     .doc = "One [[dataset]] block per dataset; POST /api/v1/datasets takes the same fields "
+            "as a JSON object and applies the same rules."},
+    {"dataset", "name", CFG_T_STR, D(name), .flags = CFG_ALWAYS_WRITE, .def_doc = "required",
+     .example = "\"trips\"",
+     .doc = "A-Z a-z 0-9 _ . - only, at most 128 bytes; unique ignoring case; \"reload-all\" "
+            "is reserved."},
+    {"dataset", NULL, CFG_T_RULE, .rule = rule_dataset_name},
+    {"dataset", NULL, CFG_T_RULE, .rule = rule_kind_default,
+     .doc = "Without source.kind, a dataset with sql is of kind \"query\", any other "
+            "\"parquet\"."},
+    {"dataset", "source", CFG_T_TABLE, .doc = "Where the data comes from."},
+    {"dataset.source", "kind", CFG_T_ENUM, D(kind), .names = cfg_kind_names,
+     .flags = CFG_ALWAYS_WRITE, .def = "\"parquet\"",
+     .doc = "\"parquet\", \"delta\", or \"query\" (SQL over other datasets)."},
+    {"dataset.source", "location", CFG_T_STR, D(location), .flags = CFG_NONEMPTY,
+     .def_doc = "required for parquet and delta", .example = "\"data/trips/*.parquet\"",
+     .doc = "A local path, glob or directory (relative to the config file), or an s3:// "
+            "prefix or glob."},
+    {"dataset", "sql", CFG_T_STR, D(sql), .flags = CFG_NONEMPTY | CFG_QUERY_ONLY,
+     .def_doc = "required for query",
+     .example = "\"SELECT city, count(*) AS trips FROM trips GROUP BY city\"",
+     .doc = "Kind query: one read-only SELECT over other datasets."},
+    {"dataset", "depends_on", CFG_T_STRVEC, D(depends_on), .flags = CFG_QUERY_ONLY,
+     .def = "[]", .example = "[\"trips\"]",
+     .doc = "Kind query: the datasets the SQL reads (in a config file, datasets of the same "
+            "file)."},
+    {"dataset", NULL, CFG_T_RULE, .rule = rule_kind_fields,
+     .doc = "parquet and delta need source.location and take no sql or depends_on; query "
+            "needs sql and takes no location."},
+    {"dataset", "columns", CFG_T_STRVEC, D(columns), .def = "[]",
+     .doc = "Projection applied at load; empty keeps every column."},
+    {"dataset", "dict_encode", CFG_T_BOOL, D(dict_encode), .def = "false",
+     .doc = "Dictionary-encode string columns."},
+    {"dataset", "lazy", CFG_T_BOOL, D(lazy), .def = "false",
+     .doc = "Serve from storage per query (bounded memory, no index) instead of resident in "
+            "memory."},
+    {"dataset", "index", CFG_T_TABLE,
+     .doc = "The equality index of resident datasets (eq and in lookups in microseconds)."},
+    {"dataset.index", "mode", CFG_T_ENUM, D(index_mode), .names = cfg_index_mode_names,
+     .def = "\"auto\"",
+     .doc = "\"auto\" indexes string, boolean and integer columns below max_cardinality; "
+            "\"list\" the listed columns; \"none\" nothing."},
+    {"dataset.index", "columns", CFG_T_STRVEC, D(index_columns), .def = "[]",
+     .doc = "Columns to index when mode is \"list\"."},
+    {"dataset.index", "max_cardinality", CFG_T_INT, D(index_max_cardinality),
+     RANGE(1, INT64_MAX), .def = "100000",
+     .doc = "In auto mode, a column with this many distinct values or more is not indexed."},
+    {"dataset.index", NULL, CFG_T_RULE, .rule = rule_index_columns,
+     .doc = "index.columns is required with index.mode \"list\" and only allowed with it."},
+    {"dataset", "s3", CFG_T_TABLE,
+     .doc = "S3 settings of an s3:// location. Credentials come from the environment."},
+    {"dataset.s3", "region", CFG_T_STR, D(s3.region), .flags = CFG_NONEMPTY,
+     .def_doc = "AWS_REGION, AWS_DEFAULT_REGION or us-east-1", .example = "\"us-east-1\"",
+     .doc = "Region used for signing."},
+    {"dataset.s3", "endpoint", CFG_T_STR, D(s3.endpoint), .flags = CFG_NONEMPTY,
+     .def_doc = "AWS", .example = "\"https://s3.us-east-1.amazonaws.com\"",
+     .doc = "Endpoint URL of an S3-compatible store."},
+    {"dataset.s3", "addressing_style", CFG_T_ENUM, D(s3.addressing_style),
+     .names = cfg_addressing_names, .def = "\"virtual\"",
+     .doc = "Bucket in the host name (\"virtual\") or in the path (\"path\")."},
+    {"dataset.s3", "allow_http", CFG_T_BOOL, D(s3.allow_http), .def = "false",
+     .doc = "Allow a plain http:// endpoint."},
+    {"dataset.s3", "partitioning", CFG_T_ENUM, D(s3.partitioning),
+     .names = cfg_partitioning_names, .def = "\"auto\"",
+     .doc = "Hive-style key=value directories: detected (\"auto\"), always (\"hive\") or never "
+            "(\"none\")."},
+    {"dataset.s3", "access_key_id_env", CFG_T_STR, D(s3.access_key_id_env),
+     .check = check_env_name, .def_doc = "AWS_ACCESS_KEY_ID", .example = "\"AWS_ACCESS_KEY_ID\"",
+     .doc = "Name of the environment variable holding the access key id (never the key "
+            "itself)."},
+    {"dataset.s3", "secret_access_key_env", CFG_T_STR, D(s3.secret_access_key_env),
+     .check = check_env_name, .def_doc = "AWS_SECRET_ACCESS_KEY",
+     .example = "\"AWS_SECRET_ACCESS_KEY\"",
+     .doc = "Name of the environment variable holding the secret access key."},
+    {"dataset.s3", "session_token_env", CFG_T_STR, D(s3.session_token_env),
+     .check = check_env_name, .def_doc = "AWS_SESSION_TOKEN", .example = "\"AWS_SESSION_TOKEN\"",
+     .doc = "Name of the environment variable holding the session token."},
+    {"dataset.s3", NULL, CFG_T_RULE, .rule = rule_s3_endpoint,
+     .doc = "s3.endpoint is an http:// or https:// URL; http:// needs s3.allow_http = true."},
+    {"dataset", "refresh", CFG_T_TABLE, D(refresh.set), .flags = CFG_SETS,
+     .doc = "When the dataset rebuilds by itself."},
+    {"dataset.refresh", "interval", CFG_T_DURATION, D(refresh.interval_ms), .min = 1,
+     .def_doc = "unset: no schedule", .example = "\"1h\"", .doc = "Rebuild this often."},
+    {"dataset.refresh", "on_upstream_reload", CFG_T_BOOL, D(refresh.on_upstream_reload),
+     .flags = CFG_QUERY_ONLY, .def = "false", .example = "true",
+     .doc = "Kind query: rebuild after a dataset it depends on is reloaded."},
+    {"dataset.refresh", "timeout", CFG_T_DURATION, D(refresh.timeout_ms), .min = 1,
+     .def = "\"10m\"", .doc = "A scheduled build running longer than this is cancelled."},
+    {"dataset.refresh", "jitter", CFG_T_BOOL, D(refresh.jitter), .def = "true",
+     .doc = "Spread scheduled builds by up to ±10% of the interval."},
+    {"dataset.refresh", "debounce", CFG_T_DURATION, D(refresh.debounce_ms), .min = 0,
+     .def = "\"5s\"", .doc = "Upstream reloads within this time cause one rebuild."},
+    {"dataset.refresh", NULL, CFG_T_RULE, .rule = rule_upstream_reload,
+     .doc = "refresh.on_upstream_reload applies to kind \"query\" only."},
+    {"dataset", "materialize", CFG_T_TABLE, D(materialize.set), .flags = CFG_SETS,
+     .doc = "Where a built generation lives."},
+    {"dataset.materialize", "residency", CFG_T_ENUM, D(materialize.residency),
+     .names = cfg_residency_names, .def = "\"auto\"",
+     .doc = "\"memory\", \"lazy\" (Parquet files in storage), or \"auto\" to decide by size."},
+    {"dataset.materialize", "sort_by", CFG_T_STRVEC, D(materialize.sort_by), .def = "[]",
+     .doc = "Sort the stored rows by these columns (row groups prune better)."},
+    {"dataset.materialize", "reuse_on_start", CFG_T_BOOL, D(materialize.reuse_on_start),
+     .def = "false", .doc = "Serve the last complete stored generation at startup without a rebuild."},
+    {"dataset.materialize", NULL, CFG_T_RULE, .rule = rule_lazy_memory,
+     .doc = "materialize.residency \"memory\" contradicts lazy = true."},
+    {"dataset", "on_start", CFG_T_ENUM, D(on_start), .names = cfg_on_start_names,
+     .def = "\"eager\"",
+     .doc = "\"eager\" builds at boot, \"lazy\" on first use, \"skip\" waits for a reload."},
+    {"dataset", NULL, CFG_T_RULE, .rule = rule_lazy_index,
+     .doc = "Lazy datasets carry no index: with lazy = true or residency \"lazy\", an index "
+            "table must say mode = \"none\"."},
+};
+
+const size_t cfg_schema_len = sizeof cfg_schema / sizeof cfg_schema[0];

@@ -1,0 +1,76 @@
+/*
+ * Capped whole-file reads (see file.h). The size is checked twice: once from
+ * fstat before reading, and again while reading, because a file can grow
+ * between the two (a log being appended to, a file being rewritten).
+ */
+#include "util/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum vt_err util_read_file(const char *path, size_t max_bytes, enum vt_err code, char **out_buf,
+                           size_t *out_len, struct vt_error *err)
+{
+    *out_buf = NULL;
+    *out_len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return vt_error_set(err, code, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return vt_error_set(err, code, "%s: not a regular file", path);
+    }
+    if ((uint64_t)st.st_size > (uint64_t)max_bytes) {
+        close(fd);
+        return vt_error_set(err, code, "%s: larger than the %zu-byte limit", path, max_bytes);
+    }
+    /* One byte more than the cap shows a file that grew past it. */
+    size_t cap = (size_t)st.st_size + 1, len = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        close(fd);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    for (;;) {
+        if (len == cap) {
+            if (len > max_bytes)
+                break;
+            size_t ncap = cap * 2 > max_bytes + 1 ? max_bytes + 1 : cap * 2;
+            char *nb = realloc(buf, ncap + 1);
+            if (!nb) {
+                free(buf);
+                close(fd);
+                return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return vt_error_set(err, code, "%s: read error: %s", path, strerror(e));
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (len > max_bytes) {
+        free(buf);
+        return vt_error_set(err, code, "%s: larger than the %zu-byte limit", path, max_bytes);
+    }
+    buf[len] = '\0';
+    *out_buf = buf;
+    *out_len = len;
+    return VT_ERR_OK;
+}

@@ -1,0 +1,22 @@
+/*
+ * Whole-file reads with a size cap, for the small files the service reads in
+ * one piece (the config file, the file persist rewrites). Only regular files
+ * are read, opened non-blocking so a FIFO or device named like a config file
+ * cannot hang the caller, and never more than `max_bytes`.
+ */
+#ifndef VT_UTIL_FILE_H
+#define VT_UTIL_FILE_H
+
+#include <stddef.h>
+
+#include "util/errors.h"
+
+/* Reads `path` into a malloc'd, NUL-terminated buffer (*out_buf, caller
+ * frees; *out_len excludes the NUL). On failure returns `code` with a message
+ * naming the path and the reason:
+ *   "<path>: cannot open: <strerror>"   "<path>: not a regular file"
+ *   "<path>: larger than the <max>-byte limit"   "<path>: read error: <strerror>" */
+enum vt_err util_read_file(const char *path, size_t max_bytes, enum vt_err code, char **out_buf,
+                           size_t *out_len, struct vt_error *err);
+
+#endif
