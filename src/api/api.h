@@ -74,6 +74,7 @@ void api_dataset_parquet(struct http_request *req);
 void api_dataset_query(struct http_request *req);
 void api_dataset_query_stream(struct http_request *req);
 void api_dataset_count(struct http_request *req);
+void api_sql(struct http_request *req);
 
 void api_dataset_reload(struct http_request *req);
 void api_reload_all(struct http_request *req);
@@ -120,12 +121,22 @@ struct api_sink {
     uint64_t rows;                  /* JSON rows from the index fast path */
     struct json_rows *enc;
     struct arrow_duckdb_stream arrow;
+    /* /sql: {"data":[...],"max_rows":n,"truncated":b}, at most sql_cap rows */
+    bool sql;
+    int64_t sql_cap;
+    uint64_t sql_rows;
+    bool truncated;
 };
 
 /* mode QUERY_COUNT always answers JSON; page/page_size go into the JSON tail
  * or the X-Page headers (QUERY_PAGED only). */
 void api_sink_init(struct api_sink *a, struct http_request *req, enum query_mode mode,
                    enum api_format format, int64_t page, int64_t page_size);
+/* The /sql reply: JSON {"data":[...],"max_rows":max_rows,"truncated":b} or
+ * an Arrow stream, with at most max_rows rows: the sink cuts the chunk that
+ * passes the cap and ends the run there (truncated: more rows existed). */
+void api_sink_init_sql(struct api_sink *a, struct http_request *req, enum api_format format,
+                       int64_t max_rows);
 void api_sink_release(struct api_sink *a);
 /* ?format=json|arrow, else Accept negotiation (Arrow when the client names it
  * with q > 0 and does not prefer JSON). INVALID_QUERY for another format. */

@@ -87,6 +87,28 @@ static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt
 static enum vt_err sink_chunk(struct exec_sink *s, duckdb_data_chunk chunk, struct vt_error *err)
 {
     struct api_sink *a = sink_of(s);
+    if (a->sql) {
+        /* At most sql_cap rows: a chunk that goes past it is cut (the rows
+         * beyond are proof of truncation) and the run ends there. */
+        uint64_t n = duckdb_data_chunk_get_size(chunk);
+        uint64_t room = a->sql_rows < (uint64_t)a->sql_cap ? (uint64_t)a->sql_cap - a->sql_rows : 0;
+        bool cut = n > room;
+        if (cut) {
+            a->truncated = true;
+            n = room;
+            duckdb_data_chunk_set_size(chunk, n);
+        }
+        enum vt_err rc = VT_ERR_OK;
+        if (n && a->format == API_FORMAT_JSON &&
+            json_rows_encode_chunk(a->enc, chunk, body(a)) != 0)
+            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
+        else if (n && a->format == API_FORMAT_ARROW)
+            rc = arrow_duckdb_write_chunk(&a->arrow, chunk, body(a), err);
+        a->sql_rows += n;
+        if (rc == VT_ERR_OK)
+            rc = commit(a, err);
+        return rc == VT_ERR_OK && cut ? VT_ERR_RESULT_CAPPED : rc;
+    }
     if (a->format == API_FORMAT_JSON) {
         if (json_rows_encode_chunk(a->enc, chunk, body(a)) != 0)
             return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
@@ -137,7 +159,10 @@ static void sink_end(struct exec_sink *s)
     struct api_sink *a = sink_of(s);
     struct vt_error err = {0};
     if (a->mode != QUERY_COUNT) {
-        if (a->format == API_FORMAT_JSON)
+        if (a->format == API_FORMAT_JSON && a->sql)
+            sb_addf(body(a), "],\"max_rows\":%lld,\"truncated\":%s}", (long long)a->sql_cap,
+                    a->truncated ? "true" : "false");
+        else if (a->format == API_FORMAT_JSON)
             write_page_tail(a);
         else if (arrow_duckdb_end(&a->arrow, body(a)) != 0)
             vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, "response too large");
@@ -186,6 +211,14 @@ void api_sink_init(struct api_sink *a, struct http_request *req, enum query_mode
     a->content_type = json ? "application/json" : API_ARROW_CONTENT_TYPE;
     a->compressible = json;
     sb_init(&a->buf, 0);
+}
+
+void api_sink_init_sql(struct api_sink *a, struct http_request *req, enum api_format format,
+                       int64_t max_rows)
+{
+    api_sink_init(a, req, QUERY_STREAM, format, 0, 0);
+    a->sql = true;
+    a->sql_cap = max_rows;
 }
 
 void api_sink_release(struct api_sink *a)

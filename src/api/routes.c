@@ -36,6 +36,11 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
     size_t n = 0;
     if (n < cap)
         out[n++] = (struct config_mount){
+            cfg->sql.enabled, "/api/v1/sql",
+            {"", HTTP_POST, api_sql, AUTH_PERM_READ,
+             "Read-only SQL (one SELECT) over the registered datasets; JSON or Arrow.", false}};
+    if (n < cap)
+        out[n++] = (struct config_mount){
             cfg->mcp.enabled, cfg->mcp.path,
             {"", HTTP_POST, mcp_handle, AUTH_PERM_READ,
              "MCP endpoint for AI agents (JSON-RPC 2.0, Streamable HTTP, stateless).", false}};

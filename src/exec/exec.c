@@ -24,6 +24,8 @@
 #define FAST_MAX_BLOCKS 256
 /* Prepared statements kept per worker connection (exec_session). */
 #define EXEC_PLAN_CACHE 64
+/* Temporary views remembered per worker connection. */
+#define EXEC_MAX_VIEWS 256
 
 /* ------------------------------------------------ per-connection session */
 
@@ -59,6 +61,13 @@ struct exec_session {
     size_t n_cached;
     uint64_t tick;
     uint64_t drops_seen;
+    /* Temporary views of this connection (EXEC_SQL): dataset name -> the
+     * relation it was last made to read, so an unchanged one is not redone. */
+    struct session_view {
+        char *name;
+        char *relation;
+    } views[EXEC_MAX_VIEWS];
+    size_t n_views;
 };
 
 static atomic_uint_fast64_t cache_hits, cache_misses, cache_evictions;
@@ -86,10 +95,20 @@ static void cache_clear(struct exec_session *s)
 static pthread_key_t session_key;
 static pthread_once_t session_once = PTHREAD_ONCE_INIT;
 
+static void views_forget(struct exec_session *s)
+{
+    for (size_t i = 0; i < s->n_views; i++) {
+        free(s->views[i].name);
+        free(s->views[i].relation);
+    }
+    s->n_views = 0;
+}
+
 static void session_free(void *p)
 {
     struct exec_session *s = p;
     cache_clear(s);
+    views_forget(s);
     rowstore_cursor_destroy(s->cursor);
     sb_release(&s->row);
     free(s);
@@ -408,9 +427,12 @@ static void deliver_count(const struct exec_plan *plan, duckdb_result *res,
     sink->ops->count(sink, n, err);
 }
 
+/* Streams the result into the sink. *out_early is set when the run stopped
+ * before the result's end (a capped sink, an error, a stop). */
 static void deliver_rows(const struct exec_plan *plan, duckdb_result *res,
-                         struct exec_sink *sink, struct vt_error *err)
+                         struct exec_sink *sink, struct vt_error *err, bool *out_early)
 {
+    *out_early = true;
     if (sink->ops->begin(sink, res, err) != VT_ERR_OK)
         return;
     for (;;) {
@@ -421,10 +443,61 @@ static void deliver_rows(const struct exec_plan *plan, duckdb_result *res,
             break;
         enum vt_err rc = sink->ops->chunk(sink, chunk, err);
         duckdb_destroy_data_chunk(&chunk);
+        if (rc == VT_ERR_RESULT_CAPPED) {
+            vt_error_clear(err);
+            return; /* the sink has what it wants: a complete answer */
+        }
         if (rc != VT_ERR_OK)
             return;
     }
+    *out_early = false;
     fetch_error(plan, res, err);
+}
+
+/* Makes each view name read its relation on `con` (CREATE OR REPLACE TEMP
+ * VIEW), skipping the ones already right. */
+static enum vt_err ensure_views(struct exec_session *s, duckdb_connection con,
+                                const struct exec_plan *plan, struct vt_error *err)
+{
+    if (s && s->con != con) {
+        views_forget(s);
+        cache_clear(s);
+        s->con = con;
+    }
+    for (size_t i = 0; i < plan->nviews; i++) {
+        const struct exec_view *v = &plan->views[i];
+        size_t k = 0;
+        while (s && k < s->n_views && strcmp(s->views[k].name, v->name) != 0)
+            k++;
+        if (s && k < s->n_views && !strcmp(s->views[k].relation, v->relation))
+            continue;
+        struct strbuf sql;
+        sb_init(&sql, 0);
+        sb_adds(&sql, "CREATE OR REPLACE TEMPORARY VIEW ");
+        sb_add_sql_ident(&sql, v->name);
+        sb_addf(&sql, " AS SELECT * FROM %s", v->relation);
+        enum vt_err rc = eng_exec(con, sql.buf, VT_ERR_INTERNAL, err);
+        sb_release(&sql);
+        if (rc != VT_ERR_OK)
+            return rc;
+        if (!s)
+            continue;
+        /* Remember it (or, out of memory or room, forget it: it is then
+         * simply made again next time). */
+        char *name = strdup(v->name), *rel = strdup(v->relation);
+        if (k < s->n_views) {
+            free(s->views[k].name);
+            free(s->views[k].relation);
+            s->views[k] = s->views[--s->n_views];
+        }
+        if (name && rel && s->n_views < EXEC_MAX_VIEWS) {
+            s->views[s->n_views++] = (struct session_view){name, rel};
+        } else {
+            free(name);
+            free(rel);
+        }
+    }
+    return VT_ERR_OK;
 }
 
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con)
@@ -444,6 +517,10 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
         qp.params = plan->params;
         qp.nparams = plan->nparams;
         sql = plan->sql;
+        if (ensure_views(session(), con, plan, &err) != VT_ERR_OK) {
+            sink->ops->fail(sink, &err);
+            return;
+        }
     } else {
         struct exec_session *s = session();
         if (s)
@@ -480,14 +557,15 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
         sink->ops->fail(sink, &err);
         return;
     }
+    bool early = false;
     if (plan->kind == EXEC_COUNT)
         deliver_count(plan, &res, sink, &err);
     else
-        deliver_rows(plan, &res, sink, &err);
+        deliver_rows(plan, &res, sink, &err, &early);
     duckdb_destroy_result(&res);
     if (!cached)
         duckdb_destroy_prepare(&ps);
-    else if (err.code != VT_ERR_OK)
+    else if (err.code != VT_ERR_OK || early)
         cache_forget(s, ps);
     sink_finish(sink, &err);
 }

@@ -25,8 +25,9 @@
  *  or count, then end (EXEC_COUNT);
  *  or fail, at any point, instead of end.
  * Exactly one of end/fail is called, always (a run that cannot start still
- * calls fail). A sink op returns VT_ERR_OK to go on; any other code stops the
- * run: exec stops fetching (dropping the DuckDB result cancels the rest of the
+ * calls fail). A sink op returns VT_ERR_OK to go on, VT_ERR_RESULT_CAPPED to
+ * say it has all the rows it wants (exec stops fetching and calls end: a
+ * capped result is a success); any other code stops the run: exec stops fetching (dropping the DuckDB result cancels the rest of the
  * query) and calls fail with the error the op set (VT_ERR_CLIENT_GONE when the
  * consumer left: nothing is reported to anyone). What fail does is the sink's
  * business: a sink that has sent nothing yet reports the error; one that
@@ -104,6 +105,13 @@ enum exec_kind {
     EXEC_SQL,   /* one checked SQL statement with bound parameters (/sql, pgwire) */
 };
 
+/* A dataset name as a SQL statement reads it, and the pinned generation's
+ * relation it stands for (cat_generation.relation). */
+struct exec_view {
+    const char *name;
+    const char *relation;
+};
+
 struct exec_plan {
     enum exec_kind kind;
     /* EXEC_ROWS, EXEC_COUNT: the request, validated against gen's schema
@@ -111,12 +119,17 @@ struct exec_plan {
      * for the whole run. */
     const struct query_request *query;
     struct cat_generation *gen;
-    /* EXEC_SQL: the statement (already checked; it names only relations of
-     * generations the caller pinned, and holds for the whole run) and its
-     * parameters (query_plan_bind rules). */
+    /* EXEC_SQL: the statement (checked by the SQL gate, src/sql) and its
+     * parameters (query_plan_bind rules). The datasets it reads by name are
+     * `views`: before running, exec makes each name a temporary view of the
+     * worker's own connection over the relation of the generation the caller
+     * pinned for it (and holds for the whole run), so one statement reads
+     * one snapshot, and the SQL runs as the user wrote it. */
     const char *sql;
     const struct query_value *params;
     size_t nparams;
+    const struct exec_view *views;
+    size_t nviews;
     /* The engine job running the plan (its timed_out/cancelled flags stop
      * the run); NULL outside a job (exec_try_fast on a front end's thread). */
     const struct eng_job *job;

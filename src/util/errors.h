@@ -73,6 +73,12 @@
     X(INVALID_COMBINATION, 400, "invalid_combination", "42601", 0, "invalid combination of fields")    \
     X(PATTERN_TOO_COMPLEX, 400, "pattern_too_complex", "54001", 0,                        \
       "like pattern too complex")                                                          \
+    X(SQL_SYNTAX, 400, "sql_syntax", "42601", 0, "SQL syntax error")                        \
+    X(SQL_NOT_READ_ONLY, 400, "sql_not_read_only", "25006", 0,                           \
+      "only one read-only SELECT statement is allowed")                                    \
+    X(SQL_UNKNOWN_TABLE, 400, "sql_unknown_table", "42P01", 0, "unknown table")            \
+    X(SQL_FORBIDDEN_FUNCTION, 400, "sql_forbidden_function", "42501", 0,                   \
+      "function not allowed")                                                              \
     X(LIMIT_EXCEEDED, 400, "limit_exceeded", "54000", 0, "request exceeds a limit")                    \
     X(QUERY_FAILED, 400, "query_failed", "22000", 0, "query could not be executed")                    \
     /* ranges and conditional requests */                                                  \
@@ -83,7 +89,9 @@
     X(FORBIDDEN, 403, "forbidden", "42501", 0, "forbidden")                                            \
     X(ADMIN_DISABLED, 403, "admin_disabled", "42501", 0, "admin operations are disabled: ADMIN_TOKEN is not set") \
     /* never sent: the consumer of a result went away (client closed, stalled) */             \
-    X(CLIENT_GONE, 499, "client_gone", "08006", 0, "the client went away")
+    X(CLIENT_GONE, 499, "client_gone", "08006", 0, "the client went away")           \
+    /* never sent: a sink took all the rows it wants (exec ends the run normally) */ \
+    X(RESULT_CAPPED, 200, "result_capped", "00000", 0, "the result was capped")
 
 enum vt_err {
 #define VT_ERR_ENUM(name, status, code, sqlstate, rpc, msg) VT_ERR_##name,

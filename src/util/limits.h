@@ -37,6 +37,9 @@
 #define VT_MAX_STRING_VALUE_BYTES (64 * 1024)  /* any other string value */
 #define VT_MAX_QUERY_PARAMS 20000              /* bound values in one request, all predicates */
 
+/* SQL (POST /api/v1/sql, saved queries, MCP sql, pgwire) */
+#define VT_MAX_SQL_BYTES (256 * 1024)          /* one statement's text */
+
 /* Streaming responses: batches queued between a DuckDB worker and the socket */
 #define VT_STREAM_QUEUE_BATCHES 4
 #define VT_STREAM_STALL_MS 60000               /* a client reading nothing this long is gone */

@@ -1,0 +1,154 @@
+/*
+ * POST /api/v1/sql (only when [sql] enabled): read-only SQL over the
+ * registered datasets, the HTTP front end of the SQL gate (src/sql) and the
+ * execution layer (src/exec).
+ *
+ *   request   {"sql": "SELECT ...", "max_rows": n}   (max_rows optional, at
+ *             most [sql] max_rows, its default)
+ *   response  {"data": [...], "max_rows": n, "truncated": bool}, or an Arrow
+ *             IPC stream by the same negotiation as /query
+ *
+ * On a query worker: the gate checks the statement and names the datasets it
+ * reads; each is pinned at the generation current now (one snapshot for the
+ * whole statement, whatever reloads happen meanwhile); exec makes each name a
+ * temporary view of the worker's connection over that generation and runs
+ * the statement as written; the sink stops the run once it has max_rows rows
+ * (and one more tells it the result was truncated). request_timeout_ms
+ * interrupts it (504); results stream.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "sql/sql.h"
+
+#define SQL_MAX_PINS 64
+
+struct sql_call {
+    char *text;                 /* the statement (owned) */
+    int64_t max_rows;
+    enum api_format format;
+    struct exec_pin pins[SQL_MAX_PINS];
+    size_t n_pins;
+    struct exec_view views[SQL_MAX_PINS];
+    struct api_sink sink;
+    bool sink_ready;
+};
+
+static void sql_call_release(void *user)
+{
+    struct sql_call *c = user;
+    for (size_t i = 0; i < c->n_pins; i++)
+        exec_unpin(&c->pins[i]);
+    c->n_pins = 0;
+    if (c->sink_ready)
+        api_sink_release(&c->sink);
+    c->sink_ready = false;
+    free(c->text);
+    c->text = NULL;
+}
+
+static bool is_dataset(void *ctx, const char *name)
+{
+    return cat_has_dataset(ctx, name);
+}
+
+static void sql_job(struct http_request *req, duckdb_connection con)
+{
+    struct sql_call *c = http_req_user(req);
+    struct app *app = api_app(req);
+    struct vt_error err = {0};
+    struct sql_checked chk;
+    if (sql_gate_check(con, c->text, is_dataset, app->catalog, &chk, &err) != VT_ERR_OK) {
+        http_reply_vterr(req, &err);
+        return;
+    }
+    if (chk.n_depends_on > SQL_MAX_PINS) {
+        sql_checked_release(&chk);
+        http_reply_error(req, VT_ERR_LIMIT_EXCEEDED, "the statement reads too many datasets");
+        return;
+    }
+    for (size_t i = 0; i < chk.n_depends_on; i++) {
+        struct exec_pin *p = &c->pins[c->n_pins];
+        if (exec_pin(app->catalog, chk.depends_on[i], http_req_deadline(req), p, &err) !=
+            VT_ERR_OK) {
+            sql_checked_release(&chk);
+            http_reply_vterr(req, &err);
+            return;
+        }
+        c->n_pins++;
+        c->views[i].name = cat_dataset_name(p->ds);
+        c->views[i].relation = p->gen->relation;
+    }
+    sql_checked_release(&chk);
+    struct arena *arena = http_req_arena(req);
+    api_sink_init_sql(&c->sink, req, c->format, c->max_rows);
+    c->sink_ready = true;
+    struct exec_plan plan = {
+        .kind = EXEC_SQL,
+        .sql = c->text,
+        .views = c->views,
+        .nviews = c->n_pins,
+        .arena = arena,
+        .job = http_req_job(req),
+    };
+    exec_run(&plan, &c->sink.sink, con);
+}
+
+void api_sql(struct http_request *req)
+{
+    struct app *app = api_app(req);
+    struct vt_error err = {0};
+    enum api_format format;
+    if (api_choose_format(req, &format, &err) != VT_ERR_OK) {
+        http_reply_vterr(req, &err);
+        return;
+    }
+    json_t *body = api_json_body(req, false, &err);
+    if (!body) {
+        http_reply_vterr(req, &err);
+        return;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(body, k, v) {
+        if (strcmp(k, "sql") != 0 && strcmp(k, "max_rows") != 0) {
+            vt_error_set(&err, VT_ERR_UNKNOWN_FIELD, "unknown field \"%.64s\" (fields: sql, "
+                         "max_rows)", k);
+            json_decref(body);
+            http_reply_vterr(req, &err);
+            return;
+        }
+    }
+    json_t *sql = json_object_get(body, "sql");
+    json_t *mr = json_object_get(body, "max_rows");
+    int64_t cap = app->cfg->sql.max_rows;
+    int64_t max_rows = cap;
+    if (!json_is_string(sql) || json_string_length(sql) == 0) {
+        vt_error_set(&err, VT_ERR_INVALID_QUERY, "sql: a non-empty string is required");
+    } else if (mr && !json_is_null(mr) && (!json_is_integer(mr) || json_integer_value(mr) < 0)) {
+        vt_error_set(&err, VT_ERR_INVALID_QUERY, "max_rows: an integer >= 0 is expected");
+    } else if (json_is_integer(mr) && json_integer_value(mr) < cap) {
+        max_rows = json_integer_value(mr);
+    }
+    if (err.code != VT_ERR_OK) {
+        json_decref(body);
+        http_reply_vterr(req, &err);
+        return;
+    }
+    struct sql_call *c = arena_calloc(http_req_arena(req), sizeof *c);
+    char *text = strdup(json_string_value(sql));
+    json_decref(body);
+    if (!c || !text) {
+        free(text);
+        http_reply_error(req, VT_ERR_OUT_OF_MEMORY, NULL);
+        return;
+    }
+    c->text = text;
+    c->max_rows = max_rows;
+    c->format = format;
+    http_req_set_user(req, c);
+    http_req_on_release(req, sql_call_release);
+    http_defer(req, app->queries, sql_job);
+}

@@ -1,0 +1,70 @@
+/*
+ * The SQL gate: the one check every piece of user SQL goes through before it
+ * runs (POST /api/v1/sql, saved queries, config datasets of kind "query", the
+ * MCP sql tool, the PostgreSQL listener).
+ *
+ * A statement passes when it is exactly one read-only SELECT (or WITH ...
+ * SELECT, UNION, VALUES ...) whose tables are registered datasets or the
+ * statement's own CTE names, and whose functions are on an allowlist of
+ * functions that read nothing but their arguments (allowlist.c) or, for table
+ * functions, a short list (range, generate_series, unnest, json_each,
+ * json_tree). It is parsed by DuckDB's own parser (json_serialize_sql, which
+ * serializes SELECT statements only) and the tree is walked with jansson;
+ * anything the walk does not know (a node type, an expression class, a key)
+ * is refused: the gate fails closed. Never regexes, so comments, strings and
+ * quoting cannot hide anything: what DuckDB would run is what is checked.
+ *
+ * Refusals are 400s with a stable code: SQL_SYNTAX (42601), SQL_NOT_READ_ONLY
+ * (25006: anything but one SELECT), SQL_UNKNOWN_TABLE (42P01: a table that is
+ * not a dataset or a CTE, which covers file paths and replacement scans such
+ * as FROM '/etc/passwd'), SQL_FORBIDDEN_FUNCTION (42501: a function off the
+ * allowlist, quoted, or qualified by a schema or catalog).
+ *
+ * depends_on: the datasets the statement reads, first-seen order, no
+ * duplicates; a CTE named like a dataset shadows it where it is visible
+ * (later CTEs of its WITH, the main query; itself when recursive), and names
+ * in strings or comments are not references at all.
+ *
+ * Running it against pinned generations is the executor's job (exec: each
+ * dependency is a temporary view, on the worker's own connection, over the
+ * generation pinned for the request), so the statement runs as written.
+ */
+#ifndef VT_SQL_SQL_H
+#define VT_SQL_SQL_H
+
+#include <duckdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/errors.h"
+
+/* Whether `name` is a registered dataset (exact spelling). */
+typedef bool (*sql_is_dataset_fn)(void *ctx, const char *name);
+
+struct sql_checked {
+    char **depends_on;          /* datasets read, first-seen order */
+    size_t n_depends_on;
+};
+
+/* Checks `sql` (parsed on `con`, any connection of the process database).
+ * On VT_ERR_OK `out` lists the dependencies (release it); otherwise err says
+ * what was refused and where. */
+enum vt_err sql_gate_check(duckdb_connection con, const char *sql, sql_is_dataset_fn is_dataset,
+                           void *ctx, struct sql_checked *out, struct vt_error *err);
+void sql_checked_release(struct sql_checked *c);
+
+/* The allowlist (allowlist.c). */
+bool sql_function_allowed(const char *name);
+size_t sql_allowed_functions(const char *const **out);
+bool sql_table_function_allowed(const char *name);
+
+/* Dependency cycles among saved queries: `deps(ctx, name, &list, &n)` gives
+ * a dataset's depends_on (n = 0 for datasets that depend on nothing). True
+ * when following dependencies from `start` leads back to `start`; the path
+ * of the cycle goes into out_path (may be NULL), names separated by " -> ". */
+typedef void (*sql_deps_fn)(void *ctx, const char *name, const char *const **out_list,
+                            size_t *out_n);
+bool sql_has_cycle(const char *start, sql_deps_fn deps, void *ctx, char *out_path,
+                   size_t path_cap);
+
+#endif
