@@ -119,6 +119,16 @@ static void session_key_init(void)
     pthread_key_create(&session_key, session_free);
 }
 
+void exec_thread_release(void)
+{
+    pthread_once(&session_once, session_key_init);
+    struct exec_session *s = pthread_getspecific(session_key);
+    if (!s)
+        return;
+    pthread_setspecific(session_key, NULL);
+    session_free(s);
+}
+
 /* This thread's session, created on first use; NULL when out of memory. */
 static struct exec_session *session(void)
 {

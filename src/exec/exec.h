@@ -177,6 +177,12 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
  * path when it applies, else the SQL statement. Always ends the sink. */
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con);
 
+/* Frees the calling thread's session (cached prepared statements, temporary
+ * view names, scratch). A thread that ends frees it by itself; a thread that
+ * goes on (main, in tests and tools) calls this before closing the DuckDB
+ * connection it ran exec_run on. Safe to call when there is none. */
+void exec_thread_release(void);
+
 /* The prepared-statement cache of the SQL path (per worker connection; see
  * exec.c): lookups that reused a plan, that prepared one, and plans pushed
  * out by the LRU bound. */

@@ -242,6 +242,7 @@ int main(void)
         TEST_CASE(bounded_json_sink_caps_bytes_with_whole_rows),
     };
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
+    exec_thread_release();
     duckdb_disconnect(&con);
     duckdb_close(&db);
     return rc;
