@@ -23,15 +23,11 @@
 #include "api/api.h"
 #include "sql/sql.h"
 
-#define SQL_MAX_PINS 64
-
 struct sql_call {
     char *text;                 /* the statement (owned) */
     int64_t max_rows;
     enum api_format format;
-    struct exec_pin pins[SQL_MAX_PINS];
-    size_t n_pins;
-    struct exec_view views[SQL_MAX_PINS];
+    struct sql_snapshot snap;
     struct api_sink sink;
     bool sink_ready;
 };
@@ -39,9 +35,7 @@ struct sql_call {
 static void sql_call_release(void *user)
 {
     struct sql_call *c = user;
-    for (size_t i = 0; i < c->n_pins; i++)
-        exec_unpin(&c->pins[i]);
-    c->n_pins = 0;
+    sql_snapshot_release(&c->snap);
     if (c->sink_ready)
         api_sink_release(&c->sink);
     c->sink_ready = false;
@@ -49,48 +43,24 @@ static void sql_call_release(void *user)
     c->text = NULL;
 }
 
-static bool is_dataset(void *ctx, const char *name)
-{
-    return cat_has_dataset(ctx, name);
-}
-
 static void sql_job(struct http_request *req, duckdb_connection con)
 {
     struct sql_call *c = http_req_user(req);
     struct app *app = api_app(req);
     struct vt_error err = {0};
-    struct sql_checked chk;
-    if (sql_gate_check(con, c->text, is_dataset, app->catalog, &chk, &err) != VT_ERR_OK) {
+    if (sql_snapshot_take(app->catalog, con, c->text, http_req_deadline(req), &c->snap, &err) !=
+        VT_ERR_OK) {
         http_reply_vterr(req, &err);
         return;
     }
-    if (chk.n_depends_on > SQL_MAX_PINS) {
-        sql_checked_release(&chk);
-        http_reply_error(req, VT_ERR_LIMIT_EXCEEDED, "the statement reads too many datasets");
-        return;
-    }
-    for (size_t i = 0; i < chk.n_depends_on; i++) {
-        struct exec_pin *p = &c->pins[c->n_pins];
-        if (exec_pin(app->catalog, chk.depends_on[i], http_req_deadline(req), p, &err) !=
-            VT_ERR_OK) {
-            sql_checked_release(&chk);
-            http_reply_vterr(req, &err);
-            return;
-        }
-        c->n_pins++;
-        c->views[i].name = cat_dataset_name(p->ds);
-        c->views[i].relation = p->gen->relation;
-    }
-    sql_checked_release(&chk);
-    struct arena *arena = http_req_arena(req);
     api_sink_init_sql(&c->sink, req, c->format, c->max_rows);
     c->sink_ready = true;
     struct exec_plan plan = {
         .kind = EXEC_SQL,
         .sql = c->text,
-        .views = c->views,
-        .nviews = c->n_pins,
-        .arena = arena,
+        .views = c->snap.views,
+        .nviews = c->snap.n,
+        .arena = http_req_arena(req),
         .job = http_req_job(req),
     };
     exec_run(&plan, &c->sink.sink, con);

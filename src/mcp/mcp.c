@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "api/api.h"
+#include "sql/sql.h"
 #include "util/limits.h"
 #include "util/log.h"
 
@@ -127,7 +128,21 @@ static const char QUERY_OUTPUT[] =
     "\"dataset\",\"rows\",\"row_count\",\"page\",\"page_size\",\"truncated\",\"caps\","
     "\"next\"]}";
 
-enum tool_id { TOOL_LIST, TOOL_DESCRIBE, TOOL_COUNT, TOOL_QUERY };
+static const char SQL_INPUT[] =
+    "{\"type\":\"object\",\"properties\":{\"sql\":{\"type\":\"string\",\"description\":\"One "
+    "read-only SELECT (or WITH ... SELECT). Tables are dataset names, as list_datasets gives "
+    "them; joins across datasets are allowed. No files, settings or DDL.\"}},\"required\":["
+    "\"sql\"],\"additionalProperties\":false}";
+
+static const char SQL_OUTPUT[] =
+    "{\"type\":\"object\",\"properties\":{\"rows\":{\"type\":\"array\",\"items\":{\"type\":"
+    "\"object\"}},\"row_count\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\","
+    "\"description\":\"True when the result had more rows or bytes than the caps; add LIMIT/"
+    "OFFSET or aggregate to see the rest.\"},\"caps\":{\"type\":\"object\",\"properties\":{"
+    "\"max_rows\":{\"type\":\"integer\"},\"max_bytes\":{\"type\":\"integer\"}},\"required\":["
+    "\"max_rows\",\"max_bytes\"]}},\"required\":[\"rows\",\"row_count\",\"truncated\",\"caps\"]}";
+
+enum tool_id { TOOL_LIST, TOOL_DESCRIBE, TOOL_COUNT, TOOL_QUERY, TOOL_SQL };
 
 static const struct tool {
     enum tool_id id;
@@ -156,6 +171,11 @@ static const struct tool {
      "`next`: the exact arguments for the following rows. Use describe_dataset for column "
      "names.",
      QUERY_INPUT, QUERY_OUTPUT},
+    {TOOL_SQL, "sql", "Run read-only SQL",
+     "Runs one read-only SQL SELECT over the datasets (each dataset is a table named like it; "
+     "joins, CTEs, window functions and aggregates work). Results hold at most the server's row "
+     "and byte caps and say truncated when cut. Prefer query_dataset for single-dataset reads.",
+     SQL_INPUT, SQL_OUTPUT},
 };
 #define N_TOOLS (sizeof tools / sizeof tools[0])
 
@@ -176,6 +196,7 @@ struct mcp_call {
     struct exec_pin pin;
     struct query_request qr;
     struct exec_plan plan;
+    struct sql_snapshot *snap;  /* the sql tool (arena) */
     struct strbuf rows;
     struct exec_json_sink sink;
     bool sink_ready;
@@ -189,6 +210,8 @@ static void call_release(struct mcp_call *c)
     c->sink_ready = false;
     sb_release(&c->rows);
     exec_unpin(&c->pin);
+    if (c->snap)
+        sql_snapshot_release(c->snap);
     json_decref(c->msg);
     c->msg = NULL;
 }
@@ -386,12 +409,11 @@ static void do_empty(struct mcp_call *c)
     send_result(c->req, &sb);
 }
 
+/* Listed and callable only when the operator asked for it twice: [sql] on
+ * for the server and [mcp] expose_sql for agents. */
 static bool sql_tool_available(const struct app *app)
 {
-    /* The sql tool needs the SQL gate (not in this build yet): it is never
-     * listed, whatever [mcp] expose_sql says. */
-    (void)app;
-    return false;
+    return app->cfg->mcp.expose_sql && app->cfg->sql.enabled;
 }
 
 static void do_tools_list(struct mcp_call *c)
@@ -403,6 +425,8 @@ static void do_tools_list(struct mcp_call *c)
     sb_adds(&sb, "\"tools\":[");
     for (size_t i = 0; i < N_TOOLS; i++) {
         const struct tool *t = &tools[i];
+        if (t->id == TOOL_SQL && !sql_tool_available(c->app))
+            continue;
         sb_addf(&sb, "%s{\"name\":\"%s\",\"title\":\"%s\",\"description\":", i ? "," : "",
                 t->name, t->title);
         sb_add_json_string(&sb, t->description, strlen(t->description));
@@ -411,7 +435,6 @@ static void do_tools_list(struct mcp_call *c)
                 t->input, t->output);
     }
     sb_adds(&sb, "]");
-    (void)sql_tool_available;
     send_result(c->req, &sb);
 }
 
@@ -697,6 +720,75 @@ static void start_data(struct mcp_call *c)
     http_defer(c->req, c->app->queries, data_job);
 }
 
+/* ------------------------------------------------------- the sql tool */
+
+static void sql_job(struct http_request *req, duckdb_connection con)
+{
+    struct mcp_call *c = http_req_user(req);
+    const struct vt_config *cfg = c->app->cfg;
+    const char *text = json_string_value(json_object_get(c->args, "sql"));
+    struct vt_error err = {0};
+    if (sql_snapshot_take(c->app->catalog, con, text, http_req_deadline(req), c->snap, &err) !=
+        VT_ERR_OK) {
+        send_vterr(c, &err);
+        call_release(c);
+        return;
+    }
+    int64_t max_rows = cfg->mcp.max_rows < cfg->sql.max_rows ? cfg->mcp.max_rows
+                                                              : cfg->sql.max_rows;
+    sb_init(&c->rows, 0);
+    exec_json_sink_init(&c->sink, &c->rows, (uint64_t)max_rows, (size_t)cfg->mcp.max_bytes);
+    c->sink_ready = true;
+    c->plan = (struct exec_plan){
+        .kind = EXEC_SQL,
+        .sql = text,
+        .views = c->snap->views,
+        .nviews = c->snap->n,
+        .arena = http_req_arena(req),
+        .job = http_req_job(req),
+    };
+    exec_run(&c->plan, &c->sink.sink, con);
+    if (!c->sink.ended) {
+        send_vterr(c, &c->sink.err);
+    } else {
+        struct strbuf s;
+        sb_init(&s, 0);
+        sb_adds(&s, "{\"rows\":");
+        sb_add(&s, c->rows.buf ? c->rows.buf : "[]", c->rows.buf ? c->rows.len : 2);
+        sb_addf(&s, ",\"row_count\":%llu,\"truncated\":%s,\"caps\":{\"max_rows\":%lld,"
+                    "\"max_bytes\":%lld}}",
+                (unsigned long long)c->sink.rows, c->sink.truncated ? "true" : "false",
+                (long long)max_rows, (long long)cfg->mcp.max_bytes);
+        send_tool_result(c, s.buf, s.len);
+        sb_release(&s);
+    }
+    call_release(c);
+}
+
+/* tools/call sql: the statement is gated and run on a query worker. */
+static void start_sql(struct mcp_call *c)
+{
+    json_t *sql = json_object_get(c->args, "sql");
+    if (!json_is_string(sql) || json_string_length(sql) == 0) {
+        send_tool_error(c, "sql (a non-empty string) is required", "invalid_query");
+        return;
+    }
+    if (json_object_size(c->args) != 1) {
+        send_tool_error(c, "sql takes only sql", "unknown_field");
+        return;
+    }
+    if (json_string_length(sql) > VT_MAX_SQL_BYTES) {
+        send_tool_error(c, "the statement is too long", "limit_exceeded");
+        return;
+    }
+    c->snap = arena_calloc(http_req_arena(c->req), sizeof *c->snap);
+    if (!c->snap) {
+        send_error(c->req, 500, c->id, RPC_INTERNAL, "out of memory", NULL);
+        return;
+    }
+    http_defer(c->req, c->app->queries, sql_job);
+}
+
 static void do_tools_call(struct mcp_call *c)
 {
     json_t *name = c->params ? json_object_get(c->params, "name") : NULL;
@@ -707,7 +799,7 @@ static void do_tools_call(struct mcp_call *c)
     }
     const char *tn = json_string_value(name);
     for (size_t i = 0; i < N_TOOLS; i++)
-        if (!strcmp(tools[i].name, tn))
+        if (!strcmp(tools[i].name, tn) && (tools[i].id != TOOL_SQL || sql_tool_available(c->app)))
             c->tool = &tools[i];
     if (!c->tool) {
         struct strbuf m;
@@ -731,6 +823,10 @@ static void do_tools_call(struct mcp_call *c)
             return;
         }
         do_list_datasets(c);
+        return;
+    }
+    if (c->tool->id == TOOL_SQL) {
+        start_sql(c);
         return;
     }
     json_t *ds = json_object_get(c->args, "name");

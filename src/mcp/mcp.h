@@ -20,8 +20,9 @@
  * modern client retries from and what the 2026-07-28 revision requires.
  *
  * Tools: list_datasets, describe_dataset, count_rows, query_dataset, and sql
- * (listed and callable only when [mcp] expose_sql and [sql] enabled; needs
- * the SQL gate). Results carry structuredContent matching the tool's
+ * (listed and callable only when [mcp] expose_sql and [sql] enabled: one
+ * statement through the SQL gate, capped like query results by the smaller
+ * of [mcp] and [sql] max_rows and by max_bytes). Results carry structuredContent matching the tool's
  * outputSchema and the same JSON as a text item; query results are capped by
  * [mcp] max_rows and max_bytes and say so (truncated, caps, and the request
  * that fetches what follows). Tool failures are results with isError; an

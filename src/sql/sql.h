@@ -36,7 +36,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "exec/exec.h"
 #include "util/errors.h"
+
+struct cat_catalog;
 
 /* Whether `name` is a registered dataset (exact spelling). */
 typedef bool (*sql_is_dataset_fn)(void *ctx, const char *name);
@@ -52,6 +55,32 @@ struct sql_checked {
 enum vt_err sql_gate_check(duckdb_connection con, const char *sql, sql_is_dataset_fn is_dataset,
                            void *ctx, struct sql_checked *out, struct vt_error *err);
 void sql_checked_release(struct sql_checked *c);
+
+/* ------------------------------------------- running a checked statement
+ *
+ * What every front end does with user SQL (POST /sql, the MCP sql tool, the
+ * PostgreSQL listener): check it with the gate, then pin each dataset it
+ * reads at its current generation (one snapshot for the whole statement,
+ * whatever reloads happen meanwhile) and name those generations as the
+ * views exec makes on the worker's connection. snapshot.c. */
+
+#define SQL_MAX_DATASETS 64     /* datasets one statement may read */
+
+struct sql_snapshot {
+    struct exec_pin pins[SQL_MAX_DATASETS];
+    struct exec_view views[SQL_MAX_DATASETS]; /* views[i] reads pins[i] */
+    size_t n;
+};
+
+/* Gate + pins, on a query worker (`con` is its connection; deadline_ms as in
+ * exec_pin: how long a lazy dataset's first build may be waited for). On
+ * VT_ERR_OK the caller runs an EXEC_SQL plan with views/n and then releases
+ * the snapshot; on failure nothing is held. `out` must be zeroed the first
+ * time; release makes it reusable. */
+enum vt_err sql_snapshot_take(struct cat_catalog *cat, duckdb_connection con, const char *sql,
+                              int64_t deadline_ms, struct sql_snapshot *out,
+                              struct vt_error *err);
+void sql_snapshot_release(struct sql_snapshot *s);
 
 /* The allowlist (allowlist.c). */
 bool sql_function_allowed(const char *name);

@@ -93,6 +93,32 @@ def test_two_replicas_answer_alternate_calls(vt, datadir, mode):
         assert "POST /mcp 200" in srv.log()
 
 
+@pytest.mark.parametrize("mode", ["legacy", "modern"])
+def test_sql_tool_with_the_sdk(vt, datadir, mode):
+    s = vt(config(datadir, max_rows=300, expose_sql=True) + "[sql]\nenabled = true\n")
+    d = agent(mode, s.url("/mcp"))
+    assert d["tools"][-1] == "sql" and d["schemaErrors"] == [], d
+    assert d["calls"]["sql"]["rows"] == [{"payment": "card", "n": 834},
+                                         {"payment": "cash", "n": 1666}]
+    assert d["calls"]["sql"]["truncated"] is False
+    assert d["calls"]["sqlCapped"] == {"row_count": 300, "truncated": True}
+    codes = ["sql_forbidden_function", "sql_not_read_only", "sql_unknown_table"]
+    for e, code in zip(d["sqlErrors"], codes):
+        assert e["isError"] and code in e["text"], e
+
+
+def test_sql_tool_needs_both_switches(vt, datadir):
+    # expose_sql without [sql] enabled, and [sql] without expose_sql: not listed, not callable.
+    for extra, mcp in (("", {"expose_sql": True}), ("[sql]\nenabled = true\n", {})):
+        s = vt(config(datadir, **mcp) + extra)
+        r = rpc(s, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert "sql" not in [t["name"] for t in r.json()["result"]["tools"]]
+        r = rpc(s, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "sql", "arguments": {"sql": "SELECT 1"}}})
+        assert r.json()["error"]["code"] == -32602
+        s.stop()
+
+
 def rpc(s, body, headers=None, raw=None):
     h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     h.update(headers or {})

@@ -98,6 +98,23 @@ try {
   out.unknownTool = { code: e.code, message: String(e.message) };
 }
 
+// The sql tool, when the server lists it: a join across datasets (a
+// self-join here), a capped result, and refusals as tool errors.
+if (out.tools.includes('sql')) {
+  const joined = await call('sql', { sql: `SELECT a.payment, count(*) AS n FROM trips a
+      JOIN trips b ON a.trip_id = b.trip_id GROUP BY a.payment ORDER BY a.payment` });
+  out.calls.sql = joined.structuredContent;
+  const capped = await call('sql', { sql: 'SELECT trip_id FROM trips ORDER BY trip_id' });
+  out.calls.sqlCapped = { row_count: capped.structuredContent.row_count,
+                          truncated: capped.structuredContent.truncated };
+  const refused = [
+    await call('sql', { sql: "SELECT * FROM read_text('/etc/passwd')" }),
+    await call('sql', { sql: 'DELETE FROM trips' }),
+    await call('sql', { sql: 'SELECT * FROM nowhere' }),
+  ];
+  out.sqlErrors = refused.map((r) => ({ isError: r.isError, text: r.content?.[0]?.text }));
+}
+
 const { resources } = await next().listResources();
 out.resources = resources.map((r) => r.uri);
 const read = await next().readResource({ uri: 'vitrine://datasets/trips' });
