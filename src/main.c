@@ -158,7 +158,7 @@ static void raise_fd_limit(void)
  * past that the process exits without it (nothing it holds must outlive the
  * process: spill files live in the runtime directory, removed first). */
 struct teardown {
-    struct app *app;
+    struct api_app *app;
     duckdb_database *db;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -180,7 +180,7 @@ static void *teardown_main(void *arg)
 }
 
 /* True when the teardown finished in time. */
-static bool bounded_teardown(struct app *app, duckdb_database *db)
+static bool bounded_teardown(struct api_app *app, duckdb_database *db)
 {
     static struct teardown t; /* outlives this frame if the thread is left behind */
     t.app = app;
@@ -225,7 +225,7 @@ static int serve(const char *config_path, int port_override)
     }
     if (port_override >= 0)
         cfg.server.port = port_override;
-    if (cfg.server.backend == BACKEND_DATAFUSION)
+    if (cfg.server.backend == CFG_BACKEND_DATAFUSION)
         log_warn("server.backend = \"datafusion\"%s: this build has only the DuckDB engine; "
                  "running DuckDB",
                  cfg.server.backend_set ? "" : " (the default)");
@@ -243,7 +243,7 @@ static int serve(const char *config_path, int port_override)
      * on failure alike. */
     int rc = 1;
     duckdb_database db = NULL;
-    struct app app = {.cfg = &cfg};
+    struct api_app app = {.cfg = &cfg};
     struct http_server *srv = NULL;
     char *runtime_dir = make_runtime_dir();
     if (!runtime_dir) {

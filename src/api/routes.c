@@ -131,7 +131,7 @@ enum vt_err api_authorize(struct http_request *req, const struct http_route *rou
     return auth_authorize(&api_app(req)->auth, route->perm, &cred, out_message);
 }
 
-struct app *api_app(struct http_request *req)
+struct api_app *api_app(struct http_request *req)
 {
     return http_app(req);
 }

@@ -294,7 +294,7 @@ enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
                                       struct vt_error *err)
 {
     memset(out, 0, sizeof *out);
-    out->kind = SOURCE_PARQUET;
+    out->kind = CFG_SOURCE_PARQUET;
     if (out_access_denied)
         *out_access_denied = false;
     struct s3_url u = {0};
@@ -328,7 +328,7 @@ enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
         goto done;
 
     /* 2. Hive partitions. */
-    if (ds->s3.partitioning != S3_PARTITIONING_NONE) {
+    if (ds->s3.partitioning != CFG_S3_PARTITIONING_NONE) {
         hv = calloc(n, sizeof *hv);
         hn = calloc(n, sizeof *hn);
         if (!hv || !hn) {
@@ -347,7 +347,7 @@ enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
                 if (strcmp(hv[i][k].key, hv[0][k].key) != 0)
                     consistent = false;
         }
-        if (!consistent && ds->s3.partitioning == S3_PARTITIONING_HIVE) {
+        if (!consistent && ds->s3.partitioning == CFG_S3_PARTITIONING_HIVE) {
             rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
                               "s3.partitioning = \"hive\" but the objects under %s do not all "
                               "have the same key=value directories",
