@@ -51,6 +51,11 @@ $(BUILD)/obj/%.o: %.c | $(DUCKDB_DIR)/duckdb.h
 	@echo "  CC $<"
 	@$(CC) $(CFLAGS) -c $< -o $@
 
+# Every src/ file: sprintf, strcpy, strcat, atoi, sscanf, strtok are compile errors.
+BANNED := -include src/util/banned.h
+$(BUILD)/obj/src/%.o: CFLAGS += $(BANNED)
+$(BUILD)/obj/src/%.o: CXXFLAGS += $(BANNED)
+
 $(BUILD)/obj/src/api/probes.o: CFLAGS += $(BUILDINFO)
 $(BUILD)/obj/src/api/probes.o: FORCE
 .PHONY: FORCE
@@ -124,7 +129,7 @@ clean:
 FUZZ_BUILD ?= build-fuzz
 FUZZ_CC    ?= clang
 FUZZ_FLAGS := -std=c17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-              -fno-sanitize-recover=undefined $(WARN) -D_GNU_SOURCE -Isrc
+              -fno-sanitize-recover=undefined $(WARN) -D_GNU_SOURCE -Isrc $(BANNED)
 FUZZ_SRC_fuzz_http_range       := src/http/range.c
 FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -105,12 +106,15 @@ static void remove_stale_runtime_dirs(const char *base)
         return;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        int pid = 0;
-        char rest[16];
-        if (sscanf(de->d_name, "vitrine-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
-            pid == (int)getpid())
+        /* vitrine-<pid>-<mkdtemp suffix> */
+        if (strncmp(de->d_name, "vitrine-", 8) != 0)
             continue;
-        if (kill(pid, 0) == 0 || errno != ESRCH)
+        char *end;
+        long pid = strtol(de->d_name + 8, &end, 10);
+        if (end == de->d_name + 8 || *end != '-' || !end[1] || pid <= 0 || pid > INT_MAX ||
+            pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue; /* still running (or not ours to judge) */
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", base, de->d_name);
