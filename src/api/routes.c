@@ -49,6 +49,12 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
             cfg->mcp.enabled && cfg->auth.enabled, "/.well-known/oauth-protected-resource",
             {"", HTTP_GET, mcp_protected_resource, AUTH_PERM_PUBLIC,
              "OAuth 2.0 Protected Resource Metadata (RFC 9728) for MCP clients.", true}};
+    if (n < cap)
+        out[n++] = (struct config_mount){
+            cfg->metrics.enabled, cfg->metrics.path,
+            {"", HTTP_GET, api_metrics, AUTH_PERM_PUBLIC,
+             "Prometheus metrics (text format 0.0.4); not under the prefix, unauthenticated.",
+             true}};
     return n;
 }
 
