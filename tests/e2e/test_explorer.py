@@ -81,6 +81,22 @@ def test_tabs_load_without_console_errors(vt, trips):
         assert (SHOTS / f"explorer-{name}.png").stat().st_size > 1000
 
 
+def test_state_badges_are_polled_while_building(vt, tmp_path):
+    # four datasets built one at a time: the page opens while most still wait
+    cfg = server_block() + "[server.startup]\nmax_concurrent = 1\n"
+    for i in range(4):
+        p = write_parquet(tmp_path / f"big{i}.parquet",
+                          f"SELECT range AS id, range % 977 AS k, md5(range::VARCHAR) AS h "
+                          f"FROM range({2_000_000 + i})")
+        cfg += dataset_block(f"big{i}", p)
+    s = vt(cfg, wait="listening")
+    out = drive("polling", url=s.url("/explore/"))
+    assert console_errors(out) == [], out["console"]
+    assert any(state in ("pending", "building") for _, state in out["first"]), out["first"]
+    assert sorted(out["last"]) == [[f"big{i}", "published"] for i in range(4)]
+    assert out["listCalls"] >= 2  # polled, nobody clicked
+
+
 def test_builder_query_matches_the_api(vt, trips):
     s = vt(explorer_config(trips))
     build = {"columns": ["trip_id", "payment", "fare"],

@@ -308,6 +308,22 @@ const scenarios = {
     out.storage = await storage(page);
   },
 
+  // Badges move from pending/building to published without a click.
+  async polling(page) {
+    await page.goto(args.url);
+    await page.waitForSelector('[data-testid=dataset-list] tbody tr');
+    out.first = await page.$$eval('[data-testid=dataset-list] tbody tr', (trs) =>
+      trs.map((tr) => [tr.dataset.name, tr.querySelector('[data-state]').dataset.state]));
+    await shot(page, 'explorer-building');
+    await page.waitForFunction(() => {
+      const s = [...document.querySelectorAll('[data-testid=dataset-list] [data-state]')];
+      return s.length > 0 && s.every((e) => e.dataset.state === 'published');
+    }, null, { timeout: 120000 });
+    out.last = await page.$$eval('[data-testid=dataset-list] tbody tr', (trs) =>
+      trs.map((tr) => [tr.dataset.name, tr.querySelector('[data-state]').dataset.state]));
+    out.listCalls = out.requests.filter((r) => r.url.endsWith('/api/v1/datasets')).length;
+  },
+
   // Which admin controls show without /queries.
   async controls(page) {
     await open(page, '#/datasets');
