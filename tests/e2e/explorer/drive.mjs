@@ -377,7 +377,8 @@ const scenarios = {
     await page.waitForLoadState('networkidle');
     await page.keyboard.press('s'); // the theme's search shortcut opens the dialog
     await page.waitForSelector('#mkdocs-search-query', { state: 'visible' });
-    await page.fill('#mkdocs-search-query', args.search);
+    // the theme searches on keyup: type it as a person would
+    await page.locator('#mkdocs-search-query').pressSequentially(args.search, { delay: 20 });
     await page.waitForFunction(() => document.querySelectorAll('#mkdocs-search-results a').length > 0);
     out.searchHits = await page.$$eval('#mkdocs-search-results a', (as) => as.map((a) => a.getAttribute('href')));
     await shot(page, 'docs-search');
