@@ -12,6 +12,7 @@ packages=(
     python3 python3-pytest python3-requests
     nginx wrk postgresql-client brotli zstd
     clang libclang-rt-14-dev
+    prometheus
     nodejs npm
     mkdocs chromium
 )

@@ -75,6 +75,12 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
             {"/settings.json", HTTP_GET, api_explorer_settings, AUTH_PERM_PUBLIC,
              "The Explorer's settings: API prefix, environment badge, optional features.",
              false}};
+    if (n < cap)
+        out[n++] = (struct config_mount){
+            cfg->metrics.enabled, cfg->metrics.path,
+            {"", HTTP_GET, api_metrics, AUTH_PERM_PUBLIC,
+             "Prometheus metrics (text format 0.0.4); not under the prefix, unauthenticated.",
+             true}};
     return n;
 }
 

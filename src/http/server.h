@@ -108,6 +108,7 @@ int http_server_in_flight(struct http_server *srv);
 /* ----------------------------------------------------------- requests */
 
 void *http_app(const struct http_request *req);
+struct http_server *http_req_server(const struct http_request *req);
 enum http_method http_req_method(const struct http_request *req);
 const char *http_req_path(const struct http_request *req);     /* without the prefix */
 const char *http_req_route(const struct http_request *req);    /* matched pattern */
