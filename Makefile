@@ -88,10 +88,11 @@ $(BUILD)/ui/docs.stamp: $(UI_DOCS_SRC)
 	fi
 	@touch $@
 
-# Fonts other than woff/woff2 (every browser that runs the Explorer reads
-# those) and the gzipped sitemap are left out of the docs bundle.
+# Fonts other than woff2 (every browser that runs the Explorer reads
+# it) and the gzipped sitemap are left out of the docs bundle.
 UI_EMBED_explorer := --immutable-dir assets
 UI_EMBED_docs     := --exclude 'fonts/*.eot' --exclude 'fonts/*.svg' --exclude 'fonts/*.ttf' \
+                     --exclude 'fonts/*.woff' \
                      --exclude 'fonts/*.otf' --exclude 'sitemap.xml.gz'
 .PRECIOUS: $(BUILD)/gen/ui_%.c $(BUILD)/ui/%.stamp
 $(BUILD)/gen/ui_%.c: $(BUILD)/ui/%.stamp scripts/ui-embed.py

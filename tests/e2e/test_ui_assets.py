@@ -18,7 +18,7 @@ from conftest import BUILD
 
 DOCS_DIR = BUILD / "ui" / "docs"
 EXPLORER_DIR = BUILD / "ui" / "explorer"
-DOCS_EXCLUDED = re.compile(r"^(fonts/.*\.(eot|svg|ttf|otf)|sitemap\.xml\.gz)$")
+DOCS_EXCLUDED = re.compile(r"^(fonts/.*\.(eot|svg|ttf|otf|woff)|sitemap\.xml\.gz)$")
 
 PLAIN = {"Accept-Encoding": "identity"}
 
