@@ -132,6 +132,9 @@ struct api_sink {
     int64_t sql_cap;
     uint64_t sql_rows;
     bool truncated;
+    /* Where the time went (the plan points here); sent as Server-Timing
+     * with the reply, or with the first bytes of a stream. */
+    struct exec_timing timing;
 };
 
 /* mode QUERY_COUNT always answers JSON; page/page_size go into the JSON tail
