@@ -414,6 +414,19 @@ void http_reply_buffer(struct http_request *req, int status, const char *content
     set_response(req, status, resp, len);
 }
 
+void http_reply_static(struct http_request *req, int status, const char *content_type,
+                       const void *data, size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return;
+    if (content_type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    apply_headers(req, resp);
+    set_response(req, status, resp, len);
+}
+
 void http_reply_json(struct http_request *req, int status, struct strbuf *body)
 {
     http_reply_buffer(req, status, "application/json", body, true);
