@@ -57,3 +57,13 @@ if [ -f "$explorer/package-lock.json" ] &&
      [ "$explorer/package-lock.json" -nt "$explorer/node_modules/.package-lock.json" ]; }; then
     (cd "$explorer" && npm ci --silent --no-audit --no-fund)
 fi
+
+# Swagger UI's prebuilt files (ui/swagger/package.json: swagger-ui-dist,
+# pinned and integrity-checked by package-lock.json); `make` embeds them.
+# --ignore-scripts: the package's telemetry postinstall never runs.
+swagger="$top/ui/swagger"
+if [ -f "$swagger/package-lock.json" ] &&
+   { [ ! -f "$swagger/node_modules/.package-lock.json" ] ||
+     [ "$swagger/package-lock.json" -nt "$swagger/node_modules/.package-lock.json" ]; }; then
+    (cd "$swagger" && npm ci --silent --no-audit --no-fund --ignore-scripts)
+fi
