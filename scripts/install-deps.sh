@@ -12,7 +12,7 @@ packages=(
     python3 python3-pytest python3-requests
     nginx wrk postgresql-client brotli zstd
     clang libclang-rt-14-dev
-    prometheus
+    prometheus python3-jsonschema chromium
     nodejs npm
     mkdocs chromium
 )

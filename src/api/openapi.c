@@ -141,9 +141,8 @@ static const struct op_doc docs[] = {
     {mcp_handle, "mcp", "JsonRpcRequest", true, 0, false,
      {{200, "JsonRpcResponse", M_JSON, 0, "A JSON-RPC response (tool errors are results with isError)."},
       {202, NULL, 0, 0, "A notification was accepted (no body)."},
-      {400, "JsonRpcResponse", M_JSON, 0, "Not a JSON-RPC request, or an unsupported MCP-Protocol-Version."},
-      {413, NULL, 0, 0, NULL},
-      {415, NULL, 0, 0, NULL}}},
+      {400, "JsonRpcResponse", M_JSON, 0, "Not a JSON-RPC request (JSON-RPC error -32700/-32600), or an unsupported MCP-Protocol-Version."},
+      {413, NULL, 0, 0, NULL}}},
     {mcp_protected_resource, "mcp", NULL, false, 0, false,
      {{200, "ProtectedResourceMetadata", M_JSON, 0, "OAuth 2.0 Protected Resource Metadata."}}},
     {api_metrics, "operations", NULL, false, 0, false,
@@ -171,6 +170,18 @@ static const struct op_doc docs[] = {
     {api_explorer_settings, "ui", NULL, false, 0, false,
      {{200, "ExplorerSettings", M_JSON, 0, "The Explorer's settings."}}},
 };
+
+/* The files behind a UI handler (an empty bundle: built without that UI). */
+static const struct ui_bundle *bundle_of(http_handler_fn fn)
+{
+    if (fn == api_swagger_asset)
+        return &ui_bundle_swagger;
+    if (fn == api_explorer_asset)
+        return &ui_bundle_explorer;
+    if (fn == api_docs_asset)
+        return &ui_bundle_docs;
+    return NULL;
+}
 
 static const struct op_doc *find_doc(http_handler_fn fn)
 {
@@ -449,15 +460,19 @@ static json_t *operation(const struct http_route *r, const char *method, const s
 
     json_t *responses = json_object();
     char code[8];
-    if (d && (d->resp[0].media & M_ASSET) && !strstr(r->pattern, "{*}")) {
-        /* A UI's mount point: only a redirect to {base}/ (or 404 when this
-         * build has no files for the UI). */
-        struct op_resp moved = {301, NULL, 0, H_LOCATION, "To the UI's page: {base}/."};
+    const struct ui_bundle *bundle = bundle_of(r->handler);
+    if (bundle && !bundle->n) {
         struct op_resp none = {404, NULL, 0, 0, "This build does not include this UI."};
-        json_object_set_new(responses, "301", response(&moved));
         json_object_set_new(responses, "404", response(&none));
+    } else if (bundle && !strstr(r->pattern, "{*}")) {
+        /* A UI's mount point only redirects to {base}/. */
+        struct op_resp moved = {301, NULL, 0, H_LOCATION, "To the UI's page: {base}/."};
+        json_object_set_new(responses, "301", response(&moved));
     } else if (d) {
         for (size_t i = 0; i < MAX_RESP && d->resp[i].status; i++) {
+            bool head = !strcmp(method, "head");
+            if (head && (d->resp[i].status == 206 || d->resp[i].status == 416))
+                continue; /* Range applies to GET only (RFC 9110): HEAD answers 200 */
             snprintf(code, sizeof code, "%d", d->resp[i].status);
             json_t *resp = response(&d->resp[i]);
             if (!strcmp(method, "head"))
