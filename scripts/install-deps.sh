@@ -12,7 +12,7 @@ packages=(
     python3 python3-pytest python3-requests
     nginx wrk postgresql-client brotli zstd
     clang libclang-rt-14-dev
-    prometheus
+    prometheus python3-jsonschema chromium
     nodejs npm
     mkdocs chromium
 )
@@ -56,4 +56,14 @@ if [ -f "$explorer/package-lock.json" ] &&
    { [ ! -f "$explorer/node_modules/.package-lock.json" ] ||
      [ "$explorer/package-lock.json" -nt "$explorer/node_modules/.package-lock.json" ]; }; then
     (cd "$explorer" && npm ci --silent --no-audit --no-fund)
+fi
+
+# Swagger UI's prebuilt files (ui/swagger/package.json: swagger-ui-dist,
+# pinned and integrity-checked by package-lock.json); `make` embeds them.
+# --ignore-scripts: the package's telemetry postinstall never runs.
+swagger="$top/ui/swagger"
+if [ -f "$swagger/package-lock.json" ] &&
+   { [ ! -f "$swagger/node_modules/.package-lock.json" ] ||
+     [ "$swagger/package-lock.json" -nt "$swagger/node_modules/.package-lock.json" ]; }; then
+    (cd "$swagger" && npm ci --silent --no-audit --no-fund --ignore-scripts)
 fi

@@ -82,6 +82,18 @@ void api_explorer_asset(struct http_request *req);
 void api_explorer_settings(struct http_request *req);
 void api_docs_asset(struct http_request *req);
 void api_metrics(struct http_request *req);
+void api_swagger_asset(struct http_request *req);
+
+/* The OpenAPI 3.1 document ({swagger.path}/openapi.json, openapi.c),
+ * generated from the routes the server serves. */
+void api_openapi(struct http_request *req);
+/* The document for these routes under this config (NULL with err set when
+ * the components do not parse). admin_configured: ADMIN_TOKEN is set. */
+json_t *api_openapi_build(const struct http_route *routes, size_t n, const struct vt_config *cfg,
+                          bool admin_configured, struct vt_error *err);
+/* Whether a route has a description and a documentation row (its body,
+ * parameters and responses); a test requires it of every route. */
+bool api_openapi_documented(const struct http_route *route);
 
 void api_dataset_reload(struct http_request *req);
 void api_reload_all(struct http_request *req);
@@ -136,6 +148,9 @@ struct api_sink {
     int64_t sql_cap;
     uint64_t sql_rows;
     bool truncated;
+    /* Where the time went (the plan points here); sent as Server-Timing
+     * with the reply, or with the first bytes of a stream. */
+    struct exec_timing timing;
 };
 
 /* mode QUERY_COUNT always answers JSON; page/page_size go into the JSON tail

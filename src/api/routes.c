@@ -58,6 +58,8 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
     } uis[] = {
         {cfg->explorer.enabled, cfg->explorer.path, api_explorer_asset, "Explorer web UI"},
         {cfg->docs.enabled, cfg->docs.path, api_docs_asset, "Documentation site"},
+        {cfg->swagger.enabled, cfg->swagger.path, api_swagger_asset,
+         "Swagger UI: explore and try every endpoint"},
     };
     for (size_t i = 0; i < sizeof uis / sizeof uis[0]; i++) {
         if (n + 2 > cap)
@@ -75,6 +77,11 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
             {"/settings.json", HTTP_GET, api_explorer_settings, AUTH_PERM_PUBLIC,
              "The Explorer's settings: API prefix, environment badge, optional features.",
              false}};
+    if (n < cap)
+        out[n++] = (struct config_mount){
+            cfg->swagger.enabled, cfg->swagger.path,
+            {"/openapi.json", HTTP_GET, api_openapi, AUTH_PERM_PUBLIC,
+             "The OpenAPI 3.1 document of this server, generated from its route table.", false}};
     if (n < cap)
         out[n++] = (struct config_mount){
             cfg->metrics.enabled, cfg->metrics.path,

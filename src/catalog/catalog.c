@@ -856,6 +856,7 @@ struct build_job {
     enum cat_refresh_source source;
     struct cat_build_result *result; /* may be NULL; one reference */
     bool unregister_on_failure;
+    char request_id[VT_MAX_REQUEST_ID_BYTES + 1]; /* the request that asked for it, or "" */
 };
 
 static void build_run(struct eng_job *job, duckdb_connection con)
@@ -864,6 +865,9 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     struct cat_dataset *ds = bj->ds;
     struct cat_catalog *cat = bj->cat;
     bool startup = bj->source == REFRESH_STARTUP;
+    /* The build's log lines carry the id of the request that asked for it
+     * (reload, registration), so the request can be followed into them. */
+    log_set_request_id(bj->request_id[0] ? bj->request_id : NULL);
 
     pthread_mutex_lock(&ds->mu);
     ds->state = CAT_BUILDING; /* already, since it was queued */
@@ -935,6 +939,7 @@ static void build_run(struct eng_job *job, duckdb_connection con)
         cat_startup_done(cat, bj->ds);
     if (!skipped)
         cat_scheduler_build_finished(cat->sched, ds, gen != NULL);
+    log_set_request_id(NULL);
 }
 
 void cat_startup_done(struct cat_catalog *cat, struct cat_dataset *ds)
@@ -983,6 +988,9 @@ bool cat_build_reserved(struct cat_catalog *cat, struct cat_dataset *ds,
         bj->source = source;
         bj->result = result;
         bj->unregister_on_failure = unregister_on_failure;
+        const char *rid = log_request_id();
+        if (rid)
+            snprintf(bj->request_id, sizeof bj->request_id, "%s", rid);
         if (result)
             atomic_fetch_add(&result->refs, 1);
         atomic_fetch_add(&ds->refs, 1);
