@@ -22,7 +22,7 @@
 
 struct app {
     const struct vt_config *cfg;
-    struct auth_policy auth;    /* X-Admin-Token (and bearer tokens, later) */
+    struct auth_policy auth;    /* X-Admin-Token and bearer tokens ([auth]) */
     duckdb_database db;
     struct cat_catalog *catalog;
     struct eng_pool *queries;   /* server.workers threads */
@@ -75,6 +75,7 @@ void api_dataset_query(struct http_request *req);
 void api_dataset_query_stream(struct http_request *req);
 void api_dataset_count(struct http_request *req);
 void api_sql(struct http_request *req);
+void api_explorer_config(struct http_request *req);
 
 void api_dataset_reload(struct http_request *req);
 void api_reload_all(struct http_request *req);
