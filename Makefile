@@ -219,6 +219,11 @@ FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c
 FUZZ_LIBS_fuzz_s3_list_xml     := -lexpat
 FUZZ_SRC_fuzz_mcp              := src/mcp/envelope.c
 FUZZ_LIBS_fuzz_mcp             := -isystem $(DUCKDB_DIR) -ljansson
+FUZZ_SRC_fuzz_jwt              := src/auth/jwt.c src/auth/claims.c src/util/strvec.c \
+                                  src/util/errors.c
+FUZZ_LIBS_fuzz_jwt             := -ljansson -lm
+FUZZ_SRC_fuzz_jwks             := src/auth/jwk.c src/auth/jwt.c src/util/errors.c
+FUZZ_LIBS_fuzz_jwks            := -ljansson -lcrypto
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 define FUZZ_RULE
@@ -246,6 +251,7 @@ DICT_fuzz_http_accept      := tests/fuzz/http.dict
 DICT_fuzz_http_conditional := tests/fuzz/http.dict
 DICT_fuzz_delta_log        := tests/fuzz/delta.dict
 DICT_fuzz_s3_list_xml      := tests/fuzz/s3.dict
+DICT_fuzz_jwks             := tests/fuzz/jwt.dict
 fuzz-smoke: fuzz
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	    work=$(FUZZ_BUILD)/smoke/$$t; rm -rf $$work; mkdir -p $$work; \

@@ -264,9 +264,15 @@ static int serve(const char *config_path, int port_override)
     app.db = db;
     int workers = cfg.server.workers > 0 ? cfg.server.workers : eng_cpu_count();
     auth_admin_init(&app.auth.admin);
-    app.auth.bearer_enabled = cfg.auth.enabled;
-    if (!app.auth.admin.configured)
+    auth_policy_from_config(&app.auth, &cfg.auth);
+    if (!app.auth.admin.configured && !cfg.auth.enabled)
         log_info("ADMIN_TOKEN is not set: admin endpoints answer 403");
+    if (cfg.auth.enabled) {
+        if (!cfg.auth.audience)
+            log_warn("auth: [auth] audience is not set: tokens for any audience are accepted");
+        if (auth_bearer_create(&cfg.auth, &app.auth.bearer, &err) != VT_ERR_OK)
+            goto fail;
+    }
     app.queries = eng_pool_create(db, workers, "query", &err);
     app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
     app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;
@@ -335,6 +341,7 @@ out:
     eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);
     cat_destroy(app.catalog);
+    auth_bearer_destroy(app.auth.bearer);
     eng_close(&db);
     if (runtime_dir)
         remove_tree(runtime_dir);

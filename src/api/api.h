@@ -22,7 +22,7 @@
 
 struct app {
     const struct vt_config *cfg;
-    struct auth_policy auth;    /* X-Admin-Token (and bearer tokens, later) */
+    struct auth_policy auth;    /* X-Admin-Token and bearer tokens ([auth]) */
     duckdb_database db;
     struct cat_catalog *catalog;
     struct eng_pool *queries;   /* server.workers threads */
@@ -94,6 +94,7 @@ json_t *api_openapi_build(const struct http_route *routes, size_t n, const struc
 /* Whether a route has a description and a documentation row (its body,
  * parameters and responses); a test requires it of every route. */
 bool api_openapi_documented(const struct http_route *route);
+void api_explorer_config(struct http_request *req);
 
 void api_dataset_reload(struct http_request *req);
 void api_reload_all(struct http_request *req);
