@@ -672,7 +672,7 @@ json_t *api_openapi_build(const struct http_route *routes, size_t n, const struc
 
 void api_openapi(struct http_request *req)
 {
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     const struct http_route *routes;
     size_t n = http_server_routes(http_req_server(req), &routes);
     struct vt_error err = {0};

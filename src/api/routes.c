@@ -221,7 +221,7 @@ enum vt_err api_authorize(struct http_request *req, const struct http_route *rou
     return rc;
 }
 
-struct app *api_app(struct http_request *req)
+struct api_app *api_app(struct http_request *req)
 {
     return http_app(req);
 }
