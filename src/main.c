@@ -31,6 +31,7 @@
 #include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
+#include "util/timeutil.h"
 
 #ifndef VT_VERSION
 #define VT_VERSION "0.0.0"
@@ -158,6 +159,8 @@ struct teardown {
 static void *teardown_main(void *arg)
 {
     struct teardown *t = arg;
+    eng_sampler_stop(t->app->sampler);
+    t->app->sampler = NULL;
     eng_pool_destroy(t->app->admin_pool);
     eng_pool_destroy(t->app->queries);
     cat_destroy(t->app->catalog);
@@ -233,7 +236,7 @@ static int serve(const char *config_path, int port_override)
      * on failure alike. */
     int rc = 1;
     duckdb_database db = NULL;
-    struct api_app app = {.cfg = &cfg};
+    struct api_app app = {.cfg = &cfg, .started_at_us = time_wall_us()};
     struct http_server *srv = NULL;
     char *runtime_dir = make_runtime_dir();
     if (!runtime_dir) {
@@ -251,14 +254,22 @@ static int serve(const char *config_path, int port_override)
     app.db = db;
     int workers = cfg.server.workers > 0 ? cfg.server.workers : eng_cpu_count();
     auth_admin_init(&app.auth.admin);
-    app.auth.bearer_enabled = cfg.auth.enabled;
-    if (!app.auth.admin.configured)
+    auth_policy_from_config(&app.auth, &cfg.auth);
+    if (!app.auth.admin.configured && !cfg.auth.enabled)
         log_info("ADMIN_TOKEN is not set: admin endpoints answer 403");
+    if (cfg.auth.enabled) {
+        if (!cfg.auth.audience)
+            log_warn("auth: [auth] audience is not set: tokens for any audience are accepted");
+        if (auth_bearer_create(&cfg.auth, &app.auth.bearer, &err) != VT_ERR_OK)
+            goto fail;
+    }
     app.queries = eng_pool_create(db, workers, "query", &err);
     app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
     app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;
     if (!app.catalog)
         goto fail;
+    if (cfg.metrics.enabled)
+        app.sampler = eng_sampler_start(db, 1000);
     char downloads[4200], cache_dir[4200], exports[4200];
     snprintf(downloads, sizeof downloads, "%s/downloads", runtime_dir);
     snprintf(cache_dir, sizeof cache_dir, "%s/cache", runtime_dir);
@@ -316,9 +327,11 @@ static int serve(const char *config_path, int port_override)
 fail:
     log_error("%s", vt_error_message(&err));
 out:
+    eng_sampler_stop(app.sampler);
     eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);
     cat_destroy(app.catalog);
+    auth_bearer_destroy(app.auth.bearer);
     eng_close(&db);
     if (runtime_dir)
         util_remove_tree(runtime_dir);

@@ -9,6 +9,7 @@
  * To add a key: add its struct field in config.h and one row here, in the
  * place where it should appear in the template and the docs.
  */
+#include <arpa/inet.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,6 +313,20 @@ static bool rule_auth(const struct cfg_blk *b, void *base)
     if (a->enabled && !a->issuer)
         return cfg_fail(b, "issuer", cfg_line_of(b, "enabled"), VT_ERR_INVALID_CONFIG,
                         "required when auth.enabled is true");
+    if (a->issuer && strncmp(a->issuer, "http://", 7) == 0) {
+        /* Keys fetched over plain http could be swapped by anyone on the path. */
+        const char *h = a->issuer + 7;
+        size_t n = h[0] == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/?#");
+        char host[256];
+        snprintf(host, sizeof host, "%.*s", (int)(n < sizeof host ? n : sizeof host - 1), h);
+        struct in_addr v4;
+        bool loop = strcmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0 ||
+                    (inet_pton(AF_INET, host, &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
+        if (!loop)
+            return cfg_fail(b, "issuer", cfg_line_of(b, "issuer"), VT_ERR_INVALID_CONFIG,
+                            "plain http is allowed only for a loopback host (127.0.0.1, ::1, "
+                            "localhost); use https");
+    }
     return true;
 }
 
@@ -666,7 +681,8 @@ const struct cfg_key cfg_schema[] = {
      .doc = "Keep X-Admin-Token working when bearer tokens are enabled."},
     {"auth", "start_degraded", CFG_T_BOOL, C(auth.start_degraded), .def = "true",
      .doc = "Warn and continue when the identity provider is unreachable at boot."},
-    {"auth", NULL, CFG_T_RULE, .rule = rule_auth, .doc = "enabled = true needs an issuer."},
+    {"auth", NULL, CFG_T_RULE, .rule = rule_auth,
+     .doc = "enabled = true needs an issuer; a plain http issuer must be a loopback host."},
 
     /* -------------------------------------------------------- [datafusion] */
     {"", "datafusion", CFG_T_TABLE,

@@ -528,6 +528,15 @@ TEST(auth_rules)
               "datasets.toml:2: auth.issuer: required when auth.enabled is true");
     CHECK_ERR("[auth]\nissuer = \"idp.example.com\"\n",
               "datasets.toml:2: auth.issuer: expected an http:// or https:// URL, got \"idp.example.com\"");
+    CHECK_ERR("[auth]\nissuer = \"http://idp.example.com/realm\"\n",
+              "datasets.toml:2: auth.issuer: plain http is allowed only for a loopback host "
+              "(127.0.0.1, ::1, localhost); use https");
+    CHECK_ERR("[auth]\nissuer = \"http://127.0.0.1.evil.com/\"\n",
+              "datasets.toml:2: auth.issuer: plain http is allowed only for a loopback host "
+              "(127.0.0.1, ::1, localhost); use https");
+    CHECK_OK("[auth]\nissuer = \"http://127.0.0.1:8080/realms/x\"\n");
+    CHECK_OK("[auth]\nissuer = \"http://localhost\"\n");
+    CHECK_OK("[auth]\nissuer = \"http://[::1]:9000\"\n");
     CHECK_ERR("[auth]\ntenant_claim = \"tid\"\n",
               "datasets.toml:2: auth.tenant_claim: expected a JSON pointer such as \"/tid\", got \"tid\"");
     CHECK_ERR("[auth]\nleeway_secs = -1\n",
