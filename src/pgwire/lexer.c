@@ -383,6 +383,14 @@ enum vt_err pgw_stmt_read(const char *s, size_t len, struct pgw_stmt *out, struc
         return k.more && pgw_tok_word(s, &t[0], "copy") ? read_copy(s, len, &k, out, err)
                                                        : VT_ERR_OK;
     size_t i = 1;
+    if (pgw_tok_word(s, &t[0], "declare") || pgw_tok_word(s, &t[0], "fetch") ||
+        pgw_tok_word(s, &t[0], "move") ||
+        (pgw_tok_word(s, &t[0], "close") && k.n == 2))
+        return vt_error_set(err, VT_ERR_NOT_IMPLEMENTED,
+                            "%.*s: server-side cursors (DECLARE ... CURSOR, FETCH, MOVE, CLOSE) "
+                            "are not supported; read large results with a row limit on "
+                            "Execute (extended protocol) or with a client-side cursor",
+                            (int)t[0].len, s + t[0].pos);
     if (pgw_tok_word(s, &t[0], "begin")) {
         i = skip_work(s, &k, 1);
         if (tx_modes(s, &k, i))
