@@ -615,8 +615,9 @@ enum vt_err exec_describe(const struct exec_plan *plan, duckdb_connection con,
     for (size_t i = 0; ok && i < out->nparams; i++)
         out->param_types[i] = duckdb_param_type(ps, (idx_t)i + 1);
     for (size_t i = 0; ok && i < out->ncols; i++) {
-        const char *n = duckdb_prepared_statement_column_name(ps, (idx_t)i);
+        char *n = (char *)duckdb_prepared_statement_column_name(ps, (idx_t)i);
         out->names[i] = strdup(n ? n : "?column?");
+        duckdb_free(n); /* the C API's copy */
         out->types[i] = duckdb_prepared_statement_column_logical_type(ps, (idx_t)i);
         ok = out->names[i] && out->types[i];
     }

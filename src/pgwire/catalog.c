@@ -657,7 +657,7 @@ static enum vt_err fill_tables(duckdb_connection con, const struct pgw_cat_table
             duckdb_logical_type lt = duckdb_prepared_statement_column_logical_type(ps, c);
             struct pgw_typeinfo ti = pgw_type_of(lt);
             duckdb_destroy_logical_type(&lt);
-            const char *cname = duckdb_prepared_statement_column_name(ps, c);
+            char *cname = (char *)duckdb_prepared_statement_column_name(ps, c);
             bool notnull = c < t[i].ncols && t[i].nullable && !t[i].nullable[c];
             duckdb_bind_int64(att, 1, oids[i]);
             duckdb_bind_varchar(att, 2, cname ? cname : "");
@@ -671,6 +671,7 @@ static enum vt_err fill_tables(duckdb_connection con, const struct pgw_cat_table
             if (duckdb_execute_prepared(att, &res) != DuckDBSuccess)
                 rc = vt_error_set(err, VT_ERR_INTERNAL, "catalog: %s", duckdb_result_error(&res));
             duckdb_destroy_result(&res);
+            duckdb_free(cname); /* the C API's copy */
         }
         duckdb_destroy_prepare(&ps);
     }

@@ -256,8 +256,8 @@ static void job_done(struct eng_job *job)
     wake(s);
 }
 
-/* Hands the buffered messages to a worker. */
-static void dispatch(struct pgw_server *s, struct pgw_conn *c)
+/* Hands the buffered messages to a worker. false when c was freed. */
+static bool dispatch(struct pgw_server *s, struct pgw_conn *c)
 {
     c->busy = true;
     atomic_store(&c->job.deadline_ms, 0);
@@ -274,23 +274,26 @@ static void dispatch(struct pgw_server *s, struct pgw_conn *c)
         s->busy--;
         pthread_mutex_unlock(&s->mu);
         c->busy = false;
-        fatal(s, c, "53300", "too many queued queries; try again later");
+        return fatal(s, c, "53300", "too many queued queries; try again later");
     }
+    return true;
 }
 
-/* A complete message is buffered: dispatch, or refuse a broken frame. */
-static void maybe_dispatch(struct pgw_server *s, struct pgw_conn *c)
+/* A complete message is buffered: dispatch, or refuse a broken frame.
+ * false when c was freed. */
+static bool maybe_dispatch(struct pgw_server *s, struct pgw_conn *c)
 {
     struct pgw_frame f;
     enum pgw_frame_rc rc = pgw_frame_message((const unsigned char *)c->in.buf + c->in_off,
                                              c->in.len - c->in_off, VT_PGWIRE_MAX_MESSAGE_BYTES,
                                              &f);
     if (rc == PGW_FRAME_OK)
-        dispatch(s, c);
-    else if (rc == PGW_FRAME_TOO_BIG)
-        fatal(s, c, "08P01", "message too long");
-    else if (rc == PGW_FRAME_BAD)
-        fatal(s, c, "08P01", "invalid message length");
+        return dispatch(s, c);
+    if (rc == PGW_FRAME_TOO_BIG)
+        return fatal(s, c, "08P01", "message too long");
+    if (rc == PGW_FRAME_BAD)
+        return fatal(s, c, "08P01", "invalid message length");
+    return true;
 }
 
 /* ------------------------------------------------------------- startup */
@@ -599,9 +602,9 @@ static void startup_progress(struct pgw_server *s, struct pgw_conn *c)
         conn_free(s, c);
         return;
     }
-    if (c->phase == PGW_PH_READY && c->out.len == c->out_off)
-        maybe_dispatch(s, c);
-    else
+    if (c->phase != PGW_PH_READY || c->out.len != c->out_off)
+        arm(s, c, idle_events(c));
+    else if (maybe_dispatch(s, c) && !c->busy && c->phase == PGW_PH_READY)
         arm(s, c, idle_events(c));
 }
 
@@ -702,8 +705,7 @@ static void on_event(struct pgw_server *s, struct pgw_conn *c, uint32_t ev)
             arm(s, c, idle_events(c));
             return;
         }
-        maybe_dispatch(s, c);
-        if (!c->busy && c->phase == PGW_PH_READY)
+        if (maybe_dispatch(s, c) && !c->busy && c->phase == PGW_PH_READY)
             arm(s, c, idle_events(c));
         return;
     }
@@ -734,8 +736,7 @@ static void take_returned(struct pgw_server *s)
             fatal(s, c, "57P01", "terminating connection due to administrator command");
             continue;
         }
-        maybe_dispatch(s, c);
-        if (!c->busy && c->phase == PGW_PH_READY)
+        if (maybe_dispatch(s, c) && !c->busy && c->phase == PGW_PH_READY)
             arm(s, c, idle_events(c));
     }
 }

@@ -1159,16 +1159,14 @@ static bool session_statement(struct pgw_session *s, const struct pgw_stmt *st, 
         pgw_write_command_complete(s->out, s->tx == 'E' ? "ROLLBACK" : "COMMIT");
         s->tx = 'I';
         s->n_savepoints = 0;
-        close_portals(s);
-        return true;
+        return true; /* portals close at the end of the query or at Sync */
     case PGW_STMT_ROLLBACK:
         if (s->tx == 'I')
             notice(s, "25P01", "there is no transaction in progress");
         pgw_write_command_complete(s->out, "ROLLBACK");
         s->tx = 'I';
         s->n_savepoints = 0;
-        close_portals(s);
-        return true;
+        return true; /* portals close at the end of the query or at Sync */
     case PGW_STMT_SAVEPOINT:
         if (s->tx == 'I') {
             pgw_write_error(s->out, 'E', "ERROR", "25P01",
@@ -1211,8 +1209,7 @@ static bool session_statement(struct pgw_session *s, const struct pgw_stmt *st, 
                             "DISCARD ALL cannot run inside a transaction block", NULL, NULL);
             return false;
         }
-        close_portals(s);
-        drop_statements(s);
+        drop_statements(s); /* portals close at the end of the query or at Sync */
         reset_settings(s);
         pgw_write_command_complete(s->out, "DISCARD ALL");
         return true;
