@@ -15,9 +15,6 @@ TARGET     := $(shell $(CC) -dumpmachine)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wvla
 DEFS    := -D_GNU_SOURCE -DVT_VERSION='"$(VERSION)"'
-# Build metadata reaches only the /version handler, which is rebuilt every time.
-BUILDINFO := -DVT_BUILD_TIME='"$(BUILD_TIME)"' -DVT_TARGET='"$(TARGET)"' \
-             $(if $(GIT_SHA),-DVT_GIT_SHA='"$(GIT_SHA)"')
 OPT     := -O2
 ifeq ($(SAN),1)
 OPT     := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -DVT_PROFILE_DEBUG
@@ -127,8 +124,22 @@ BANNED := -include src/util/banned.h
 $(BUILD)/obj/src/%.o: CFLAGS += $(BANNED)
 $(BUILD)/obj/src/%.o: CXXFLAGS += $(BANNED)
 
-$(BUILD)/obj/src/api/probes.o: CFLAGS += $(BUILDINFO)
-$(BUILD)/obj/src/api/probes.o: FORCE
+# Build metadata reaches only /version (probes.c), through a generated header
+# that is rewritten only when the version, commit or target changes: a
+# rebuild of the same commit relinks nothing (build_time is when this commit
+# was first built here).
+BUILDINFO_H := $(BUILD)/gen/buildinfo.h
+$(BUILDINFO_H): FORCE
+	@mkdir -p $(dir $@)
+	@key='$(VERSION) $(GIT_SHA) $(TARGET)'; \
+	if ! head -n 1 $@ 2>/dev/null | grep -qxF "/* $$key */"; then \
+	    { echo "/* $$key */"; \
+	      echo '#define VT_BUILD_TIME "$(BUILD_TIME)"'; \
+	      echo '#define VT_TARGET "$(TARGET)"'; \
+	      $(if $(GIT_SHA),echo '#define VT_GIT_SHA "$(GIT_SHA)"';) } > $@; \
+	fi
+$(BUILD)/obj/src/api/probes.o: $(BUILDINFO_H)
+$(BUILD)/obj/src/api/probes.o: CFLAGS += -include $(BUILDINFO_H)
 .PHONY: FORCE
 FORCE:
 
