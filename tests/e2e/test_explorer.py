@@ -232,6 +232,8 @@ def test_sql_tab_and_hidden_save_controls(vt, trips):
     if has_queries:
         assert "async=true" in out["saveUrl"]
         assert out["saveError"] is None and "published" in out["saveProgress"], out
+        assert "Reloaded by_payment: 3 rows" in out["savedReload"]["notice"], out["savedReload"]
+        assert out["statusAfterReload"]["refresh_source"] == "manual"
         assert "Deleted by_payment" in out["deleted"]["notice"]
         assert s.get("/api/v1/datasets/by_payment/status").status_code == 404
         for r in out["requests"]:

@@ -299,7 +299,13 @@ const scenarios = {
     out.saveError = await page.$eval('[data-testid=save-form] [data-testid=error]', (e) => e.textContent).catch(() => null);
     out.saveUrl = out.requests.find((r) => r.method === 'POST' && r.url.includes('/queries'))?.url;
     await shot(page, 'explorer-save-as-dataset');
+    // the saved dataset reloads like any other
     await page.click('[data-testid=tab-datasets]');
+    await page.waitForSelector(`[data-testid=reload-${args.save.name}]`);
+    await page.click(`[data-testid=reload-${args.save.name}]`);
+    await page.waitForFunction((n) => (document.querySelector('[data-testid=notice]')?.textContent || '').includes(`Reloaded ${n}`) || document.querySelector('[data-testid=error]'), args.save.name);
+    out.savedReload = await waitNotice(page);
+    out.statusAfterReload = await page.evaluate(async (u) => (await fetch(u)).json(), `${new URL(args.url).origin}${args.apiPrefix || ''}/api/v1/datasets/${args.save.name}/status`);
     await page.waitForSelector(`[data-testid=delete-${args.save.name}]`);
     await page.click(`[data-testid=delete-${args.save.name}]`);
     await page.click('[data-testid=confirm]');
