@@ -185,8 +185,10 @@ async function start() {
     try {
       const r = await fetch('./config.json', { cache: 'no-store' });
       if (r.ok) {
+        // {"oauth2": {client_id, issuer, scopes, pkce} | null, "auth": {...}}
         const c = await r.json();
-        if (c && c.client_id && c.issuer) oauth2 = { ...oauth2, ...c };
+        const o = c && (c.oauth2 !== undefined ? c.oauth2 : c);
+        if (o && o.client_id && o.issuer) oauth2 = { ...oauth2, ...o };
       }
     } catch (_) {
       /* keep settings.oauth2 */
