@@ -357,13 +357,23 @@ const scenarios = {
 
   // Authorization Code + PKCE against the local test issuer.
   async pkce(page) {
-    await open(page, '#/datasets');
+    await page.goto(`${args.url}#/datasets`);
     await page.waitForSelector('[data-testid=sign-in]');
+    await page.waitForLoadState('networkidle');
+    out.before = {
+      error: await page.$eval('[data-testid=error]', (e) => e.textContent).catch(() => null),
+      rows: await page.$$eval('[data-testid=dataset-list] tbody tr', (t) => t.map((r) => r.dataset.name)),
+    };
     await page.click('[data-testid=sign-in]');
     await page.waitForSelector('[data-testid=signed-in]', { timeout: 30000 });
     out.urlAfter = page.url();
     await page.click('[data-testid=refresh]');
     await page.waitForLoadState('networkidle');
+    await page.waitForSelector('[data-testid=dataset-list] tbody tr');
+    out.after = {
+      error: await page.$eval('[data-testid=error]', (e) => e.textContent).catch(() => null),
+      rows: await page.$$eval('[data-testid=dataset-list] tbody tr', (t) => t.map((r) => r.dataset.name)),
+    };
     out.storage = await storage(page);
     await shot(page, 'explorer-signed-in');
   },
