@@ -191,6 +191,7 @@ FUZZ_SRC_fuzz_delta_log        := src/sources/delta_log.c src/sources/delta_sche
 FUZZ_LIBS_fuzz_delta_log       := -ljansson
 FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c
 FUZZ_LIBS_fuzz_s3_list_xml     := -lexpat
+FUZZ_SRC_fuzz_ui               := src/ui/assets.c src/http/encoding.c
 FUZZ_SRC_fuzz_mcp              := src/mcp/envelope.c
 FUZZ_LIBS_fuzz_mcp             := -isystem $(DUCKDB_DIR) -ljansson
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))

@@ -316,4 +316,3 @@ def test_pkce_sign_in_forwards_the_bearer_token(vt, trips):
     # CSP lets the page reach the issuer and nothing else
     csp = s.get("/explore/").headers["Content-Security-Policy"]
     assert f"connect-src 'self' {idp.url};" in csp
-
