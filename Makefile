@@ -63,7 +63,8 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c src/ui/ui.h
 
 UI_EXPLORER_SRC := $(shell find ui/explorer -path ui/explorer/node_modules -prune -o \
                      -type f ! -name '*.md' -print 2>/dev/null)
-$(BUILD)/ui/explorer.stamp: $(UI_EXPLORER_SRC)
+# (node_modules' lock stamp too: a UI built empty before `npm ci` is rebuilt after it)
+$(BUILD)/ui/explorer.stamp: $(UI_EXPLORER_SRC) $(wildcard ui/explorer/node_modules/.package-lock.json)
 	@mkdir -p $(BUILD)/ui
 	@rm -rf $(BUILD)/ui/explorer
 	@if [ -x ui/explorer/node_modules/.bin/vite ]; then \
