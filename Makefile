@@ -76,8 +76,9 @@ $(BUILD)/ui/explorer.stamp: $(UI_EXPLORER_SRC) $(wildcard ui/explorer/node_modul
 	fi
 	@touch $@
 
-UI_DOCS_SRC := $(wildcard docs/*.md) ui/docs/mkdocs.yml $(wildcard ui/docs/theme/*)
-$(BUILD)/ui/docs.stamp: $(UI_DOCS_SRC)
+UI_DOCS_SRC := $(wildcard docs/*.md) ui/docs/mkdocs.yml
+# (mkdocs itself too: a site built empty before it was installed is rebuilt after)
+$(BUILD)/ui/docs.stamp: $(UI_DOCS_SRC) $(wildcard /usr/bin/mkdocs)
 	@mkdir -p $(BUILD)/ui
 	@rm -rf $(BUILD)/ui/docs
 	@if command -v mkdocs >/dev/null; then \
