@@ -147,6 +147,29 @@ def test_builder_query_matches_the_api(vt, trips):
     assert base64.b64decode(out["downloads"]["parquet"]["b64"]) == parquet
 
 
+def test_builder_distinct_limit_and_having(vt, trips):
+    s = vt(explorer_config(trips))
+    cases = [
+        ({"columns": ["payment", "passengers"], "distinct": True, "limit": 5,
+          "order": [{"col": "payment", "dir": "desc"}, {"col": "passengers", "dir": "asc"}]},
+         {"columns": ["payment", "passengers"], "order_by": [{"col": "payment", "dir": "desc"},
+                                                             {"col": "passengers", "dir": "asc"}],
+          "distinct": True, "limit": 5, "page_size": 100}),
+        ({"group": ["passengers"], "aggs": [{"op": "max", "col": "fare"}, {"op": "count"}],
+          "having": [{"col": "count", "op": "gt", "val": "100"}],
+          "order": [{"col": "passengers", "dir": "asc"}]},
+         {"order_by": [{"col": "passengers", "dir": "asc"}], "group_by": ["passengers"],
+          "aggregations": [{"op": "max", "col": "fare"}, {"op": "count"}],
+          "having": [{"col": "count", "op": "gt", "val": 100}], "page_size": 100}),
+    ]
+    for build, expected in cases:
+        out = drive("build", url=s.url("/explore/"), dataset="trips", build=build)
+        assert console_errors(out) == [], out["console"]
+        assert json.loads(out["sentBody"]) == expected
+        api = s.post("/api/v1/datasets/trips/query", expected).json()["data"]
+        assert api and out["table"] == as_table(api, list(api[0].keys()))
+
+
 def test_group_by_is_charted(vt, trips):
     s = vt(explorer_config(trips))
     build = {"group": ["payment"], "aggs": [{"op": "avg", "col": "fare", "alias": "avg_fare"},

@@ -199,6 +199,15 @@ const scenarios = {
     }
   },
 
+  // One builder run: the request sent and the table shown.
+  async build(page) {
+    await open(page, `#/query/${args.dataset}`);
+    await page.waitForSelector('[data-testid=request-json]');
+    await build(page, args.build);
+    out.sentBody = (await runQuery(page)).body;
+    out.table = await tableCells(page);
+  },
+
   // A group-by drawn as bar and line charts on a canvas.
   async chart(page) {
     await open(page, `#/query/${args.dataset}`);

@@ -47,7 +47,16 @@ export function buildRequest(b, schema) {
       if (a.alias) x.alias = a.alias;
       return x;
     });
-  if (b.having.length) r.having = b.having.filter((p) => p.col).map((p) => predicateJson(p, logicalOf));
+  if (b.having.length) {
+    // an aggregation alias has the type of its result: a number, or the
+    // column's own type for min/max
+    const havingLogical = (c) => {
+      const a = b.aggregations.find((x) => aggAlias(x) === c);
+      if (!a) return logicalOf(c);
+      return a.op === 'min' || a.op === 'max' ? logicalOf(a.col) : 'float';
+    };
+    r.having = b.having.filter((p) => p.col).map((p) => predicateJson(p, havingLogical));
+  }
   if (b.distinct) r.distinct = true;
   if (b.limit !== '' && b.limit != null) r.limit = Number(b.limit);
   if (Number(b.page) > 1) r.page = Number(b.page);
