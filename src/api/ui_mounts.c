@@ -36,6 +36,15 @@ void api_explorer_asset(struct http_request *req)
     ui_serve(req, &m);
 }
 
+/* Swagger UI at swagger.path; its openapi.json is api_openapi (openapi.c). */
+void api_swagger_asset(struct http_request *req)
+{
+    const struct vt_config *cfg = api_app(req)->cfg;
+    struct ui_mount m = {&ui_bundle_swagger, cfg->server.prefix, cfg->server.compress, false,
+                         NULL};
+    ui_serve(req, &m);
+}
+
 void api_docs_asset(struct http_request *req)
 {
     const struct vt_config *cfg = api_app(req)->cfg;
