@@ -73,8 +73,9 @@ $(BUILD)/ui/explorer.stamp: $(UI_EXPLORER_SRC) $(wildcard ui/explorer/node_modul
 	fi
 	@touch $@
 
-UI_DOCS_SRC := $(wildcard docs/*.md) ui/docs/mkdocs.yml $(wildcard ui/docs/theme/*)
-$(BUILD)/ui/docs.stamp: $(UI_DOCS_SRC)
+UI_DOCS_SRC := $(wildcard docs/*.md) ui/docs/mkdocs.yml
+# (mkdocs itself too: a site built empty before it was installed is rebuilt after)
+$(BUILD)/ui/docs.stamp: $(UI_DOCS_SRC) $(wildcard /usr/bin/mkdocs)
 	@mkdir -p $(BUILD)/ui
 	@rm -rf $(BUILD)/ui/docs
 	@if command -v mkdocs >/dev/null; then \
@@ -232,6 +233,7 @@ FUZZ_SRC_fuzz_delta_log        := src/sources/delta_log.c src/sources/delta_sche
 FUZZ_LIBS_fuzz_delta_log       := -ljansson
 FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c
 FUZZ_LIBS_fuzz_s3_list_xml     := -lexpat
+FUZZ_SRC_fuzz_ui               := src/ui/assets.c src/http/encoding.c
 FUZZ_SRC_fuzz_mcp              := src/mcp/envelope.c
 FUZZ_LIBS_fuzz_mcp             := -isystem $(DUCKDB_DIR) -ljansson
 FUZZ_SRC_fuzz_jwt              := src/auth/jwt.c src/auth/claims.c src/util/strvec.c \

@@ -109,7 +109,7 @@ def test_builder_query_matches_the_api(vt, trips):
     bad = {"columns": ["no_such_column"]}
     out = drive("builder", url=s.url("/explore/"), dataset="trips", build=build, badRequest=bad)
     errors = console_errors(out, expected=[("/api/v1/datasets/trips/query", 400)])
-    assert len(out["console"]) - len(errors) == 2  # the /queries probe and the bad request
+    assert len(out["console"]) - len(errors) == 1  # the bad request
     assert errors == [], out["console"]
     expected = {"columns": ["trip_id", "payment", "fare"],
                 "predicates": [{"col": "payment", "op": "in", "val": ["card", "app"]},
@@ -145,6 +145,29 @@ def test_builder_query_matches_the_api(vt, trips):
     assert out["downloads"]["parquet"]["name"] == "trips.parquet"
     parquet = s.get("/api/v1/datasets/trips/all.parquet").content
     assert base64.b64decode(out["downloads"]["parquet"]["b64"]) == parquet
+
+
+def test_builder_distinct_limit_and_having(vt, trips):
+    s = vt(explorer_config(trips))
+    cases = [
+        ({"columns": ["payment", "passengers"], "distinct": True, "limit": 5,
+          "order": [{"col": "payment", "dir": "desc"}, {"col": "passengers", "dir": "asc"}]},
+         {"columns": ["payment", "passengers"], "order_by": [{"col": "payment", "dir": "desc"},
+                                                             {"col": "passengers", "dir": "asc"}],
+          "distinct": True, "limit": 5, "page_size": 100}),
+        ({"group": ["passengers"], "aggs": [{"op": "max", "col": "fare"}, {"op": "count"}],
+          "having": [{"col": "count", "op": "gt", "val": "100"}],
+          "order": [{"col": "passengers", "dir": "asc"}]},
+         {"order_by": [{"col": "passengers", "dir": "asc"}], "group_by": ["passengers"],
+          "aggregations": [{"op": "max", "col": "fare"}, {"op": "count"}],
+          "having": [{"col": "count", "op": "gt", "val": 100}], "page_size": 100}),
+    ]
+    for build, expected in cases:
+        out = drive("build", url=s.url("/explore/"), dataset="trips", build=build)
+        assert console_errors(out) == [], out["console"]
+        assert json.loads(out["sentBody"]) == expected
+        api = s.post("/api/v1/datasets/trips/query", expected).json()["data"]
+        assert api and out["table"] == as_table(api, list(api[0].keys()))
 
 
 def test_group_by_is_charted(vt, trips):
@@ -232,6 +255,8 @@ def test_sql_tab_and_hidden_save_controls(vt, trips):
     if has_queries:
         assert "async=true" in out["saveUrl"]
         assert out["saveError"] is None and "published" in out["saveProgress"], out
+        assert "Reloaded by_payment: 3 rows" in out["savedReload"]["notice"], out["savedReload"]
+        assert out["statusAfterReload"]["refresh_source"] == "manual"
         assert "Deleted by_payment" in out["deleted"]["notice"]
         assert s.get("/api/v1/datasets/by_payment/status").status_code == 404
         for r in out["requests"]:
@@ -287,6 +312,7 @@ def test_pkce_sign_in_forwards_the_bearer_token(vt, trips):
                + 'scopes = ["openid", "datasets:read"]\n')
         out = drive("pkce", url=s.url("/explore/"))
     assert console_errors(out) == [], out["console"]
+    assert any(r["url"].endswith("/explore/config.json") for r in out["requests"])
     kinds = [k for k, _ in idp.events]
     assert kinds == ["authorize", "token"], idp.events
     auth, tok = idp.events[0][1], idp.events[1][1]
@@ -312,3 +338,20 @@ def test_pkce_sign_in_forwards_the_bearer_token(vt, trips):
     # CSP lets the page reach the issuer and nothing else
     csp = s.get("/explore/").headers["Content-Security-Policy"]
     assert f"connect-src 'self' {idp.url};" in csp
+
+
+def test_sign_in_opens_a_server_that_requires_bearer_tokens(vt, trips):
+    """[auth] on without anonymous reads: the list needs a token; after the
+    PKCE sign-in the page's API calls carry it and the server accepts it."""
+    with Issuer("vitrine-explorer") as idp:
+        s = vt(explorer_config(trips)
+               + f'[auth]\nenabled = true\nissuer = "{idp.url}"\naudience = "vitrine"\n'
+               + 'read_scopes = ["datasets:read"]\n'
+               + f'[explorer.oauth2]\nclient_id = "vitrine-explorer"\nissuer = "{idp.url}"\n'
+               + 'scopes = ["openid", "datasets:read"]\n', wait="listening")
+        assert s.get("/api/v1/datasets").status_code == 401
+        out = drive("pkce", url=s.url("/explore/"))
+    assert console_errors(out, expected=[("/api/v1/datasets", 401)]) == [], out["console"]
+    assert out["before"]["error"] and "unauthorized" in out["before"]["error"]
+    assert out["after"] == {"error": None, "rows": ["trips", "stations"]}, out["after"]
+    assert len(idp.tokens) == 1
