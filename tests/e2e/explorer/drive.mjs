@@ -105,6 +105,15 @@ async function build(page, b) {
   if (b.distinct) await page.check('input[name=distinct]');
   if (b.limit !== undefined) await page.fill('input[name=limit]', String(b.limit));
   if (b.page_size !== undefined) await page.fill('input[name=page_size]', String(b.page_size));
+  // The JSON box shows what Run sends: wait until it has the last edit.
+  if (b.page_size !== undefined)
+    await page.waitForFunction((n) => {
+      try {
+        return JSON.parse(document.querySelector('[data-testid=request-json]').value).page_size === n;
+      } catch (_) {
+        return false;
+      }
+    }, b.page_size);
 }
 
 async function runQuery(page) {

@@ -145,12 +145,16 @@ export function QueryTab({ datasets, selected, onSelect }) {
 
   const cols = schema ? schema.columns.map((c) => c.name) : [];
   const havingCols = [...b.group_by, ...b.aggregations.map(aggAlias)];
-  const upd = (k, v) => {
-    setB({ ...b, [k]: v });
+  // Functional updates: two events handled before the next render (a fill
+  // right after another, a late change event) each apply to the latest
+  // state instead of the one this render saw, so no edit is lost.
+  const updWith = (k, f) => {
+    setB((prev) => ({ ...prev, [k]: f(prev[k]) }));
     setEditedText(null);
   };
-  const updAt = (k, i, v) => upd(k, b[k].map((x, j) => (j === i ? v : x)));
-  const delAt = (k, i) => upd(k, b[k].filter((_, j) => j !== i));
+  const upd = (k, v) => updWith(k, () => v);
+  const updAt = (k, i, v) => updWith(k, (xs) => xs.map((x, j) => (j === i ? v : x)));
+  const delAt = (k, i) => updWith(k, (xs) => xs.filter((_, j) => j !== i));
 
   async function run(pageOverride) {
     setError(null);
@@ -220,11 +224,11 @@ export function QueryTab({ datasets, selected, onSelect }) {
           <form class="builder" onSubmit={(e) => { e.preventDefault(); run(); }} aria-label="Query builder">
             <Multi label="Columns" options={cols} value={b.columns} onChange={(v) => upd('columns', v)} testid="b-columns" />
             <Rows label="Predicates" testid="b-predicates" items={b.predicates}
-              onAdd={() => upd('predicates', [...b.predicates, { col: cols[0], op: 'eq', val: '' }])}>
+              onAdd={() => updWith('predicates', (xs) => [...xs, { col: cols[0], op: 'eq', val: '' }])}>
               {(p, i) => <PredicateRow p={p} idx={i} kind="pred" cols={cols} onChange={(v) => updAt('predicates', i, v)} onRemove={() => delAt('predicates', i)} />}
             </Rows>
             <Rows label="Order by" testid="b-order" items={b.order_by}
-              onAdd={() => upd('order_by', [...b.order_by, { col: cols[0], dir: 'asc' }])}>
+              onAdd={() => updWith('order_by', (xs) => [...xs, { col: cols[0], dir: 'asc' }])}>
               {(o, i) => (
                 <div class="row" data-testid={`order-${i}`}>
                   <select aria-label="order column" name="col" value={o.col} onChange={(e) => updAt('order_by', i, { ...o, col: e.target.value })}>
@@ -240,7 +244,7 @@ export function QueryTab({ datasets, selected, onSelect }) {
             </Rows>
             <Multi label="Group by" options={cols} value={b.group_by} onChange={(v) => upd('group_by', v)} testid="b-group" />
             <Rows label="Aggregations" testid="b-aggs" items={b.aggregations}
-              onAdd={() => upd('aggregations', [...b.aggregations, { op: 'count', col: '', alias: '' }])}>
+              onAdd={() => updWith('aggregations', (xs) => [...xs, { op: 'count', col: '', alias: '' }])}>
               {(a, i) => (
                 <div class="row wrap" data-testid={`agg-${i}`}>
                   <select aria-label="aggregate" name="op" value={a.op} onChange={(e) => updAt('aggregations', i, { ...a, op: e.target.value })}>
@@ -256,7 +260,7 @@ export function QueryTab({ datasets, selected, onSelect }) {
               )}
             </Rows>
             <Rows label="Having" testid="b-having" items={b.having}
-              onAdd={() => upd('having', [...b.having, { col: havingCols[0] || '', op: 'gt', val: '' }])}>
+              onAdd={() => updWith('having', (xs) => [...xs, { col: havingCols[0] || '', op: 'gt', val: '' }])}>
               {(p, i) => <PredicateRow p={p} idx={i} kind="having" cols={havingCols} onChange={(v) => updAt('having', i, v)} onRemove={() => delAt('having', i)} />}
             </Rows>
             <div class="row wrap">
