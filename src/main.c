@@ -28,6 +28,7 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "http/server.h"
+#include "pgwire/pgwire.h"
 #include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -238,6 +239,7 @@ static int serve(const char *config_path, int port_override)
     duckdb_database db = NULL;
     struct api_app app = {.cfg = &cfg, .started_at_us = time_wall_us()};
     struct http_server *srv = NULL;
+    struct pgw_server *pg = NULL;
     char *runtime_dir = make_runtime_dir();
     if (!runtime_dir) {
         log_error("cannot create a runtime directory: %s", strerror(errno));
@@ -279,6 +281,18 @@ static int serve(const char *config_path, int port_override)
     mkdir(exports, 0700);
     cat_set_dirs(app.catalog, downloads, cache_dir, exports);
 
+    if (cfg.server.pgwire.enabled) {
+        struct pgw_server_options po = {.cfg = &cfg, .catalog = app.catalog,
+                                        .pool = app.queries};
+        pg = pgw_server_start(&po, &err);
+        if (!pg)
+            goto fail;
+        log_info("pgwire listening on %s:%d (PostgreSQL protocol 3.0%s, served by the DuckDB "
+                 "engine)",
+                 cfg.server.pgwire.listen, pgw_server_port(pg),
+                 pgw_server_tls(pg) ? ", TLS" : "");
+    }
+
     struct api_route_set routes;
     api_route_set_init(&routes);
     if (api_route_set_build(&routes, &cfg) != 0) {
@@ -303,7 +317,11 @@ static int serve(const char *config_path, int port_override)
     sigwait(&sigs, &sig);
     log_info("received %s: draining (up to %lld s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              (long long)cfg.server.shutdown_timeout_secs);
+    int64_t drain_until = time_mono_ms() + cfg.server.shutdown_timeout_secs * 1000;
+    pgw_server_shutdown(pg);
     bool clean = http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
+    clean = pgw_server_destroy(pg, drain_until) && clean;
+    pg = NULL;
     /* Builds are cancelled with the catalog; queries were interrupted above. */
     if (app.admin_pool)
         eng_pool_interrupt_all(app.admin_pool);
@@ -327,6 +345,7 @@ static int serve(const char *config_path, int port_override)
 fail:
     log_error("%s", vt_error_message(&err));
 out:
+    pgw_server_destroy(pg, 0);
     eng_sampler_stop(app.sampler);
     eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);
