@@ -427,6 +427,11 @@ static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen
 static enum vt_err count_rows(duckdb_connection con, struct cat_generation *gen,
                               struct vt_error *err)
 {
+    /* A lazy generation knows its rows from the footers it read. */
+    if (gen->priv->snapshot.lazy) {
+        gen->rows = source_lazy_rows(gen->priv->snapshot.lazy);
+        return VT_ERR_OK;
+    }
     char sql[160];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", gen->relation);
     duckdb_result res;
@@ -814,6 +819,9 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     bool skipped = false;
     int64_t rows = 0, columns = 0;
     if (gen) {
+        if (gen->priv->snapshot.lazy)
+            log_info("dataset %s: lazy metadata of %zu bytes (footers and statistics)",
+                     ds->cfg.name, source_lazy_bytes(gen->priv->snapshot.lazy));
         log_info("dataset %s published: %lld rows, %zu columns, %s, %lld ms", ds->cfg.name,
                  (long long)gen->rows, gen->n_cols, gen->lazy ? "lazy" : "resident",
                  (long long)gen->priv->build_ms);
@@ -1163,4 +1171,13 @@ void cat_status_list_free(struct cat_status *list, size_t n)
     for (size_t i = 0; i < n; i++)
         cat_status_free(&list[i]);
     free(list);
+}
+
+enum vt_err cat_generation_plan_lazy(const struct cat_generation *gen,
+                                     const struct query_request *req, struct arena *arena,
+                                     struct source_lazy_plan *out, struct vt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const struct source_lazy *lz = gen->priv->snapshot.lazy;
+    return lz ? source_lazy_plan(lz, req, arena, out, err) : VT_ERR_OK;
 }

@@ -133,6 +133,13 @@ struct cat_generation *cat_dataset_acquire(struct cat_dataset *ds, int64_t deadl
 enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int *out_fd,
                             uint64_t *out_size, struct vt_error *err);
 
+/* A lazy generation's plan for a structured request (issue 17): the relation
+ * over the files its predicates can match, or the count its metadata answers
+ * (source_lazy_plan). For other generations out->relation stays NULL. */
+enum vt_err cat_generation_plan_lazy(const struct cat_generation *gen,
+                                     const struct query_request *req, struct arena *arena,
+                                     struct source_lazy_plan *out, struct vt_error *err);
+
 /* The fast path when it is ready, else NULL. */
 const struct cat_fastpath *cat_generation_fastpath(const struct cat_generation *gen);
 /* Whether column `col` of the generation has an equality index. */

@@ -14,6 +14,7 @@
 #include "encode/json_rows.h"
 #include "index/index.h"
 #include "index/rowstore.h"
+#include "util/log.h"
 #include "util/timeutil.h"
 
 /* The row store decompresses one block of ROWSTORE_BLOCK_ROWS rows per block
@@ -561,8 +562,31 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
             choose_late_materialization(s, con, plan->query);
         /* (A cached plan was made under the same setting: the setting is a
          * function of the request shape, which is part of the SQL text.) */
-        if (query_build_sql(plan->query, plan->gen->relation, plan->arena, &qp, &err) !=
-            VT_ERR_OK) {
+        const char *relation = plan->gen->relation;
+        if (plan->gen->lazy) {
+            /* Only the files the predicates can match; a count the footers
+             * answer needs no DuckDB at all. */
+            struct source_lazy_plan lp;
+            if (cat_generation_plan_lazy(plan->gen, plan->query, plan->arena, &lp, &err) !=
+                VT_ERR_OK) {
+                sink->ops->fail(sink, &err);
+                return;
+            }
+            if (lp.files)
+                log_debug("lazy %s: %zu of %zu files, %zu of %zu row groups to read%s",
+                          plan->gen->id, lp.files_read, lp.files, lp.row_groups_read,
+                          lp.row_groups, lp.count_known ? " (count from statistics)" : "");
+            if (lp.count_known && plan->kind == EXEC_COUNT) {
+                if (plan->timing)
+                    plan->timing->plan_us += time_mono_us() - t_plan;
+                sink->ops->count(sink, (uint64_t)lp.count, &err);
+                sink_finish(sink, &err);
+                return;
+            }
+            if (lp.relation)
+                relation = lp.relation;
+        }
+        if (query_build_sql(plan->query, relation, plan->arena, &qp, &err) != VT_ERR_OK) {
             sink->ops->fail(sink, &err);
             return;
         }

@@ -997,6 +997,12 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
             .n_partitions = npc, .partition_values = pvals,
         };
         rc = source_scan_sql(&scan, &out->select_sql, err);
+        char *list = NULL;
+        if (rc == VT_ERR_OK && ctx && ctx->for_lazy)
+            rc = source_scan_select_list(&scan, &list, err);
+        if (rc == VT_ERR_OK && list)
+            rc = source_lazy_build(t->duck, out, ds, cols, schema->n, list, err);
+        free(list);
     }
     if (rc == VT_ERR_OK) {
         char vbuf[32];

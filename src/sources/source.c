@@ -154,6 +154,7 @@ void source_snapshot_release(struct source_snapshot *snap)
     for (size_t i = 0; i < snap->n_pin_fds; i++)
         close(snap->pin_fds[i]);
     free(snap->pin_fds);
+    source_lazy_destroy(snap->lazy);
     memset(snap, 0, sizeof *snap);
 }
 

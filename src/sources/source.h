@@ -33,6 +33,10 @@
 #include "util/errors.h"
 #include "util/strbuf.h"
 
+struct arena;
+struct query_request;
+struct source_lazy;
+
 struct source_file {
     char *path;                 /* local path DuckDB reads */
     int64_t size;               /* bytes */
@@ -65,6 +69,9 @@ struct source_snapshot {
     char *pin_dir;
     int *pin_fds;
     size_t n_pin_fds;
+    /* Lazy snapshots: the metadata read once (footers, statistics) that plans
+     * every request (lazy.c); NULL for resident ones. */
+    struct source_lazy *lazy;
 };
 
 /* What requests may reach (policy.c): local roots, S3 endpoints, credential
@@ -126,6 +133,23 @@ enum vt_err source_select_sql(const struct source_snapshot *snap, const struct s
 
 /* Frees the snapshot and removes the files it owns (downloads, pins). */
 void source_snapshot_release(struct source_snapshot *snap);
+
+/* A lazy generation's plan for one request (issue 17): the files its
+ * predicates can match, from partition values and footer statistics read at
+ * build time. */
+struct source_lazy_plan {
+    const char *relation;       /* the FROM item over those files (in `arena`) */
+    bool count_known;           /* a count answered from the metadata alone */
+    int64_t count;
+    size_t files, files_read;   /* in the generation / left after pruning */
+    size_t row_groups, row_groups_read;
+};
+enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_request *req,
+                             struct arena *arena, struct source_lazy_plan *out,
+                             struct vt_error *err);
+/* Rows of the generation (from the footers), and the metadata's memory. */
+int64_t source_lazy_rows(const struct source_lazy *lz);
+size_t source_lazy_bytes(const struct source_lazy *lz);
 
 /* A dataset left the catalog: what sources keep for it across snapshots (the
  * object cache's pins on its S3 files) is let go. */

@@ -28,7 +28,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "query/query.h"
 #include "sources/source.h"
+#include "util/arena.h"
 #include "util/strbuf.h"
 
 /* ---- storage ------------------------------------------------------------ */
@@ -213,10 +215,30 @@ struct source_scan {
  * files' names; paths and values are SQL string literals (they come from
  * listings and logs, never from query requests). */
 enum vt_err source_scan_sql(const struct source_scan *scan, char **out, struct vt_error *err);
+/* The select list alone ("expr AS \"name\", ...", malloc'd): a lazy
+ * generation keeps it and writes the FROM for each query's files. */
+enum vt_err source_scan_select_list(const struct source_scan *scan, char **out,
+                                    struct vt_error *err);
+/* The FROM item over these files with their partition values (the join, or a
+ * one-row cross join when they all share them). */
+int source_scan_add_from(struct strbuf *out, const char *const *paths, size_t n,
+                         const char *const *pvals, size_t n_partitions);
 /* read_parquet([paths...], union_by_name = true, hive_partitioning = false[,
  * filename = '<filename_col>']): the FROM item of every statement here. */
 int source_scan_add_read_parquet(struct strbuf *sb, const char *const *paths, size_t n,
                                  const char *filename_col);
+
+/* ---- lazy generations (lazy.c) --------------------------------------------- */
+
+/* Reads the footers of every file of a lazy snapshot once and keeps what
+ * plans requests (snap->lazy): the output columns as the scan builds them,
+ * and the SELECT's column list. */
+enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *snap,
+                              const struct vt_dataset_config *ds,
+                              const struct source_scan_column *cols, size_t n_cols,
+                              const char *select_list, struct vt_error *err);
+void source_lazy_destroy(struct source_lazy *lz);
+duckdb_connection source_duck_connection(struct source_duck *d);
 
 /* ---- snapshot helpers (source.c) ----------------------------------------- */
 
