@@ -297,8 +297,6 @@ bool cat_unregister(struct cat_catalog *cat, struct cat_dataset *ds)
         pthread_mutex_lock(&ds->mu);
         ds->registered = false;
         pthread_mutex_unlock(&ds->mu);
-        /* Its cached S3 objects become evictable. */
-        source_forget_dataset(ds->cfg.name);
         cat_scheduler_cancel(cat->sched, ds->cfg.name);
         cat_dataset_put(ds);
     }
@@ -592,6 +590,7 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     struct source_context ctx = {
         .cache_dir = cat->cache_dir,
         .temp_dir = cat->temp_dir,
+        .cache_max_bytes = cat->cfg->server.s3_cache_mb * 1024 * 1024,
         .db = cat->db,
         .con = con,
         .pin_name = gen->id,
@@ -676,9 +675,12 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     if (!rc)
         rc = cat_generation_derive(cat, con, gen, cfg, err);
     /* A resident generation has its rows: the snapshot and the files
-     * downloaded for it go now. A lazy one keeps them (its view reads them). */
+     * downloaded for it go now. A lazy one keeps them (its view reads them),
+     * without what only the build needed held. */
     if (!gen->lazy)
         source_snapshot_release(&gen->priv->snapshot);
+    else
+        source_snapshot_settle(&gen->priv->snapshot);
     if (rc) {
         cat_detach_database(cat, con, gen->priv->db_name);
         generation_free(gen);
@@ -1175,9 +1177,31 @@ void cat_status_list_free(struct cat_status *list, size_t n)
 
 enum vt_err cat_generation_plan_lazy(const struct cat_generation *gen,
                                      const struct query_request *req, struct arena *arena,
-                                     struct source_lazy_plan *out, struct vt_error *err)
+                                     const struct eng_job *job, struct source_lazy_plan *out,
+                                     struct vt_error *err)
 {
     memset(out, 0, sizeof *out);
     const struct source_lazy *lz = gen->priv->snapshot.lazy;
-    return lz ? source_lazy_plan(lz, req, arena, out, err) : VT_ERR_OK;
+    if (!lz)
+        return VT_ERR_OK;
+    return source_lazy_plan(lz, req, arena, job ? atomic_load(&job->deadline_ms) : 0,
+                            job ? &job->cancelled : NULL, out, err);
+}
+
+enum vt_err cat_generation_read_all(const struct cat_generation *gen, int64_t deadline_ms,
+                                    void **out_holds, struct vt_error *err)
+{
+    *out_holds = NULL;
+    const struct source_lazy *lz = gen->priv->snapshot.lazy;
+    if (!lz)
+        return VT_ERR_OK;
+    struct range_cache_lease *holds = NULL;
+    enum vt_err rc = source_lazy_read_all(lz, deadline_ms, NULL, &holds, err);
+    *out_holds = holds;
+    return rc;
+}
+
+void cat_generation_read_release(void *holds)
+{
+    source_lazy_read_release(holds);
 }

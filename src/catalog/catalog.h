@@ -138,7 +138,14 @@ enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int
  * (source_lazy_plan). For other generations out->relation stays NULL. */
 enum vt_err cat_generation_plan_lazy(const struct cat_generation *gen,
                                      const struct query_request *req, struct arena *arena,
-                                     struct source_lazy_plan *out, struct vt_error *err);
+                                     const struct eng_job *job, struct source_lazy_plan *out,
+                                     struct vt_error *err);
+/* Everything a statement over the whole generation reads made local (S3
+ * lazy generations: every object of it through the range cache), held until
+ * cat_generation_read_release(*out_holds). A no-op for other generations. */
+enum vt_err cat_generation_read_all(const struct cat_generation *gen, int64_t deadline_ms,
+                                    void **out_holds, struct vt_error *err);
+void cat_generation_read_release(void *holds);
 
 /* The fast path when it is ready, else NULL. */
 const struct cat_fastpath *cat_generation_fastpath(const struct cat_generation *gen);

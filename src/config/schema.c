@@ -542,6 +542,11 @@ const struct cfg_key cfg_schema[] = {
             "logged at start). Resident datasets, sorts and group-bys count against it; above "
             "it large operators spill to temp_directory. The rest is left for the index, row "
             "stores and response buffers, which DuckDB does not count."},
+    {"server", "s3_cache_mb", CFG_T_INT, C(server.s3_cache_mb), RANGE(1, INT64_MAX),
+     .def = "4096",
+     .doc = "Budget in MiB of the local cache of S3 byte ranges that lazy datasets read "
+            "(footers, the chunks queries need); least recently used objects go first, never "
+            "what a running query reads."},
     {"server", "temp_directory", CFG_T_PATH, C(server.temp_directory),
      .def_doc = "a private directory under $TMPDIR, removed at exit", .example = "\"tmp\"",
      .doc = "Where DuckDB spills sorts, joins and group-bys that do not fit in memory_limit."},

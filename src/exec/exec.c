@@ -193,8 +193,10 @@ void exec_unpin(struct exec_pin *pin)
 {
     if (!pin)
         return;
+    cat_generation_read_release(pin->reads);
     cat_generation_release(pin->gen);
     cat_dataset_put(pin->ds);
+    pin->reads = NULL;
     pin->gen = NULL;
     pin->ds = NULL;
 }
@@ -537,6 +539,7 @@ static enum vt_err ensure_views(struct exec_session *s, duckdb_connection con,
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con)
 {
     struct vt_error err = {0};
+    struct range_cache_lease *holds = NULL; /* lazy S3 ranges the run reads */
     if (stop_requested(plan, &err)) {
         sink->ops->fail(sink, &err);
         return;
@@ -567,11 +570,13 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
             /* Only the files the predicates can match; a count the footers
              * answer needs no DuckDB at all. */
             struct source_lazy_plan lp;
-            if (cat_generation_plan_lazy(plan->gen, plan->query, plan->arena, &lp, &err) !=
-                VT_ERR_OK) {
+            if (cat_generation_plan_lazy(plan->gen, plan->query, plan->arena, plan->job, &lp,
+                                         &err) != VT_ERR_OK) {
+                source_lazy_plan_release(&lp);
                 sink->ops->fail(sink, &err);
                 return;
             }
+            holds = lp.holds;
             if (lp.files)
                 log_debug("lazy %s: %zu of %zu files, %zu of %zu row groups to read%s",
                           plan->gen->id, lp.files_read, lp.files, lp.row_groups_read,
@@ -581,6 +586,7 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
                     plan->timing->plan_us += time_mono_us() - t_plan;
                 sink->ops->count(sink, (uint64_t)lp.count, &err);
                 sink_finish(sink, &err);
+                source_lazy_read_release(holds);
                 return;
             }
             if (lp.relation)
@@ -588,6 +594,7 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
         }
         if (query_build_sql(plan->query, relation, plan->arena, &qp, &err) != VT_ERR_OK) {
             sink->ops->fail(sink, &err);
+            source_lazy_read_release(holds);
             return;
         }
         sql = qp.sql;
@@ -623,6 +630,7 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
                 err = why;
         }
         sink->ops->fail(sink, &err);
+        source_lazy_read_release(holds);
         return;
     }
     bool early = false;
@@ -636,6 +644,7 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
     else if (err.code != VT_ERR_OK || early)
         cache_forget(s, ps);
     sink_finish(sink, &err);
+    source_lazy_read_release(holds);
 }
 
 void exec_shape_release(struct exec_shape *s)

@@ -157,6 +157,7 @@ struct exec_plan {
 struct exec_pin {
     struct cat_dataset *ds;
     struct cat_generation *gen;
+    void *reads;                /* what cat_generation_read_all holds for it, or NULL */
 };
 
 /* Looks `name` up and takes its current generation, waiting for a lazy

@@ -27,9 +27,17 @@
  * shortest text; dates and timestamps as microseconds; strings bytewise), and
  * anything not understood (a type, a statistic, a value) means "may match":
  * pruning can only ever skip what cannot match, never change an answer.
+ *
+ * S3 generations read sparse files of the range cache (rangecache.h): the
+ * build fetched the footers; each request first makes present, for the files
+ * it reads, the chunks (and bloom filters) of the columns it references in
+ * every row group, with the footer (measured with strace: that is exactly
+ * what DuckDB's reader touches), held until the run ends. A statement over
+ * the whole view (export, SQL) makes whole objects present first.
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +45,8 @@
 #include <sys/stat.h>
 
 #include "engine/engine.h"
+#include "sources/rangecache.h"
+#include "sources/s3.h"
 #include "sources/sources_internal.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -55,6 +65,8 @@ struct lval {
 struct lstat {
     struct lval min, max;       /* kind 0: unknown */
     int64_t nulls;              /* -1 unknown */
+    int64_t off, end;           /* its chunks' bytes (all leaves); end 0: none */
+    int64_t boff, bend;         /* its bloom filters' bytes; bend 0: none */
 };
 
 struct lfile {
@@ -65,6 +77,11 @@ struct lfile {
     size_t rg0, n_rg;           /* its row groups in lazy->rgs */
     char **pvals;               /* borrowed from the snapshot's files */
     bool pinned;                /* a link of the snapshot: cannot change */
+    /* S3: the object (the sparse file at `path` holds what was fetched):
+     * its version tag (the cache key) and listed ETag (If-Match; NULL for
+     * Delta data files, which are immutable and keyed by size) */
+    char *bucket, *key, *etag, *if_match;
+    int64_t footer_off;
 };
 
 struct source_lazy {
@@ -84,6 +101,13 @@ struct source_lazy {
     char *strings;              /* arena of the stats' text (one block) */
     int64_t rows;
     size_t bytes;
+    /* S3: where more of the objects comes from. One fetch at a time per
+     * generation (the client's bounds are per call). */
+    bool remote;
+    struct s3_client *client;
+    pthread_mutex_t fetch_mu;
+    char *cache_dir;
+    int64_t cache_max_bytes;
 };
 
 /* ---- parsing ------------------------------------------------------------------ */
@@ -397,9 +421,17 @@ static void lazy_free(struct source_lazy *lz)
 {
     if (!lz)
         return;
-    for (size_t i = 0; i < lz->n_files; i++)
+    for (size_t i = 0; i < lz->n_files; i++) {
         free(lz->files[i].path);
+        free(lz->files[i].bucket);
+        free(lz->files[i].key);
+        free(lz->files[i].etag);
+        free(lz->files[i].if_match);
+    }
     free(lz->files);
+    pthread_mutex_destroy(&lz->fetch_mu);
+    s3_client_destroy(lz->client);
+    free(lz->cache_dir);
     free(lz->rg_rows);
     free(lz->stats);
     for (size_t c = 0; c < lz->n_cols; c++)
@@ -428,6 +460,7 @@ struct meta_row {
     char *leaf;
     char *min, *max;            /* NULL: none */
     int64_t nulls;
+    int64_t off, len, boff, blen; /* chunk and bloom filter (len 0: none) */
 };
 
 struct meta_acc {
@@ -472,14 +505,71 @@ static int leaf_column(const struct source_lazy *lz, const char *const *file_col
     return best;
 }
 
+/* Makes present, in file i's sparse file, its footer and, in every row group,
+ * the chunks and bloom filters of the columns cols[0..n_cols) (all columns
+ * with n_cols 0 and cols NULL). */
+static enum vt_err ensure_file(const struct source_lazy *lz, size_t i, const bool *cols,
+                               size_t n_cols, struct range_cache_lease **holds,
+                               struct vt_error *err)
+{
+    const struct lfile *f = &lz->files[i];
+    size_t nrg = f->n_rg;
+    size_t cap = 1 + nrg * lz->n_cols * 2;
+    struct range_cache_span *need = calloc(cap, sizeof *need);
+    if (!need)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    size_t n = 0;
+    need[n++] = (struct range_cache_span){f->footer_off, f->size - f->footer_off};
+    for (size_t g = 0; g < nrg; g++)
+        for (size_t c = 0; c < lz->n_cols; c++) {
+            if (n_cols && (c >= n_cols || !cols[c]))
+                continue;
+            const struct lstat *s = &lz->stats[(f->rg0 + g) * lz->n_cols + c];
+            if (s->end > s->off)
+                need[n++] = (struct range_cache_span){s->off, s->end - s->off};
+            if (s->bend > s->boff)
+                need[n++] = (struct range_cache_span){s->boff, s->bend - s->boff};
+        }
+    struct range_cache_object o = {.cache_dir = lz->cache_dir, .max_bytes = lz->cache_max_bytes,
+                                   .bucket = f->bucket, .key = f->key, .etag = f->etag,
+                                   .if_match = f->if_match, .size = f->size};
+    enum vt_err rc = range_cache_ensure(&o, lz->client, need, n, holds, NULL, err);
+    free(need);
+    return rc;
+}
+
+static int64_t int_or(duckdb_result *res, idx_t col, idx_t row, int64_t dflt)
+{
+    return duckdb_value_is_null(res, col, row) ? dflt : duckdb_value_int64(res, col, row);
+}
+
+/* Where an S3 file's footer starts, from its last 8 bytes (present). */
+static int64_t footer_start(const char *path, int64_t size)
+{
+    unsigned char last[8];
+    FILE *f = fopen(path, "rb");
+    bool ok = f && size >= 12 && fseeko(f, (off_t)(size - 8), SEEK_SET) == 0 &&
+              fread(last, 1, 8, f) == 8;
+    if (f)
+        fclose(f);
+    if (!ok)
+        return 0;
+    int64_t flen = (int64_t)last[0] | (int64_t)last[1] << 8 | (int64_t)last[2] << 16 |
+                   (int64_t)last[3] << 24;
+    return flen + 8 <= size ? size - 8 - flen : 0;
+}
+
 enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *snap,
                               const struct vt_dataset_config *ds,
+                              const struct source_context *ctx,
+                              const struct storage_fetch *fetched,
                               const struct source_scan_column *cols, size_t n_cols,
                               const char *select_list, struct vt_error *err)
 {
     struct source_lazy *lz = calloc(1, sizeof *lz);
     if (!lz)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    pthread_mutex_init(&lz->fetch_mu, NULL);
     enum vt_err rc = VT_ERR_OK;
     size_t nf = snap->n_files, np = snap->n_partitions;
     lz->n_cols = n_cols;
@@ -505,8 +595,24 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
         f->pvals = snap->files[i].partition_values;
         f->pinned = snap->pin_dir && strncmp(f->path, snap->pin_dir, strlen(snap->pin_dir)) == 0;
         struct stat st;
-        if (!f->pinned && stat(f->path, &st) == 0)
+        if (fetched && fetched[i].bucket) {
+            /* An S3 object in the range cache: the file there is ours. */
+            lz->remote = true;
+            f->pinned = true;
+            f->bucket = strdup(fetched[i].bucket);
+            f->key = strdup(fetched[i].key);
+            char tag[48];
+            snprintf(tag, sizeof tag, "size:%lld", (long long)f->size);
+            f->etag = strdup(fetched[i].etag ? fetched[i].etag : tag);
+            f->if_match = fetched[i].etag ? strdup(fetched[i].etag) : NULL;
+            f->footer_off = footer_start(f->path, f->size);
+            if (!f->bucket || !f->key || !f->etag) {
+                rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+                break;
+            }
+        } else if (!f->pinned && stat(f->path, &st) == 0) {
             f->mtime = (int64_t)st.st_mtime * 1000000000LL + st.st_mtim.tv_nsec;
+        }
         size_t pl = strlen(f->path);
         sorted[i] = f->path ? malloc(pl + 1 + sizeof(size_t)) : NULL;
         if (!f->path || !sorted[i]) {
@@ -539,8 +645,10 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
         struct strbuf sql;
         sb_init(&sql, 0);
         sb_adds(&sql, "SELECT file_name, row_group_id, row_group_num_rows, path_in_schema, "
-                      "stats_min_value, stats_max_value, stats_null_count "
-                      "FROM parquet_metadata([");
+                      "stats_min_value, stats_max_value, stats_null_count, "
+                      "least(coalesce(nullif(dictionary_page_offset, 0), data_page_offset), "
+                      "data_page_offset), total_compressed_size, bloom_filter_offset, "
+                      "bloom_filter_length FROM parquet_metadata([");
         for (size_t i = 0; i < nf; i++) {
             if (i)
                 sb_addc(&sql, ',');
@@ -576,7 +684,13 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
                 m->leaf = value_text(&res, 3, r);
                 m->min = value_text(&res, 4, r);
                 m->max = value_text(&res, 5, r);
-                m->nulls = duckdb_value_is_null(&res, 6, r) ? -1 : duckdb_value_int64(&res, 6, r);
+                m->nulls = int_or(&res, 6, r, -1);
+                m->off = int_or(&res, 7, r, 0);
+                m->len = int_or(&res, 8, r, 0);
+                m->boff = int_or(&res, 9, r, 0);
+                m->blen = m->boff ? int_or(&res, 10, r, 0) : 0;
+                if (m->boff && !m->blen)
+                    m->blen = 64 * 1024; /* no length written: what a header and filter take */
             }
             duckdb_destroy_result(&res);
         }
@@ -622,6 +736,20 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
         if (c < 0)
             continue;
         struct lstat *s = &lz->stats[g * n_cols + (size_t)c];
+        /* The bytes of every leaf, as one span each (leaves are stored one
+         * after the other). */
+        if (m->len > 0) {
+            if (!s->end || m->off < s->off)
+                s->off = m->off;
+            if (m->off + m->len > s->end)
+                s->end = m->off + m->len;
+        }
+        if (m->blen > 0) {
+            if (!s->bend || m->boff < s->boff)
+                s->boff = m->boff;
+            if (m->boff + m->blen > s->bend)
+                s->bend = m->boff + m->blen;
+        }
         if (seen[g * n_cols + (size_t)c]++) {
             s->min.kind = s->max.kind = 0; /* a nested column: no bounds */
             if (m->nulls < 0 || s->nulls < 0)
@@ -667,6 +795,26 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
     if (rc != VT_ERR_OK) {
         lazy_free(lz);
         return rc;
+    }
+    if (lz->remote) {
+        char buf[4096];
+        lz->cache_dir = strdup(storage_cache_dir(ctx, buf, sizeof buf));
+        lz->cache_max_bytes = ctx ? ctx->cache_max_bytes : 0;
+        rc = lz->cache_dir ? s3_client_create(&ds->s3, &lz->client, err)
+                           : vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        if (rc == VT_ERR_OK && ctx)
+            s3_client_bound(lz->client, ctx->deadline_ms, ctx->cancel);
+        /* The build's first look at the rows (a sample) reads the first file
+         * (a parallel scan reads several of its row groups at once): present
+         * it, held until the build ends. */
+        if (rc == VT_ERR_OK && lz->n_files && lz->files[0].n_rg)
+            rc = ensure_file(lz, 0, NULL, 0, &snap->holds, err);
+        if (rc == VT_ERR_OK)
+            s3_client_bound(lz->client, 0, NULL);
+        if (rc != VT_ERR_OK) {
+            lazy_free(lz);
+            return rc;
+        }
     }
     lz->bytes = sizeof *lz + lz->n_files * sizeof *lz->files + lz->n_rgs * sizeof *lz->rg_rows +
                 lz->n_rgs * n_cols * sizeof *lz->stats + text_bytes + strlen(lz->select_list) +
@@ -755,6 +903,30 @@ static enum verdict verdict(const struct source_lazy *lz, const struct query_req
     return acc;
 }
 
+/* The generation's relation over some of its files: its SELECT (with the
+ * dataset's `columns` projection) from exactly them; `none` reads no row. */
+static void add_relation(const struct source_lazy *lz, const char *const *paths, size_t n,
+                         const char *const *pvals, bool none, struct strbuf *sb)
+{
+    sb_adds(sb, "(SELECT ");
+    if (lz->n_projection) {
+        for (size_t i = 0; i < lz->n_projection; i++) {
+            if (i)
+                sb_adds(sb, ", ");
+            sb_add_sql_ident(sb, lz->projection[i]);
+        }
+        sb_adds(sb, " FROM (SELECT ");
+    }
+    sb_adds(sb, lz->select_list);
+    sb_adds(sb, " FROM ");
+    source_scan_add_from(sb, paths, n, pvals, lz->n_partitions);
+    if (none)
+        sb_adds(sb, " LIMIT 0");
+    if (lz->n_projection)
+        sb_adds(sb, ") AS \"src\"");
+    sb_adds(sb, ") AS \"lazy\"");
+}
+
 /* A local file read in place (it could not be pinned) changed since the
  * build: its rows are not the generation's any more. */
 static bool changed(const struct lfile *f)
@@ -766,9 +938,104 @@ static bool changed(const struct lfile *f)
            (int64_t)st.st_mtime * 1000000000LL + st.st_mtim.tv_nsec != f->mtime;
 }
 
+/* The columns a request reads (lazy column indexes): what it returns, filters,
+ * sorts, groups and aggregates. */
+static bool *referenced(const struct source_lazy *lz, const struct query_request *req,
+                        struct arena *arena)
+{
+    bool *used = arena_calloc(arena, lz->n_cols ? lz->n_cols : 1);
+    if (!used)
+        return NULL;
+#define MARK(idx)                                                                          \
+    do {                                                                                   \
+        int c_ = lazy_column(lz, req, (idx));                                              \
+        if (c_ >= 0)                                                                       \
+            used[c_] = true;                                                               \
+    } while (0)
+    for (size_t i = 0; i < req->npreds; i++)
+        if (!req->preds[i].ref.is_agg)
+            MARK(req->preds[i].ref.idx);
+    if (req->mode != QUERY_COUNT) {
+        if (req->ngroup) {
+            for (size_t i = 0; i < req->ngroup; i++)
+                MARK(req->group_by[i]);
+            for (size_t i = 0; i < req->naggs; i++)
+                if (req->aggs[i].col != QUERY_NO_COLUMN)
+                    MARK(req->aggs[i].col);
+        } else {
+            for (size_t i = 0; i < req->ncolumns; i++)
+                MARK(req->columns[i]);
+            if (req->ncolumns == 0)
+                for (size_t c = 0; c < lz->n_cols; c++)
+                    used[c] = true;
+        }
+        for (size_t i = 0; i < req->norder; i++)
+            if (!req->order[i].ref.is_agg)
+                MARK(req->order[i].ref.idx);
+    }
+#undef MARK
+    return used;
+}
+
+/* Fetches what a request reads of the files it reads (S3 generations). */
+static enum vt_err ensure_for(const struct source_lazy *lz, const size_t *files, size_t n,
+                              const bool *cols, int64_t deadline_ms, const atomic_bool *cancel,
+                              struct range_cache_lease **holds, struct vt_error *err)
+{
+    struct source_lazy *w = (struct source_lazy *)lz; /* the fetch lock and client */
+    pthread_mutex_lock(&w->fetch_mu);
+    s3_client_bound(w->client, deadline_ms, cancel);
+    enum vt_err rc = VT_ERR_OK;
+    for (size_t i = 0; i < n && rc == VT_ERR_OK; i++)
+        rc = ensure_file(lz, files[i], cols, cols ? lz->n_cols : 0, holds, err);
+    s3_client_bound(w->client, 0, NULL);
+    pthread_mutex_unlock(&w->fetch_mu);
+    return rc;
+}
+
+void source_lazy_plan_release(struct source_lazy_plan *plan)
+{
+    range_cache_release(plan->holds);
+    plan->holds = NULL;
+}
+
+void source_lazy_read_release(struct range_cache_lease *holds)
+{
+    range_cache_release(holds);
+}
+
+enum vt_err source_lazy_read_all(const struct source_lazy *lz, int64_t deadline_ms,
+                                 const atomic_bool *cancel, struct range_cache_lease **holds,
+                                 struct vt_error *err)
+{
+    *holds = NULL;
+    if (!lz || !lz->remote)
+        return VT_ERR_OK;
+    struct source_lazy *w = (struct source_lazy *)lz;
+    pthread_mutex_lock(&w->fetch_mu);
+    s3_client_bound(w->client, deadline_ms, cancel);
+    enum vt_err rc = VT_ERR_OK;
+    for (size_t i = 0; i < lz->n_files && rc == VT_ERR_OK; i++) {
+        const struct lfile *f = &lz->files[i];
+        struct range_cache_span all = {0, f->size};
+        struct range_cache_object o = {.cache_dir = lz->cache_dir,
+                                       .max_bytes = lz->cache_max_bytes, .bucket = f->bucket,
+                                       .key = f->key, .etag = f->etag,
+                                       .if_match = f->if_match, .size = f->size};
+        rc = range_cache_ensure(&o, lz->client, &all, 1, holds, NULL, err);
+    }
+    s3_client_bound(w->client, 0, NULL);
+    pthread_mutex_unlock(&w->fetch_mu);
+    if (rc != VT_ERR_OK) {
+        range_cache_release(*holds);
+        *holds = NULL;
+    }
+    return rc;
+}
+
 enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_request *req,
-                             struct arena *arena, struct source_lazy_plan *out,
-                             struct vt_error *err)
+                             struct arena *arena, int64_t deadline_ms, const atomic_bool *cancel,
+                             struct source_lazy_plan *out, struct vt_error *err)
 {
     memset(out, 0, sizeof *out);
     out->files = lz->n_files;
@@ -777,7 +1044,8 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
     const char **paths = arena_alloc(arena, (lz->n_files ? lz->n_files : 1) * sizeof *paths);
     const char **pvals = arena_alloc(
         arena, (lz->n_files * (lz->n_partitions ? lz->n_partitions : 1) + 1) * sizeof *pvals);
-    if (!pcol || !paths || !pvals)
+    size_t *chosen = arena_alloc(arena, (lz->n_files ? lz->n_files : 1) * sizeof *chosen);
+    if (!pcol || !paths || !pvals || !chosen)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "query request too large for memory");
     for (size_t i = 0; i < req->npreds; i++)
         pcol[i] = req->preds[i].ref.is_agg ? -1 : lazy_column(lz, req, req->preds[i].ref.idx);
@@ -812,6 +1080,7 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
         out->row_groups_read += read_rg;
         known += file_known;
         all_known = all_known && file_decided;
+        chosen[n] = i;
         paths[n] = lz->files[i].path;
         for (size_t k = 0; k < lz->n_partitions; k++)
             pvals[n * lz->n_partitions + k] =
@@ -824,37 +1093,47 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
         out->count = known;
         return VT_ERR_OK;
     }
+    if (lz->remote) {
+        bool *cols = referenced(lz, req, arena);
+        if (!cols)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "query request too large for memory");
+        /* Nothing can match: DuckDB still opens the first file (LIMIT 0). */
+        size_t first = 0;
+        enum vt_err rc = n ? ensure_for(lz, chosen, n, cols, deadline_ms, cancel, &out->holds, err)
+                           : ensure_for(lz, &first, 1, cols, deadline_ms, cancel, &out->holds,
+                                        err);
+        if (rc != VT_ERR_OK)
+            return rc;
+    }
     /* The files that can match, with the generation's own columns. */
     struct strbuf sb;
     sb_init(&sb, 0);
-    sb_adds(&sb, "(SELECT ");
-    if (lz->n_projection) {
-        for (size_t i = 0; i < lz->n_projection; i++) {
-            if (i)
-                sb_adds(&sb, ", ");
-            sb_add_sql_ident(&sb, lz->projection[i]);
-        }
-        sb_adds(&sb, " FROM (SELECT ");
-    }
-    sb_adds(&sb, lz->select_list);
-    sb_adds(&sb, " FROM ");
     if (n == 0) {
         /* Nothing can match: the first file, no row of it. */
         paths[0] = lz->files[0].path;
         for (size_t k = 0; k < lz->n_partitions; k++)
             pvals[k] = lz->files[0].pvals ? lz->files[0].pvals[k] : NULL;
-        source_scan_add_from(&sb, paths, 1, pvals, lz->n_partitions);
-        sb_adds(&sb, " LIMIT 0");
-    } else {
-        source_scan_add_from(&sb, paths, n, pvals, lz->n_partitions);
     }
-    if (lz->n_projection)
-        sb_adds(&sb, ") AS \"src\"");
-    sb_adds(&sb, ") AS \"lazy\"");
+    add_relation(lz, paths, n ? n : 1, pvals, n == 0, &sb);
     char *rel = sb.overflow ? NULL : arena_strndup(arena, sb.buf, sb.len);
     sb_release(&sb);
     if (!rel)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "query request too large for memory");
     out->relation = rel;
     return VT_ERR_OK;
+}
+
+char *source_lazy_first_relation(const struct source_lazy *lz)
+{
+    if (!lz || lz->n_files == 0)
+        return NULL;
+    const char *path = lz->files[0].path;
+    struct strbuf sb;
+    sb_init(&sb, 0);
+    add_relation(lz, &path, 1, (const char *const *)lz->files[0].pvals, false, &sb);
+    if (sb.overflow) {
+        sb_release(&sb);
+        return NULL;
+    }
+    return sb_detach(&sb, NULL);
 }

@@ -361,7 +361,8 @@ static char *listing_digest(const char *scheme, const struct storage_listing *l)
 
 /* Columns of the files, then the SELECT and the schema. */
 static enum vt_err build_select(const struct vt_dataset_config *ds,
-                                const struct source_context *ctx, struct source_snapshot *out,
+                                const struct source_context *ctx,
+                                const struct storage_fetch *fetched, struct source_snapshot *out,
                                 struct vt_error *err)
 {
     size_t n = out->n_files, np = out->n_partitions;
@@ -425,7 +426,7 @@ static enum vt_err build_select(const struct vt_dataset_config *ds,
         if (rc == VT_ERR_OK && ctx && ctx->for_lazy)
             rc = source_scan_select_list(&scan, &list, err);
         if (rc == VT_ERR_OK && list)
-            rc = source_lazy_build(duck, out, ds, cols, nc, list, err);
+            rc = source_lazy_build(duck, out, ds, ctx, fetched, cols, nc, list, err);
         free(list);
     }
     free(cols);
@@ -512,10 +513,14 @@ enum vt_err source_parquet_resolve(const struct vt_dataset_config *ds,
         }
     }
     if (rc == VT_ERR_OK)
-        rc = build_select(ds, ctx, out, err);
+        rc = build_select(ds, ctx, fetch, out, err);
     if (rc == VT_ERR_OK)
         log_debug("parquet %s: %zu files, %lld bytes, %zu partition columns", ds->location, n,
                   (long long)out->total_bytes, out->n_partitions);
+    for (size_t i = 0; fetch && i < n; i++) {
+        free(fetch[i].bucket);
+        free(fetch[i].key);
+    }
     free(fetch);
     storage_listing_release(&files);
     storage_close(st);

@@ -61,6 +61,9 @@ struct storage_fetch {
     const char *etag;           /* S3: sent as If-Match and part of the cache key; NULL:
                                  * the object is immutable (Delta) and keyed by size */
     char *path;                 /* out: local path (caller frees) */
+    /* out, S3 objects kept for a lazy generation: where the object is (the
+     * lazy metadata fetches more of it per query); NULL otherwise. */
+    char *bucket, *key;
 };
 
 struct storage;
@@ -235,6 +238,8 @@ int source_scan_add_read_parquet(struct strbuf *sb, const char *const *paths, si
  * and the SELECT's column list. */
 enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *snap,
                               const struct vt_dataset_config *ds,
+                              const struct source_context *ctx,
+                              const struct storage_fetch *fetched,
                               const struct source_scan_column *cols, size_t n_cols,
                               const char *select_list, struct vt_error *err);
 void source_lazy_destroy(struct source_lazy *lz);
