@@ -577,6 +577,12 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
                 return;
             }
             holds = lp.holds;
+            if (plan->timing && lp.files) {
+                plan->timing->lazy_files = (uint32_t)lp.files;
+                plan->timing->lazy_files_read = (uint32_t)lp.files_read;
+                plan->timing->lazy_row_groups = (uint32_t)lp.row_groups;
+                plan->timing->lazy_row_groups_read = (uint32_t)lp.row_groups_read;
+            }
             if (lp.files)
                 log_debug("lazy %s: %zu of %zu files, %zu of %zu row groups to read%s",
                           plan->gen->id, lp.files_read, lp.files, lp.row_groups_read,

@@ -307,8 +307,28 @@ struct bounds {
     int64_t nulls, rows;        /* nulls -1 unknown */
 };
 
+static enum verdict cmp_verdict_bounds(enum lclass c, enum query_op op, const struct lval *v,
+                                       const struct bounds *b);
+
+/* Floating-point statistics may leave NaN out (Arrow and Spark write the
+ * bounds of the other values), and NaN sorts above every number in DuckDB:
+ * bounds never rule out a row for >, >= or <>, and never decide that every
+ * row matches. */
 static enum verdict cmp_verdict(enum lclass c, enum query_op op, const struct lval *v,
                                 const struct bounds *b)
+{
+    enum verdict r = cmp_verdict_bounds(c, op, v, b);
+    if (c == LC_FLOAT || c == LC_REAL) {
+        if (r == V_ALL)
+            return V_SOME;
+        if (r == V_NONE && (op == QUERY_OP_GT || op == QUERY_OP_GTE || op == QUERY_OP_NEQ))
+            return V_SOME;
+    }
+    return r;
+}
+
+static enum verdict cmp_verdict_bounds(enum lclass c, enum query_op op, const struct lval *v,
+                                       const struct bounds *b)
 {
     int lo = cmp(c, v, b->min), hi = cmp(c, v, b->max); /* v vs min, v vs max */
     bool nonull = b->nulls == 0;
