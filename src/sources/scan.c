@@ -81,9 +81,9 @@ enum vt_err source_duck_open(const struct source_context *ctx, struct source_duc
 
 static enum vt_err query_error(duckdb_result *res, const char *what, struct vt_error *err)
 {
-    const char *m = duckdb_result_error(res);
+    char text[VT_ERROR_MSG_MAX];
     enum vt_err rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "%s: %s", what,
-                                  m ? m : "DuckDB error");
+                                  eng_error_text(duckdb_result_error(res), text, sizeof text));
     duckdb_destroy_result(res);
     return rc;
 }

@@ -72,6 +72,9 @@
 #define VT_MAX_PINNED_FDS 64                   /* open files pinning one lazy generation */
 #define VT_SOURCE_MAX_FILES 1000000            /* files one listing of a source may name */
 #define VT_SOURCE_MAX_DEPTH 64                 /* directory levels a listing descends */
+#define VT_SOURCE_MAX_ENTRIES 4000000          /* directory entries one listing looks at */
+#define VT_BUILD_DEFAULT_TIMEOUT_MS (10 * 60 * 1000) /* a build without refresh.timeout */
+#define VT_SOURCE_CHECK_TIMEOUT_MS 30000       /* persist's look at a source */
 
 /* Config file */
 #define VT_MAX_CONFIG_BYTES (16 * 1024 * 1024)

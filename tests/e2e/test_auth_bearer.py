@@ -57,7 +57,7 @@ def start(vt, datadir, iss, extra="", env=None, keys=True, **auth):
     f = datadir / "t.parquet"
     if not f.exists():
         write_parquet(f, "SELECT range AS id, 'v' || range AS name FROM range(100)")
-    cfg = server_block() + auth_block(iss, **auth) + extra + dataset_block(
+    cfg = server_block(allowed_roots=[datadir]) + auth_block(iss, **auth) + extra + dataset_block(
         "t", f, **{"index.mode": "list", "index.columns": ["id"]})
     s = vt(cfg, env=env)
     if keys:
