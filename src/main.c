@@ -30,6 +30,7 @@
 #include "http/server.h"
 #include "util/limits.h"
 #include "util/log.h"
+#include "util/timeutil.h"
 
 #ifndef VT_VERSION
 #define VT_VERSION "0.0.0"
@@ -168,6 +169,8 @@ struct teardown {
 static void *teardown_main(void *arg)
 {
     struct teardown *t = arg;
+    eng_sampler_stop(t->app->sampler);
+    t->app->sampler = NULL;
     eng_pool_destroy(t->app->admin_pool);
     eng_pool_destroy(t->app->queries);
     cat_destroy(t->app->catalog);
@@ -243,7 +246,7 @@ static int serve(const char *config_path, int port_override)
      * on failure alike. */
     int rc = 1;
     duckdb_database db = NULL;
-    struct app app = {.cfg = &cfg};
+    struct app app = {.cfg = &cfg, .started_at_us = time_wall_us()};
     struct http_server *srv = NULL;
     char *runtime_dir = make_runtime_dir();
     if (!runtime_dir) {
@@ -275,6 +278,8 @@ static int serve(const char *config_path, int port_override)
     app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;
     if (!app.catalog)
         goto fail;
+    if (cfg.metrics.enabled)
+        app.sampler = eng_sampler_start(db, 1000);
     char downloads[4200], cache_dir[4200], exports[4200];
     snprintf(downloads, sizeof downloads, "%s/downloads", runtime_dir);
     snprintf(cache_dir, sizeof cache_dir, "%s/cache", runtime_dir);
@@ -332,6 +337,7 @@ static int serve(const char *config_path, int port_override)
 fail:
     log_error("%s", vt_error_message(&err));
 out:
+    eng_sampler_stop(app.sampler);
     eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);
     cat_destroy(app.catalog);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "catalog/catalog_internal.h"
+#include "metrics/metrics.h"
 #include "sources/objcache.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -855,6 +856,7 @@ struct build_job {
     enum cat_refresh_source source;
     struct cat_build_result *result; /* may be NULL; one reference */
     bool unregister_on_failure;
+    char request_id[VT_MAX_REQUEST_ID_BYTES + 1]; /* the request that asked for it, or "" */
 };
 
 static void build_run(struct eng_job *job, duckdb_connection con)
@@ -863,6 +865,9 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     struct cat_dataset *ds = bj->ds;
     struct cat_catalog *cat = bj->cat;
     bool startup = bj->source == REFRESH_STARTUP;
+    /* The build's log lines carry the id of the request that asked for it
+     * (reload, registration), so the request can be followed into them. */
+    log_set_request_id(bj->request_id[0] ? bj->request_id : NULL);
 
     pthread_mutex_lock(&ds->mu);
     ds->state = CAT_BUILDING; /* already, since it was queued */
@@ -917,7 +922,11 @@ static void build_run(struct eng_job *job, duckdb_connection con)
         pthread_cond_broadcast(&ds->built_cv);
         pthread_mutex_unlock(&ds->mu);
     }
+    int64_t build_ms = time_mono_ms() - t0;
+    metrics_refresh_observe((int)bj->source, gen != NULL, build_ms);
     pthread_mutex_lock(&ds->mu);
+    if ((unsigned)bj->source < 5)
+        ds->builds[bj->source][gen ? 0 : 1]++;
     ds->building = false;
     ds->build_queued = false;
     pthread_cond_broadcast(&ds->built_cv);
@@ -925,12 +934,12 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     if (skipped || (!gen && bj->unregister_on_failure))
         cat_unregister(cat, ds);
     if (bj->result)
-        cat_build_result_complete(bj->result, gen != NULL, rows, columns, time_mono_ms() - t0,
-                                  &err);
+        cat_build_result_complete(bj->result, gen != NULL, rows, columns, build_ms, &err);
     if (bj->source == REFRESH_STARTUP)
         cat_startup_done(cat, bj->ds);
     if (!skipped)
         cat_scheduler_build_finished(cat->sched, ds, gen != NULL);
+    log_set_request_id(NULL);
 }
 
 void cat_startup_done(struct cat_catalog *cat, struct cat_dataset *ds)
@@ -979,6 +988,9 @@ bool cat_build_reserved(struct cat_catalog *cat, struct cat_dataset *ds,
         bj->source = source;
         bj->result = result;
         bj->unregister_on_failure = unregister_on_failure;
+        const char *rid = log_request_id();
+        if (rid)
+            snprintf(bj->request_id, sizeof bj->request_id, "%s", rid);
         if (result)
             atomic_fetch_add(&result->refs, 1);
         atomic_fetch_add(&ds->refs, 1);
@@ -1158,8 +1170,13 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
     st->consecutive_failures = ds->consecutive_failures;
     st->next_refresh_at_us = ds->next_refresh_at_us;
     st->last_error = ds->last_error ? strdup(ds->last_error) : NULL;
+    st->source_bytes = -1;
+    memcpy(st->builds, ds->builds, sizeof st->builds);
     if (ds->current) {
         struct cat_generation *gen = ds->current;
+        st->source_bytes = gen->source_bytes;
+        const struct cat_fastpath *fp = cat_generation_fastpath(gen);
+        st->index_bytes = fp ? (int64_t)fp->bytes : 0;
         st->lazy = gen->lazy;
         st->rows = gen->rows;
         st->columns = (int64_t)gen->n_cols;

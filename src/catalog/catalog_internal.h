@@ -27,6 +27,7 @@ struct cat_dataset {
     int64_t consecutive_failures;
     char *last_error;
     int64_t next_refresh_at_us;     /* a scheduled refresh is due then; 0 = none */
+    uint64_t builds[5][2];          /* builds ended: [refresh source][0 ok, 1 failed] */
 };
 
 struct cat_catalog {

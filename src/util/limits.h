@@ -21,6 +21,9 @@
                                                 * (slow headers; idle keep-alive) */
 #define VT_STREAM_STALL_SECS 30                /* a streamed reply whose client reads nothing
                                                 * for this long is cancelled */
+#define VT_MAX_REQUEST_ID_BYTES 64             /* a client's X-Request-Id longer than this (or
+                                                * with other than [A-Za-z0-9._:@+=/-]) is
+                                                * replaced by one of ours */
 #define VT_SHUTDOWN_JOIN_SECS 5                /* after the drain: how long shutdown waits for
                                                 * cancelled jobs and builds before exiting anyway */
 
