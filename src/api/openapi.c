@@ -169,6 +169,8 @@ static const struct op_doc docs[] = {
       {412, NULL, 0, 0, "If-Match does not match."}}},
     {api_explorer_settings, "ui", NULL, false, 0, false,
      {{200, "ExplorerSettings", M_JSON, 0, "The Explorer's settings."}}},
+    {api_explorer_config, "ui", NULL, false, 0, false,
+     {{200, "ExplorerSignIn", M_JSON, 0, "How the Explorer signs in ([explorer.oauth2])."}}},
 };
 
 /* The files behind a UI handler (an empty bundle: built without that UI). */
@@ -370,7 +372,8 @@ static json_t *security(enum auth_perm perm, bool is_get, const struct vt_config
         break;
     case AUTH_PERM_RELOAD:
     case AUTH_PERM_MANAGE:
-        json_array_append_new(sec, json_pack("{s:[]}", "adminToken"));
+        if (!bearer || cfg->auth.admin_token_fallback)
+            json_array_append_new(sec, json_pack("{s:[]}", "adminToken"));
         if (bearer)
             json_array_append_new(
                 sec, json_pack("{s:o}", "bearer",

@@ -286,6 +286,13 @@ static const char openapi_components_json[] = OPENAPI_JSON({
                      "sql": {"type": "boolean"}, "docs": {"type": ["string", "null"]},
                      "auth": {"type": "boolean"}, "oauth2": {"type": ["object", "null"]}}
     },
+    "ExplorerSignIn": {
+      "type": "object", "required": ["client_id", "issuer", "scopes", "pkce"],
+      "description": "[explorer.oauth2]: a public client (authorization code with PKCE); no secret.",
+      "properties": {"client_id": {"type": "string"}, "issuer": {"type": "string", "format": "uri"},
+                     "scopes": {"type": "array", "items": {"type": "string"}},
+                     "pkce": {"type": "boolean"}}
+    },
     "OpenApiDocument": {"type": "object", "required": ["openapi", "info", "paths"],
                         "description": "This document.",
                         "properties": {"openapi": {"type": "string"}, "info": {"type": "object"},

@@ -91,9 +91,10 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
              true}};
     if (n < cap)
         out[n++] = (struct config_mount){
-            cfg->explorer.enabled, cfg->explorer.path,
+            cfg->explorer.enabled && cfg->explorer_oauth2.set, cfg->explorer.path,
             {"/config.json", HTTP_GET, api_explorer_config, AUTH_PERM_PUBLIC,
-             "Explorer settings: sign-in ([explorer.oauth2], never a secret) and auth mode.",
+             "The Explorer's sign-in: [explorer.oauth2] client_id, issuer, scopes, pkce "
+             "(never a secret).",
              false}};
     return n;
 }

@@ -153,7 +153,9 @@ def reload_routes(datadir):
 
 
 PUBLIC_ROUTES = ["/healthz", "/health", "/readyz", "/version",
-                 "/.well-known/oauth-protected-resource", "/explore/config.json"]
+                 "/.well-known/oauth-protected-resource", "/metrics",
+                 "/explore/config.json", "/explore/settings.json", "/explore/",
+                 "/docs/openapi.json", "/docs/", "/mkdocs/"]
 
 
 def call(s, method, path, body, headers):
@@ -168,7 +170,9 @@ def call(s, method, path, body, headers):
 
 
 def test_permission_map_every_row(vt, datadir, issuer):
-    extra = "[sql]\nenabled = true\n[mcp]\nenabled = true\n"
+    extra = ("[sql]\nenabled = true\n[mcp]\nenabled = true\n[metrics]\nenabled = true\n"
+             '[explorer.oauth2]\nclient_id = "vitrine-explorer"\n'
+             f'issuer = "{issuer.url}"\n')
     s = start(vt, datadir, issuer, extra=extra, env={"ADMIN_TOKEN": ADMIN})
     reader = issuer.token(scope="datasets:read")
     reloader = issuer.token(scope="datasets:reload")
@@ -510,25 +514,30 @@ def test_explorer_config_json(vt, datadir, issuer):
     extra = ('[explorer.oauth2]\nclient_id = "vitrine-explorer"\n'
              f'issuer = "{issuer.url}"\nscopes = ["openid", "datasets:read"]\n')
     s = start(vt, datadir, issuer, extra=extra)
-    r = s.get("/explore/config.json")
-    expect(r, 200)
-    assert r.json() == {"oauth2": {"client_id": "vitrine-explorer", "issuer": issuer.url,
-                                   "scopes": ["openid", "datasets:read"], "pkce": True},
-                        "auth": {"enabled": True, "anonymous_read": False},
-                        "api_base": "/api/v1"}
-    assert "secret" not in r.text
+    for headers in ({}, bearer("garbage")):  # public, whatever is sent
+        r = s.get("/explore/config.json", headers=headers)
+        expect(r, 200)
+        assert r.json() == {"client_id": "vitrine-explorer", "issuer": issuer.url,
+                            "scopes": ["openid", "datasets:read"], "pkce": True}
+        assert "secret" not in r.text
+        assert r.headers["Content-Type"] == "application/json"
 
 
-def test_explorer_config_json_without_auth(vt, datadir):
+def test_explorer_config_json_under_prefix_and_mount(vt, datadir):
     write_parquet(datadir / "t.parquet", "SELECT 1 AS id")
     s = vt(server_block(prefix="/p") + '[explorer]\npath = "/ui"\n' +
+           '[explorer.oauth2]\nclient_id = "c"\nissuer = "https://idp.example.com"\npkce = false\n' +
            dataset_block("t", datadir / "t.parquet"))
     r = s.get("/ui/config.json")
     expect(r, 200)
-    assert r.json() == {"oauth2": None, "auth": {"enabled": False, "anonymous_read": False},
-                        "api_base": "/p/api/v1"}
-    s2 = vt(server_block() + "[explorer]\nenabled = false\n" + dataset_block("t", datadir / "t.parquet"))
-    expect(s2.get("/explore/config.json"), 404, "not_found")
+    assert r.json() == {"client_id": "c", "issuer": "https://idp.example.com", "scopes": [],
+                        "pkce": False}
+    # Without [explorer.oauth2] there is nothing to give; Explorer off: no route.
+    s2 = vt(server_block() + dataset_block("t", datadir / "t.parquet"))
+    expect(s2.get("/explore/config.json"), 404)
+    s3 = vt(server_block() + "[explorer]\nenabled = false\n[explorer.oauth2]\nclient_id = \"c\"\n"
+            'issuer = "https://idp.example.com"\n' + dataset_block("t", datadir / "t.parquet"))
+    expect(s3.get("/explore/config.json"), 404, "not_found")
 
 
 # ------------------------------------------------- fetching the keys, confined
