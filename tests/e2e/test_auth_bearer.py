@@ -110,6 +110,28 @@ def test_every_algorithm(vt, datadir, issuer):
         expect(s.post("/api/v1/datasets/t/query", QUERY, headers=bearer(tok)), 200)
 
 
+def test_token_without_kid_is_checked_against_the_fitting_keys(vt, datadir, issuer):
+    issuer.add_key("rsa2", "RS256")
+    s = start(vt, datadir, issuer)
+    for kid in ("rsa1", "rsa2"):
+        tok = issuer.token(kid=None, key=issuer.keys[kid], alg="RS256")
+        assert "kid" not in jwt_header(tok)
+        expect(s.post("/api/v1/datasets/t/count", {}, headers=bearer(tok)), 200)
+    other = Issuer()
+    try:  # a key the issuer does not publish
+        r = s.post("/api/v1/datasets/t/count", {},
+                   headers=bearer(issuer.token(kid=None, key=other.keys["rsa1"], alg="RS256")))
+        expect(r, 401, "invalid_token")
+    finally:
+        other.close()
+
+
+def jwt_header(tok):
+    import base64
+    h = tok.split(".")[0]
+    return json.loads(base64.urlsafe_b64decode(h + "=" * (-len(h) % 4)))
+
+
 def test_algorithms_outside_the_list_are_refused(vt, datadir, issuer):
     issuer.add_key("ec256", "ES256")
     s = start(vt, datadir, issuer)  # algorithms = ["RS256"] (the default)
