@@ -122,6 +122,10 @@ UI_EMBED_docs     := --exclude 'fonts/*.eot' --exclude 'fonts/*.svg' --exclude '
 .PRECIOUS: $(BUILD)/gen/ui_%.c $(BUILD)/ui/%.stamp
 $(BUILD)/gen/ui_%.c: $(BUILD)/ui/%.stamp scripts/ui-embed.py
 	@$(PYTHON) scripts/ui-embed.py $* $(BUILD)/ui/$* $@ $(UI_EMBED_$*)
+# Every src/ file: sprintf, strcpy, strcat, atoi, sscanf, strtok are compile errors.
+BANNED := -include src/util/banned.h
+$(BUILD)/obj/src/%.o: CFLAGS += $(BANNED)
+$(BUILD)/obj/src/%.o: CXXFLAGS += $(BANNED)
 
 $(BUILD)/obj/src/api/probes.o: CFLAGS += $(BUILDINFO)
 $(BUILD)/obj/src/api/probes.o: FORCE
@@ -196,7 +200,7 @@ clean:
 FUZZ_BUILD ?= build-fuzz
 FUZZ_CC    ?= clang
 FUZZ_FLAGS := -std=c17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-              -fno-sanitize-recover=undefined $(WARN) -D_GNU_SOURCE -Isrc
+              -fno-sanitize-recover=undefined $(WARN) -D_GNU_SOURCE -Isrc $(BANNED)
 FUZZ_SRC_fuzz_http_range       := src/http/range.c
 FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
@@ -224,6 +228,9 @@ FUZZ_SRC_fuzz_jwt              := src/auth/jwt.c src/auth/claims.c src/util/strv
 FUZZ_LIBS_fuzz_jwt             := -ljansson -lm
 FUZZ_SRC_fuzz_jwks             := src/auth/jwk.c src/auth/jwt.c src/util/errors.c
 FUZZ_LIBS_fuzz_jwks            := -ljansson -lcrypto
+FUZZ_SRC_fuzz_pgwire           := src/pgwire/proto.c src/pgwire/lexer.c src/util/strbuf.c \
+                                  src/util/errors.c
+FUZZ_LIBS_fuzz_pgwire          := -isystem $(DUCKDB_DIR)
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 define FUZZ_RULE

@@ -12,7 +12,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +28,8 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "http/server.h"
+#include "pgwire/pgwire.h"
+#include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -81,20 +83,6 @@ static int cmd_check_config(const char *path)
     return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* Removes the runtime directory and everything in it (not following links). */
-static void remove_tree(const char *path)
-{
-    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* Runtime directories of earlier vitrine processes of this user that died
  * without cleaning up (SIGKILL, OOM kill, power loss): they can hold large
@@ -106,12 +94,15 @@ static void remove_stale_runtime_dirs(const char *base)
         return;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        int pid = 0;
-        char rest[16];
-        if (sscanf(de->d_name, "vitrine-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
-            pid == (int)getpid())
+        /* vitrine-<pid>-<mkdtemp suffix> */
+        if (strncmp(de->d_name, "vitrine-", 8) != 0)
             continue;
-        if (kill(pid, 0) == 0 || errno != ESRCH)
+        char *end;
+        long pid = strtol(de->d_name + 8, &end, 10);
+        if (end == de->d_name + 8 || *end != '-' || !end[1] || pid <= 0 || pid > INT_MAX ||
+            pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue; /* still running (or not ours to judge) */
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", base, de->d_name);
@@ -119,7 +110,7 @@ static void remove_stale_runtime_dirs(const char *base)
         if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
             continue;
         log_info("removing the runtime directory of a dead vitrine process: %s", path);
-        remove_tree(path);
+        util_remove_tree(path);
     }
     closedir(d);
 }
@@ -159,7 +150,7 @@ static void raise_fd_limit(void)
  * past that the process exits without it (nothing it holds must outlive the
  * process: spill files live in the runtime directory, removed first). */
 struct teardown {
-    struct app *app;
+    struct api_app *app;
     duckdb_database *db;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -183,7 +174,7 @@ static void *teardown_main(void *arg)
 }
 
 /* True when the teardown finished in time. */
-static bool bounded_teardown(struct app *app, duckdb_database *db)
+static bool bounded_teardown(struct api_app *app, duckdb_database *db)
 {
     static struct teardown t; /* outlives this frame if the thread is left behind */
     t.app = app;
@@ -228,7 +219,7 @@ static int serve(const char *config_path, int port_override)
     }
     if (port_override >= 0)
         cfg.server.port = port_override;
-    if (cfg.server.backend == BACKEND_DATAFUSION)
+    if (cfg.server.backend == CFG_BACKEND_DATAFUSION)
         log_warn("server.backend = \"datafusion\"%s: this build has only the DuckDB engine; "
                  "running DuckDB",
                  cfg.server.backend_set ? "" : " (the default)");
@@ -246,8 +237,9 @@ static int serve(const char *config_path, int port_override)
      * on failure alike. */
     int rc = 1;
     duckdb_database db = NULL;
-    struct app app = {.cfg = &cfg, .started_at_us = time_wall_us()};
+    struct api_app app = {.cfg = &cfg, .started_at_us = time_wall_us()};
     struct http_server *srv = NULL;
+    struct pgw_server *pg = NULL;
     char *runtime_dir = make_runtime_dir();
     if (!runtime_dir) {
         log_error("cannot create a runtime directory: %s", strerror(errno));
@@ -289,6 +281,18 @@ static int serve(const char *config_path, int port_override)
     mkdir(exports, 0700);
     cat_set_dirs(app.catalog, downloads, cache_dir, exports);
 
+    if (cfg.server.pgwire.enabled) {
+        struct pgw_server_options po = {.cfg = &cfg, .catalog = app.catalog,
+                                        .pool = app.queries};
+        pg = pgw_server_start(&po, &err);
+        if (!pg)
+            goto fail;
+        log_info("pgwire listening on %s:%d (PostgreSQL protocol 3.0%s, served by the DuckDB "
+                 "engine)",
+                 cfg.server.pgwire.listen, pgw_server_port(pg),
+                 pgw_server_tls(pg) ? ", TLS" : "");
+    }
+
     struct api_route_set routes;
     api_route_set_init(&routes);
     if (api_route_set_build(&routes, &cfg) != 0) {
@@ -313,7 +317,11 @@ static int serve(const char *config_path, int port_override)
     sigwait(&sigs, &sig);
     log_info("received %s: draining (up to %lld s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              (long long)cfg.server.shutdown_timeout_secs);
+    int64_t drain_until = time_mono_ms() + cfg.server.shutdown_timeout_secs * 1000;
+    pgw_server_shutdown(pg);
     bool clean = http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
+    clean = pgw_server_destroy(pg, drain_until) && clean;
+    pg = NULL;
     /* Builds are cancelled with the catalog; queries were interrupted above. */
     if (app.admin_pool)
         eng_pool_interrupt_all(app.admin_pool);
@@ -324,7 +332,7 @@ static int serve(const char *config_path, int port_override)
         log_warn("shutdown: jobs or builds still running after the drain; exiting without "
                  "waiting for them");
         if (runtime_dir)
-            remove_tree(runtime_dir);
+            util_remove_tree(runtime_dir);
         log_info("stopped");
         log_stop_flusher();
         log_flush();
@@ -337,6 +345,7 @@ static int serve(const char *config_path, int port_override)
 fail:
     log_error("%s", vt_error_message(&err));
 out:
+    pgw_server_destroy(pg, 0);
     eng_sampler_stop(app.sampler);
     eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);
@@ -344,7 +353,7 @@ out:
     auth_bearer_destroy(app.auth.bearer);
     eng_close(&db);
     if (runtime_dir)
-        remove_tree(runtime_dir);
+        util_remove_tree(runtime_dir);
     free(runtime_dir);
     config_free(&cfg);
     if (rc != 0)

@@ -20,7 +20,7 @@
 #include "http/server.h"
 #include "util/jsonw.h"
 
-struct app {
+struct api_app {
     const struct vt_config *cfg;
     struct auth_policy auth;    /* X-Admin-Token and bearer tokens ([auth]) */
     duckdb_database db;
@@ -77,9 +77,9 @@ void api_dataset_query(struct http_request *req);
 void api_dataset_query_stream(struct http_request *req);
 void api_dataset_count(struct http_request *req);
 void api_sql(struct http_request *req);
-/* Embedded UIs (ui_mounts.c): assets through src/ui, the Explorer's settings. */
+/* Embedded UIs (ui_mounts.c): assets through src/ui; the Explorer's
+ * settings document (explorer_config.c). */
 void api_explorer_asset(struct http_request *req);
-void api_explorer_settings(struct http_request *req);
 void api_docs_asset(struct http_request *req);
 void api_metrics(struct http_request *req);
 void api_swagger_asset(struct http_request *req);
@@ -109,7 +109,7 @@ void api_build_info(const char **out_version, const char **out_git_sha);
 /* The JSON object of the request body (415 / 400 invalid_json / 400
  * limit_exceeded on failure). An empty body is {} when empty_is_object. */
 json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_error *err);
-struct app *api_app(struct http_request *req);
+struct api_app *api_app(struct http_request *req);
 /* Writes one status entry object. */
 void api_write_status(struct jw *w, const struct cat_status *st);
 /* Writes the schema description of GET /schema (and MCP describe_dataset):

@@ -167,10 +167,8 @@ static const struct op_doc docs[] = {
       {304, NULL, 0, 0, "If-None-Match matched."},
       {404, NULL, 0, 0, "No such file."},
       {412, NULL, 0, 0, "If-Match does not match."}}},
-    {api_explorer_settings, "ui", NULL, false, 0, false,
-     {{200, "ExplorerSettings", M_JSON, 0, "The Explorer's settings."}}},
     {api_explorer_config, "ui", NULL, false, 0, false,
-     {{200, "ExplorerSignIn", M_JSON, 0, "How the Explorer signs in ([explorer.oauth2])."}}},
+     {{200, "ExplorerSettings", M_JSON, 0, "The Explorer's settings."}}},
 };
 
 /* The files behind a UI handler (an empty bundle: built without that UI). */
@@ -675,7 +673,7 @@ json_t *api_openapi_build(const struct http_route *routes, size_t n, const struc
 
 void api_openapi(struct http_request *req)
 {
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     const struct http_route *routes;
     size_t n = http_server_routes(http_req_server(req), &routes);
     struct vt_error err = {0};

@@ -64,7 +64,7 @@ static enum vt_err call_prepare(struct http_request *req, struct query_call *c, 
                                 bool *out_not_ready, struct vt_error *err)
 {
     *out_not_ready = false;
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     if (exec_pin(app->catalog, http_req_param(req, 0), deadline, &c->pin, err) != VT_ERR_OK) {
         *out_not_ready = deadline == 0 && err->code == VT_ERR_DATASET_NOT_READY;
         return err->code;

@@ -74,12 +74,6 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
     }
     if (n < cap)
         out[n++] = (struct config_mount){
-            cfg->explorer.enabled, cfg->explorer.path,
-            {"/settings.json", HTTP_GET, api_explorer_settings, AUTH_PERM_PUBLIC,
-             "The Explorer's settings: API prefix, environment badge, optional features.",
-             false}};
-    if (n < cap)
-        out[n++] = (struct config_mount){
             cfg->swagger.enabled, cfg->swagger.path,
             {"/openapi.json", HTTP_GET, api_openapi, AUTH_PERM_PUBLIC,
              "The OpenAPI 3.1 document of this server, generated from its route table.", false}};
@@ -91,10 +85,10 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
              true}};
     if (n < cap)
         out[n++] = (struct config_mount){
-            cfg->explorer.enabled && cfg->explorer_oauth2.set, cfg->explorer.path,
+            cfg->explorer.enabled, cfg->explorer.path,
             {"/config.json", HTTP_GET, api_explorer_config, AUTH_PERM_PUBLIC,
-             "The Explorer's sign-in: [explorer.oauth2] client_id, issuer, scopes, pkce "
-             "(never a secret).",
+             "The Explorer's settings: API prefix, environment badge, optional features, "
+             "auth mode and sign-in ([explorer.oauth2], never a secret).",
              false}};
     return n;
 }
@@ -222,7 +216,7 @@ enum vt_err api_authorize(struct http_request *req, const struct http_route *rou
     return rc;
 }
 
-struct app *api_app(struct http_request *req)
+struct api_app *api_app(struct http_request *req)
 {
     return http_app(req);
 }

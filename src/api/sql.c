@@ -47,7 +47,7 @@ static void sql_call_release(void *user)
 static void sql_job(struct http_request *req, duckdb_connection con)
 {
     struct sql_call *c = http_req_user(req);
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     struct vt_error err = {0};
     int64_t t0 = time_mono_us();
     if (sql_snapshot_take(app->catalog, con, c->text, http_req_deadline(req), &c->snap, &err) !=
@@ -72,7 +72,7 @@ static void sql_job(struct http_request *req, duckdb_connection con)
 
 void api_sql(struct http_request *req)
 {
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     struct vt_error err = {0};
     enum api_format format;
     if (api_choose_format(req, &format, &err) != VT_ERR_OK) {

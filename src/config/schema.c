@@ -36,7 +36,7 @@ const char *const cfg_partitioning_names[] = {"auto", "hive", "none", NULL};
 
 #define QUACK_DEFAULT_PORT 9494
 
-const char *source_kind_name(enum source_kind k)
+const char *config_source_kind_name(enum cfg_source_kind k)
 {
     return (unsigned)k < 3 ? cfg_kind_names[k] : "unknown";
 }
@@ -373,7 +373,7 @@ static bool rule_dataset_name(const struct cfg_blk *b, void *base)
 static bool rule_kind_default(const struct cfg_blk *b, void *base)
 {
     struct vt_dataset_config *ds = base;
-    ds->kind = cfg_has(b, "sql") ? SOURCE_QUERY : SOURCE_PARQUET;
+    ds->kind = cfg_has(b, "sql") ? CFG_SOURCE_QUERY : CFG_SOURCE_PARQUET;
     return true;
 }
 
@@ -382,8 +382,8 @@ static bool rule_kind_fields(const struct cfg_blk *b, void *base)
     const struct vt_dataset_config *ds = base;
     struct cfg_blk src;
     cfg_sub(b, "source", &src);
-    const char *kn = source_kind_name(ds->kind);
-    if (ds->kind == SOURCE_QUERY) {
+    const char *kn = config_source_kind_name(ds->kind);
+    if (ds->kind == CFG_SOURCE_QUERY) {
         if (ds->location)
             return cfg_fail(&src, "location", 0, VT_ERR_INVALID_CONFIG,
                             "not allowed for kind \"query\" (a query reads other datasets through sql)");
@@ -424,10 +424,10 @@ static bool rule_kind_fields(const struct cfg_blk *b, void *base)
 static bool rule_index_columns(const struct cfg_blk *b, void *base)
 {
     const struct vt_dataset_config *ds = base;
-    if (ds->index_mode == INDEX_LIST && ds->index_columns.len == 0)
+    if (ds->index_mode == CFG_INDEX_LIST && ds->index_columns.len == 0)
         return cfg_fail(b, "columns", 0, VT_ERR_INVALID_CONFIG,
                         "required (non-empty) when index.mode is \"list\"");
-    if (ds->index_mode != INDEX_LIST && ds->index_columns.len > 0)
+    if (ds->index_mode != CFG_INDEX_LIST && ds->index_columns.len > 0)
         return cfg_fail(b, "columns", 0, VT_ERR_INVALID_CONFIG,
                         "only used when index.mode is \"list\" (mode is \"%s\")",
                         cfg_index_mode_names[ds->index_mode]);
@@ -452,7 +452,7 @@ static bool rule_s3_endpoint(const struct cfg_blk *b, void *base)
 static bool rule_upstream_reload(const struct cfg_blk *b, void *base)
 {
     const struct vt_dataset_config *ds = base;
-    if (ds->refresh.on_upstream_reload && ds->kind != SOURCE_QUERY)
+    if (ds->refresh.on_upstream_reload && ds->kind != CFG_SOURCE_QUERY)
         return cfg_fail(b, "on_upstream_reload", 0, VT_ERR_INVALID_CONFIG,
                         "only applies to datasets of kind \"query\" (they have upstreams)");
     return true;
@@ -461,7 +461,7 @@ static bool rule_upstream_reload(const struct cfg_blk *b, void *base)
 static bool rule_lazy_memory(const struct cfg_blk *b, void *base)
 {
     const struct vt_dataset_config *ds = base;
-    if (ds->lazy && ds->materialize.residency == RESIDENCY_MEMORY)
+    if (ds->lazy && ds->materialize.residency == CFG_RESIDENCY_MEMORY)
         return cfg_fail(b, "residency", 0, VT_ERR_INVALID_CONFIG,
                         "\"memory\" contradicts lazy = true");
     return true;
@@ -470,8 +470,9 @@ static bool rule_lazy_memory(const struct cfg_blk *b, void *base)
 static bool rule_lazy_index(const struct cfg_blk *b, void *base)
 {
     const struct vt_dataset_config *ds = base;
-    bool lazy = ds->lazy || (ds->materialize.set && ds->materialize.residency == RESIDENCY_LAZY);
-    if (lazy && cfg_has(b, "index") && ds->index_mode != INDEX_NONE)
+    bool lazy = ds->lazy ||
+                (ds->materialize.set && ds->materialize.residency == CFG_RESIDENCY_LAZY);
+    if (lazy && cfg_has(b, "index") && ds->index_mode != CFG_INDEX_NONE)
         return cfg_fail(b, "index", 0, VT_ERR_INVALID_CONFIG,
                         "lazy datasets carry no index (remove the index block or set "
                         "index.mode = \"none\")");
@@ -609,6 +610,12 @@ const struct cfg_key cfg_schema[] = {
      .example = "\"certs/server.pem\"", .doc = "PEM certificate (with tls_key)."},
     {"server.pgwire", "tls_key", CFG_T_PATH, C(server.pgwire.tls_key), .def_doc = "unset",
      .example = "\"certs/server.key\"", .doc = "PKCS#8 key (with tls_cert)."},
+    {"server.pgwire", "max_connections", CFG_T_INT, C(server.pgwire.max_connections),
+     RANGE(1, 10000), .def = "100",
+     .doc = "Client sessions at once; past it a new client gets \"too many clients\" (53300)."},
+    {"server.pgwire", "idle_timeout_secs", CFG_T_INT, C(server.pgwire.idle_timeout_secs),
+     RANGE(0, 604800), .def = "600",
+     .doc = "A session idle (between statements) this long is closed (57P05); 0 = never."},
     {"server.pgwire", NULL, CFG_T_RULE, .rule = rule_pgwire,
      .doc = "tls_cert and tls_key go together; a non-loopback listen needs a password and TLS."},
 

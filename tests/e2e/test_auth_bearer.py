@@ -176,7 +176,7 @@ def reload_routes(datadir):
 
 PUBLIC_ROUTES = ["/healthz", "/health", "/readyz", "/version",
                  "/.well-known/oauth-protected-resource", "/metrics",
-                 "/explore/config.json", "/explore/settings.json", "/explore/",
+                 "/explore/config.json", "/explore/",
                  "/docs/openapi.json", "/docs/", "/mkdocs/"]
 
 
@@ -539,10 +539,12 @@ def test_explorer_config_json(vt, datadir, issuer):
     for headers in ({}, bearer("garbage")):  # public, whatever is sent
         r = s.get("/explore/config.json", headers=headers)
         expect(r, 200)
-        assert r.json() == {"client_id": "vitrine-explorer", "issuer": issuer.url,
-                            "scopes": ["openid", "datasets:read"], "pkce": True}
+        body = r.json()
+        assert body["oauth2"] == {"client_id": "vitrine-explorer", "issuer": issuer.url,
+                                  "scopes": ["openid", "datasets:read"], "pkce": True}
+        assert body["auth"] == {"enabled": True, "anonymous_read": False}
+        assert body["api_base"] == "/api/v1" and body["prefix"] == ""
         assert "secret" not in r.text
-        assert r.headers["Content-Type"] == "application/json"
 
 
 def test_explorer_config_json_under_prefix_and_mount(vt, datadir):
@@ -552,13 +554,14 @@ def test_explorer_config_json_under_prefix_and_mount(vt, datadir):
            dataset_block("t", datadir / "t.parquet"))
     r = s.get("/ui/config.json")
     expect(r, 200)
-    assert r.json() == {"client_id": "c", "issuer": "https://idp.example.com", "scopes": [],
-                        "pkce": False}
-    # Without [explorer.oauth2] there is nothing to give; Explorer off: no route.
+    body = r.json()
+    assert body["oauth2"] == {"client_id": "c", "issuer": "https://idp.example.com", "scopes": [],
+                              "pkce": False}
+    assert body["auth"] == {"enabled": False, "anonymous_read": False}
+    assert body["api_base"] == "/p/api/v1" and body["prefix"] == "/p"
     s2 = vt(server_block() + dataset_block("t", datadir / "t.parquet"))
-    expect(s2.get("/explore/config.json"), 404)
-    s3 = vt(server_block() + "[explorer]\nenabled = false\n[explorer.oauth2]\nclient_id = \"c\"\n"
-            'issuer = "https://idp.example.com"\n' + dataset_block("t", datadir / "t.parquet"))
+    assert s2.get("/explore/config.json").json()["oauth2"] is None
+    s3 = vt(server_block() + "[explorer]\nenabled = false\n" + dataset_block("t", datadir / "t.parquet"))
     expect(s3.get("/explore/config.json"), 404, "not_found")
 
 

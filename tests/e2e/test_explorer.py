@@ -286,9 +286,7 @@ def test_pkce_sign_in_forwards_the_bearer_token(vt, trips):
                + f'[explorer.oauth2]\nclient_id = "vitrine-explorer"\nissuer = "{idp.url}"\n'
                + 'scopes = ["openid", "datasets:read"]\n')
         out = drive("pkce", url=s.url("/explore/"))
-    # ({explorer.path}/config.json comes with bearer-token support; until then
-    # the page takes [explorer.oauth2] from settings.json)
-    assert console_errors(out, expected=[("/explore/config.json", 404)]) == [], out["console"]
+    assert console_errors(out) == [], out["console"]
     kinds = [k for k, _ in idp.events]
     assert kinds == ["authorize", "token"], idp.events
     auth, tok = idp.events[0][1], idp.events[1][1]

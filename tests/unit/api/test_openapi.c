@@ -20,9 +20,6 @@ static void everything_on(struct vt_config *cfg)
     cfg->swagger.enabled = true;
     cfg->docs.enabled = true;
     cfg->explorer.enabled = true;
-    cfg->explorer_oauth2.set = true; /* mounts {explorer.path}/config.json */
-    cfg->explorer_oauth2.client_id = strdup("vitrine-explorer");
-    cfg->explorer_oauth2.issuer = strdup("https://idp.example.com");
     free(cfg->server.prefix);
     cfg->server.prefix = strdup("/svc");
 }

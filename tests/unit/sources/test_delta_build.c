@@ -91,7 +91,7 @@ static enum vt_err resolve_dir(const char *dir, struct source_snapshot *snap, st
 {
     struct vt_dataset_config ds = {0};
     ds.name = "built";
-    ds.kind = SOURCE_DELTA;
+    ds.kind = CFG_SOURCE_DELTA;
     ds.location = (char *)dir;
     vt_error_clear(err);
     return source_delta_resolve(&ds, NULL, snap, NULL, err);
@@ -144,7 +144,7 @@ TEST(new_commit_is_seen_by_the_next_resolve)
     free(v);
     td_release(&snap);
     int64_t bytes = 0;
-    struct vt_dataset_config ds = {.name = "m", .kind = SOURCE_DELTA, .location = dir};
+    struct vt_dataset_config ds = {.name = "m", .kind = CFG_SOURCE_DELTA, .location = dir};
     CHECK_EQ_INT(source_delta_measure(&ds, NULL, &bytes, NULL, &err), VT_ERR_OK);
     CHECK_EQ_INT(bytes, 150);
     free(meta);
@@ -626,7 +626,7 @@ TEST(projection_over_the_prebuilt_select)
     sb_init(&sql, 0);
     char *cols[] = {"v", "Name"};
     struct strvec cv = {cols, 2};
-    CHECK_EQ_INT(source_prebuilt_select_sql(&snap, &cv, &sql, &err), VT_ERR_OK);
+    CHECK_EQ_INT(source_select_sql(&snap, &cv, &sql, &err), VT_ERR_OK);
     td_exec(&T, "DROP TABLE IF EXISTS proj");
     CHECK(td_exec(&T, "CREATE TABLE proj AS %s", sql.buf));
     char *v = td_text(&T, "SELECT string_agg(column_name, ',') FROM (DESCRIBE proj)");
@@ -636,7 +636,7 @@ TEST(projection_over_the_prebuilt_select)
     struct strvec bv = {bad, 1};
     sb_reset(&sql);
     vt_error_clear(&err);
-    CHECK_EQ_INT(source_prebuilt_select_sql(&snap, &bv, &sql, &err), VT_ERR_INVALID_CONFIG);
+    CHECK_EQ_INT(source_select_sql(&snap, &bv, &sql, &err), VT_ERR_INVALID_CONFIG);
     CHECK_CONTAINS(vt_error_message(&err), "nope");
     sb_release(&sql);
     td_release(&snap);
