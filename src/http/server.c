@@ -956,10 +956,41 @@ static bool is_tchar(unsigned char c)
     return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
+/* A control character other than HTAB: not allowed in a field value
+ * (RFC 9110 §5.5). */
+static bool is_ctl(unsigned char c)
+{
+    return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
+/* Whether v[0..n) holds such a character. Eight bytes at a time (header
+ * values such as bearer tokens run to kilobytes): a word with no byte below
+ * 0x20 and none equal to 0x7f is clean; a word that may hold one is checked
+ * byte by byte. */
+static bool has_ctl(const unsigned char *v, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, v + i, 8);
+        uint64_t x = w ^ (ones * 0x7f);
+        if (((w - ones * 0x20) & ~w & highs) | ((x - ones) & ~x & highs))
+            for (size_t j = i; j < i + 8; j++)
+                if (is_ctl(v[j]))
+                    return true;
+    }
+    for (; i < n; i++)
+        if (is_ctl(v[i]))
+            return true;
+    return false;
+}
+
 static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   const char *value)
+                                   size_t key_size, const char *value, size_t value_size)
 {
     (void)kind;
+    (void)key_size;
     struct head_scan *h = cls;
     if (!*key) {
         h->bad = "empty header field name";
@@ -970,11 +1001,10 @@ static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const cha
             h->bad = "invalid character (or whitespace before the colon) in a header field name";
             return MHD_NO;
         }
-    for (const unsigned char *p = (const unsigned char *)(value ? value : ""); *p; p++)
-        if ((*p < 0x20 && *p != '\t') || *p == 0x7f) {
-            h->bad = "control character (CR, NUL, ...) in a header field value";
-            return MHD_NO;
-        }
+    if (value && has_ctl((const unsigned char *)value, value_size)) {
+        h->bad = "control character (CR, NUL, ...) in a header field value";
+        return MHD_NO;
+    }
     if (!strcasecmp(key, "Host"))
         h->host++;
     else if (!strcasecmp(key, "Content-Length"))
@@ -1032,7 +1062,7 @@ static enum vt_err check_head(struct http_request *req, const char *version, con
         return VT_ERR_HEADERS_TOO_LARGE;
     }
     struct head_scan h = {0};
-    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, scan_header, &h);
+    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, scan_header, &h);
     if (h.bad) {
         *out_msg = h.bad;
         return VT_ERR_MALFORMED_REQUEST;

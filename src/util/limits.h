@@ -126,6 +126,7 @@
 #define VT_AUTH_CONNECT_TIMEOUT_SECS 5
 #define VT_AUTH_FETCH_TIMEOUT_SECS 15           /* one whole discovery or JWKS request */
 #define VT_AUTH_KID_REFETCH_SECS 10             /* unknown kid: at most one refetch per this */
+#define VT_AUTH_MAX_KIDLESS_TRIES 4             /* keys tried for a token that names no kid */
 #define VT_AUTH_RETRY_MAX_SECS 60               /* backoff cap while the issuer fails */
 #define VT_AUTH_RETRY_AFTER_SECS 2              /* Retry-After of a 503 for want of keys */
 #define VT_AUTH_CACHE_ENTRIES 4096              /* verified tokens kept */
