@@ -28,6 +28,7 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "http/server.h"
+#include "saved/saved.h"
 #include "util/limits.h"
 #include "util/log.h"
 
@@ -225,6 +226,18 @@ static int serve(const char *config_path, int port_override)
     }
     if (port_override >= 0)
         cfg.server.port = port_override;
+    /* Saved queries of kind "query" (server.saved_queries_dir): a name also
+     * in the config, or a file that does not read, stops the start here. */
+    struct saved_file *saved = NULL;
+    size_t n_saved = 0;
+    if (saved_load(cfg.server.saved_queries_dir, &cfg, &saved, &n_saved, &err) != VT_ERR_OK) {
+        log_error("%s", vt_error_message(&err));
+        config_free(&cfg);
+        return 1;
+    }
+    if (n_saved)
+        log_info("%s: %zu saved quer%s", cfg.server.saved_queries_dir, n_saved,
+                 n_saved == 1 ? "y" : "ies");
     if (cfg.server.backend == BACKEND_DATAFUSION)
         log_warn("server.backend = \"datafusion\"%s: this build has only the DuckDB engine; "
                  "running DuckDB",
@@ -296,7 +309,14 @@ static int serve(const char *config_path, int port_override)
 
     log_start_flusher();
     /* Datasets build in the background; requests meanwhile get 503. */
-    cat_start(app.catalog);
+    struct vt_dataset_config *restored = calloc(n_saved ? n_saved : 1, sizeof *restored);
+    for (size_t i = 0; restored && i < n_saved; i++)
+        restored[i] = saved[i].ds; /* shallow: cat_start copies what it keeps */
+    cat_start(app.catalog, restored, restored ? n_saved : 0);
+    free(restored);
+    saved_files_free(saved, n_saved);
+    saved = NULL;
+    n_saved = 0;
 
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -326,6 +346,7 @@ static int serve(const char *config_path, int port_override)
 fail:
     log_error("%s", vt_error_message(&err));
 out:
+    saved_files_free(saved, n_saved);
     eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);
     cat_destroy(app.catalog);

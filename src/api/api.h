@@ -82,6 +82,10 @@ void api_datasets_register(struct http_request *req);
 void api_datasets_persist(struct http_request *req);
 void api_config_reload(struct http_request *req);
 
+void api_queries_create(struct http_request *req);
+void api_queries_list(struct http_request *req);
+void api_queries_delete(struct http_request *req);
+
 /* Helpers shared by handlers. */
 /* The JSON object of the request body (415 / 400 invalid_json / 400
  * limit_exceeded on failure). An empty body is {} when empty_is_object. */

@@ -126,6 +126,8 @@ struct server_config {
     char *environment;          /* NULL = unset */
     char *environment_color;    /* NULL = inferred, see config_environment_color() */
     char *saved_queries_dir;    /* resolved absolute path; default <config_dir>/datasets.d */
+    char *storage_dir;          /* storage generations of query datasets (Parquet); resolved
+                                 * absolute path; default <config_dir>/storage */
     char *memory_limit;         /* DuckDB memory_limit: a size ("8GB") or a share of RAM
                                  * ("50%", the default; eng_open resolves it) */
     char *temp_directory;       /* DuckDB spill directory, resolved against the config

@@ -519,6 +519,11 @@ const struct cfg_key cfg_schema[] = {
     {"server", "saved_queries_dir", CFG_T_PATH, C(server.saved_queries_dir),
      .def = "\"datasets.d\"", .def_doc = "datasets.d beside the config file",
      .doc = "Directory of saved queries (one file per query dataset); created on first write."},
+    {"server", "storage_dir", CFG_T_PATH, C(server.storage_dir), .def = "\"storage\"",
+     .def_doc = "storage beside the config file",
+     .doc = "Where query datasets with materialize.residency \"lazy\" (or \"auto\" above the "
+            "size threshold) keep their generations as Parquet files, one folder per generation "
+            "named by its ULID; created on first write."},
     {"server", "memory_limit", CFG_T_STR, C(server.memory_limit), .flags = CFG_NONEMPTY,
      .check = check_memory_limit, .def = "\"50%\"",
      .doc = "DuckDB's memory limit: a size (\"8GB\", \"512MiB\") or a share of the memory "
