@@ -147,6 +147,9 @@ FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c
 FUZZ_LIBS_fuzz_s3_list_xml     := -lexpat
 FUZZ_SRC_fuzz_mcp              := src/mcp/envelope.c
 FUZZ_LIBS_fuzz_mcp             := -isystem $(DUCKDB_DIR) -ljansson
+FUZZ_SRC_fuzz_saved            := src/saved/saved.c $(wildcard src/config/*.c) src/util/strbuf.c \
+                                  src/util/errors.c src/util/strvec.c src/util/file.c
+FUZZ_LIBS_fuzz_saved           := -ljansson
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 define FUZZ_RULE

@@ -831,10 +831,14 @@ static enum vt_err build_query(struct cat_catalog *cat, duckdb_connection con,
     enum residency residency = cfg->materialize.residency;
     if (cfg->lazy)
         residency = RESIDENCY_LAZY;
-    if (may_reuse && cfg->materialize.reuse_on_start && residency != RESIDENCY_MEMORY &&
-        reuse_storage(cat, con, cfg, gen)) {
-        *out_reused = true;
-        return VT_ERR_OK;
+    if (may_reuse && cfg->materialize.reuse_on_start) {
+        if (residency != RESIDENCY_MEMORY && reuse_storage(cat, con, cfg, gen)) {
+            *out_reused = true;
+            return VT_ERR_OK;
+        }
+        /* Nothing stored matches the definition any more: what is there is
+         * stale (the startup sweep kept it for this check). */
+        cat_storage_prune(cat, cfg->name, NULL);
     }
     struct sql_checked chk;
     struct vt_error gerr = {0};
@@ -893,6 +897,9 @@ static enum vt_err build_query(struct cat_catalog *cat, duckdb_connection con,
         gen->storage_dir = w.dir; /* from now on removed with the generation */
         w.dir = NULL;
         gen->source_bytes = w.bytes;
+        /* The time its manifest records: a reuse at the next start reports
+         * the same last_refresh_at. */
+        gen->published_at_us = w.created_us;
         cat_storage_release(&w);
     } else {
         /* Loaded into memory (or failed): the files are not needed. */
@@ -987,7 +994,8 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     }
     if (!reused) {
         gen->build_ms = time_mono_ms() - t0;
-        gen->published_at_us = time_wall_us();
+        if (!gen->published_at_us)
+            gen->published_at_us = time_wall_us();
     }
     return gen;
 }

@@ -162,6 +162,7 @@ struct cat_storage_write {
     char *dir;                  /* <storage>/<name>/<id> once committed */
     int64_t rows;
     int64_t bytes;
+    int64_t created_us;         /* wall clock written in the manifest (commit) */
     struct strvec cast_names;   /* columns written as DECIMAL(38,0) ... */
     struct strvec cast_types;   /* ... that are HUGEINT or UHUGEINT */
 };

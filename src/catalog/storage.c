@@ -280,6 +280,7 @@ enum vt_err cat_storage_commit(struct cat_catalog *cat, const struct vt_dataset_
     definition_hash(cfg, def);
     char created[32];
     int64_t now = time_wall_us();
+    w->created_us = now;
     time_format_rfc3339(now, created);
     json_t *m = casts ? json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:I, s:s, s:o}",
                                   "format", MANIFEST_FORMAT, "dataset", cfg->name,

@@ -801,7 +801,10 @@ const struct cfg_key cfg_schema[] = {
      .flags = CFG_QUERY_ONLY, .def = "false", .example = "true",
      .doc = "Kind query: rebuild after a dataset it depends on is reloaded."},
     {"dataset.refresh", "timeout", CFG_T_DURATION, D(refresh.timeout_ms), .min = 1,
-     .def = "\"10m\"", .doc = "A scheduled build running longer than this is cancelled."},
+     .def = "\"10m\"",
+     .doc = "A scheduled or cascaded build, and any build of a query dataset (its SQL may run "
+            "away), running longer than this is cancelled; the last good generation keeps "
+            "serving."},
     {"dataset.refresh", "jitter", CFG_T_BOOL, D(refresh.jitter), .def = "true",
      .doc = "Spread scheduled builds by up to ±10% of the interval."},
     {"dataset.refresh", "debounce", CFG_T_DURATION, D(refresh.debounce_ms), .min = 0,
