@@ -33,6 +33,11 @@ LDFLAGS := -pthread $(SANLD)
 LIB_C    := $(filter-out src/main.c,$(shell find src -name '*.c' | sort))
 LIB_CC   := $(shell find src -name '*.cc' | sort)
 LIB_OBJ  := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CC:%.cc=$(BUILD)/obj/%.o)
+# Embedded UIs (src/ui): each built into $(BUILD)/ui/<name>, then turned into
+# a generated C table by scripts/ui-embed.py. A UI whose tools are missing
+# (no `npm ci` in ui/explorer, no mkdocs) is embedded empty and answers 404.
+UI_GEN   := $(BUILD)/gen/ui_explorer.c $(BUILD)/gen/ui_docs.c
+LIB_OBJ  += $(UI_GEN:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 UNIT_SRC := $(shell find tests/unit -name 'test_*.c' | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(shell find tools -name '*.c' 2>/dev/null | sort)
@@ -50,6 +55,47 @@ $(BUILD)/obj/%.o: %.c | $(DUCKDB_DIR)/duckdb.h
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
 	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c src/ui/ui.h
+	@mkdir -p $(dir $@)
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS) -O0 -c $< -o $@
+
+UI_EXPLORER_SRC := $(shell find ui/explorer -path ui/explorer/node_modules -prune -o \
+                     -type f ! -name '*.md' -print 2>/dev/null)
+# (node_modules' lock stamp too: a UI built empty before `npm ci` is rebuilt after it)
+$(BUILD)/ui/explorer.stamp: $(UI_EXPLORER_SRC) $(wildcard ui/explorer/node_modules/.package-lock.json)
+	@mkdir -p $(BUILD)/ui
+	@rm -rf $(BUILD)/ui/explorer
+	@if [ -x ui/explorer/node_modules/.bin/vite ]; then \
+	    echo "  VITE ui/explorer"; \
+	    (cd ui/explorer && node_modules/.bin/vite build --logLevel warn \
+	        --outDir $(abspath $(BUILD))/ui/explorer --emptyOutDir) || exit 1; \
+	else \
+	    echo "warning: ui/explorer/node_modules is missing (run scripts/install-deps.sh): building without the Explorer"; \
+	fi
+	@touch $@
+
+UI_DOCS_SRC := $(wildcard docs/*.md) ui/docs/mkdocs.yml $(wildcard ui/docs/theme/*)
+$(BUILD)/ui/docs.stamp: $(UI_DOCS_SRC)
+	@mkdir -p $(BUILD)/ui
+	@rm -rf $(BUILD)/ui/docs
+	@if command -v mkdocs >/dev/null; then \
+	    echo "  MKDOCS docs"; \
+	    mkdocs build -q --strict -f ui/docs/mkdocs.yml -d $(abspath $(BUILD))/ui/docs || exit 1; \
+	else \
+	    echo "warning: mkdocs is missing (run scripts/install-deps.sh): building without the docs site"; \
+	fi
+	@touch $@
+
+# Fonts other than woff/woff2 (every browser that runs the Explorer reads
+# those) and the gzipped sitemap are left out of the docs bundle.
+UI_EMBED_explorer := --immutable-dir assets
+UI_EMBED_docs     := --exclude 'fonts/*.eot' --exclude 'fonts/*.svg' --exclude 'fonts/*.ttf' \
+                     --exclude 'fonts/*.otf' --exclude 'sitemap.xml.gz'
+.PRECIOUS: $(BUILD)/gen/ui_%.c $(BUILD)/ui/%.stamp
+$(BUILD)/gen/ui_%.c: $(BUILD)/ui/%.stamp scripts/ui-embed.py
+	@$(PYTHON) scripts/ui-embed.py $* $(BUILD)/ui/$* $@ $(UI_EMBED_$*)
 
 $(BUILD)/obj/src/api/probes.o: CFLAGS += $(BUILDINFO)
 $(BUILD)/obj/src/api/probes.o: FORCE

@@ -12,7 +12,9 @@ packages=(
     python3 python3-pytest python3-requests
     nginx wrk postgresql-client brotli zstd
     clang libclang-rt-14-dev
+    prometheus
     nodejs npm
+    mkdocs chromium
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -45,4 +47,13 @@ if [ -f "$e2e/package-lock.json" ] &&
    { [ ! -f "$e2e/node_modules/.package-lock.json" ] ||
      [ "$e2e/package-lock.json" -nt "$e2e/node_modules/.package-lock.json" ]; }; then
     (cd "$e2e" && npm ci --silent --no-audit --no-fund)
+fi
+
+# The Explorer's build tools and libraries (ui/explorer/package.json), pinned
+# by package-lock.json; `make` builds the UI from them into the binary.
+explorer="$top/ui/explorer"
+if [ -f "$explorer/package-lock.json" ] &&
+   { [ ! -f "$explorer/node_modules/.package-lock.json" ] ||
+     [ "$explorer/package-lock.json" -nt "$explorer/node_modules/.package-lock.json" ]; }; then
+    (cd "$explorer" && npm ci --silent --no-audit --no-fund)
 fi

@@ -31,6 +31,7 @@
 #include "saved/saved.h"
 #include "util/limits.h"
 #include "util/log.h"
+#include "util/timeutil.h"
 
 #ifndef VT_VERSION
 #define VT_VERSION "0.0.0"
@@ -169,6 +170,8 @@ struct teardown {
 static void *teardown_main(void *arg)
 {
     struct teardown *t = arg;
+    eng_sampler_stop(t->app->sampler);
+    t->app->sampler = NULL;
     eng_pool_destroy(t->app->admin_pool);
     eng_pool_destroy(t->app->queries);
     cat_destroy(t->app->catalog);
@@ -256,7 +259,7 @@ static int serve(const char *config_path, int port_override)
      * on failure alike. */
     int rc = 1;
     duckdb_database db = NULL;
-    struct app app = {.cfg = &cfg};
+    struct app app = {.cfg = &cfg, .started_at_us = time_wall_us()};
     struct http_server *srv = NULL;
     char *runtime_dir = make_runtime_dir();
     if (!runtime_dir) {
@@ -282,6 +285,8 @@ static int serve(const char *config_path, int port_override)
     app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;
     if (!app.catalog)
         goto fail;
+    if (cfg.metrics.enabled)
+        app.sampler = eng_sampler_start(db, 1000);
     char downloads[4200], cache_dir[4200], exports[4200];
     snprintf(downloads, sizeof downloads, "%s/downloads", runtime_dir);
     snprintf(cache_dir, sizeof cache_dir, "%s/cache", runtime_dir);
@@ -347,6 +352,7 @@ fail:
     log_error("%s", vt_error_message(&err));
 out:
     saved_files_free(saved, n_saved);
+    eng_sampler_stop(app.sampler);
     eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);
     cat_destroy(app.catalog);

@@ -28,6 +28,8 @@ struct app {
     struct eng_pool *queries;   /* server.workers threads */
     struct eng_pool *admin_pool;/* admin operations that wait for builds */
     const char *runtime_dir;    /* private scratch space of this process */
+    struct eng_sampler *sampler;/* DuckDB memory for the metrics (NULL: metrics off) */
+    int64_t started_at_us;      /* wall clock at start (process_start_time_seconds) */
 };
 
 /* The static rows of routes.def (under server.prefix). */
@@ -75,6 +77,11 @@ void api_dataset_query(struct http_request *req);
 void api_dataset_query_stream(struct http_request *req);
 void api_dataset_count(struct http_request *req);
 void api_sql(struct http_request *req);
+/* Embedded UIs (ui_mounts.c): assets through src/ui, the Explorer's settings. */
+void api_explorer_asset(struct http_request *req);
+void api_explorer_settings(struct http_request *req);
+void api_docs_asset(struct http_request *req);
+void api_metrics(struct http_request *req);
 
 void api_dataset_reload(struct http_request *req);
 void api_reload_all(struct http_request *req);
@@ -85,6 +92,8 @@ void api_config_reload(struct http_request *req);
 void api_queries_create(struct http_request *req);
 void api_queries_list(struct http_request *req);
 void api_queries_delete(struct http_request *req);
+/* The build's version and git commit ("" when unknown), as /version says. */
+void api_build_info(const char **out_version, const char **out_git_sha);
 
 /* Helpers shared by handlers. */
 /* The JSON object of the request body (415 / 400 invalid_json / 400

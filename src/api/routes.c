@@ -22,9 +22,9 @@ void api_routes(const struct http_route **out_routes, size_t *out_n)
     *out_n = sizeof routes / sizeof routes[0];
 }
 
-/* The mounts that come from the config. No feature is mounted yet (Swagger
- * UI, Explorer, docs, metrics and MCP add their rows here); each row gives
- * whether it is on, its base path, the tail appended to it, and the row. */
+/* The mounts that come from the config (/sql, MCP, the Explorer and the docs
+ * site; Swagger UI and metrics add their rows here); each row gives whether
+ * it is on, its base path, the tail appended to it, and the row. */
 struct config_mount {
     bool enabled;
     const char *base;           /* e.g. cfg->metrics.path */
@@ -49,6 +49,38 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
             cfg->mcp.enabled && cfg->auth.enabled, "/.well-known/oauth-protected-resource",
             {"", HTTP_GET, mcp_protected_resource, AUTH_PERM_PUBLIC,
              "OAuth 2.0 Protected Resource Metadata (RFC 9728) for MCP clients.", true}};
+    /* Embedded UIs: {base} redirects to {base}/, {base}/{*} serves files. */
+    const struct {
+        bool on;
+        const char *base;
+        http_handler_fn fn;
+        const char *what;
+    } uis[] = {
+        {cfg->explorer.enabled, cfg->explorer.path, api_explorer_asset, "Explorer web UI"},
+        {cfg->docs.enabled, cfg->docs.path, api_docs_asset, "Documentation site"},
+    };
+    for (size_t i = 0; i < sizeof uis / sizeof uis[0]; i++) {
+        if (n + 2 > cap)
+            break;
+        out[n++] = (struct config_mount){
+            uis[i].on, uis[i].base,
+            {"", HTTP_GET, uis[i].fn, AUTH_PERM_PUBLIC, uis[i].what, false}};
+        out[n++] = (struct config_mount){
+            uis[i].on, uis[i].base,
+            {"/{*}", HTTP_GET, uis[i].fn, AUTH_PERM_PUBLIC, uis[i].what, false}};
+    }
+    if (n < cap)
+        out[n++] = (struct config_mount){
+            cfg->explorer.enabled, cfg->explorer.path,
+            {"/settings.json", HTTP_GET, api_explorer_settings, AUTH_PERM_PUBLIC,
+             "The Explorer's settings: API prefix, environment badge, optional features.",
+             false}};
+    if (n < cap)
+        out[n++] = (struct config_mount){
+            cfg->metrics.enabled, cfg->metrics.path,
+            {"", HTTP_GET, api_metrics, AUTH_PERM_PUBLIC,
+             "Prometheus metrics (text format 0.0.4); not under the prefix, unauthenticated.",
+             true}};
     return n;
 }
 
@@ -113,7 +145,7 @@ int api_route_set_build(struct api_route_set *set, const struct vt_config *cfg)
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if (set_push(set, routes[i], false) != 0)
             return -1;
-    struct config_mount mounts[16];
+    struct config_mount mounts[32];
     size_t n = config_mounts(cfg, mounts, sizeof mounts / sizeof mounts[0]);
     for (size_t i = 0; i < n; i++)
         if (mounts[i].enabled && api_route_set_mount(set, mounts[i].base, &mounts[i].mount) != 0)

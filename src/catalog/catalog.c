@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "catalog/catalog_internal.h"
+#include "metrics/metrics.h"
 #include "sources/objcache.h"
 #include "sql/sql.h"
 #include "util/limits.h"
@@ -1166,7 +1167,11 @@ static void build_run(struct eng_job *job, duckdb_connection con)
         pthread_cond_broadcast(&ds->built_cv);
         pthread_mutex_unlock(&ds->mu);
     }
+    int64_t build_ms = time_mono_ms() - t0;
+    metrics_refresh_observe((int)bj->source, gen != NULL, build_ms);
     pthread_mutex_lock(&ds->mu);
+    if ((unsigned)bj->source < 5)
+        ds->builds[bj->source][gen ? 0 : 1]++;
     ds->building = false;
     ds->build_queued = false;
     pthread_cond_broadcast(&ds->built_cv);
@@ -1174,8 +1179,7 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     if (skipped || (!gen && bj->unregister_on_failure))
         cat_unregister(cat, ds);
     if (bj->result)
-        cat_build_result_complete(bj->result, gen != NULL, rows, columns, time_mono_ms() - t0,
-                                  &err);
+        cat_build_result_complete(bj->result, gen != NULL, rows, columns, build_ms, &err);
     if (bj->source == REFRESH_STARTUP)
         cat_startup_done(cat, bj->ds);
     if (!skipped)
@@ -1523,8 +1527,13 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
     st->consecutive_failures = ds->consecutive_failures;
     st->next_refresh_at_us = ds->next_refresh_at_us;
     st->last_error = ds->last_error ? strdup(ds->last_error) : NULL;
+    st->source_bytes = -1;
+    memcpy(st->builds, ds->builds, sizeof st->builds);
     if (ds->current) {
         struct cat_generation *gen = ds->current;
+        st->source_bytes = gen->source_bytes;
+        const struct cat_fastpath *fp = cat_generation_fastpath(gen);
+        st->index_bytes = fp ? (int64_t)fp->bytes : 0;
         st->lazy = gen->lazy;
         st->rows = gen->rows;
         st->columns = (int64_t)gen->n_cols;

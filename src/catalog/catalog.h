@@ -117,6 +117,11 @@ struct cat_status {
     int64_t rows;
     int64_t columns;
     struct strvec depends_on;
+    /* For the metrics: */
+    int64_t source_bytes;       /* files read by the current generation; -1 = none */
+    int64_t index_bytes;        /* its index fast path (index + row store); 0 = none */
+    /* builds ended, by trigger (enum cat_refresh_source) and outcome (0 ok, 1 failed) */
+    uint64_t builds[5][2];
 };
 
 struct cat_catalog;

@@ -32,6 +32,7 @@ struct cat_dataset {
     int64_t ttl_ms;                 /* saved temp: expires this long after registration */
     bool expired;                   /* its ttl passed while others depended on it: it goes
                                      * when the last of them does */
+    uint64_t builds[5][2];          /* builds ended: [refresh source][0 ok, 1 failed] */
 };
 
 struct cat_catalog {

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "catalog/catalog_internal.h"
+#include "metrics/metrics.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
@@ -67,6 +68,8 @@ static void export_run(struct eng_job *job, duckdb_connection con)
         log_error("export of generation %s failed: %s", gen->id, vt_error_message(&err));
     }
     gen->export_attempts++;
+    metrics_export_observe(rc == VT_ERR_OK, time_mono_ms() - t0,
+                           rc == VT_ERR_OK ? (uint64_t)st.st_size : 0);
     pthread_cond_broadcast(&gen->export_cv);
     pthread_mutex_unlock(&gen->export_mu);
 }

@@ -618,17 +618,32 @@ static enum vt_err json_sink_chunk(struct exec_sink *s, duckdb_data_chunk chunk,
 {
     struct exec_json_sink *j = json_sink_of(s);
     uint64_t n = duckdb_data_chunk_get_size(chunk);
-    for (uint64_t i = 0; i < n; i++) {
-        if (j->max_rows && j->rows >= j->max_rows)
-            return json_sink_cap(j, j->out->len, j->rows, err);
-        size_t before = j->out->len;
+    if (j->max_rows && j->rows >= j->max_rows)
+        return n ? json_sink_cap(j, j->out->len, j->rows, err) : VT_ERR_OK;
+    uint64_t take = n;
+    if (j->max_rows && j->max_rows - j->rows < n)
+        take = j->max_rows - j->rows;
+    /* The whole chunk in one call (the encoder's fast loop); only a chunk
+     * that crosses the byte cap is undone and redone row by row to find the
+     * last whole row that fits, which happens at most once per run. */
+    size_t before = j->out->len;
+    if (json_rows_encode_range(j->enc, chunk, 0, take, j->out) != 0)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
+    if (!j->max_bytes || j->out->len - j->start <= j->max_bytes) {
+        j->rows += take;
+        return take < n ? json_sink_cap(j, j->out->len, j->rows, err) : VT_ERR_OK;
+    }
+    j->out->len = before;
+    json_rows_rewind(j->enc, j->rows);
+    for (uint64_t i = 0; i < take; i++) {
+        size_t row_start = j->out->len;
         if (json_rows_encode_range(j->enc, chunk, i, 1, j->out) != 0)
             return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
-        if (j->max_bytes && j->out->len - j->start > j->max_bytes)
-            return json_sink_cap(j, before, j->rows, err);
+        if (j->out->len - j->start > j->max_bytes)
+            return json_sink_cap(j, row_start, j->rows, err);
         j->rows++;
     }
-    return VT_ERR_OK;
+    return VT_ERR_OK; /* not reached: row by row crosses the cap as the chunk did */
 }
 
 static enum vt_err json_sink_row(struct exec_sink *s, const char *obj, size_t len,

@@ -61,6 +61,7 @@
 #include "http/compress.h"
 #include "http/encoding.h"
 #include "http/router.h"
+#include "metrics/metrics.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -128,6 +129,8 @@ struct http_request {
                                  * back since (MHD_stop_daemon must not see one) */
     uint64_t id;
     int64_t start_ms;
+    int64_t start_us;           /* for the duration metric */
+    enum vt_err err_code;       /* the error replied, for the metrics (VT_ERR_OK: none) */
     int64_t deadline_ms;
     enum http_method method;
     char *method_str;
@@ -159,6 +162,8 @@ struct http_server {
     struct http_server_options opts;
     const struct vt_config *cfg;
     struct http_router *router;
+    const struct http_route *rows; /* the router's rows: a route's metrics slot is its index */
+    size_t n_rows;
     struct MHD_Daemon *daemon;
     int port;
     int listen_fd;
@@ -219,6 +224,7 @@ static void request_unref(struct http_request *req)
 }
 
 void *http_app(const struct http_request *req) { return req->srv->opts.app; }
+struct http_server *http_req_server(const struct http_request *req) { return req->srv; }
 enum http_method http_req_method(const struct http_request *req) { return req->method; }
 const char *http_req_path(const struct http_request *req) { return req->path; }
 const char *http_req_route(const struct http_request *req)
@@ -356,6 +362,19 @@ void http_reply_buffer(struct http_request *req, int status, const char *content
     set_response(req, status, resp, len);
 }
 
+void http_reply_static(struct http_request *req, int status, const char *content_type,
+                       const void *data, size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return;
+    if (content_type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    apply_headers(req, resp);
+    set_response(req, status, resp, len);
+}
+
 void http_reply_json(struct http_request *req, int status, struct strbuf *body)
 {
     http_reply_buffer(req, status, "application/json", body, true);
@@ -366,6 +385,7 @@ void http_reply_error(struct http_request *req, enum vt_err code, const char *me
     struct strbuf body;
     sb_init(&body, 0);
     const char *msg = message ? message : vt_err_default_message(code);
+    req->err_code = code;
     sb_adds(&body, "{\"error\":");
     sb_add_json_string(&body, msg, strlen(msg));
     sb_adds(&body, ",\"code\":");
@@ -790,7 +810,8 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
     atomic_init(&req->refs, 1);
     pthread_mutex_init(&req->reply_mu, NULL);
     req->id = atomic_fetch_add(&srv->next_id, 1) + 1;
-    req->start_ms = time_mono_ms();
+    req->start_us = time_mono_us();
+    req->start_ms = req->start_us / 1000;
     int64_t timeout = srv->cfg->server.request_timeout_ms;
     req->deadline_ms = timeout > 0 ? req->start_ms + timeout : 0;
     req->method = HTTP_OTHER;
@@ -1044,6 +1065,26 @@ static void dispatch(struct http_request *req)
     http_reply_error(req, VT_ERR_NOT_FOUND, "no such route");
 }
 
+/* A request answered before dispatch (413): the route it was for, for the
+ * access line and the metrics only (no handler runs, no authorization: a
+ * route the authorize hook would hide is still counted under its pattern,
+ * which the OpenAPI document lists anyway). */
+static void label_route(struct http_request *req)
+{
+    if (req->route || !req->target)
+        return;
+    size_t pos = 0;
+    const char *params[HTTP_MAX_PARAMS];
+    const struct http_route *r;
+    while ((r = http_router_next(req->srv->router, &req->segs, &pos, &req->arena, params))) {
+        unsigned methods = r->methods & HTTP_GET ? r->methods | HTTP_HEAD : r->methods;
+        if (methods & req->method) {
+            req->route = r;
+            return;
+        }
+    }
+}
+
 static enum MHD_Result reply_and_close(struct http_request *req, enum vt_err code, const char *msg)
 {
     http_add_header(req, "Connection", "close");
@@ -1079,6 +1120,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (content_length_too_big(req)) {
             /* Refuse before reading any of the body. */
             req->body_too_large = true;
+            label_route(req);
             http_reply_error(req, VT_ERR_BODY_TOO_LARGE, NULL);
             return queue_reply(req);
         }
@@ -1088,6 +1130,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req->body_too_large && sb_add(&req->body, upload_data, *upload_data_size) != 0) {
             req->body_too_large = true;
             sb_release(&req->body);
+            label_route(req);
             http_reply_error(req, VT_ERR_BODY_TOO_LARGE, NULL);
             /* MHD 0.9.75 accepts a reply while the body is still arriving and
              * closes the connection after it; if it refuses, the rest of the
@@ -1109,6 +1152,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (req->suspended)
         return MHD_YES;
     if (req->body_too_large) {
+        label_route(req);
         http_reply_error(req, VT_ERR_BODY_TOO_LARGE, NULL);
         return queue_reply(req);
     }
@@ -1153,7 +1197,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     srv->in_flight--;
     pthread_mutex_unlock(&srv->mu);
     set_head_deadline(srv, req->hc, time_mono_ms() + (int64_t)VT_REQUEST_HEAD_TIMEOUT_SECS * 1000);
-    double ms = (double)(time_mono_ms() - req->start_ms);
+    int64_t now_us = time_mono_us();
+    uint64_t dur_us = now_us > req->start_us ? (uint64_t)(now_us - req->start_us) : 0;
+    metrics_http_observe(req->route ? (unsigned)(req->route - srv->rows) : METRICS_MAX_ROUTES,
+                         req->started ? (unsigned)req->method : 0, status, bytes, dur_us,
+                         status >= 400 ? req->err_code : VT_ERR_OK);
+    double ms = (double)dur_us / 1000.0;
     static const char *why[] = {"", " error", " timeout", " shutdown", " read-error",
                                 " client-abort"};
     log_access("%s %s %d %lluB %.0fms id=%llx%s", req->method_str ? req->method_str : "?",
@@ -1237,6 +1286,7 @@ static void send_canned(int fd, enum vt_err code, const char *message)
 
 static void reject_busy(int fd)
 {
+    metrics_connection_rejected();
     send_canned(fd, VT_ERR_UNAVAILABLE, "too many connections; retry later");
     shutdown(fd, SHUT_WR);
     /* Read what the client already sent so close() ends with FIN, not RST
@@ -1417,6 +1467,17 @@ struct http_server *http_server_start(const struct http_server_options *opts,
     pthread_mutex_init(&srv->conn_mu, NULL);
     srv->router = http_router_create(opts->routes, opts->n_routes, opts->root_routes,
                                      opts->n_root_routes, cfg->server.prefix, err);
+    if (srv->router) {
+        srv->n_rows = http_router_rows(srv->router, &srv->rows);
+        const char *patterns[METRICS_MAX_ROUTES];
+        size_t n = srv->n_rows < METRICS_MAX_ROUTES ? srv->n_rows : METRICS_MAX_ROUTES;
+        if (srv->n_rows > METRICS_MAX_ROUTES)
+            log_warn("%zu routes: those past %d count as unmatched in the metrics", srv->n_rows,
+                     METRICS_MAX_ROUTES);
+        for (size_t i = 0; i < n; i++)
+            patterns[i] = srv->rows[i].pattern;
+        metrics_http_routes(patterns, n);
+    }
     if (!srv->router || pipe2(srv->wake_pipe, O_CLOEXEC) != 0) {
         if (srv->router)
             vt_error_set(err, VT_ERR_INTERNAL, "pipe: %s", strerror(errno));

@@ -108,6 +108,7 @@ int http_server_in_flight(struct http_server *srv);
 /* ----------------------------------------------------------- requests */
 
 void *http_app(const struct http_request *req);
+struct http_server *http_req_server(const struct http_request *req);
 enum http_method http_req_method(const struct http_request *req);
 const char *http_req_path(const struct http_request *req);     /* without the prefix */
 const char *http_req_route(const struct http_request *req);    /* matched pattern */
@@ -141,6 +142,11 @@ void http_reply_json(struct http_request *req, int status, struct strbuf *body);
 /* Replies with any buffered body; takes the strbuf's memory. */
 void http_reply_buffer(struct http_request *req, int status, const char *content_type,
                        struct strbuf *body, bool compressible);
+/* Replies with bytes that outlive the server (embedded UI assets): sent
+ * without a copy and never compressed here (a caller sending a precompressed
+ * form adds Content-Encoding itself). content_type NULL sends none (304). */
+void http_reply_static(struct http_request *req, int status, const char *content_type,
+                       const void *data, size_t len);
 /* The standard error body; `message` NULL uses the code's default. */
 void http_reply_error(struct http_request *req, enum vt_err code, const char *message);
 void http_reply_vterr(struct http_request *req, const struct vt_error *err);
