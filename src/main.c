@@ -275,6 +275,21 @@ static int serve(const char *config_path, int port_override)
     if (eng_open(&cfg, &db, &err) != VT_ERR_OK)
         goto fail;
     app.db = db;
+    /* DuckDB reads and writes files only where this configuration says
+     * (defence in depth under the SQL gate): the config's directories and
+     * sources, and this process's runtime directory. */
+    struct strvec dirs = {0};
+    if (config_file_dirs(&cfg, &dirs) != 0 || strvec_push(&dirs, runtime_dir) != 0) {
+        strvec_free(&dirs);
+        vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
+        goto fail;
+    }
+    enum vt_err confined = eng_confine(db, &dirs, &err);
+    for (size_t i = 0; confined == VT_ERR_OK && i < dirs.len; i++)
+        log_debug("DuckDB may read and write under %s", dirs.items[i]);
+    strvec_free(&dirs);
+    if (confined != VT_ERR_OK)
+        goto fail;
     int workers = cfg.server.workers > 0 ? cfg.server.workers : eng_cpu_count();
     auth_admin_init(&app.auth.admin);
     app.auth.bearer_enabled = cfg.auth.enabled;

@@ -261,6 +261,11 @@ struct cat_dataset *cat_find_locked(struct cat_catalog *cat, const char *name)
     return NULL;
 }
 
+uint64_t cat_names_epoch(struct cat_catalog *cat)
+{
+    return atomic_load(&cat->names_epoch);
+}
+
 struct cat_dataset *cat_dataset_get(struct cat_catalog *cat, const char *name)
 {
     pthread_rwlock_rdlock(&cat->lock);
@@ -309,6 +314,7 @@ bool cat_register(struct cat_catalog *cat, struct cat_dataset *ds)
             cat->items[cat->n++] = ds;
             atomic_fetch_add(&ds->refs, 1);
             ds->registered = true;
+            atomic_fetch_add(&cat->names_epoch, 1);
             ok = true;
         }
     }
@@ -322,6 +328,7 @@ bool cat_unregister_locked(struct cat_catalog *cat, struct cat_dataset *ds)
         if (cat->items[i] == ds) {
             memmove(&cat->items[i], &cat->items[i + 1], (cat->n - i - 1) * sizeof *cat->items);
             cat->n--;
+            atomic_fetch_add(&cat->names_epoch, 1);
             return true;
         }
     }
@@ -1401,8 +1408,10 @@ static void start_infer(struct cat_catalog *cat, struct cat_dataset **eager, siz
     for (size_t i = 0; all && i < n; i++)
         cat_dataset_put(all[i]);
     free(all);
-    if (con)
+    if (con) {
+        sql_gate_forget(con);
         duckdb_disconnect(&con);
+    }
     /* Failed ones leave the startup wave. */
     size_t kept = 0;
     for (size_t i = 0; i < *n_eager; i++) {

@@ -210,6 +210,10 @@ enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_datase
                                  bool from_config, struct cat_build_result **out_result,
                                  struct vt_error *err);
 bool cat_has_dataset(struct cat_catalog *cat, const char *name);
+/* A counter that moves whenever a name is registered or unregistered: what
+ * depends only on the set of names (the SQL gate's answer) may be kept while
+ * it stays the same. */
+uint64_t cat_names_epoch(struct cat_catalog *cat);
 /* Whether `name` is taken ignoring case (registration refuses "Trips" beside
  * "trips"); the registered spelling goes to out_existing (may be NULL). */
 bool cat_name_taken(struct cat_catalog *cat, const char *name, char *out_existing, size_t cap);

@@ -52,6 +52,7 @@ struct cat_catalog {
     const char *cache_dir;
     const char *export_dir;
     struct cat_scheduler *sched;    /* refresh intervals, cascades, expiries */
+    _Atomic uint64_t names_epoch;   /* moves at every registration and unregistration */
     atomic_bool keep_storage;       /* shutting down: storage generations stay on disk
                                      * (materialize.reuse_on_start serves them next time) */
 };

@@ -109,8 +109,10 @@ enum vt_err cat_query_infer(struct cat_catalog *cat, duckdb_connection con,
     struct sql_checked chk;
     struct vt_error gerr = {0};
     enum vt_err rc = sql_gate_check(con, cfg->sql, infer_is_dataset, &ctx, &chk, &gerr);
-    if (own)
+    if (own) {
+        sql_gate_forget(own);
         duckdb_disconnect(&own);
+    }
     if (rc == VT_ERR_SQL_UNKNOWN_TABLE && ctx.runtime_hit)
         return vt_error_set(err, rc,
                             "config datasets cannot depend on runtime datasets: \"%s\" was "
@@ -248,6 +250,7 @@ enum vt_err cat_register_saved(struct cat_catalog *cat, const struct vt_dataset_
         cat->items[cat->n++] = ds;
         atomic_fetch_add(&ds->refs, 1);
         ds->registered = true;
+        atomic_fetch_add(&cat->names_epoch, 1);
     }
     pthread_rwlock_unlock(&cat->lock);
     if (rc) {

@@ -246,6 +246,14 @@ enum vt_err config_load_datasets_text(const char *text, size_t len, const char *
  * file's directory); s3:// and absolute locations are left alone. */
 int config_dataset_resolve_paths(struct vt_dataset_config *ds, const char *dir);
 
+/* The local directories this configuration reads and writes: the
+ * saved-queries, storage and temp directories, server.allowed_roots (by
+ * default the config file's directory), and the directory of every local
+ * source of the config's datasets (a glob's fixed part). DuckDB is confined
+ * to these plus the runtime directory (eng_confine). Appends to `out`
+ * (lexical and real path of each, once); 0, or -1 out of memory. */
+int config_file_dirs(const struct vt_config *cfg, struct strvec *out);
+
 /* Name rules shared by every registration path: non-empty, at most
  * VT_MAX_DATASET_NAME_BYTES, only A-Z a-z 0-9 _ . -, not "reload-all". */
 bool config_valid_dataset_name(const char *name, const char **out_reason);

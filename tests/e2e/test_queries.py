@@ -614,3 +614,58 @@ def test_async_build_is_bounded_by_refresh_timeout(vt, datadir):
     st = s.wait_state("endless", ("failed",), timeout=20)
     assert "refresh.timeout" in st["last_error"], st
     assert delete(s, "endless").status_code == 200
+
+
+# ------------------------------------------------------------- confinement
+
+def test_duckdb_reads_only_the_configured_directories(vt, datadir, tmp_path):
+    """Defence in depth under the gate: DuckDB itself is confined (allowed
+    directories, external access off), so a source outside the config's
+    directories is refused even though the file exists, and lazy datasets
+    (their pinned links live in the runtime directory) and storage
+    generations keep working."""
+    elsewhere = write_parquet(tmp_path / "elsewhere" / "x.parquet", "SELECT 1 AS x")
+    lazy = dataset_block("lz", datadir / "trips.parquet", lazy=True)
+    s = start(vt, datadir, lazy)
+    r = s.post("/api/v1/datasets", {"name": "outside", "source": {"kind": "parquet",
+               "location": str(elsewhere)}}, headers=ADMIN)
+    assert r.status_code == 400, r.text
+    assert r.json()["code"] == "source_unavailable"
+    assert "disabled by configuration" in r.json()["error"]
+    assert s.post("/api/v1/datasets/lz/count", {}).json() == {"count": 5000}
+    assert post(s, {"name": "st", "sql": "SELECT * FROM lz",
+                    "materialize": {"residency": "lazy"}}).status_code == 200
+    assert s.post("/api/v1/datasets/st/count", {}).json() == {"count": 5000}
+    # Listed in server.allowed_roots, the same directory is readable.
+    s2 = vt(config(datadir).replace(
+        "port = 0\n", f'port = 0\nallowed_roots = ["{tmp_path / "elsewhere"}", "{datadir}"]\n'),
+        env=ENV)
+    r = s2.post("/api/v1/datasets", {"name": "outside", "source": {"kind": "parquet",
+                "location": str(elsewhere)}}, headers=ADMIN)
+    assert r.status_code == 200, r.text
+
+
+def test_sql_sees_saved_queries_come_and_go(vt, datadir):
+    """/sql reads saved queries like any dataset, and the gate's remembered
+    answers follow registrations and deletions (the same text is refused,
+    accepted, then refused again)."""
+    s = start(vt, datadir, "[sql]\nenabled = true\n")
+    text = {"sql": "SELECT n FROM counted"}
+    for _ in range(3):
+        r = s.post("/api/v1/sql", text)
+        assert r.status_code == 400 and r.json()["code"] == "sql_unknown_table", r.text
+    assert post(s, {"name": "counted", "sql": "SELECT count(*) AS n FROM trips"}).status_code == 200
+    for _ in range(6):  # every worker, twice
+        r = s.post("/api/v1/sql", text)
+        assert r.status_code == 200 and r.json()["data"] == [{"n": 5000}], r.text
+    assert delete(s, "counted").status_code == 200
+    for _ in range(6):
+        r = s.post("/api/v1/sql", text)
+        assert r.status_code == 400 and r.json()["code"] == "sql_unknown_table", r.text
+    # A saved query over a saved query, read through /sql with a join.
+    assert post(s, {"name": "a", "sql": "SELECT station, count(*) AS n FROM trips GROUP BY 1"}
+                ).status_code == 200
+    assert post(s, {"name": "b", "sql": "SELECT a.station, a.n, s.name FROM a JOIN stations s "
+                                        "ON a.station = s.id"}).status_code == 200
+    r = s.post("/api/v1/sql", {"sql": "SELECT sum(n) AS total FROM b"})
+    assert r.json()["data"] == [{"total": 5000}], r.text
