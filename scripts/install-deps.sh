@@ -9,10 +9,10 @@ packages=(
     build-essential pkg-config git ca-certificates curl
     libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev zlib1g-dev
     libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev
-    python3 python3-pytest python3-requests
+    python3 python3-pytest python3-requests python3-jwt python3-cryptography
     nginx wrk postgresql-client brotli zstd
     clang libclang-rt-14-dev
-    prometheus
+    prometheus python3-jsonschema chromium
     nodejs npm
     mkdocs chromium
 )
@@ -56,4 +56,14 @@ if [ -f "$explorer/package-lock.json" ] &&
    { [ ! -f "$explorer/node_modules/.package-lock.json" ] ||
      [ "$explorer/package-lock.json" -nt "$explorer/node_modules/.package-lock.json" ]; }; then
     (cd "$explorer" && npm ci --silent --no-audit --no-fund)
+fi
+
+# Swagger UI's prebuilt files (ui/swagger/package.json: swagger-ui-dist,
+# pinned and integrity-checked by package-lock.json); `make` embeds them.
+# --ignore-scripts: the package's telemetry postinstall never runs.
+swagger="$top/ui/swagger"
+if [ -f "$swagger/package-lock.json" ] &&
+   { [ ! -f "$swagger/node_modules/.package-lock.json" ] ||
+     [ "$swagger/package-lock.json" -nt "$swagger/node_modules/.package-lock.json" ]; }; then
+    (cd "$swagger" && npm ci --silent --no-audit --no-fund --ignore-scripts)
 fi

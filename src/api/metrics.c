@@ -123,7 +123,7 @@ static void write_datasets(struct strbuf *out, struct cat_catalog *cat)
                      "Dataset builds ended, by trigger (startup, manual, schedule, cascade) and "
                      "outcome (success, failure).");
     for (size_t i = 0; i < n; i++)
-        for (int tr = REFRESH_STARTUP; tr <= REFRESH_CASCADE; tr++)
+        for (int tr = CAT_REFRESH_STARTUP; tr <= CAT_REFRESH_CASCADE; tr++)
             for (int o = 0; o < 2; o++) {
                 if (!list[i].builds[tr][o])
                     continue;
@@ -140,7 +140,7 @@ static void write_datasets(struct strbuf *out, struct cat_catalog *cat)
     cat_status_list_free(list, n);
 }
 
-static void write_engine(struct strbuf *out, struct app *app)
+static void write_engine(struct strbuf *out, struct api_app *app)
 {
     struct eng_pool_stats pools[16];
     size_t n = eng_pools_stats(pools, sizeof pools / sizeof pools[0]);
@@ -199,7 +199,7 @@ static ssize_t read_proc(const char *path, char *buf, size_t cap)
     return n;
 }
 
-static void write_process(struct strbuf *out, struct app *app)
+static void write_process(struct strbuf *out, struct api_app *app)
 {
     char buf[1024];
     long page = sysconf(_SC_PAGESIZE);
@@ -266,7 +266,7 @@ static void write_process(struct strbuf *out, struct app *app)
 
 void api_metrics(struct http_request *req)
 {
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     struct strbuf body;
     sb_init(&body, 0);
     sb_grow(&body, 64 * 1024); /* a few reallocations less */

@@ -83,7 +83,7 @@ static void reply_build_failure(struct http_request *req, const struct vt_error 
 
 /* The create did not end well after the dataset was registered: it goes
  * again, with its file. */
-static void undo_create(struct app *app, const struct create_call *c)
+static void undo_create(struct api_app *app, const struct create_call *c)
 {
     struct vt_error ignored = {0};
     if (cat_remove_saved(app->catalog, c->sr.ds.name, NULL, NULL, &ignored) != VT_ERR_OK &&
@@ -100,7 +100,7 @@ static void undo_create(struct app *app, const struct create_call *c)
 static void create_job(struct http_request *req, duckdb_connection con)
 {
     struct create_call *c = http_req_user(req);
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     struct vt_dataset_config *ds = &c->sr.ds;
     struct vt_error err = {0};
     int64_t deadline = http_req_deadline(req);
@@ -245,7 +245,7 @@ void api_queries_list(struct http_request *req)
 static void delete_job(struct http_request *req, duckdb_connection con)
 {
     (void)con;
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     const char *name = http_req_param(req, 0);
     struct strvec deps = {0};
     enum cat_saved kind = CAT_SAVED_NONE;

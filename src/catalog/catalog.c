@@ -47,11 +47,11 @@ const char *cat_state_name(enum cat_state s)
 const char *cat_refresh_source_name(enum cat_refresh_source s)
 {
     switch (s) {
-    case REFRESH_NONE: return NULL;
-    case REFRESH_STARTUP: return "startup";
-    case REFRESH_MANUAL: return "manual";
-    case REFRESH_SCHEDULE: return "schedule";
-    case REFRESH_CASCADE: return "cascade";
+    case CAT_REFRESH_NONE: return NULL;
+    case CAT_REFRESH_STARTUP: return "startup";
+    case CAT_REFRESH_MANUAL: return "manual";
+    case CAT_REFRESH_SCHEDULE: return "schedule";
+    case CAT_REFRESH_CASCADE: return "cascade";
     }
     return NULL;
 }
@@ -60,40 +60,40 @@ const char *cat_logical_name(enum cat_logical l)
 {
     static const char *names[] = {"bool", "int", "float", "decimal", "string", "date", "time",
                                   "timestamp", "binary", "list", "struct", "other"};
-    return (unsigned)l <= LOGICAL_OTHER ? names[l] : "other";
+    return (unsigned)l <= CAT_LOGICAL_OTHER ? names[l] : "other";
 }
 
 enum cat_logical cat_logical_of(duckdb_type t)
 {
     switch (t) {
     case DUCKDB_TYPE_BOOLEAN:
-        return LOGICAL_BOOL;
+        return CAT_LOGICAL_BOOL;
     case DUCKDB_TYPE_TINYINT: case DUCKDB_TYPE_SMALLINT: case DUCKDB_TYPE_INTEGER:
     case DUCKDB_TYPE_BIGINT: case DUCKDB_TYPE_UTINYINT: case DUCKDB_TYPE_USMALLINT:
     case DUCKDB_TYPE_UINTEGER: case DUCKDB_TYPE_UBIGINT: case DUCKDB_TYPE_HUGEINT:
     case DUCKDB_TYPE_UHUGEINT: case DUCKDB_TYPE_BIGNUM:
-        return LOGICAL_INT;
+        return CAT_LOGICAL_INT;
     case DUCKDB_TYPE_FLOAT: case DUCKDB_TYPE_DOUBLE:
-        return LOGICAL_FLOAT;
+        return CAT_LOGICAL_FLOAT;
     case DUCKDB_TYPE_DECIMAL:
-        return LOGICAL_DECIMAL;
+        return CAT_LOGICAL_DECIMAL;
     case DUCKDB_TYPE_VARCHAR: case DUCKDB_TYPE_ENUM: case DUCKDB_TYPE_UUID:
-        return LOGICAL_STRING;
+        return CAT_LOGICAL_STRING;
     case DUCKDB_TYPE_DATE:
-        return LOGICAL_DATE;
+        return CAT_LOGICAL_DATE;
     case DUCKDB_TYPE_TIME: case DUCKDB_TYPE_TIME_TZ: case DUCKDB_TYPE_TIME_NS:
-        return LOGICAL_TIME;
+        return CAT_LOGICAL_TIME;
     case DUCKDB_TYPE_TIMESTAMP: case DUCKDB_TYPE_TIMESTAMP_S: case DUCKDB_TYPE_TIMESTAMP_MS:
     case DUCKDB_TYPE_TIMESTAMP_NS: case DUCKDB_TYPE_TIMESTAMP_TZ:
-        return LOGICAL_TIMESTAMP;
+        return CAT_LOGICAL_TIMESTAMP;
     case DUCKDB_TYPE_BLOB: case DUCKDB_TYPE_BIT:
-        return LOGICAL_BINARY;
+        return CAT_LOGICAL_BINARY;
     case DUCKDB_TYPE_LIST: case DUCKDB_TYPE_ARRAY:
-        return LOGICAL_LIST;
+        return CAT_LOGICAL_LIST;
     case DUCKDB_TYPE_STRUCT: case DUCKDB_TYPE_MAP: case DUCKDB_TYPE_UNION:
-        return LOGICAL_STRUCT;
+        return CAT_LOGICAL_STRUCT;
     default:
-        return LOGICAL_OTHER;
+        return CAT_LOGICAL_OTHER;
     }
 }
 
@@ -112,38 +112,38 @@ static int unlink_entry(const char *path, const struct stat *st, int type, struc
  * closes the files it kept open. */
 static void unpin_files(struct cat_generation *gen)
 {
-    if (gen->pin_dir)
-        nftw(gen->pin_dir, unlink_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(gen->pin_dir);
-    gen->pin_dir = NULL;
-    for (size_t i = 0; i < gen->n_pin_fds; i++)
-        close(gen->pin_fds[i]);
-    free(gen->pin_fds);
-    gen->pin_fds = NULL;
-    gen->n_pin_fds = 0;
+    if (gen->priv->pin_dir)
+        nftw(gen->priv->pin_dir, unlink_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(gen->priv->pin_dir);
+    gen->priv->pin_dir = NULL;
+    for (size_t i = 0; i < gen->priv->n_pin_fds; i++)
+        close(gen->priv->pin_fds[i]);
+    free(gen->priv->pin_fds);
+    gen->priv->pin_fds = NULL;
+    gen->priv->n_pin_fds = 0;
 }
 
 static void generation_free(struct cat_generation *gen)
 {
-    cat_fastpath_free(atomic_load(&gen->fastpath));
+    cat_fastpath_free(atomic_load(&gen->priv->fastpath));
     cat_export_discard(gen);
-    pthread_mutex_destroy(&gen->export_mu);
-    pthread_cond_destroy(&gen->export_cv);
+    pthread_mutex_destroy(&gen->priv->export_mu);
+    pthread_cond_destroy(&gen->priv->export_cv);
     for (size_t i = 0; i < gen->n_cols; i++) {
         free(gen->cols[i].name);
         free(gen->cols[i].type_sql);
     }
     free(gen->cols);
     free(gen->sample_json);
-    source_snapshot_release(&gen->snapshot);
+    source_snapshot_release(&gen->priv->snapshot);
     unpin_files(gen);
     /* A storage generation's files go with it, except at shutdown (the next
      * start may reuse them: materialize.reuse_on_start). */
-    if (gen->storage_dir && !atomic_load(&gen->catalog->keep_storage)) {
-        log_debug("generation %s: removing %s", gen->id, gen->storage_dir);
-        cat_storage_remove_dir(gen->storage_dir);
+    if (gen->priv->storage_dir && !atomic_load(&gen->priv->catalog->keep_storage)) {
+        log_debug("generation %s: removing %s", gen->id, gen->priv->storage_dir);
+        cat_storage_remove_dir(gen->priv->storage_dir);
     }
-    free(gen->storage_dir);
+    free(gen->priv->storage_dir);
     free(gen);
 }
 
@@ -163,10 +163,10 @@ static void drop_run(struct eng_job *job, duckdb_connection con)
 {
     struct drop_job *dj = (struct drop_job *)job;
     struct cat_generation *gen = dj->gen;
-    struct cat_catalog *cat = gen->catalog;
-    cat_detach_database(cat, con, gen->db_name);
+    struct cat_catalog *cat = gen->priv->catalog;
+    cat_detach_database(cat, con, gen->priv->db_name);
     atomic_fetch_add(&generations_dropped, 1);
-    log_debug("generation %s (%s) dropped", gen->id, gen->db_name);
+    log_debug("generation %s (%s) dropped", gen->id, gen->priv->db_name);
     generation_free(gen);
 }
 
@@ -179,9 +179,9 @@ void cat_generation_release(struct cat_generation *gen)
 {
     if (!gen)
         return;
-    if (atomic_fetch_sub(&gen->refs, 1) != 1)
+    if (atomic_fetch_sub(&gen->priv->refs, 1) != 1)
         return;
-    struct cat_catalog *cat = gen->catalog;
+    struct cat_catalog *cat = gen->priv->catalog;
     struct drop_job *dj = calloc(1, sizeof *dj);
     if (dj) {
         dj->job.run = drop_run;
@@ -363,24 +363,25 @@ struct cat_generation *cat_dataset_acquire(struct cat_dataset *ds, int64_t deadl
     pthread_mutex_lock(&ds->mu);
     /* on_start = lazy: the first request starts the build and waits for it;
      * concurrent first requests wait for the same build. */
-    if (!ds->current && ds->state == CAT_PENDING && ds->cfg.on_start == ON_START_LAZY &&
+    if (!ds->current && ds->state == CAT_PENDING && ds->cfg.on_start == CFG_ON_START_LAZY &&
         !ds->build_queued) {
         pthread_mutex_unlock(&ds->mu);
-        cat_build_async(ds->catalog, ds, REFRESH_STARTUP, NULL, false);
+        cat_build_async(ds->catalog, ds, CAT_REFRESH_STARTUP, NULL, false);
         pthread_mutex_lock(&ds->mu);
     }
-    if (!ds->current && ds->cfg.on_start == ON_START_LAZY && deadline_ms > 0) {
+    if (!ds->current && ds->cfg.on_start == CFG_ON_START_LAZY && deadline_ms > 0) {
         while (!ds->current && (ds->build_queued || ds->state == CAT_BUILDING))
             if (!time_cond_wait(&ds->built_cv, &ds->mu, deadline_ms))
                 break;
     }
     if (ds->current) {
         gen = ds->current;
-        atomic_fetch_add(&gen->refs, 1);
+        atomic_fetch_add(&gen->priv->refs, 1);
     } else if (ds->state == CAT_FAILED) {
         vt_error_set(err, VT_ERR_DATASET_FAILED, "dataset %s failed to build: %s", ds->cfg.name,
                      ds->last_error ? ds->last_error : "unknown error");
-    } else if (ds->state == CAT_PENDING && ds->cfg.on_start == ON_START_SKIP && !ds->build_queued) {
+    } else if (ds->state == CAT_PENDING && ds->cfg.on_start == CFG_ON_START_SKIP &&
+               !ds->build_queued) {
         vt_error_set(err, VT_ERR_DATASET_NOT_READY,
                      "dataset %s is not built (on_start = \"skip\"); reload it to build it",
                      ds->cfg.name);
@@ -496,7 +497,7 @@ static enum vt_err decide_lazy(const struct cat_catalog *cat, const struct vt_da
                                bool *out_access_denied, struct vt_error *err)
 {
     *out_lazy = false;
-    if (cfg->lazy || (cfg->materialize.set && cfg->materialize.residency == RESIDENCY_LAZY)) {
+    if (cfg->lazy || (cfg->materialize.set && cfg->materialize.residency == CFG_RESIDENCY_LAZY)) {
         *out_lazy = true;
         return VT_ERR_OK;
     }
@@ -634,7 +635,7 @@ static int pin_file(struct cat_generation *gen, const char *src, char *dst, size
     if (link(src, dst) == 0)
         return 0;
     int why = errno;
-    if (gen->n_pin_fds >= max_fds)
+    if (gen->priv->n_pin_fds >= max_fds)
         return why;
     int fd = open(src, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -646,7 +647,7 @@ static int pin_file(struct cat_generation *gen, const char *src, char *dst, size
         close(fd);
         return why;
     }
-    gen->pin_fds[gen->n_pin_fds++] = fd;
+    gen->priv->pin_fds[gen->priv->n_pin_fds++] = fd;
     return 0;
 }
 
@@ -662,22 +663,23 @@ static int pin_file(struct cat_generation *gen, const char *src, char *dst, size
  * before, and the log says so. */
 static void pin_local_files(struct cat_catalog *cat, struct cat_generation *gen)
 {
-    struct source_snapshot *snap = &gen->snapshot;
-    if (!cat->temp_dir || snap->kind != SOURCE_PARQUET || snap->select_sql || snap->n_files == 0)
+    struct source_snapshot *snap = &gen->priv->snapshot;
+    if (!cat->temp_dir || snap->kind != CFG_SOURCE_PARQUET || snap->select_sql ||
+        snap->n_files == 0)
         return;
     struct strbuf dir;
     sb_init(&dir, 0);
     sb_addf(&dir, "%s/lazy-%s", cat->temp_dir, gen->id);
     size_t max_fds = snap->n_files < VT_MAX_PINNED_FDS ? snap->n_files : VT_MAX_PINNED_FDS;
     char **links = calloc(snap->n_files, sizeof *links);
-    gen->pin_fds = calloc(max_fds, sizeof *gen->pin_fds);
-    int why = links && gen->pin_fds && !dir.overflow ? 0 : ENOMEM;
-    gen->pin_dir = sb_detach(&dir, NULL);
+    gen->priv->pin_fds = calloc(max_fds, sizeof *gen->priv->pin_fds);
+    int why = links && gen->priv->pin_fds && !dir.overflow ? 0 : ENOMEM;
+    gen->priv->pin_dir = sb_detach(&dir, NULL);
     for (size_t i = 0; !why && i < snap->n_files; i++) {
         const char *src = snap->files[i].path;
         struct strbuf dst;
         sb_init(&dst, 0);
-        sb_addf(&dst, "%s/%zu%s%s", gen->pin_dir, i, src[0] == '/' ? "" : "/", src);
+        sb_addf(&dst, "%s/%zu%s%s", gen->priv->pin_dir, i, src[0] == '/' ? "" : "/", src);
         why = dst.overflow ? ENOMEM : pin_file(gen, src, dst.buf, max_fds);
         if (!why)
             links[i] = sb_detach(&dst, NULL);
@@ -711,7 +713,7 @@ static enum vt_err attach_generation(struct cat_catalog *cat, duckdb_connection 
     struct strbuf sql;
     sb_init(&sql, 0);
     sb_adds(&sql, "ATTACH ':memory:' AS ");
-    sb_add_sql_ident(&sql, gen->db_name);
+    sb_add_sql_ident(&sql, gen->priv->db_name);
     sb_adds(&sql, compress ? " (COMPRESS)" : "");
     pthread_mutex_lock(&cat->ddl_mu);
     enum vt_err rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
@@ -729,7 +731,7 @@ static enum vt_err checkpoint_generation(duckdb_connection con, struct cat_gener
     struct strbuf sql;
     sb_init(&sql, 0);
     sb_adds(&sql, "CHECKPOINT ");
-    sb_add_sql_ident(&sql, gen->db_name);
+    sb_add_sql_ident(&sql, gen->priv->db_name);
     enum vt_err rc;
     for (int attempt = 0;; attempt++) {
         struct vt_error cerr = {0};
@@ -762,8 +764,8 @@ static enum vt_err create_relation(duckdb_connection con, struct cat_generation 
 static void set_generation_id(struct cat_generation *gen, const char *id)
 {
     snprintf(gen->id, sizeof gen->id, "%s", id);
-    snprintf(gen->db_name, sizeof gen->db_name, "g_%s", gen->id);
-    snprintf(gen->relation, sizeof gen->relation, "\"%s\".\"data\"", gen->db_name);
+    snprintf(gen->priv->db_name, sizeof gen->priv->db_name, "g_%s", gen->id);
+    snprintf(gen->relation, sizeof gen->relation, "\"%s\".\"data\"", gen->priv->db_name);
 }
 
 /* The build's job ran past its deadline (the watchdog interrupted DuckDB, or
@@ -800,7 +802,7 @@ static bool reuse_storage(struct cat_catalog *cat, duckdb_connection con,
     cat_storage_read_sql(&w, &read);
     enum vt_err rc = attach_generation(cat, con, gen, false, &err);
     if (!rc && (rc = create_relation(con, gen, true, read.buf, &err)) != VT_ERR_OK)
-        cat_detach_database(cat, con, gen->db_name);
+        cat_detach_database(cat, con, gen->priv->db_name);
     sb_release(&read);
     if (rc) {
         log_warn("dataset %s: cannot reuse storage generation %s (%s): rebuilding", cfg->name,
@@ -812,11 +814,11 @@ static bool reuse_storage(struct cat_catalog *cat, duckdb_connection con,
         return false;
     }
     gen->lazy = true;
-    gen->storage_dir = w.dir;
+    gen->priv->storage_dir = w.dir;
     w.dir = NULL;
-    gen->source_bytes = w.bytes;
+    gen->priv->source_bytes = w.bytes;
     gen->published_at_us = created_us;
-    gen->build_ms = build_ms;
+    gen->priv->build_ms = build_ms;
     cat_storage_release(&w);
     cat_storage_prune(cat, cfg->name, id);
     log_info("dataset %s: serving storage generation %s from disk (materialize.reuse_on_start)",
@@ -836,11 +838,11 @@ static enum vt_err build_query(struct cat_catalog *cat, duckdb_connection con,
                                bool *out_reused, struct vt_error *err)
 {
     *out_reused = false;
-    enum residency residency = cfg->materialize.residency;
+    enum cfg_residency residency = cfg->materialize.residency;
     if (cfg->lazy)
-        residency = RESIDENCY_LAZY;
+        residency = CFG_RESIDENCY_LAZY;
     if (may_reuse && cfg->materialize.reuse_on_start) {
-        if (residency != RESIDENCY_MEMORY && reuse_storage(cat, con, cfg, gen)) {
+        if (residency != CFG_RESIDENCY_MEMORY && reuse_storage(cat, con, cfg, gen)) {
             *out_reused = true;
             return VT_ERR_OK;
         }
@@ -863,7 +865,7 @@ static enum vt_err build_query(struct cat_catalog *cat, duckdb_connection con,
     rc = cat_query_select_sql(cfg, true, &select, err);
     if (!rc && build_timed_out(job))
         rc = vt_error_set(err, VT_ERR_TIMEOUT, "the build ran out of time");
-    if (!rc && residency == RESIDENCY_MEMORY) {
+    if (!rc && residency == CFG_RESIDENCY_MEMORY) {
         rc = attach_generation(cat, con, gen, true, err);
         if (!rc && (rc = create_relation(con, gen, false, select.buf, err)) == VT_ERR_OK)
             rc = checkpoint_generation(con, gen, err);
@@ -882,8 +884,8 @@ static enum vt_err build_query(struct cat_catalog *cat, duckdb_connection con,
     }
     int64_t mb = cat->cfg->server.force_lazy_above_mb;
     int64_t threshold = mb > 0 ? mb * 1024 * 1024 : CAT_AUTO_LAZY_ABOVE_BYTES;
-    bool lazy = residency == RESIDENCY_LAZY || w.bytes > threshold;
-    if (lazy && residency == RESIDENCY_AUTO)
+    bool lazy = residency == CFG_RESIDENCY_LAZY || w.bytes > threshold;
+    if (lazy && residency == CFG_RESIDENCY_AUTO)
         log_info("dataset %s: %lld bytes of Parquet exceed the %lld-byte threshold of residency "
                  "\"auto\": serving it from storage",
                  cfg->name, (long long)w.bytes, (long long)threshold);
@@ -902,9 +904,9 @@ static enum vt_err build_query(struct cat_catalog *cat, duckdb_connection con,
     sb_release(&read);
     if (!rc && lazy) {
         gen->lazy = true;
-        gen->storage_dir = w.dir; /* from now on removed with the generation */
+        gen->priv->storage_dir = w.dir; /* from now on removed with the generation */
         w.dir = NULL;
-        gen->source_bytes = w.bytes;
+        gen->priv->source_bytes = w.bytes;
         /* The time its manifest records: a reuse at the next start reports
          * the same last_refresh_at. */
         gen->published_at_us = w.created_us;
@@ -925,25 +927,31 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
                                                bool *out_access_denied, struct vt_error *err)
 {
     int64_t t0 = time_mono_ms();
-    struct cat_generation *gen = calloc(1, sizeof *gen);
-    if (!gen) {
+    /* One allocation for both parts; generation_free() frees it. */
+    struct {
+        struct cat_generation pub;
+        struct cat_generation_private priv;
+    } *both = calloc(1, sizeof *both);
+    if (!both) {
         vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
         return NULL;
     }
-    atomic_init(&gen->refs, 1);
-    gen->catalog = cat;
-    pthread_mutex_init(&gen->export_mu, NULL);
-    pthread_cond_init(&gen->export_cv, NULL);
+    struct cat_generation *gen = &both->pub;
+    gen->priv = &both->priv;
+    atomic_init(&gen->priv->refs, 1);
+    gen->priv->catalog = cat;
+    pthread_mutex_init(&gen->priv->export_mu, NULL);
+    pthread_cond_init(&gen->priv->export_cv, NULL);
     char id[27];
     ulid_new(id);
     set_generation_id(gen, id);
 
     bool reused = false;
     enum vt_err rc;
-    if (cfg->kind == SOURCE_QUERY) {
+    if (cfg->kind == CFG_SOURCE_QUERY) {
         rc = build_query(cat, con, cfg, gen, may_reuse, job, t0, &reused, err);
         if (rc) {
-            cat_detach_database(cat, con, gen->db_name);
+            cat_detach_database(cat, con, gen->priv->db_name);
             generation_free(gen);
             return NULL;
         }
@@ -957,11 +965,11 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
             return NULL;
         }
         ctx.for_lazy = gen->lazy;
-        if (source_resolve(cfg, &ctx, &gen->snapshot, out_access_denied, err) != VT_ERR_OK) {
+        if (source_resolve(cfg, &ctx, &gen->priv->snapshot, out_access_denied, err)) {
             generation_free(gen);
             return NULL;
         }
-        gen->source_bytes = gen->snapshot.total_bytes;
+        gen->priv->source_bytes = gen->priv->snapshot.total_bytes;
         if (gen->lazy)
             pin_local_files(cat, gen);
         if (attach_generation(cat, con, gen, !gen->lazy, err) != VT_ERR_OK) {
@@ -970,14 +978,14 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         }
         struct strbuf sql;
         sb_init(&sql, 0);
-        rc = source_select_sql(&gen->snapshot, &cfg->columns, &sql, err);
+        rc = source_select_sql(&gen->priv->snapshot, &cfg->columns, &sql, err);
         if (!rc)
             rc = create_relation(con, gen, gen->lazy, sql.buf, err);
         sb_release(&sql);
         if (!rc && !gen->lazy)
             rc = checkpoint_generation(con, gen, err);
         if (rc) {
-            cat_detach_database(cat, con, gen->db_name);
+            cat_detach_database(cat, con, gen->priv->db_name);
             generation_free(gen);
             return NULL;
         }
@@ -985,7 +993,7 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     rc = count_rows(con, gen, err);
     /* An empty source is a failure (the spec's startup rule); a query that
      * selects no rows is a valid, empty dataset. */
-    if (!rc && gen->rows == 0 && cfg->kind != SOURCE_QUERY)
+    if (!rc && gen->rows == 0 && cfg->kind != CFG_SOURCE_QUERY)
         rc = vt_error_set(err, VT_ERR_SOURCE_EMPTY, "source of %s has zero rows", cfg->name);
     if (!rc)
         rc = read_schema(con, gen, err);
@@ -993,15 +1001,15 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         rc = cat_generation_derive(cat, con, gen, cfg, err);
     /* Files downloaded only for a resident build are not needed any more. */
     if (!gen->lazy)
-        for (size_t i = 0; i < gen->snapshot.n_temp_files; i++)
-            unlink(gen->snapshot.temp_files[i]);
+        for (size_t i = 0; i < gen->priv->snapshot.n_temp_files; i++)
+            unlink(gen->priv->snapshot.temp_files[i]);
     if (rc) {
-        cat_detach_database(cat, con, gen->db_name);
+        cat_detach_database(cat, con, gen->priv->db_name);
         generation_free(gen);
         return NULL;
     }
     if (!reused) {
-        gen->build_ms = time_mono_ms() - t0;
+        gen->priv->build_ms = time_mono_ms() - t0;
         if (!gen->published_at_us)
             gen->published_at_us = time_wall_us();
     }
@@ -1017,7 +1025,7 @@ static void publish(struct cat_dataset *ds, struct cat_generation *gen,
     ds->current = gen;
     ds->state = CAT_PUBLISHED;
     ds->last_refresh_at_us = gen->published_at_us;
-    ds->last_refresh_duration_ms = gen->build_ms;
+    ds->last_refresh_duration_ms = gen->priv->build_ms;
     ds->refresh_source = source;
     ds->consecutive_failures = 0;
     free(ds->last_error);
@@ -1081,6 +1089,7 @@ struct build_job {
     struct cat_build_result *result; /* may be NULL; one reference */
     bool unregister_on_failure;
     int64_t deadline_ms;        /* the caller's (monotonic; 0 = none) */
+    char request_id[VT_MAX_REQUEST_ID_BYTES + 1]; /* the request that asked for it, or "" */
 };
 
 static void build_run(struct eng_job *job, duckdb_connection con)
@@ -1088,7 +1097,10 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     struct build_job *bj = (struct build_job *)job;
     struct cat_dataset *ds = bj->ds;
     struct cat_catalog *cat = bj->cat;
-    bool startup = bj->source == REFRESH_STARTUP;
+    bool startup = bj->source == CAT_REFRESH_STARTUP;
+    /* The build's log lines carry the id of the request that asked for it
+     * (reload, registration), so the request can be followed into them. */
+    log_set_request_id(bj->request_id[0] ? bj->request_id : NULL);
 
     pthread_mutex_lock(&ds->mu);
     ds->state = CAT_BUILDING; /* already, since it was queued */
@@ -1109,8 +1121,8 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     int64_t deadline = bj->deadline_ms;
     bool by_timeout = false;
     if (copied == 0 && cfg.refresh.timeout_ms > 0 &&
-        (cfg.kind == SOURCE_QUERY || bj->source == REFRESH_SCHEDULE ||
-         bj->source == REFRESH_CASCADE)) {
+        (cfg.kind == CFG_SOURCE_QUERY || bj->source == CAT_REFRESH_SCHEDULE ||
+         bj->source == CAT_REFRESH_CASCADE)) {
         int64_t d = t0 + cfg.refresh.timeout_ms;
         if (!deadline || d < deadline) {
             deadline = d;
@@ -1144,7 +1156,7 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     if (gen) {
         log_info("dataset %s published: %lld rows, %zu columns, %s, %lld ms", ds->cfg.name,
                  (long long)gen->rows, gen->n_cols, gen->lazy ? "lazy" : "resident",
-                 (long long)gen->build_ms);
+                 (long long)gen->priv->build_ms);
         rows = gen->rows;
         columns = (int64_t)gen->n_cols;
         publish(ds, gen, bj->source);
@@ -1187,10 +1199,11 @@ static void build_run(struct eng_job *job, duckdb_connection con)
         cat_unregister(cat, ds);
     if (bj->result)
         cat_build_result_complete(bj->result, gen != NULL, rows, columns, build_ms, &err);
-    if (bj->source == REFRESH_STARTUP)
+    if (bj->source == CAT_REFRESH_STARTUP)
         cat_startup_done(cat, bj->ds);
     if (!skipped)
         cat_scheduler_build_finished(cat->sched, ds, gen != NULL);
+    log_set_request_id(NULL);
 }
 
 void cat_startup_done(struct cat_catalog *cat, struct cat_dataset *ds)
@@ -1248,6 +1261,9 @@ bool cat_build_start(struct cat_catalog *cat, struct cat_dataset *ds,
         bj->result = o->result;
         bj->unregister_on_failure = o->unregister_on_failure;
         bj->deadline_ms = o->deadline_ms;
+        const char *rid = log_request_id();
+        if (rid)
+            snprintf(bj->request_id, sizeof bj->request_id, "%s", rid);
         /* A build still queued at its caller's deadline starts timed out. */
         atomic_store(&bj->job.deadline_ms, o->deadline_ms);
         if (o->result)
@@ -1337,7 +1353,7 @@ static void start_register(struct cat_catalog *cat, const struct vt_dataset_conf
         cat_dataset_put(ds);
         return;
     }
-    if (ds->cfg.on_start == ON_START_EAGER && eager) {
+    if (ds->cfg.on_start == CFG_ON_START_EAGER && eager) {
         eager[(*n_eager)++] = ds; /* keeps the reference */
         return;
     }
@@ -1362,7 +1378,7 @@ static void start_infer(struct cat_catalog *cat, struct cat_dataset **eager, siz
     pthread_rwlock_unlock(&cat->lock);
     for (size_t i = 0; all && i < n; i++) {
         struct cat_dataset *ds = all[i];
-        if (ds->cfg.kind != SOURCE_QUERY)
+        if (ds->cfg.kind != CFG_SOURCE_QUERY)
             continue;
         struct vt_dataset_config cfg;
         pthread_mutex_lock(&ds->mu);
@@ -1391,7 +1407,7 @@ static void start_infer(struct cat_catalog *cat, struct cat_dataset **eager, siz
     /* Cycles, over the inferred edges. */
     for (size_t i = 0; all && i < n; i++) {
         struct cat_dataset *ds = all[i];
-        if (ds->cfg.kind != SOURCE_QUERY || ds->state == CAT_FAILED)
+        if (ds->cfg.kind != CFG_SOURCE_QUERY || ds->state == CAT_FAILED)
             continue;
         char path[512];
         if (cat_query_cycle(cat, ds->cfg.name, path, sizeof path)) {
@@ -1452,7 +1468,7 @@ void cat_start(struct cat_catalog *cat, const struct vt_dataset_config *saved, s
     cat->registering = false;
     pthread_mutex_unlock(&cat->state_mu);
     if (eager)
-        cat_start_builds(cat, eager, n_eager, REFRESH_STARTUP);
+        cat_start_builds(cat, eager, n_eager, CAT_REFRESH_STARTUP);
 }
 
 void cat_destroy(struct cat_catalog *cat)
@@ -1511,7 +1527,7 @@ bool cat_ready(struct cat_catalog *cat, int64_t *out_datasets)
     }
     bool all_failed = total > 0 && failed == total;
     bool ready;
-    if (cat->cfg->server.startup.readiness == READINESS_ANY)
+    if (cat->cfg->server.startup.readiness == CFG_READINESS_ANY)
         ready = published > 0 || (pending == 0 && !all_failed);
     else
         ready = pending == 0 && !all_failed;
@@ -1540,7 +1556,7 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
     memcpy(st->builds, ds->builds, sizeof st->builds);
     if (ds->current) {
         struct cat_generation *gen = ds->current;
-        st->source_bytes = gen->source_bytes;
+        st->source_bytes = gen->priv->source_bytes;
         const struct cat_fastpath *fp = cat_generation_fastpath(gen);
         st->index_bytes = fp ? (int64_t)fp->bytes : 0;
         st->lazy = gen->lazy;
@@ -1551,7 +1567,7 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
         if (gen->lazy) {
             st->has_generation = true;
             memcpy(st->generation_id, gen->id, sizeof st->generation_id);
-            st->storage_bytes = gen->source_bytes;
+            st->storage_bytes = gen->priv->source_bytes;
         }
     }
     strvec_copy(&st->depends_on, &ds->cfg.depends_on);

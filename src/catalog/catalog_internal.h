@@ -8,6 +8,33 @@
 #include "catalog/catalog.h"
 #include "util/strbuf.h"
 
+enum cat_export_state { CAT_EXPORT_NONE, CAT_EXPORT_BUILDING, CAT_EXPORT_READY };
+
+/* The catalog's part of a generation (allocated with it, see catalog.h). */
+struct cat_generation_private {
+    atomic_int refs;
+    char db_name[32];           /* attached database, e.g. g_01J... */
+    int64_t source_bytes;       /* bytes of the files read */
+    int64_t build_ms;
+    struct source_snapshot snapshot; /* kept for lazy generations (their files) */
+    char *pin_dir;              /* lazy, local files: links to them (removed with it) */
+    char *storage_dir;          /* a storage generation (query dataset, residency lazy):
+                                 * its folder of Parquet files, <storage_dir>/<name>/<id>,
+                                 * removed with the generation */
+    int *pin_fds;               /* files kept open for links that could not be hard */
+    size_t n_pin_fds;
+    struct cat_catalog *catalog;
+    /* The Parquet export of this generation (export.c). */
+    pthread_mutex_t export_mu;
+    pthread_cond_t export_cv;
+    enum cat_export_state export_state;
+    int export_attempts;
+    struct vt_error export_error;
+    char *export_path;
+    uint64_t export_size;
+    struct cat_fastpath *_Atomic fastpath; /* NULL until built (or never) */
+};
+
 struct cat_dataset {
     atomic_int refs;
     struct cat_catalog *catalog;

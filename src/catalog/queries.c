@@ -75,7 +75,7 @@ static void cycle_deps(void *p, const char *name, const char *const **out_list, 
         return;
     }
     struct cat_dataset *ds = cat_find_locked(c->cat, name);
-    if (ds && ds->cfg.kind == SOURCE_QUERY) {
+    if (ds && ds->cfg.kind == CFG_SOURCE_QUERY) {
         *out_list = (const char *const *)ds->cfg.depends_on.items;
         *out_n = ds->cfg.depends_on.len;
     }
@@ -180,7 +180,7 @@ enum vt_err cat_query_describe(struct cat_catalog *cat, duckdb_connection con,
                                   "materialize.sort_by: the query returns no column \"%s\"",
                                   sort->items[i]);
         const struct strvec *idx = &cfg->index_columns;
-        for (size_t i = 0; !rc && cfg->index_mode == INDEX_LIST && i < idx->len; i++)
+        for (size_t i = 0; !rc && cfg->index_mode == CFG_INDEX_LIST && i < idx->len; i++)
             if (!has_column(ps, n, idx->items[i]))
                 rc = vt_error_set(err, VT_ERR_UNKNOWN_COLUMN,
                                   "index.columns: the query returns no column \"%s\"",
@@ -258,7 +258,7 @@ enum vt_err cat_register_saved(struct cat_catalog *cat, const struct vt_dataset_
         cat_build_result_put(r);
         return rc;
     }
-    struct cat_build_opts bo = {.source = REFRESH_MANUAL, .result = r,
+    struct cat_build_opts bo = {.source = CAT_REFRESH_MANUAL, .result = r,
                                 .unregister_on_failure = opts->remove_on_failure,
                                 .deadline_ms = opts->deadline_ms};
     if (!cat_build_start(cat, ds, &bo)) {

@@ -481,7 +481,7 @@ void cat_storage_sweep(struct cat_catalog *cat)
         const char *name = names.items[i];
         pthread_rwlock_rdlock(&cat->lock);
         struct cat_dataset *ds = cat_find_locked(cat, name);
-        bool reuse = ds && ds->cfg.kind == SOURCE_QUERY && ds->cfg.materialize.reuse_on_start;
+        bool reuse = ds && ds->cfg.kind == CFG_SOURCE_QUERY && ds->cfg.materialize.reuse_on_start;
         pthread_rwlock_unlock(&cat->lock);
         char *ds_dir = path2(root, name);
         char **gens = NULL;

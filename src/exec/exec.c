@@ -14,6 +14,7 @@
 #include "encode/json_rows.h"
 #include "index/index.h"
 #include "index/rowstore.h"
+#include "util/timeutil.h"
 
 /* The row store decompresses one block of ROWSTORE_BLOCK_ROWS rows per block
  * an answer touches (~3 us each on the bench table of `make bench`), while the
@@ -259,10 +260,14 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
     if (!query_index_match_terms(qr, fp->index, plan->arena, &terms, &n_terms, &empty))
         return EXEC_FAST_NO;
     struct vt_error err = {0};
+    struct exec_timing *tm = plan->timing;
+    int64_t t0 = tm ? time_mono_us() : 0;
     if (plan->kind == EXEC_COUNT) {
         uint64_t n = 0;
         if (!empty && index_count(fp->index, terms, n_terms, &n) != 0)
             return EXEC_FAST_NO;
+        if (tm)
+            tm->execute_us += time_mono_us() - t0;
         sink->ops->count(sink, n, &err);
         sink_finish(sink, &err);
         return EXEC_FAST_DONE;
@@ -270,6 +275,7 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
     struct index_rows rows = {0};
     if (!fp->rows || (!empty && index_match(fp->index, terms, n_terms, &rows) != 0))
         return EXEC_FAST_NO;
+    int64_t t1 = tm ? time_mono_us() : 0;
     /* Paging over the sorted positions (table order, as the SQL path). */
     size_t from = qr->offset < 0 ? 0 : (size_t)qr->offset;
     size_t count = from < rows.n ? rows.n - from : 0;
@@ -314,6 +320,10 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
     if (s->row.cap > 64 * 1024)
         sb_release(&s->row); /* one huge row must not stay pinned to the thread */
     index_rows_free(&rows);
+    if (tm) {
+        tm->execute_us += t1 - t0;
+        tm->encode_us += time_mono_us() - t1;
+    }
     sink_finish(sink, &err);
     return EXEC_FAST_DONE;
 }
@@ -380,7 +390,8 @@ static void cache_forget(struct exec_session *s, duckdb_prepared_statement ps)
 static enum vt_err prepare_and_execute(struct exec_session *s, duckdb_connection con,
                                        const char *sql, const struct query_plan *binds,
                                        duckdb_prepared_statement *out_ps, bool *out_cached,
-                                       duckdb_result *res, struct vt_error *err)
+                                       duckdb_result *res, struct vt_error *err,
+                                       int64_t *out_bound_us)
 {
     *out_ps = NULL;
     *out_cached = false;
@@ -393,6 +404,8 @@ static enum vt_err prepare_and_execute(struct exec_session *s, duckdb_connection
         *out_cached = cached;
         if (query_plan_bind(binds, ps, err) != VT_ERR_OK)
             return err->code;
+        if (out_bound_us)
+            *out_bound_us = time_mono_us();
         if (duckdb_execute_prepared_streaming(ps, res) == DuckDBSuccess)
             return VT_ERR_OK;
         const char *msg = duckdb_result_error(res);
@@ -422,7 +435,10 @@ static void fetch_error(const struct exec_plan *plan, duckdb_result *res, struct
 static void deliver_count(const struct exec_plan *plan, duckdb_result *res,
                           struct exec_sink *sink, struct vt_error *err)
 {
+    int64_t t0 = plan->timing ? time_mono_us() : 0;
     duckdb_data_chunk chunk = duckdb_fetch_chunk(*res);
+    if (plan->timing)
+        plan->timing->execute_us += time_mono_us() - t0;
     if (!chunk) {
         fetch_error(plan, res, err);
         vt_error_set(err, VT_ERR_QUERY_FAILED, "count failed");
@@ -443,16 +459,23 @@ static void deliver_rows(const struct exec_plan *plan, duckdb_result *res,
                          struct exec_sink *sink, struct vt_error *err, bool *out_early)
 {
     *out_early = true;
+    struct exec_timing *tm = plan->timing;
     if (sink->ops->begin(sink, res, err) != VT_ERR_OK)
         return;
     for (;;) {
         if (stop_requested(plan, err))
             return;
+        int64_t t0 = tm ? time_mono_us() : 0;
         duckdb_data_chunk chunk = duckdb_fetch_chunk(*res);
+        int64_t t1 = tm ? time_mono_us() : 0;
+        if (tm)
+            tm->execute_us += t1 - t0;
         if (!chunk)
             break;
         enum vt_err rc = sink->ops->chunk(sink, chunk, err);
         duckdb_destroy_data_chunk(&chunk);
+        if (tm)
+            tm->encode_us += time_mono_us() - t1;
         if (rc == VT_ERR_RESULT_CAPPED) {
             vt_error_clear(err);
             return; /* the sink has what it wants: a complete answer */
@@ -510,6 +533,39 @@ static enum vt_err ensure_views(struct exec_session *s, duckdb_connection con,
     return VT_ERR_OK;
 }
 
+/* The text an EXEC_SQL statement is prepared (and cached) under: the user's
+ * statement, then a comment naming the generations its views read. A cached
+ * plan is bound through the views to one generation's database; keyed by the
+ * statement alone, the same text after a reload reused a plan of the previous
+ * generation (its rows, or DuckDB's "requires database ... but it was not
+ * attached" once that generation was dropped). The comment starts on a line
+ * of its own: the gate let through one statement, with no open comment. */
+static const char *sql_with_generations(const struct exec_plan *plan)
+{
+    if (!plan->nviews)
+        return plan->sql;
+    size_t n = strlen(plan->sql) + 8;
+    for (size_t i = 0; i < plan->nviews; i++)
+        n += strlen(plan->views[i].relation) + 2;
+    char *text = plan->arena ? arena_alloc(plan->arena, n) : NULL;
+    if (!text)
+        return NULL;
+    struct strbuf sb;
+    sb_init(&sb, 0);
+    sb_adds(&sb, plan->sql);
+    sb_adds(&sb, "\n-- ");
+    for (size_t i = 0; i < plan->nviews; i++) {
+        if (i)
+            sb_adds(&sb, ", ");
+        sb_adds(&sb, plan->views[i].relation);
+    }
+    bool ok = !sb.overflow && sb.len < n;
+    if (ok)
+        memcpy(text, sb.buf, sb.len + 1);
+    sb_release(&sb);
+    return ok ? text : NULL;
+}
+
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con)
 {
     struct vt_error err = {0};
@@ -520,13 +576,19 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
     if (exec_try_fast(plan, sink, SIZE_MAX) == EXEC_FAST_DONE)
         return;
 
+    int64_t t_plan = plan->timing ? time_mono_us() : 0;
     struct query_plan qp;
     const char *sql;
     if (plan->kind == EXEC_SQL) {
         memset(&qp, 0, sizeof qp);
         qp.params = plan->params;
         qp.nparams = plan->nparams;
-        sql = plan->sql;
+        sql = sql_with_generations(plan);
+        if (!sql) {
+            vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
+            sink->ops->fail(sink, &err);
+            return;
+        }
         if (ensure_views(session(), con, plan, &err) != VT_ERR_OK) {
             sink->ops->fail(sink, &err);
             return;
@@ -553,7 +615,17 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
      * (RSS grew ~1 MiB per client that hung up mid-stream). */
     struct exec_session *s =
         plan->kind == EXEC_ROWS && plan->query->mode == QUERY_STREAM ? NULL : session();
-    if (prepare_and_execute(s, con, sql, &qp, &ps, &cached, &res, &err) != VT_ERR_OK) {
+    /* prepare_and_execute prepares (or finds) the statement, then starts it:
+     * up to `bound` is plan time, the rest execute. */
+    int64_t bound = 0;
+    enum vt_err prc = prepare_and_execute(s, con, sql, &qp, &ps, &cached, &res, &err,
+                                          plan->timing ? &bound : NULL);
+    if (plan->timing) {
+        int64_t now = time_mono_us();
+        plan->timing->plan_us += (bound ? bound : now) - t_plan;
+        plan->timing->execute_us += bound ? now - bound : 0;
+    }
+    if (prc != VT_ERR_OK) {
         if (cached)
             cache_forget(s, ps);
         else

@@ -117,7 +117,17 @@ const char *http_req_header(const struct http_request *req, const char *name);
 const char *http_req_query(const struct http_request *req, const char *key);
 const char *http_req_body(const struct http_request *req, size_t *out_len);
 struct arena *http_req_arena(struct http_request *req);
-uint64_t http_req_id(const struct http_request *req);
+/* The request id: the client's X-Request-Id when it is a sane token (1 to
+ * VT_MAX_REQUEST_ID_BYTES characters of [A-Za-z0-9._:@+=/-]), else one of
+ * ours (<process tag>-<counter>, unique per process start). Echoed in the
+ * X-Request-Id response header, the access line and every log line written
+ * while the request's handler or job runs. */
+const char *http_req_id(const struct http_request *req);
+/* Microseconds the request's job waited in the pool queue (0 before it ran
+ * or without a job): the "queue" entry of Server-Timing. */
+int64_t http_req_queue_us(const struct http_request *req);
+/* True when `id` is a request id we accept from a client. */
+bool http_request_id_ok(const char *id);
 /* Monotonic ms deadline from server.request_timeout_ms (0 = none). */
 int64_t http_req_deadline(const struct http_request *req);
 /* True when the request carries Content-Type: application/json (parameters allowed). */

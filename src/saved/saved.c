@@ -146,7 +146,7 @@ enum vt_err saved_parse_request(const json_t *body, struct saved_request *out,
         config_dataset_defaults(&out->ds);
         return vt_error_set(err, rc, "%s", vt_error_message(&perr));
     }
-    if (out->ds.kind != SOURCE_QUERY) {
+    if (out->ds.kind != CFG_SOURCE_QUERY) {
         saved_request_release(out);
         return vt_error_set(err, VT_ERR_INVALID_FIELD, "sql: required");
     }
@@ -328,10 +328,10 @@ static enum vt_err load_one(const char *dir, const char *file, struct saved_file
         rc = vt_error_set(err, VT_ERR_INVALID_CONFIG,
                           "%s: a saved query file holds exactly one [[dataset]] block (found %zu)",
                           f->path, n);
-    else if (ds[0].kind != SOURCE_QUERY)
+    else if (ds[0].kind != CFG_SOURCE_QUERY)
         rc = vt_error_set(err, VT_ERR_INVALID_CONFIG,
                           "%s: a saved query is of kind \"query\" (found \"%s\")", f->path,
-                          source_kind_name(ds[0].kind));
+                          config_source_kind_name(ds[0].kind));
     else if (strlen(ds[0].name) != stem || strncmp(ds[0].name, file, stem) != 0)
         rc = vt_error_set(err, VT_ERR_INVALID_CONFIG,
                           "%s: the dataset is named \"%s\"; a saved query's file is named after "

@@ -67,6 +67,7 @@ struct ui_bundle {
 /* Generated bundles (empty when the build had no assets for them). */
 extern const struct ui_bundle ui_bundle_explorer;
 extern const struct ui_bundle ui_bundle_docs;
+extern const struct ui_bundle ui_bundle_swagger;
 
 struct ui_mount {
     const struct ui_bundle *bundle;

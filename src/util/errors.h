@@ -95,6 +95,11 @@
     X(UNAUTHORIZED, 401, "unauthorized", "28000", 0, "missing or invalid credentials")                 \
     X(FORBIDDEN, 403, "forbidden", "42501", 0, "forbidden")                                            \
     X(ADMIN_DISABLED, 403, "admin_disabled", "42501", 0, "admin operations are disabled: ADMIN_TOKEN is not set") \
+    X(INVALID_TOKEN, 401, "invalid_token", "28000", 0, "invalid bearer token")                    \
+    X(INSUFFICIENT_SCOPE, 403, "insufficient_scope", "42501", 0,                           \
+      "the token lacks a scope this route needs")                                          \
+    X(AUTH_UNAVAILABLE, 503, "auth_unavailable", "57P03", 0,                               \
+      "the identity provider's signing keys are not available yet")                       \
     /* never sent: the consumer of a result went away (client closed, stalled) */             \
     X(CLIENT_GONE, 499, "client_gone", "08006", 0, "the client went away")           \
     /* never sent: a sink took all the rows it wants (exec ends the run normally) */ \

@@ -669,3 +669,39 @@ def test_sql_sees_saved_queries_come_and_go(vt, datadir):
                                         "ON a.station = s.id"}).status_code == 200
     r = s.post("/api/v1/sql", {"sql": "SELECT sum(n) AS total FROM b"})
     assert r.json()["data"] == [{"total": 5000}], r.text
+
+
+def test_manage_scope_with_bearer_tokens(vt, datadir):
+    """With [auth] (and no ADMIN_TOKEN) the routes exist and need the
+    datasets:manage scope, which neither the read nor the reload scope gives;
+    the admin token is not configured, so it cannot pass."""
+    from oidc_issuer import Issuer
+    from test_auth_bearer import bearer, start as auth_start
+
+    iss = Issuer()
+    try:
+        s = auth_start(vt, datadir, iss, env={})
+        manager = iss.token(scope="datasets:manage")
+        reader = iss.token(scope="datasets:read")
+        both = iss.token(scope="datasets:read datasets:reload")
+        body = {"name": "m1", "sql": "SELECT count(*) AS n FROM t"}
+        r = s.post(Q, body)
+        assert r.status_code == 401 and r.json()["code"] == "unauthorized"
+        for tok in (reader, both):
+            r = s.post(Q, body, headers=bearer(tok))
+            assert r.status_code == 403 and r.json()["code"] == "insufficient_scope", r.text
+            assert 'scope="datasets:manage"' in r.headers["WWW-Authenticate"]
+            assert requests.get(s.url(Q), headers=bearer(tok), timeout=10).status_code == 403
+        r = s.post(Q, body, headers=bearer(manager))
+        assert r.status_code == 200 and r.json()["rows"] == 1, r.text
+        r = requests.get(s.url(Q), headers=bearer(manager), timeout=10)
+        assert [x["name"] for x in r.json()] == ["m1"]
+        # Reading the saved query is a read (the read scope), not manage.
+        r = s.post("/api/v1/datasets/m1/query", {}, headers=bearer(reader))
+        assert r.json()["data"] == [{"n": 100}]
+        assert requests.delete(s.url(Q + "/m1"), headers=bearer(reader), timeout=10).status_code == 403
+        assert requests.delete(s.url(Q + "/m1"), headers=bearer(manager), timeout=10).status_code == 200
+        assert requests.delete(s.url(Q + "/m1"), headers={"X-Admin-Token": "anything"},
+                               timeout=10).status_code == 401
+    finally:
+        iss.close()

@@ -42,12 +42,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             __builtin_trap();
         return 0;
     }
-    if (r.ds.kind != SOURCE_QUERY || !r.ds.sql || !*r.ds.sql ||
+    if (r.ds.kind != CFG_SOURCE_QUERY || !r.ds.sql || !*r.ds.sql ||
         strlen(r.ds.sql) > VT_MAX_SQL_BYTES || !config_valid_dataset_name(r.ds.name, NULL) ||
         r.ds.depends_on.len != 0 || (r.persist && r.ttl_ms != 0) || r.ttl_ms < 0)
         __builtin_trap();
-    bool lazy = r.ds.materialize.residency == RESIDENCY_LAZY;
-    if (lazy && r.ds.index_mode != INDEX_AUTO)
+    bool lazy = r.ds.materialize.residency == CFG_RESIDENCY_LAZY;
+    if (lazy && r.ds.index_mode != CFG_INDEX_AUTO)
         __builtin_trap(); /* an index object was accepted beside lazy */
     char *toml = config_dataset_to_toml(&r.ds);
     if (toml) {

@@ -41,14 +41,14 @@ TEST(parses_a_full_request)
                  VT_ERR_OK);
     CHECK_EQ_STR(r.ds.name, "top");
     CHECK_EQ_STR(r.ds.sql, "SELECT 1");
-    CHECK(r.ds.kind == SOURCE_QUERY);
+    CHECK(r.ds.kind == CFG_SOURCE_QUERY);
     CHECK(!r.persist);
     CHECK_EQ_INT(r.ttl_ms, 15 * 60 * 1000);
     CHECK_EQ_INT(r.ds.refresh.interval_ms, 3600 * 1000);
     CHECK(r.ds.refresh.on_upstream_reload);
-    CHECK(r.ds.materialize.set && r.ds.materialize.residency == RESIDENCY_AUTO);
+    CHECK(r.ds.materialize.set && r.ds.materialize.residency == CFG_RESIDENCY_AUTO);
     CHECK_EQ_INT(r.ds.materialize.sort_by.len, 2);
-    CHECK(r.ds.index_mode == INDEX_AUTO);
+    CHECK(r.ds.index_mode == CFG_INDEX_AUTO);
     CHECK_EQ_INT(r.ds.depends_on.len, 0);
     saved_request_release(&r);
 
@@ -58,7 +58,7 @@ TEST(parses_a_full_request)
                        &r, &err),
                  VT_ERR_OK);
     CHECK(r.persist && r.ttl_ms == 0);
-    CHECK(r.ds.materialize.residency == RESIDENCY_LAZY && r.ds.materialize.reuse_on_start);
+    CHECK(r.ds.materialize.residency == CFG_RESIDENCY_LAZY && r.ds.materialize.reuse_on_start);
     saved_request_release(&r);
     /* kind defaults to temp */
     CHECK_EQ_INT(parse("{\"name\":\"d\",\"sql\":\"SELECT 1\"}", &r, &err), VT_ERR_OK);
