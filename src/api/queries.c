@@ -159,7 +159,10 @@ static void create_job(struct http_request *req, duckdb_connection con)
     } else if (!r->ok) {
         undo_create(app, c); /* the build unregistered it; the file goes too */
         sb_release(&body);
-        reply_build_failure(req, &r->err);
+        if (r->err.code == VT_ERR_TIMEOUT && !c->async)
+            http_reply_error(req, VT_ERR_TIMEOUT, "request timed out"); /* the spec's 504 body */
+        else
+            reply_build_failure(req, &r->err);
     } else {
         struct cat_saved_summary sum;
         bool known = cat_saved_of(app->catalog, ds->name, &sum);

@@ -542,8 +542,8 @@ static enum vt_err ensure_views(struct exec_session *s, duckdb_connection con,
  * of its own: the gate let through one statement, with no open comment. */
 static const char *sql_with_generations(const struct exec_plan *plan)
 {
-    if (!plan->nviews)
-        return plan->sql;
+    if (!plan->nviews || !plan->arena)
+        return plan->sql; /* no views (or nowhere to build the text: as written) */
     size_t n = strlen(plan->sql) + 8;
     for (size_t i = 0; i < plan->nviews; i++)
         n += strlen(plan->views[i].relation) + 2;
