@@ -15,6 +15,7 @@
  */
 #include <ctype.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -671,15 +672,79 @@ void sql_checked_release(struct sql_checked *c)
     c->reads_catalog = false;
 }
 
+/* The statement that serializes, prepared once per connection: preparing it
+ * cost more than running it (vt-gate-bench), and a worker thread keeps its
+ * connection for life. One per thread, for the last connection it served. */
+struct gate_cache {
+    duckdb_connection con;
+    duckdb_prepared_statement ps;
+};
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_free(void *p)
+{
+    struct gate_cache *c = p;
+    if (c->ps)
+        duckdb_destroy_prepare(&c->ps);
+    free(c);
+}
+
+static void cache_key_init(void)
+{
+    pthread_key_create(&cache_key, cache_free);
+}
+
+static struct gate_cache *cache(void)
+{
+    pthread_once(&cache_once, cache_key_init);
+    struct gate_cache *c = pthread_getspecific(cache_key);
+    if (!c && (c = calloc(1, sizeof *c)) != NULL)
+        pthread_setspecific(cache_key, c);
+    return c;
+}
+
+void sql_gate_forget(duckdb_connection con)
+{
+    pthread_once(&cache_once, cache_key_init);
+    struct gate_cache *c = pthread_getspecific(cache_key);
+    if (c && c->con == con && c->ps) {
+        duckdb_destroy_prepare(&c->ps);
+        c->con = NULL;
+    }
+}
+
+void sql_gate_thread_release(void)
+{
+    pthread_once(&cache_once, cache_key_init);
+    struct gate_cache *c = pthread_getspecific(cache_key);
+    if (c) {
+        pthread_setspecific(cache_key, NULL);
+        cache_free(c);
+    }
+}
+
 /* DuckDB's serialization of `sql` (a malloc'd string), or NULL with err set. */
 static char *serialize(duckdb_connection con, const char *sql, struct vt_error *err)
 {
-    duckdb_prepared_statement ps;
-    if (duckdb_prepare(con, "SELECT json_serialize_sql(CAST($1 AS VARCHAR))", &ps) !=
-        DuckDBSuccess) {
-        vt_error_set(err, VT_ERR_INTERNAL, "json_serialize_sql: %s", duckdb_prepare_error(ps));
-        duckdb_destroy_prepare(&ps);
-        return NULL;
+    struct gate_cache *c = cache();
+    duckdb_prepared_statement ps = c && c->con == con ? c->ps : NULL;
+    bool cached = ps != NULL;
+    if (!ps) {
+        if (duckdb_prepare(con, "SELECT json_serialize_sql(CAST($1 AS VARCHAR))", &ps) !=
+            DuckDBSuccess) {
+            vt_error_set(err, VT_ERR_INTERNAL, "json_serialize_sql: %s", duckdb_prepare_error(ps));
+            duckdb_destroy_prepare(&ps);
+            return NULL;
+        }
+        if (c) {
+            if (c->ps)
+                duckdb_destroy_prepare(&c->ps);
+            c->con = con;
+            c->ps = ps;
+            cached = true;
+        }
     }
     duckdb_bind_varchar(ps, 1, sql);
     duckdb_result res;
@@ -692,7 +757,8 @@ static char *serialize(duckdb_connection con, const char *sql, struct vt_error *
         vt_error_set(err, VT_ERR_SQL_SYNTAX, "%s", duckdb_result_error(&res));
     }
     duckdb_destroy_result(&res);
-    duckdb_destroy_prepare(&ps);
+    if (!cached)
+        duckdb_destroy_prepare(&ps);
     if (out) { /* duckdb's allocation -> ours */
         char *copy = strdup(out);
         duckdb_free(out);

@@ -91,6 +91,13 @@ enum vt_err sql_gate_check_opts(duckdb_connection con, const char *sql,
                                 const struct sql_gate_options *opts, sql_is_dataset_fn is_dataset,
                                 void *ctx, struct sql_checked *out, struct vt_error *err);
 void sql_checked_release(struct sql_checked *c);
+/* The gate keeps, per thread, the statement it serializes with, prepared on
+ * the last connection it was given (a worker's connection, for life). Before
+ * a short-lived connection is closed, forget it (its address may be reused);
+ * a thread that goes on after its connections close (main, tests, tools)
+ * releases it. */
+void sql_gate_forget(duckdb_connection con);
+void sql_gate_thread_release(void);
 
 /* ------------------------------------------- running a checked statement
  *
@@ -129,6 +136,12 @@ enum vt_err sql_snapshot_take_opts(struct cat_catalog *cat, duckdb_connection co
                                    int64_t deadline_ms, struct sql_snapshot *out,
                                    struct vt_error *err);
 void sql_snapshot_release(struct sql_snapshot *s);
+/* sql_snapshot_take (and _take_opts with NULL options) remembers, per
+ * thread, the gate's answers for the statements it let through while the
+ * catalog's set of names is unchanged
+ * (cat_names_epoch); a thread that goes on after its work (tests, tools)
+ * frees them. */
+void sql_snapshot_thread_release(void);
 
 /* The allowlist (allowlist.c). */
 bool sql_function_allowed(const char *name);
