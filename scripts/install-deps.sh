@@ -9,8 +9,8 @@ packages=(
     build-essential pkg-config git ca-certificates curl
     libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev zlib1g-dev
     libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev
-    python3 python3-pytest python3-requests
-    nginx wrk postgresql-client brotli zstd
+    python3 python3-pytest python3-requests python3-psycopg python3-psycopg2
+    nginx wrk postgresql-client postgresql-contrib brotli zstd
     clang libclang-rt-14-dev
     nodejs npm
 )

@@ -15,6 +15,7 @@
  */
 #include <ctype.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -671,16 +672,76 @@ void sql_checked_release(struct sql_checked *c)
     c->reads_catalog = false;
 }
 
+/* The two statements the gate runs, prepared once per connection: preparing
+ * `SELECT json_serialize_sql($1)` costs ~0.5 ms, running it ~0.07 ms
+ * (measured on the development machine). A worker thread keeps one
+ * connection for life (engine.h), so the cache is per thread; a thread that
+ * ends frees it. */
+struct gate_cache {
+    duckdb_connection con;
+    duckdb_prepared_statement ser, deser;
+};
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static _Thread_local struct gate_cache *tls_cache; /* keeps it reachable (LeakSanitizer) */
+
+static void cache_free(void *p)
+{
+    struct gate_cache *c = p;
+    duckdb_destroy_prepare(&c->ser);
+    duckdb_destroy_prepare(&c->deser);
+    free(c);
+}
+
+static void cache_key_init(void)
+{
+    pthread_key_create(&cache_key, cache_free);
+}
+
+/* The prepared statement `*slot` of this thread's cache for `con` (made on
+ * first use), or NULL with err set. */
+static duckdb_prepared_statement cached(duckdb_connection con, bool ser, struct vt_error *err)
+{
+    pthread_once(&cache_once, cache_key_init);
+    struct gate_cache *c = tls_cache;
+    if (c && c->con != con) {
+        duckdb_destroy_prepare(&c->ser);
+        duckdb_destroy_prepare(&c->deser);
+        c->con = con;
+    }
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c) {
+            vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+            return NULL;
+        }
+        c->con = con;
+        tls_cache = c;
+        pthread_setspecific(cache_key, c);
+    }
+    duckdb_prepared_statement *slot = ser ? &c->ser : &c->deser;
+    if (*slot)
+        return *slot;
+    const char *sql = ser ? "SELECT json_serialize_sql(CAST($1 AS VARCHAR))"
+                          : "SELECT json_deserialize_sql(CAST($1 AS JSON))";
+    if (duckdb_prepare(con, sql, slot) != DuckDBSuccess) {
+        vt_error_set(err, VT_ERR_INTERNAL, "%s: %s", ser ? "json_serialize_sql"
+                                                         : "json_deserialize_sql",
+                     duckdb_prepare_error(*slot));
+        duckdb_destroy_prepare(slot);
+        return NULL;
+    }
+    return *slot;
+}
+
 /* DuckDB's serialization of `sql` (a malloc'd string), or NULL with err set. */
 static char *serialize(duckdb_connection con, const char *sql, struct vt_error *err)
 {
-    duckdb_prepared_statement ps;
-    if (duckdb_prepare(con, "SELECT json_serialize_sql(CAST($1 AS VARCHAR))", &ps) !=
-        DuckDBSuccess) {
-        vt_error_set(err, VT_ERR_INTERNAL, "json_serialize_sql: %s", duckdb_prepare_error(ps));
-        duckdb_destroy_prepare(&ps);
+    duckdb_prepared_statement ps = cached(con, true, err);
+    if (!ps)
         return NULL;
-    }
+    duckdb_clear_bindings(ps);
     duckdb_bind_varchar(ps, 1, sql);
     duckdb_result res;
     char *out = NULL;
@@ -692,7 +753,6 @@ static char *serialize(duckdb_connection con, const char *sql, struct vt_error *
         vt_error_set(err, VT_ERR_SQL_SYNTAX, "%s", duckdb_result_error(&res));
     }
     duckdb_destroy_result(&res);
-    duckdb_destroy_prepare(&ps);
     if (out) { /* duckdb's allocation -> ours */
         char *copy = strdup(out);
         duckdb_free(out);
@@ -977,13 +1037,10 @@ static char *restore_bigints(const char *text, const char *nonce)
 /* The SQL text of a (mapped) tree, by DuckDB's own json_deserialize_sql. */
 static char *deserialize(duckdb_connection con, const char *json, struct vt_error *err)
 {
-    duckdb_prepared_statement ps;
-    if (duckdb_prepare(con, "SELECT json_deserialize_sql(CAST($1 AS JSON))", &ps) !=
-        DuckDBSuccess) {
-        vt_error_set(err, VT_ERR_INTERNAL, "json_deserialize_sql: %s", duckdb_prepare_error(ps));
-        duckdb_destroy_prepare(&ps);
+    duckdb_prepared_statement ps = cached(con, false, err);
+    if (!ps)
         return NULL;
-    }
+    duckdb_clear_bindings(ps);
     duckdb_bind_varchar(ps, 1, json);
     duckdb_result res;
     char *out = NULL;
@@ -1000,7 +1057,6 @@ static char *deserialize(duckdb_connection con, const char *json, struct vt_erro
                      "names mapped: %s", duckdb_result_error(&res));
     }
     duckdb_destroy_result(&res);
-    duckdb_destroy_prepare(&ps);
     return out;
 }
 
