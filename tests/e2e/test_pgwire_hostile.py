@@ -284,3 +284,67 @@ def test_client_leaving_mid_query_cancels_it(vt, datadir):
     t0 = time.time()
     alive(srv)
     assert time.time() - t0 < 5
+
+
+def test_rows_held_for_a_row_limited_portal_are_bounded(vt, datadir):
+    """Execute with a row limit holds the rest of the result for the next
+    Execute, at most 16 MiB: past that the result is cut and reading on
+    ends in an error (54000), and the session goes on."""
+    srv = start(vt, datadir)
+    r = session(srv)
+    big = "SELECT x, repeat('p', 100) AS pad FROM range(400000) t(x)"  # ~45 MB of rows
+    r.send(parse("", big) + bind("c", "") + execute("c", 5) + FLUSH)
+    msgs = r.read_until((b"s", b"E"))
+    assert [t for t, _ in msgs] == [b"1", b"2"] + [b"D"] * 5 + [b"s"]
+    r.send(execute("c", 0) + SYNC)
+    n, err = 0, None
+    for t, b in r.read_until():
+        if t == b"D":
+            n += 1
+        elif t == b"E":
+            err = error_fields(b)
+    assert err and err["C"] == "54000" and "16 MiB" in err["M"], err
+    assert 100000 < n < 400000
+    # a small result read in parts ends with CommandComplete
+    r.send(parse("", "SELECT x FROM range(7) t(x)") + bind("d", "") + execute("d", 3) +
+           execute("d", 3) + execute("d", 3) + SYNC)
+    msgs = r.read_until()
+    assert [t for t, _ in msgs] == [b"1", b"2", b"D", b"D", b"D", b"s", b"D", b"D", b"D", b"s",
+                                    b"D", b"C", b"Z"]
+    assert msgs[-2][1] == b"SELECT 7\0"
+    r.close()
+
+
+def test_statements_pools_rely_on(vt, datadir):
+    srv = start(vt, datadir)
+    r = session(srv)
+    r.send(parse("keep", "SELECT 1") + SYNC)
+    r.read_until()
+    # DISCARD ALL drops the prepared statements, DEALLOCATE one of them
+    r.send(query("DISCARD ALL"))
+    assert [t for t, _ in r.read_until()] == [b"C", b"Z"]
+    r.send(bind("", "keep") + SYNC)
+    errs = [error_fields(b) for t, b in r.read_until() if t == b"E"]
+    assert errs and errs[0]["C"] == "26000"
+    r.send(parse("a", "SELECT 2") + SYNC)
+    r.read_until()
+    r.send(query("DEALLOCATE a"))
+    assert [t for t, _ in r.read_until()] == [b"C", b"Z"]
+    r.send(query("DEALLOCATE a"))
+    errs = [error_fields(b) for t, b in r.read_until() if t == b"E"]
+    assert errs and errs[0]["C"] == "26000"
+    # SHOW ALL lists the settings; ReadyForQuery tracks the transaction
+    r.send(query("SHOW ALL"))
+    rows = data_rows(r.read_until())
+    names = [row[0] for row in rows]
+    assert b"server_version" in names and b"client_encoding" in names
+    r.send(query("BEGIN"))
+    assert r.read_until()[-1] == (b"Z", b"T")
+    r.send(query("SELECT * FROM nope"))
+    assert r.read_until()[-1] == (b"Z", b"E")
+    r.send(query("SELECT 1"))
+    msgs = r.read_until()
+    assert error_fields([b for t, b in msgs if t == b"E"][0])["C"] == "25P02"
+    r.send(query("ROLLBACK"))
+    assert r.read_until()[-1] == (b"Z", b"I")
+    r.close()
