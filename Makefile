@@ -33,6 +33,11 @@ LDFLAGS := -pthread $(SANLD)
 LIB_C    := $(filter-out src/main.c,$(shell find src -name '*.c' | sort))
 LIB_CC   := $(shell find src -name '*.cc' | sort)
 LIB_OBJ  := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CC:%.cc=$(BUILD)/obj/%.o)
+# Embedded UIs (src/ui): each built into $(BUILD)/ui/<name>, then turned into
+# a generated C table by scripts/ui-embed.py. A UI whose tools are missing
+# (no `npm ci` in ui/explorer, no mkdocs) is embedded empty and answers 404.
+UI_GEN   := $(BUILD)/gen/ui_explorer.c $(BUILD)/gen/ui_docs.c $(BUILD)/gen/ui_swagger.c
+LIB_OBJ  += $(UI_GEN:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 UNIT_SRC := $(shell find tests/unit -name 'test_*.c' | sort)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(shell find tools -name '*.c' 2>/dev/null | sort)
@@ -50,6 +55,77 @@ $(BUILD)/obj/%.o: %.c | $(DUCKDB_DIR)/duckdb.h
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
 	@$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c src/ui/ui.h
+	@mkdir -p $(dir $@)
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS) -O0 -c $< -o $@
+
+UI_EXPLORER_SRC := $(shell find ui/explorer -path ui/explorer/node_modules -prune -o \
+                     -type f ! -name '*.md' -print 2>/dev/null)
+# (node_modules' lock stamp too: a UI built empty before `npm ci` is rebuilt after it)
+$(BUILD)/ui/explorer.stamp: $(UI_EXPLORER_SRC) $(wildcard ui/explorer/node_modules/.package-lock.json)
+	@mkdir -p $(BUILD)/ui
+	@rm -rf $(BUILD)/ui/explorer
+	@if [ -x ui/explorer/node_modules/.bin/vite ]; then \
+	    echo "  VITE ui/explorer"; \
+	    (cd ui/explorer && node_modules/.bin/vite build --logLevel warn \
+	        --outDir $(abspath $(BUILD))/ui/explorer --emptyOutDir) || exit 1; \
+	else \
+	    echo "warning: ui/explorer/node_modules is missing (run scripts/install-deps.sh): building without the Explorer"; \
+	fi
+	@touch $@
+
+UI_DOCS_SRC := $(wildcard docs/*.md) ui/docs/mkdocs.yml $(wildcard ui/docs/theme/*)
+$(BUILD)/ui/docs.stamp: $(UI_DOCS_SRC)
+	@mkdir -p $(BUILD)/ui
+	@rm -rf $(BUILD)/ui/docs
+	@if command -v mkdocs >/dev/null; then \
+	    echo "  MKDOCS docs"; \
+	    mkdocs build -q --strict -f ui/docs/mkdocs.yml -d $(abspath $(BUILD))/ui/docs || exit 1; \
+	else \
+	    echo "warning: mkdocs is missing (run scripts/install-deps.sh): building without the docs site"; \
+	fi
+	@touch $@
+
+# Swagger UI: the prebuilt files of the npm package swagger-ui-dist (pinned
+# and integrity-checked by ui/swagger/package-lock.json, installed by
+# scripts/install-deps.sh), under a folder named after its version (cached
+# as immutable), with our page (ui/swagger/index.html, init.js, page.css).
+SWAGGER_DIST    := ui/swagger/node_modules/swagger-ui-dist
+SWAGGER_VERSION := $(shell sed -n 's/.*"swagger-ui-dist": *"\([^"]*\)".*/\1/p' ui/swagger/package.json)
+$(BUILD)/ui/swagger.stamp: ui/swagger/index.html ui/swagger/init.js ui/swagger/page.css \
+                           ui/swagger/package-lock.json \
+                           $(wildcard ui/swagger/node_modules/.package-lock.json)
+	@mkdir -p $(BUILD)/ui
+	@rm -rf $(BUILD)/ui/swagger
+	@if [ -f $(SWAGGER_DIST)/swagger-ui-bundle.js ] && \
+	    grep -q '"version": "$(SWAGGER_VERSION)"' $(SWAGGER_DIST)/package.json; then \
+	    echo "  SWAGGER swagger-ui-dist $(SWAGGER_VERSION)"; \
+	    mkdir -p $(BUILD)/ui/swagger/$(SWAGGER_VERSION); \
+	    cp $(addprefix $(SWAGGER_DIST)/,swagger-ui-bundle.js swagger-ui.css favicon-16x16.png \
+	        favicon-32x32.png LICENSE NOTICE) $(BUILD)/ui/swagger/$(SWAGGER_VERSION)/; \
+	    sed 's/@VERSION@/$(SWAGGER_VERSION)/g' ui/swagger/index.html > $(BUILD)/ui/swagger/index.html; \
+	    cp ui/swagger/init.js ui/swagger/page.css $(BUILD)/ui/swagger/; \
+	else \
+	    echo "warning: swagger-ui-dist $(SWAGGER_VERSION) is missing (run scripts/install-deps.sh): building without Swagger UI"; \
+	fi
+	@touch $@
+
+# Fonts other than woff2 (every browser that runs the Explorer reads
+# it) and the gzipped sitemap are left out of the docs bundle.
+UI_EMBED_explorer := --immutable-dir assets
+UI_EMBED_swagger  := --immutable-dir $(SWAGGER_VERSION)
+UI_EMBED_docs     := --exclude 'fonts/*.eot' --exclude 'fonts/*.svg' --exclude 'fonts/*.ttf' \
+                     --exclude 'fonts/*.woff' \
+                     --exclude 'fonts/*.otf' --exclude 'sitemap.xml.gz'
+.PRECIOUS: $(BUILD)/gen/ui_%.c $(BUILD)/ui/%.stamp
+$(BUILD)/gen/ui_%.c: $(BUILD)/ui/%.stamp scripts/ui-embed.py
+	@$(PYTHON) scripts/ui-embed.py $* $(BUILD)/ui/$* $@ $(UI_EMBED_$*)
+# Every src/ file: sprintf, strcpy, strcat, atoi, sscanf, strtok are compile errors.
+BANNED := -include src/util/banned.h
+$(BUILD)/obj/src/%.o: CFLAGS += $(BANNED)
+$(BUILD)/obj/src/%.o: CXXFLAGS += $(BANNED)
 
 $(BUILD)/obj/src/api/probes.o: CFLAGS += $(BUILDINFO)
 $(BUILD)/obj/src/api/probes.o: FORCE
@@ -124,7 +200,7 @@ clean:
 FUZZ_BUILD ?= build-fuzz
 FUZZ_CC    ?= clang
 FUZZ_FLAGS := -std=c17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-              -fno-sanitize-recover=undefined $(WARN) -D_GNU_SOURCE -Isrc
+              -fno-sanitize-recover=undefined $(WARN) -D_GNU_SOURCE -Isrc $(BANNED)
 FUZZ_SRC_fuzz_http_range       := src/http/range.c
 FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
@@ -147,6 +223,11 @@ FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c
 FUZZ_LIBS_fuzz_s3_list_xml     := -lexpat
 FUZZ_SRC_fuzz_mcp              := src/mcp/envelope.c
 FUZZ_LIBS_fuzz_mcp             := -isystem $(DUCKDB_DIR) -ljansson
+FUZZ_SRC_fuzz_jwt              := src/auth/jwt.c src/auth/claims.c src/util/strvec.c \
+                                  src/util/errors.c
+FUZZ_LIBS_fuzz_jwt             := -ljansson -lm
+FUZZ_SRC_fuzz_jwks             := src/auth/jwk.c src/auth/jwt.c src/util/errors.c
+FUZZ_LIBS_fuzz_jwks            := -ljansson -lcrypto
 FUZZ_SRC_fuzz_pgwire           := src/pgwire/proto.c src/pgwire/lexer.c src/util/strbuf.c \
                                   src/util/errors.c
 FUZZ_LIBS_fuzz_pgwire          := -isystem $(DUCKDB_DIR)
@@ -177,6 +258,7 @@ DICT_fuzz_http_accept      := tests/fuzz/http.dict
 DICT_fuzz_http_conditional := tests/fuzz/http.dict
 DICT_fuzz_delta_log        := tests/fuzz/delta.dict
 DICT_fuzz_s3_list_xml      := tests/fuzz/s3.dict
+DICT_fuzz_jwks             := tests/fuzz/jwt.dict
 fuzz-smoke: fuzz
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	    work=$(FUZZ_BUILD)/smoke/$$t; rm -rf $$work; mkdir -p $$work; \

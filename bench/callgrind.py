@@ -36,6 +36,17 @@ SCENARIOS = {
                                    "val": ["2024-02-01T00:00:00", "2024-03-01T00:00:00"]}]}),
     "count_index": ("POST", "/api/v1/datasets/t/count",
                     {"predicates": [{"col": "category", "op": "eq", "val": "c3"}]}),
+    # The same point lookup and page through the MCP query_dataset tool (one
+    # stateless JSON-RPC call each): the cost of the MCP envelope over /query.
+    "mcp_point_index": ("POST", "/mcp", {
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "query_dataset", "arguments": {
+            "name": "t", "predicates": [{"col": "id", "op": "eq", "val": 4242}]}}}),
+    "mcp_page_sql_1000": ("POST", "/mcp", {
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "query_dataset", "arguments": {
+            "name": "t", "predicates": [{"col": "category", "op": "eq", "val": "c3"}],
+            "page_size": 1000}}}),
 }
 
 
@@ -68,6 +79,11 @@ listen = "127.0.0.1"
 port = 0
 request_timeout_ms = 0
 workers = 1
+
+[mcp]
+enabled = true
+max_rows = 1000
+max_bytes = 67108864
 
 [[dataset]]
 name = "t"

@@ -9,10 +9,13 @@ packages=(
     build-essential pkg-config git ca-certificates curl
     libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev zlib1g-dev
     libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev
-    python3 python3-pytest python3-requests python3-psycopg python3-psycopg2
+    python3 python3-pytest python3-requests python3-jwt python3-cryptography
+    python3-psycopg python3-psycopg2
     nginx wrk postgresql-client postgresql-contrib brotli zstd
     clang libclang-rt-14-dev
+    prometheus python3-jsonschema chromium
     nodejs npm
+    mkdocs chromium
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -45,4 +48,23 @@ if [ -f "$e2e/package-lock.json" ] &&
    { [ ! -f "$e2e/node_modules/.package-lock.json" ] ||
      [ "$e2e/package-lock.json" -nt "$e2e/node_modules/.package-lock.json" ]; }; then
     (cd "$e2e" && npm ci --silent --no-audit --no-fund)
+fi
+
+# The Explorer's build tools and libraries (ui/explorer/package.json), pinned
+# by package-lock.json; `make` builds the UI from them into the binary.
+explorer="$top/ui/explorer"
+if [ -f "$explorer/package-lock.json" ] &&
+   { [ ! -f "$explorer/node_modules/.package-lock.json" ] ||
+     [ "$explorer/package-lock.json" -nt "$explorer/node_modules/.package-lock.json" ]; }; then
+    (cd "$explorer" && npm ci --silent --no-audit --no-fund)
+fi
+
+# Swagger UI's prebuilt files (ui/swagger/package.json: swagger-ui-dist,
+# pinned and integrity-checked by package-lock.json); `make` embeds them.
+# --ignore-scripts: the package's telemetry postinstall never runs.
+swagger="$top/ui/swagger"
+if [ -f "$swagger/package-lock.json" ] &&
+   { [ ! -f "$swagger/node_modules/.package-lock.json" ] ||
+     [ "$swagger/package-lock.json" -nt "$swagger/node_modules/.package-lock.json" ]; }; then
+    (cd "$swagger" && npm ci --silent --no-audit --no-fund --ignore-scripts)
 fi

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -108,12 +109,15 @@ static void remove_stale_runtime_dirs(const char *base)
         return;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        int pid = 0;
-        char rest[16];
-        if (sscanf(de->d_name, "vitrine-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
-            pid == (int)getpid())
+        /* vitrine-<pid>-<mkdtemp suffix> */
+        if (strncmp(de->d_name, "vitrine-", 8) != 0)
             continue;
-        if (kill(pid, 0) == 0 || errno != ESRCH)
+        char *end;
+        long pid = strtol(de->d_name + 8, &end, 10);
+        if (end == de->d_name + 8 || *end != '-' || !end[1] || pid <= 0 || pid > INT_MAX ||
+            pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue; /* still running (or not ours to judge) */
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", base, de->d_name);
@@ -161,7 +165,7 @@ static void raise_fd_limit(void)
  * past that the process exits without it (nothing it holds must outlive the
  * process: spill files live in the runtime directory, removed first). */
 struct teardown {
-    struct app *app;
+    struct api_app *app;
     duckdb_database *db;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -171,6 +175,8 @@ struct teardown {
 static void *teardown_main(void *arg)
 {
     struct teardown *t = arg;
+    eng_sampler_stop(t->app->sampler);
+    t->app->sampler = NULL;
     eng_pool_destroy(t->app->admin_pool);
     eng_pool_destroy(t->app->queries);
     cat_destroy(t->app->catalog);
@@ -183,7 +189,7 @@ static void *teardown_main(void *arg)
 }
 
 /* True when the teardown finished in time. */
-static bool bounded_teardown(struct app *app, duckdb_database *db)
+static bool bounded_teardown(struct api_app *app, duckdb_database *db)
 {
     static struct teardown t; /* outlives this frame if the thread is left behind */
     t.app = app;
@@ -228,7 +234,7 @@ static int serve(const char *config_path, int port_override)
     }
     if (port_override >= 0)
         cfg.server.port = port_override;
-    if (cfg.server.backend == BACKEND_DATAFUSION)
+    if (cfg.server.backend == CFG_BACKEND_DATAFUSION)
         log_warn("server.backend = \"datafusion\"%s: this build has only the DuckDB engine; "
                  "running DuckDB",
                  cfg.server.backend_set ? "" : " (the default)");
@@ -246,7 +252,7 @@ static int serve(const char *config_path, int port_override)
      * on failure alike. */
     int rc = 1;
     duckdb_database db = NULL;
-    struct app app = {.cfg = &cfg};
+    struct api_app app = {.cfg = &cfg, .started_at_us = time_wall_us()};
     struct http_server *srv = NULL;
     struct pgw_server *pg = NULL;
     char *runtime_dir = make_runtime_dir();
@@ -265,14 +271,22 @@ static int serve(const char *config_path, int port_override)
     app.db = db;
     int workers = cfg.server.workers > 0 ? cfg.server.workers : eng_cpu_count();
     auth_admin_init(&app.auth.admin);
-    app.auth.bearer_enabled = cfg.auth.enabled;
-    if (!app.auth.admin.configured)
+    auth_policy_from_config(&app.auth, &cfg.auth);
+    if (!app.auth.admin.configured && !cfg.auth.enabled)
         log_info("ADMIN_TOKEN is not set: admin endpoints answer 403");
+    if (cfg.auth.enabled) {
+        if (!cfg.auth.audience)
+            log_warn("auth: [auth] audience is not set: tokens for any audience are accepted");
+        if (auth_bearer_create(&cfg.auth, &app.auth.bearer, &err) != VT_ERR_OK)
+            goto fail;
+    }
     app.queries = eng_pool_create(db, workers, "query", &err);
     app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
     app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;
     if (!app.catalog)
         goto fail;
+    if (cfg.metrics.enabled)
+        app.sampler = eng_sampler_start(db, 1000);
     char downloads[4200], cache_dir[4200], exports[4200];
     snprintf(downloads, sizeof downloads, "%s/downloads", runtime_dir);
     snprintf(cache_dir, sizeof cache_dir, "%s/cache", runtime_dir);
@@ -351,9 +365,11 @@ fail:
     log_error("%s", vt_error_message(&err));
 out:
     pgw_server_destroy(pg, 0);
+    eng_sampler_stop(app.sampler);
     eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);
     cat_destroy(app.catalog);
+    auth_bearer_destroy(app.auth.bearer);
     eng_close(&db);
     if (runtime_dir)
         remove_tree(runtime_dir);

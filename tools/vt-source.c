@@ -120,7 +120,7 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--kind") && v) {
-            kind = !strcmp(v, "delta") ? SOURCE_DELTA : SOURCE_PARQUET;
+            kind = !strcmp(v, "delta") ? CFG_SOURCE_DELTA : CFG_SOURCE_PARQUET;
             i++;
         } else if (!strcmp(a, "--lazy")) {
             ctx.for_lazy = true;
@@ -132,13 +132,13 @@ int main(int argc, char **argv)
             ds.s3.region = (char *)v;
             i++;
         } else if (!strcmp(a, "--path-style")) {
-            ds.s3.addressing_style = S3_ADDRESSING_PATH;
+            ds.s3.addressing_style = CFG_S3_ADDRESSING_PATH;
         } else if (!strcmp(a, "--allow-http")) {
             ds.s3.allow_http = true;
         } else if (!strcmp(a, "--partitioning") && v) {
-            ds.s3.partitioning = !strcmp(v, "hive")   ? S3_PARTITIONING_HIVE
-                                 : !strcmp(v, "none") ? S3_PARTITIONING_NONE
-                                                      : S3_PARTITIONING_AUTO;
+            ds.s3.partitioning = !strcmp(v, "hive")   ? CFG_S3_PARTITIONING_HIVE
+                                 : !strcmp(v, "none") ? CFG_S3_PARTITIONING_NONE
+                                                      : CFG_S3_PARTITIONING_AUTO;
             i++;
         } else if (!strcmp(a, "--key-env") && v) {
             ds.s3.access_key_id_env = (char *)v;
@@ -185,14 +185,14 @@ int main(int argc, char **argv)
         size_t n = strlen(ds.location);
         bool pq = (n > 8 && !strcmp(ds.location + n - 8, ".parquet")) ||
                   strpbrk(ds.location, "*?[") != NULL;
-        kind = pq ? SOURCE_PARQUET : SOURCE_DELTA;
+        kind = pq ? CFG_SOURCE_PARQUET : CFG_SOURCE_DELTA;
     }
-    ds.kind = (enum source_kind)kind;
+    ds.kind = (enum cfg_source_kind)kind;
     struct source_snapshot snap;
     struct vt_error err = {0};
     bool denied = false;
     enum vt_err rc;
-    if (ds.kind == SOURCE_DELTA)
+    if (ds.kind == CFG_SOURCE_DELTA)
         rc = source_delta_resolve(&ds, &ctx, &snap, &denied, &err);
     else if (strncmp(ds.location, "s3://", 5) == 0)
         rc = source_s3_parquet_resolve(&ds, &ctx, &snap, &denied, &err);

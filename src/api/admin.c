@@ -40,11 +40,11 @@ static void reply_build_failure(struct http_request *req, const struct vt_error 
 static void reload_job(struct http_request *req, duckdb_connection con)
 {
     (void)con;
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     const char *name = http_req_param(req, 0);
     struct vt_error err = {0};
     struct cat_build_result *r = NULL;
-    if (cat_reload(app->catalog, name, REFRESH_MANUAL, &r, &err) != VT_ERR_OK) {
+    if (cat_reload(app->catalog, name, CAT_REFRESH_MANUAL, &r, &err) != VT_ERR_OK) {
         http_reply_vterr(req, &err);
         return;
     }
@@ -129,7 +129,7 @@ static bool dataset_from_body(struct http_request *req, struct vt_dataset_config
 static void register_job(struct http_request *req, duckdb_connection con)
 {
     (void)con;
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     struct vt_dataset_config ds;
     if (!dataset_from_body(req, &ds))
         return;
@@ -214,7 +214,7 @@ static enum vt_err write_atomically(const char *path, const char *data, size_t l
 static void persist_job(struct http_request *req, duckdb_connection con)
 {
     (void)con;
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     const char *path = app->cfg->path;
     struct vt_dataset_config ds;
     if (!dataset_from_body(req, &ds))
@@ -327,7 +327,7 @@ void api_datasets_persist(struct http_request *req)
 static void config_reload_job(struct http_request *req, duckdb_connection con)
 {
     (void)con;
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     struct vt_config cfg;
     struct vt_error err = {0};
     if (config_load_file(app->cfg->path, &cfg, &err) != VT_ERR_OK) {

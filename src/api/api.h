@@ -20,14 +20,16 @@
 #include "http/server.h"
 #include "util/jsonw.h"
 
-struct app {
+struct api_app {
     const struct vt_config *cfg;
-    struct auth_policy auth;    /* X-Admin-Token (and bearer tokens, later) */
+    struct auth_policy auth;    /* X-Admin-Token and bearer tokens ([auth]) */
     duckdb_database db;
     struct cat_catalog *catalog;
     struct eng_pool *queries;   /* server.workers threads */
     struct eng_pool *admin_pool;/* admin operations that wait for builds */
     const char *runtime_dir;    /* private scratch space of this process */
+    struct eng_sampler *sampler;/* DuckDB memory for the metrics (NULL: metrics off) */
+    int64_t started_at_us;      /* wall clock at start (process_start_time_seconds) */
 };
 
 /* The static rows of routes.def (under server.prefix). */
@@ -75,6 +77,24 @@ void api_dataset_query(struct http_request *req);
 void api_dataset_query_stream(struct http_request *req);
 void api_dataset_count(struct http_request *req);
 void api_sql(struct http_request *req);
+/* Embedded UIs (ui_mounts.c): assets through src/ui; the Explorer's
+ * settings document (explorer_config.c). */
+void api_explorer_asset(struct http_request *req);
+void api_docs_asset(struct http_request *req);
+void api_metrics(struct http_request *req);
+void api_swagger_asset(struct http_request *req);
+
+/* The OpenAPI 3.1 document ({swagger.path}/openapi.json, openapi.c),
+ * generated from the routes the server serves. */
+void api_openapi(struct http_request *req);
+/* The document for these routes under this config (NULL with err set when
+ * the components do not parse). admin_configured: ADMIN_TOKEN is set. */
+json_t *api_openapi_build(const struct http_route *routes, size_t n, const struct vt_config *cfg,
+                          bool admin_configured, struct vt_error *err);
+/* Whether a route has a description and a documentation row (its body,
+ * parameters and responses); a test requires it of every route. */
+bool api_openapi_documented(const struct http_route *route);
+void api_explorer_config(struct http_request *req);
 
 void api_dataset_reload(struct http_request *req);
 void api_reload_all(struct http_request *req);
@@ -82,11 +102,14 @@ void api_datasets_register(struct http_request *req);
 void api_datasets_persist(struct http_request *req);
 void api_config_reload(struct http_request *req);
 
+/* The build's version and git commit ("" when unknown), as /version says. */
+void api_build_info(const char **out_version, const char **out_git_sha);
+
 /* Helpers shared by handlers. */
 /* The JSON object of the request body (415 / 400 invalid_json / 400
  * limit_exceeded on failure). An empty body is {} when empty_is_object. */
 json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_error *err);
-struct app *api_app(struct http_request *req);
+struct api_app *api_app(struct http_request *req);
 /* Writes one status entry object. */
 void api_write_status(struct jw *w, const struct cat_status *st);
 /* Writes the schema description of GET /schema (and MCP describe_dataset):
@@ -126,6 +149,9 @@ struct api_sink {
     int64_t sql_cap;
     uint64_t sql_rows;
     bool truncated;
+    /* Where the time went (the plan points here); sent as Server-Timing
+     * with the reply, or with the first bytes of a stream. */
+    struct exec_timing timing;
 };
 
 /* mode QUERY_COUNT always answers JSON; page/page_size go into the JSON tail

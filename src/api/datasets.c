@@ -27,7 +27,7 @@ void api_write_status(struct jw *w, const struct cat_status *st)
     jw_obj_begin(w);
     jw_kstr(w, "name", st->name);
     jw_kstr(w, "state", cat_state_name(st->state));
-    jw_kstr(w, "kind", source_kind_name(st->kind));
+    jw_kstr(w, "kind", config_source_kind_name(st->kind));
     jw_kstr(w, "residency", st->lazy ? "lazy" : "memory");
     if (st->storage_bytes >= 0)
         jw_kint(w, "storage_bytes", st->storage_bytes);

@@ -34,6 +34,16 @@ void api_readyz(struct http_request *req)
     http_reply_json(req, ready ? 200 : 503, &body);
 }
 
+void api_build_info(const char **out_version, const char **out_git_sha)
+{
+    *out_version = VT_VERSION;
+#ifdef VT_GIT_SHA
+    *out_git_sha = VT_GIT_SHA;
+#else
+    *out_git_sha = "";
+#endif
+}
+
 void api_version(struct http_request *req)
 {
     struct strbuf body;

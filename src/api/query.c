@@ -64,7 +64,7 @@ static enum vt_err call_prepare(struct http_request *req, struct query_call *c, 
                                 bool *out_not_ready, struct vt_error *err)
 {
     *out_not_ready = false;
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     if (exec_pin(app->catalog, http_req_param(req, 0), deadline, &c->pin, err) != VT_ERR_OK) {
         *out_not_ready = deadline == 0 && err->code == VT_ERR_DATASET_NOT_READY;
         return err->code;
@@ -74,12 +74,14 @@ static enum vt_err call_prepare(struct http_request *req, struct query_call *c, 
         c->format = API_FORMAT_JSON;
     else if (c->mode == QUERY_PAGED && api_choose_format(req, &c->format, err) != VT_ERR_OK)
         return err->code;
+    int64_t start_us = time_mono_us();
     json_t *body = api_json_body(req, true, err);
     if (!body)
         return err->code;
     struct query_options opts = {.mode = c->mode, .max_page_size = app->cfg->server.max_page_size};
     enum vt_err rc = exec_parse_query(body, c->pin.gen, &opts, http_req_arena(req), &c->qr, err);
     json_decref(body);
+    int64_t parsed_us = time_mono_us();
     if (rc != VT_ERR_OK)
         return rc;
     if (c->pin.gen->published_at_us > 0) {
@@ -88,11 +90,14 @@ static enum vt_err call_prepare(struct http_request *req, struct query_call *c, 
         http_add_header(req, "X-Dataset-Refreshed-At", ts);
     }
     api_sink_init(&c->sink, req, c->mode, c->format, c->qr.page, c->qr.page_size);
+    /* The plan phase starts with the body: JSON parsing and validation. */
+    c->sink.timing.plan_us = parsed_us - start_us;
     c->plan = (struct exec_plan){
         .kind = c->mode == QUERY_COUNT ? EXEC_COUNT : EXEC_ROWS,
         .query = &c->qr,
         .gen = c->pin.gen,
         .arena = http_req_arena(req),
+        .timing = &c->sink.timing,
     };
     c->prepared = true;
     return VT_ERR_OK;

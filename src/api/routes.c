@@ -6,6 +6,7 @@
 #include "api/api.h"
 #include "mcp/mcp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,9 +23,9 @@ void api_routes(const struct http_route **out_routes, size_t *out_n)
     *out_n = sizeof routes / sizeof routes[0];
 }
 
-/* The mounts that come from the config. No feature is mounted yet (Swagger
- * UI, Explorer, docs, metrics and MCP add their rows here); each row gives
- * whether it is on, its base path, the tail appended to it, and the row. */
+/* The mounts that come from the config (/sql, MCP, the Explorer and the docs
+ * site; Swagger UI and metrics add their rows here); each row gives whether
+ * it is on, its base path, the tail appended to it, and the row. */
 struct config_mount {
     bool enabled;
     const char *base;           /* e.g. cfg->metrics.path */
@@ -49,6 +50,46 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
             cfg->mcp.enabled && cfg->auth.enabled, "/.well-known/oauth-protected-resource",
             {"", HTTP_GET, mcp_protected_resource, AUTH_PERM_PUBLIC,
              "OAuth 2.0 Protected Resource Metadata (RFC 9728) for MCP clients.", true}};
+    /* Embedded UIs: {base} redirects to {base}/, {base}/{*} serves files. */
+    const struct {
+        bool on;
+        const char *base;
+        http_handler_fn fn;
+        const char *what;
+    } uis[] = {
+        {cfg->explorer.enabled, cfg->explorer.path, api_explorer_asset, "Explorer web UI"},
+        {cfg->docs.enabled, cfg->docs.path, api_docs_asset, "Documentation site"},
+        {cfg->swagger.enabled, cfg->swagger.path, api_swagger_asset,
+         "Swagger UI: explore and try every endpoint"},
+    };
+    for (size_t i = 0; i < sizeof uis / sizeof uis[0]; i++) {
+        if (n + 2 > cap)
+            break;
+        out[n++] = (struct config_mount){
+            uis[i].on, uis[i].base,
+            {"", HTTP_GET, uis[i].fn, AUTH_PERM_PUBLIC, uis[i].what, false}};
+        out[n++] = (struct config_mount){
+            uis[i].on, uis[i].base,
+            {"/{*}", HTTP_GET, uis[i].fn, AUTH_PERM_PUBLIC, uis[i].what, false}};
+    }
+    if (n < cap)
+        out[n++] = (struct config_mount){
+            cfg->swagger.enabled, cfg->swagger.path,
+            {"/openapi.json", HTTP_GET, api_openapi, AUTH_PERM_PUBLIC,
+             "The OpenAPI 3.1 document of this server, generated from its route table.", false}};
+    if (n < cap)
+        out[n++] = (struct config_mount){
+            cfg->metrics.enabled, cfg->metrics.path,
+            {"", HTTP_GET, api_metrics, AUTH_PERM_PUBLIC,
+             "Prometheus metrics (text format 0.0.4); not under the prefix, unauthenticated.",
+             true}};
+    if (n < cap)
+        out[n++] = (struct config_mount){
+            cfg->explorer.enabled, cfg->explorer.path,
+            {"/config.json", HTTP_GET, api_explorer_config, AUTH_PERM_PUBLIC,
+             "The Explorer's settings: API prefix, environment badge, optional features, "
+             "auth mode and sign-in ([explorer.oauth2], never a secret).",
+             false}};
     return n;
 }
 
@@ -113,7 +154,7 @@ int api_route_set_build(struct api_route_set *set, const struct vt_config *cfg)
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if (set_push(set, routes[i], false) != 0)
             return -1;
-    struct config_mount mounts[16];
+    struct config_mount mounts[32];
     size_t n = config_mounts(cfg, mounts, sizeof mounts / sizeof mounts[0]);
     for (size_t i = 0; i < n; i++)
         if (mounts[i].enabled && api_route_set_mount(set, mounts[i].base, &mounts[i].mount) != 0)
@@ -121,17 +162,61 @@ int api_route_set_build(struct api_route_set *set, const struct vt_config *cfg)
     return 0;
 }
 
+/* RFC 9728 §5.1: the MCP endpoint's 401 names its protected resource
+ * metadata, so an MCP client can find the issuer to sign in with. The Host
+ * header is a client's: only host[:port] characters pass into the header. */
+static void add_resource_metadata(struct http_request *req, struct strbuf *sb)
+{
+    const char *host = http_req_header(req, "Host");
+    bool ok = host && *host && strlen(host) < 256;
+    for (const char *c = host; ok && *c; c++)
+        ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+             *c == '.' || *c == '-' || *c == ':' || *c == '[' || *c == ']';
+    sb_addf(sb, ", resource_metadata=\"http://%s/.well-known/oauth-protected-resource\"",
+            ok ? host : "localhost");
+}
+
 enum vt_err api_authorize(struct http_request *req, const struct http_route *route,
                           const char **out_message)
 {
+    const struct auth_policy *p = &api_app(req)->auth;
+    *out_message = NULL;
+    if (route->perm == AUTH_PERM_READ && !p->bearer_enabled)
+        return VT_ERR_OK; /* the common case costs nothing */
+    enum http_method m = http_req_method(req);
     struct auth_credentials cred = {
-        .admin_token = http_req_header(req, "X-Admin-Token"),
-        .authorization = http_req_header(req, "Authorization"),
+        .admin_token = route->perm >= AUTH_PERM_RELOAD ? http_req_header(req, "X-Admin-Token")
+                                                       : NULL,
+        .authorization = p->bearer_enabled ? http_req_header(req, "Authorization") : NULL,
+        .safe_method = m == HTTP_GET || m == HTTP_HEAD,
     };
-    return auth_authorize(&api_app(req)->auth, route->perm, &cred, out_message);
+    struct auth_decision d;
+    enum vt_err rc = auth_authorize(p, route->perm, &cred, &d);
+    *out_message = d.message;
+    if (rc == VT_ERR_OK || rc == VT_ERR_NOT_FOUND)
+        return rc;
+    unsigned methods = route->methods | (route->methods & HTTP_GET ? HTTP_HEAD : 0);
+    if (!(methods & m))
+        return rc; /* the router answers 405: no challenge on that */
+    if (d.challenge != AUTH_CHALLENGE_NONE) {
+        struct strbuf sb;
+        sb_init(&sb, 8192);
+        auth_challenge_format(p, route->perm, &d, &sb);
+        if (route->handler == mcp_handle)
+            add_resource_metadata(req, &sb);
+        if (sb.buf)
+            http_add_header(req, "WWW-Authenticate", sb.buf);
+        sb_release(&sb);
+    }
+    if (d.retry_after > 0) {
+        char ra[24];
+        snprintf(ra, sizeof ra, "%d", d.retry_after);
+        http_add_header(req, "Retry-After", ra);
+    }
+    return rc;
 }
 
-struct app *api_app(struct http_request *req)
+struct api_app *api_app(struct http_request *req)
 {
     return http_app(req);
 }

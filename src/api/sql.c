@@ -22,6 +22,7 @@
 
 #include "api/api.h"
 #include "sql/sql.h"
+#include "util/timeutil.h"
 
 struct sql_call {
     char *text;                 /* the statement (owned) */
@@ -46,8 +47,9 @@ static void sql_call_release(void *user)
 static void sql_job(struct http_request *req, duckdb_connection con)
 {
     struct sql_call *c = http_req_user(req);
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     struct vt_error err = {0};
+    int64_t t0 = time_mono_us();
     if (sql_snapshot_take(app->catalog, con, c->text, http_req_deadline(req), &c->snap, &err) !=
         VT_ERR_OK) {
         http_reply_vterr(req, &err);
@@ -55,7 +57,9 @@ static void sql_job(struct http_request *req, duckdb_connection con)
     }
     api_sink_init_sql(&c->sink, req, c->format, c->max_rows);
     c->sink_ready = true;
+    c->sink.timing.plan_us = time_mono_us() - t0; /* the SQL gate and the snapshot */
     struct exec_plan plan = {
+        .timing = &c->sink.timing,
         .kind = EXEC_SQL,
         .sql = c->text,
         .views = c->snap.views,
@@ -68,7 +72,7 @@ static void sql_job(struct http_request *req, duckdb_connection con)
 
 void api_sql(struct http_request *req)
 {
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     struct vt_error err = {0};
     enum api_format format;
     if (api_choose_format(req, &format, &err) != VT_ERR_OK) {

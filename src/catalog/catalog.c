@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "catalog/catalog_internal.h"
+#include "metrics/metrics.h"
 #include "sources/objcache.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -45,11 +46,11 @@ const char *cat_state_name(enum cat_state s)
 const char *cat_refresh_source_name(enum cat_refresh_source s)
 {
     switch (s) {
-    case REFRESH_NONE: return NULL;
-    case REFRESH_STARTUP: return "startup";
-    case REFRESH_MANUAL: return "manual";
-    case REFRESH_SCHEDULE: return "schedule";
-    case REFRESH_CASCADE: return "cascade";
+    case CAT_REFRESH_NONE: return NULL;
+    case CAT_REFRESH_STARTUP: return "startup";
+    case CAT_REFRESH_MANUAL: return "manual";
+    case CAT_REFRESH_SCHEDULE: return "schedule";
+    case CAT_REFRESH_CASCADE: return "cascade";
     }
     return NULL;
 }
@@ -58,40 +59,40 @@ const char *cat_logical_name(enum cat_logical l)
 {
     static const char *names[] = {"bool", "int", "float", "decimal", "string", "date", "time",
                                   "timestamp", "binary", "list", "struct", "other"};
-    return (unsigned)l <= LOGICAL_OTHER ? names[l] : "other";
+    return (unsigned)l <= CAT_LOGICAL_OTHER ? names[l] : "other";
 }
 
 enum cat_logical cat_logical_of(duckdb_type t)
 {
     switch (t) {
     case DUCKDB_TYPE_BOOLEAN:
-        return LOGICAL_BOOL;
+        return CAT_LOGICAL_BOOL;
     case DUCKDB_TYPE_TINYINT: case DUCKDB_TYPE_SMALLINT: case DUCKDB_TYPE_INTEGER:
     case DUCKDB_TYPE_BIGINT: case DUCKDB_TYPE_UTINYINT: case DUCKDB_TYPE_USMALLINT:
     case DUCKDB_TYPE_UINTEGER: case DUCKDB_TYPE_UBIGINT: case DUCKDB_TYPE_HUGEINT:
     case DUCKDB_TYPE_UHUGEINT: case DUCKDB_TYPE_BIGNUM:
-        return LOGICAL_INT;
+        return CAT_LOGICAL_INT;
     case DUCKDB_TYPE_FLOAT: case DUCKDB_TYPE_DOUBLE:
-        return LOGICAL_FLOAT;
+        return CAT_LOGICAL_FLOAT;
     case DUCKDB_TYPE_DECIMAL:
-        return LOGICAL_DECIMAL;
+        return CAT_LOGICAL_DECIMAL;
     case DUCKDB_TYPE_VARCHAR: case DUCKDB_TYPE_ENUM: case DUCKDB_TYPE_UUID:
-        return LOGICAL_STRING;
+        return CAT_LOGICAL_STRING;
     case DUCKDB_TYPE_DATE:
-        return LOGICAL_DATE;
+        return CAT_LOGICAL_DATE;
     case DUCKDB_TYPE_TIME: case DUCKDB_TYPE_TIME_TZ: case DUCKDB_TYPE_TIME_NS:
-        return LOGICAL_TIME;
+        return CAT_LOGICAL_TIME;
     case DUCKDB_TYPE_TIMESTAMP: case DUCKDB_TYPE_TIMESTAMP_S: case DUCKDB_TYPE_TIMESTAMP_MS:
     case DUCKDB_TYPE_TIMESTAMP_NS: case DUCKDB_TYPE_TIMESTAMP_TZ:
-        return LOGICAL_TIMESTAMP;
+        return CAT_LOGICAL_TIMESTAMP;
     case DUCKDB_TYPE_BLOB: case DUCKDB_TYPE_BIT:
-        return LOGICAL_BINARY;
+        return CAT_LOGICAL_BINARY;
     case DUCKDB_TYPE_LIST: case DUCKDB_TYPE_ARRAY:
-        return LOGICAL_LIST;
+        return CAT_LOGICAL_LIST;
     case DUCKDB_TYPE_STRUCT: case DUCKDB_TYPE_MAP: case DUCKDB_TYPE_UNION:
-        return LOGICAL_STRUCT;
+        return CAT_LOGICAL_STRUCT;
     default:
-        return LOGICAL_OTHER;
+        return CAT_LOGICAL_OTHER;
     }
 }
 
@@ -110,30 +111,30 @@ static int unlink_entry(const char *path, const struct stat *st, int type, struc
  * closes the files it kept open. */
 static void unpin_files(struct cat_generation *gen)
 {
-    if (gen->pin_dir)
-        nftw(gen->pin_dir, unlink_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(gen->pin_dir);
-    gen->pin_dir = NULL;
-    for (size_t i = 0; i < gen->n_pin_fds; i++)
-        close(gen->pin_fds[i]);
-    free(gen->pin_fds);
-    gen->pin_fds = NULL;
-    gen->n_pin_fds = 0;
+    if (gen->priv->pin_dir)
+        nftw(gen->priv->pin_dir, unlink_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(gen->priv->pin_dir);
+    gen->priv->pin_dir = NULL;
+    for (size_t i = 0; i < gen->priv->n_pin_fds; i++)
+        close(gen->priv->pin_fds[i]);
+    free(gen->priv->pin_fds);
+    gen->priv->pin_fds = NULL;
+    gen->priv->n_pin_fds = 0;
 }
 
 static void generation_free(struct cat_generation *gen)
 {
-    cat_fastpath_free(atomic_load(&gen->fastpath));
+    cat_fastpath_free(atomic_load(&gen->priv->fastpath));
     cat_export_discard(gen);
-    pthread_mutex_destroy(&gen->export_mu);
-    pthread_cond_destroy(&gen->export_cv);
+    pthread_mutex_destroy(&gen->priv->export_mu);
+    pthread_cond_destroy(&gen->priv->export_cv);
     for (size_t i = 0; i < gen->n_cols; i++) {
         free(gen->cols[i].name);
         free(gen->cols[i].type_sql);
     }
     free(gen->cols);
     free(gen->sample_json);
-    source_snapshot_release(&gen->snapshot);
+    source_snapshot_release(&gen->priv->snapshot);
     unpin_files(gen);
     free(gen);
 }
@@ -154,10 +155,10 @@ static void drop_run(struct eng_job *job, duckdb_connection con)
 {
     struct drop_job *dj = (struct drop_job *)job;
     struct cat_generation *gen = dj->gen;
-    struct cat_catalog *cat = gen->catalog;
-    cat_detach_database(cat, con, gen->db_name);
+    struct cat_catalog *cat = gen->priv->catalog;
+    cat_detach_database(cat, con, gen->priv->db_name);
     atomic_fetch_add(&generations_dropped, 1);
-    log_debug("generation %s (%s) dropped", gen->id, gen->db_name);
+    log_debug("generation %s (%s) dropped", gen->id, gen->priv->db_name);
     generation_free(gen);
 }
 
@@ -170,9 +171,9 @@ void cat_generation_release(struct cat_generation *gen)
 {
     if (!gen)
         return;
-    if (atomic_fetch_sub(&gen->refs, 1) != 1)
+    if (atomic_fetch_sub(&gen->priv->refs, 1) != 1)
         return;
-    struct cat_catalog *cat = gen->catalog;
+    struct cat_catalog *cat = gen->priv->catalog;
     struct drop_job *dj = calloc(1, sizeof *dj);
     if (dj) {
         dj->job.run = drop_run;
@@ -339,24 +340,25 @@ struct cat_generation *cat_dataset_acquire(struct cat_dataset *ds, int64_t deadl
     pthread_mutex_lock(&ds->mu);
     /* on_start = lazy: the first request starts the build and waits for it;
      * concurrent first requests wait for the same build. */
-    if (!ds->current && ds->state == CAT_PENDING && ds->cfg.on_start == ON_START_LAZY &&
+    if (!ds->current && ds->state == CAT_PENDING && ds->cfg.on_start == CFG_ON_START_LAZY &&
         !ds->build_queued) {
         pthread_mutex_unlock(&ds->mu);
-        cat_build_async(ds->catalog, ds, REFRESH_STARTUP, NULL, false);
+        cat_build_async(ds->catalog, ds, CAT_REFRESH_STARTUP, NULL, false);
         pthread_mutex_lock(&ds->mu);
     }
-    if (!ds->current && ds->cfg.on_start == ON_START_LAZY && deadline_ms > 0) {
+    if (!ds->current && ds->cfg.on_start == CFG_ON_START_LAZY && deadline_ms > 0) {
         while (!ds->current && (ds->build_queued || ds->state == CAT_BUILDING))
             if (!time_cond_wait(&ds->built_cv, &ds->mu, deadline_ms))
                 break;
     }
     if (ds->current) {
         gen = ds->current;
-        atomic_fetch_add(&gen->refs, 1);
+        atomic_fetch_add(&gen->priv->refs, 1);
     } else if (ds->state == CAT_FAILED) {
         vt_error_set(err, VT_ERR_DATASET_FAILED, "dataset %s failed to build: %s", ds->cfg.name,
                      ds->last_error ? ds->last_error : "unknown error");
-    } else if (ds->state == CAT_PENDING && ds->cfg.on_start == ON_START_SKIP && !ds->build_queued) {
+    } else if (ds->state == CAT_PENDING && ds->cfg.on_start == CFG_ON_START_SKIP &&
+               !ds->build_queued) {
         vt_error_set(err, VT_ERR_DATASET_NOT_READY,
                      "dataset %s is not built (on_start = \"skip\"); reload it to build it",
                      ds->cfg.name);
@@ -472,7 +474,7 @@ static enum vt_err decide_lazy(const struct cat_catalog *cat, const struct vt_da
                                bool *out_access_denied, struct vt_error *err)
 {
     *out_lazy = false;
-    if (cfg->lazy || (cfg->materialize.set && cfg->materialize.residency == RESIDENCY_LAZY)) {
+    if (cfg->lazy || (cfg->materialize.set && cfg->materialize.residency == CFG_RESIDENCY_LAZY)) {
         *out_lazy = true;
         return VT_ERR_OK;
     }
@@ -602,7 +604,7 @@ static int pin_file(struct cat_generation *gen, const char *src, char *dst, size
     if (link(src, dst) == 0)
         return 0;
     int why = errno;
-    if (gen->n_pin_fds >= max_fds)
+    if (gen->priv->n_pin_fds >= max_fds)
         return why;
     int fd = open(src, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -614,7 +616,7 @@ static int pin_file(struct cat_generation *gen, const char *src, char *dst, size
         close(fd);
         return why;
     }
-    gen->pin_fds[gen->n_pin_fds++] = fd;
+    gen->priv->pin_fds[gen->priv->n_pin_fds++] = fd;
     return 0;
 }
 
@@ -630,22 +632,23 @@ static int pin_file(struct cat_generation *gen, const char *src, char *dst, size
  * before, and the log says so. */
 static void pin_local_files(struct cat_catalog *cat, struct cat_generation *gen)
 {
-    struct source_snapshot *snap = &gen->snapshot;
-    if (!cat->temp_dir || snap->kind != SOURCE_PARQUET || snap->select_sql || snap->n_files == 0)
+    struct source_snapshot *snap = &gen->priv->snapshot;
+    if (!cat->temp_dir || snap->kind != CFG_SOURCE_PARQUET || snap->select_sql ||
+        snap->n_files == 0)
         return;
     struct strbuf dir;
     sb_init(&dir, 0);
     sb_addf(&dir, "%s/lazy-%s", cat->temp_dir, gen->id);
     size_t max_fds = snap->n_files < VT_MAX_PINNED_FDS ? snap->n_files : VT_MAX_PINNED_FDS;
     char **links = calloc(snap->n_files, sizeof *links);
-    gen->pin_fds = calloc(max_fds, sizeof *gen->pin_fds);
-    int why = links && gen->pin_fds && !dir.overflow ? 0 : ENOMEM;
-    gen->pin_dir = sb_detach(&dir, NULL);
+    gen->priv->pin_fds = calloc(max_fds, sizeof *gen->priv->pin_fds);
+    int why = links && gen->priv->pin_fds && !dir.overflow ? 0 : ENOMEM;
+    gen->priv->pin_dir = sb_detach(&dir, NULL);
     for (size_t i = 0; !why && i < snap->n_files; i++) {
         const char *src = snap->files[i].path;
         struct strbuf dst;
         sb_init(&dst, 0);
-        sb_addf(&dst, "%s/%zu%s%s", gen->pin_dir, i, src[0] == '/' ? "" : "/", src);
+        sb_addf(&dst, "%s/%zu%s%s", gen->priv->pin_dir, i, src[0] == '/' ? "" : "/", src);
         why = dst.overflow ? ENOMEM : pin_file(gen, src, dst.buf, max_fds);
         if (!why)
             links[i] = sb_detach(&dst, NULL);
@@ -675,25 +678,31 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
                                                bool *out_access_denied, struct vt_error *err)
 {
     int64_t t0 = time_mono_ms();
-    struct cat_generation *gen = calloc(1, sizeof *gen);
-    if (!gen) {
+    /* One allocation for both parts; generation_free() frees it. */
+    struct {
+        struct cat_generation pub;
+        struct cat_generation_private priv;
+    } *both = calloc(1, sizeof *both);
+    if (!both) {
         vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
         return NULL;
     }
-    atomic_init(&gen->refs, 1);
-    gen->catalog = cat;
-    pthread_mutex_init(&gen->export_mu, NULL);
-    pthread_cond_init(&gen->export_cv, NULL);
+    struct cat_generation *gen = &both->pub;
+    gen->priv = &both->priv;
+    atomic_init(&gen->priv->refs, 1);
+    gen->priv->catalog = cat;
+    pthread_mutex_init(&gen->priv->export_mu, NULL);
+    pthread_cond_init(&gen->priv->export_cv, NULL);
     ulid_new(gen->id);
-    snprintf(gen->db_name, sizeof gen->db_name, "g_%s", gen->id);
-    snprintf(gen->relation, sizeof gen->relation, "\"%s\".\"data\"", gen->db_name);
+    snprintf(gen->priv->db_name, sizeof gen->priv->db_name, "g_%s", gen->id);
+    snprintf(gen->relation, sizeof gen->relation, "\"%s\".\"data\"", gen->priv->db_name);
 
     struct source_context ctx = {
         .cache_dir = cat->cache_dir,
         .temp_dir = cat->temp_dir,
     };
     struct upstreams ups = {0};
-    if (cfg->kind == SOURCE_QUERY) {
+    if (cfg->kind == CFG_SOURCE_QUERY) {
         /* Materialised from the current generations of its upstreams. */
         if (bind_upstreams(cat, con, cfg, &ups, err) != VT_ERR_OK) {
             generation_free(gen);
@@ -705,11 +714,11 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
             return NULL;
         }
         ctx.for_lazy = gen->lazy;
-        if (source_resolve(cfg, &ctx, &gen->snapshot, out_access_denied, err) != VT_ERR_OK) {
+        if (source_resolve(cfg, &ctx, &gen->priv->snapshot, out_access_denied, err)) {
             generation_free(gen);
             return NULL;
         }
-        gen->source_bytes = gen->snapshot.total_bytes;
+        gen->priv->source_bytes = gen->priv->snapshot.total_bytes;
         if (gen->lazy)
             pin_local_files(cat, gen);
     }
@@ -720,7 +729,7 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
      * returns all its memory at once, and builds of different datasets do not
      * contend on one catalog. COMPRESS keeps resident tables compressed. */
     sb_adds(&sql, "ATTACH ':memory:' AS ");
-    sb_add_sql_ident(&sql, gen->db_name);
+    sb_add_sql_ident(&sql, gen->priv->db_name);
     sb_adds(&sql, gen->lazy ? "" : " (COMPRESS)");
     pthread_mutex_lock(&cat->ddl_mu);
     enum vt_err rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
@@ -734,10 +743,10 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
 
     sb_reset(&sql);
     sb_addf(&sql, "CREATE %s %s AS ", gen->lazy ? "VIEW" : "TABLE", gen->relation);
-    if (cfg->kind == SOURCE_QUERY)
+    if (cfg->kind == CFG_SOURCE_QUERY)
         rc = query_select_sql(cfg, &sql, err);
     else
-        rc = source_select_sql(&gen->snapshot, &cfg->columns, &sql, err);
+        rc = source_select_sql(&gen->priv->snapshot, &cfg->columns, &sql, err);
     if (!rc)
         rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
     unbind_upstreams(con, &ups);
@@ -747,7 +756,7 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
          * new) makes it fail: retry briefly rather than fail the build. */
         sb_reset(&sql);
         sb_adds(&sql, "CHECKPOINT ");
-        sb_add_sql_ident(&sql, gen->db_name);
+        sb_add_sql_ident(&sql, gen->priv->db_name);
         for (int attempt = 0;; attempt++) {
             struct vt_error cerr = {0};
             rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, &cerr);
@@ -771,14 +780,14 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         rc = cat_generation_derive(cat, con, gen, cfg, err);
     /* Files downloaded only for a resident build are not needed any more. */
     if (!gen->lazy)
-        for (size_t i = 0; i < gen->snapshot.n_temp_files; i++)
-            unlink(gen->snapshot.temp_files[i]);
+        for (size_t i = 0; i < gen->priv->snapshot.n_temp_files; i++)
+            unlink(gen->priv->snapshot.temp_files[i]);
     if (rc) {
-        cat_detach_database(cat, con, gen->db_name);
+        cat_detach_database(cat, con, gen->priv->db_name);
         generation_free(gen);
         return NULL;
     }
-    gen->build_ms = time_mono_ms() - t0;
+    gen->priv->build_ms = time_mono_ms() - t0;
     gen->published_at_us = time_wall_us();
     return gen;
 }
@@ -792,7 +801,7 @@ static void publish(struct cat_dataset *ds, struct cat_generation *gen,
     ds->current = gen;
     ds->state = CAT_PUBLISHED;
     ds->last_refresh_at_us = gen->published_at_us;
-    ds->last_refresh_duration_ms = gen->build_ms;
+    ds->last_refresh_duration_ms = gen->priv->build_ms;
     ds->refresh_source = source;
     ds->consecutive_failures = 0;
     free(ds->last_error);
@@ -855,6 +864,7 @@ struct build_job {
     enum cat_refresh_source source;
     struct cat_build_result *result; /* may be NULL; one reference */
     bool unregister_on_failure;
+    char request_id[VT_MAX_REQUEST_ID_BYTES + 1]; /* the request that asked for it, or "" */
 };
 
 static void build_run(struct eng_job *job, duckdb_connection con)
@@ -862,7 +872,10 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     struct build_job *bj = (struct build_job *)job;
     struct cat_dataset *ds = bj->ds;
     struct cat_catalog *cat = bj->cat;
-    bool startup = bj->source == REFRESH_STARTUP;
+    bool startup = bj->source == CAT_REFRESH_STARTUP;
+    /* The build's log lines carry the id of the request that asked for it
+     * (reload, registration), so the request can be followed into them. */
+    log_set_request_id(bj->request_id[0] ? bj->request_id : NULL);
 
     pthread_mutex_lock(&ds->mu);
     ds->state = CAT_BUILDING; /* already, since it was queued */
@@ -887,7 +900,7 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     if (gen) {
         log_info("dataset %s published: %lld rows, %zu columns, %s, %lld ms", ds->cfg.name,
                  (long long)gen->rows, gen->n_cols, gen->lazy ? "lazy" : "resident",
-                 (long long)gen->build_ms);
+                 (long long)gen->priv->build_ms);
         rows = gen->rows;
         columns = (int64_t)gen->n_cols;
         publish(ds, gen, bj->source);
@@ -917,7 +930,11 @@ static void build_run(struct eng_job *job, duckdb_connection con)
         pthread_cond_broadcast(&ds->built_cv);
         pthread_mutex_unlock(&ds->mu);
     }
+    int64_t build_ms = time_mono_ms() - t0;
+    metrics_refresh_observe((int)bj->source, gen != NULL, build_ms);
     pthread_mutex_lock(&ds->mu);
+    if ((unsigned)bj->source < 5)
+        ds->builds[bj->source][gen ? 0 : 1]++;
     ds->building = false;
     ds->build_queued = false;
     pthread_cond_broadcast(&ds->built_cv);
@@ -925,12 +942,12 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     if (skipped || (!gen && bj->unregister_on_failure))
         cat_unregister(cat, ds);
     if (bj->result)
-        cat_build_result_complete(bj->result, gen != NULL, rows, columns, time_mono_ms() - t0,
-                                  &err);
-    if (bj->source == REFRESH_STARTUP)
+        cat_build_result_complete(bj->result, gen != NULL, rows, columns, build_ms, &err);
+    if (bj->source == CAT_REFRESH_STARTUP)
         cat_startup_done(cat, bj->ds);
     if (!skipped)
         cat_scheduler_build_finished(cat->sched, ds, gen != NULL);
+    log_set_request_id(NULL);
 }
 
 void cat_startup_done(struct cat_catalog *cat, struct cat_dataset *ds)
@@ -979,6 +996,9 @@ bool cat_build_reserved(struct cat_catalog *cat, struct cat_dataset *ds,
         bj->source = source;
         bj->result = result;
         bj->unregister_on_failure = unregister_on_failure;
+        const char *rid = log_request_id();
+        if (rid)
+            snprintf(bj->request_id, sizeof bj->request_id, "%s", rid);
         if (result)
             atomic_fetch_add(&result->refs, 1);
         atomic_fetch_add(&ds->refs, 1);
@@ -1061,7 +1081,7 @@ void cat_start(struct cat_catalog *cat)
             cat_dataset_put(ds);
             continue;
         }
-        if (ds->cfg.on_start == ON_START_EAGER && eager) {
+        if (ds->cfg.on_start == CFG_ON_START_EAGER && eager) {
             ds->startup_counted = true;
             pthread_mutex_lock(&ds->mu);
             cat_mark_building(ds); /* reserved for the startup wave */
@@ -1076,7 +1096,7 @@ void cat_start(struct cat_catalog *cat)
     cat->registering = false;
     pthread_mutex_unlock(&cat->state_mu);
     if (eager)
-        cat_start_builds(cat, eager, n_eager, REFRESH_STARTUP);
+        cat_start_builds(cat, eager, n_eager, CAT_REFRESH_STARTUP);
 }
 
 void cat_destroy(struct cat_catalog *cat)
@@ -1133,7 +1153,7 @@ bool cat_ready(struct cat_catalog *cat, int64_t *out_datasets)
     }
     bool all_failed = total > 0 && failed == total;
     bool ready;
-    if (cat->cfg->server.startup.readiness == READINESS_ANY)
+    if (cat->cfg->server.startup.readiness == CFG_READINESS_ANY)
         ready = published > 0 || (pending == 0 && !all_failed);
     else
         ready = pending == 0 && !all_failed;
@@ -1158,8 +1178,13 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
     st->consecutive_failures = ds->consecutive_failures;
     st->next_refresh_at_us = ds->next_refresh_at_us;
     st->last_error = ds->last_error ? strdup(ds->last_error) : NULL;
+    st->source_bytes = -1;
+    memcpy(st->builds, ds->builds, sizeof st->builds);
     if (ds->current) {
         struct cat_generation *gen = ds->current;
+        st->source_bytes = gen->priv->source_bytes;
+        const struct cat_fastpath *fp = cat_generation_fastpath(gen);
+        st->index_bytes = fp ? (int64_t)fp->bytes : 0;
         st->lazy = gen->lazy;
         st->rows = gen->rows;
         st->columns = (int64_t)gen->n_cols;
@@ -1168,7 +1193,7 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
         if (gen->lazy) {
             st->has_generation = true;
             memcpy(st->generation_id, gen->id, sizeof st->generation_id);
-            st->storage_bytes = gen->source_bytes;
+            st->storage_bytes = gen->priv->source_bytes;
         }
     }
     strvec_copy(&st->depends_on, &ds->cfg.depends_on);

@@ -21,7 +21,6 @@
 
 #include <duckdb.h>
 #include <pthread.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,13 +31,16 @@
 #include "util/errors.h"
 
 enum cat_state { CAT_PENDING, CAT_BUILDING, CAT_PUBLISHED, CAT_FAILED };
-enum cat_refresh_source { REFRESH_NONE, REFRESH_STARTUP, REFRESH_MANUAL, REFRESH_SCHEDULE,
-                          REFRESH_CASCADE };
+enum cat_refresh_source {
+    CAT_REFRESH_NONE, CAT_REFRESH_STARTUP, CAT_REFRESH_MANUAL, CAT_REFRESH_SCHEDULE,
+    CAT_REFRESH_CASCADE
+};
 
 /* Coarse type families used by the schema endpoint and the query compiler. */
 enum cat_logical {
-    LOGICAL_BOOL, LOGICAL_INT, LOGICAL_FLOAT, LOGICAL_DECIMAL, LOGICAL_STRING, LOGICAL_DATE,
-    LOGICAL_TIME, LOGICAL_TIMESTAMP, LOGICAL_BINARY, LOGICAL_LIST, LOGICAL_STRUCT, LOGICAL_OTHER
+    CAT_LOGICAL_BOOL, CAT_LOGICAL_INT, CAT_LOGICAL_FLOAT, CAT_LOGICAL_DECIMAL, CAT_LOGICAL_STRING,
+    CAT_LOGICAL_DATE, CAT_LOGICAL_TIME, CAT_LOGICAL_TIMESTAMP, CAT_LOGICAL_BINARY, CAT_LOGICAL_LIST,
+    CAT_LOGICAL_STRUCT, CAT_LOGICAL_OTHER
 };
 
 struct cat_column {
@@ -51,8 +53,6 @@ struct cat_column {
 
 struct cat_dataset;
 
-enum cat_export_state { EXPORT_NONE, EXPORT_BUILDING, EXPORT_READY };
-
 struct vt_index;
 struct rowstore;
 
@@ -64,39 +64,25 @@ struct cat_fastpath {
     size_t bytes;
 };
 
+/* A generation as other modules see it: read-only once published. The
+ * catalog's own state (refcount, database name, pinned files, export, fast
+ * path) is behind `priv` (catalog_internal.h). */
 struct cat_generation {
-    atomic_int refs;
     char id[27];                /* ULID */
-    char db_name[32];           /* attached database, e.g. g_01J... */
     char relation[48];          /* quoted relation for SQL: "g_01J..."."data" */
     bool lazy;
     int64_t rows;
     struct cat_column *cols;
     size_t n_cols;
     char *sample_json;          /* one row as a JSON object, or NULL when empty */
-    int64_t source_bytes;       /* bytes of the files read */
     int64_t published_at_us;    /* wall clock */
-    int64_t build_ms;
-    struct source_snapshot snapshot; /* kept for lazy generations (their files) */
-    char *pin_dir;              /* lazy, local files: links to them (removed with it) */
-    int *pin_fds;               /* files kept open for links that could not be hard */
-    size_t n_pin_fds;
-    struct cat_catalog *catalog;
-    /* The Parquet export of this generation (export.c). */
-    pthread_mutex_t export_mu;
-    pthread_cond_t export_cv;
-    enum cat_export_state export_state;
-    int export_attempts;
-    struct vt_error export_error;
-    char *export_path;
-    uint64_t export_size;
-    struct cat_fastpath *_Atomic fastpath; /* NULL until built (or never) */
+    struct cat_generation_private *priv;
 };
 
 struct cat_status {
     char *name;
     enum cat_state state;
-    enum source_kind kind;
+    enum cfg_source_kind kind;
     bool lazy;
     bool has_generation;
     char generation_id[27];
@@ -110,6 +96,11 @@ struct cat_status {
     int64_t rows;
     int64_t columns;
     struct strvec depends_on;
+    /* For the metrics: */
+    int64_t source_bytes;       /* files read by the current generation; -1 = none */
+    int64_t index_bytes;        /* its index fast path (index + row store); 0 = none */
+    /* builds ended, by trigger (enum cat_refresh_source) and outcome (0 ok, 1 failed) */
+    uint64_t builds[5][2];
 };
 
 struct cat_catalog;

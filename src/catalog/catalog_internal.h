@@ -7,6 +7,30 @@
 
 #include "catalog/catalog.h"
 
+enum cat_export_state { CAT_EXPORT_NONE, CAT_EXPORT_BUILDING, CAT_EXPORT_READY };
+
+/* The catalog's part of a generation (allocated with it, see catalog.h). */
+struct cat_generation_private {
+    atomic_int refs;
+    char db_name[32];           /* attached database, e.g. g_01J... */
+    int64_t source_bytes;       /* bytes of the files read */
+    int64_t build_ms;
+    struct source_snapshot snapshot; /* kept for lazy generations (their files) */
+    char *pin_dir;              /* lazy, local files: links to them (removed with it) */
+    int *pin_fds;               /* files kept open for links that could not be hard */
+    size_t n_pin_fds;
+    struct cat_catalog *catalog;
+    /* The Parquet export of this generation (export.c). */
+    pthread_mutex_t export_mu;
+    pthread_cond_t export_cv;
+    enum cat_export_state export_state;
+    int export_attempts;
+    struct vt_error export_error;
+    char *export_path;
+    uint64_t export_size;
+    struct cat_fastpath *_Atomic fastpath; /* NULL until built (or never) */
+};
+
 struct cat_dataset {
     atomic_int refs;
     struct cat_catalog *catalog;
@@ -27,6 +51,7 @@ struct cat_dataset {
     int64_t consecutive_failures;
     char *last_error;
     int64_t next_refresh_at_us;     /* a scheduled refresh is due then; 0 = none */
+    uint64_t builds[5][2];          /* builds ended: [refresh source][0 ok, 1 failed] */
 };
 
 struct cat_catalog {

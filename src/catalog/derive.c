@@ -58,7 +58,7 @@ enum vt_err cat_generation_derive(struct cat_catalog *cat, duckdb_connection con
 
 const struct cat_fastpath *cat_generation_fastpath(const struct cat_generation *gen)
 {
-    return atomic_load(&((struct cat_generation *)gen)->fastpath);
+    return atomic_load(&gen->priv->fastpath);
 }
 
 bool cat_generation_is_indexed(const struct cat_generation *gen, size_t col)
@@ -218,7 +218,7 @@ static void fastpath_run(struct eng_job *job, duckdb_connection con)
              fp->rows ? rowstore_bytes(fp->rows) / 1048576.0 : 0.0,
              (long long)(time_mono_ms() - t0));
     sb_release(&cols);
-    atomic_store(&gen->fastpath, fp);
+    atomic_store(&gen->priv->fastpath, fp);
 }
 
 static void fastpath_done(struct eng_job *job)
@@ -232,7 +232,7 @@ static void fastpath_done(struct eng_job *job)
 void cat_generation_start_fastpath(struct cat_catalog *cat, struct cat_generation *gen,
                                    const struct vt_dataset_config *cfg)
 {
-    if (gen->lazy || cfg->index_mode == INDEX_NONE)
+    if (gen->lazy || cfg->index_mode == CFG_INDEX_NONE)
         return;
     struct fastpath_job *fj = calloc(1, sizeof *fj);
     if (!fj)
@@ -244,7 +244,7 @@ void cat_generation_start_fastpath(struct cat_catalog *cat, struct cat_generatio
     fj->job.run = fastpath_run;
     fj->job.done = fastpath_done;
     fj->gen = gen;
-    atomic_fetch_add(&gen->refs, 1);
+    atomic_fetch_add(&gen->priv->refs, 1);
     if (!eng_pool_submit(cat->builders, &fj->job))
         fastpath_done(&fj->job);
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "catalog/catalog_internal.h"
+#include "metrics/metrics.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
@@ -33,7 +34,7 @@ static void export_run(struct eng_job *job, duckdb_connection con)
 {
     struct export_job *ej = (struct export_job *)job;
     struct cat_generation *gen = ej->gen;
-    struct cat_catalog *cat = gen->catalog;
+    struct cat_catalog *cat = gen->priv->catalog;
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/%s.parquet", cat->export_dir, gen->id);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -53,22 +54,24 @@ static void export_run(struct eng_job *job, duckdb_connection con)
         rc = vt_error_set(&err, VT_ERR_INTERNAL, "export vanished: %s", strerror(errno));
     if (rc != VT_ERR_OK)
         unlink(tmp);
-    pthread_mutex_lock(&gen->export_mu);
+    pthread_mutex_lock(&gen->priv->export_mu);
     if (rc == VT_ERR_OK) {
-        gen->export_path = strdup(path);
-        gen->export_size = (uint64_t)st.st_size;
-        gen->export_state = gen->export_path ? EXPORT_READY : EXPORT_NONE;
+        gen->priv->export_path = strdup(path);
+        gen->priv->export_size = (uint64_t)st.st_size;
+        gen->priv->export_state = gen->priv->export_path ? CAT_EXPORT_READY : CAT_EXPORT_NONE;
         log_info("export of generation %s: %llu bytes in %lld ms", gen->id,
                  (unsigned long long)st.st_size, (long long)(time_mono_ms() - t0));
     } else {
         /* Not sticky: the next request tries again. */
-        gen->export_state = EXPORT_NONE;
-        gen->export_error = err;
+        gen->priv->export_state = CAT_EXPORT_NONE;
+        gen->priv->export_error = err;
         log_error("export of generation %s failed: %s", gen->id, vt_error_message(&err));
     }
-    gen->export_attempts++;
-    pthread_cond_broadcast(&gen->export_cv);
-    pthread_mutex_unlock(&gen->export_mu);
+    gen->priv->export_attempts++;
+    metrics_export_observe(rc == VT_ERR_OK, time_mono_ms() - t0,
+                           rc == VT_ERR_OK ? (uint64_t)st.st_size : 0);
+    pthread_cond_broadcast(&gen->priv->export_cv);
+    pthread_mutex_unlock(&gen->priv->export_mu);
 }
 
 static void export_done(struct eng_job *job)
@@ -82,43 +85,43 @@ enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int
                             uint64_t *out_size, struct vt_error *err)
 {
     *out_fd = -1;
-    pthread_mutex_lock(&gen->export_mu);
-    int attempts_seen = gen->export_attempts;
-    while (gen->export_state != EXPORT_READY) {
-        if (gen->export_state == EXPORT_NONE) {
-            if (gen->export_attempts > attempts_seen) {
+    pthread_mutex_lock(&gen->priv->export_mu);
+    int attempts_seen = gen->priv->export_attempts;
+    while (gen->priv->export_state != CAT_EXPORT_READY) {
+        if (gen->priv->export_state == CAT_EXPORT_NONE) {
+            if (gen->priv->export_attempts > attempts_seen) {
                 /* The build we waited for failed. */
-                struct vt_error e = gen->export_error;
-                pthread_mutex_unlock(&gen->export_mu);
+                struct vt_error e = gen->priv->export_error;
+                pthread_mutex_unlock(&gen->priv->export_mu);
                 return vt_error_set(err, VT_ERR_INTERNAL, "Parquet export failed: %s",
                                     vt_error_message(&e));
             }
             struct export_job *ej = calloc(1, sizeof *ej);
             if (!ej) {
-                pthread_mutex_unlock(&gen->export_mu);
+                pthread_mutex_unlock(&gen->priv->export_mu);
                 return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
             }
             ej->job.run = export_run;
             ej->job.done = export_done;
             ej->gen = gen;
-            atomic_fetch_add(&gen->refs, 1);
-            gen->export_state = EXPORT_BUILDING;
-            if (!eng_pool_submit(gen->catalog->builders, &ej->job)) {
-                gen->export_state = EXPORT_NONE;
-                pthread_mutex_unlock(&gen->export_mu);
+            atomic_fetch_add(&gen->priv->refs, 1);
+            gen->priv->export_state = CAT_EXPORT_BUILDING;
+            if (!eng_pool_submit(gen->priv->catalog->builders, &ej->job)) {
+                gen->priv->export_state = CAT_EXPORT_NONE;
+                pthread_mutex_unlock(&gen->priv->export_mu);
                 cat_generation_release(gen);
                 free(ej);
                 return vt_error_set(err, VT_ERR_UNAVAILABLE, "export queue is full");
             }
         }
-        if (!time_cond_wait(&gen->export_cv, &gen->export_mu, deadline_ms)) {
-            pthread_mutex_unlock(&gen->export_mu);
+        if (!time_cond_wait(&gen->priv->export_cv, &gen->priv->export_mu, deadline_ms)) {
+            pthread_mutex_unlock(&gen->priv->export_mu);
             return vt_error_set(err, VT_ERR_TIMEOUT, "request timed out");
         }
     }
-    int fd = open(gen->export_path, O_RDONLY | O_CLOEXEC);
-    uint64_t size = gen->export_size;
-    pthread_mutex_unlock(&gen->export_mu);
+    int fd = open(gen->priv->export_path, O_RDONLY | O_CLOEXEC);
+    uint64_t size = gen->priv->export_size;
+    pthread_mutex_unlock(&gen->priv->export_mu);
     if (fd < 0)
         return vt_error_set(err, VT_ERR_INTERNAL, "cannot open export: %s", strerror(errno));
     *out_fd = fd;
@@ -128,9 +131,9 @@ enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int
 
 void cat_export_discard(struct cat_generation *gen)
 {
-    if (gen->export_path) {
-        unlink(gen->export_path);
-        free(gen->export_path);
-        gen->export_path = NULL;
+    if (gen->priv->export_path) {
+        unlink(gen->priv->export_path);
+        free(gen->priv->export_path);
+        gen->priv->export_path = NULL;
     }
 }

@@ -60,7 +60,7 @@ enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_datase
                             cfg->name);
     }
     struct cat_build_result *r = cat_build_result_new();
-    if (!r || !cat_build_async(cat, ds, REFRESH_MANUAL, r, true)) {
+    if (!r || !cat_build_async(cat, ds, CAT_REFRESH_MANUAL, r, true)) {
         cat_unregister(cat, ds);
         cat_dataset_put(ds);
         cat_build_result_put(r);
@@ -74,7 +74,7 @@ enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_datase
 enum vt_err cat_check_source(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
                              struct vt_error *err)
 {
-    if (cfg->kind == SOURCE_QUERY)
+    if (cfg->kind == CFG_SOURCE_QUERY)
         return VT_ERR_OK;
     /* The listing step of a build (source_measure reads listings and logs,
      * downloads nothing); a source that fails it would fail registration. */
@@ -227,7 +227,7 @@ void cat_reload_all(struct cat_catalog *cat, struct strvec *out_enqueued,
     if (!w)
         return;
     w->cat = cat;
-    w->source = REFRESH_MANUAL;
+    w->source = CAT_REFRESH_MANUAL;
     pthread_rwlock_rdlock(&cat->lock);
     w->items = calloc(cat->n ? cat->n : 1, sizeof *w->items);
     w->level = calloc(cat->n ? cat->n : 1, sizeof *w->level);
@@ -235,7 +235,8 @@ void cat_reload_all(struct cat_catalog *cat, struct strvec *out_enqueued,
         struct cat_dataset *ds = cat->items[i];
         pthread_mutex_lock(&ds->mu);
         bool excluded = ds->state == CAT_PENDING && !ds->build_queued &&
-                        (ds->cfg.on_start == ON_START_LAZY || ds->cfg.on_start == ON_START_SKIP);
+                        (ds->cfg.on_start == CFG_ON_START_LAZY ||
+                         ds->cfg.on_start == CFG_ON_START_SKIP);
         bool busy = ds->build_queued || ds->building || ds->state == CAT_BUILDING;
         if (!excluded && !busy)
             cat_mark_building(ds); /* reserved for this wave */

@@ -162,7 +162,7 @@ static void fire(struct cat_scheduler *s, const struct timer *t)
         return;
     }
     enum cat_refresh_source source =
-        t->kind == CAT_TIMER_REFRESH ? REFRESH_SCHEDULE : REFRESH_CASCADE;
+        t->kind == CAT_TIMER_REFRESH ? CAT_REFRESH_SCHEDULE : CAT_REFRESH_CASCADE;
     pthread_mutex_lock(&ds->mu);
     if (t->kind == CAT_TIMER_REFRESH)
         ds->next_refresh_at_us = 0;

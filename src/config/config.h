@@ -26,14 +26,16 @@
 #include "util/errors.h"
 #include "util/strvec.h"
 
-enum source_kind { SOURCE_PARQUET, SOURCE_DELTA, SOURCE_QUERY };
-enum index_mode { INDEX_AUTO, INDEX_LIST, INDEX_NONE };
-enum on_start { ON_START_EAGER, ON_START_LAZY, ON_START_SKIP };
-enum residency { RESIDENCY_AUTO, RESIDENCY_MEMORY, RESIDENCY_LAZY };
-enum s3_addressing { S3_ADDRESSING_VIRTUAL, S3_ADDRESSING_PATH };
-enum s3_partitioning { S3_PARTITIONING_AUTO, S3_PARTITIONING_HIVE, S3_PARTITIONING_NONE };
-enum readiness { READINESS_ALL, READINESS_ANY };
-enum backend { BACKEND_DATAFUSION, BACKEND_DUCKDB };
+enum cfg_source_kind { CFG_SOURCE_PARQUET, CFG_SOURCE_DELTA, CFG_SOURCE_QUERY };
+enum cfg_index_mode { CFG_INDEX_AUTO, CFG_INDEX_LIST, CFG_INDEX_NONE };
+enum cfg_on_start { CFG_ON_START_EAGER, CFG_ON_START_LAZY, CFG_ON_START_SKIP };
+enum cfg_residency { CFG_RESIDENCY_AUTO, CFG_RESIDENCY_MEMORY, CFG_RESIDENCY_LAZY };
+enum cfg_s3_addressing { CFG_S3_ADDRESSING_VIRTUAL, CFG_S3_ADDRESSING_PATH };
+enum cfg_s3_partitioning {
+    CFG_S3_PARTITIONING_AUTO, CFG_S3_PARTITIONING_HIVE, CFG_S3_PARTITIONING_NONE
+};
+enum cfg_readiness { CFG_READINESS_ALL, CFG_READINESS_ANY };
+enum cfg_backend { CFG_BACKEND_DATAFUSION, CFG_BACKEND_DUCKDB };
 
 struct refresh_config {
     bool set;                   /* a refresh block was given */
@@ -46,7 +48,7 @@ struct refresh_config {
 
 struct materialize_config {
     bool set;
-    enum residency residency;   /* default auto */
+    enum cfg_residency residency;   /* default auto */
     struct strvec sort_by;
     bool reuse_on_start;        /* default false */
 };
@@ -54,9 +56,9 @@ struct materialize_config {
 struct s3_config {
     char *region;               /* NULL: AWS_REGION / AWS_DEFAULT_REGION / us-east-1 */
     char *endpoint;             /* NULL: AWS */
-    enum s3_addressing addressing_style; /* default virtual */
+    enum cfg_s3_addressing addressing_style; /* default virtual */
     bool allow_http;            /* default false */
-    enum s3_partitioning partitioning;   /* default auto */
+    enum cfg_s3_partitioning partitioning;   /* default auto */
     /* Optional per-dataset credential overrides: names of environment variables
      * to read the key id / secret / session token from (never the secrets). */
     char *access_key_id_env;
@@ -66,7 +68,7 @@ struct s3_config {
 
 struct vt_dataset_config {
     char *name;
-    enum source_kind kind;
+    enum cfg_source_kind kind;
     char *location;             /* parquet/delta: path, glob, dir, s3:// url; a relative
                                  * local path from a config file is resolved against the
                                  * file's directory (config_dataset_resolve_paths) */
@@ -75,18 +77,18 @@ struct vt_dataset_config {
     struct strvec columns;      /* projection at load; empty = all */
     bool dict_encode;
     bool lazy;
-    enum index_mode index_mode;
+    enum cfg_index_mode index_mode;
     struct strvec index_columns;
     int64_t index_max_cardinality; /* default 100000 */
     struct s3_config s3;
     struct refresh_config refresh;
     struct materialize_config materialize;
-    enum on_start on_start;     /* default eager */
+    enum cfg_on_start on_start;     /* default eager */
     int line;                   /* where the block starts in its file (0 = not from a file) */
 };
 
 struct startup_config {
-    enum readiness readiness;   /* default all */
+    enum cfg_readiness readiness;   /* default all */
     int max_concurrent;         /* default 4 */
 };
 
@@ -113,7 +115,7 @@ struct pgwire_config {
 };
 
 struct server_config {
-    enum backend backend;       /* default datafusion (hint only: this build runs DuckDB) */
+    enum cfg_backend backend;       /* default datafusion (hint only: this build runs DuckDB) */
     bool backend_set;           /* the key was present */
     char *listen;               /* default 127.0.0.1 */
     int port;                   /* default 8080; 0 = an ephemeral port chosen by the OS */
@@ -274,6 +276,6 @@ const char *config_template_text(void);
  * table (malloc'd; tools/vt-config-ref.c writes it, `make docs-config`). */
 char *config_reference_markdown(void);
 
-const char *source_kind_name(enum source_kind k);
+const char *config_source_kind_name(enum cfg_source_kind k);
 
 #endif

@@ -9,6 +9,7 @@
  * To add a key: add its struct field in config.h and one row here, in the
  * place where it should appear in the template and the docs.
  */
+#include <arpa/inet.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +36,7 @@ const char *const cfg_partitioning_names[] = {"auto", "hive", "none", NULL};
 
 #define QUACK_DEFAULT_PORT 9494
 
-const char *source_kind_name(enum source_kind k)
+const char *config_source_kind_name(enum cfg_source_kind k)
 {
     return (unsigned)k < 3 ? cfg_kind_names[k] : "unknown";
 }
@@ -317,6 +318,20 @@ static bool rule_auth(const struct cfg_blk *b, void *base)
     if (a->enabled && !a->issuer)
         return cfg_fail(b, "issuer", cfg_line_of(b, "enabled"), VT_ERR_INVALID_CONFIG,
                         "required when auth.enabled is true");
+    if (a->issuer && strncmp(a->issuer, "http://", 7) == 0) {
+        /* Keys fetched over plain http could be swapped by anyone on the path. */
+        const char *h = a->issuer + 7;
+        size_t n = h[0] == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/?#");
+        char host[256];
+        snprintf(host, sizeof host, "%.*s", (int)(n < sizeof host ? n : sizeof host - 1), h);
+        struct in_addr v4;
+        bool loop = strcmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0 ||
+                    (inet_pton(AF_INET, host, &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
+        if (!loop)
+            return cfg_fail(b, "issuer", cfg_line_of(b, "issuer"), VT_ERR_INVALID_CONFIG,
+                            "plain http is allowed only for a loopback host (127.0.0.1, ::1, "
+                            "localhost); use https");
+    }
     return true;
 }
 
@@ -363,7 +378,7 @@ static bool rule_dataset_name(const struct cfg_blk *b, void *base)
 static bool rule_kind_default(const struct cfg_blk *b, void *base)
 {
     struct vt_dataset_config *ds = base;
-    ds->kind = cfg_has(b, "sql") ? SOURCE_QUERY : SOURCE_PARQUET;
+    ds->kind = cfg_has(b, "sql") ? CFG_SOURCE_QUERY : CFG_SOURCE_PARQUET;
     return true;
 }
 
@@ -372,8 +387,8 @@ static bool rule_kind_fields(const struct cfg_blk *b, void *base)
     const struct vt_dataset_config *ds = base;
     struct cfg_blk src;
     cfg_sub(b, "source", &src);
-    const char *kn = source_kind_name(ds->kind);
-    if (ds->kind == SOURCE_QUERY) {
+    const char *kn = config_source_kind_name(ds->kind);
+    if (ds->kind == CFG_SOURCE_QUERY) {
         if (ds->location)
             return cfg_fail(&src, "location", 0, VT_ERR_INVALID_CONFIG,
                             "not allowed for kind \"query\" (a query reads other datasets through sql)");
@@ -414,10 +429,10 @@ static bool rule_kind_fields(const struct cfg_blk *b, void *base)
 static bool rule_index_columns(const struct cfg_blk *b, void *base)
 {
     const struct vt_dataset_config *ds = base;
-    if (ds->index_mode == INDEX_LIST && ds->index_columns.len == 0)
+    if (ds->index_mode == CFG_INDEX_LIST && ds->index_columns.len == 0)
         return cfg_fail(b, "columns", 0, VT_ERR_INVALID_CONFIG,
                         "required (non-empty) when index.mode is \"list\"");
-    if (ds->index_mode != INDEX_LIST && ds->index_columns.len > 0)
+    if (ds->index_mode != CFG_INDEX_LIST && ds->index_columns.len > 0)
         return cfg_fail(b, "columns", 0, VT_ERR_INVALID_CONFIG,
                         "only used when index.mode is \"list\" (mode is \"%s\")",
                         cfg_index_mode_names[ds->index_mode]);
@@ -442,7 +457,7 @@ static bool rule_s3_endpoint(const struct cfg_blk *b, void *base)
 static bool rule_upstream_reload(const struct cfg_blk *b, void *base)
 {
     const struct vt_dataset_config *ds = base;
-    if (ds->refresh.on_upstream_reload && ds->kind != SOURCE_QUERY)
+    if (ds->refresh.on_upstream_reload && ds->kind != CFG_SOURCE_QUERY)
         return cfg_fail(b, "on_upstream_reload", 0, VT_ERR_INVALID_CONFIG,
                         "only applies to datasets of kind \"query\" (they have upstreams)");
     return true;
@@ -451,7 +466,7 @@ static bool rule_upstream_reload(const struct cfg_blk *b, void *base)
 static bool rule_lazy_memory(const struct cfg_blk *b, void *base)
 {
     const struct vt_dataset_config *ds = base;
-    if (ds->lazy && ds->materialize.residency == RESIDENCY_MEMORY)
+    if (ds->lazy && ds->materialize.residency == CFG_RESIDENCY_MEMORY)
         return cfg_fail(b, "residency", 0, VT_ERR_INVALID_CONFIG,
                         "\"memory\" contradicts lazy = true");
     return true;
@@ -460,8 +475,9 @@ static bool rule_lazy_memory(const struct cfg_blk *b, void *base)
 static bool rule_lazy_index(const struct cfg_blk *b, void *base)
 {
     const struct vt_dataset_config *ds = base;
-    bool lazy = ds->lazy || (ds->materialize.set && ds->materialize.residency == RESIDENCY_LAZY);
-    if (lazy && cfg_has(b, "index") && ds->index_mode != INDEX_NONE)
+    bool lazy = ds->lazy ||
+                (ds->materialize.set && ds->materialize.residency == CFG_RESIDENCY_LAZY);
+    if (lazy && cfg_has(b, "index") && ds->index_mode != CFG_INDEX_NONE)
         return cfg_fail(b, "index", 0, VT_ERR_INVALID_CONFIG,
                         "lazy datasets carry no index (remove the index block or set "
                         "index.mode = \"none\")");
@@ -677,7 +693,8 @@ const struct cfg_key cfg_schema[] = {
      .doc = "Keep X-Admin-Token working when bearer tokens are enabled."},
     {"auth", "start_degraded", CFG_T_BOOL, C(auth.start_degraded), .def = "true",
      .doc = "Warn and continue when the identity provider is unreachable at boot."},
-    {"auth", NULL, CFG_T_RULE, .rule = rule_auth, .doc = "enabled = true needs an issuer."},
+    {"auth", NULL, CFG_T_RULE, .rule = rule_auth,
+     .doc = "enabled = true needs an issuer; a plain http issuer must be a loopback host."},
 
     /* -------------------------------------------------------- [datafusion] */
     {"", "datafusion", CFG_T_TABLE,

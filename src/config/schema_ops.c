@@ -10,7 +10,7 @@
 
 #include "config/config_internal.h"
 
-_Static_assert(sizeof(enum source_kind) == sizeof(int), "enum fields are read as int");
+_Static_assert(sizeof(enum cfg_source_kind) == sizeof(int), "enum fields are read as int");
 
 bool cfg_key_in_dataset(const struct cfg_key *k)
 {

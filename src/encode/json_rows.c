@@ -891,6 +891,8 @@ uint64_t json_rows_written(const struct json_rows *enc) { return enc->written; }
 
 void json_rows_restart(struct json_rows *enc) { enc->written = 0; }
 
+void json_rows_rewind(struct json_rows *enc, uint64_t written) { enc->written = written; }
+
 /* ---- rows ---- */
 
 /* Rows per batch: every column's formatted values for a batch plus the

@@ -68,6 +68,9 @@ int json_rows_encode_cells(struct json_rows *enc, duckdb_data_chunk chunk, json_
 uint64_t json_rows_written(const struct json_rows *enc);
 /* The next row is a first row again (no leading comma): reuse for a new body. */
 void json_rows_restart(struct json_rows *enc);
+/* The caller cut its output back to the first `written` rows: the next row
+ * is row `written` (a leading comma unless it is 0). */
+void json_rows_rewind(struct json_rows *enc, uint64_t written);
 
 /* False for types json_rows_create refuses (also when nested inside a list,
  * struct, map or union); the query layer then selects `to_json(col)`. */

@@ -45,7 +45,48 @@ struct eng_pool {
     struct eng_worker *workers;
     pthread_t watchdog;
     bool watchdog_started;
+    struct eng_pool *next_live; /* live_pools, under live_mu */
 };
+
+/* Every live pool, for eng_pools_stats. */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct eng_pool *live_pools;
+
+static void live_add(struct eng_pool *pool)
+{
+    pthread_mutex_lock(&live_mu);
+    pool->next_live = live_pools;
+    live_pools = pool;
+    pthread_mutex_unlock(&live_mu);
+}
+
+static void live_remove(struct eng_pool *pool)
+{
+    pthread_mutex_lock(&live_mu);
+    for (struct eng_pool **p = &live_pools; *p; p = &(*p)->next_live)
+        if (*p == pool) {
+            *p = pool->next_live;
+            break;
+        }
+    pthread_mutex_unlock(&live_mu);
+}
+
+size_t eng_pools_stats(struct eng_pool_stats *out, size_t cap)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&live_mu);
+    for (struct eng_pool *p = live_pools; p && n < cap; p = p->next_live) {
+        pthread_mutex_lock(&p->mu);
+        snprintf(out[n].name, sizeof out[n].name, "%s", p->name);
+        out[n].threads = p->n;
+        out[n].queued = p->queued;
+        out[n].running = p->running;
+        pthread_mutex_unlock(&p->mu);
+        n++;
+    }
+    pthread_mutex_unlock(&live_mu);
+    return n;
+}
 
 int eng_cpu_count(void)
 {
@@ -286,6 +327,7 @@ struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *na
     }
     if (pthread_create(&pool->watchdog, NULL, watchdog_main, pool) == 0)
         pool->watchdog_started = true;
+    live_add(pool);
     return pool;
 }
 
@@ -346,6 +388,7 @@ void eng_pool_destroy(struct eng_pool *pool)
 {
     if (!pool)
         return;
+    live_remove(pool);
     pthread_mutex_lock(&pool->mu);
     pool->stopping = true;
     pthread_cond_broadcast(&pool->cv);
@@ -360,4 +403,103 @@ void eng_pool_destroy(struct eng_pool *pool)
     pthread_cond_destroy(&pool->cv);
     free(pool->workers);
     free(pool);
+}
+
+/* ------------------------------------------------------------- sampler */
+
+struct eng_sampler {
+    duckdb_connection con;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    bool have;
+    int period_ms;
+    int64_t memory_bytes, temp_bytes;
+};
+
+static void sample_once(struct eng_sampler *s)
+{
+    duckdb_result res;
+    if (duckdb_query(s->con,
+                     "SELECT sum(memory_usage_bytes)::BIGINT, sum(temporary_storage_bytes)::BIGINT "
+                     "FROM duckdb_memory()",
+                     &res) != DuckDBSuccess) {
+        duckdb_destroy_result(&res);
+        return;
+    }
+    int64_t mem = duckdb_value_int64(&res, 0, 0), tmp = duckdb_value_int64(&res, 1, 0);
+    duckdb_destroy_result(&res);
+    pthread_mutex_lock(&s->mu);
+    s->memory_bytes = mem;
+    s->temp_bytes = tmp;
+    s->have = true;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *sampler_main(void *arg)
+{
+    struct eng_sampler *s = arg;
+    pthread_setname_np(pthread_self(), "duckdb-sampler");
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop) {
+        pthread_mutex_unlock(&s->mu);
+        sample_once(s);
+        pthread_mutex_lock(&s->mu);
+        if (!s->stop)
+            time_cond_wait(&s->cv, &s->mu, time_mono_ms() + s->period_ms);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+struct eng_sampler *eng_sampler_start(duckdb_database db, int period_ms)
+{
+    struct eng_sampler *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->period_ms = period_ms > 0 ? period_ms : 1000;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (duckdb_connect(db, &s->con) != DuckDBSuccess) {
+        eng_sampler_stop(s);
+        return NULL;
+    }
+    if (pthread_create(&s->thread, NULL, sampler_main, s) != 0) {
+        duckdb_disconnect(&s->con);
+        s->con = NULL;
+        eng_sampler_stop(s);
+        return NULL;
+    }
+    return s;
+}
+
+bool eng_sampler_read(struct eng_sampler *s, int64_t *out_memory_bytes, int64_t *out_temp_bytes)
+{
+    if (!s)
+        return false;
+    pthread_mutex_lock(&s->mu);
+    bool have = s->have;
+    *out_memory_bytes = s->memory_bytes;
+    *out_temp_bytes = s->temp_bytes;
+    pthread_mutex_unlock(&s->mu);
+    return have;
+}
+
+void eng_sampler_stop(struct eng_sampler *s)
+{
+    if (!s)
+        return;
+    if (s->con) {
+        pthread_mutex_lock(&s->mu);
+        s->stop = true;
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        duckdb_interrupt(s->con);
+        pthread_join(s->thread, NULL);
+        duckdb_disconnect(&s->con);
+    }
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
 }

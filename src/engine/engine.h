@@ -61,6 +61,26 @@ int eng_pool_threads(const struct eng_pool *pool);
 /* Jobs queued + running (for metrics and drain). */
 int eng_pool_load(struct eng_pool *pool);
 
+/* The numbers of every live pool, for the metrics: up to `cap` entries,
+ * returns how many were written. */
+struct eng_pool_stats {
+    char name[32];
+    int threads;
+    int queued;                 /* jobs waiting for a worker */
+    int running;                /* busy workers */
+};
+size_t eng_pools_stats(struct eng_pool_stats *out, size_t cap);
+
+/* DuckDB's memory, sampled by a thread of its own every period_ms (the
+ * sample is a query, which must not run on an HTTP thread): the buffer
+ * manager's memory in use and its spill-file bytes, as of the last sample. */
+struct eng_sampler;
+struct eng_sampler *eng_sampler_start(duckdb_database db, int period_ms);
+/* False until a first sample was taken. */
+bool eng_sampler_read(struct eng_sampler *s, int64_t *out_memory_bytes,
+                      int64_t *out_temp_bytes);
+void eng_sampler_stop(struct eng_sampler *s);
+
 /* Runs one statement on `con`; on failure sets err with DuckDB's message. */
 enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
                      struct vt_error *err);

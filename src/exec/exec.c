@@ -14,6 +14,7 @@
 #include "encode/json_rows.h"
 #include "index/index.h"
 #include "index/rowstore.h"
+#include "util/timeutil.h"
 
 /* The row store decompresses one block of ROWSTORE_BLOCK_ROWS rows per block
  * an answer touches (~3 us each on the bench table of `make bench`), while the
@@ -259,10 +260,14 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
     if (!query_index_match_terms(qr, fp->index, plan->arena, &terms, &n_terms, &empty))
         return EXEC_FAST_NO;
     struct vt_error err = {0};
+    struct exec_timing *tm = plan->timing;
+    int64_t t0 = tm ? time_mono_us() : 0;
     if (plan->kind == EXEC_COUNT) {
         uint64_t n = 0;
         if (!empty && index_count(fp->index, terms, n_terms, &n) != 0)
             return EXEC_FAST_NO;
+        if (tm)
+            tm->execute_us += time_mono_us() - t0;
         sink->ops->count(sink, n, &err);
         sink_finish(sink, &err);
         return EXEC_FAST_DONE;
@@ -270,6 +275,7 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
     struct index_rows rows = {0};
     if (!fp->rows || (!empty && index_match(fp->index, terms, n_terms, &rows) != 0))
         return EXEC_FAST_NO;
+    int64_t t1 = tm ? time_mono_us() : 0;
     /* Paging over the sorted positions (table order, as the SQL path). */
     size_t from = qr->offset < 0 ? 0 : (size_t)qr->offset;
     size_t count = from < rows.n ? rows.n - from : 0;
@@ -314,6 +320,10 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
     if (s->row.cap > 64 * 1024)
         sb_release(&s->row); /* one huge row must not stay pinned to the thread */
     index_rows_free(&rows);
+    if (tm) {
+        tm->execute_us += t1 - t0;
+        tm->encode_us += time_mono_us() - t1;
+    }
     sink_finish(sink, &err);
     return EXEC_FAST_DONE;
 }
@@ -380,7 +390,8 @@ static void cache_forget(struct exec_session *s, duckdb_prepared_statement ps)
 static enum vt_err prepare_and_execute(struct exec_session *s, duckdb_connection con,
                                        const char *sql, const struct query_plan *binds,
                                        duckdb_prepared_statement *out_ps, bool *out_cached,
-                                       duckdb_result *res, struct vt_error *err)
+                                       duckdb_result *res, struct vt_error *err,
+                                       int64_t *out_bound_us)
 {
     *out_ps = NULL;
     *out_cached = false;
@@ -393,6 +404,8 @@ static enum vt_err prepare_and_execute(struct exec_session *s, duckdb_connection
         *out_cached = cached;
         if (query_plan_bind(binds, ps, err) != VT_ERR_OK)
             return err->code;
+        if (out_bound_us)
+            *out_bound_us = time_mono_us();
         if (duckdb_execute_prepared_streaming(ps, res) == DuckDBSuccess)
             return VT_ERR_OK;
         const char *msg = duckdb_result_error(res);
@@ -422,7 +435,10 @@ static void fetch_error(const struct exec_plan *plan, duckdb_result *res, struct
 static void deliver_count(const struct exec_plan *plan, duckdb_result *res,
                           struct exec_sink *sink, struct vt_error *err)
 {
+    int64_t t0 = plan->timing ? time_mono_us() : 0;
     duckdb_data_chunk chunk = duckdb_fetch_chunk(*res);
+    if (plan->timing)
+        plan->timing->execute_us += time_mono_us() - t0;
     if (!chunk) {
         fetch_error(plan, res, err);
         vt_error_set(err, VT_ERR_QUERY_FAILED, "count failed");
@@ -443,16 +459,23 @@ static void deliver_rows(const struct exec_plan *plan, duckdb_result *res,
                          struct exec_sink *sink, struct vt_error *err, bool *out_early)
 {
     *out_early = true;
+    struct exec_timing *tm = plan->timing;
     if (sink->ops->begin(sink, res, err) != VT_ERR_OK)
         return;
     for (;;) {
         if (stop_requested(plan, err))
             return;
+        int64_t t0 = tm ? time_mono_us() : 0;
         duckdb_data_chunk chunk = duckdb_fetch_chunk(*res);
+        int64_t t1 = tm ? time_mono_us() : 0;
+        if (tm)
+            tm->execute_us += t1 - t0;
         if (!chunk)
             break;
         enum vt_err rc = sink->ops->chunk(sink, chunk, err);
         duckdb_destroy_data_chunk(&chunk);
+        if (tm)
+            tm->encode_us += time_mono_us() - t1;
         if (rc == VT_ERR_RESULT_CAPPED) {
             vt_error_clear(err);
             return; /* the sink has what it wants: a complete answer */
@@ -520,6 +543,7 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
     if (exec_try_fast(plan, sink, SIZE_MAX) == EXEC_FAST_DONE)
         return;
 
+    int64_t t_plan = plan->timing ? time_mono_us() : 0;
     struct query_plan qp;
     const char *sql;
     if (plan->kind == EXEC_SQL) {
@@ -553,7 +577,17 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
      * (RSS grew ~1 MiB per client that hung up mid-stream). */
     struct exec_session *s =
         plan->kind == EXEC_ROWS && plan->query->mode == QUERY_STREAM ? NULL : session();
-    if (prepare_and_execute(s, con, sql, &qp, &ps, &cached, &res, &err) != VT_ERR_OK) {
+    /* prepare_and_execute prepares (or finds) the statement, then starts it:
+     * up to `bound` is plan time, the rest execute. */
+    int64_t bound = 0;
+    enum vt_err prc = prepare_and_execute(s, con, sql, &qp, &ps, &cached, &res, &err,
+                                          plan->timing ? &bound : NULL);
+    if (plan->timing) {
+        int64_t now = time_mono_us();
+        plan->timing->plan_us += (bound ? bound : now) - t_plan;
+        plan->timing->execute_us += bound ? now - bound : 0;
+    }
+    if (prc != VT_ERR_OK) {
         if (cached)
             cache_forget(s, ps);
         else
@@ -668,17 +702,32 @@ static enum vt_err json_sink_chunk(struct exec_sink *s, duckdb_data_chunk chunk,
 {
     struct exec_json_sink *j = json_sink_of(s);
     uint64_t n = duckdb_data_chunk_get_size(chunk);
-    for (uint64_t i = 0; i < n; i++) {
-        if (j->max_rows && j->rows >= j->max_rows)
-            return json_sink_cap(j, j->out->len, j->rows, err);
-        size_t before = j->out->len;
+    if (j->max_rows && j->rows >= j->max_rows)
+        return n ? json_sink_cap(j, j->out->len, j->rows, err) : VT_ERR_OK;
+    uint64_t take = n;
+    if (j->max_rows && j->max_rows - j->rows < n)
+        take = j->max_rows - j->rows;
+    /* The whole chunk in one call (the encoder's fast loop); only a chunk
+     * that crosses the byte cap is undone and redone row by row to find the
+     * last whole row that fits, which happens at most once per run. */
+    size_t before = j->out->len;
+    if (json_rows_encode_range(j->enc, chunk, 0, take, j->out) != 0)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
+    if (!j->max_bytes || j->out->len - j->start <= j->max_bytes) {
+        j->rows += take;
+        return take < n ? json_sink_cap(j, j->out->len, j->rows, err) : VT_ERR_OK;
+    }
+    j->out->len = before;
+    json_rows_rewind(j->enc, j->rows);
+    for (uint64_t i = 0; i < take; i++) {
+        size_t row_start = j->out->len;
         if (json_rows_encode_range(j->enc, chunk, i, 1, j->out) != 0)
             return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
-        if (j->max_bytes && j->out->len - j->start > j->max_bytes)
-            return json_sink_cap(j, before, j->rows, err);
+        if (j->out->len - j->start > j->max_bytes)
+            return json_sink_cap(j, row_start, j->rows, err);
         j->rows++;
     }
-    return VT_ERR_OK;
+    return VT_ERR_OK; /* not reached: row by row crosses the cap as the chunk did */
 }
 
 static enum vt_err json_sink_row(struct exec_sink *s, const char *obj, size_t len,

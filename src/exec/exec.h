@@ -99,6 +99,20 @@ struct exec_sink {
 
 /* ---------------------------------------------------------------- plans */
 
+/* Where a run's time went, in microseconds, accumulated by exec_run and
+ * exec_try_fast when the plan points to one (HTTP's Server-Timing header):
+ *   plan     building the SQL text and preparing it (a cached prepared
+ *            statement costs only its lookup); a front end adds its own
+ *            request validation here
+ *   execute  DuckDB starting and running the statement and producing
+ *            chunks, or the index lookup of the fast path
+ *   encode   the sink's work on the rows (JSON/Arrow encoding, writing) */
+struct exec_timing {
+    int64_t plan_us;
+    int64_t execute_us;
+    int64_t encode_us;
+};
+
 enum exec_kind {
     EXEC_ROWS,  /* a structured query (/query, /query/stream, MCP query_dataset) */
     EXEC_COUNT, /* rows matching the predicates (/count, MCP count_rows) */
@@ -134,6 +148,7 @@ struct exec_plan {
      * the run); NULL outside a job (exec_try_fast on a front end's thread). */
     const struct eng_job *job;
     struct arena *arena;            /* request-lifetime allocations */
+    struct exec_timing *timing;     /* NULL: not measured */
 };
 
 /* ------------------------------------------------------------ front-end help */

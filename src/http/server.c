@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -61,6 +62,7 @@
 #include "http/compress.h"
 #include "http/encoding.h"
 #include "http/router.h"
+#include "metrics/metrics.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -126,8 +128,12 @@ struct http_request {
     atomic_bool client_gone;    /* noticed by the reaper or the completion callback */
     atomic_bool mhd_suspended;  /* we suspended the connection and MHD has not called
                                  * back since (MHD_stop_daemon must not see one) */
-    uint64_t id;
+    char id[VT_MAX_REQUEST_ID_BYTES + 1]; /* the request id (http_req_id) */
+    int64_t defer_us;           /* when the job was queued (http_defer) */
+    int64_t queue_us;           /* how long it waited for a worker */
     int64_t start_ms;
+    int64_t start_us;           /* for the duration metric */
+    enum vt_err err_code;       /* the error replied, for the metrics (VT_ERR_OK: none) */
     int64_t deadline_ms;
     enum http_method method;
     char *method_str;
@@ -159,6 +165,8 @@ struct http_server {
     struct http_server_options opts;
     const struct vt_config *cfg;
     struct http_router *router;
+    const struct http_route *rows; /* the router's rows: a route's metrics slot is its index */
+    size_t n_rows;
     struct MHD_Daemon *daemon;
     int port;
     int listen_fd;
@@ -219,6 +227,7 @@ static void request_unref(struct http_request *req)
 }
 
 void *http_app(const struct http_request *req) { return req->srv->opts.app; }
+struct http_server *http_req_server(const struct http_request *req) { return req->srv; }
 enum http_method http_req_method(const struct http_request *req) { return req->method; }
 const char *http_req_path(const struct http_request *req) { return req->path; }
 const char *http_req_route(const struct http_request *req)
@@ -230,7 +239,58 @@ const char *http_req_param(const struct http_request *req, size_t i)
     return i < HTTP_MAX_PARAMS ? req->params[i] : NULL;
 }
 struct arena *http_req_arena(struct http_request *req) { return &req->arena; }
-uint64_t http_req_id(const struct http_request *req) { return req->id; }
+const char *http_req_id(const struct http_request *req) { return req->id; }
+int64_t http_req_queue_us(const struct http_request *req) { return req->queue_us; }
+
+bool http_request_id_ok(const char *id)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++, n++) {
+        if (n >= VT_MAX_REQUEST_ID_BYTES)
+            return false;
+        unsigned char c = *p;
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c && strchr("._:@+=/-", c))))
+            return false;
+    }
+    return n > 0;
+}
+
+/* Our request ids: "<12 hex digits, random per process>-<counter in hex>":
+ * unique across restarts and replicas for any practical purpose, and cheap
+ * (no formatting call on the hot path). */
+static char process_tag[13];
+static pthread_once_t process_tag_once = PTHREAD_ONCE_INIT;
+
+static void make_process_tag(void)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char rnd[6] = {0};
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+        uint64_t t = (uint64_t)time_mono_us() ^ ((uint64_t)getpid() << 32);
+        memcpy(rnd, &t, sizeof rnd);
+    }
+    for (int i = 0; i < 6; i++) {
+        process_tag[2 * i] = hex[rnd[i] >> 4];
+        process_tag[2 * i + 1] = hex[rnd[i] & 15];
+    }
+}
+
+static void new_request_id(char out[VT_MAX_REQUEST_ID_BYTES + 1], uint64_t counter)
+{
+    static const char hex[] = "0123456789abcdef";
+    memcpy(out, process_tag, 12);
+    out[12] = '-';
+    char tmp[16];
+    int n = 0;
+    do {
+        tmp[n++] = hex[counter & 15];
+        counter >>= 4;
+    } while (counter);
+    for (int i = 0; i < n; i++)
+        out[13 + i] = tmp[n - 1 - i];
+    out[13 + n] = '\0';
+}
 int64_t http_req_deadline(const struct http_request *req) { return req->deadline_ms; }
 void http_req_set_user(struct http_request *req, void *user) { req->user = user; }
 void *http_req_user(const struct http_request *req) { return req->user; }
@@ -282,9 +342,7 @@ void http_add_header(struct http_request *req, const char *name, const char *val
 
 static void apply_headers(struct http_request *req, struct MHD_Response *resp)
 {
-    char id[24];
-    snprintf(id, sizeof id, "%llx", (unsigned long long)req->id);
-    MHD_add_response_header(resp, "X-Request-Id", id);
+    MHD_add_response_header(resp, "X-Request-Id", req->id);
     for (struct http_header *h = req->headers; h; h = h->next)
         MHD_add_response_header(resp, h->name, h->value);
 }
@@ -356,9 +414,40 @@ void http_reply_buffer(struct http_request *req, int status, const char *content
     set_response(req, status, resp, len);
 }
 
+void http_reply_static(struct http_request *req, int status, const char *content_type,
+                       const void *data, size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return;
+    if (content_type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    apply_headers(req, resp);
+    set_response(req, status, resp, len);
+}
+
 void http_reply_json(struct http_request *req, int status, struct strbuf *body)
 {
     http_reply_buffer(req, status, "application/json", body, true);
+}
+
+/* A failure the operator should see (5xx other than the expected 503s) at
+ * warn, any other error reply at debug: the line names the request. */
+static void log_error_reply(struct http_request *req, int status, enum vt_err code,
+                            const char *msg)
+{
+    enum log_level level = status >= 500 && code != VT_ERR_DATASET_NOT_READY &&
+                                   code != VT_ERR_SHUTTING_DOWN && code != VT_ERR_UNAVAILABLE
+                               ? LOG_WARN
+                               : LOG_DEBUG;
+    if (!log_enabled(level))
+        return;
+    const char *prev = log_request_id();
+    log_set_request_id(req->id);
+    log_msg(level, "%s %s: %d %s: %s", req->method_str ? req->method_str : "?",
+            http_req_route(req), status, vt_err_code(code), msg);
+    log_set_request_id(prev);
 }
 
 void http_reply_error(struct http_request *req, enum vt_err code, const char *message)
@@ -366,6 +455,7 @@ void http_reply_error(struct http_request *req, enum vt_err code, const char *me
     struct strbuf body;
     sb_init(&body, 0);
     const char *msg = message ? message : vt_err_default_message(code);
+    req->err_code = code;
     sb_adds(&body, "{\"error\":");
     sb_add_json_string(&body, msg, strlen(msg));
     sb_adds(&body, ",\"code\":");
@@ -375,6 +465,7 @@ void http_reply_error(struct http_request *req, enum vt_err code, const char *me
     if (code == VT_ERR_DATASET_NOT_READY || code == VT_ERR_UNAVAILABLE ||
         code == VT_ERR_SHUTTING_DOWN)
         http_add_header(req, "Retry-After", "2");
+    log_error_reply(req, vt_err_status(code), code, msg);
     http_reply_json(req, vt_err_status(code), &body);
 }
 
@@ -494,8 +585,8 @@ static int stream_push(struct http_stream *st, char *data, size_t len)
             seen = st->bytes;
             stall_until = now + (int64_t)VT_STREAM_STALL_SECS * 1000;
         } else if (now >= stall_until) {
-            log_warn("request %llx: the client read nothing for %d s; cancelling its stream",
-                     (unsigned long long)st->req->id, VT_STREAM_STALL_SECS);
+            log_warn("request %s: the client read nothing for %d s; cancelling its stream",
+                     st->req->id, VT_STREAM_STALL_SECS);
             st->gone = true;
             break;
         }
@@ -635,9 +726,12 @@ void http_stream_end(struct http_stream *st, bool ok)
 static void job_run(struct eng_job *job, duckdb_connection con)
 {
     struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
+    req->queue_us = time_mono_us() - req->defer_us;
     if (atomic_load(&job->timed_out) || atomic_load(&job->cancelled))
         return;
+    log_set_request_id(req->id);
     req->job_fn(req, con);
+    log_set_request_id(NULL);
 }
 
 static void job_done(struct eng_job *job)
@@ -671,6 +765,7 @@ void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn)
     atomic_store(&req->job.deadline_ms, req->deadline_ms);
     req->job_fn = fn;
     req->job_pool = pool;
+    req->defer_us = time_mono_us();
     pthread_mutex_lock(&req->srv->mu);
     req->suspended = true;
     req->job_outstanding = true;
@@ -789,11 +884,13 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
     req->conn = conn;
     atomic_init(&req->refs, 1);
     pthread_mutex_init(&req->reply_mu, NULL);
-    req->id = atomic_fetch_add(&srv->next_id, 1) + 1;
-    req->start_ms = time_mono_ms();
+    new_request_id(req->id, atomic_fetch_add(&srv->next_id, 1) + 1);
+    req->start_us = time_mono_us();
+    req->start_ms = req->start_us / 1000;
     int64_t timeout = srv->cfg->server.request_timeout_ms;
     req->deadline_ms = timeout > 0 ? req->start_ms + timeout : 0;
     req->method = HTTP_OTHER;
+    pthread_once(&process_tag_once, make_process_tag);
     arena_init(&req->arena, REQUEST_ARENA_MAX);
     sb_init(&req->body, (size_t)srv->cfg->server.max_body_bytes);
     const union MHD_ConnectionInfo *ci =
@@ -1029,7 +1126,9 @@ static void dispatch(struct http_request *req)
             http_reply_error(req, arc, amsg);
             return;
         }
+        log_set_request_id(req->id);
         r->handler(req);
+        log_set_request_id(NULL);
         return;
     }
     if (allowed) {
@@ -1042,6 +1141,26 @@ static void dispatch(struct http_request *req)
         return;
     }
     http_reply_error(req, VT_ERR_NOT_FOUND, "no such route");
+}
+
+/* A request answered before dispatch (413): the route it was for, for the
+ * access line and the metrics only (no handler runs, no authorization: a
+ * route the authorize hook would hide is still counted under its pattern,
+ * which the OpenAPI document lists anyway). */
+static void label_route(struct http_request *req)
+{
+    if (req->route || !req->target)
+        return;
+    size_t pos = 0;
+    const char *params[HTTP_MAX_PARAMS];
+    const struct http_route *r;
+    while ((r = http_router_next(req->srv->router, &req->segs, &pos, &req->arena, params))) {
+        unsigned methods = r->methods & HTTP_GET ? r->methods | HTTP_HEAD : r->methods;
+        if (methods & req->method) {
+            req->route = r;
+            return;
+        }
+    }
 }
 
 static enum MHD_Result reply_and_close(struct http_request *req, enum vt_err code, const char *msg)
@@ -1071,6 +1190,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->started = true;
         req->method = parse_method(method);
         req->method_str = arena_strdup(&req->arena, method);
+        const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+        if (rid && http_request_id_ok(rid))
+            memcpy(req->id, rid, strlen(rid) + 1);
         set_head_deadline(srv, req->hc, 0);
         const char *msg;
         enum vt_err rc = check_head(req, version, &msg);
@@ -1079,6 +1201,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (content_length_too_big(req)) {
             /* Refuse before reading any of the body. */
             req->body_too_large = true;
+            label_route(req);
             http_reply_error(req, VT_ERR_BODY_TOO_LARGE, NULL);
             return queue_reply(req);
         }
@@ -1088,6 +1211,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req->body_too_large && sb_add(&req->body, upload_data, *upload_data_size) != 0) {
             req->body_too_large = true;
             sb_release(&req->body);
+            label_route(req);
             http_reply_error(req, VT_ERR_BODY_TOO_LARGE, NULL);
             /* MHD 0.9.75 accepts a reply while the body is still arriving and
              * closes the connection after it; if it refuses, the rest of the
@@ -1109,6 +1233,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (req->suspended)
         return MHD_YES;
     if (req->body_too_large) {
+        label_route(req);
         http_reply_error(req, VT_ERR_BODY_TOO_LARGE, NULL);
         return queue_reply(req);
     }
@@ -1153,12 +1278,17 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     srv->in_flight--;
     pthread_mutex_unlock(&srv->mu);
     set_head_deadline(srv, req->hc, time_mono_ms() + (int64_t)VT_REQUEST_HEAD_TIMEOUT_SECS * 1000);
-    double ms = (double)(time_mono_ms() - req->start_ms);
-    static const char *why[] = {"", " error", " timeout", " shutdown", " read-error",
-                                " client-abort"};
-    log_access("%s %s %d %lluB %.0fms id=%llx%s", req->method_str ? req->method_str : "?",
-               http_req_route(req), status, (unsigned long long)bytes, ms,
-               (unsigned long long)req->id, (unsigned)toe < 6 ? why[toe] : "");
+    int64_t now_us = time_mono_us();
+    uint64_t dur_us = now_us > req->start_us ? (uint64_t)(now_us - req->start_us) : 0;
+    metrics_http_observe(req->route ? (unsigned)(req->route - srv->rows) : METRICS_MAX_ROUTES,
+                         req->started ? (unsigned)req->method : 0, status, bytes, dur_us,
+                         status >= 400 ? req->err_code : VT_ERR_OK);
+    static const char *why[] = {NULL, "error", "timeout", "shutdown", "read-error",
+                                "client-abort"};
+    struct log_access_rec rec = {req->method_str ? req->method_str : "?", http_req_route(req),
+                                 status, bytes, (int64_t)dur_us, req->id,
+                                 (unsigned)toe < 6 ? why[toe] : "unknown"};
+    log_access(&rec);
     request_unref(req);
 }
 
@@ -1237,6 +1367,7 @@ static void send_canned(int fd, enum vt_err code, const char *message)
 
 static void reject_busy(int fd)
 {
+    metrics_connection_rejected();
     send_canned(fd, VT_ERR_UNAVAILABLE, "too many connections; retry later");
     shutdown(fd, SHUT_WR);
     /* Read what the client already sent so close() ends with FIN, not RST
@@ -1325,8 +1456,7 @@ static void *reaper_main(void *arg)
                 pthread_mutex_unlock(&r->stream->mu);
             }
             if (suspended && socket_hung_up(r->fd)) {
-                log_debug("request %llx: the client left while its request was suspended",
-                          (unsigned long long)r->id);
+                log_debug("request %s: the client left while its request was suspended", r->id);
                 mark_client_gone(r, true);
             }
         }
@@ -1417,6 +1547,17 @@ struct http_server *http_server_start(const struct http_server_options *opts,
     pthread_mutex_init(&srv->conn_mu, NULL);
     srv->router = http_router_create(opts->routes, opts->n_routes, opts->root_routes,
                                      opts->n_root_routes, cfg->server.prefix, err);
+    if (srv->router) {
+        srv->n_rows = http_router_rows(srv->router, &srv->rows);
+        const char *patterns[METRICS_MAX_ROUTES];
+        size_t n = srv->n_rows < METRICS_MAX_ROUTES ? srv->n_rows : METRICS_MAX_ROUTES;
+        if (srv->n_rows > METRICS_MAX_ROUTES)
+            log_warn("%zu routes: those past %d count as unmatched in the metrics", srv->n_rows,
+                     METRICS_MAX_ROUTES);
+        for (size_t i = 0; i < n; i++)
+            patterns[i] = srv->rows[i].pattern;
+        metrics_http_routes(patterns, n);
+    }
     if (!srv->router || pipe2(srv->wake_pipe, O_CLOEXEC) != 0) {
         if (srv->router)
             vt_error_set(err, VT_ERR_INTERNAL, "pipe: %s", strerror(errno));

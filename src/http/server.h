@@ -108,6 +108,7 @@ int http_server_in_flight(struct http_server *srv);
 /* ----------------------------------------------------------- requests */
 
 void *http_app(const struct http_request *req);
+struct http_server *http_req_server(const struct http_request *req);
 enum http_method http_req_method(const struct http_request *req);
 const char *http_req_path(const struct http_request *req);     /* without the prefix */
 const char *http_req_route(const struct http_request *req);    /* matched pattern */
@@ -116,7 +117,17 @@ const char *http_req_header(const struct http_request *req, const char *name);
 const char *http_req_query(const struct http_request *req, const char *key);
 const char *http_req_body(const struct http_request *req, size_t *out_len);
 struct arena *http_req_arena(struct http_request *req);
-uint64_t http_req_id(const struct http_request *req);
+/* The request id: the client's X-Request-Id when it is a sane token (1 to
+ * VT_MAX_REQUEST_ID_BYTES characters of [A-Za-z0-9._:@+=/-]), else one of
+ * ours (<process tag>-<counter>, unique per process start). Echoed in the
+ * X-Request-Id response header, the access line and every log line written
+ * while the request's handler or job runs. */
+const char *http_req_id(const struct http_request *req);
+/* Microseconds the request's job waited in the pool queue (0 before it ran
+ * or without a job): the "queue" entry of Server-Timing. */
+int64_t http_req_queue_us(const struct http_request *req);
+/* True when `id` is a request id we accept from a client. */
+bool http_request_id_ok(const char *id);
 /* Monotonic ms deadline from server.request_timeout_ms (0 = none). */
 int64_t http_req_deadline(const struct http_request *req);
 /* True when the request carries Content-Type: application/json (parameters allowed). */
@@ -141,6 +152,11 @@ void http_reply_json(struct http_request *req, int status, struct strbuf *body);
 /* Replies with any buffered body; takes the strbuf's memory. */
 void http_reply_buffer(struct http_request *req, int status, const char *content_type,
                        struct strbuf *body, bool compressible);
+/* Replies with bytes that outlive the server (embedded UI assets): sent
+ * without a copy and never compressed here (a caller sending a precompressed
+ * form adds Content-Encoding itself). content_type NULL sends none (304). */
+void http_reply_static(struct http_request *req, int status, const char *content_type,
+                       const void *data, size_t len);
 /* The standard error body; `message` NULL uses the code's default. */
 void http_reply_error(struct http_request *req, enum vt_err code, const char *message);
 void http_reply_vterr(struct http_request *req, const struct vt_error *err);

@@ -336,7 +336,7 @@ struct index_builder *index_builder_create(size_t n_cols, const char *const *nam
 {
     if (warn && warnlen)
         warn[0] = '\0';
-    if (cfg->lazy || cfg->index_mode == INDEX_NONE)
+    if (cfg->lazy || cfg->index_mode == CFG_INDEX_NONE)
         return NULL;
     struct index_builder *b = calloc(1, sizeof *b);
     if (!b)
@@ -350,7 +350,7 @@ struct index_builder *index_builder_create(size_t n_cols, const char *const *nam
     size_t n = 0;
     for (size_t i = 0; i < n_cols; i++) {
         bool want;
-        if (cfg->index_mode == INDEX_LIST) {
+        if (cfg->index_mode == CFG_INDEX_LIST) {
             want = false;
             for (size_t k = 0; k < cfg->index_columns.len; k++)
                 if (strcmp(cfg->index_columns.items[k], names[i]) == 0)
@@ -374,14 +374,14 @@ struct index_builder *index_builder_create(size_t n_cols, const char *const *nam
         c->col = i;
         c->type = types[i];
         c->domain = index_domain_of(types[i]);
-        c->max_keys = cfg->index_mode == INDEX_LIST ? (size_t)UINT32_MAX - 1
+        c->max_keys = cfg->index_mode == CFG_INDEX_LIST ? (size_t)UINT32_MAX - 1
                                                     : (size_t)cfg->index_max_cardinality;
-        c->may_sort = cfg->index_mode == INDEX_AUTO && (c->domain == INDEX_DOMAIN_INT ||
+        c->may_sort = cfg->index_mode == CFG_INDEX_AUTO && (c->domain == INDEX_DOMAIN_INT ||
                                                         c->domain == INDEX_DOMAIN_UINT);
         b->cands[i] = c;
         n++;
     }
-    if (cfg->index_mode == INDEX_LIST && warn && warnlen && !warn[0]) {
+    if (cfg->index_mode == CFG_INDEX_LIST && warn && warnlen && !warn[0]) {
         for (size_t k = 0; k < cfg->index_columns.len; k++) {
             bool found = false;
             for (size_t i = 0; i < n_cols; i++)

@@ -39,7 +39,7 @@
 enum index_domain { INDEX_DOMAIN_INT, INDEX_DOMAIN_UINT, INDEX_DOMAIN_BOOL, INDEX_DOMAIN_STRING };
 
 /* A lookup key in the column's domain (the caller converts the request value;
- * see index_key_from_json in the query layer). */
+ * see query_index_match_terms in the query layer). */
 struct index_key {
     enum index_domain domain;
     int64_t i;                  /* INT, BOOL (0/1) */

@@ -183,7 +183,7 @@ static const struct tool {
 
 struct mcp_call {
     struct http_request *req;
-    struct app *app;
+    struct api_app *app;
     json_t *msg;                /* owned */
     json_t *id;                 /* borrowed; NULL for notifications */
     const char *method;
@@ -411,7 +411,7 @@ static void do_empty(struct mcp_call *c)
 
 /* Listed and callable only when the operator asked for it twice: [sql] on
  * for the server and [mcp] expose_sql for agents. */
-static bool sql_tool_available(const struct app *app)
+static bool sql_tool_available(const struct api_app *app)
 {
     return app->cfg->mcp.expose_sql && app->cfg->sql.enabled;
 }
@@ -462,7 +462,7 @@ static void do_resources_list(struct mcp_call *c)
                      "types, the indexed columns and a few sample rows.\","
                      "\"mimeType\":\"application/json\"}",
                 (long long)list[i].rows, (long long)list[i].columns,
-                source_kind_name(list[i].kind));
+                config_source_kind_name(list[i].kind));
     }
     sb_adds(&sb, "]");
     cat_status_list_free(list, n);
@@ -493,7 +493,7 @@ static void do_list_datasets(struct mcp_call *c)
 
 static void write_query_result(struct mcp_call *c)
 {
-    const struct app *app = c->app;
+    const struct api_app *app = c->app;
     struct strbuf s;
     sb_init(&s, 0);
     sb_adds(&s, "{\"dataset\":");
@@ -912,7 +912,7 @@ static bool headers_match(struct mcp_call *c, const char *version)
 
 void mcp_handle(struct http_request *req)
 {
-    struct app *app = api_app(req);
+    struct api_app *app = api_app(req);
     if (!origin_allowed(req, app->cfg)) {
         send_error(req, 403, NULL, RPC_INVALID_REQUEST, "Origin not allowed", NULL);
         return;

@@ -1199,7 +1199,7 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
                                  bool *out_access_denied, struct vt_error *err)
 {
     memset(out, 0, sizeof *out);
-    out->kind = SOURCE_DELTA;
+    out->kind = CFG_SOURCE_DELTA;
     struct delta_table *t = NULL;
     struct delta_probe probe = {0};
     struct delta_sql_column *cols = NULL;

@@ -593,7 +593,7 @@ void delta_snapshot_release(struct source_snapshot *snap)
     free(snap->version);
     free_strv(snap->temp_files, snap->n_temp_files);
     free(snap->select_sql);
-    enum source_kind kind = snap->kind;
+    enum cfg_source_kind kind = snap->kind;
     memset(snap, 0, sizeof *snap);
     snap->kind = kind;
 }

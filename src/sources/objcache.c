@@ -290,7 +290,7 @@ enum vt_err s3_cache_fetch(struct s3_client *c, const char *cache_dir, int64_t m
             rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
             goto out;
         }
-        sprintf(items[i].path, "%s/%s", cache_dir, nm);
+        snprintf(items[i].path, dl + 1 + sizeof nm, "%s/%s", cache_dir, nm);
     }
     /* Present files: touch them (LRU clock) under the lock, so an eviction
      * running in another build cannot remove them in between. Pin everything

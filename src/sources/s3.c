@@ -333,7 +333,7 @@ enum vt_err s3_client_create(const struct s3_config *cfg, struct s3_client **out
             goto fail;
     }
     c->host_is_ip = host_is_ip_or_local(c->host);
-    c->path_style = cfg->addressing_style == S3_ADDRESSING_PATH;
+    c->path_style = cfg->addressing_style == CFG_S3_ADDRESSING_PATH;
     {
         struct strbuf sb;
         sb_init(&sb, 0);

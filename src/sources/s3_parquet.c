@@ -171,8 +171,12 @@ static char *listing_digest(const struct s3_listing *l, const size_t *sel, size_
     char *hex = malloc(2 * 8 + 1);
     if (!hex)
         return NULL;
-    for (unsigned int i = 0; i < 8 && i < mdlen; i++)
-        sprintf(hex + 2 * i, "%02x", md[i]);
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned int i = 0; i < 8; i++) {
+        hex[2 * i] = digits[i < mdlen ? md[i] >> 4 : 0];
+        hex[2 * i + 1] = digits[i < mdlen ? md[i] & 15 : 0];
+    }
+    hex[16] = '\0';
     return hex;
 }
 
@@ -181,8 +185,8 @@ static char *listing_digest(const struct s3_listing *l, const size_t *sel, size_
 static int list_page_size(void)
 {
     const char *v = getenv("VITRINE_S3_LIST_PAGE_SIZE");
-    int n = v ? atoi(v) : 0;
-    return n > 0 && n <= 1000 ? n : 0;
+    long n = v ? strtol(v, NULL, 10) : 0;
+    return n > 0 && n <= 1000 ? (int)n : 0;
 }
 
 /* Lists what the location names: *out_sel indexes the chosen objects of *l. */
@@ -294,7 +298,7 @@ enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
                                       struct vt_error *err)
 {
     memset(out, 0, sizeof *out);
-    out->kind = SOURCE_PARQUET;
+    out->kind = CFG_SOURCE_PARQUET;
     if (out_access_denied)
         *out_access_denied = false;
     struct s3_url u = {0};
@@ -328,7 +332,7 @@ enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
         goto done;
 
     /* 2. Hive partitions. */
-    if (ds->s3.partitioning != S3_PARTITIONING_NONE) {
+    if (ds->s3.partitioning != CFG_S3_PARTITIONING_NONE) {
         hv = calloc(n, sizeof *hv);
         hn = calloc(n, sizeof *hn);
         if (!hv || !hn) {
@@ -347,7 +351,7 @@ enum vt_err source_s3_parquet_resolve(const struct vt_dataset_config *ds,
                 if (strcmp(hv[i][k].key, hv[0][k].key) != 0)
                     consistent = false;
         }
-        if (!consistent && ds->s3.partitioning == S3_PARTITIONING_HIVE) {
+        if (!consistent && ds->s3.partitioning == CFG_S3_PARTITIONING_HIVE) {
             rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
                               "s3.partitioning = \"hive\" but the objects under %s do not all "
                               "have the same key=value directories",

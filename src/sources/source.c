@@ -19,13 +19,13 @@ enum vt_err source_resolve(const struct vt_dataset_config *ds, const struct sour
     memset(out, 0, sizeof *out);
     const char *loc = ds->location ? ds->location : "";
     switch (ds->kind) {
-    case SOURCE_PARQUET:
+    case CFG_SOURCE_PARQUET:
         if (strncmp(loc, "s3://", 5) == 0)
             return source_s3_parquet_resolve(ds, ctx, out, out_access_denied, err);
         return source_local_resolve(ds, out, err);
-    case SOURCE_DELTA:
+    case CFG_SOURCE_DELTA:
         return source_delta_resolve(ds, ctx, out, out_access_denied, err);
-    case SOURCE_QUERY:
+    case CFG_SOURCE_QUERY:
         break;
     }
     return vt_error_set(err, VT_ERR_INTERNAL, "dataset %s: kind query has no file source",
@@ -51,12 +51,12 @@ enum vt_err source_measure(const struct vt_dataset_config *ds, const struct sour
     if (out_access_denied)
         *out_access_denied = false;
     const char *loc = ds->location ? ds->location : "";
-    if (ds->kind == SOURCE_DELTA)
+    if (ds->kind == CFG_SOURCE_DELTA)
         return source_delta_measure(ds, ctx, out_bytes, out_access_denied, err);
-    if (ds->kind == SOURCE_PARQUET && strncmp(loc, "s3://", 5) == 0)
+    if (ds->kind == CFG_SOURCE_PARQUET && strncmp(loc, "s3://", 5) == 0)
         return source_s3_parquet_measure(ds, ctx, out_bytes, out_access_denied, err);
     struct source_snapshot snap;
-    enum vt_err rc = ds->kind == SOURCE_PARQUET ? source_local_resolve(ds, &snap, err)
+    enum vt_err rc = ds->kind == CFG_SOURCE_PARQUET ? source_local_resolve(ds, &snap, err)
                                                 : vt_error_set(err, VT_ERR_INTERNAL, "no files");
     if (rc == VT_ERR_OK) {
         *out_bytes = snap.total_bytes;

@@ -34,7 +34,7 @@ struct source_file {
 };
 
 struct source_snapshot {
-    enum source_kind kind;
+    enum cfg_source_kind kind;
     struct source_file *files;
     size_t n_files;
     /* Explicit partition columns (Delta partitionColumns, S3 hive layouts we

@@ -220,7 +220,7 @@ enum vt_err source_local_resolve(const struct vt_dataset_config *ds,
             *wild = '\0';
             pattern = loc + (wild - base) + 1;
         } else {
-            strcpy(base, ".");
+            memcpy(base, ".", 2); /* base holds at least loc's one character */
             pattern = loc;
         }
         const char *dir = *base ? base : "/";

@@ -88,6 +88,11 @@
     X(UNAUTHORIZED, 401, "unauthorized", "28000", 0, "missing or invalid credentials")                 \
     X(FORBIDDEN, 403, "forbidden", "42501", 0, "forbidden")                                            \
     X(ADMIN_DISABLED, 403, "admin_disabled", "42501", 0, "admin operations are disabled: ADMIN_TOKEN is not set") \
+    X(INVALID_TOKEN, 401, "invalid_token", "28000", 0, "invalid bearer token")                    \
+    X(INSUFFICIENT_SCOPE, 403, "insufficient_scope", "42501", 0,                           \
+      "the token lacks a scope this route needs")                                          \
+    X(AUTH_UNAVAILABLE, 503, "auth_unavailable", "57P03", 0,                               \
+      "the identity provider's signing keys are not available yet")                       \
     /* PostgreSQL wire protocol (src/pgwire): the SQLSTATE is what clients see */          \
     X(PG_PROTOCOL, 400, "protocol_violation", "08P01", -32600, "protocol violation")       \
     X(PG_PASSWORD_FAILED, 401, "password_failed", "28P01", 0, "password authentication failed") \

@@ -21,6 +21,9 @@
                                                 * (slow headers; idle keep-alive) */
 #define VT_STREAM_STALL_SECS 30                /* a streamed reply whose client reads nothing
                                                 * for this long is cancelled */
+#define VT_MAX_REQUEST_ID_BYTES 64             /* a client's X-Request-Id longer than this (or
+                                                * with other than [A-Za-z0-9._:@+=/-]) is
+                                                * replaced by one of ours */
 #define VT_SHUTDOWN_JOIN_SECS 5                /* after the drain: how long shutdown waits for
                                                 * cancelled jobs and builds before exiting anyway */
 
@@ -102,5 +105,25 @@
  * file used by a resolve is protected from eviction (in-flight queries). */
 #define VT_S3_CACHE_DEFAULT_MAX_BYTES ((int64_t)4 * 1024 * 1024 * 1024)
 #define VT_S3_CACHE_GRACE_SECS 600
+
+/* Bearer tokens and the issuer's documents (src/auth/). A token is client
+ * input; discovery and JWKS documents come from the network. */
+#define VT_JWT_MAX_TOKEN_BYTES (16 * 1024)      /* one compact JWS */
+#define VT_JWT_MAX_HEADER_BYTES 4096            /* its decoded JOSE header */
+#define VT_JWT_MAX_SIG_BYTES 2048               /* decoded signature (RSA 16384 bits) */
+#define VT_JWT_MAX_JSON_DEPTH 10                /* nesting of header and claims */
+#define VT_AUTH_MAX_DOC_BYTES (512 * 1024)      /* discovery document, JWKS */
+#define VT_AUTH_MAX_DOC_DEPTH 16                /* their JSON nesting */
+#define VT_AUTH_MAX_KEYS 64                     /* JWKs kept from one key set */
+#define VT_AUTH_MIN_RSA_BITS 2048               /* RFC 7518 §3.3 */
+#define VT_AUTH_MAX_RSA_BITS 16384
+#define VT_AUTH_MAX_REDIRECTS 3                 /* same scheme, host and port only */
+#define VT_AUTH_CONNECT_TIMEOUT_SECS 5
+#define VT_AUTH_FETCH_TIMEOUT_SECS 15           /* one whole discovery or JWKS request */
+#define VT_AUTH_KID_REFETCH_SECS 10             /* unknown kid: at most one refetch per this */
+#define VT_AUTH_RETRY_MAX_SECS 60               /* backoff cap while the issuer fails */
+#define VT_AUTH_RETRY_AFTER_SECS 2              /* Retry-After of a 503 for want of keys */
+#define VT_AUTH_CACHE_ENTRIES 4096              /* verified tokens kept */
+#define VT_AUTH_CACHE_MAX_BYTES (16 * 1024 * 1024) /* their total size */
 
 #endif

@@ -11,6 +11,8 @@
 
 /* Milliseconds on the monotonic clock (for durations and deadlines). */
 int64_t time_mono_ms(void);
+/* Microseconds on the monotonic clock (request timings). */
+int64_t time_mono_us(void);
 /* Microseconds since the Unix epoch on the wall clock. */
 int64_t time_wall_us(void);
 /* Formats a wall-clock time (µs since epoch) as RFC 3339 UTC with milliseconds,

@@ -53,7 +53,10 @@ static enum vt_err test_authorize(struct http_request *req, const struct http_ro
                                   const char **out_message)
 {
     struct auth_credentials c = {.admin_token = http_req_header(req, "X-Admin-Token")};
-    return auth_authorize(&test_policy, route->perm, &c, out_message);
+    struct auth_decision d;
+    enum vt_err rc = auth_authorize(&test_policy, route->perm, &c, &d);
+    *out_message = d.message;
+    return rc;
 }
 
 static void get(int port, const char *method, const char *path, const char *extra, char *buf,

@@ -66,7 +66,7 @@ TEST(defaults)
     struct vt_config cfg;
     CHECK(load("", &cfg));
     struct server_config *s = &cfg.server;
-    CHECK(s->backend == BACKEND_DATAFUSION && !s->backend_set);
+    CHECK(s->backend == CFG_BACKEND_DATAFUSION && !s->backend_set);
     CHECK_EQ_STR(s->listen, "127.0.0.1");
     CHECK_EQ_INT(s->port, 8080);
     CHECK_EQ_INT(s->workers, 0);
@@ -84,7 +84,7 @@ TEST(defaults)
     CHECK(s->temp_directory == NULL);
     CHECK(s->allowed_roots.len == 0 && s->allowed_s3_endpoints.len == 0 &&
           s->allowed_credential_envs.len == 0);
-    CHECK(s->startup.readiness == READINESS_ALL);
+    CHECK(s->startup.readiness == CFG_READINESS_ALL);
     CHECK_EQ_INT(s->startup.max_concurrent, 4);
     CHECK(!s->quack.enabled && s->quack.read_only && !s->quack.allow_other_hostname);
     CHECK_EQ_STR(s->quack.uri, "quack:localhost");
@@ -141,22 +141,22 @@ TEST(dataset_defaults)
     CHECK_EQ_INT(cfg.n_datasets, 1);
     struct vt_dataset_config *d = &cfg.datasets[0];
     CHECK_EQ_STR(d->name, "t");
-    CHECK(d->kind == SOURCE_PARQUET);
+    CHECK(d->kind == CFG_SOURCE_PARQUET);
     CHECK_EQ_STR(d->location, "/etc/vitrine/a.parquet"); /* relative to the file's dir */
     CHECK(d->sql == NULL && d->depends_on.len == 0 && d->columns.len == 0);
     CHECK(!d->dict_encode && !d->lazy);
-    CHECK(d->index_mode == INDEX_AUTO && d->index_columns.len == 0);
+    CHECK(d->index_mode == CFG_INDEX_AUTO && d->index_columns.len == 0);
     CHECK_EQ_INT(d->index_max_cardinality, 100000);
     CHECK(d->s3.region == NULL && d->s3.endpoint == NULL);
-    CHECK(d->s3.addressing_style == S3_ADDRESSING_VIRTUAL && !d->s3.allow_http);
-    CHECK(d->s3.partitioning == S3_PARTITIONING_AUTO);
+    CHECK(d->s3.addressing_style == CFG_S3_ADDRESSING_VIRTUAL && !d->s3.allow_http);
+    CHECK(d->s3.partitioning == CFG_S3_PARTITIONING_AUTO);
     CHECK(!d->refresh.set && d->refresh.interval_ms == 0 && !d->refresh.on_upstream_reload);
     CHECK_EQ_INT(d->refresh.timeout_ms, 600000);
     CHECK(d->refresh.jitter);
     CHECK_EQ_INT(d->refresh.debounce_ms, 5000);
-    CHECK(!d->materialize.set && d->materialize.residency == RESIDENCY_AUTO);
+    CHECK(!d->materialize.set && d->materialize.residency == CFG_RESIDENCY_AUTO);
     CHECK(!d->materialize.reuse_on_start);
-    CHECK(d->on_start == ON_START_EAGER);
+    CHECK(d->on_start == CFG_ON_START_EAGER);
     CHECK_EQ_INT(d->line, 1);
     config_free(&cfg);
 }
@@ -171,7 +171,7 @@ TEST(full_config)
         "environment = \"prod\"\nsaved_queries_dir = \"/var/lib/vitrine/q\"\n"
         "memory_limit = \"2GB\"\ntemp_directory = \"spill\"\n"
         "[server.startup]\nreadiness = \"any\"\nmax_concurrent = 2\n"
-        "[server.quack]\nenabled = true\nuri = \"quack:localhost:7000\"\ntoken = \"tok\"\n"
+        "[server.quack]\nenabled = true\nuri = \"quack:localhost:7000\"\ntoken = \"tok4\"\n"
         "read_only = false\n"
         "[server.pgwire]\nenabled = true\nlisten = \"0.0.0.0\"\nport = 6543\n"
         "username = \"u\"\npassword = \"p\"\ntls_cert = \"c.pem\"\ntls_key = \"/k.pem\"\n"
@@ -193,7 +193,7 @@ TEST(full_config)
     struct vt_config cfg;
     CHECK(load(text, &cfg));
     struct server_config *s = &cfg.server;
-    CHECK(s->backend == BACKEND_DUCKDB && s->backend_set);
+    CHECK(s->backend == CFG_BACKEND_DUCKDB && s->backend_set);
     CHECK_EQ_STR(s->listen, "0.0.0.0");
     CHECK_EQ_INT(s->port, 9000);
     CHECK_EQ_INT(s->workers, 3);
@@ -209,12 +209,12 @@ TEST(full_config)
     CHECK_EQ_STR(s->saved_queries_dir, "/var/lib/vitrine/q");
     CHECK_EQ_STR(s->memory_limit, "2GB");
     CHECK_EQ_STR(s->temp_directory, "/etc/vitrine/spill");
-    CHECK(s->startup.readiness == READINESS_ANY);
+    CHECK(s->startup.readiness == CFG_READINESS_ANY);
     CHECK_EQ_INT(s->startup.max_concurrent, 2);
     CHECK(s->quack.enabled && !s->quack.read_only);
     CHECK_EQ_STR(s->quack.host, "localhost");
     CHECK_EQ_INT(s->quack.port, 7000);
-    CHECK_EQ_STR(s->quack.token, "tok");
+    CHECK_EQ_STR(s->quack.token, "tok4");
     CHECK(s->pgwire.enabled);
     CHECK_EQ_INT(s->pgwire.port, 6543);
     CHECK_EQ_STR(s->pgwire.username, "u");
@@ -289,18 +289,18 @@ TEST(full_dataset)
         return;
     }
     struct vt_dataset_config *d = &cfg.datasets[0];
-    CHECK(d->kind == SOURCE_DELTA);
+    CHECK(d->kind == CFG_SOURCE_DELTA);
     CHECK_EQ_STR(d->location, "s3://bucket/trips");
     CHECK_EQ_INT(d->columns.len, 2);
     CHECK(d->dict_encode && !d->lazy);
-    CHECK(d->index_mode == INDEX_LIST);
+    CHECK(d->index_mode == CFG_INDEX_LIST);
     CHECK_EQ_STR(d->index_columns.items[0], "a");
     CHECK_EQ_INT(d->index_max_cardinality, 5);
-    CHECK(d->on_start == ON_START_SKIP);
+    CHECK(d->on_start == CFG_ON_START_SKIP);
     CHECK_EQ_STR(d->s3.region, "eu-west-1");
     CHECK_EQ_STR(d->s3.endpoint, "http://127.0.0.1:9000");
-    CHECK(d->s3.addressing_style == S3_ADDRESSING_PATH && d->s3.allow_http);
-    CHECK(d->s3.partitioning == S3_PARTITIONING_HIVE);
+    CHECK(d->s3.addressing_style == CFG_S3_ADDRESSING_PATH && d->s3.allow_http);
+    CHECK(d->s3.partitioning == CFG_S3_PARTITIONING_HIVE);
     CHECK_EQ_STR(d->s3.access_key_id_env, "MY_KEY");
     CHECK_EQ_STR(d->s3.secret_access_key_env, "MY_SECRET");
     CHECK_EQ_STR(d->s3.session_token_env, "MY_TOKEN");
@@ -308,17 +308,17 @@ TEST(full_dataset)
     CHECK_EQ_INT(d->refresh.interval_ms, 5400000);
     CHECK_EQ_INT(d->refresh.timeout_ms, 120000);
     CHECK_EQ_INT(d->refresh.debounce_ms, 250);
-    CHECK(d->materialize.set && d->materialize.residency == RESIDENCY_MEMORY);
+    CHECK(d->materialize.set && d->materialize.residency == CFG_RESIDENCY_MEMORY);
     CHECK(d->materialize.reuse_on_start);
     CHECK_EQ_STR(d->materialize.sort_by.items[0], "a");
     struct vt_dataset_config *q = &cfg.datasets[1];
-    CHECK(q->kind == SOURCE_QUERY); /* inferred from sql */
+    CHECK(q->kind == CFG_SOURCE_QUERY); /* inferred from sql */
     CHECK(q->location == NULL);
     CHECK_EQ_STR(q->sql, "SELECT 1 FROM \"trips.2024_v-1\"");
     CHECK_EQ_STR(q->depends_on.items[0], "trips.2024_v-1");
     CHECK(q->refresh.set && q->refresh.on_upstream_reload && q->refresh.interval_ms == 0);
-    CHECK(q->materialize.residency == RESIDENCY_LAZY);
-    CHECK(q->on_start == ON_START_LAZY);
+    CHECK(q->materialize.residency == CFG_RESIDENCY_LAZY);
+    CHECK(q->on_start == CFG_ON_START_LAZY);
     CHECK_EQ_INT(q->line, 27);
     config_free(&cfg);
 }
@@ -528,6 +528,15 @@ TEST(auth_rules)
               "datasets.toml:2: auth.issuer: required when auth.enabled is true");
     CHECK_ERR("[auth]\nissuer = \"idp.example.com\"\n",
               "datasets.toml:2: auth.issuer: expected an http:// or https:// URL, got \"idp.example.com\"");
+    CHECK_ERR("[auth]\nissuer = \"http://idp.example.com/realm\"\n",
+              "datasets.toml:2: auth.issuer: plain http is allowed only for a loopback host "
+              "(127.0.0.1, ::1, localhost); use https");
+    CHECK_ERR("[auth]\nissuer = \"http://127.0.0.1.evil.com/\"\n",
+              "datasets.toml:2: auth.issuer: plain http is allowed only for a loopback host "
+              "(127.0.0.1, ::1, localhost); use https");
+    CHECK_OK("[auth]\nissuer = \"http://127.0.0.1:8080/realms/x\"\n");
+    CHECK_OK("[auth]\nissuer = \"http://localhost\"\n");
+    CHECK_OK("[auth]\nissuer = \"http://[::1]:9000\"\n");
     CHECK_ERR("[auth]\ntenant_claim = \"tid\"\n",
               "datasets.toml:2: auth.tenant_claim: expected a JSON pointer such as \"/tid\", got \"tid\"");
     CHECK_ERR("[auth]\nleeway_secs = -1\n",
@@ -789,12 +798,12 @@ TEST(json_dataset)
     if (!m) {
         CHECK_EQ_STR(d.name, "trips");
         CHECK_EQ_STR(d.location, "/data/t.parquet");
-        CHECK(d.lazy && d.index_mode == INDEX_NONE && !d.dict_encode);
+        CHECK(d.lazy && d.index_mode == CFG_INDEX_NONE && !d.dict_encode);
         CHECK_EQ_STR(d.s3.region, "r");
         CHECK(d.refresh.set);
         CHECK_EQ_INT(d.refresh.interval_ms, 300000);
-        CHECK(d.materialize.set && d.materialize.residency == RESIDENCY_LAZY);
-        CHECK(d.on_start == ON_START_LAZY);
+        CHECK(d.materialize.set && d.materialize.residency == CFG_RESIDENCY_LAZY);
+        CHECK(d.on_start == CFG_ON_START_LAZY);
         CHECK_EQ_INT(d.line, 0);
         config_dataset_free(&d);
     }
@@ -837,7 +846,7 @@ TEST(json_dataset)
     m = json_err("{\"name\": \"q\", \"sql\": \"SELECT 1\", \"depends_on\": [\"other\"]}", &d, NULL);
     CHECK(m == NULL);
     if (!m) {
-        CHECK(d.kind == SOURCE_QUERY);
+        CHECK(d.kind == CFG_SOURCE_QUERY);
         CHECK_EQ_STR(d.depends_on.items[0], "other");
         config_dataset_free(&d);
     }
@@ -989,7 +998,7 @@ TEST(template_loads)
     CHECK_EQ_INT(cfg.auth.leeway_secs, 60);
     CHECK(cfg.explorer_oauth2.set);
     if (cfg.n_datasets == 2) {
-        CHECK(cfg.datasets[1].kind == SOURCE_QUERY);
+        CHECK(cfg.datasets[1].kind == CFG_SOURCE_QUERY);
         CHECK_EQ_INT(cfg.datasets[0].refresh.interval_ms, 3600000);
     }
     config_free(&cfg);

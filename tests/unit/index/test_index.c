@@ -12,7 +12,7 @@ static duckdb_database db;
 static duckdb_connection con;
 
 /* Builds an index over the rows of `sql` with the given settings. */
-static struct vt_index *build(const char *sql, enum index_mode mode, const char *list_col,
+static struct vt_index *build(const char *sql, enum cfg_index_mode mode, const char *list_col,
                               int64_t max_card, char *warn, size_t warnlen)
 {
     duckdb_result res;
@@ -69,7 +69,7 @@ TEST(sorted_keys_for_high_cardinality_integers)
     struct vt_index *ix =
         build("SELECT CASE WHEN i % 10 = 0 THEN NULL ELSE (i % 3000) - 1500 END AS k, "
               "md5(i::VARCHAR) AS s, i::UBIGINT * 1000000000000 AS u FROM range(6000) t(i)",
-              INDEX_AUTO, NULL, 1000, NULL, 0);
+              CFG_INDEX_AUTO, NULL, 1000, NULL, 0);
     CHECK(ix != NULL);
     if (!ix)
         return;
@@ -119,7 +119,7 @@ TEST(auto_mode_indexes_low_cardinality_columns)
     struct vt_index *ix = build("SELECT i::INTEGER AS id, 'cat' || (i % 7) AS cat, i % 2 = 0 AS even, "
                                 "i * 0.5 AS d, CASE WHEN i % 5 = 0 THEN NULL ELSE i % 3 END AS m, "
                                 "i % 500 AS g FROM range(10000) t(i)",
-                                INDEX_AUTO, NULL, 1000, NULL, 0);
+                                CFG_INDEX_AUTO, NULL, 1000, NULL, 0);
     CHECK(ix != NULL);
     if (!ix)
         return;
@@ -178,7 +178,8 @@ TEST(auto_mode_indexes_low_cardinality_columns)
 TEST(list_mode_ignores_cardinality)
 {
     char warn[200];
-    struct vt_index *ix = build("SELECT i AS id, 'x' || i AS name FROM range(50000) t(i)", INDEX_LIST,
+    struct vt_index *ix = build("SELECT i AS id, 'x' || i AS name FROM range(50000) t(i)",
+                                CFG_INDEX_LIST,
                                 "id", 10, warn, sizeof warn);
     CHECK(ix != NULL);
     if (!ix)
@@ -197,24 +198,24 @@ TEST(list_mode_ignores_cardinality)
 TEST(list_mode_warns_on_bad_columns)
 {
     char warn[200];
-    struct vt_index *ix = build("SELECT 1.5 AS d", INDEX_LIST, "d", 10, warn, sizeof warn);
+    struct vt_index *ix = build("SELECT 1.5 AS d", CFG_INDEX_LIST, "d", 10, warn, sizeof warn);
     CHECK(ix == NULL);
     CHECK_CONTAINS(warn, "cannot be indexed");
-    ix = build("SELECT 1 AS a", INDEX_LIST, "zz", 10, warn, sizeof warn);
+    ix = build("SELECT 1 AS a", CFG_INDEX_LIST, "zz", 10, warn, sizeof warn);
     CHECK(ix == NULL);
     CHECK_CONTAINS(warn, "no column named \"zz\"");
 }
 
 TEST(mode_none_builds_nothing)
 {
-    CHECK(build("SELECT 1 AS a", INDEX_NONE, NULL, 10, NULL, 0) == NULL);
+    CHECK(build("SELECT 1 AS a", CFG_INDEX_NONE, NULL, 10, NULL, 0) == NULL);
 }
 
 TEST(match_and_of_ors)
 {
     struct vt_index *ix = build("SELECT i % 10 AS a, 'k' || (i % 3) AS b, i::UBIGINT % 4 AS u "
                                 "FROM range(600) t(i)",
-                                INDEX_AUTO, NULL, 1000, NULL, 0);
+                                CFG_INDEX_AUTO, NULL, 1000, NULL, 0);
     CHECK(ix != NULL);
     if (!ix)
         return;
@@ -255,7 +256,7 @@ TEST(empty_string_first_key)
 {
     struct vt_index *ix = build("SELECT CASE WHEN i = 0 THEN NULL WHEN i % 3 = 1 THEN '' "
                                 "ELSE 'x' || (i % 3) END AS s FROM range(30) t(i)",
-                                INDEX_AUTO, NULL, 100, NULL, 0);
+                                CFG_INDEX_AUTO, NULL, 100, NULL, 0);
     CHECK(ix != NULL);
     if (!ix)
         return;

@@ -1265,7 +1265,7 @@ TEST(exec_index_path_matches_sql)
     }
     struct vt_dataset_config cfg;
     config_dataset_defaults(&cfg);
-    cfg.index_mode = INDEX_AUTO;
+    cfg.index_mode = CFG_INDEX_AUTO;
     cfg.index_max_cardinality = 1000;
     struct index_builder *b = index_builder_create(n, names, types, &cfg, NULL, 0);
     CHECK(b != NULL);

@@ -91,7 +91,7 @@ static enum vt_err resolve_dir(const char *dir, struct source_snapshot *snap, st
 {
     struct vt_dataset_config ds = {0};
     ds.name = "built";
-    ds.kind = SOURCE_DELTA;
+    ds.kind = CFG_SOURCE_DELTA;
     ds.location = (char *)dir;
     vt_error_clear(err);
     return source_delta_resolve(&ds, NULL, snap, NULL, err);
@@ -144,7 +144,7 @@ TEST(new_commit_is_seen_by_the_next_resolve)
     free(v);
     td_release(&snap);
     int64_t bytes = 0;
-    struct vt_dataset_config ds = {.name = "m", .kind = SOURCE_DELTA, .location = dir};
+    struct vt_dataset_config ds = {.name = "m", .kind = CFG_SOURCE_DELTA, .location = dir};
     CHECK_EQ_INT(source_delta_measure(&ds, NULL, &bytes, NULL, &err), VT_ERR_OK);
     CHECK_EQ_INT(bytes, 150);
     free(meta);

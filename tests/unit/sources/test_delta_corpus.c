@@ -176,7 +176,7 @@ static void check_active_set(struct tduck *t, const char *dir)
 {
     struct vt_dataset_config ds = {0};
     ds.name = "corpus";
-    ds.kind = SOURCE_DELTA;
+    ds.kind = CFG_SOURCE_DELTA;
     ds.location = (char *)dir;
     struct delta_table *tbl = NULL;
     struct vt_error err = {0};
@@ -215,7 +215,7 @@ static enum vt_err resolve(const char *dir, struct source_snapshot *snap, struct
 {
     struct vt_dataset_config ds = {0};
     ds.name = "corpus";
-    ds.kind = SOURCE_DELTA;
+    ds.kind = CFG_SOURCE_DELTA;
     ds.location = (char *)dir;
     return source_delta_resolve(&ds, NULL, snap, NULL, err);
 }

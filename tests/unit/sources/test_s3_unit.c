@@ -226,7 +226,7 @@ TEST(unreachable_endpoint_fails_after_retries)
     struct s3_config cfg = {0};
     cfg.endpoint = "http://127.0.0.1:1";
     cfg.allow_http = true;
-    cfg.addressing_style = S3_ADDRESSING_PATH;
+    cfg.addressing_style = CFG_S3_ADDRESSING_PATH;
     struct s3_client *c = NULL;
     struct vt_error err = {0};
     CHECK_EQ_INT(s3_client_create(&cfg, &c, &err), VT_ERR_OK);

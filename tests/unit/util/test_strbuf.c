@@ -23,6 +23,63 @@ TEST(json_escapes)
     sb_release(&sb);
 }
 
+/* The word-at-a-time escaper against a byte-at-a-time reference, on random
+ * strings dense in bytes that need escapes (and bytes >= 0x80, which do not),
+ * at every length and alignment around the 8-byte words. */
+static void reference_json_string(struct strbuf *sb, const unsigned char *s, size_t n)
+{
+    sb_addc(sb, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c == '"' || c == '\\')
+            sb_addf(sb, "\\%c", c);
+        else if (c == '\n')
+            sb_adds(sb, "\\n");
+        else if (c == '\r')
+            sb_adds(sb, "\\r");
+        else if (c == '\t')
+            sb_adds(sb, "\\t");
+        else if (c == '\b')
+            sb_adds(sb, "\\b");
+        else if (c == '\f')
+            sb_adds(sb, "\\f");
+        else if (c < 0x20)
+            sb_addf(sb, "\\u%04x", c);
+        else
+            sb_addc(sb, (char)c);
+    }
+    sb_addc(sb, '"');
+}
+
+TEST(json_escapes_match_reference)
+{
+    static const unsigned char alphabet[] = {'a', 'Z', '"', '\\', 0x00, 0x01, 0x1f, 0x20,
+                                             0x7f, 0x80, 0xc3, 0xff, '\n', ':', ','};
+    uint64_t x = 88172645463325252ULL;
+    unsigned char in[80];
+    int mismatches = 0;
+    for (int round = 0; round < 20000; round++) {
+        size_t n = (size_t)(round % 41);
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            in[i] = (x >> 60) < 8 ? 'q' : alphabet[x % sizeof alphabet];
+        }
+        size_t off = (size_t)(round % 7); /* shift to vary alignment */
+        unsigned char buf[96];
+        memcpy(buf + off, in, n);
+        struct strbuf got, want;
+        sb_init(&got, 0);
+        sb_init(&want, 0);
+        sb_add_json_string(&got, (const char *)buf + off, n);
+        reference_json_string(&want, in, n);
+        if (got.len != want.len || memcmp(got.buf, want.buf, got.len) != 0)
+            mismatches++;
+        sb_release(&got);
+        sb_release(&want);
+    }
+    CHECK_EQ_INT(mismatches, 0);
+}
+
 TEST(sql_quoting)
 {
     struct strbuf sb;
@@ -55,5 +112,6 @@ TEST(error_first_wins)
     CHECK_EQ_STR(vt_err_code(VT_ERR_TIMEOUT), "timeout");
 }
 
-RUN_TESTS(TEST_CASE(caps_at_max), TEST_CASE(json_escapes), TEST_CASE(sql_quoting),
+RUN_TESTS(TEST_CASE(caps_at_max), TEST_CASE(json_escapes), TEST_CASE(json_escapes_match_reference),
+          TEST_CASE(sql_quoting),
           TEST_CASE(ulid_shape), TEST_CASE(error_first_wins))

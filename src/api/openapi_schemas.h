@@ -1,0 +1,339 @@
+/*
+ * The reusable parts of the OpenAPI document (components: schemas and
+ * security schemes), as JSON text. Private to openapi.c.
+ *
+ * OPENAPI_JSON(...) turns its tokens into a string literal (the preprocessor
+ * escapes the quotes), so the JSON below is written as JSON, not as an
+ * escaped C string. openapi.c parses it with jansson; a unit test fails if
+ * it does not parse or a $ref points nowhere.
+ */
+#ifndef VT_API_OPENAPI_SCHEMAS_H
+#define VT_API_OPENAPI_SCHEMAS_H
+
+#define OPENAPI_JSON(...) #__VA_ARGS__
+
+static const char openapi_components_json[] = OPENAPI_JSON({
+  "schemas": {
+    "Error": {
+      "type": "object",
+      "description": "Every error, whatever the status.",
+      "required": ["error", "code"],
+      "properties": {
+        "error": {"type": "string", "description": "A message for people."},
+        "code": {"type": "string", "description": "A stable snake_case code for programs.",
+                 "examples": ["invalid_query", "dataset_not_found", "timeout"]}
+      }
+    },
+    "Health": {
+      "type": "object", "required": ["status"],
+      "properties": {"status": {"const": "ok"}}
+    },
+    "Ready": {
+      "type": "object", "required": ["status", "datasets"],
+      "properties": {
+        "status": {"enum": ["ready", "not_ready"]},
+        "datasets": {"type": "integer", "minimum": 0,
+                     "description": "Registered datasets (0 when not ready)."}
+      }
+    },
+    "Version": {
+      "type": "object", "required": ["name", "version", "backend", "profile"],
+      "properties": {
+        "name": {"type": "string"},
+        "version": {"type": "string"},
+        "backend": {"enum": ["DuckDB", "DataFusion", "unknown"]},
+        "profile": {"enum": ["debug", "release"]},
+        "git_sha": {"type": "string"},
+        "build_time": {"type": "string"},
+        "target": {"type": "string"}
+      }
+    },
+    "DatasetStatus": {
+      "type": "object",
+      "required": ["name", "state", "kind", "residency", "storage_bytes", "generation_id",
+                   "last_refresh_at", "last_refresh_duration_ms", "next_refresh_at",
+                   "refresh_source", "consecutive_failures", "last_error", "rows", "columns",
+                   "lazy", "depends_on"],
+      "properties": {
+        "name": {"type": "string"},
+        "state": {"enum": ["pending", "building", "published", "failed"]},
+        "kind": {"enum": ["parquet", "delta", "query"]},
+        "residency": {"enum": ["memory", "lazy"]},
+        "storage_bytes": {"type": ["integer", "null"],
+                          "description": "Bytes of a storage-backed (lazy) generation; null in memory."},
+        "generation_id": {"type": ["string", "null"],
+                          "description": "ULID of a storage-backed generation; null in memory."},
+        "last_refresh_at": {"type": ["string", "null"], "format": "date-time"},
+        "last_refresh_duration_ms": {"type": ["integer", "null"]},
+        "next_refresh_at": {"type": ["string", "null"], "format": "date-time"},
+        "refresh_source": {"enum": ["startup", "manual", "schedule", "cascade", null]},
+        "consecutive_failures": {"type": "integer", "minimum": 0},
+        "last_error": {"type": ["string", "null"], "maxLength": 500},
+        "rows": {"type": "integer", "minimum": 0},
+        "columns": {"type": "integer", "minimum": 0},
+        "lazy": {"type": "boolean"},
+        "depends_on": {"type": "array", "items": {"type": "string"}}
+      }
+    },
+    "DatasetList": {"type": "array", "items": {"$ref": "#/components/schemas/DatasetStatus"}},
+    "DatasetSchema": {
+      "type": "object", "required": ["name", "rows", "columns", "indexed", "sample"],
+      "properties": {
+        "name": {"type": "string"},
+        "rows": {"type": "integer", "minimum": 0},
+        "columns": {
+          "type": "array",
+          "items": {
+            "type": "object", "required": ["name", "type", "logical", "nullable"],
+            "properties": {
+              "name": {"type": "string"},
+              "type": {"type": "string", "description": "DuckDB's type name, e.g. DECIMAL(18,3)."},
+              "logical": {"enum": ["bool", "int", "float", "decimal", "string", "date", "time",
+                                   "timestamp", "binary", "list", "struct", "other"]},
+              "nullable": {"type": "boolean"}
+            }
+          }
+        },
+        "indexed": {"type": "array", "items": {"type": "string"},
+                    "description": "Columns with an equality index (eq/in answered without DuckDB)."},
+        "sample": {"type": ["object", "null"], "description": "One row, or null when empty."}
+      }
+    },
+    "Predicate": {
+      "type": "object", "required": ["col", "op"], "additionalProperties": false,
+      "properties": {
+        "col": {"type": "string"},
+        "op": {"enum": ["eq", "neq", "gt", "gte", "lt", "lte", "like", "ilike", "in", "between",
+                        "is_null", "is_not_null"]},
+        "val": {"description": "A value; a list for in; [lo, hi] for between (inclusive); absent for is_null and is_not_null. Range operators compare ISO-8601 dates and timestamps as the column's type."}
+      }
+    },
+    "OrderBy": {
+      "type": "object", "required": ["col"], "additionalProperties": false,
+      "properties": {"col": {"type": "string"}, "dir": {"enum": ["asc", "desc"], "default": "asc"}}
+    },
+    "Aggregation": {
+      "type": "object", "required": ["op"], "additionalProperties": false,
+      "properties": {
+        "op": {"enum": ["count", "sum", "avg", "min", "max"]},
+        "col": {"type": "string", "description": "Omitted for a plain count."},
+        "alias": {"type": "string", "description": "Default: count, or {op}_{col}."}
+      }
+    },
+    "QueryRequest": {
+      "type": "object", "additionalProperties": false,
+      "description": "Every field is optional; {} pages through every row.",
+      "properties": {
+        "columns": {"type": "array", "items": {"type": "string"},
+                    "description": "Projection; empty means every column. Ignored with group_by."},
+        "predicates": {"type": "array", "items": {"$ref": "#/components/schemas/Predicate"},
+                       "description": "Row filters, ANDed."},
+        "order_by": {"type": "array", "items": {"$ref": "#/components/schemas/OrderBy"}},
+        "group_by": {"type": "array", "items": {"type": "string"}},
+        "aggregations": {"type": "array", "items": {"$ref": "#/components/schemas/Aggregation"},
+                         "description": "Requires group_by."},
+        "having": {"type": "array", "items": {"$ref": "#/components/schemas/Predicate"},
+                   "description": "Post-aggregation filters on group_by columns or aggregation aliases."},
+        "distinct": {"type": "boolean", "default": false},
+        "limit": {"type": ["integer", "null"], "minimum": 0,
+                  "description": "Hard cap on rows across all pages (and on the whole stream)."},
+        "page": {"type": "integer", "default": 1, "description": "1-based; values below 1 become 1."},
+        "page_size": {"type": "integer", "default": 1000,
+                      "description": "Clamped to [1, server.max_page_size]."}
+      },
+      "examples": [{"columns": ["trip_id", "fare"],
+                    "predicates": [{"col": "payment", "op": "eq", "val": "card"}],
+                    "order_by": [{"col": "fare", "dir": "desc"}], "page_size": 5}]
+    },
+    "CountRequest": {
+      "type": "object", "additionalProperties": false,
+      "properties": {
+        "predicates": {"type": "array", "items": {"$ref": "#/components/schemas/Predicate"}}
+      }
+    },
+    "QueryPage": {
+      "type": "object", "required": ["data", "page", "page_size"],
+      "properties": {
+        "data": {"type": "array", "items": {"type": "object"},
+                 "description": "Rows as objects, column names verbatim. No total count."},
+        "page": {"type": "integer"},
+        "page_size": {"type": "integer", "description": "The effective (clamped) page size."}
+      }
+    },
+    "Count": {
+      "type": "object", "required": ["count"],
+      "properties": {"count": {"type": "integer", "minimum": 0}}
+    },
+    "ArrowStream": {
+      "type": "string", "contentMediaType": "application/vnd.apache.arrow.stream",
+      "description": "One Arrow IPC stream: a schema message, record batches, an end marker."
+    },
+    "ParquetFile": {
+      "type": "string", "contentMediaType": "application/vnd.apache.parquet",
+      "description": "The whole dataset as one Parquet file (or the requested byte range)."
+    },
+    "DatasetConfig": {
+      "type": "object", "required": ["name", "source"],
+      "description": "The shape of a [[dataset]] block of the config file.",
+      "properties": {
+        "name": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"},
+        "source": {
+          "type": "object", "required": ["kind", "location"],
+          "properties": {"kind": {"enum": ["parquet", "delta"]},
+                         "location": {"type": "string",
+                                      "description": "Local path, glob or directory, or s3:// prefix or glob."}}
+        },
+        "columns": {"type": "array", "items": {"type": "string"}},
+        "dict_encode": {"type": "boolean"},
+        "lazy": {"type": "boolean", "default": false},
+        "index": {"type": "object",
+                  "properties": {"mode": {"enum": ["auto", "list", "none"]},
+                                 "columns": {"type": "array", "items": {"type": "string"}},
+                                 "max_cardinality": {"type": "integer"}}},
+        "s3": {"type": "object",
+               "properties": {"region": {"type": "string"}, "endpoint": {"type": "string"},
+                              "addressing_style": {"enum": ["virtual", "path"]},
+                              "allow_http": {"type": "boolean"},
+                              "partitioning": {"enum": ["auto", "hive", "none"]}}},
+        "refresh": {"type": "object",
+                    "properties": {"interval": {"type": "string", "examples": ["15m"]},
+                                   "on_upstream_reload": {"type": "boolean"}}},
+        "materialize": {"type": "object",
+                        "properties": {"residency": {"enum": ["auto", "memory", "lazy"]},
+                                       "sort_by": {"type": "array", "items": {"type": "string"}}}},
+        "on_start": {"enum": ["eager", "lazy", "skip"]}
+      }
+    },
+    "Registered": {
+      "type": "object", "required": ["name", "rows", "columns"],
+      "properties": {"name": {"type": "string"}, "rows": {"type": "integer"},
+                     "columns": {"type": "integer"}}
+    },
+    "Persisted": {
+      "type": "object", "required": ["persisted", "path"],
+      "properties": {"persisted": {"type": "boolean"}, "path": {"type": "string"}}
+    },
+    "Reloaded": {
+      "type": "object", "required": ["dataset", "rows", "elapsed_ms"],
+      "properties": {"dataset": {"type": "string"}, "rows": {"type": "integer"},
+                     "elapsed_ms": {"type": "integer"}}
+    },
+    "ReloadAll": {
+      "type": "object", "required": ["enqueued", "skipped"],
+      "properties": {"enqueued": {"type": "array", "items": {"type": "string"}},
+                     "skipped": {"type": "array", "items": {"type": "string"}}}
+    },
+    "ConfigReload": {
+      "type": "object", "required": ["registered", "skipped", "errors"],
+      "properties": {
+        "registered": {"type": "array", "items": {"type": "string"}},
+        "skipped": {"type": "array", "items": {"type": "string"}},
+        "errors": {"type": "array",
+                   "items": {"type": "object", "required": ["dataset", "error"],
+                             "properties": {"dataset": {"type": "string"},
+                                            "error": {"type": "string"}}}}
+      }
+    },
+    "SqlRequest": {
+      "type": "object", "required": ["sql"], "additionalProperties": false,
+      "properties": {
+        "sql": {"type": "string", "description": "One read-only SELECT (or WITH ... SELECT) over the datasets, by name.",
+                "examples": ["SELECT payment, count(*) AS n FROM trips GROUP BY payment"]},
+        "max_rows": {"type": ["integer", "null"], "minimum": 0,
+                     "description": "At most this many rows (never more than [sql] max_rows)."}
+      }
+    },
+    "SqlResult": {
+      "type": "object", "required": ["data", "max_rows", "truncated"],
+      "properties": {
+        "data": {"type": "array", "items": {"type": "object"}},
+        "max_rows": {"type": "integer"},
+        "truncated": {"type": "boolean", "description": "More rows existed past max_rows."}
+      }
+    },
+    "JsonRpcRequest": {
+      "type": "object", "required": ["jsonrpc", "method"],
+      "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "id": {"type": ["string", "integer", "null"]},
+        "method": {"type": "string", "examples": ["tools/call", "tools/list", "initialize"]},
+        "params": {"type": "object"}
+      },
+      "examples": [{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": "count_rows", "arguments": {"name": "trips"}}}]
+    },
+    "JsonRpcResponse": {
+      "type": "object", "required": ["jsonrpc"],
+      "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "id": {"type": ["string", "integer", "null"]},
+        "result": {"type": "object"},
+        "error": {"type": "object", "required": ["code", "message"],
+                  "properties": {"code": {"type": "integer"}, "message": {"type": "string"},
+                                 "data": {}}}
+      }
+    },
+    "ProtectedResourceMetadata": {
+      "type": "object", "required": ["resource"],
+      "properties": {"resource": {"type": "string"},
+                     "authorization_servers": {"type": "array", "items": {"type": "string"}},
+                     "scopes_supported": {"type": "array", "items": {"type": "string"}}}
+    },
+    "ExplorerSettings": {
+      "type": "object", "required": ["prefix", "api_base", "sql", "auth", "oauth2"],
+      "properties": {"prefix": {"type": "string"}, "api_base": {"type": "string"},
+                     "environment": {"type": ["string", "null"]},
+                     "environment_color": {"type": ["string", "null"]},
+                     "sql": {"type": "boolean"}, "docs": {"type": ["string", "null"]},
+                     "auth": {"type": "object", "required": ["enabled", "anonymous_read"],
+                              "properties": {"enabled": {"type": "boolean"},
+                                             "anonymous_read": {"type": "boolean"}}},
+                     "oauth2": {"type": ["object", "null"],
+                                "description": "[explorer.oauth2]: the public client's sign-in settings (never a secret).",
+                                "properties": {"client_id": {"type": "string"},
+                                               "issuer": {"type": "string"},
+                                               "scopes": {"type": "array", "items": {"type": "string"}},
+                                               "pkce": {"type": "boolean"}}}}
+    },
+    "OpenApiDocument": {"type": "object", "required": ["openapi", "info", "paths"],
+                        "description": "This document.",
+                        "properties": {"openapi": {"type": "string"}, "info": {"type": "object"},
+                                       "paths": {"type": "object"}}},
+    "Metrics": {"type": "string", "description": "Prometheus text exposition format 0.0.4."},
+    "Asset": {"type": "string", "description": "A file of the embedded UI."}
+  },
+  "headers": {
+    "X-Request-Id": {
+      "description": "The request id: the client's own when it sent a sane one (1-64 of [A-Za-z0-9._:@+=/-]), else the server's. Logged with the request.",
+      "schema": {"type": "string"}
+    },
+    "Server-Timing": {
+      "description": "Where the time went, in ms: queue (waiting for a worker), plan (validation, SQL, prepare), execute, encode. On a streamed reply: as of the first bytes.",
+      "schema": {"type": "string", "examples": ["queue;dur=0.012,plan;dur=0.140,execute;dur=0.880,encode;dur=0.210"]}
+    },
+    "X-Dataset-Refreshed-At": {
+      "description": "When the generation that answered was published (RFC 3339).",
+      "schema": {"type": "string", "format": "date-time"}
+    },
+    "Retry-After": {"description": "Seconds to wait before trying again.",
+                    "schema": {"type": "integer"}},
+    "X-Page": {"description": "Arrow pages: the page number.", "schema": {"type": "integer"}},
+    "X-Page-Size": {"description": "Arrow pages: the effective page size.",
+                    "schema": {"type": "integer"}},
+    "ETag": {"description": "The generation id of the export.", "schema": {"type": "string"}},
+    "Content-Range": {"description": "bytes <start>-<end>/<total>", "schema": {"type": "string"}},
+    "Location": {"description": "Where the resource is.", "schema": {"type": "string"}}
+  },
+  "securitySchemes": {
+    "adminToken": {
+      "type": "apiKey", "in": "header", "name": "X-Admin-Token",
+      "description": "Equal to the ADMIN_TOKEN environment variable the server started with."
+    },
+    "bearer": {
+      "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+      "description": "An OIDC/OAuth2 access token from [auth] issuer, with the scopes the operation lists (any one of them)."
+    }
+  }
+});
+
+#endif

@@ -1,0 +1,400 @@
+// Drives the Explorer and the docs site in headless Chromium (Debian's
+// /usr/bin/chromium through playwright-core) for tests/e2e/test_explorer.py.
+//
+//   node drive.mjs SCENARIO JSON_ARGS
+//
+// Prints one JSON object: what the page showed (table cells, notices,
+// errors), every request the page sent (method, URL, headers, body), console
+// errors, page errors, and storage contents. The Python side checks those
+// against the server's own answers and state. Screenshots go to args.shots.
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const [scenario, rawArgs] = process.argv.slice(2);
+const args = JSON.parse(rawArgs || '{}');
+const out = { requests: [], console: [], pageErrors: [] };
+
+const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'vt-chromium-'));
+const ctx = await chromium.launchPersistentContext(userDir, {
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1280, height: 900 },
+  acceptDownloads: true,
+});
+ctx.setDefaultTimeout(20000);
+
+function watch(page) {
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning')
+      out.console.push({ type: m.type(), text: m.text(), url: m.location().url || '' });
+  });
+  page.on('pageerror', (e) => out.pageErrors.push(String(e && e.message)));
+  page.on('request', (r) => out.requests.push({
+    method: r.method(), url: r.url(), headers: r.headers(), body: r.postData() || null,
+  }));
+}
+
+async function shot(page, name, opts = {}) {
+  if (!args.shots) return;
+  fs.mkdirSync(args.shots, { recursive: true });
+  await page.screenshot({ path: path.join(args.shots, `${name}.png`), fullPage: true, ...opts });
+}
+
+async function storage(page) {
+  return page.evaluate(() => ({
+    local: JSON.stringify({ ...localStorage }),
+    session: JSON.stringify({ ...sessionStorage }),
+    cookies: document.cookie,
+  }));
+}
+
+async function tableCells(page, sel = '[data-testid=results]') {
+  return page.$$eval(`${sel} tr`, (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+}
+
+async function open(page, hash) {
+  await page.goto(`${args.url}${hash || ''}`);
+  await page.waitForSelector('[data-testid=dataset-list], [data-testid=tab-query]');
+}
+
+async function setToken(page, token) {
+  await page.fill('[data-testid=admin-token]', token);
+  await page.click('[data-testid=admin-token-set]');
+  await page.waitForSelector('[data-testid=token-state]');
+}
+
+async function waitNotice(page) {
+  await page.waitForSelector('[data-testid=notice], [data-testid=error]');
+  const notice = await page.$eval('[data-testid=notice]', (e) => e.textContent).catch(() => null);
+  const error = await page.$eval('[data-testid=error]', (e) => e.textContent).catch(() => null);
+  return { notice, error };
+}
+
+async function build(page, b) {
+  // b: {columns, predicates:[{col,op,val,val2}], order:[{col,dir}], group, aggs:[{op,col,alias}], having, page_size, limit, distinct}
+  for (const c of b.columns || []) await page.check(`[data-testid=b-columns] input[value="${c}"]`);
+  for (const [i, p] of (b.predicates || []).entries()) {
+    await page.click('[data-testid=b-predicates] > button');
+    await page.selectOption(`[data-testid=pred-${i}] select[name=col]`, p.col);
+    await page.selectOption(`[data-testid=pred-${i}] select[name=op]`, p.op);
+    if (p.val !== undefined) await page.fill(`[data-testid=pred-${i}] input[name=val]`, String(p.val));
+    if (p.val2 !== undefined) await page.fill(`[data-testid=pred-${i}] input[name=val2]`, String(p.val2));
+  }
+  for (const [i, o] of (b.order || []).entries()) {
+    await page.click('[data-testid=b-order] > button');
+    await page.selectOption(`[data-testid=order-${i}] select[name=col]`, o.col);
+    await page.selectOption(`[data-testid=order-${i}] select[name=dir]`, o.dir);
+  }
+  for (const c of b.group || []) await page.check(`[data-testid=b-group] input[value="${c}"]`);
+  for (const [i, a] of (b.aggs || []).entries()) {
+    await page.click('[data-testid=b-aggs] > button');
+    await page.selectOption(`[data-testid=agg-${i}] select[name=op]`, a.op);
+    await page.selectOption(`[data-testid=agg-${i}] select[name=col]`, a.col || '');
+    if (a.alias) await page.fill(`[data-testid=agg-${i}] input[name=alias]`, a.alias);
+  }
+  for (const [i, p] of (b.having || []).entries()) {
+    await page.click('[data-testid=b-having] > button');
+    await page.selectOption(`[data-testid=having-${i}] select[name=col]`, p.col);
+    await page.selectOption(`[data-testid=having-${i}] select[name=op]`, p.op);
+    if (p.val !== undefined) await page.fill(`[data-testid=having-${i}] input[name=val]`, String(p.val));
+  }
+  if (b.distinct) await page.check('input[name=distinct]');
+  if (b.limit !== undefined) await page.fill('input[name=limit]', String(b.limit));
+  if (b.page_size !== undefined) await page.fill('input[name=page_size]', String(b.page_size));
+}
+
+async function runQuery(page) {
+  const before = out.requests.length;
+  await page.click('[data-testid=run-query]');
+  await page.waitForFunction((n) => document.querySelector('[data-testid=run-query]')?.textContent === 'Run query', before);
+  await page.waitForSelector('[data-testid=results], [data-testid=no-rows], [data-testid=error]');
+  const sent = out.requests.slice(before).filter((r) => r.url.includes('/query'));
+  return sent[sent.length - 1];
+}
+
+const scenarios = {
+  // Every tab, keyboard navigation between tabs, a phone-width rendering.
+  async tabs(page) {
+    out.tabs = {};
+    for (const [name, hash, sel] of [
+      ['datasets', '#/datasets', '[data-testid=dataset-list] tbody tr'],
+      ['dataset-detail', `#/datasets/${args.dataset}`, '[data-testid=schema]'],
+      ['query', `#/query/${args.dataset}`, '[data-testid=request-json]'],
+      ['sql', '#/sql', '[data-testid=sql-text], [data-testid=sql-disabled]'],
+      ['register', '#/register', '[data-testid=reg-json]'],
+    ]) {
+      await page.goto(`${args.url}${hash}`);
+      await page.waitForSelector(sel);
+      await page.waitForLoadState('networkidle');
+      out.tabs[name] = await page.$eval('main', (m) => m.innerText.slice(0, 4000));
+      await shot(page, `explorer-${name}`);
+    }
+    // keyboard: focus the selected tab, arrows move between tabs
+    await page.focus('[data-testid=tab-register]');
+    await page.keyboard.press('ArrowRight');
+    out.afterRight = await page.evaluate(() => location.hash);
+    await page.keyboard.press('ArrowLeft');
+    out.afterLeft = await page.evaluate(() => location.hash);
+    out.focused = await page.evaluate(() => document.activeElement?.dataset.testid);
+    // Tab from the page start reaches the skip link, then the controls
+    await page.goto('about:blank');
+    await page.goto(`${args.url}#/datasets`);
+    await page.waitForSelector('[data-testid=dataset-list] tbody tr');
+    await page.keyboard.press('Tab');
+    out.firstTab = await page.evaluate(() => document.activeElement?.textContent);
+    // phone width
+    await page.goto('about:blank');
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const [name, hash, sel] of [['datasets', '#/datasets', '[data-testid=dataset-list] tbody tr'],
+      ['query', `#/query/${args.dataset}`, '[data-testid=request-json]']]) {
+      await page.goto(`${args.url}${hash}`);
+      await page.waitForSelector(sel);
+      await page.waitForLoadState('networkidle');
+      out[`phone_${name}_overflow`] = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      await shot(page, `explorer-phone-${name}`);
+    }
+  },
+
+  // The builder's request and table, the edited JSON, paging, Arrow, errors.
+  async builder(page) {
+    await open(page, `#/query/${args.dataset}`);
+    await page.waitForSelector('[data-testid=request-json]');
+    await build(page, args.build);
+    out.requestText = await page.inputValue('[data-testid=request-json]');
+    const sent = await runQuery(page);
+    out.sentBody = sent.body;
+    out.page1 = await tableCells(page);
+    out.timing = await page.$eval('[data-testid=timing]', (e) => e.textContent);
+    await shot(page, 'explorer-query-results');
+    const before = out.requests.length;
+    await page.click('[data-testid=next-page]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=page]')?.textContent === 'page 2');
+    out.page2Body = out.requests.slice(before).find((r) => r.url.includes('/query'))?.body;
+    out.page2 = await tableCells(page);
+    // Arrow: same request, decoded in the page
+    await page.check('[data-testid=format-arrow]');
+    const arrowReq = await runQuery(page);
+    out.arrowUrl = arrowReq.url;
+    out.arrowAccept = arrowReq.headers.accept;
+    out.arrowPage = await tableCells(page);
+    // A bad request typed into the JSON box: the API's error is shown
+    await page.check('input[name=fmt][value=json]');
+    await page.fill('[data-testid=request-json]', JSON.stringify(args.badRequest));
+    await page.click('[data-testid=run-query]');
+    await page.waitForSelector('[data-testid=error]');
+    out.errorText = await page.$eval('[data-testid=error]', (e) => e.textContent);
+    await shot(page, 'explorer-query-error');
+    // Downloads: CSV and JSON of the page, Parquet of the dataset
+    await page.fill('[data-testid=request-json]', JSON.stringify({ page_size: 3, order_by: [{ col: args.build.order[0].col }] }));
+    await runQuery(page);
+    out.downloads = {};
+    for (const k of ['csv', 'json', 'parquet']) {
+      const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid=download-${k}]`)]);
+      const p = await dl.path();
+      out.downloads[k] = { name: dl.suggestedFilename(), b64: fs.readFileSync(p).toString('base64') };
+    }
+  },
+
+  // A group-by drawn as bar and line charts on a canvas.
+  async chart(page) {
+    await open(page, `#/query/${args.dataset}`);
+    await page.waitForSelector('[data-testid=request-json]');
+    await build(page, args.build);
+    out.sentBody = (await runQuery(page)).body;
+    out.table = await tableCells(page);
+    await page.click('[data-testid=chart-toggle]');
+    const painted = async () => {
+      await page.waitForSelector('[data-testid=chart][data-rendered]');
+      await page.waitForTimeout(200);
+      return page.$eval('[data-testid=chart]', (c) => {
+        // read through a copy so the page's own canvas is never read back
+        const copy = document.createElement('canvas');
+        copy.width = c.width;
+        copy.height = c.height;
+        const g = copy.getContext('2d', { willReadFrequently: true });
+        g.drawImage(c, 0, 0);
+        const d = g.getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+        return { painted: n, width: c.width, height: c.height, label: c.getAttribute('aria-label') };
+      });
+    };
+    out.bar = await painted();
+    await shot(page, 'explorer-chart-bar');
+    await page.selectOption('[data-testid=chart-type]', 'line');
+    await page.waitForTimeout(300);
+    out.line = await painted();
+    await shot(page, 'explorer-chart-line');
+  },
+
+  // Admin actions through the UI with the token typed once.
+  async admin(page) {
+    await open(page, '#/datasets');
+    await page.waitForSelector('[data-testid=dataset-list] tbody tr');
+    await setToken(page, args.token);
+    // register
+    await page.click('[data-testid=tab-register]');
+    await page.fill('[data-testid=reg-name]', args.register.name);
+    await page.fill('[data-testid=reg-location]', args.register.location);
+    await page.click('[data-testid=register]');
+    out.register = await waitNotice(page);
+    await shot(page, 'explorer-register');
+    // persist another
+    await page.fill('[data-testid=reg-name]', args.persist.name);
+    await page.fill('[data-testid=reg-location]', args.persist.location);
+    await page.click('[data-testid=persist]');
+    await page.waitForFunction(() => /Persisted|error/i.test(document.querySelector('[data-testid=notice], [data-testid=error]')?.textContent || ''));
+    out.persist = await waitNotice(page);
+    // reload one
+    await page.click('[data-testid=tab-datasets]');
+    await page.waitForSelector(`[data-testid=reload-${args.dataset}]`);
+    await page.click(`[data-testid=reload-${args.dataset}]`);
+    await page.waitForFunction((n) => (document.querySelector('[data-testid=notice]')?.textContent || '').includes(`Reloaded ${n}`) || document.querySelector('[data-testid=error]'), args.dataset);
+    out.reload = await waitNotice(page);
+    // reload-all: cancel first, then confirm
+    const nReloadAll = () => out.requests.filter((r) => r.url.endsWith('/datasets/reload-all')).length;
+    await page.click('[data-testid=reload-all]');
+    await page.waitForSelector('dialog[open]');
+    await shot(page, 'explorer-reload-all-confirm');
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('dialog[open]', { state: 'detached' }).catch(() => {});
+    await page.waitForFunction(() => !document.querySelector('dialog[open]'));
+    out.reloadAllAfterCancel = nReloadAll();
+    await page.click('[data-testid=reload-all]');
+    await page.click('[data-testid=confirm]');
+    await page.waitForFunction(() => (document.querySelector('[data-testid=notice]')?.textContent || '').includes('Reload-all'));
+    out.reloadAll = await waitNotice(page);
+    out.reloadAllAfterConfirm = nReloadAll();
+    out.storage = await storage(page);
+    out.html = await page.content();
+  },
+
+  // /sql in the SQL tab, and save-as-dataset / delete when /queries exists.
+  async sql(page) {
+    await open(page, '#/sql');
+    await page.waitForSelector('[data-testid=sql-text], [data-testid=sql-disabled]');
+    if (await page.$('[data-testid=sql-disabled]')) {
+      out.disabled = await page.$eval('[data-testid=sql-disabled]', (e) => e.textContent);
+      await shot(page, 'explorer-sql-disabled');
+      return;
+    }
+    if (args.token) await setToken(page, args.token);
+    await page.fill('[data-testid=sql-text]', args.sql);
+    const before = out.requests.length;
+    await page.click('[data-testid=run-sql]');
+    await page.waitForSelector('[data-testid=results], [data-testid=error]');
+    out.sentBody = out.requests.slice(before).find((r) => r.url.includes('/sql'))?.body;
+    out.table = await tableCells(page);
+    out.saveForm = !!(await page.$('[data-testid=save-form]'));
+    await shot(page, 'explorer-sql');
+    if (!out.saveForm || !args.save) return;
+    await page.fill('[data-testid=save-form] input[name=name]', args.save.name);
+    await page.click('[data-testid=save-dataset]');
+    await page.waitForFunction(() => /published|failed/.test(document.querySelector('[data-testid=save-progress]')?.textContent || '') || document.querySelector('[data-testid=save-form] [data-testid=error]'), null, { timeout: 60000 });
+    out.saveProgress = await page.$eval('[data-testid=save-progress]', (e) => e.textContent).catch(() => null);
+    out.saveError = await page.$eval('[data-testid=save-form] [data-testid=error]', (e) => e.textContent).catch(() => null);
+    out.saveUrl = out.requests.find((r) => r.method === 'POST' && r.url.includes('/queries'))?.url;
+    await shot(page, 'explorer-save-as-dataset');
+    await page.click('[data-testid=tab-datasets]');
+    await page.waitForSelector(`[data-testid=delete-${args.save.name}]`);
+    await page.click(`[data-testid=delete-${args.save.name}]`);
+    await page.click('[data-testid=confirm]');
+    await page.waitForFunction((n) => (document.querySelector('[data-testid=notice]')?.textContent || '').includes(`Deleted ${n}`) || document.querySelector('[data-testid=error]'), args.save.name);
+    out.deleted = await waitNotice(page);
+    out.storage = await storage(page);
+  },
+
+  // Badges move from pending/building to published without a click.
+  async polling(page) {
+    await page.goto(args.url);
+    await page.waitForSelector('[data-testid=dataset-list] tbody tr');
+    out.first = await page.$$eval('[data-testid=dataset-list] tbody tr', (trs) =>
+      trs.map((tr) => [tr.dataset.name, tr.querySelector('[data-state]').dataset.state]));
+    await shot(page, 'explorer-building');
+    await page.waitForFunction(() => {
+      const s = [...document.querySelectorAll('[data-testid=dataset-list] [data-state]')];
+      return s.length > 0 && s.every((e) => e.dataset.state === 'published');
+    }, null, { timeout: 120000 });
+    out.last = await page.$$eval('[data-testid=dataset-list] tbody tr', (trs) =>
+      trs.map((tr) => [tr.dataset.name, tr.querySelector('[data-state]').dataset.state]));
+    out.listCalls = out.requests.filter((r) => r.url.endsWith('/api/v1/datasets')).length;
+  },
+
+  // Which admin controls show without /queries.
+  async controls(page) {
+    await open(page, '#/datasets');
+    await page.waitForSelector('[data-testid=dataset-list] tbody tr');
+    await page.waitForLoadState('networkidle');
+    out.deleteButtons = await page.$$eval('[data-testid^=delete-]', (b) => b.length);
+    await page.click('[data-testid=tab-sql]');
+    await page.waitForSelector('[data-testid=sql-text], [data-testid=sql-disabled]');
+    out.saveForm = !!(await page.$('[data-testid=save-form]'));
+  },
+
+  // The environment badge of every server in args.urls.
+  async badges(page) {
+    out.badges = [];
+    for (const u of args.urls) {
+      await page.goto(u);
+      await page.waitForSelector('[data-testid=tab-datasets]');
+      const b = await page.$('[data-testid=env-badge]');
+      out.badges.push(b ? await b.evaluate((e) => ({
+        text: e.textContent, cls: e.className, bg: getComputedStyle(e).backgroundColor,
+      })) : null);
+    }
+    await shot(page, 'explorer-badge', { fullPage: false, clip: { x: 0, y: 0, width: 640, height: 60 } });
+  },
+
+  // Authorization Code + PKCE against the local test issuer.
+  async pkce(page) {
+    await open(page, '#/datasets');
+    await page.waitForSelector('[data-testid=sign-in]');
+    await page.click('[data-testid=sign-in]');
+    await page.waitForSelector('[data-testid=signed-in]', { timeout: 30000 });
+    out.urlAfter = page.url();
+    await page.click('[data-testid=refresh]');
+    await page.waitForLoadState('networkidle');
+    out.storage = await storage(page);
+    await shot(page, 'explorer-signed-in');
+  },
+
+  // The docs site: search works offline (the lunr worker), no console errors.
+  async docs(page) {
+    await page.goto(args.url);
+    await page.waitForSelector('body');
+    out.title = await page.title();
+    out.pages = [];
+    for (const p of args.pages) {
+      await page.goto(p);
+      await page.waitForLoadState('networkidle');
+      out.pages.push(await page.title());
+    }
+    await page.goto(args.url);
+    await page.waitForLoadState('networkidle');
+    await page.keyboard.press('s'); // the theme's search shortcut opens the dialog
+    await page.waitForSelector('#mkdocs-search-query', { state: 'visible' });
+    // the theme searches on keyup: type it as a person would
+    await page.locator('#mkdocs-search-query').pressSequentially(args.search, { delay: 20 });
+    await page.waitForFunction(() => document.querySelectorAll('#mkdocs-search-results a').length > 0);
+    out.searchHits = await page.$$eval('#mkdocs-search-results a', (as) => as.map((a) => a.getAttribute('href')));
+    await shot(page, 'docs-search');
+    const offsite = out.requests.filter((r) => !r.url.startsWith(args.origin) && !r.url.startsWith('data:'));
+    out.offsite = offsite.map((r) => r.url);
+  },
+};
+
+try {
+  const page = ctx.pages()[0] || await ctx.newPage();
+  watch(page);
+  await scenarios[scenario](page);
+} catch (e) {
+  out.failure = String(e && e.stack || e);
+} finally {
+  await ctx.close();
+  fs.rmSync(userDir, { recursive: true, force: true });
+}
+process.stdout.write(JSON.stringify(out));

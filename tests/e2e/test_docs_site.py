@@ -1,0 +1,74 @@
+"""The embedded docs site (docs.path, default /mkdocs/): every page reachable
+from the index, no broken internal link or anchor, the pages the issue asks
+for exist, and search works offline in headless Chromium (the lunr worker)
+without a request leaving the server.
+"""
+from html.parser import HTMLParser
+from urllib.parse import urljoin, urldefrag, urlparse
+
+import requests
+
+from conftest import BUILD
+from explorer.browser import console_errors, drive
+
+
+class Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links, self.ids = [], set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        for k in ("href", "src"):
+            if a.get(k):
+                self.links.append(a[k])
+
+
+def test_docs_site_links_and_offline_search(vt):
+    s = vt("[server]\nport = 0\n", wait="listening")
+    root = s.url("/mkdocs/")
+    seen, pages, todo, broken = {}, {}, [root], []
+    while todo:
+        url = todo.pop()
+        if url in seen:
+            continue
+        r = requests.get(url, timeout=10)
+        seen[url] = r.status_code
+        if r.status_code != 200:
+            continue
+        if r.headers["Content-Type"].startswith("text/html"):
+            p = Links()
+            p.feed(r.text)
+            pages[url] = p
+            for link in p.links:
+                target = urljoin(url, link)
+                if urlparse(target).netloc != urlparse(root).netloc:
+                    continue
+                base, frag = urldefrag(target)
+                if base.startswith(root):
+                    todo.append(base)
+                if frag:
+                    broken.append((url, base, frag))  # checked below once all pages are in
+    bad = {u: c for u, c in seen.items() if c != 200}
+    assert bad == {}, bad
+    missing_anchors = [(src, base, f) for src, base, f in broken
+                       if base in pages and f not in pages[base].ids]
+    assert missing_anchors == [], missing_anchors[:10]
+    # every page of the built site is reachable from the index
+    built = {p.relative_to(BUILD / "ui/docs").as_posix()
+             for p in (BUILD / "ui/docs").rglob("*.html") if p.name != "404.html"}
+    reached = {urlparse(u).path[len("/mkdocs/"):] or "index.html" for u in pages}
+    reached = {r + "index.html" if r.endswith("/") or r == "" else r for r in reached}
+    assert built <= reached, built - reached
+    for must in ("getting-started/index.html", "configuration/index.html", "api/index.html",
+                 "query/index.html", "auth/index.html", "operations/index.html",
+                 "performance/index.html", "explorer/index.html"):
+        assert must in built, must
+    out = drive("docs", url=root, origin=s.base,
+                pages=[root + "configuration/", root + "api/"], search="prefix")
+    assert console_errors(out) == [], out["console"]
+    assert out["offsite"] == []
+    assert out["searchHits"], "offline search found nothing"
+    assert any("configuration/" in h for h in out["searchHits"]), out["searchHits"]

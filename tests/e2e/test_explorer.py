@@ -1,0 +1,314 @@
+"""The Explorer and the docs site in a real browser: Debian's headless
+Chromium driven by playwright-core (tests/e2e/explorer/drive.mjs). Each test
+starts vitrine, lets the page do what a person would (build a query, chart a
+group-by, register, reload, save, sign in), and checks what the page showed
+and sent against the server's own answers and state.
+
+Screenshots of every tab go to tests/e2e/artifacts/explorer/ (git-ignored).
+"""
+import base64
+import csv
+import hashlib
+import io
+import json
+import re
+import time
+
+import pytest
+
+from conftest import dataset_block, server_block, write_parquet
+from explorer.browser import SHOTS, console_errors, drive
+from explorer.issuer import Issuer
+
+TOKEN = "adm-7f3c9e1b2d4a6058-explorer"
+ADMIN = {"X-Admin-Token": TOKEN}
+
+
+@pytest.fixture(scope="module")
+def trips(tmp_path_factory):
+    d = tmp_path_factory.mktemp("explorer-data")
+    write_parquet(d / "trips.parquet", """
+        SELECT i AS trip_id,
+               TIMESTAMP '2024-01-01 00:00:00' + INTERVAL (i * 7) MINUTE AS pickup_at,
+               ['card', 'cash', 'app'][1 + i % 3] AS payment,
+               CAST(5 + (i * 37 % 4000) / 100.0 AS DECIMAL(10, 2)) AS fare,
+               (i % 50) / 4.0 + 0.25 AS distance_km,
+               CASE WHEN i % 11 = 0 THEN NULL ELSE i % 4 + 1 END AS passengers
+        FROM range(600) t(i)""")
+    write_parquet(d / "extra.parquet", "SELECT range AS id, range * 2 AS twice FROM range(42)")
+    return d
+
+
+def explorer_config(trips, **server):
+    return (server_block(**server) + dataset_block("trips", trips / "trips.parquet")
+            + dataset_block("stations", trips / "extra.parquet"))
+
+
+def js_text(v):
+    """A JSON value as the page prints it (String(v) in JavaScript)."""
+    if v is None:
+        return "null"
+    if v is True or v is False:
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, separators=(",", ":"))
+    return str(v)
+
+
+def as_table(rows, columns):
+    return [columns] + [[js_text(r[c]) for c in columns] for r in rows]
+
+
+def test_tabs_load_without_console_errors(vt, trips):
+    s = vt(explorer_config(trips) + "[sql]\nenabled = true\n")
+    out = drive("tabs", url=s.url("/explore/"), dataset="trips")
+    assert console_errors(out) == [], out["console"]
+    assert "trips" in out["tabs"]["datasets"] and "published" in out["tabs"]["datasets"]
+    assert "payment" in out["tabs"]["dataset-detail"] and "DECIMAL(10,2)" in out["tabs"]["dataset-detail"]
+    assert "Request JSON" in out["tabs"]["query"] and "Predicates" in out["tabs"]["query"]
+    assert "Run SQL" in out["tabs"]["sql"]
+    assert "Register" in out["tabs"]["register"]
+    # keyboard: arrows move between tabs and keep focus on the tab list
+    assert out["afterRight"] == "#/datasets" and out["afterLeft"] == "#/register"
+    assert out["focused"] == "tab-register"
+    assert out["firstTab"] == "Skip to content"
+    # phone width: nothing wider than the screen (tables scroll inside their box)
+    assert out["phone_datasets_overflow"] <= 0 and out["phone_query_overflow"] <= 0
+    for name in ("datasets", "dataset-detail", "query", "sql", "register", "phone-datasets",
+                 "phone-query"):
+        assert (SHOTS / f"explorer-{name}.png").stat().st_size > 1000
+
+
+def test_state_badges_are_polled_while_building(vt, tmp_path):
+    # four datasets built one at a time: the page opens while most still wait
+    cfg = server_block() + "[server.startup]\nmax_concurrent = 1\n"
+    for i in range(4):
+        p = write_parquet(tmp_path / f"big{i}.parquet",
+                          f"SELECT range AS id, range % 977 AS k, md5(range::VARCHAR) AS h "
+                          f"FROM range({2_000_000 + i})")
+        cfg += dataset_block(f"big{i}", p)
+    s = vt(cfg, wait="listening")
+    out = drive("polling", url=s.url("/explore/"))
+    assert console_errors(out) == [], out["console"]
+    assert any(state in ("pending", "building") for _, state in out["first"]), out["first"]
+    assert sorted(out["last"]) == [[f"big{i}", "published"] for i in range(4)]
+    assert out["listCalls"] >= 2  # polled, nobody clicked
+
+
+def test_builder_query_matches_the_api(vt, trips):
+    s = vt(explorer_config(trips))
+    build = {"columns": ["trip_id", "payment", "fare"],
+             "predicates": [{"col": "payment", "op": "in", "val": "card, app"},
+                            {"col": "fare", "op": "between", "val": "10", "val2": "40.5"},
+                            {"col": "pickup_at", "op": "gte", "val": "2024-01-01T05:00:00"},
+                            {"col": "passengers", "op": "is_not_null"}],
+             "order": [{"col": "fare", "dir": "desc"}, {"col": "trip_id", "dir": "asc"}],
+             "page_size": 7}
+    bad = {"columns": ["no_such_column"]}
+    out = drive("builder", url=s.url("/explore/"), dataset="trips", build=build, badRequest=bad)
+    errors = console_errors(out, expected=[("/api/v1/datasets/trips/query", 400)])
+    assert len(out["console"]) - len(errors) == 2  # the /queries probe and the bad request
+    assert errors == [], out["console"]
+    expected = {"columns": ["trip_id", "payment", "fare"],
+                "predicates": [{"col": "payment", "op": "in", "val": ["card", "app"]},
+                               {"col": "fare", "op": "between", "val": [10, 40.5]},
+                               {"col": "pickup_at", "op": "gte", "val": "2024-01-01T05:00:00"},
+                               {"col": "passengers", "op": "is_not_null"}],
+                "order_by": [{"col": "fare", "dir": "desc"}, {"col": "trip_id", "dir": "asc"}],
+                "page_size": 7}
+    assert json.loads(out["requestText"]) == expected  # the JSON shown is the JSON sent
+    assert json.loads(out["sentBody"]) == expected
+    api = s.post("/api/v1/datasets/trips/query", expected).json()
+    assert len(api["data"]) == 7
+    assert out["page1"] == as_table(api["data"], expected["columns"])
+    assert re.search(r"first byte [\d.]+ ms.*total [\d.]+ ms.*\d+ B.*7 rows", out["timing"]), out["timing"]
+    # paging: page 2 of the same request
+    assert json.loads(out["page2Body"]) == dict(expected, page=2)
+    api2 = s.post("/api/v1/datasets/trips/query", dict(expected, page=2)).json()
+    assert out["page2"] == as_table(api2["data"], expected["columns"])
+    assert out["page2"] != out["page1"]
+    # Arrow: the same rows decoded in the page from the IPC stream
+    assert "format=arrow" in out["arrowUrl"]
+    assert out["arrowAccept"] == "application/vnd.apache.arrow.stream"
+    assert out["arrowPage"] == out["page2"]
+    # the API's error with its message and code
+    err = s.post("/api/v1/datasets/trips/query", bad).json()
+    assert err["error"] in out["errorText"] and err["code"] in out["errorText"]
+    # downloads: CSV and JSON of the page shown, Parquet of the whole dataset
+    small = s.post("/api/v1/datasets/trips/query", {"page_size": 3, "order_by": [{"col": "fare"}]}).json()
+    cols = list(small["data"][0].keys())
+    got_csv = list(csv.reader(io.StringIO(base64.b64decode(out["downloads"]["csv"]["b64"]).decode())))
+    assert got_csv == [cols] + [["" if r[c] is None else js_text(r[c]) for c in cols] for r in small["data"]]
+    assert json.loads(base64.b64decode(out["downloads"]["json"]["b64"])) == small["data"]
+    assert out["downloads"]["parquet"]["name"] == "trips.parquet"
+    parquet = s.get("/api/v1/datasets/trips/all.parquet").content
+    assert base64.b64decode(out["downloads"]["parquet"]["b64"]) == parquet
+
+
+def test_group_by_is_charted(vt, trips):
+    s = vt(explorer_config(trips))
+    build = {"group": ["payment"], "aggs": [{"op": "avg", "col": "fare", "alias": "avg_fare"},
+                                            {"op": "count"}],
+             "order": [{"col": "payment", "dir": "asc"}]}
+    out = drive("chart", url=s.url("/explore/"), dataset="trips", build=build)
+    assert console_errors(out) == [], out["console"]
+    req = json.loads(out["sentBody"])
+    assert req["group_by"] == ["payment"]
+    assert req["aggregations"] == [{"op": "avg", "col": "fare", "alias": "avg_fare"}, {"op": "count"}]
+    api = s.post("/api/v1/datasets/trips/query", req).json()["data"]
+    assert out["table"] == as_table(api, ["payment", "avg_fare", "count"])
+    for kind in ("bar", "line"):
+        c = out[kind]
+        assert c["width"] > 100 and c["height"] > 100
+        assert c["painted"] > 2000, (kind, c)  # axes, labels and bars/lines were drawn
+        assert c["label"] == f"{kind} chart of avg_fare, count by payment"
+    assert out["bar"]["painted"] != out["line"]["painted"]
+
+
+def test_admin_actions_through_the_ui_and_token_hygiene(vt, trips, tmp_path):
+    s = vt(explorer_config(trips), env={"ADMIN_TOKEN": TOKEN})
+    before = {d["name"]: d for d in s.get("/api/v1/datasets").json()}
+    reg = {"name": "extra_ui", "location": str(trips / "extra.parquet")}
+    per = {"name": "kept_ui", "location": str(trips / "extra.parquet")}
+    out = drive("admin", url=s.url("/explore/"), dataset="trips", token=TOKEN, register=reg,
+                persist=per)
+    assert console_errors(out) == [], out["console"]
+    # register: the server has it, with the rows the page reported
+    assert out["register"]["error"] is None, out["register"]
+    assert "Registered extra_ui: 42 rows, 2 columns" in out["register"]["notice"]
+    st = s.get("/api/v1/datasets/extra_ui/status").json()
+    assert st["state"] == "published" and st["rows"] == 42
+    # persist: the block is in the config file
+    assert out["persist"]["error"] is None, out["persist"]
+    assert f"Persisted kept_ui to {s.config_path}" in out["persist"]["notice"]
+    assert 'name = "kept_ui"' in s.config_path.read_text()
+    # reload: a manual refresh of trips
+    assert "Reloaded trips: 600 rows" in out["reload"]["notice"]
+    # reload-all: nothing on cancel, one request on confirm
+    assert out["reloadAllAfterCancel"] == 0 and out["reloadAllAfterConfirm"] == 1
+    assert "Reload-all enqueued" in out["reloadAll"]["notice"]
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        now = {d["name"]: d for d in s.get("/api/v1/datasets").json()}
+        if all(now[n]["state"] == "published" and now[n]["last_refresh_at"] != before[n]["last_refresh_at"]
+               and now[n]["refresh_source"] == "manual" for n in before):
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail(f"reload-all did not rebuild every dataset: {now}")
+    # the admin token: only ever in the X-Admin-Token header
+    api_calls = [r for r in out["requests"] if "/api/v1/" in r["url"]]
+    mutating = [r for r in api_calls if r["method"] != "GET"]
+    assert len(mutating) >= 4
+    for r in out["requests"]:
+        assert TOKEN not in r["url"], r["url"]
+        assert TOKEN not in (r["body"] or ""), r
+        for k, v in r["headers"].items():
+            if k.lower() != "x-admin-token":
+                assert TOKEN not in v, (k, r["url"])
+    for r in mutating:
+        assert r["headers"].get("x-admin-token") == TOKEN, r
+        assert "authorization" not in r["headers"]
+    for where in ("local", "session", "cookies"):
+        assert TOKEN not in out["storage"][where], where
+    assert TOKEN not in out["html"]
+
+
+def test_sql_tab_and_hidden_save_controls(vt, trips):
+    s = vt(explorer_config(trips) + "[sql]\nenabled = true\n", env={"ADMIN_TOKEN": TOKEN})
+    sql = "SELECT payment, count(*) AS n, sum(fare) AS total FROM trips GROUP BY payment ORDER BY payment"
+    queries = s.get("/api/v1/queries", headers=ADMIN)
+    has_queries = queries.status_code != 404
+    save = {"name": "by_payment"} if has_queries else None
+    out = drive("sql", url=s.url("/explore/"), sql=sql, token=TOKEN, save=save)
+    assert console_errors(out, hidden_queries=not has_queries) == [], out["console"]
+    assert json.loads(out["sentBody"])["sql"] == sql
+    api = s.post("/api/v1/sql", {"sql": sql, "max_rows": 1000}).json()["data"]
+    assert out["table"] == as_table(api, ["payment", "n", "total"])
+    # save-as-dataset follows POST /queries: hidden while the server hides it
+    assert out["saveForm"] == has_queries
+    if has_queries:
+        assert "async=true" in out["saveUrl"]
+        assert out["saveError"] is None and "published" in out["saveProgress"], out
+        assert "Deleted by_payment" in out["deleted"]["notice"]
+        assert s.get("/api/v1/datasets/by_payment/status").status_code == 404
+        for r in out["requests"]:
+            assert TOKEN not in r["url"] and TOKEN not in (r["body"] or "")
+    else:
+        assert queries.json()["code"] == "not_found"
+        ctl = drive("controls", url=s.url("/explore/"))
+        assert ctl["deleteButtons"] == 0 and ctl["saveForm"] is False
+
+
+def test_sql_disabled_banner(vt, trips):
+    s = vt(explorer_config(trips))
+    assert s.post("/api/v1/sql", {"sql": "SELECT 1"}).status_code == 404
+    out = drive("sql", url=s.url("/explore/"), sql="SELECT 1")
+    assert console_errors(out) == [], out["console"]
+    assert "[sql] enabled = true" in out["disabled"]
+
+
+BADGES = [  # environment, environment_color, expected class, background
+    ("production", None, "danger", "rgb(220, 53, 69)"),
+    ("prod", None, "danger", "rgb(220, 53, 69)"),
+    ("PROD", None, "danger", "rgb(220, 53, 69)"),
+    ("staging", None, "warning", "rgb(255, 193, 7)"),
+    ("stage", None, "warning", "rgb(255, 193, 7)"),
+    ("uat", None, "warning", "rgb(255, 193, 7)"),
+    ("development", None, "success", "rgb(25, 135, 84)"),
+    ("dev", None, "success", "rgb(25, 135, 84)"),
+    ("local", None, "success", "rgb(25, 135, 84)"),
+    ("qa-eu", None, "secondary", "rgb(108, 117, 125)"),
+    ("production", "info", "info", "rgb(13, 202, 240)"),
+    ("sandbox", "primary", "primary", "rgb(13, 110, 253)"),
+    ("blue", "dark", "dark", "rgb(33, 37, 41)"),
+]
+
+
+def test_environment_badge_colours(vt):
+    servers = []
+    for env, color, _, _ in BADGES:
+        extra = f'environment = "{env}"\n' + (f'environment_color = "{color}"\n' if color else "")
+        servers.append(vt("[server]\nport = 0\n" + extra, wait="listening"))
+    servers.append(vt("[server]\nport = 0\n", wait="listening"))  # no environment: no badge
+    out = drive("badges", urls=[s.url("/explore/") for s in servers])
+    for (env, _, cls, bg), got in zip(BADGES, out["badges"]):
+        assert got is not None, env
+        assert got["text"] == env and f"env-{cls}" in got["cls"] and got["bg"] == bg, (env, got)
+    assert out["badges"][-1] is None
+
+
+def test_pkce_sign_in_forwards_the_bearer_token(vt, trips):
+    with Issuer("vitrine-explorer") as idp:
+        s = vt(explorer_config(trips)
+               + f'[explorer.oauth2]\nclient_id = "vitrine-explorer"\nissuer = "{idp.url}"\n'
+               + 'scopes = ["openid", "datasets:read"]\n')
+        out = drive("pkce", url=s.url("/explore/"))
+    assert console_errors(out) == [], out["console"]
+    kinds = [k for k, _ in idp.events]
+    assert kinds == ["authorize", "token"], idp.events
+    auth, tok = idp.events[0][1], idp.events[1][1]
+    assert auth["code_challenge_method"] == "S256" and len(auth["code_challenge"]) == 43
+    assert auth["scope"] == "openid datasets:read"
+    assert auth["redirect_uri"] == s.url("/explore/")
+    verifier = tok["code_verifier"]
+    assert 43 <= len(verifier) <= 128
+    digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    assert digest == auth["code_challenge"]
+    assert len(idp.tokens) == 1
+    bearer = "Bearer " + idp.tokens[0]
+    after = [r for r in out["requests"] if "/api/v1/" in r["url"]
+             and r["headers"].get("authorization") == bearer]
+    assert len(after) >= 2, [r["url"] for r in out["requests"]]
+    for r in out["requests"]:
+        assert idp.tokens[0] not in r["url"] and idp.tokens[0] not in (r["body"] or "")
+        assert verifier not in r["url"]
+    assert "code=" not in out["urlAfter"] and "state=" not in out["urlAfter"]
+    for where in ("local", "session", "cookies"):
+        assert idp.tokens[0] not in out["storage"][where]
+        assert verifier not in out["storage"][where]
+    # CSP lets the page reach the issuer and nothing else
+    csp = s.get("/explore/").headers["Content-Security-Policy"]
+    assert f"connect-src 'self' {idp.url};" in csp

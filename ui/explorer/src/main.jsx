@@ -1,0 +1,189 @@
+// The Explorer: a single-page app served from the binary at explorer.path.
+// It reads ./config.json (API prefix, environment badge, optional
+// features, [explorer.oauth2] for sign-in); tabs are
+// hash routes (#/datasets/NAME, #/query/NAME, #/sql, #/register) so every
+// view has a URL without server-side routing.
+import { render } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import './style.css';
+import { call, configure, routeExists, setAdminToken, hasAdminToken, setBearerToken, hasBearerToken } from './api.js';
+import { completeSignIn, signIn } from './auth.js';
+import { DatasetList } from './datasets.jsx';
+import { QueryTab } from './query.jsx';
+import { SqlTab } from './sql.jsx';
+import { RegisterTab } from './register.jsx';
+import { ErrorBox } from './ui.jsx';
+
+const TABS = [
+  { id: 'datasets', label: 'Datasets' },
+  { id: 'query', label: 'Query' },
+  { id: 'sql', label: 'SQL' },
+  { id: 'register', label: 'Register' },
+];
+const COLORS = ['primary', 'secondary', 'success', 'info', 'warning', 'danger', 'light', 'dark'];
+
+function parseHash() {
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  const tab = TABS.some((t) => t.id === parts[0]) ? parts[0] : 'datasets';
+  return { tab, name: parts[1] || null };
+}
+
+function EnvBadge({ settings }) {
+  if (!settings.environment) return null;
+  const color = COLORS.includes(settings.environment_color) ? settings.environment_color : 'secondary';
+  return <span class={`env env-${color}`} data-testid="env-badge" title="server.environment">{settings.environment}</span>;
+}
+
+function TokenBox({ onChange }) {
+  const [value, setValue] = useState('');
+  const [set, setSet] = useState(hasAdminToken());
+  if (set)
+    return (
+      <div class="token row">
+        <span class="muted" data-testid="token-state">admin token set</span>
+        <button type="button" class="small" onClick={() => { setAdminToken(''); setSet(false); onChange(); }}>Forget</button>
+      </div>
+    );
+  return (
+    <form class="token row" onSubmit={(e) => { e.preventDefault(); setAdminToken(value); setValue(''); setSet(true); onChange(); }}
+      aria-label="Admin token" autocomplete="off">
+      <input type="password" name="admin-token" placeholder="admin token" value={value} autocomplete="off"
+        onInput={(e) => setValue(e.target.value)} aria-label="Admin token" data-testid="admin-token" />
+      <button type="submit" class="small" data-testid="admin-token-set">Use</button>
+    </form>
+  );
+}
+
+function Tabs({ tab, name }) {
+  const refs = useRef({});
+  const go = (id) => {
+    location.hash = `#/${id}${name && (id === 'query' || id === 'datasets') ? `/${encodeURIComponent(name)}` : ''}`;
+  };
+  const onKey = (e) => {
+    const i = TABS.findIndex((t) => t.id === tab);
+    let j = -1;
+    if (e.key === 'ArrowRight') j = (i + 1) % TABS.length;
+    if (e.key === 'ArrowLeft') j = (i + TABS.length - 1) % TABS.length;
+    if (e.key === 'Home') j = 0;
+    if (e.key === 'End') j = TABS.length - 1;
+    if (j >= 0) {
+      e.preventDefault();
+      go(TABS[j].id);
+      refs.current[TABS[j].id]?.focus();
+    }
+  };
+  return (
+    <nav class="tabs" role="tablist" aria-label="Explorer" onKeyDown={onKey}>
+      {TABS.map((t) => (
+        <button type="button" role="tab" id={`tab-${t.id}`} aria-selected={t.id === tab} aria-controls="panel"
+          tabindex={t.id === tab ? 0 : -1} ref={(el) => (refs.current[t.id] = el)} onClick={() => go(t.id)}
+          data-testid={`tab-${t.id}`}>
+          {t.label}
+        </button>
+      ))}
+    </nav>
+  );
+}
+
+function App({ settings, oauth2, signInError }) {
+  const [route, setRoute] = useState(parseHash());
+  const [datasets, setDatasets] = useState([]);
+  const [error, setError] = useState(signInError);
+  const [queriesAvailable, setQueriesAvailable] = useState(false);
+  const [runtime, setRuntime] = useState([]);
+  const [signedIn, setSignedIn] = useState(hasBearerToken());
+  const poll = useRef(null);
+
+  useEffect(() => {
+    const f = () => setRoute(parseHash());
+    addEventListener('hashchange', f);
+    return () => removeEventListener('hashchange', f);
+  }, []);
+
+  const refresh = useCallback(async () => {
+    clearTimeout(poll.current);
+    let list = [];
+    try {
+      const r = await call('/datasets');
+      list = r.data;
+      setDatasets(list);
+      setError(null);
+    } catch (e) {
+      setError(e);
+    }
+    // The /queries routes answer 404 when the server hides them: no save or
+    // delete controls then. 401/403 means they exist but need credentials.
+    try {
+      const r = await call('/queries');
+      setQueriesAvailable(true);
+      setRuntime((r.data || []).map((q) => q.name));
+    } catch (e) {
+      setQueriesAvailable(e.status !== 404);
+      setRuntime([]);
+    }
+    // Poll while anything builds, so state badges move on their own.
+    if (list.some((d) => d.state === 'building' || d.state === 'pending'))
+      poll.current = setTimeout(refresh, 1000);
+  }, []);
+
+  useEffect(() => {
+    refresh();
+    return () => clearTimeout(poll.current);
+  }, [refresh]);
+
+  const select = (tab) => (n) => { location.hash = n ? `#/${tab}/${encodeURIComponent(n)}` : `#/${tab}`; };
+
+  return (
+    <>
+      <a class="skip" href="#panel">Skip to content</a>
+      <header class="top">
+        <h1>vitrine <span class="muted">Explorer</span></h1>
+        <EnvBadge settings={settings} />
+        <span class="spacer" />
+        {settings.docs && <a href={`${settings.prefix}${settings.docs}/`} class="small">Docs</a>}
+        <TokenBox onChange={refresh} />
+        {oauth2 && (signedIn
+          ? <button type="button" class="small" onClick={() => { setBearerToken(''); setSignedIn(false); refresh(); }} data-testid="sign-out">Sign out</button>
+          : <button type="button" class="small primary" onClick={() => signIn(oauth2).catch((e) => setError({ message: e.message, code: 'sign_in_failed' }))} data-testid="sign-in">Sign in</button>)}
+        {signedIn && <span class="muted" data-testid="signed-in">signed in</span>}
+      </header>
+      <Tabs tab={route.tab} name={route.name} />
+      <main id="panel" role="tabpanel" aria-labelledby={`tab-${route.tab}`} tabindex="-1">
+        <ErrorBox error={error} onClose={() => setError(null)} />
+        {route.tab === 'datasets' && (
+          <DatasetList datasets={datasets} selected={route.name} onSelect={select('datasets')} runtime={runtime}
+            queriesAvailable={queriesAvailable} onChanged={refresh} onQuery={select('query')} />
+        )}
+        {route.tab === 'query' && <QueryTab datasets={datasets} selected={route.name} onSelect={select('query')} />}
+        {route.tab === 'sql' && <SqlTab datasets={datasets} queriesAvailable={queriesAvailable} onChanged={refresh} />}
+        {route.tab === 'register' && <RegisterTab onChanged={refresh} />}
+      </main>
+    </>
+  );
+}
+
+async function start() {
+  const root = document.getElementById('app');
+  let settings;
+  try {
+    const r = await fetch('./config.json', { cache: 'no-store' });
+    settings = await r.json();
+  } catch (e) {
+    root.textContent = `Cannot load the Explorer settings: ${e.message}`;
+    return;
+  }
+  configure(settings);
+  const oauth2 = settings.oauth2 || null;
+  let signInError = null;
+  if (oauth2) {
+    try {
+      const token = await completeSignIn(oauth2);
+      if (token) setBearerToken(token);
+    } catch (e) {
+      signInError = { message: e.message, code: 'sign_in_failed' };
+    }
+  }
+  render(<App settings={settings} oauth2={oauth2} signInError={signInError} />, root);
+}
+
+start();

@@ -1,0 +1,147 @@
+// The SQL tab (when [sql] enabled): one read-only SELECT over the datasets,
+// results as JSON or Arrow, and "save as dataset" through
+// POST /queries?async=true with its build progress polled from the status.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { call, getSettings } from './api.js';
+import { ErrorBox, StateBadge, fmtInt } from './ui.jsx';
+import { Results, columnsOf, decodeArrow } from './results.jsx';
+
+export function SqlTab({ datasets, queriesAvailable, onChanged }) {
+  const first = datasets[0]?.name;
+  const [sql, setSql] = useState(first ? `SELECT * FROM "${first}" LIMIT 100` : 'SELECT 1 AS one');
+  const [maxRows, setMaxRows] = useState(1000);
+  const [format, setFormat] = useState('json');
+  const [result, setResult] = useState(null);
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+
+  if (!getSettings().sql)
+    return (
+      <div class="banner" role="status" data-testid="sql-disabled">
+        SQL is not enabled on this server. An operator turns it on with <code>[sql] enabled = true</code> in
+        the configuration file; structured queries work on the Query tab meanwhile.
+      </div>
+    );
+
+  async function run() {
+    setError(null);
+    setBusy(true);
+    try {
+      const body = { sql, max_rows: Number(maxRows) || undefined };
+      if (format === 'arrow') {
+        const r = await call('/sql', { json: body, query: { format: 'arrow' }, accept: 'arrow' });
+        setResult({ ...(await decodeArrow(r.data)), timing: r.timing, format });
+      } else {
+        const r = await call('/sql', { json: body });
+        setResult({ rows: r.data.data, columns: columnsOf(r.data.data), timing: r.timing, format, truncated: r.data.truncated });
+      }
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <div class="sql" onKeyDown={(e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); run(); } }}>
+      <label for="sql-text">SQL (one read-only SELECT; datasets are tables)</label>
+      <textarea id="sql-text" data-testid="sql-text" rows={6} spellcheck={false} value={sql} onInput={(e) => setSql(e.target.value)} />
+      <div class="row wrap">
+        <button type="button" class="primary" onClick={run} disabled={busy} data-testid="run-sql">{busy ? 'Running…' : 'Run SQL'}</button>
+        <span class="muted">Ctrl+Enter</span>
+        <label>max rows <input type="number" min="1" class="num-in" value={maxRows} onInput={(e) => setMaxRows(e.target.value)} /></label>
+        <fieldset class="toggle" aria-label="Result format">
+          <label><input type="radio" name="sqlfmt" checked={format === 'json'} onChange={() => setFormat('json')} /> JSON</label>
+          <label><input type="radio" name="sqlfmt" checked={format === 'arrow'} onChange={() => setFormat('arrow')} /> Arrow</label>
+        </fieldset>
+      </div>
+      <ErrorBox error={error} onClose={() => setError(null)} />
+      <Results result={result} filename="sql-result" />
+      {queriesAvailable && <SaveAsDataset sql={sql} onChanged={onChanged} />}
+    </div>
+  );
+}
+
+function SaveAsDataset({ sql, onChanged }) {
+  const [f, setF] = useState({ name: '', kind: 'temp', ttl: '', interval: '', on_upstream_reload: false, residency: 'auto', sort_by: '' });
+  const [error, setError] = useState(null);
+  const [progress, setProgress] = useState(null); // {name, state, started, status}
+  const timer = useRef(null);
+  const set = (k, v) => setF({ ...f, [k]: v });
+
+  useEffect(() => () => clearTimeout(timer.current), []);
+
+  function body() {
+    const b = { name: f.name.trim(), sql, kind: f.kind };
+    if (f.kind === 'temp' && f.ttl.trim()) b.ttl = f.ttl.trim();
+    if (f.interval.trim() || f.on_upstream_reload) {
+      b.refresh = {};
+      if (f.interval.trim()) b.refresh.interval = f.interval.trim();
+      if (f.on_upstream_reload) b.refresh.on_upstream_reload = true;
+    }
+    const sortBy = f.sort_by.split(',').map((s) => s.trim()).filter(Boolean);
+    if (f.residency !== 'auto' || sortBy.length) {
+      b.materialize = { residency: f.residency };
+      if (sortBy.length) b.materialize.sort_by = sortBy;
+    }
+    return b;
+  }
+
+  async function poll(name, started) {
+    try {
+      const r = await call(`/datasets/${encodeURIComponent(name)}/status`);
+      setProgress({ name, state: r.data.state, started, status: r.data });
+      onChanged();
+      if (r.data.state === 'building' || r.data.state === 'pending')
+        timer.current = setTimeout(() => poll(name, started), 500);
+    } catch (e) {
+      setError(e);
+    }
+  }
+
+  async function save(e) {
+    e.preventDefault();
+    setError(null);
+    setProgress(null);
+    const b = body();
+    try {
+      const started = performance.now();
+      const r = await call('/queries', { json: b, query: { async: 'true' } });
+      setProgress({ name: b.name, state: r.data.state, started });
+      onChanged();
+      poll(b.name, started);
+    } catch (err) {
+      setError(err);
+    }
+  }
+
+  return (
+    <form class="save card" onSubmit={save} aria-label="Save as dataset" data-testid="save-form">
+      <h3>Save as dataset</h3>
+      <div class="row wrap">
+        <label>name <input name="name" required pattern="[A-Za-z0-9_.\-]+" value={f.name} onInput={(e) => set('name', e.target.value)} /></label>
+        <label>kind <select name="kind" value={f.kind} onChange={(e) => set('kind', e.target.value)}>
+          <option value="temp">temp (memory, lost on restart)</option>
+          <option value="query">query (persisted)</option>
+        </select></label>
+        {f.kind === 'temp' && <label>ttl <input name="ttl" placeholder="e.g. 1h" value={f.ttl} onInput={(e) => set('ttl', e.target.value)} class="short" /></label>}
+        <label>refresh every <input name="interval" placeholder="e.g. 10m" value={f.interval} onInput={(e) => set('interval', e.target.value)} class="short" /></label>
+        <label class="check"><input type="checkbox" name="on_upstream_reload" checked={f.on_upstream_reload} onChange={(e) => set('on_upstream_reload', e.target.checked)} /> refresh when an upstream reloads</label>
+        <label>residency <select name="residency" value={f.residency} onChange={(e) => set('residency', e.target.value)}>
+          <option value="auto">auto</option><option value="memory">memory</option><option value="lazy">lazy</option>
+        </select></label>
+        <label>sort by <input name="sort_by" placeholder="col1, col2" value={f.sort_by} onInput={(e) => set('sort_by', e.target.value)} /></label>
+        <button type="submit" class="primary" data-testid="save-dataset">Save</button>
+      </div>
+      <ErrorBox error={error} onClose={() => setError(null)} />
+      {progress && (
+        <p class="notice" role="status" data-testid="save-progress">
+          {progress.name}: <StateBadge state={progress.state} />
+          {progress.status?.state === 'published' && <> {fmtInt(progress.status.rows)} rows</>}
+          {progress.status?.last_error && <span class="last-error"> {progress.status.last_error}</span>}
+          <span class="muted"> {((performance.now() - progress.started) / 1000).toFixed(1)} s</span>
+        </p>
+      )}
+    </form>
+  );
+}
