@@ -327,6 +327,7 @@ struct portal {
     size_t held_off;
     uint64_t held_rows;
     bool held_truncated;
+    size_t held_counted;            /* of held.len, counted in session.held */
     uint64_t rows;                  /* sent so far */
     char tag[32];                   /* CommandComplete of a finished portal */
     size_t mem;
@@ -350,6 +351,7 @@ struct pgw_session {
     size_t n_portals;
     struct portal *unnamed_portal;
     size_t mem;                     /* bytes held for statements and portals */
+    size_t held;                    /* rows held by all portals (bounded together) */
     struct strbuf *out;
     duckdb_connection con;          /* of the running job */
 };
@@ -569,6 +571,7 @@ static void portal_free(struct pgw_session *s, struct portal *p)
     if (!p)
         return;
     s->mem -= p->mem;
+    s->held -= p->held_counted;
     free(p->name);
     prepared_put(s, p->stmt);
     arena_release(&p->arena);
@@ -818,7 +821,9 @@ static enum vt_err sink_chunk(struct exec_sink *b, duckdb_data_chunk chunk, stru
         if (pgw_rows_data(k->enc, chunk, send, n - send, &p->held) != 0)
             return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
         p->held_rows += n - send;
-        if (p->held.len > VT_PGWIRE_MAX_SUSPENDED_BYTES) {
+        s->held += p->held.len - p->held_counted;
+        p->held_counted = p->held.len;
+        if (s->held > VT_PGWIRE_MAX_SUSPENDED_BYTES) {
             p->held_truncated = true;
             return VT_ERR_RESULT_CAPPED;
         }
@@ -894,6 +899,12 @@ static bool stopped_error(struct pgw_session *s, struct vt_error *err)
             vt_error_clear(err);
             vt_error_set(err, VT_ERR_PG_CANCELLED, "canceling statement due to user request");
             return true;
+        }
+        if (!atomic_load(&c->peer_gone) && atomic_load(&c->job.cancelled)) {
+            /* Neither the client nor a CancelRequest: the server is
+             * shutting down after the drain. */
+            pgw_write_error(s->out, 'E', "FATAL", "57P01",
+                            "terminating connection due to administrator command", NULL, NULL);
         }
         c->close_after_job = true;
         return false;
@@ -1377,7 +1388,8 @@ static void simple_query(struct pgw_session *s, const char *sql, size_t len)
         free(all);
     if (s->tx == 'I')
         close_portals(s);
-    pgw_write_ready(s->out, s->tx);
+    if (!s->conn->close_after_job)
+        pgw_write_ready(s->out, s->tx);
     atomic_store(&s->conn->cancel_requested, false);
     atomic_store(&s->conn->job.cancelled, atomic_load(&s->conn->peer_gone));
 }
@@ -1838,11 +1850,14 @@ static void send_held(struct pgw_session *s, struct portal *p, uint64_t limit)
     }
     sb_release(&p->held);
     p->held_off = 0;
+    s->held -= p->held_counted;
+    p->held_counted = 0;
     if (p->held_truncated) {
         struct vt_error err = {0};
         vt_error_set(&err, VT_ERR_LIMIT_EXCEEDED,
-                     "the rest of this result did not fit the %d MiB held for a portal "
-                     "read in parts; read it without a row limit or add LIMIT/OFFSET",
+                     "the rest of this result did not fit the %d MiB a connection holds "
+                     "for portals read in parts; read it without a row limit or add "
+                     "LIMIT/OFFSET",
                      VT_PGWIRE_MAX_SUSPENDED_BYTES / (1024 * 1024));
         p->state = P_DONE;
         ext_error(s, &err);

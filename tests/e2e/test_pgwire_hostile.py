@@ -348,3 +348,29 @@ def test_statements_pools_rely_on(vt, datadir):
     r.send(query("ROLLBACK"))
     assert r.read_until()[-1] == (b"Z", b"I")
     r.close()
+
+
+def test_shutdown_ends_sessions(vt, datadir):
+    """SIGTERM: idle sessions get 57P01 and the server exits 0; a running
+    statement may finish within the drain."""
+    srv = start(vt, datadir, server={"shutdown_timeout_secs": 5})
+    idle = session(srv)
+    busy = session(srv)
+    busy.send(query("SELECT count(*) FROM range(3000000000) a(x) WHERE x % 7 = 3"))
+    time.sleep(0.3)
+    import signal
+    srv.proc.send_signal(signal.SIGTERM)
+    t, b = idle.read()
+    f = error_fields(b)
+    assert t == b"E" and f["S"] == "FATAL" and f["C"] == "57P01"
+    assert idle.closed()
+    # the running statement is cancelled after the drain, then the session ends
+    msgs = []
+    try:
+        while True:
+            msgs.append(busy.read())
+    except EOFError:
+        pass
+    codes = [error_fields(b)["C"] for t, b in msgs if t == b"E"]
+    assert codes and codes[0] in ("57014", "57P01"), msgs
+    assert srv.proc.wait(timeout=60) == 0
