@@ -988,7 +988,8 @@ static const struct sql_gate_options gate_extended = {.allow_params = true, .pg 
  * the sink decides the messages. Returns true when it ended well; false
  * after an error was reported (or the client is gone). */
 static bool run_plan(struct pgw_session *s, const char *sql, const struct sql_snapshot *snap,
-                     const struct query_value *params, size_t nparams, struct pgw_sink *k)
+                     const struct query_value *params, size_t nparams, bool one_off,
+                     struct pgw_sink *k)
 {
     struct arena arena;
     arena_init(&arena, 0);
@@ -1001,6 +1002,7 @@ static bool run_plan(struct pgw_session *s, const char *sql, const struct sql_sn
         .nviews = snap->n,
         .job = &s->conn->job,
         .arena = &arena,
+        .one_off = one_off,
     };
     k->base.ops = &sink_ops;
     exec_run(&plan, &k->base, s->con);
@@ -1049,7 +1051,7 @@ static bool simple_sql(struct pgw_session *s, const char *text, size_t len, bool
                                    : "\\N";
             k.copy_header = st->copy_header;
         }
-        ok = run_plan(s, snap.rewritten ? snap.rewritten : sql, &snap, NULL, 0, &k);
+        ok = run_plan(s, snap.rewritten ? snap.rewritten : sql, &snap, NULL, 0, true, &k);
         if (ok) {
             char tag[48];
             if (copy) {
@@ -1926,7 +1928,7 @@ static void on_execute(struct pgw_session *s, const unsigned char *body, size_t 
     }
     start_statement(s, statement_deadline(s));
     bool ok = run_plan(s, st->rewritten ? st->rewritten : st->sql, &p->snap, p->params,
-                       p->nparams, &k);
+                       p->nparams, false, &k);
     end_statement(s);
     if (!ok) {
         p->state = P_DONE;
