@@ -699,6 +699,17 @@ static void cache_key_init(void)
     pthread_key_create(&cache_key, cache_free);
 }
 
+void sql_thread_release(void)
+{
+    pthread_once(&cache_once, cache_key_init);
+    struct gate_cache *c = tls_cache;
+    if (!c)
+        return;
+    tls_cache = NULL;
+    pthread_setspecific(cache_key, NULL);
+    cache_free(c);
+}
+
 /* The prepared statement `*slot` of this thread's cache for `con` (made on
  * first use), or NULL with err set. */
 static duckdb_prepared_statement cached(duckdb_connection con, bool ser, struct vt_error *err)

@@ -91,6 +91,11 @@ enum vt_err sql_gate_check_opts(duckdb_connection con, const char *sql,
                                 const struct sql_gate_options *opts, sql_is_dataset_fn is_dataset,
                                 void *ctx, struct sql_checked *out, struct vt_error *err);
 void sql_checked_release(struct sql_checked *c);
+/* The gate keeps its two DuckDB statements prepared per thread (a worker
+ * owns one connection for life; they are freed when the thread ends). A
+ * thread that goes on (main, in tests and tools) calls this before closing
+ * the connection it checked statements on. Safe when there is nothing. */
+void sql_thread_release(void);
 
 /* ------------------------------------------- running a checked statement
  *

@@ -414,6 +414,7 @@ int main(void)
         TEST_CASE(params_and_big_integers_survive_the_mapping),
     };
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
+    sql_thread_release(); /* the gate's statements, before their connection goes */
     duckdb_disconnect(&con);
     duckdb_close(&db);
     return rc;
