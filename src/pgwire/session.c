@@ -1032,7 +1032,7 @@ static bool run_plan(struct pgw_session *s, const char *sql, const struct sql_sn
  * type, a column type whose JSON form loses what PostgreSQL shows, such as
  * NaN in a float) runs as SQL instead: nothing has been sent then. */
 
-enum fast_kind { FK_RAW, FK_BOOL, FK_STR, FK_DATE, FK_TS, FK_TSTZ };
+enum fast_kind { FK_RAW, FK_BOOL, FK_STR, FK_DATE, FK_TS, FK_TSTZ, FK_DOUBLE, FK_FLOAT };
 
 struct fast_col {
     enum fast_kind kind;
@@ -1055,6 +1055,12 @@ static bool fast_column(const struct cat_column *c, struct fast_col *out)
     case DUCKDB_TYPE_BIGINT: case DUCKDB_TYPE_UTINYINT: case DUCKDB_TYPE_USMALLINT:
     case DUCKDB_TYPE_UINTEGER: case DUCKDB_TYPE_UBIGINT: case DUCKDB_TYPE_HUGEINT:
     case DUCKDB_TYPE_UUID:
+        break;
+    case DUCKDB_TYPE_DOUBLE:
+        out->kind = FK_DOUBLE;
+        break;
+    case DUCKDB_TYPE_FLOAT:
+        out->kind = FK_FLOAT;
         break;
     case DUCKDB_TYPE_VARCHAR:
         if (strcmp(c->type_sql, "VARCHAR") != 0)
@@ -1097,8 +1103,20 @@ static bool fast_column(const struct cat_column *c, struct fast_col *out)
 }
 
 /* One value of a row-store JSON object as PostgreSQL text. */
-static int fast_value(const struct fast_col *c, const char *v, size_t n, struct strbuf *o)
+static int fast_value(const struct fast_col *c, const char *v, size_t n, int efd,
+                      struct strbuf *o)
 {
+    if (c->kind == FK_DOUBLE || c->kind == FK_FLOAT) {
+        /* shortest round-trip digits in JSON: the same double (or float) */
+        char num[64], *p = sb_grow(o, 40) == 0 ? o->buf + o->len : NULL;
+        if (!p || n >= sizeof num)
+            return -1;
+        memcpy(num, v, n);
+        num[n] = '\0';
+        o->len += c->kind == FK_DOUBLE ? pgw_fmt_double(p, strtod(num, NULL), efd)
+                                       : pgw_fmt_float(p, strtof(num, NULL), efd);
+        return 0;
+    }
     if (c->kind == FK_BOOL)
         return sb_addc(o, v[0] == 't' ? 't' : 'f');
     if (c->kind == FK_RAW)
@@ -1182,7 +1200,10 @@ struct fast_sink {
     struct fast_col *cols;
     size_t ncols;
     bool describe;
+    int efd;                        /* extra_float_digits */
     uint64_t rows;
+    struct strbuf buf;              /* the answer, sent when it is certain */
+    bool ambiguous;                 /* a float column's null: NULL or NaN? */
     struct vt_error err;
 };
 
@@ -1193,7 +1214,7 @@ static enum vt_err fast_begin(struct exec_sink *b, duckdb_result *res, struct vt
         return vt_error_set(err, VT_ERR_INTERNAL, "unexpected result");
     if (!k->describe)
         return VT_ERR_OK;
-    struct strbuf *o = k->s->out;
+    struct strbuf *o = &k->buf;
     size_t m = pgw_msg_begin(o, 'T');
     pgw_put_i16(o, (int16_t)k->ncols);
     for (size_t i = 0; i < k->ncols; i++) {
@@ -1214,7 +1235,9 @@ static enum vt_err fast_row(struct exec_sink *b, const char *obj, size_t len,
                             struct vt_error *err)
 {
     struct fast_sink *k = (struct fast_sink *)b;
-    struct strbuf *o = k->s->out;
+    struct strbuf *o = &k->buf;
+    if (k->ambiguous)
+        return VT_ERR_OK;
     size_t m = pgw_msg_begin(o, 'D');
     pgw_put_i16(o, (int16_t)k->ncols);
     size_t i = 1; /* after '{' */
@@ -1241,12 +1264,17 @@ static enum vt_err fast_row(struct exec_sink *b, const char *obj, size_t len,
         size_t vn = i - vs;
         i++; /* ',' or '}' */
         if (vn == 4 && !memcmp(obj + vs, "null", 4)) {
+            /* JSON writes NaN and infinities as null too: DuckDB decides */
+            if (k->cols[c].kind == FK_DOUBLE || k->cols[c].kind == FK_FLOAT) {
+                k->ambiguous = true;
+                return VT_ERR_OK;
+            }
             pgw_put_i32(o, -1);
             continue;
         }
         size_t at = o->len;
         pgw_put_i32(o, 0);
-        if (fast_value(&k->cols[c], obj + vs, vn, o) != 0)
+        if (fast_value(&k->cols[c], obj + vs, vn, k->efd, o) != 0)
             return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
         uint32_t vl = (uint32_t)(o->len - at - 4);
         unsigned char *lp = (unsigned char *)o->buf + at;
@@ -1257,8 +1285,8 @@ static enum vt_err fast_row(struct exec_sink *b, const char *obj, size_t len,
     }
     pgw_msg_end(o, m);
     k->rows++;
-    if (flush_if_full(k->s) != 0)
-        return vt_error_set(err, VT_ERR_CLIENT_GONE, NULL);
+    if (o->overflow)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
     return VT_ERR_OK;
 }
 
@@ -1366,9 +1394,17 @@ static int fast_lookup(struct pgw_session *s, const struct sql_lookup *l,
             .arena = &arena,
         };
         struct fast_sink k = {.base.ops = &fast_ops, .s = s, .cols = cols, .ncols = ncols,
-                              .describe = describe};
+                              .describe = describe,
+                              .efd = session_format(s).extra_float_digits};
+        sb_init(&k.buf, 0);
         enum exec_fast r = exec_try_fast(&plan, &k.base, QUERY_DEFAULT_MAX_PAGE_SIZE - 1);
-        if (r == EXEC_FAST_DONE) {
+        if (r == EXEC_FAST_DONE && !k.ambiguous && k.err.code == VT_ERR_OK) {
+            sb_add(s->out, k.buf.buf ? k.buf.buf : "", k.buf.len);
+            if (flush_if_full(s) != 0)
+                vt_error_set(&k.err, VT_ERR_CLIENT_GONE, NULL);
+        }
+        sb_release(&k.buf);
+        if (r == EXEC_FAST_DONE && !k.ambiguous) {
             log_debug("pgwire: session %d: lookup on %s answered from the index", s->conn->pid,
                       l->dataset);
             answered = 1;

@@ -389,7 +389,10 @@ def test_index_lookups_answer_like_sql(vt, datadir):
                CASE WHEN i = 3 THEN DATE '0044-03-15 (BC)' ELSE DATE '2024-01-01' + i::INTEGER END AS day,
                TIMESTAMP '2024-01-01 10:00:00.25' + to_seconds(i) AS ts,
                TIMESTAMPTZ '2024-01-01 10:00:00+00' + to_seconds(i) AS tz,
-               uuid '6ba7b810-9dad-11d1-80b4-00c04fd430c8' AS u
+               uuid '6ba7b810-9dad-11d1-80b4-00c04fd430c8' AS u,
+               CASE WHEN i = 4 THEN 'nan'::DOUBLE WHEN i = 6 THEN NULL
+                    ELSE i / 7 * 1e20 END AS f8,
+               (i / 3)::FLOAT AS f4
         FROM range(50) t(i)""")
     srv = vt(server_block() + "[server.pgwire]\nenabled = true\nport = 0\n" +
              dataset_block("types", t, **{"index.mode": "list",
@@ -400,7 +403,7 @@ def test_index_lookups_answer_like_sql(vt, datadir):
             time.time() < deadline:
         time.sleep(0.05)
     r = session(srv)
-    cols = "id, b, ti, ub, d, s, day, ts, tz, u"
+    cols = "id, b, ti, ub, d, s, day, ts, tz, u, f8, f4"
     lookups = [
         f"SELECT {cols} FROM types WHERE id = 7",
         f"SELECT {cols} FROM types WHERE id = 2",
@@ -409,6 +412,8 @@ def test_index_lookups_answer_like_sql(vt, datadir):
         f"SELECT {cols} FROM public.types t WHERE t.id = 40",
         f"SELECT {cols} FROM types WHERE id = 999",
         "SELECT * FROM types WHERE id = 5",  # h (HUGEINT): not from the row store
+        f"SELECT {cols} FROM types WHERE id = 4",  # NaN: JSON null, so DuckDB answers
+        f"SELECT {cols} FROM types WHERE id = 6",  # NULL double: the same
     ]
     for q in lookups:
         r.send(query(q))
