@@ -19,6 +19,7 @@
  * many rows and holds the rest of the result, bounded, for the next Execute.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1314,8 +1315,18 @@ static const struct exec_sink_ops fast_ops = {
 
 /* A term's value as JSON (the constant, or the parameter). NULL: not one the
  * index can take. */
+static bool integer_type(duckdb_type t)
+{
+    return t == DUCKDB_TYPE_TINYINT || t == DUCKDB_TYPE_SMALLINT || t == DUCKDB_TYPE_INTEGER ||
+           t == DUCKDB_TYPE_BIGINT || t == DUCKDB_TYPE_UTINYINT || t == DUCKDB_TYPE_USMALLINT ||
+           t == DUCKDB_TYPE_UINTEGER;
+}
+
+/* A term's value as JSON (the constant, or the parameter; a parameter sent
+ * as text, such as pgbench's, is read as the integer column it is compared
+ * with). NULL: not one the index can take. */
 static json_t *term_value(const struct sql_lookup_term *t, const struct query_value *params,
-                          size_t nparams)
+                          size_t nparams, const struct cat_generation *gen)
 {
     if (!t->param)
         return json_loads(t->json, JSON_DECODE_ANY, NULL);
@@ -1325,7 +1336,21 @@ static json_t *term_value(const struct sql_lookup_term *t, const struct query_va
     switch (v->kind) {
     case QUERY_VALUE_INT64: return json_integer(v->u.i);
     case QUERY_VALUE_BOOL: return json_boolean(v->u.b);
-    case QUERY_VALUE_VARCHAR: return json_stringn(v->u.s.ptr, v->u.s.len);
+    case QUERY_VALUE_VARCHAR: {
+        for (size_t c = 0; c < gen->n_cols; c++) {
+            if (strcmp(gen->cols[c].name, t->column) != 0 || !integer_type(gen->cols[c].type))
+                continue;
+            char *end;
+            errno = 0;
+            long long x = strtoll(v->u.s.ptr, &end, 10);
+            bool digits = v->u.s.len > 0 && (isdigit((unsigned char)v->u.s.ptr[0]) ||
+                                              v->u.s.ptr[0] == '-');
+            if (!digits || *end || errno)
+                return NULL;
+            return json_integer(x);
+        }
+        return json_stringn(v->u.s.ptr, v->u.s.len);
+    }
     default: return NULL;
     }
 }
@@ -1369,7 +1394,7 @@ static int fast_lookup(struct pgw_session *s, const struct sql_lookup *l,
     if (colnames)
         json_object_set_new(body, "columns", colnames);
     for (size_t i = 0; i < l->nterms; i++) {
-        json_t *val = term_value(&l->terms[i], params, nparams);
+        json_t *val = term_value(&l->terms[i], params, nparams, gen);
         if (!val)
             goto out;
         json_t *pr = json_object();
