@@ -12,7 +12,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -31,6 +30,7 @@
 #include "http/server.h"
 #include "pgwire/pgwire.h"
 #include "quack/quack.h"
+#include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -84,20 +84,6 @@ static int cmd_check_config(const char *path)
     return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* Removes the runtime directory and everything in it (not following links). */
-static void remove_tree(const char *path)
-{
-    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* Runtime directories of earlier vitrine processes of this user that died
  * without cleaning up (SIGKILL, OOM kill, power loss): they can hold large
@@ -125,7 +111,7 @@ static void remove_stale_runtime_dirs(const char *base)
         if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
             continue;
         log_info("removing the runtime directory of a dead vitrine process: %s", path);
-        remove_tree(path);
+        util_remove_tree(path);
     }
     closedir(d);
 }
@@ -351,7 +337,7 @@ static int serve(const char *config_path, int port_override)
         log_warn("shutdown: jobs or builds still running after the drain; exiting without "
                  "waiting for them");
         if (runtime_dir)
-            remove_tree(runtime_dir);
+            util_remove_tree(runtime_dir);
         log_info("stopped");
         log_stop_flusher();
         log_flush();
@@ -372,7 +358,7 @@ out:
     auth_bearer_destroy(app.auth.bearer);
     eng_close(&db);
     if (runtime_dir)
-        remove_tree(runtime_dir);
+        util_remove_tree(runtime_dir);
     free(runtime_dir);
     config_free(&cfg);
     if (rc != 0)

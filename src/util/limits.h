@@ -71,6 +71,8 @@
 /* Dataset names */
 #define VT_MAX_DATASET_NAME_BYTES 128
 #define VT_MAX_PINNED_FDS 64                   /* open files pinning one lazy generation */
+#define VT_SOURCE_MAX_FILES 1000000            /* files one listing of a source may name */
+#define VT_SOURCE_MAX_DEPTH 64                 /* directory levels a listing descends */
 
 /* Config file */
 #define VT_MAX_CONFIG_BYTES (16 * 1024 * 1024)

@@ -112,14 +112,20 @@ function App({ settings, oauth2, signInError }) {
       setError(e);
     }
     // The /queries routes answer 404 when the server hides them: no save or
-    // delete controls then. 401/403 means they exist but need credentials.
-    try {
-      const r = await call('/queries');
-      setQueriesAvailable(true);
-      setRuntime((r.data || []).map((q) => q.name));
-    } catch (e) {
-      setQueriesAvailable(e.status !== 404);
+    // delete controls then. They always need credentials, so without any
+    // the controls stay hidden and the page does not ask.
+    if (!hasAdminToken() && !hasBearerToken()) {
+      setQueriesAvailable(false);
       setRuntime([]);
+    } else {
+      try {
+        const r = await call('/queries');
+        setQueriesAvailable(true);
+        setRuntime((r.data || []).map((q) => q.name));
+      } catch (e) {
+        setQueriesAvailable(e.status !== 404);
+        setRuntime([]);
+      }
     }
     // Poll while anything builds, so state badges move on their own.
     if (list.some((d) => d.state === 'building' || d.state === 'pending'))
