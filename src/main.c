@@ -29,6 +29,7 @@
 #include "engine/engine.h"
 #include "http/server.h"
 #include "pgwire/pgwire.h"
+#include "quack/quack.h"
 #include "saved/saved.h"
 #include "util/file.h"
 #include "util/limits.h"
@@ -347,12 +348,16 @@ static int serve(const char *config_path, int port_override)
     saved_files_free(saved, n_saved);
     saved = NULL;
     n_saved = 0;
+    /* Quack (when enabled) loads its extension now and serves once the
+     * datasets are registered and built; it says so when it cannot. */
+    struct quack_server *quack = quack_start(&cfg, db, app.catalog);
 
     int sig = 0;
     sigwait(&sigs, &sig);
     log_info("received %s: draining (up to %lld s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              (long long)cfg.server.shutdown_timeout_secs);
     int64_t drain_until = time_mono_ms() + cfg.server.shutdown_timeout_secs * 1000;
+    quack_stop(quack);
     pgw_server_shutdown(pg);
     bool clean = http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
     clean = pgw_server_destroy(pg, drain_until) && clean;

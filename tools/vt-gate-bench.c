@@ -160,7 +160,7 @@ int main(int argc, char **argv)
                gate - ser, prep, run);
     }
     sb_release(&in);
-    sql_gate_thread_release();
+    sql_thread_release();
     duckdb_disconnect(&con);
     duckdb_close(&db);
     return 0;

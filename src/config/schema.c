@@ -261,6 +261,11 @@ static bool rule_quack(const struct cfg_blk *b, void *base)
     const char *why;
     if (!parse_quack_uri(q->uri, &host, &port, &why))
         return cfg_fail(b, "uri", 0, VT_ERR_INVALID_CONFIG, "%s", why);
+    if (q->token && strlen(q->token) < 4) {
+        free(host);
+        return cfg_fail(b, "token", cfg_line_of(b, "token"), VT_ERR_INVALID_CONFIG,
+                        "at least 4 characters (the quack extension's minimum)");
+    }
     free(q->host);
     q->host = host;
     q->port = port;
@@ -595,7 +600,8 @@ const struct cfg_key cfg_schema[] = {
             "localhost counts as local."},
     {"server.quack", "token", CFG_T_STR, C(server.quack.token), .flags = CFG_NONEMPTY,
      .def_doc = "generated and logged once", .example = "\"change-me\"",
-     .doc = "Token clients present (as TOKEN in a secret or in ATTACH options)."},
+     .doc = "Token clients present (as TOKEN in a secret or in ATTACH options); at least 4 "
+            "characters."},
     {"server.quack", "allow_other_hostname", CFG_T_BOOL, C(server.quack.allow_other_hostname),
      .def = "false", .doc = "Allow a non-local uri host (put a TLS-terminating proxy in front)."},
     {"server.quack", "read_only", CFG_T_BOOL, C(server.quack.read_only), .def = "true",

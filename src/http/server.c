@@ -73,9 +73,18 @@
 #define REQUEST_ARENA_MAX (8 * 1024 * 1024)
 #define REAPER_INTERVAL_MS 100           /* head deadlines, clients gone while suspended */
 #define STREAM_WAIT_SLICE_MS 100         /* a waiting producer re-checks its job this often */
-/* MHD's own cap sits a little above ours so that the acceptor, not MHD's
- * silent refusal, answers the connection that reaches VT_MAX_CONNECTIONS. */
-#define MHD_CONNECTION_SLACK 64
+/* MHD's own cap must never be reached; the acceptor's (VT_MAX_CONNECTIONS,
+ * a fast 503) is the only one. libmicrohttpd 0.9.75 splits its cap evenly
+ * among the pool's threads, hands a connection to a thread by the socket
+ * number, and when a thread's share is full by the time it takes a queued
+ * connection, it logs "Server reached connection limit" and returns WITHOUT
+ * unlocking that thread's cleanup_connection_mutex (new_connection_process_
+ * in daemon.c): the thread deadlocks the next time it locks it, every
+ * connection it holds stalls and MHD_stop_daemon never returns (seen under a
+ * 4,200-socket flood). So each thread's share is the whole cap twice over:
+ * n_conns lags the hand-offs by the connections a thread has not taken from
+ * its queue yet, never by thousands. */
+#define MHD_LIMIT_PER_THREAD (2 * VT_MAX_CONNECTIONS)
 
 struct http_header {
     char *name;
@@ -1614,7 +1623,7 @@ struct http_server *http_server_start(const struct http_server_options *opts,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)VT_CONNECTION_TIMEOUT_SECS,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(VT_MAX_CONNECTIONS + MHD_CONNECTION_SLACK),
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(MHD_LIMIT_PER_THREAD * threads),
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)VT_MAX_CONNECTIONS_PER_CLIENT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_BYTES,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,

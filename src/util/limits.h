@@ -52,8 +52,9 @@
 #define VT_PGWIRE_MAX_PARAMS 4096              /* parameters of one statement */
 #define VT_PGWIRE_MAX_SESSION_BYTES (8 * 1024 * 1024) /* statement texts, portals' bound
                                                 * values, names kept per connection */
-#define VT_PGWIRE_MAX_SUSPENDED_BYTES (16 * 1024 * 1024) /* rows held for a portal whose
-                                                * Execute had a row limit */
+#define VT_PGWIRE_MAX_SUSPENDED_BYTES (16 * 1024 * 1024) /* rows held, all portals of a
+                                                * connection together, for Executes with a
+                                                * row limit */
 #define VT_PGWIRE_OUT_FLUSH_BYTES (64 * 1024)  /* output buffered before a write */
 #define VT_PGWIRE_STARTUP_TIMEOUT_SECS 10      /* startup and authentication must finish */
 #define VT_PGWIRE_MAX_STATEMENTS_PER_QUERY 1024 /* statements in one simple Query */
