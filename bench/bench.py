@@ -33,6 +33,7 @@ BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, 
 VITRINE = os.path.join(BUILD, "vitrine")
 FLOOR = os.path.join(BUILD, "vt-floor")
 BENCH_JSON = os.path.join(BUILD, "vt-bench-json")
+GATE_BENCH = os.path.join(BUILD, "vt-gate-bench")
 
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
@@ -613,15 +614,16 @@ def run_all():
     if want(10):
         scenario_bearer()
 
-    rest = [n for n in (1, 3, 4, 5, 6, 7, 8, 9) if want(n)]
+    rest = [n for n in (1, 3, 4, 5, 6, 7, 8, 9, 11) if want(n)]
     if not rest:
         return
     # One server for the query scenarios: `main` with the default index (auto),
     # `lookup` with index.mode list [id], `plain` without index (SQL path).
     v = Vitrine("server", [("main", ""),
                            ("lookup", 'index.mode = "list"\nindex.columns = ["id"]\n'),
-                           ("plain", 'index.mode = "none"\n')])
-    floor = Floor() if any(n in rest for n in (3, 4, 5, 6, 7, 8)) else None
+                           ("plain", 'index.mode = "none"\n')],
+                extra="[sql]\nenabled = true\nmax_rows = 1000000\n\n")
+    floor = Floor() if any(n in rest for n in (3, 4, 5, 6, 7, 8, 11)) else None
     for ds in ("main", "lookup", "plain"):
         v.wait_published(ds)
     for ds in ("main", "lookup"):
@@ -756,6 +758,8 @@ def run_all():
                     add_result("6c   vt-bench-json (CPU time, own table)", None, None, "ms",
                                1 / float(m.group(2)), "<=", 0.5, note="to_json/ours %sx median"
                                % m.group(2))
+        if want(11):
+            scenario_sql(v, floor)
         if want(8):
             scenario_stream(v, floor)
         if want(9):
@@ -765,6 +769,48 @@ def run_all():
         if floor:
             floor.stop()
         v.stop()
+
+
+def scenario_sql(v, floor):
+    """11: POST /api/v1/sql against DuckDB in-process running the same SQL
+    (the dataset is `main` for the service, `t` for the floor), rows rendered
+    as JSON by each; then the SQL gate's own cost per statement."""
+    log("== 11. POST /api/v1/sql vs DuckDB in-process, same SQL (sequential latency)")
+    cases = [
+        ("11a sql: point query", 'SELECT * FROM {t} WHERE "id" = 4242', 300,
+         lambda d: len(d["data"]) == 1 and d["data"][0]["id"] == 4242),
+        ("11b sql: group by, 12 rows",
+         'SELECT "category", count(*) AS n, sum("price") AS s, avg("qty") AS q FROM {t} '
+         'GROUP BY "category" ORDER BY "category"', 100,
+         lambda d: len(d["data"]) == len(CATEGORIES) and sum(r["n"] for r in d["data"]) == ROWS),
+        ("11c sql: filter + 1000 rows", 'SELECT "id", "category", "price", "ts" FROM {t} '
+         'WHERE "region" = \'north\' AND "qty" < 500 ORDER BY "id" LIMIT 1000', 100,
+         lambda d: len(d["data"]) == 1000 and all(r["category"] for r in d["data"])),
+        ("11d sql: join with a CTE",
+         'WITH c AS (SELECT "category", avg("price") AS ap FROM {t} GROUP BY 1) '
+         'SELECT x."region", count(*) AS n FROM {t} x JOIN c ON x."category" = c."category" '
+         'WHERE x."price" > c.ap GROUP BY 1 ORDER BY 1', 30,
+         lambda d: len(d["data"]) == 5 and 0 < sum(r["n"] for r in d["data"]) < ROWS),
+    ]
+    for name, text, runs, check in cases:
+        body = json.dumps({"sql": text.format(t="main")})
+
+        def check_body(d, check=check):
+            assert d.get("truncated") is False and check(d), str(d)[:300]
+        scenario_latency(name, v, floor, "/api/v1/sql", [body], text.format(t="t"), None,
+                         "tojson", runs, 1.5, check_body, batch=5 if runs > 50 else 2,
+                         note="gate + snapshot + temp view + JSON")
+    if os.access(GATE_BENCH, os.X_OK):
+        out = subprocess.run([GATE_BENCH, "1000", "5"], capture_output=True, text=True,
+                             timeout=600).stdout
+        detail(out)
+        for line in out.splitlines()[1:]:
+            f = line.split()
+            if len(f) == 6:
+                add_result("11g  gate: %s" % f[0], float(f[1]) / 1000, float(f[4]) / 1000, "ms",
+                           float(f[1]) / float(f[4]), None, None,
+                           note="vt-gate-bench CPU/statement vs DuckDB's own prepare of it; "
+                                "serialize %s us, walk %s us" % (f[2], f[3]))
 
 
 def curl_times(urls, method="GET", data=None):
