@@ -2,7 +2,8 @@
 """vitrine's benchmark: every scenario beside its floor, in the same run.
 
 Called by bench/run.sh (`make bench`); see bench/README.md for what each
-scenario and floor is. Standard library only (Debian's /usr/bin/python3).
+scenario and floor is. Standard library only (Debian's /usr/bin/python3), plus
+python3-jwt and python3-cryptography for scenario 10's local OIDC issuer.
 
 Environment knobs (defaults in brackets):
   BENCH_ROWS [1000000]      rows of the generated dataset
@@ -32,6 +33,7 @@ BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, 
 VITRINE = os.path.join(BUILD, "vitrine")
 FLOOR = os.path.join(BUILD, "vt-floor")
 BENCH_JSON = os.path.join(BUILD, "vt-bench-json")
+GATE_BENCH = os.path.join(BUILD, "vt-gate-bench")
 
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
@@ -209,10 +211,11 @@ end
 '''
 
 
-def lua_post(path, bodies=None, body_expr=None):
+def lua_post(path, bodies=None, body_expr=None, headers=None):
     """A wrk script POSTing JSON to path: the bodies in turn, or body_expr
-    (Lua evaluated per request)."""
-    s = 'local path = "%s"\nlocal hdrs = {["Content-Type"] = "application/json"}\n' % path
+    (Lua evaluated per request); `headers` adds request headers."""
+    extra = "".join(', ["%s"] = "%s"' % kv for kv in (headers or {}).items())
+    s = 'local path = "%s"\nlocal hdrs = {["Content-Type"] = "application/json"%s}\n' % (path, extra)
     if bodies is not None:
         s += "local bodies = {%s}\nlocal i = 0\n" % ", ".join(
             "[[%s]]" % b for b in bodies)
@@ -323,9 +326,10 @@ def nginx_return(path, body, content_type="application/json"):
 
 # ----------------------------------------------------------------- vitrine
 
-def vitrine_config(name, port, datasets):
+def vitrine_config(name, port, datasets, extra=""):
     path = os.path.join(OUT, name + ".toml")
     with open(path, "w") as f:
+        f.write(extra)
         f.write('[server]\nlisten = "127.0.0.1"\nport = %d\n\n' % port)
         for ds_name, extra in datasets:
             f.write('[[dataset]]\nname = "%s"\nsource.kind = "parquet"\nsource.location = "%s"\n%s\n'
@@ -334,9 +338,10 @@ def vitrine_config(name, port, datasets):
 
 
 class Vitrine:
-    def __init__(self, name, datasets):
+    def __init__(self, name, datasets, extra="", headers=None):
         self.port = free_port()
-        self.cfg = vitrine_config(name, self.port, datasets)
+        self.cfg = vitrine_config(name, self.port, datasets, extra)
+        self.headers = headers or {}
         self.log_path = os.path.join(OUT, name + ".log")
         env = dict(os.environ)
         env["VITRINE_LOG"] = "info" if ACCESS_LOG else "warn"
@@ -348,7 +353,8 @@ class Vitrine:
 
     def status(self, ds):
         try:
-            st, _, body = request(self.port, "GET", "/api/v1/datasets/%s/status" % ds, timeout=5)
+            st, _, body = request(self.port, "GET", "/api/v1/datasets/%s/status" % ds,
+                                  headers=self.headers, timeout=5)
         except OSError:
             if self.proc.poll() is not None:
                 raise RuntimeError("vitrine exited; see " + self.log_path)
@@ -365,7 +371,8 @@ class Vitrine:
         return time.monotonic() - self.t0
 
     def indexed(self, ds):
-        st, _, body = request(self.port, "GET", "/api/v1/datasets/%s/schema" % ds)
+        st, _, body = request(self.port, "GET", "/api/v1/datasets/%s/schema" % ds,
+                              headers=self.headers)
         return json.loads(body).get("indexed") if st == 200 else None
 
     def wait_fastpath(self, ds, timeout=300):
@@ -374,7 +381,7 @@ class Vitrine:
         return time.monotonic() - self.t0
 
     def post(self, path, body, headers=None):
-        return request(self.port, "POST", path, body, headers)
+        return request(self.port, "POST", path, body, dict(self.headers, **(headers or {})))
 
     def stop(self):
         stop(self.proc)
@@ -541,6 +548,47 @@ def scenario_latency(name, v, floor, path, bodies, sql, params, mode, runs, goal
     return r
 
 
+def scenario_bearer():
+    """10: the indexed point lookup of 3 with a bearer token ([auth] against a
+    local OIDC issuer; one token, so the verification cache answers) vs the
+    same lookup on a server without [auth]. Alternated rounds, best of each."""
+    log("== 10. id lookup with a bearer token vs without (wrk -t%d -c%d)" % (THREADS, CONNS))
+    sys.path.insert(0, os.path.join(TOP, "tests", "e2e"))
+    from oidc_issuer import Issuer  # python3-jwt, python3-cryptography
+    iss = Issuer()
+    lookup = [("lookup", 'index.mode = "list"\nindex.columns = ["id"]\n')]
+    token = iss.realistic_token()
+    auth = ('[auth]\nenabled = true\nissuer = "%s"\naudience = "vitrine"\n'
+            'start_degraded = false\n' % iss.url)
+    plain = Vitrine("plain10", lookup)
+    bearer = Vitrine("bearer10", lookup, auth, {"Authorization": "Bearer " + token})
+    try:
+        for v in (plain, bearer):
+            v.wait_published("lookup")
+            v.wait_fastpath("lookup")
+        path = "/api/v1/datasets/lookup/query"
+        expr = ('\'{"predicates":[{"col":"id","op":"eq","val":\' .. math.random(1, %d) .. \'}]}\''
+                % ROWS)
+        for v in (plain, bearer):
+            st, _, body = v.post(path, {"predicates": [{"col": "id", "op": "eq", "val": 7}]})
+            assert st == 200 and json.loads(body)["data"][0]["id"] == 7, (st, body[:200])
+        st, _, _ = request(bearer.port, "POST", path, {"predicates": []})
+        assert st == 401, st
+        s_plain = write_lua("lookup_plain", lua_post(path, body_expr=expr))
+        s_bearer = write_lua("lookup_bearer", lua_post(path, body_expr=expr,
+                                                         headers=bearer.headers))
+        ours, theirs = [], []
+        for r in range(ROUNDS):
+            ours.append(wrk(bearer.port, path, s_bearer, THREADS, CONNS, SECONDS, [bearer.pid]))
+            theirs.append(wrk(plain.port, path, s_plain, THREADS, CONNS, SECONDS, [plain.pid]))
+        throughput_row("10 id lookup, bearer vs none", ours, theirs, 0.95,
+                       note="floor: the same lookup without [auth]; %d-byte token" % len(token))
+    finally:
+        plain.stop()
+        bearer.stop()
+        iss.close()
+
+
 def run_all():
     global log_file
     os.makedirs(OUT, exist_ok=True)
@@ -563,15 +611,19 @@ def run_all():
     if want(2):
         scenario_startup()
 
-    rest = [n for n in (1, 3, 4, 5, 6, 7, 8, 9) if want(n)]
+    if want(10):
+        scenario_bearer()
+
+    rest = [n for n in (1, 3, 4, 5, 6, 7, 8, 9, 11) if want(n)]
     if not rest:
         return
     # One server for the query scenarios: `main` with the default index (auto),
     # `lookup` with index.mode list [id], `plain` without index (SQL path).
     v = Vitrine("server", [("main", ""),
                            ("lookup", 'index.mode = "list"\nindex.columns = ["id"]\n'),
-                           ("plain", 'index.mode = "none"\n')])
-    floor = Floor() if any(n in rest for n in (3, 4, 5, 6, 7, 8)) else None
+                           ("plain", 'index.mode = "none"\n')],
+                extra="[sql]\nenabled = true\nmax_rows = 1000000\n\n")
+    floor = Floor() if any(n in rest for n in (3, 4, 5, 6, 7, 8, 11)) else None
     for ds in ("main", "lookup", "plain"):
         v.wait_published(ds)
     for ds in ("main", "lookup"):
@@ -706,6 +758,8 @@ def run_all():
                     add_result("6c   vt-bench-json (CPU time, own table)", None, None, "ms",
                                1 / float(m.group(2)), "<=", 0.5, note="to_json/ours %sx median"
                                % m.group(2))
+        if want(11):
+            scenario_sql(v, floor)
         if want(8):
             scenario_stream(v, floor)
         if want(9):
@@ -715,6 +769,48 @@ def run_all():
         if floor:
             floor.stop()
         v.stop()
+
+
+def scenario_sql(v, floor):
+    """11: POST /api/v1/sql against DuckDB in-process running the same SQL
+    (the dataset is `main` for the service, `t` for the floor), rows rendered
+    as JSON by each; then the SQL gate's own cost per statement."""
+    log("== 11. POST /api/v1/sql vs DuckDB in-process, same SQL (sequential latency)")
+    cases = [
+        ("11a sql: point query", 'SELECT * FROM {t} WHERE "id" = 4242', 300,
+         lambda d: len(d["data"]) == 1 and d["data"][0]["id"] == 4242),
+        ("11b sql: group by, 12 rows",
+         'SELECT "category", count(*) AS n, sum("price") AS s, avg("qty") AS q FROM {t} '
+         'GROUP BY "category" ORDER BY "category"', 100,
+         lambda d: len(d["data"]) == len(CATEGORIES) and sum(r["n"] for r in d["data"]) == ROWS),
+        ("11c sql: filter + 1000 rows", 'SELECT "id", "category", "price", "ts" FROM {t} '
+         'WHERE "region" = \'north\' AND "qty" < 500 ORDER BY "id" LIMIT 1000', 100,
+         lambda d: len(d["data"]) == 1000 and all(r["category"] for r in d["data"])),
+        ("11d sql: join with a CTE",
+         'WITH c AS (SELECT "category", avg("price") AS ap FROM {t} GROUP BY 1) '
+         'SELECT x."region", count(*) AS n FROM {t} x JOIN c ON x."category" = c."category" '
+         'WHERE x."price" > c.ap GROUP BY 1 ORDER BY 1', 30,
+         lambda d: len(d["data"]) == 5 and 0 < sum(r["n"] for r in d["data"]) < ROWS),
+    ]
+    for name, text, runs, check in cases:
+        body = json.dumps({"sql": text.format(t="main")})
+
+        def check_body(d, check=check):
+            assert d.get("truncated") is False and check(d), str(d)[:300]
+        scenario_latency(name, v, floor, "/api/v1/sql", [body], text.format(t="t"), None,
+                         "tojson", runs, 1.5, check_body, batch=5 if runs > 50 else 2,
+                         note="gate + snapshot + temp view + JSON")
+    if os.access(GATE_BENCH, os.X_OK):
+        out = subprocess.run([GATE_BENCH, "1000", "5"], capture_output=True, text=True,
+                             timeout=600).stdout
+        detail(out)
+        for line in out.splitlines()[1:]:
+            f = line.split()
+            if len(f) == 6:
+                add_result("11g  gate: %s" % f[0], float(f[1]) / 1000, float(f[4]) / 1000, "ms",
+                           float(f[1]) / float(f[4]), None, None,
+                           note="vt-gate-bench CPU/statement vs DuckDB's own prepare of it; "
+                                "serialize %s us, walk %s us" % (f[2], f[3]))
 
 
 def curl_times(urls, method="GET", data=None):

@@ -261,6 +261,11 @@ static bool rule_quack(const struct cfg_blk *b, void *base)
     const char *why;
     if (!parse_quack_uri(q->uri, &host, &port, &why))
         return cfg_fail(b, "uri", 0, VT_ERR_INVALID_CONFIG, "%s", why);
+    if (q->token && strlen(q->token) < 4) {
+        free(host);
+        return cfg_fail(b, "token", cfg_line_of(b, "token"), VT_ERR_INVALID_CONFIG,
+                        "at least 4 characters (the quack extension's minimum)");
+    }
     free(q->host);
     q->host = host;
     q->port = port;
@@ -535,6 +540,11 @@ const struct cfg_key cfg_schema[] = {
     {"server", "saved_queries_dir", CFG_T_PATH, C(server.saved_queries_dir),
      .def = "\"datasets.d\"", .def_doc = "datasets.d beside the config file",
      .doc = "Directory of saved queries (one file per query dataset); created on first write."},
+    {"server", "storage_dir", CFG_T_PATH, C(server.storage_dir), .def = "\"storage\"",
+     .def_doc = "storage beside the config file",
+     .doc = "Where query datasets with materialize.residency \"lazy\" (or \"auto\" above the "
+            "size threshold) keep their generations as Parquet files, one folder per generation "
+            "named by its ULID; created on first write."},
     {"server", "memory_limit", CFG_T_STR, C(server.memory_limit), .flags = CFG_NONEMPTY,
      .check = check_memory_limit, .def = "\"50%\"",
      .doc = "DuckDB's memory limit: a size (\"8GB\", \"512MiB\") or a share of the memory "
@@ -595,7 +605,8 @@ const struct cfg_key cfg_schema[] = {
             "localhost counts as local."},
     {"server.quack", "token", CFG_T_STR, C(server.quack.token), .flags = CFG_NONEMPTY,
      .def_doc = "generated and logged once", .example = "\"change-me\"",
-     .doc = "Token clients present (as TOKEN in a secret or in ATTACH options)."},
+     .doc = "Token clients present (as TOKEN in a secret or in ATTACH options); at least 4 "
+            "characters."},
     {"server.quack", "allow_other_hostname", CFG_T_BOOL, C(server.quack.allow_other_hostname),
      .def = "false", .doc = "Allow a non-local uri host (put a TLS-terminating proxy in front)."},
     {"server.quack", "read_only", CFG_T_BOOL, C(server.quack.read_only), .def = "true",
@@ -829,8 +840,9 @@ const struct cfg_key cfg_schema[] = {
      .doc = "Kind query: rebuild after a dataset it depends on is reloaded."},
     {"dataset.refresh", "timeout", CFG_T_DURATION, D(refresh.timeout_ms), .min = 1,
      .def = "\"10m\"",
-     .doc = "Any build of the dataset (startup, reload, registration, schedule) running longer "
-            "than this is cancelled: its reads stop and DuckDB is interrupted."},
+     .doc = "Any build of the dataset (startup, reload, registration, schedule, a query "
+            "dataset's SQL) running longer than this is cancelled: its reads stop and DuckDB "
+            "is interrupted; the last good generation keeps serving."},
     {"dataset.refresh", "jitter", CFG_T_BOOL, D(refresh.jitter), .def = "true",
      .doc = "Spread scheduled builds by up to ±10% of the interval."},
     {"dataset.refresh", "debounce", CFG_T_DURATION, D(refresh.debounce_ms), .min = 0,

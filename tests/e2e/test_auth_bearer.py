@@ -1,11 +1,12 @@
 """Bearer-token authorization (issue 12) against the real binary and a local
 OIDC issuer the tests start (tests/e2e/oidc_issuer.py: http.server on
 127.0.0.1, keys by python3-cryptography, tokens by python3-jwt): every
-algorithm, every row of the permission map allowed and denied, the RFC 8725
-attack list, key rotation, an unknown-kid flood, start_degraded both ways,
-tenants, anonymous_read, admin_token_fallback on and off, the MCP challenge
-and RFC 9728 metadata, the Explorer's config.json, and the confinement of
-the key fetches (http only to loopback, same-host redirects, size cap)."""
+algorithm, every row of the permission map allowed and denied (the saved
+queries' manage rows included), the RFC 8725 attack list, key rotation, an
+unknown-kid flood, start_degraded both ways, tenants, anonymous_read,
+admin_token_fallback on and off, the MCP challenge and RFC 9728 metadata, the
+Explorer's config.json, and the confinement of the key fetches (http only to
+loopback, same-host redirects, size cap)."""
 import hashlib
 import hmac
 import json
@@ -110,6 +111,28 @@ def test_every_algorithm(vt, datadir, issuer):
         expect(s.post("/api/v1/datasets/t/query", QUERY, headers=bearer(tok)), 200)
 
 
+def test_token_without_kid_is_checked_against_the_fitting_keys(vt, datadir, issuer):
+    issuer.add_key("rsa2", "RS256")
+    s = start(vt, datadir, issuer)
+    for kid in ("rsa1", "rsa2"):
+        tok = issuer.token(kid=None, key=issuer.keys[kid], alg="RS256")
+        assert "kid" not in jwt_header(tok)
+        expect(s.post("/api/v1/datasets/t/count", {}, headers=bearer(tok)), 200)
+    other = Issuer()
+    try:  # a key the issuer does not publish
+        r = s.post("/api/v1/datasets/t/count", {},
+                   headers=bearer(issuer.token(kid=None, key=other.keys["rsa1"], alg="RS256")))
+        expect(r, 401, "invalid_token")
+    finally:
+        other.close()
+
+
+def jwt_header(tok):
+    import base64
+    h = tok.split(".")[0]
+    return json.loads(base64.urlsafe_b64decode(h + "=" * (-len(h) % 4)))
+
+
 def test_algorithms_outside_the_list_are_refused(vt, datadir, issuer):
     issuer.add_key("ec256", "ES256")
     s = start(vt, datadir, issuer)  # algorithms = ["RS256"] (the default)
@@ -152,8 +175,20 @@ def reload_routes(datadir):
     ]
 
 
+def manage_routes():
+    """The manage rows (saved queries): create, list, delete, one fresh name."""
+    name = f"q{uuid.uuid4().hex[:8]}"
+    return name, [
+        ("POST", "/api/v1/queries", {"name": name, "sql": "SELECT count(*) AS n FROM t"}),
+        ("GET", "/api/v1/queries", None),
+        ("DELETE", f"/api/v1/queries/{name}", None),
+    ]
+
+
 PUBLIC_ROUTES = ["/healthz", "/health", "/readyz", "/version",
-                 "/.well-known/oauth-protected-resource", "/explore/config.json"]
+                 "/.well-known/oauth-protected-resource", "/metrics",
+                 "/explore/config.json", "/explore/",
+                 "/docs/openapi.json", "/docs/", "/mkdocs/"]
 
 
 def call(s, method, path, body, headers):
@@ -162,13 +197,17 @@ def call(s, method, path, body, headers):
         h["Accept"] = "application/json, text/event-stream"
     if method == "HEAD":
         return s.head(path, headers=h)
+    if method == "DELETE":
+        return requests.delete(s.url(path), headers=h, timeout=30)
     if method == "GET":
         return s.get(path, headers=h)
     return s.post(path, body if body is not None else None, headers=h)
 
 
 def test_permission_map_every_row(vt, datadir, issuer):
-    extra = "[sql]\nenabled = true\n[mcp]\nenabled = true\n"
+    extra = ("[sql]\nenabled = true\n[mcp]\nenabled = true\n[metrics]\nenabled = true\n"
+             '[explorer.oauth2]\nclient_id = "vitrine-explorer"\n'
+             f'issuer = "{issuer.url}"\n')
     s = start(vt, datadir, issuer, extra=extra, env={"ADMIN_TOKEN": ADMIN})
     reader = issuer.token(scope="datasets:read")
     reloader = issuer.token(scope="datasets:reload")
@@ -209,6 +248,30 @@ def test_permission_map_every_row(vt, datadir, issuer):
             # Wait for reload-all's background builds before the next reload.
             if path.endswith("reload-all"):
                 wait_published(s, both)
+    # Manage (saved queries, /api/v1/queries): only datasets:manage, or the
+    # admin token; the read and reload scopes are refused 403.
+    _, rows = manage_routes()
+    for method, path, body in rows:
+        r = call(s, method, path, body, {})
+        expect(r, 401, "unauthorized")
+        for tok in (reader, reloader, both):
+            r = call(s, method, path, body, bearer(tok))
+            expect(r, 403, "insufficient_scope")
+            assert 'scope="datasets:manage"' in r.headers["WWW-Authenticate"]
+    for headers in (bearer(manager), {"X-Admin-Token": ADMIN}):
+        name, rows = manage_routes()
+        (_, create, body), (_, listing, _), (_, remove, _) = rows
+        r = call(s, "POST", create, body, headers)
+        assert r.status_code == 200 and r.json()["rows"] == 1, r.text
+        r = call(s, "GET", listing, None, headers)
+        assert r.status_code == 200 and name in [x["name"] for x in r.json()], r.text
+        # The saved query reads like any dataset, with a read scope.
+        r = s.post(f"/api/v1/datasets/{name}/query", {}, headers=bearer(reader))
+        assert r.status_code == 200 and r.json()["data"] == [{"n": 100}], r.text
+        r = call(s, "DELETE", remove, None, headers)
+        assert r.status_code == 200, r.text
+        assert s.get(f"/api/v1/datasets/{name}/status",
+                     headers=bearer(reader)).status_code == 404
     for path in PUBLIC_ROUTES:
         for headers in ({}, bearer("garbage"), bearer(reloader)):
             r = s.get(path, headers=headers)
@@ -510,28 +573,33 @@ def test_explorer_config_json(vt, datadir, issuer):
     extra = ('[explorer.oauth2]\nclient_id = "vitrine-explorer"\n'
              f'issuer = "{issuer.url}"\nscopes = ["openid", "datasets:read"]\n')
     s = start(vt, datadir, issuer, extra=extra)
-    r = s.get("/explore/config.json")
-    expect(r, 200)
-    body = r.json()
-    assert body["oauth2"] == {"client_id": "vitrine-explorer", "issuer": issuer.url,
-                              "scopes": ["openid", "datasets:read"], "pkce": True}
-    assert body["auth"] == {"enabled": True, "anonymous_read": False}
-    assert body["api_base"] == "/api/v1" and body["prefix"] == ""
-    assert "secret" not in r.text
+    for headers in ({}, bearer("garbage")):  # public, whatever is sent
+        r = s.get("/explore/config.json", headers=headers)
+        expect(r, 200)
+        body = r.json()
+        assert body["oauth2"] == {"client_id": "vitrine-explorer", "issuer": issuer.url,
+                                  "scopes": ["openid", "datasets:read"], "pkce": True}
+        assert body["auth"] == {"enabled": True, "anonymous_read": False}
+        assert body["api_base"] == "/api/v1" and body["prefix"] == ""
+        assert "secret" not in r.text
 
 
-def test_explorer_config_json_without_auth(vt, datadir):
+def test_explorer_config_json_under_prefix_and_mount(vt, datadir):
     write_parquet(datadir / "t.parquet", "SELECT 1 AS id")
     s = vt(server_block(prefix="/p") + '[explorer]\npath = "/ui"\n' +
+           '[explorer.oauth2]\nclient_id = "c"\nissuer = "https://idp.example.com"\npkce = false\n' +
            dataset_block("t", datadir / "t.parquet"))
     r = s.get("/ui/config.json")
     expect(r, 200)
     body = r.json()
-    assert body["oauth2"] is None
+    assert body["oauth2"] == {"client_id": "c", "issuer": "https://idp.example.com", "scopes": [],
+                              "pkce": False}
     assert body["auth"] == {"enabled": False, "anonymous_read": False}
     assert body["api_base"] == "/p/api/v1" and body["prefix"] == "/p"
-    s2 = vt(server_block() + "[explorer]\nenabled = false\n" + dataset_block("t", datadir / "t.parquet"))
-    expect(s2.get("/explore/config.json"), 404, "not_found")
+    s2 = vt(server_block() + dataset_block("t", datadir / "t.parquet"))
+    assert s2.get("/explore/config.json").json()["oauth2"] is None
+    s3 = vt(server_block() + "[explorer]\nenabled = false\n" + dataset_block("t", datadir / "t.parquet"))
+    expect(s3.get("/explore/config.json"), 404, "not_found")
 
 
 # ------------------------------------------------- fetching the keys, confined

@@ -383,6 +383,28 @@ def test_lazy_reads_byte_ranges_and_detects_rewrites(vt, moto, proxy, tmp_path):
     assert code == 200 and [row["v"] for row in body["data"]] == ["new"] * 3, body
 
 
+def test_saved_query_over_a_lazy_s3_dataset(vt, moto, tmp_path):
+    """A query dataset's build reads its lazy S3 upstream whole: the objects
+    are made local for it (not only the footers the generation fetched)."""
+    b = new_bucket(moto)
+    write_days(moto, tmp_path, b, [1, 2, 3])
+    srv = lazy_server(vt, tmp_path, moto, moto.endpoint, b)
+    r = srv.post("/api/v1/queries", {"name": "per_day", "sql":
+                 "SELECT day, count(*) AS n, sum(id) AS s, min(v) AS v FROM lz GROUP BY day"},
+                 headers={"X-Admin-Token": "tok"}, timeout=120)
+    assert r.status_code == 200 and r.json()["state"] == "published", r.text
+    code, got = post(srv, "per_day", "query", {"order_by": [{"col": "day"}]})
+    assert code == 200, got
+    code, want = post(srv, "ref", "query", {
+        "group_by": ["day"], "aggregations": [{"op": "count"}, {"op": "sum", "col": "id"},
+                                              {"op": "min", "col": "v"}],
+        "order_by": [{"col": "day"}]})
+    assert code == 200, want
+    assert [(x["day"], x["n"], x["s"], x["v"]) for x in got["data"]] == [
+        (x["day"], x["count"], x["sum_id"], x["min_v"]) for x in want["data"]]
+    assert len(got["data"]) == 3 and sum(x["n"] for x in got["data"]) == 15000
+
+
 def cache_bytes(tmp_path):
     """Bytes the range cache holds on disk (sparse files: allocated blocks)."""
     return sum(p.stat().st_blocks * 512 for p in (tmp_path / "tmp").rglob("*.vtr"))
