@@ -859,6 +859,9 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
             .cache_dir = cat->cache_dir,
             .temp_dir = cat->temp_dir,
             .cache_max_bytes = cat->cfg->server.s3_cache_mb * 1024 * 1024,
+            .list_cache = cat->cfg->datafusion.list_files_cache,
+            .list_cache_max_bytes = cat->cfg->datafusion.list_files_cache_mb * 1024 * 1024,
+            .list_cache_ttl_secs = cat->cfg->datafusion.list_files_cache_ttl_secs,
             .db = cat->db,
             .con = con,
             .pin_name = gen->id,
@@ -1481,10 +1484,13 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
     st->next_refresh_at_us = ds->next_refresh_at_us;
     st->last_error = ds->last_error ? strdup(ds->last_error) : NULL;
     st->source_bytes = -1;
+    st->lazy_metadata_bytes = -1;
     memcpy(st->builds, ds->builds, sizeof st->builds);
     if (ds->current) {
         struct cat_generation *gen = ds->current;
         st->source_bytes = gen->priv->source_bytes;
+        if (gen->priv->snapshot.lazy)
+            st->lazy_metadata_bytes = (int64_t)source_lazy_bytes(gen->priv->snapshot.lazy);
         const struct cat_fastpath *fp = cat_generation_fastpath(gen);
         st->index_bytes = fp ? (int64_t)fp->bytes : 0;
         st->lazy = gen->lazy;

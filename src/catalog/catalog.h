@@ -104,6 +104,7 @@ struct cat_status {
     /* For the metrics: */
     int64_t source_bytes;       /* files read by the current generation; -1 = none */
     int64_t index_bytes;        /* its index fast path (index + row store); 0 = none */
+    int64_t lazy_metadata_bytes; /* a lazy generation's footers and statistics; -1 = none */
     /* builds ended, by trigger (enum cat_refresh_source) and outcome (0 ok, 1 failed) */
     uint64_t builds[5][2];
 };

@@ -712,13 +712,17 @@ const struct cfg_key cfg_schema[] = {
 
     /* -------------------------------------------------------- [datafusion] */
     {"", "datafusion", CFG_T_TABLE,
-     .doc = "Options of the datafusion engine; accepted and ignored by this DuckDB build."},
+     .doc = "Options of the datafusion engine; this DuckDB build ignores them, except the "
+            "listing cache (list_files_cache*), which it applies to S3 Parquet sources."},
     {"datafusion", "pushdown_filters", CFG_T_BOOL, C(datafusion.pushdown_filters),
      .def = "false", .doc = "Evaluate row filters during Parquet decode."},
     {"datafusion", "reorder_filters", CFG_T_BOOL, C(datafusion.reorder_filters), .def = "false",
      .doc = "Reorder filters (only with pushdown_filters)."},
     {"datafusion", "list_files_cache", CFG_T_BOOL, C(datafusion.list_files_cache),
-     .def = "false", .doc = "Cache object-store listings (not for Delta sources)."},
+     .def = "false",
+     .doc = "Cache object-store listings (not for Delta sources): a rebuild of an S3 Parquet "
+            "dataset (reload, refresh) within the TTL reuses its location's listing instead of "
+            "listing again, so objects added meanwhile are seen only after the TTL."},
     {"datafusion", "list_files_cache_mb", CFG_T_INT, C(datafusion.list_files_cache_mb),
      RANGE(1, INT64_MAX), .def = "64", .doc = "Listing cache budget in MiB."},
     {"datafusion", "list_files_cache_ttl_secs", CFG_T_INT,

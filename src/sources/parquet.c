@@ -446,8 +446,25 @@ static enum vt_err open_and_select(const struct vt_dataset_config *ds,
     enum vt_err rc = where_of(ds->location ? ds->location : "", w, err);
     if (rc == VT_ERR_OK)
         rc = storage_open(ds, w->root, ctx, st, err);
-    if (rc == VT_ERR_OK)
+    /* An S3 location's listing may come from the listing cache. */
+    char *key = NULL;
+    if (rc == VT_ERR_OK && ctx && ctx->list_cache && strcmp((*st)->ops->scheme, "s3") == 0) {
+        struct strbuf k;
+        sb_init(&k, 0);
+        sb_addf(&k, "%s\n%s\n%s\n%s", ds->s3.endpoint ? ds->s3.endpoint : "",
+                ds->s3.region ? ds->s3.region : "",
+                ds->s3.access_key_id_env ? ds->s3.access_key_id_env : "", ds->location);
+        key = k.overflow ? NULL : sb_detach(&k, NULL);
+        sb_release(&k);
+    }
+    if (rc == VT_ERR_OK && key && list_cache_get(key, ctx->list_cache_ttl_secs, files)) {
+        log_debug("parquet %s: listing from the listing cache", ds->location);
+    } else if (rc == VT_ERR_OK) {
         rc = select_files(*st, w, files, err);
+        if (rc == VT_ERR_OK && key)
+            list_cache_put(key, files, ctx->list_cache_max_bytes);
+    }
+    free(key);
     if (*st && (*st)->access_denied && out_access_denied)
         *out_access_denied = true;
     return rc;

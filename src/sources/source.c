@@ -176,3 +176,8 @@ void source_snapshot_settle(struct source_snapshot *snap)
     range_cache_release(snap->holds);
     snap->holds = NULL;
 }
+
+int64_t source_range_cache_bytes(void)
+{
+    return range_cache_bytes();
+}

@@ -98,6 +98,11 @@ struct source_context {
     const char *temp_dir;       /* scratch space for downloads and pins */
     bool for_lazy;              /* the snapshot backs a lazy view (keep files) */
     int64_t cache_max_bytes;    /* its budget; 0 = VT_S3_CACHE_DEFAULT_MAX_BYTES */
+    /* The listing cache of S3 Parquet locations (listcache.c; [datafusion]
+     * list_files_cache*): off unless list_cache. */
+    bool list_cache;
+    int64_t list_cache_max_bytes;
+    int64_t list_cache_ttl_secs; /* 0: never expires */
     const char *pin_name;       /* names the pin directory of a lazy snapshot's local files
                                  * (<temp_dir>/lazy-<pin_name>; the generation id) */
     /* DuckDB for reading checkpoints and file schemas: the builder's own
@@ -169,5 +174,7 @@ char *source_lazy_first_relation(const struct source_lazy *lz);
 /* Rows of the generation (from the footers), and the metadata's memory. */
 int64_t source_lazy_rows(const struct source_lazy *lz);
 size_t source_lazy_bytes(const struct source_lazy *lz);
+/* Bytes the S3 range cache of lazy datasets holds now (all datasets). */
+int64_t source_range_cache_bytes(void);
 
 #endif

@@ -51,7 +51,7 @@ enum storage_use {
     STORAGE_USE_BUILD,          /* read once by a resident build: local files in place, S3
                                  * objects as temp files the snapshot deletes */
     STORAGE_USE_KEEP,           /* read by a lazy generation until it goes: local files
-                                 * pinned (links), S3 objects in the bounded object cache */
+                                 * pinned (links), S3 objects in the range cache (lazy) */
 };
 
 /* One object to make readable by DuckDB. */
@@ -230,6 +230,16 @@ int source_scan_add_from(struct strbuf *out, const char *const *paths, size_t n,
  * filename = '<filename_col>']): the FROM item of every statement here. */
 int source_scan_add_read_parquet(struct strbuf *sb, const char *const *paths, size_t n,
                                  const char *filename_col);
+
+/* ---- listing cache (listcache.c) ------------------------------------------ */
+
+/* A copy of the listing cached under `key` when younger than ttl_secs (0:
+ * never expires); false when there is none. */
+bool list_cache_get(const char *key, int64_t ttl_secs, struct storage_listing *out);
+/* Keeps a copy of `l` under `key`, the oldest entries dropped to stay within
+ * max_bytes. */
+void list_cache_put(const char *key, const struct storage_listing *l, int64_t max_bytes);
+size_t list_cache_bytes(void);
 
 /* ---- lazy generations (lazy.c) --------------------------------------------- */
 

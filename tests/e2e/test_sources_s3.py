@@ -10,6 +10,7 @@ refusal. Results from S3 must equal the same data read from local files.
 """
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -297,7 +298,8 @@ def test_delta_new_commit_on_s3(moto, tmp_path):
 
 # ---- lazy datasets: byte ranges through the range cache (issue 17) -----------------
 
-def lazy_server(vt, tmp_path, moto, endpoint, bucket, extra_server=None, **lazy_extra):
+def lazy_server(vt, tmp_path, moto, endpoint, bucket, extra_server=None, extra_toml="",
+                **lazy_extra):
     """A server with "lz" (lazy, through `endpoint`) and "ref" (resident, moto
     directly) over the same objects."""
     from conftest import server_block
@@ -309,7 +311,7 @@ def lazy_server(vt, tmp_path, moto, endpoint, bucket, extra_server=None, **lazy_
     env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "TMPDIR": str(tmp_path / "tmp"), "ADMIN_TOKEN": "tok"}
     (tmp_path / "tmp").mkdir(exist_ok=True)
-    srv = vt(server_block(**(extra_server or {})) + blk("lz", endpoint, True)
+    srv = vt(server_block(**(extra_server or {})) + extra_toml + blk("lz", endpoint, True)
              + blk("ref", moto.endpoint, False), env=env, wait="listening")
     for name in ("lz", "ref"):
         st = srv.wait_state(name, ["published", "failed"], timeout=120)
@@ -405,6 +407,34 @@ def test_saved_query_over_a_lazy_s3_dataset(vt, moto, tmp_path):
     assert len(got["data"]) == 3 and sum(x["n"] for x in got["data"]) == 15000
 
 
+def test_listing_cache_reuses_s3_listings_within_its_ttl(vt, moto, proxy, tmp_path):
+    """[datafusion] list_files_cache: a rebuild within the TTL reuses the
+    location's listing (no ListObjectsV2), after it lists again."""
+    b = new_bucket(moto)
+    write_days(moto, tmp_path, b, [1, 2])
+    t_before = time.monotonic()             # the listing is younger than this
+    srv = lazy_server(vt, tmp_path, moto, proxy.endpoint, b,
+                      extra_toml="[datafusion]\nlist_files_cache = true\n"
+                                 "list_files_cache_ttl_secs = 5\n")
+    t_after = time.monotonic()              # ... and older than this
+    assert post(srv, "lz", "count", {}) == (200, {"count": 10000})
+    write_days(moto, tmp_path, b, [3])
+    proxy.reset()
+    admin = {"X-Admin-Token": "tok"}
+    r = srv.post("/api/v1/datasets/lz/reload", headers=admin, timeout=120)
+    assert r.status_code == 200, r.text
+    within = time.monotonic() - t_before < 4.5
+    if within:                              # (a machine so loaded that it took 5 s: skip)
+        assert [q for q in proxy.requests("GET") if "list-type" in q[2]] == []
+        assert post(srv, "lz", "count", {}) == (200, {"count": 10000})
+    time.sleep(max(0.0, 5.3 - (time.monotonic() - t_after)))
+    proxy.reset()
+    r = srv.post("/api/v1/datasets/lz/reload", headers=admin, timeout=120)
+    assert r.status_code == 200, r.text
+    assert [q for q in proxy.requests("GET") if "list-type" in q[2]], proxy.log
+    assert post(srv, "lz", "count", {}) == (200, {"count": 15000})
+
+
 def cache_bytes(tmp_path):
     """Bytes the range cache holds on disk (sparse files: allocated blocks)."""
     return sum(p.stat().st_blocks * 512 for p in (tmp_path / "tmp").rglob("*.vtr"))
@@ -415,7 +445,8 @@ def test_lazy_range_cache_stays_within_its_budget(vt, moto, tmp_path):
     sizes = write_days(moto, tmp_path, b, [1, 2, 3, 4, 5], rows=40000)
     biggest = max(sizes.values())
     assert biggest > 512 * 1024
-    srv = lazy_server(vt, tmp_path, moto, moto.endpoint, b, extra_server={"s3_cache_mb": 1})
+    srv = lazy_server(vt, tmp_path, moto, moto.endpoint, b, extra_server={"s3_cache_mb": 1},
+                      extra_toml="[metrics]\nenabled = true\n")
     budget = 1024 * 1024
     for d in [1, 2, 3, 4, 5, 1, 3]:
         q = {"predicates": [{"col": "day", "op": "eq", "val": f"2024-01-0{d}"}],
@@ -423,6 +454,13 @@ def test_lazy_range_cache_stays_within_its_budget(vt, moto, tmp_path):
         assert post(srv, "lz", "query", q) == post(srv, "ref", "query", q)
         # What the last query read may stay beyond the budget; nothing else.
         assert cache_bytes(tmp_path) <= budget + biggest + 64 * 1024, cache_bytes(tmp_path)
+        # The metrics count the cache and the generation's metadata.
+        m = srv.get("/metrics").text
+        held = int(re.search(r"^vitrine_s3_range_cache_bytes (\d+)$", m, re.M).group(1))
+        assert 0 < held <= budget + biggest + 64 * 1024, held
+        meta = re.search(r'^vitrine_dataset_lazy_metadata_bytes\{dataset="lz"\} (\d+)$', m, re.M)
+        assert meta and int(meta.group(1)) > 0, m[-2000:]
+        assert 'vitrine_dataset_lazy_metadata_bytes{dataset="ref"}' not in m
     files = list((tmp_path / "tmp").rglob("*.vtr"))
     assert len(files) < len(sizes), files  # some objects were evicted
 
