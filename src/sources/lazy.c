@@ -48,6 +48,7 @@
 #include "sources/rangecache.h"
 #include "sources/s3.h"
 #include "sources/sources_internal.h"
+#include "util/limits.h"
 #include "util/log.h"
 #include "util/timeutil.h"
 
@@ -685,6 +686,28 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
             duckdb_destroy_result(&res);
         } else {
             idx_t n = duckdb_row_count(&res);
+            if (n > VT_LAZY_MAX_CHUNKS) {
+                /* Too much to keep: local files are served without planning
+                 * (a view over every file, as before issue 17); S3 ones
+                 * cannot be (queries fetch what the metadata says). */
+                bool remote = fetched && nf && fetched[0].bucket;
+                duckdb_destroy_result(&res);
+                sb_release(&sql);
+                for (size_t i = 0; i < nf && sorted; i++)
+                    free(sorted[i]);
+                free(sorted);
+                free(file_cols);
+                lazy_free(lz);
+                if (remote)
+                    return vt_error_set(err, VT_ERR_LIMIT_EXCEEDED,
+                                        "%s: %llu column chunks in the Parquet footers exceed "
+                                        "the %d a lazy S3 dataset can plan with",
+                                        ds->name, (unsigned long long)n, VT_LAZY_MAX_CHUNKS);
+                log_warn("dataset %s: %llu column chunks in the Parquet footers exceed %d: served "
+                         "without pruning or counts from statistics",
+                         ds->name, (unsigned long long)n, VT_LAZY_MAX_CHUNKS);
+                return VT_ERR_OK;
+            }
             acc.rows = calloc(n ? n : 1, sizeof *acc.rows);
             if (!acc.rows)
                 rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");

@@ -113,6 +113,9 @@
 #define VT_S3_RANGE_COALESCE_BYTES (1024 * 1024) /* a gap this small is fetched, not skipped */
 #define VT_S3_RANGE_MAX_BYTES (64 * 1024 * 1024) /* one ranged GET at most */
 #define VT_S3_FOOTER_PROBE_BYTES (64 * 1024)    /* the tail read to find a Parquet footer */
+/* Footer entries (file x row group x leaf column, ~150 bytes each) a lazy
+ * generation keeps to plan requests (src/sources/lazy.c). */
+#define VT_LAZY_MAX_CHUNKS 1000000
 
 /* Bearer tokens and the issuer's documents (src/auth/). A token is client
  * input; discovery and JWKS documents come from the network. */
