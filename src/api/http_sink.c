@@ -74,7 +74,7 @@ static void add_server_timing(struct api_sink *a)
     /* A lazy dataset: what pruning left to read (files and row groups). */
     if (a->timing.lazy_files)
         snprintf(p, sizeof v - (size_t)(p - v),
-                 ",lazy;desc=\"files %u/%u, row groups %u/%u\"", a->timing.lazy_files_read,
+                 ",lazy;desc=\"files %u/%u row_groups %u/%u\"", a->timing.lazy_files_read,
                  a->timing.lazy_files, a->timing.lazy_row_groups_read,
                  a->timing.lazy_row_groups);
     http_add_header(a->req, "Server-Timing", v);

@@ -1098,7 +1098,7 @@ def test_differential_lazy_partitioned(vt, moto, datadir, tmp_path, capsys):
     def pruned(name, req):
         r = s.post(f"/api/v1/datasets/{name}/query", req)
         assert r.status_code == 200, r.text
-        m = re.search(r'lazy;desc="files (\d+)/(\d+), row groups (\d+)/(\d+)"',
+        m = re.search(r'lazy;desc="files (\d+)/(\d+) row_groups (\d+)/(\d+)"',
                       r.headers.get("Server-Timing", ""))
         assert m, r.headers.get("Server-Timing")
         return tuple(int(x) for x in m.groups())

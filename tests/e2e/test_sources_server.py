@@ -98,7 +98,7 @@ def test_local_and_s3_sources_serve_the_same_rows(vt, moto, tmp_path):
             r = srv.post(f"/api/v1/datasets/{name}/query", body)
             assert r.status_code == 200 and r.json()["data"] == want_rows, (name, preds, r.text)
             timing = r.headers["Server-Timing"]
-            assert f'lazy;desc="files {files}/6,' in timing, (name, preds, timing)
+            assert f'lazy;desc="files {files}/6 ' in timing, (name, preds, timing)
             c = srv.post(f"/api/v1/datasets/{name}/count", {"predicates": preds}).json()
             assert c == {"count": len(want_rows)}, (name, preds, c)
     schema = srv.get("/api/v1/datasets/delta_s3/schema").json()
