@@ -6,6 +6,7 @@
 #include "exec/exec.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -385,6 +386,35 @@ static void cache_forget(struct exec_session *s, duckdb_prepared_statement ps)
         }
 }
 
+/* Drives a pending query until its result is ready (true) or it failed.
+ *
+ * This is duckdb_execute_prepared_streaming's own loop, with one difference.
+ * The calling thread runs the query's tasks itself, and DuckDB's background
+ * threads take some of them. When they hold every task that is left, DuckDB's
+ * loop spins on "no tasks available" until they finish. That costs a whole
+ * core for nothing. Under load, it also keeps that core from the thread that
+ * holds the task. Here the thread yields the CPU instead. Under callgrind,
+ * a 1000-row filtered page on the 1M-row bench table went from 5.5-5.8M
+ * instructions per run to 4.3-4.4M; with threads=1 (nothing to wait for) it
+ * is 4.24M. An interrupt (deadline, client gone) ends the loop with
+ * DUCKDB_PENDING_ERROR like any failure. */
+static bool run_pending(duckdb_pending_result pending)
+{
+    for (;;) {
+        switch (duckdb_pending_execute_task(pending)) {
+        case DUCKDB_PENDING_RESULT_READY:
+            return true;
+        case DUCKDB_PENDING_NO_TASKS_AVAILABLE:
+            sched_yield();
+            break;
+        case DUCKDB_PENDING_RESULT_NOT_READY:
+            break;
+        default:
+            return false;
+        }
+    }
+}
+
 /* Binds and starts `sql` as a streaming result with the statement *out_ps;
  * *out_cached tells whether the cache owns it (else the caller destroys it). */
 static enum vt_err prepare_and_execute(struct exec_session *s, duckdb_connection con,
@@ -406,17 +436,28 @@ static enum vt_err prepare_and_execute(struct exec_session *s, duckdb_connection
             return err->code;
         if (out_bound_us)
             *out_bound_us = time_mono_us();
-        if (duckdb_execute_prepared_streaming(ps, res) == DuckDBSuccess)
-            return VT_ERR_OK;
-        const char *msg = duckdb_result_error(res);
+        duckdb_pending_result pending = NULL;
+        bool have_res = false; /* res is set (even on failure) once execute_pending ran */
+        if (duckdb_pending_prepared_streaming(ps, &pending) == DuckDBSuccess && run_pending(pending)) {
+            have_res = true;
+            if (duckdb_execute_pending(pending, res) == DuckDBSuccess) {
+                duckdb_destroy_pending(&pending);
+                return VT_ERR_OK;
+            }
+        }
+        const char *msg = have_res ? duckdb_result_error(res) : duckdb_pending_error(pending);
         /* A cached plan whose catalog moved under it: prepare once afresh. */
         if (cached && attempt == 0 && msg && strstr(msg, "Catalog Error")) {
-            duckdb_destroy_result(res);
+            if (have_res)
+                duckdb_destroy_result(res);
+            duckdb_destroy_pending(&pending);
             cache_forget(s, ps);
             continue;
         }
         vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", msg ? msg : "query failed");
-        duckdb_destroy_result(res);
+        if (have_res)
+            duckdb_destroy_result(res);
+        duckdb_destroy_pending(&pending);
         return err->code;
     }
 }
