@@ -574,6 +574,23 @@ static enum vt_err ensure_views(struct exec_session *s, duckdb_connection con,
     return VT_ERR_OK;
 }
 
+enum eng_job_class exec_job_class(const struct exec_plan *plan)
+{
+    if (plan->kind == EXEC_SQL || !plan->query || !plan->gen)
+        return ENG_JOB_LONG;
+    const struct query_request *qr = plan->query;
+    if (plan->kind == EXEC_ROWS && qr->mode == QUERY_STREAM)
+        return ENG_JOB_STREAM;
+    if (plan->gen->lazy)
+        return ENG_JOB_LONG;
+    if (plan->gen->rows < EXEC_LONG_MIN_ROWS || plan->kind == EXEC_COUNT)
+        return ENG_JOB_SHORT;
+    if (qr->ngroup || qr->naggs || qr->norder || qr->distinct)
+        return ENG_JOB_LONG;
+    int64_t end = (qr->offset > 0 ? qr->offset : 0) + qr->max_rows;
+    return qr->max_rows < 0 || end > EXEC_LONG_ROWS ? ENG_JOB_LONG : ENG_JOB_SHORT;
+}
+
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con)
 {
     struct vt_error err = {0};
