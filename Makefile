@@ -15,9 +15,6 @@ TARGET     := $(shell $(CC) -dumpmachine)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wvla
 DEFS    := -D_GNU_SOURCE -DVT_VERSION='"$(VERSION)"'
-# Build metadata reaches only the /version handler, which is rebuilt every time.
-BUILDINFO := -DVT_BUILD_TIME='"$(BUILD_TIME)"' -DVT_TARGET='"$(TARGET)"' \
-             $(if $(GIT_SHA),-DVT_GIT_SHA='"$(GIT_SHA)"')
 OPT     := -O2
 ifeq ($(SAN),1)
 OPT     := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -DVT_PROFILE_DEBUG
@@ -76,8 +73,9 @@ $(BUILD)/ui/explorer.stamp: $(UI_EXPLORER_SRC) $(wildcard ui/explorer/node_modul
 	fi
 	@touch $@
 
-UI_DOCS_SRC := $(wildcard docs/*.md) ui/docs/mkdocs.yml $(wildcard ui/docs/theme/*)
-$(BUILD)/ui/docs.stamp: $(UI_DOCS_SRC)
+UI_DOCS_SRC := $(wildcard docs/*.md) ui/docs/mkdocs.yml
+# (mkdocs itself too: a site built empty before it was installed is rebuilt after)
+$(BUILD)/ui/docs.stamp: $(UI_DOCS_SRC) $(wildcard /usr/bin/mkdocs)
 	@mkdir -p $(BUILD)/ui
 	@rm -rf $(BUILD)/ui/docs
 	@if command -v mkdocs >/dev/null; then \
@@ -127,8 +125,22 @@ BANNED := -include src/util/banned.h
 $(BUILD)/obj/src/%.o: CFLAGS += $(BANNED)
 $(BUILD)/obj/src/%.o: CXXFLAGS += $(BANNED)
 
-$(BUILD)/obj/src/api/probes.o: CFLAGS += $(BUILDINFO)
-$(BUILD)/obj/src/api/probes.o: FORCE
+# Build metadata reaches only /version (probes.c), through a generated header
+# that is rewritten only when the version, commit or target changes: a
+# rebuild of the same commit relinks nothing (build_time is when this commit
+# was first built here).
+BUILDINFO_H := $(BUILD)/gen/buildinfo.h
+$(BUILDINFO_H): FORCE
+	@mkdir -p $(dir $@)
+	@key='$(VERSION) $(GIT_SHA) $(TARGET)'; \
+	if ! head -n 1 $@ 2>/dev/null | grep -qxF "/* $$key */"; then \
+	    { echo "/* $$key */"; \
+	      echo '#define VT_BUILD_TIME "$(BUILD_TIME)"'; \
+	      echo '#define VT_TARGET "$(TARGET)"'; \
+	      $(if $(GIT_SHA),echo '#define VT_GIT_SHA "$(GIT_SHA)"';) } > $@; \
+	fi
+$(BUILD)/obj/src/api/probes.o: $(BUILDINFO_H)
+$(BUILD)/obj/src/api/probes.o: CFLAGS += -include $(BUILDINFO_H)
 .PHONY: FORCE
 FORCE:
 
@@ -221,6 +233,7 @@ FUZZ_SRC_fuzz_delta_log        := src/sources/delta_log.c src/sources/delta_sche
 FUZZ_LIBS_fuzz_delta_log       := -ljansson
 FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c
 FUZZ_LIBS_fuzz_s3_list_xml     := -lexpat
+FUZZ_SRC_fuzz_ui               := src/ui/assets.c src/http/encoding.c
 FUZZ_SRC_fuzz_mcp              := src/mcp/envelope.c
 FUZZ_LIBS_fuzz_mcp             := -isystem $(DUCKDB_DIR) -ljansson
 FUZZ_SRC_fuzz_jwt              := src/auth/jwt.c src/auth/claims.c src/util/strvec.c \
@@ -228,6 +241,9 @@ FUZZ_SRC_fuzz_jwt              := src/auth/jwt.c src/auth/claims.c src/util/strv
 FUZZ_LIBS_fuzz_jwt             := -ljansson -lm
 FUZZ_SRC_fuzz_jwks             := src/auth/jwk.c src/auth/jwt.c src/util/errors.c
 FUZZ_LIBS_fuzz_jwks            := -ljansson -lcrypto
+FUZZ_SRC_fuzz_pgwire           := src/pgwire/proto.c src/pgwire/lexer.c src/util/strbuf.c \
+                                  src/util/errors.c
+FUZZ_LIBS_fuzz_pgwire          := -isystem $(DUCKDB_DIR)
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 define FUZZ_RULE

@@ -12,7 +12,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -29,6 +28,8 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "http/server.h"
+#include "pgwire/pgwire.h"
+#include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -82,20 +83,6 @@ static int cmd_check_config(const char *path)
     return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* Removes the runtime directory and everything in it (not following links). */
-static void remove_tree(const char *path)
-{
-    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* Runtime directories of earlier vitrine processes of this user that died
  * without cleaning up (SIGKILL, OOM kill, power loss): they can hold large
@@ -123,7 +110,7 @@ static void remove_stale_runtime_dirs(const char *base)
         if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
             continue;
         log_info("removing the runtime directory of a dead vitrine process: %s", path);
-        remove_tree(path);
+        util_remove_tree(path);
     }
     closedir(d);
 }
@@ -252,6 +239,7 @@ static int serve(const char *config_path, int port_override)
     duckdb_database db = NULL;
     struct api_app app = {.cfg = &cfg, .started_at_us = time_wall_us()};
     struct http_server *srv = NULL;
+    struct pgw_server *pg = NULL;
     char *runtime_dir = make_runtime_dir();
     if (!runtime_dir) {
         log_error("cannot create a runtime directory: %s", strerror(errno));
@@ -295,6 +283,18 @@ static int serve(const char *config_path, int port_override)
     mkdir(exports, 0700);
     cat_set_dirs(app.catalog, downloads, cache_dir, exports);
 
+    if (cfg.server.pgwire.enabled) {
+        struct pgw_server_options po = {.cfg = &cfg, .catalog = app.catalog,
+                                        .pool = app.queries};
+        pg = pgw_server_start(&po, &err);
+        if (!pg)
+            goto fail;
+        log_info("pgwire listening on %s:%d (PostgreSQL protocol 3.0%s, served by the DuckDB "
+                 "engine)",
+                 cfg.server.pgwire.listen, pgw_server_port(pg),
+                 pgw_server_tls(pg) ? ", TLS" : "");
+    }
+
     struct api_route_set routes;
     api_route_set_init(&routes);
     if (api_route_set_build(&routes, &cfg) != 0) {
@@ -319,7 +319,11 @@ static int serve(const char *config_path, int port_override)
     sigwait(&sigs, &sig);
     log_info("received %s: draining (up to %lld s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              (long long)cfg.server.shutdown_timeout_secs);
+    int64_t drain_until = time_mono_ms() + cfg.server.shutdown_timeout_secs * 1000;
+    pgw_server_shutdown(pg);
     bool clean = http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
+    clean = pgw_server_destroy(pg, drain_until) && clean;
+    pg = NULL;
     /* Builds are cancelled with the catalog; queries were interrupted above. */
     if (app.admin_pool)
         eng_pool_interrupt_all(app.admin_pool);
@@ -330,7 +334,7 @@ static int serve(const char *config_path, int port_override)
         log_warn("shutdown: jobs or builds still running after the drain; exiting without "
                  "waiting for them");
         if (runtime_dir)
-            remove_tree(runtime_dir);
+            util_remove_tree(runtime_dir);
         log_info("stopped");
         log_stop_flusher();
         log_flush();
@@ -343,6 +347,7 @@ static int serve(const char *config_path, int port_override)
 fail:
     log_error("%s", vt_error_message(&err));
 out:
+    pgw_server_destroy(pg, 0);
     eng_sampler_stop(app.sampler);
     eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);
@@ -350,7 +355,7 @@ out:
     auth_bearer_destroy(app.auth.bearer);
     eng_close(&db);
     if (runtime_dir)
-        remove_tree(runtime_dir);
+        util_remove_tree(runtime_dir);
     free(runtime_dir);
     config_free(&cfg);
     if (rc != 0)

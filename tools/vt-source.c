@@ -192,12 +192,7 @@ int main(int argc, char **argv)
     struct vt_error err = {0};
     bool denied = false;
     enum vt_err rc;
-    if (ds.kind == CFG_SOURCE_DELTA)
-        rc = source_delta_resolve(&ds, &ctx, &snap, &denied, &err);
-    else if (strncmp(ds.location, "s3://", 5) == 0)
-        rc = source_s3_parquet_resolve(&ds, &ctx, &snap, &denied, &err);
-    else
-        rc = vt_error_set(&err, VT_ERR_INVALID_CONFIG, "local parquet is not handled here");
+    rc = source_resolve(&ds, &ctx, &snap, &denied, &err);
     if (rc != VT_ERR_OK) {
         print_error(rc, vt_error_message(&err), denied);
         return 1;
@@ -206,7 +201,7 @@ int main(int argc, char **argv)
     split_columns(columns, &cols);
     struct strbuf sql;
     sb_init(&sql, 0);
-    rc = source_prebuilt_select_sql(&snap, &cols, &sql, &err);
+    rc = source_select_sql(&snap, &cols, &sql, &err);
     for (size_t k = 0; k < cols.len; k++)
         free(cols.items[k]);
     free(cols.items);
@@ -267,10 +262,7 @@ int main(int argc, char **argv)
     duckdb_disconnect(&con);
     duckdb_close(&db);
 out:
-    /* As the catalog does after a resident build: the downloads go. */
-    for (size_t k = 0; k < snap.n_temp_files; k++)
-        unlink(snap.temp_files[k]);
     sb_release(&sql);
-    delta_snapshot_release(&snap);
+    source_snapshot_release(&snap); /* the downloads go with it */
     return status;
 }

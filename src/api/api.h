@@ -77,9 +77,9 @@ void api_dataset_query(struct http_request *req);
 void api_dataset_query_stream(struct http_request *req);
 void api_dataset_count(struct http_request *req);
 void api_sql(struct http_request *req);
-/* Embedded UIs (ui_mounts.c): assets through src/ui, the Explorer's settings. */
+/* Embedded UIs (ui_mounts.c): assets through src/ui; the Explorer's
+ * settings document (explorer_config.c). */
 void api_explorer_asset(struct http_request *req);
-void api_explorer_settings(struct http_request *req);
 void api_docs_asset(struct http_request *req);
 void api_metrics(struct http_request *req);
 void api_swagger_asset(struct http_request *req);

@@ -1,16 +1,20 @@
 /*
  * GET {explorer.path}/config.json: what the Explorer needs before it can call
- * the API: whether bearer tokens are required, and how to sign in
+ * the API: where the API is, the environment badge, which optional features
+ * are on, whether bearer tokens are required, and how to sign in
  * ([explorer.oauth2]: authorization code with PKCE in the browser). Public,
  * and never carries a secret: a browser app is a public OAuth client, so the
  * config has no client secret to give. A literal route, so it wins over the
  * Explorer's static-asset wildcard under the same path.
  *
- *   {"oauth2": {"client_id", "issuer", "scopes": [...], "pkce": bool} | null,
+ *   {"prefix": "<server.prefix>", "api_base": "<prefix>/api/v1",
+ *    "environment": str|null, "environment_color": str, "sql": bool,
+ *    "docs": "<docs.path>"|null,
  *    "auth": {"enabled": bool, "anonymous_read": bool},
- *    "api_base": "<prefix>/api/v1"}
+ *    "oauth2": {"client_id", "issuer", "scopes": [...], "pkce": bool} | null}
  */
 #include "api/api.h"
+#include "ui/ui.h"
 
 void api_explorer_config(struct http_request *req)
 {
@@ -21,6 +25,12 @@ void api_explorer_config(struct http_request *req)
     struct jw w;
     jw_init(&w, &body);
     jw_obj_begin(&w);
+    jw_kstr(&w, "prefix", cfg->server.prefix ? cfg->server.prefix : "");
+    jw_kstr(&w, "environment", cfg->server.environment);
+    jw_kstr(&w, "environment_color", config_environment_color(&cfg->server));
+    jw_kbool(&w, "sql", cfg->sql.enabled);
+    jw_key(&w, "docs");
+    jw_str(&w, cfg->docs.enabled && ui_bundle_docs.n ? cfg->docs.path : NULL);
     if (o->set) {
         jw_key(&w, "oauth2");
         jw_obj_begin(&w);

@@ -167,7 +167,7 @@ static const struct op_doc docs[] = {
       {304, NULL, 0, 0, "If-None-Match matched."},
       {404, NULL, 0, 0, "No such file."},
       {412, NULL, 0, 0, "If-Match does not match."}}},
-    {api_explorer_settings, "ui", NULL, false, 0, false,
+    {api_explorer_config, "ui", NULL, false, 0, false,
      {{200, "ExplorerSettings", M_JSON, 0, "The Explorer's settings."}}},
 };
 

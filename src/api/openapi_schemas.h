@@ -280,11 +280,20 @@ static const char openapi_components_json[] = OPENAPI_JSON({
                      "scopes_supported": {"type": "array", "items": {"type": "string"}}}
     },
     "ExplorerSettings": {
-      "type": "object", "required": ["prefix", "sql", "auth"],
-      "properties": {"prefix": {"type": "string"}, "environment": {"type": ["string", "null"]},
+      "type": "object", "required": ["prefix", "api_base", "sql", "auth", "oauth2"],
+      "properties": {"prefix": {"type": "string"}, "api_base": {"type": "string"},
+                     "environment": {"type": ["string", "null"]},
                      "environment_color": {"type": ["string", "null"]},
                      "sql": {"type": "boolean"}, "docs": {"type": ["string", "null"]},
-                     "auth": {"type": "boolean"}, "oauth2": {"type": ["object", "null"]}}
+                     "auth": {"type": "object", "required": ["enabled", "anonymous_read"],
+                              "properties": {"enabled": {"type": "boolean"},
+                                             "anonymous_read": {"type": "boolean"}}},
+                     "oauth2": {"type": ["object", "null"],
+                                "description": "[explorer.oauth2]: the public client's sign-in settings (never a secret).",
+                                "properties": {"client_id": {"type": "string"},
+                                               "issuer": {"type": "string"},
+                                               "scopes": {"type": "array", "items": {"type": "string"}},
+                                               "pkce": {"type": "boolean"}}}}
     },
     "OpenApiDocument": {"type": "object", "required": ["openapi", "info", "paths"],
                         "description": "This document.",

@@ -74,12 +74,6 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
     }
     if (n < cap)
         out[n++] = (struct config_mount){
-            cfg->explorer.enabled, cfg->explorer.path,
-            {"/settings.json", HTTP_GET, api_explorer_settings, AUTH_PERM_PUBLIC,
-             "The Explorer's settings: API prefix, environment badge, optional features.",
-             false}};
-    if (n < cap)
-        out[n++] = (struct config_mount){
             cfg->swagger.enabled, cfg->swagger.path,
             {"/openapi.json", HTTP_GET, api_openapi, AUTH_PERM_PUBLIC,
              "The OpenAPI 3.1 document of this server, generated from its route table.", false}};
@@ -93,7 +87,8 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
         out[n++] = (struct config_mount){
             cfg->explorer.enabled, cfg->explorer.path,
             {"/config.json", HTTP_GET, api_explorer_config, AUTH_PERM_PUBLIC,
-             "Explorer settings: sign-in ([explorer.oauth2], never a secret) and auth mode.",
+             "The Explorer's settings: API prefix, environment badge, optional features, "
+             "auth mode and sign-in ([explorer.oauth2], never a secret).",
              false}};
     return n;
 }

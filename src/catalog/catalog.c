@@ -12,8 +12,6 @@
 #include "catalog/catalog.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +22,6 @@
 
 #include "catalog/catalog_internal.h"
 #include "metrics/metrics.h"
-#include "sources/objcache.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -98,30 +95,6 @@ enum cat_logical cat_logical_of(duckdb_type t)
 
 /* ---------------------------------------------------------- generations */
 
-static int unlink_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* Removes a generation's directory of pinned files (links, not data) and
- * closes the files it kept open. */
-static void unpin_files(struct cat_generation *gen)
-{
-    if (gen->priv->pin_dir)
-        nftw(gen->priv->pin_dir, unlink_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(gen->priv->pin_dir);
-    gen->priv->pin_dir = NULL;
-    for (size_t i = 0; i < gen->priv->n_pin_fds; i++)
-        close(gen->priv->pin_fds[i]);
-    free(gen->priv->pin_fds);
-    gen->priv->pin_fds = NULL;
-    gen->priv->n_pin_fds = 0;
-}
-
 static void generation_free(struct cat_generation *gen)
 {
     cat_fastpath_free(atomic_load(&gen->priv->fastpath));
@@ -135,7 +108,6 @@ static void generation_free(struct cat_generation *gen)
     free(gen->cols);
     free(gen->sample_json);
     source_snapshot_release(&gen->priv->snapshot);
-    unpin_files(gen);
     free(gen);
 }
 
@@ -326,7 +298,7 @@ bool cat_unregister(struct cat_catalog *cat, struct cat_dataset *ds)
         ds->registered = false;
         pthread_mutex_unlock(&ds->mu);
         /* Its cached S3 objects become evictable. */
-        s3_cache_unpin(ds->cfg.name);
+        source_forget_dataset(ds->cfg.name);
         cat_scheduler_cancel(cat->sched, ds->cfg.name);
         cat_dataset_put(ds);
     }
@@ -580,98 +552,6 @@ static enum vt_err query_select_sql(const struct vt_dataset_config *cfg, struct 
     return VT_ERR_OK;
 }
 
-/* mkdir -p of the directory part of `path` (everything before the last '/'). */
-static bool make_parents(char *path)
-{
-    for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
-        *p = '\0';
-        bool ok = mkdir(path, 0700) == 0 || errno == EEXIST;
-        *p = '/';
-        if (!ok)
-            return false;
-    }
-    return true;
-}
-
-/* Pins one file at `dst`: a hard link, or (another file system, or
- * protected_hardlinks refusing a file we may only read) a symbolic link to
- * /proc/self/fd/N of the file kept open, when the generation may still open
- * files. Returns errno on failure. */
-static int pin_file(struct cat_generation *gen, const char *src, char *dst, size_t max_fds)
-{
-    if (!make_parents(dst))
-        return errno;
-    if (link(src, dst) == 0)
-        return 0;
-    int why = errno;
-    if (gen->priv->n_pin_fds >= max_fds)
-        return why;
-    int fd = open(src, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno;
-    char target[64];
-    snprintf(target, sizeof target, "/proc/self/fd/%d", fd);
-    if (symlink(target, dst) != 0) {
-        why = errno;
-        close(fd);
-        return why;
-    }
-    gen->priv->pin_fds[gen->priv->n_pin_fds++] = fd;
-    return 0;
-}
-
-/* A lazy generation reads its files when it is queried, not when it is built.
- * A view over a local path would read whatever file is at that path now: a
- * source rewritten the usual way (temp name, rename) before the next reload
- * changed the rows of the generation in use, and a reload was no longer the
- * moment the data changes (rule 9: rows are delivered against a snapshot).
- * Links in a directory of the generation pin the files it was built from,
- * without copying them (pin_file); each link keeps the file's whole path
- * below the directory, so hive key=value segments derive the same columns.
- * When a file cannot be pinned the generation reads the paths in place, as
- * before, and the log says so. */
-static void pin_local_files(struct cat_catalog *cat, struct cat_generation *gen)
-{
-    struct source_snapshot *snap = &gen->priv->snapshot;
-    if (!cat->temp_dir || snap->kind != CFG_SOURCE_PARQUET || snap->select_sql ||
-        snap->n_files == 0)
-        return;
-    struct strbuf dir;
-    sb_init(&dir, 0);
-    sb_addf(&dir, "%s/lazy-%s", cat->temp_dir, gen->id);
-    size_t max_fds = snap->n_files < VT_MAX_PINNED_FDS ? snap->n_files : VT_MAX_PINNED_FDS;
-    char **links = calloc(snap->n_files, sizeof *links);
-    gen->priv->pin_fds = calloc(max_fds, sizeof *gen->priv->pin_fds);
-    int why = links && gen->priv->pin_fds && !dir.overflow ? 0 : ENOMEM;
-    gen->priv->pin_dir = sb_detach(&dir, NULL);
-    for (size_t i = 0; !why && i < snap->n_files; i++) {
-        const char *src = snap->files[i].path;
-        struct strbuf dst;
-        sb_init(&dst, 0);
-        sb_addf(&dst, "%s/%zu%s%s", gen->priv->pin_dir, i, src[0] == '/' ? "" : "/", src);
-        why = dst.overflow ? ENOMEM : pin_file(gen, src, dst.buf, max_fds);
-        if (!why)
-            links[i] = sb_detach(&dst, NULL);
-        sb_release(&dst);
-        if (!why && !links[i])
-            why = ENOMEM;
-    }
-    if (!why) {
-        for (size_t i = 0; i < snap->n_files; i++) {
-            free(snap->files[i].path);
-            snap->files[i].path = links[i];
-        }
-    } else {
-        log_warn("generation %s: cannot pin its %zu source file(s) (%s): they are read in "
-                 "place, so replacing them changes its rows before a reload",
-                 gen->id, snap->n_files, strerror(why));
-        for (size_t i = 0; links && i < snap->n_files; i++)
-            free(links[i]);
-        unpin_files(gen);
-    }
-    free(links);
-}
-
 /* Builds a new generation for `cfg` on `con`. Returns it with one reference. */
 static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_connection con,
                                                const struct vt_dataset_config *cfg,
@@ -700,6 +580,9 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     struct source_context ctx = {
         .cache_dir = cat->cache_dir,
         .temp_dir = cat->temp_dir,
+        .db = cat->db,
+        .con = con,
+        .pin_name = gen->id,
     };
     struct upstreams ups = {0};
     if (cfg->kind == CFG_SOURCE_QUERY) {
@@ -719,8 +602,6 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
             return NULL;
         }
         gen->priv->source_bytes = gen->priv->snapshot.total_bytes;
-        if (gen->lazy)
-            pin_local_files(cat, gen);
     }
 
     struct strbuf sql;
@@ -778,10 +659,10 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         rc = read_schema(con, gen, err);
     if (!rc)
         rc = cat_generation_derive(cat, con, gen, cfg, err);
-    /* Files downloaded only for a resident build are not needed any more. */
+    /* A resident generation has its rows: the snapshot and the files
+     * downloaded for it go now. A lazy one keeps them (its view reads them). */
     if (!gen->lazy)
-        for (size_t i = 0; i < gen->priv->snapshot.n_temp_files; i++)
-            unlink(gen->priv->snapshot.temp_files[i]);
+        source_snapshot_release(&gen->priv->snapshot);
     if (rc) {
         cat_detach_database(cat, con, gen->priv->db_name);
         generation_free(gen);

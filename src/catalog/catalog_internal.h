@@ -15,10 +15,7 @@ struct cat_generation_private {
     char db_name[32];           /* attached database, e.g. g_01J... */
     int64_t source_bytes;       /* bytes of the files read */
     int64_t build_ms;
-    struct source_snapshot snapshot; /* kept for lazy generations (their files) */
-    char *pin_dir;              /* lazy, local files: links to them (removed with it) */
-    int *pin_fds;               /* files kept open for links that could not be hard */
-    size_t n_pin_fds;
+    struct source_snapshot snapshot; /* lazy generations: their files (pinned, cached) */
     struct cat_catalog *catalog;
     /* The Parquet export of this generation (export.c). */
     pthread_mutex_t export_mu;

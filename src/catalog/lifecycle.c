@@ -78,7 +78,8 @@ enum vt_err cat_check_source(struct cat_catalog *cat, const struct vt_dataset_co
         return VT_ERR_OK;
     /* The listing step of a build (source_measure reads listings and logs,
      * downloads nothing); a source that fails it would fail registration. */
-    struct source_context ctx = {.cache_dir = cat->cache_dir, .temp_dir = cat->temp_dir};
+    struct source_context ctx = {.cache_dir = cat->cache_dir, .temp_dir = cat->temp_dir,
+                                 .db = cat->db};
     int64_t bytes = 0;
     bool denied = false;
     enum vt_err rc = source_measure(cfg, &ctx, &bytes, &denied, err);

@@ -110,6 +110,8 @@ struct pgwire_config {
     char *password;             /* NULL = unset */
     char *tls_cert;             /* resolved against the config file's directory */
     char *tls_key;
+    int64_t max_connections;    /* default 100 */
+    int64_t idle_timeout_secs;  /* default 600; 0 = none */
 };
 
 struct server_config {

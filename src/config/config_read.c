@@ -16,22 +16,7 @@
 #include <string.h>
 
 #include "util/strbuf.h"
-
-/* Keys copied into messages are cut and stripped of control characters, so a
- * hostile key cannot forge log lines. */
-static void show(const char *s, size_t len, char *out, size_t outlen)
-{
-    size_t j = 0;
-    for (size_t i = 0; i < len && j + 4 < outlen; i++) {
-        unsigned char c = (unsigned char)s[i];
-        out[j++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-    }
-    if (j + 4 >= outlen && len > j) {
-        memcpy(out + j, "...", 3);
-        j += 3;
-    }
-    out[j] = '\0';
-}
+#include "util/text.h"
 
 static const char *type_name(const struct cfg_blk *b, const struct toml_value *v)
 {
@@ -67,7 +52,7 @@ bool cfg_fail(const struct cfg_blk *b, const char *key, int line, enum vt_err co
     if (line <= 0)
         line = cfg_line_of(b, key);
     char k[160];
-    show(key ? key : "", key ? strlen(key) : 0, k, sizeof k);
+    text_show(key ? key : "", key ? strlen(key) : 0, k, sizeof k);
     char head[512];
     size_t n = 0;
     if (b->cx->file) {
@@ -205,7 +190,7 @@ bool cfg_check_keys(const struct cfg_blk *b, const char *const *allowed)
         if (known)
             continue;
         char shown[160];
-        show(kv->key, kv->key_len, shown, sizeof shown);
+        text_show(kv->key, kv->key_len, shown, sizeof shown);
         const char *hint = memchr(kv->key, '\0', kv->key_len) ? NULL : cfg_suggest(kv->key, allowed);
         enum vt_err code = b->cx->file ? VT_ERR_INVALID_CONFIG : VT_ERR_UNKNOWN_FIELD;
         if (hint)
@@ -348,7 +333,7 @@ bool cfg_enum(const struct cfg_blk *b, const char *key, const char *const *names
     char got[96];
     if (v->type == TOML_STRING) {
         char s[64];
-        show(v->u.string.ptr, v->u.string.len, s, sizeof s);
+        text_show(v->u.string.ptr, v->u.string.len, s, sizeof s);
         snprintf(got, sizeof got, "\"%s\"", s);
     } else {
         snprintf(got, sizeof got, "%s", type_name(b, v));
@@ -370,7 +355,7 @@ bool cfg_duration(const struct cfg_blk *b, const char *key, int64_t min_ms, int6
     bool ok = true;
     if (ms < 0) {
         char shown[64];
-        show(s, strlen(s), shown, sizeof shown);
+        text_show(s, strlen(s), shown, sizeof shown);
         ok = cfg_fail(b, key, 0, VT_ERR_INVALID_CONFIG,
                       "expected a duration such as \"30s\", \"5m\" or \"1h 30m\", got \"%s\"", shown);
     } else if (ms < min_ms) {
@@ -513,7 +498,7 @@ static struct toml_value *conv(const json_t *j, int depth, struct strbuf *path,
             if (mark)
                 sb_addc(path, '.');
             char shown[96];
-            show(key, key_len, shown, sizeof shown);
+            text_show(key, key_len, shown, sizeof shown);
             sb_adds(path, shown);
             struct toml_value *c = conv(item, depth + 1, path, err);
             if (!c) {

@@ -610,6 +610,12 @@ const struct cfg_key cfg_schema[] = {
      .example = "\"certs/server.pem\"", .doc = "PEM certificate (with tls_key)."},
     {"server.pgwire", "tls_key", CFG_T_PATH, C(server.pgwire.tls_key), .def_doc = "unset",
      .example = "\"certs/server.key\"", .doc = "PKCS#8 key (with tls_cert)."},
+    {"server.pgwire", "max_connections", CFG_T_INT, C(server.pgwire.max_connections),
+     RANGE(1, 10000), .def = "100",
+     .doc = "Client sessions at once; past it a new client gets \"too many clients\" (53300)."},
+    {"server.pgwire", "idle_timeout_secs", CFG_T_INT, C(server.pgwire.idle_timeout_secs),
+     RANGE(0, 604800), .def = "600",
+     .doc = "A session idle (between statements) this long is closed (57P05); 0 = never."},
     {"server.pgwire", NULL, CFG_T_RULE, .rule = rule_pgwire,
      .doc = "tls_cert and tls_key go together; a non-loopback listen needs a password and TLS."},
 

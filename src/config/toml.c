@@ -119,23 +119,6 @@ __attribute__((format(printf, 3, 4))) static bool fail(struct parser *p, size_t 
     return false;
 }
 
-/* A key made printable for messages: control bytes become '?', long keys are
- * cut. `out` holds at least 64 bytes. */
-static const char *show_key(const char *k, size_t len, char *out, size_t outlen)
-{
-    size_t j = 0;
-    for (size_t i = 0; i < len && j + 4 < outlen; i++) {
-        unsigned char c = (unsigned char)k[i];
-        out[j++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-    }
-    if (j + 4 >= outlen && len > j) {
-        memcpy(out + j, "...", 3);
-        j += 3;
-    }
-    out[j] = '\0';
-    return out;
-}
-
 /* The dotted path segs[0..n) as text, for messages. */
 static const char *show_path(const struct keypath *kp, size_t n, char *out, size_t outlen)
 {
@@ -145,7 +128,7 @@ static const char *show_path(const struct keypath *kp, size_t n, char *out, size
     for (size_t i = 0; i < n; i++) {
         if (i)
             sb_addc(&sb, '.');
-        sb_adds(&sb, show_key(kp->segs[i].ptr, kp->segs[i].len, tmp, sizeof tmp));
+        sb_adds(&sb, text_show(kp->segs[i].ptr, kp->segs[i].len, tmp, sizeof tmp));
     }
     snprintf(out, outlen, "%s%s", sb.buf ? sb.buf : "", sb.overflow ? "..." : "");
     sb_release(&sb);
@@ -1118,7 +1101,7 @@ static bool key_is_table_error(struct parser *p, const struct keyseg *seg,
     char k[80];
     const char *tn = toml_type_name(v->type);
     return fail(p, seg->pos, "key \"%s\" is already defined as %s %s, not a table",
-                show_key(seg->ptr, seg->len, k, sizeof k), strchr("aeiou", tn[0]) ? "an" : "a",
+                text_show(seg->ptr, seg->len, k, sizeof k), strchr("aeiou", tn[0]) ? "an" : "a",
                 tn);
 }
 

@@ -209,6 +209,21 @@ void eng_close(duckdb_database *db)
         duckdb_close(db);
 }
 
+enum vt_err eng_connect(duckdb_database db, duckdb_connection *out, struct vt_error *err)
+{
+    *out = NULL;
+    if (duckdb_connect(db, out) != DuckDBSuccess) {
+        *out = NULL;
+        return vt_error_set(err, VT_ERR_INTERNAL, "cannot connect to DuckDB");
+    }
+    /* Timestamps with time zone are rendered and exported in UTC, never in
+     * the server's local zone (an ICU setting, so per connection). */
+    enum vt_err rc = eng_exec(*out, "SET TimeZone = 'UTC'", VT_ERR_INTERNAL, err);
+    if (rc != VT_ERR_OK)
+        duckdb_disconnect(out);
+    return rc;
+}
+
 enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
                      struct vt_error *err)
 {
@@ -362,15 +377,7 @@ struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream
         w->pool = pool;
         w->stream_lane = i >= threads;
         w->index = w->stream_lane ? i - threads : i;
-        if (duckdb_connect(db, &w->con) != DuckDBSuccess) {
-            vt_error_set(err, VT_ERR_INTERNAL, "cannot connect to DuckDB");
-            eng_pool_destroy(pool);
-            return NULL;
-        }
-        /* Timestamps with time zone are rendered and exported in UTC, never in
-         * the server's local zone (an ICU setting, so per connection). */
-        if (eng_exec(w->con, "SET TimeZone = 'UTC'", VT_ERR_INTERNAL, err) != VT_ERR_OK) {
-            duckdb_disconnect(&w->con);
+        if (eng_connect(db, &w->con, err) != VT_ERR_OK) {
             eng_pool_destroy(pool);
             return NULL;
         }

@@ -66,6 +66,11 @@ struct eng_pool;
 /* Opens the process database with the settings DESIGN.md lists. */
 enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struct vt_error *err);
 void eng_close(duckdb_database *db);
+/* A connection to `db` with the session settings every connection of the
+ * service runs with (TimeZone UTC). Pool workers get theirs from here; so does
+ * anything else that reads with DuckDB (the source resolvers), so that one
+ * memory_limit and temp_directory govern all of it. */
+enum vt_err eng_connect(duckdb_database db, duckdb_connection *out, struct vt_error *err);
 
 struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *name,
                                  struct vt_error *err);

@@ -827,6 +827,56 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
     sink_finish(sink, &err);
 }
 
+void exec_shape_release(struct exec_shape *s)
+{
+    for (size_t i = 0; i < s->ncols; i++) {
+        free(s->names ? s->names[i] : NULL);
+        if (s->types && s->types[i])
+            duckdb_destroy_logical_type(&s->types[i]);
+    }
+    free(s->names);
+    free(s->types);
+    free(s->param_types);
+    memset(s, 0, sizeof *s);
+}
+
+enum vt_err exec_describe(const struct exec_plan *plan, duckdb_connection con,
+                          struct exec_shape *out, struct vt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (plan->kind != EXEC_SQL)
+        return vt_error_set(err, VT_ERR_INTERNAL, "only SQL plans can be described");
+    struct exec_session *s = session();
+    if (ensure_views(s, con, plan, err) != VT_ERR_OK)
+        return err->code;
+    bool cached = false;
+    duckdb_prepared_statement ps = cached_prepare(s, con, plan->sql, &cached, err);
+    if (!ps)
+        return err->code;
+    out->nparams = duckdb_nparams(ps);
+    out->ncols = duckdb_prepared_statement_column_count(ps);
+    out->param_types = calloc(out->nparams ? out->nparams : 1, sizeof *out->param_types);
+    out->names = calloc(out->ncols ? out->ncols : 1, sizeof *out->names);
+    out->types = calloc(out->ncols ? out->ncols : 1, sizeof *out->types);
+    bool ok = out->param_types && out->names && out->types;
+    for (size_t i = 0; ok && i < out->nparams; i++)
+        out->param_types[i] = duckdb_param_type(ps, (idx_t)i + 1);
+    for (size_t i = 0; ok && i < out->ncols; i++) {
+        char *n = (char *)duckdb_prepared_statement_column_name(ps, (idx_t)i);
+        out->names[i] = strdup(n ? n : "?column?");
+        duckdb_free(n); /* the C API's copy */
+        out->types[i] = duckdb_prepared_statement_column_logical_type(ps, (idx_t)i);
+        ok = out->names[i] && out->types[i];
+    }
+    if (!cached)
+        duckdb_destroy_prepare(&ps);
+    if (!ok) {
+        exec_shape_release(out);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    }
+    return VT_ERR_OK;
+}
+
 /* ------------------------------------------------- the bounded JSON sink */
 
 static struct exec_json_sink *json_sink_of(struct exec_sink *s)

@@ -202,6 +202,22 @@ enum eng_job_class exec_job_class(const struct exec_plan *plan);
  * path when it applies, else the SQL statement. Always ends the sink. */
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con);
 
+/* EXEC_SQL: what running the plan would take and return, without running it
+ * (the PostgreSQL listener's Describe): the statement is prepared on `con`
+ * over the plan's views, through the same per-connection cache exec_run then
+ * finds it in. */
+struct exec_shape {
+    size_t nparams;
+    duckdb_type *param_types;       /* DUCKDB_TYPE_INVALID: DuckDB cannot tell yet */
+    size_t ncols;
+    char **names;
+    duckdb_logical_type *types;
+};
+
+enum vt_err exec_describe(const struct exec_plan *plan, duckdb_connection con,
+                          struct exec_shape *out, struct vt_error *err);
+void exec_shape_release(struct exec_shape *s);
+
 /* Frees the calling thread's session (cached prepared statements, temporary
  * view names, scratch). A thread that ends frees it by itself; a thread that
  * goes on (main, in tests and tools) calls this before closing the DuckDB

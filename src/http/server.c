@@ -372,16 +372,36 @@ static void free_buffer(void *p)
     free(p);
 }
 
+/* The coding of a compressible body: the best the client accepts when
+ * server.compress is on, identity for HEAD. */
+static enum http_encoding choose_encoding(struct http_request *req, const char *content_type,
+                                          bool compressible, uint64_t len)
+{
+    if (!compressible || req->method == HTTP_HEAD)
+        return HTTP_ENC_IDENTITY;
+    return http_encoding_choose(http_req_header(req, "Accept-Encoding"),
+                                req->srv->cfg->server.compress, content_type, len);
+}
+
+/* Content-Type, Vary and Content-Encoding of a body, then the request's own
+ * headers. */
+static void add_body_headers(struct http_request *req, struct MHD_Response *resp,
+                             const char *content_type, bool compressible, const char *encoding)
+{
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (compressible && http_encoding_should_vary(req->srv->cfg->server.compress, content_type))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+    if (encoding)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, encoding);
+    apply_headers(req, resp);
+}
+
 /* ------------------------------------------------------------- replies */
 
 void http_reply_buffer(struct http_request *req, int status, const char *content_type,
                        struct strbuf *body, bool compressible)
 {
-    bool compress_on = req->srv->cfg->server.compress;
-    enum http_encoding enc = HTTP_ENC_IDENTITY;
-    if (compressible && req->method != HTTP_HEAD)
-        enc = http_encoding_choose(http_req_header(req, "Accept-Encoding"), compress_on,
-                                   content_type, body->len);
+    enum http_encoding enc = choose_encoding(req, content_type, compressible, body->len);
     const char *encoding = http_encoding_header_value(enc);
     if (encoding) {
         struct strbuf packed;
@@ -405,12 +425,7 @@ void http_reply_buffer(struct http_request *req, int status, const char *content
         free(data);
         return;
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    if (compressible && http_encoding_should_vary(compress_on, content_type))
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
-    if (encoding)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, encoding);
-    apply_headers(req, resp);
+    add_body_headers(req, resp, content_type, compressible, encoding);
     set_response(req, status, resp, len);
 }
 
@@ -646,11 +661,8 @@ struct http_stream *http_reply_stream(struct http_request *req, int status,
      * while the request is still listed (its job not finished), and
      * on_completed and http_server_stop read req->stream. */
     atomic_init(&st->refs, 3);
-    bool compress_on = req->srv->cfg->server.compress;
-    enum http_encoding enc = HTTP_ENC_IDENTITY;
-    if (compressible && req->method != HTTP_HEAD)
-        enc = http_encoding_choose(http_req_header(req, "Accept-Encoding"), compress_on,
-                                   content_type, HTTP_BODY_LEN_UNKNOWN);
+    enum http_encoding enc =
+        choose_encoding(req, content_type, compressible, HTTP_BODY_LEN_UNKNOWN);
     const char *encoding = http_encoding_header_value(enc);
     if (encoding) {
         st->comp = compress_create(enc);
@@ -664,12 +676,7 @@ struct http_stream *http_reply_stream(struct http_request *req, int status,
         stream_unref(st);
         return NULL;
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    if (compressible && http_encoding_should_vary(compress_on, content_type))
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
-    if (encoding)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, encoding);
-    apply_headers(req, resp);
+    add_body_headers(req, resp, content_type, compressible, encoding);
     if (!set_response(req, status, resp, 0)) {
         /* Shutdown answered the request already: MHD never gets this
          * response, so drop the references MHD and the request would hold. */

@@ -138,7 +138,8 @@ struct query_options {
  * BOOL duckdb_bind_boolean, INT64 duckdb_bind_int64, DOUBLE duckdb_bind_double,
  * VARCHAR duckdb_bind_varchar_length (never contains a NUL byte), LIST
  * duckdb_bind_value with a list value built from its items (all of one
- * non-LIST kind). query_plan_bind() does exactly this.
+ * non-LIST kind), NULL duckdb_bind_null, BLOB duckdb_bind_blob. query_plan_bind()
+ * does exactly this.
  *
  * LIST parameters appear only in plans, for an `in` list with more than
  * QUERY_IN_ARRAY_MIN values of one type: `"c" IN (SELECT unnest(CAST(? AS
@@ -150,6 +151,8 @@ enum query_value_kind {
     QUERY_VALUE_DOUBLE,
     QUERY_VALUE_VARCHAR,
     QUERY_VALUE_LIST,
+    QUERY_VALUE_NULL,   /* duckdb_bind_null (pgwire parameters) */
+    QUERY_VALUE_BLOB,   /* duckdb_bind_blob of u.s (pgwire parameters) */
 };
 
 #define QUERY_IN_ARRAY_MIN 32

@@ -432,7 +432,7 @@ static duckdb_state bind_list(duckdb_prepared_statement stmt, idx_t at,
         [QUERY_VALUE_VARCHAR] = DUCKDB_TYPE_VARCHAR,
     };
     enum query_value_kind kind = v->u.list.items[0].kind;
-    if (kind == QUERY_VALUE_LIST)
+    if (kind >= QUERY_VALUE_LIST) /* lists of lists, NULL or BLOB items: never built */
         return DuckDBError;
     duckdb_value *items = calloc(n, sizeof *items);
     if (!items)
@@ -478,6 +478,12 @@ enum vt_err query_plan_bind(const struct query_plan *plan, duckdb_prepared_state
             break;
         case QUERY_VALUE_VARCHAR:
             st = duckdb_bind_varchar_length(stmt, at, v->u.s.ptr, v->u.s.len);
+            break;
+        case QUERY_VALUE_NULL:
+            st = duckdb_bind_null(stmt, at);
+            break;
+        case QUERY_VALUE_BLOB:
+            st = duckdb_bind_blob(stmt, at, v->u.s.ptr, v->u.s.len);
             break;
         }
         if (st != DuckDBSuccess) {

@@ -1,14 +1,14 @@
 /*
- * Delta Lake tables (local directories and s3:// prefixes) and the SELECT that
- * reads a resolved snapshot. Also the pieces shared with S3 parquet sources:
- * the snapshot's prebuilt SELECT and the DuckDB probe of data-file columns.
+ * Delta Lake tables (local directories and s3:// prefixes, through the storage
+ * interface of sources_internal.h). source_delta_resolve() (declared there) is
+ * the entry point; this header has the pieces tests reach directly.
  *
  * Reading a table (delta.c):
  *   _delta_log/_last_checkpoint (a hint; stale or missing -> full listing) ->
  *   newest complete checkpoint (classic single/multi-part Parquet, or a v2
  *   checkpoint in JSON/Parquet with sidecars) -> JSON commits after it ->
  *   replay (delta_log.c) -> protocol check -> schema (delta_schema.c) ->
- *   active files -> SELECT text (delta_sql.c).
+ *   active files -> SELECT text (scan.c, with the conversions of delta_sql.c).
  *
  * Supported reader features: columnMapping (mode "name"), timestampNtz,
  * v2Checkpoint, vacuumProtocolCheck, typeWidening(-preview). Anything else
@@ -31,19 +31,6 @@
 
 #include "sources/source.h"
 
-/* ---- entry points for the dispatcher (source.c) ------------------------- */
-
-/* kind = delta, location a local directory (or file:// URL) or s3://bucket/prefix. */
-enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
-                                 const struct source_context *ctx, struct source_snapshot *out,
-                                 bool *out_access_denied, struct vt_error *err);
-
-/* Bytes of the table's current data files (from the log; nothing is
- * downloaded), for server.force_lazy_above_mb before choosing residency. */
-enum vt_err source_delta_measure(const struct vt_dataset_config *ds,
-                                 const struct source_context *ctx, int64_t *out_bytes,
-                                 bool *out_access_denied, struct vt_error *err);
-
 /* The table after log replay, before any data file is touched (tests and
  * measuring use it; source_delta_resolve builds on it). */
 struct delta_table;
@@ -55,20 +42,6 @@ size_t delta_table_file_count(const struct delta_table *t);
 const char *delta_table_file_log_path(const struct delta_table *t, size_t i); /* as logged */
 int64_t delta_table_total_bytes(const struct delta_table *t);
 int64_t delta_table_version(const struct delta_table *t);
-
-/* For snapshots whose resolver stored a complete SELECT in snap->select_sql
- * (Delta and S3 parquet): wraps it with the `columns` projection, checking the
- * names against snap->schema_names (unknown -> VT_ERR_INVALID_CONFIG). */
-enum vt_err source_prebuilt_select_sql(const struct source_snapshot *snap,
-                                       const struct strvec *columns, struct strbuf *out,
-                                       struct vt_error *err);
-
-/* Frees every field of a snapshot built by these resolvers (select_sql
- * included) without touching files. source_snapshot_release() must free the
- * same fields. */
-void delta_snapshot_release(struct source_snapshot *snap);
-/* On a failed resolve: deletes the snapshot's temp_files, then releases it. */
-void delta_snapshot_discard(struct source_snapshot *snap);
 
 /* ---- schema (delta_schema.c) ---------------------------------------------- */
 
@@ -102,8 +75,9 @@ struct delta_schema {
 enum vt_err delta_schema_parse(const char *schema_json, size_t len, struct delta_schema *out,
                                struct vt_error *err);
 void delta_schema_release(struct delta_schema *s);
-/* Whether any field (nested too) carries a columnMapping physical name. */
-bool delta_schema_has_physical_names(const struct delta_schema *s);
+/* Whether any field of the type (nested too) carries a columnMapping physical
+ * name: only such types need rebuilding field by field when read. */
+bool delta_type_has_physical_names(const struct delta_type *t);
 
 /* ---- log replay (delta_log.c) --------------------------------------------- */
 
@@ -166,83 +140,16 @@ size_t delta_replay_active_count(const struct delta_replay *r);
 /* Percent-decodes a Delta path (not '+'). false on a bad escape or NUL. */
 bool delta_path_decode(const char *in, char *out, size_t cap);
 
-/* ---- SELECT generation (delta_sql.c) ---------------------------------------- */
+/* ---- conversions for the SELECT (delta_sql.c) ------------------------------ */
 
-/* What the probe found in the data files for one top-level column: the
- * DuckDB type tree (struct fields by name) so nested column-mapped structs can
- * be rebuilt field by field. */
-struct delta_probe_type {
-    int kind;                   /* DELTA_T_* */
-    int duck_type_id;           /* duckdb_type of this node */
-    char **child_names;         /* struct */
-    struct delta_probe_type *children; /* struct fields; [0] = list element / map value */
-    size_t n_children;
-    struct delta_probe_type *key;      /* map key */
-};
+struct source_probe_type;
+struct strbuf;
 
-struct delta_probe_col {
-    char *name;                 /* as in the files */
-    struct delta_probe_type type;
-};
-
-struct delta_probe {
-    struct delta_probe_col *cols;
-    size_t n;
-};
-
-void delta_probe_release(struct delta_probe *p);
-
-/* A partition column of the SELECT: its values come from the per-file VALUES
- * list as text and are converted by type. */
-struct delta_sql_partition {
-    const char *name;           /* output column name */
-    const struct delta_type *type; /* Delta type (NULL = keep VARCHAR) */
-};
-
-struct delta_sql_input {
-    const char *const *paths;   /* local files DuckDB reads */
-    size_t n_paths;
-    /* Output columns in order. For a data column, field != NULL; for a partition
-     * column, partition_index >= 0. */
-    struct delta_sql_column {
-        const char *name;
-        const struct delta_field *field;   /* data column (Delta schema) or NULL */
-        const char *duck_type;             /* data column without Delta schema: type to keep */
-        int partition_index;               /* -1 for data columns */
-        const struct delta_type *partition_type; /* NULL = VARCHAR text */
-    } *columns;
-    size_t n_columns;
-    size_t n_partitions;
-    /* values[i * n_partitions + k]: text of partition k for file i (NULL = SQL NULL) */
-    const char *const *partition_values;
-    const struct delta_probe *probe;
-};
-
-enum vt_err delta_sql_build(const struct delta_sql_input *in, struct strbuf *out,
-                            struct vt_error *err);
-/* The same as a malloc'd string (the snapshot's select_sql). */
-enum vt_err delta_sql_build_string(const struct delta_sql_input *in, char **out,
-                                   struct vt_error *err);
-
-/* Appends a path for read_parquet's list: a SQL string literal with glob
- * metacharacters (* ? [) escaped as one-character classes, because DuckDB
- * expands every list entry as a glob. */
-int delta_sql_add_path_literal(struct strbuf *sb, const char *path);
-
-/* Opens a private in-memory DuckDB (no extension autoloading, TimeZone UTC). */
-struct delta_duck;
-enum vt_err delta_duck_open(struct delta_duck **out, struct vt_error *err);
-void delta_duck_close(struct delta_duck *d);
-/* Columns of read_parquet(paths, union_by_name) without reading row data. */
-enum vt_err delta_duck_probe(struct delta_duck *d, const char *const *paths, size_t n,
-                             struct delta_probe *out, struct vt_error *err);
-/* Runs sql and calls fn for each row's first column as text (NULLs skipped). */
-enum vt_err delta_duck_each_text(struct delta_duck *d, const char *sql,
-                                 enum vt_err (*fn)(void *ud, const char *text, size_t len,
-                                                   struct vt_error *err),
-                                 void *ud, struct vt_error *err);
-/* Top-level columns (name and DuckDB type text) of SELECT * FROM <from_sql> */
-enum vt_err delta_duck_describe(struct delta_duck *d, const char *from_sql, char ***out_names,
-                                char ***out_types, size_t *out_n, struct vt_error *err);
+/* source_scan_column.convert for a data column: arg is its struct delta_type. */
+void delta_sql_convert(const void *arg, const char *ref, const struct source_probe_type *file_type,
+                       struct strbuf *out);
+/* The same for a partition column (its text from partitionValues). */
+void delta_sql_convert_partition(const void *arg, const char *ref,
+                                 const struct source_probe_type *file_type, struct strbuf *out);
 
 #endif

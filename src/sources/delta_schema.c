@@ -342,20 +342,12 @@ done:
     return rc;
 }
 
-static bool type_has_physical(const struct delta_type *t)
+bool delta_type_has_physical_names(const struct delta_type *t)
 {
     if (!t)
         return false;
     for (size_t i = 0; i < t->n_fields; i++)
-        if (t->fields[i].physical || type_has_physical(t->fields[i].type))
+        if (t->fields[i].physical || delta_type_has_physical_names(t->fields[i].type))
             return true;
-    return type_has_physical(t->elem) || type_has_physical(t->key);
-}
-
-bool delta_schema_has_physical_names(const struct delta_schema *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (s->fields[i].physical || type_has_physical(s->fields[i].type))
-            return true;
-    return false;
+    return delta_type_has_physical_names(t->elem) || delta_type_has_physical_names(t->key);
 }

@@ -1,14 +1,18 @@
 /*
- * Source dispatch and the SELECT a build runs over a snapshot. Each source kind
- * resolves to local files; this file turns those files into one read_parquet
- * call (union_by_name, so files whose columns differ still load, with NULLs
- * where a file lacks a column) plus the dataset's `columns` projection.
+ * Source dispatch by kind, the projection over a snapshot's SELECT, and the
+ * snapshot's one release (memory, temporary downloads, pinned links).
  */
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
-#include "sources/delta.h"
-#include "sources/source.h"
+#include "sources/objcache.h"
+#include "sources/sources_internal.h"
+#include "util/file.h"
+#include "util/timeutil.h"
 
 enum vt_err source_resolve(const struct vt_dataset_config *ds, const struct source_context *ctx,
                            struct source_snapshot *out, bool *out_access_denied,
@@ -17,12 +21,9 @@ enum vt_err source_resolve(const struct vt_dataset_config *ds, const struct sour
     if (out_access_denied)
         *out_access_denied = false;
     memset(out, 0, sizeof *out);
-    const char *loc = ds->location ? ds->location : "";
     switch (ds->kind) {
     case CFG_SOURCE_PARQUET:
-        if (strncmp(loc, "s3://", 5) == 0)
-            return source_s3_parquet_resolve(ds, ctx, out, out_access_denied, err);
-        return source_local_resolve(ds, out, err);
+        return source_parquet_resolve(ds, ctx, out, out_access_denied, err);
     case CFG_SOURCE_DELTA:
         return source_delta_resolve(ds, ctx, out, out_access_denied, err);
     case CFG_SOURCE_QUERY:
@@ -32,60 +33,89 @@ enum vt_err source_resolve(const struct vt_dataset_config *ds, const struct sour
                         ds->name);
 }
 
-static int add_projection(struct strbuf *sql, const struct strvec *columns)
-{
-    if (!columns || columns->len == 0)
-        return sb_adds(sql, "*");
-    for (size_t i = 0; i < columns->len; i++) {
-        if (i)
-            sb_adds(sql, ", ");
-        sb_add_sql_ident(sql, columns->items[i]);
-    }
-    return 0;
-}
-
 enum vt_err source_measure(const struct vt_dataset_config *ds, const struct source_context *ctx,
                            int64_t *out_bytes, bool *out_access_denied, struct vt_error *err)
 {
     *out_bytes = 0;
     if (out_access_denied)
         *out_access_denied = false;
-    const char *loc = ds->location ? ds->location : "";
-    if (ds->kind == CFG_SOURCE_DELTA)
+    switch (ds->kind) {
+    case CFG_SOURCE_PARQUET:
+        return source_parquet_measure(ds, ctx, out_bytes, out_access_denied, err);
+    case CFG_SOURCE_DELTA:
         return source_delta_measure(ds, ctx, out_bytes, out_access_denied, err);
-    if (ds->kind == CFG_SOURCE_PARQUET && strncmp(loc, "s3://", 5) == 0)
-        return source_s3_parquet_measure(ds, ctx, out_bytes, out_access_denied, err);
-    struct source_snapshot snap;
-    enum vt_err rc = ds->kind == CFG_SOURCE_PARQUET ? source_local_resolve(ds, &snap, err)
-                                                : vt_error_set(err, VT_ERR_INTERNAL, "no files");
-    if (rc == VT_ERR_OK) {
-        *out_bytes = snap.total_bytes;
-        source_snapshot_release(&snap);
+    case CFG_SOURCE_QUERY:
+        break;
     }
-    return rc;
+    return vt_error_set(err, VT_ERR_INTERNAL, "dataset %s: kind query has no file source",
+                        ds->name);
 }
 
 enum vt_err source_select_sql(const struct source_snapshot *snap, const struct strvec *columns,
-                              struct strbuf *sql, struct vt_error *err)
+                              struct strbuf *out, struct vt_error *err)
 {
-    if (snap->select_sql)
-        return source_prebuilt_select_sql(snap, columns, sql, err);
-    if (snap->n_files == 0)
-        return vt_error_set(err, VT_ERR_SOURCE_EMPTY, "no files to read");
-    sb_adds(sql, "SELECT ");
-    add_projection(sql, columns);
-    sb_adds(sql, " FROM read_parquet([");
-    for (size_t i = 0; i < snap->n_files; i++) {
-        if (i)
-            sb_addc(sql, ',');
-        /* Escaped so that [ * ? in a file name are not taken as a glob. */
-        delta_sql_add_path_literal(sql, snap->files[i].path);
+    if (!snap->select_sql)
+        return vt_error_set(err, VT_ERR_INTERNAL, "snapshot has no SELECT");
+    if (!columns || columns->len == 0) {
+        sb_adds(out, snap->select_sql);
+        return out->overflow ? vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory")
+                             : VT_ERR_OK;
     }
-    sb_addf(sql, "], union_by_name = true, hive_partitioning = %s)",
-            snap->hive_from_paths ? "true" : "false");
-    if (sql->overflow)
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "source SQL too large");
-    return VT_ERR_OK;
+    sb_adds(out, "SELECT ");
+    for (size_t i = 0; i < columns->len; i++) {
+        const char *want = columns->items[i];
+        const char *found = NULL;
+        for (size_t k = 0; k < snap->n_schema && !found; k++)
+            if (strcmp(snap->schema_names[k], want) == 0)
+                found = snap->schema_names[k];
+        for (size_t k = 0; k < snap->n_schema && !found; k++)
+            if (strcasecmp(snap->schema_names[k], want) == 0)
+                found = snap->schema_names[k];
+        if (!found)
+            return vt_error_set(err, VT_ERR_INVALID_CONFIG,
+                                "columns: \"%s\" is not a column of the source", want);
+        if (i)
+            sb_adds(out, ", ");
+        sb_add_sql_ident(out, found);
+    }
+    sb_adds(out, " FROM (");
+    sb_adds(out, snap->select_sql);
+    sb_adds(out, ") AS src");
+    return out->overflow ? vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory") : VT_ERR_OK;
+}
+
+const char *source_temp_dir(const struct source_context *ctx)
+{
+    if (ctx && ctx->temp_dir && *ctx->temp_dir)
+        return ctx->temp_dir;
+    const char *t = getenv("TMPDIR");
+    return t && *t ? t : "/tmp";
+}
+
+char *source_temp_name(const struct source_context *ctx, const char *tag, size_t n)
+{
+    static atomic_uint seq;
+    char ulid[27];
+    ulid_new(ulid);
+    struct strbuf sb;
+    sb_init(&sb, 0);
+    sb_addf(&sb, "%s/vt-%s-%s-%zu-%u.parquet", source_temp_dir(ctx), tag, ulid, n,
+            atomic_fetch_add(&seq, 1));
+    if (sb.overflow) {
+        sb_release(&sb);
+        return NULL;
+    }
+    return sb_detach(&sb, NULL);
+}
+
+int source_snapshot_add_temp(struct source_snapshot *snap, char *path)
+{
+    char **v = realloc(snap->temp_files, (snap->n_temp_files + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    v[snap->n_temp_files++] = path;
+    snap->temp_files = v;
+    return 0;
 }
 
 static void free_strings(char **v, size_t n)
@@ -99,7 +129,9 @@ static void free_strings(char **v, size_t n)
 
 void source_snapshot_release(struct source_snapshot *snap)
 {
-    for (size_t i = 0; i < snap->n_files; i++) {
+    if (!snap)
+        return;
+    for (size_t i = 0; snap->files && i < snap->n_files; i++) {
         free(snap->files[i].path);
         free_strings(snap->files[i].partition_values, snap->n_partitions);
     }
@@ -108,16 +140,24 @@ void source_snapshot_release(struct source_snapshot *snap)
     free_strings(snap->partition_types, snap->n_partitions);
     free_strings(snap->schema_names, snap->n_schema);
     free_strings(snap->schema_types, snap->n_schema);
-    free_strings(snap->temp_files, snap->n_temp_files);
     free(snap->version);
     free(snap->select_sql);
+    for (size_t i = 0; snap->temp_files && i < snap->n_temp_files; i++)
+        if (snap->temp_files[i])
+            unlink(snap->temp_files[i]);
+    free_strings(snap->temp_files, snap->n_temp_files);
+    /* The pin directory holds links only (never data): removing it and
+     * closing the kept files releases the pinned sources. */
+    if (snap->pin_dir)
+        util_remove_tree(snap->pin_dir);
+    free(snap->pin_dir);
+    for (size_t i = 0; i < snap->n_pin_fds; i++)
+        close(snap->pin_fds[i]);
+    free(snap->pin_fds);
     memset(snap, 0, sizeof *snap);
 }
 
-const char *source_temp_dir(const struct source_context *ctx)
+void source_forget_dataset(const char *name)
 {
-    if (ctx && ctx->temp_dir && *ctx->temp_dir)
-        return ctx->temp_dir;
-    const char *t = getenv("TMPDIR");
-    return t && *t ? t : "/tmp";
+    s3_cache_unpin(name);
 }

@@ -7,14 +7,22 @@
  * Every key of a node or table reference must be known, every expression
  * class must be known: a DuckDB upgrade that adds something makes the gate
  * refuse it until this file learns it.
+ *
+ * With sql_pg_names (the PostgreSQL listener) the same walk also maps
+ * PostgreSQL's names in place (sql.h) and the mapped tree goes back to SQL
+ * through json_deserialize_sql: the decisions are the same walk's, only the
+ * names DuckDB resolves change.
  */
+#include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "sql/sql.h"
 #include "util/limits.h"
+#include "util/strbuf.h"
 
 #define MAX_DEPTH 200           /* nesting of the parsed tree we walk */
 #define MAX_SCOPE 256           /* CTE names visible at once */
@@ -37,6 +45,10 @@ struct walk {
     struct sql_checked *out;
     const char *scope[MAX_SCOPE]; /* visible CTE names, innermost last */
     size_t n_scope;
+    const struct sql_gate_options *opts;
+    const struct sql_pg_names *pg; /* opts->pg */
+    bool changed;               /* pg: the tree was mapped */
+    bool catalog;               /* pg: a catalog name was mapped */
 };
 
 static enum vt_err refuse(struct walk *w, enum vt_err code, const char *fmt, const char *what)
@@ -146,8 +158,52 @@ static enum vt_err add_dependency(struct walk *w, const char *name)
     return VT_ERR_OK;
 }
 
+static void set_str(json_t *o, const char *key, const char *v)
+{
+    json_object_set_new(o, key, json_string(v));
+}
+
+/* pg: a catalog function becomes the function standing for it; a
+ * pg_catalog-qualified one loses its qualifier. */
+static enum vt_err pg_function(struct walk *w, json_t *e, bool table, bool *out_done)
+{
+    *out_done = false;
+    const char *name = str(e, "function_name");
+    const char *schema = str(e, "schema");
+    const char *catalog = str(e, "catalog");
+    if (!name || (catalog && *catalog))
+        return VT_ERR_OK;
+    bool pgq = schema && !strcmp(schema, "pg_catalog");
+    if (schema && *schema && !pgq)
+        return VT_ERR_OK;
+    const char *fn = table ? NULL : w->pg->function(name);
+    if (fn && !strcmp(fn, name) && !pgq) { /* allowed as it is (unnest of = ANY) */
+        *out_done = true;
+        return VT_ERR_OK;
+    }
+    if (fn) {
+        w->catalog |= strncmp(fn, "vt:", 3) == 0;
+        set_str(e, "function_name", fn);
+        set_str(e, "schema", "");
+        w->changed = true;
+        *out_done = true;
+        return VT_ERR_OK;
+    }
+    if (pgq) {
+        set_str(e, "schema", "");
+        w->changed = true;
+    }
+    return VT_ERR_OK;
+}
+
 static enum vt_err check_function(struct walk *w, const json_t *e, bool table)
 {
+    if (w->pg) {
+        bool done;
+        enum vt_err rc = pg_function(w, (json_t *)e, table, &done);
+        if (rc || done)
+            return rc;
+    }
     const char *name = str(e, "function_name");
     const char *schema = str(e, "schema");
     const char *catalog = str(e, "catalog");
@@ -173,6 +229,97 @@ static enum vt_err check_function(struct walk *w, const json_t *e, bool table)
     return VT_ERR_OK;
 }
 
+/* Makes the empty object e a call of fn with one argument `arg` (or none);
+ * takes the references to alias and arg. */
+static void make_call(json_t *e, const char *fn, json_t *alias, json_t *arg)
+{
+    set_str(e, "class", "FUNCTION");
+    set_str(e, "type", "FUNCTION");
+    json_object_set_new(e, "alias", alias ? alias : json_string(""));
+    json_object_set_new(e, "query_location", json_integer(0));
+    set_str(e, "function_name", fn);
+    set_str(e, "schema", "");
+    json_t *kids = json_array();
+    if (arg)
+        json_array_append_new(kids, arg);
+    json_object_set_new(e, "children", kids);
+    json_object_set_new(e, "filter", json_null());
+    json_t *ob = json_object();
+    set_str(ob, "type", "ORDER_MODIFIER");
+    json_object_set_new(ob, "orders", json_array());
+    json_object_set_new(e, "order_bys", ob);
+    json_object_set_new(e, "distinct", json_false());
+    json_object_set_new(e, "is_operator", json_false());
+    json_object_set_new(e, "export_state", json_false());
+    set_str(e, "catalog", "");
+}
+
+/* Replaces node e by the contents of `with` (a reference is taken), keeping
+ * e's alias when it has one. */
+static void replace_node(json_t *e, json_t *with)
+{
+    json_t *alias = json_incref(json_object_get(e, "alias"));
+    json_t *copy = json_copy(with);
+    json_object_clear(e);
+    if (copy)
+        json_object_update(e, copy);
+    json_decref(copy);
+    if (json_is_string(alias) && *json_string_value(alias))
+        json_object_set(e, "alias", alias);
+    json_decref(alias);
+}
+
+/* pg: CAST(x AS regclass) and friends become fn(x); COLLATE "default"/"C"
+ * is dropped. *out_redo: e is now another node, to walk again. */
+static enum vt_err pg_expr(struct walk *w, json_t *e, const char *cls, int depth, bool *out_redo,
+                           bool *out_done)
+{
+    *out_redo = *out_done = false;
+    if (!strcmp(cls, "COLLATE")) {
+        const char *c = str(e, "collation");
+        static const char *const plain[] = {"default", "pg_catalog.default", "C", "POSIX",
+                                            "ucs_basic", "pg_catalog.C", NULL};
+        json_t *child = json_object_get(e, "child");
+        for (size_t i = 0; c && plain[i] && json_is_object(child); i++)
+            if (!strcmp(c, plain[i])) {
+                json_incref(child);
+                replace_node(e, child);
+                json_decref(child);
+                w->changed = true;
+                *out_redo = true;
+                return VT_ERR_OK;
+            }
+        return VT_ERR_OK;
+    }
+    const json_t *ct = json_object_get(e, "cast_type");
+    const char *id = ct ? str(ct, "id") : NULL;
+    const json_t *info = ct ? json_object_get(ct, "type_info") : NULL;
+    const char *tname = json_is_object(info) ? str(info, "user_type_name") : NULL;
+    const char *tschema = json_is_object(info) ? str(info, "schema") : NULL;
+    if (!id || strcmp(id, "USER") != 0 || !tname ||
+        (tschema && *tschema && strcmp(tschema, "pg_catalog") != 0))
+        return VT_ERR_OK;
+    const json_t *operand = json_object_get(e, "child");
+    const char *ocls = json_is_object(operand) ? str(operand, "class") : NULL;
+    const json_t *oval = ocls && !strcmp(ocls, "CONSTANT") ? json_object_get(operand, "value")
+                                                          : NULL;
+    const json_t *otype = json_is_object(oval) ? json_object_get(oval, "type") : NULL;
+    const char *oid = json_is_object(otype) ? str(otype, "id") : NULL;
+    bool input = (ocls && !strcmp(ocls, "PARAMETER")) ||
+                 (oid && (!strcmp(oid, "VARCHAR") || !strcmp(oid, "STRING_LITERAL")));
+    const char *fn = w->pg->cast(tname, input);
+    if (!fn)
+        return VT_ERR_OK;
+    json_t *child = json_incref(json_object_get(e, "child"));
+    json_t *alias = json_incref(json_object_get(e, "alias"));
+    json_object_clear(e);
+    make_call(e, fn, alias, child);
+    w->changed = w->catalog = true;
+    /* Walk the operand only: fn is ours, not the allowlist's. */
+    *out_done = true;
+    return child ? walk_any(w, child, depth + 1) : VT_ERR_OK;
+}
+
 static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
 {
     if (depth > MAX_DEPTH)
@@ -195,8 +342,39 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
     } else if (!strcmp(cls, "SUBQUERY")) {
         known = true;
     } else if (!strcmp(cls, "PARAMETER")) {
-        return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "%s",
-                      "parameters ($1, ?) are not supported here; write the values");
+        if (!w->opts || !w->opts->allow_params)
+            return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "%s",
+                          "parameters ($1, ?) are not supported here; write the values");
+        known = true;
+    }
+    if (w->pg && !strcmp(cls, "COLUMN_REF")) {
+        /* current_user, session_user, user, current_catalog, current_schema:
+         * keywords in PostgreSQL (a column of that name needs quotes there),
+         * column references that DuckDB binds to its own functions. */
+        const json_t *names = json_object_get(e, "column_names");
+        const char *one = json_array_size(names) == 1 ? json_string_value(json_array_get(names, 0))
+                                                      : NULL;
+        static const char *const kw[] = {"current_user", "session_user", "user", "current_role",
+                                         "current_catalog", "current_schema", NULL};
+        for (size_t i = 0; one && kw[i]; i++)
+            if (!strcmp(one, kw[i])) {
+                const char *fn = w->pg->function(kw[i]);
+                if (!fn)
+                    break;
+                json_t *alias = json_incref(json_object_get(e, "alias"));
+                json_object_clear((json_t *)e);
+                make_call((json_t *)e, fn, alias, NULL);
+                w->changed = w->catalog = true;
+                return VT_ERR_OK;
+            }
+    }
+    if (w->pg && (!strcmp(cls, "CAST") || !strcmp(cls, "COLLATE"))) {
+        bool redo, done;
+        enum vt_err rc = pg_expr(w, (json_t *)e, cls, depth, &redo, &done);
+        if (rc || done)
+            return rc;
+        if (redo)
+            return walk_expr(w, e, depth + 1);
     }
     if (!known)
         return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "unsupported SQL expression: %s", cls);
@@ -209,6 +387,66 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
             return rc;
     }
     return VT_ERR_OK;
+}
+
+/* pg: a base table as PostgreSQL resolves it (sql.h). */
+static enum vt_err pg_table(struct walk *w, json_t *ref, int depth)
+{
+    char name[256], schema[64];
+    snprintf(name, sizeof name, "%s", str(ref, "table_name"));
+    const char *sch = str(ref, "schema_name");
+    const char *catalog = str(ref, "catalog_name");
+    snprintf(schema, sizeof schema, "%s", sch ? sch : "");
+    if (catalog && *catalog)
+        return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE,
+                      "table %s: database-qualified names are not supported", name);
+    if (!json_is_null(json_object_get(ref, "at_clause")))
+        return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "table %s: AT (time travel) is not supported",
+                      name);
+    enum vt_err rc = walk_any(w, json_object_get(ref, "sample"), depth + 1);
+    if (rc)
+        return rc;
+    const char *rel = NULL;
+    if (*schema) {
+        if (!strcmp(schema, "pg_catalog") || !strcmp(schema, "information_schema")) {
+            rel = w->pg->relation(schema, name);
+            if (!rel) {
+                char what[330];
+                snprintf(what, sizeof what, "%s.%s", schema, name);
+                return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE,
+                              "relation \"%s\" does not exist (this catalog emulates the "
+                              "common tables only)",
+                              what);
+            }
+        } else if (strcmp(schema, "public") != 0) {
+            return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE,
+                          "schema \"%s\" does not exist (datasets are tables in schema public)",
+                          schema);
+        }
+    } else {
+        if (in_scope(w, name))
+            return VT_ERR_OK;
+        rel = w->pg->relation("pg_catalog", name);
+    }
+    if (rel) {
+        set_str(ref, "table_name", rel);
+        set_str(ref, "schema_name", "");
+        const char *alias = str(ref, "alias");
+        if (!alias || !*alias)
+            set_str(ref, "alias", name);
+        w->changed = w->catalog = true;
+        return VT_ERR_OK;
+    }
+    if (*schema) { /* public.X */
+        set_str(ref, "schema_name", "");
+        w->changed = true;
+    }
+    if (!w->is_dataset(w->ctx, name))
+        return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE,
+                      "relation \"%s\" does not exist (tables are the datasets, in schema "
+                      "public)",
+                      name);
+    return add_dependency(w, name);
 }
 
 static enum vt_err walk_table(struct walk *w, const json_t *ref, int depth)
@@ -233,6 +471,8 @@ static enum vt_err walk_table(struct walk *w, const json_t *ref, int depth)
         const char *catalog = str(ref, "catalog_name");
         if (!name)
             return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE, "%s", "a table without a name");
+        if (w->pg)
+            return pg_table(w, (json_t *)ref, depth);
         if ((schema && *schema) || (catalog && *catalog))
             return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE,
                           "table %s: schema- or catalog-qualified names are not allowed "
@@ -284,6 +524,18 @@ static enum vt_err walk_table(struct walk *w, const json_t *ref, int depth)
         if ((rc = known_keys(w, ref, keys, "table function")))
             return rc;
         const json_t *fn = json_object_get(ref, "function");
+        /* pg: `generate_series(...) s` names the column s too, as PostgreSQL
+         * does for a function returning one column (psql's \d reads
+         * `prattrs[s]`). */
+        const char *alias = str(ref, "alias");
+        const json_t *cols = json_object_get(ref, "column_name_alias");
+        const char *fname = json_is_object(fn) ? str(fn, "function_name") : NULL;
+        if (w->pg && alias && *alias && json_is_array(cols) && json_array_size(cols) == 0 &&
+            fname && (!strcmp(fname, "generate_series") || !strcmp(fname, "unnest") ||
+                      !strcmp(fname, "range"))) {
+            json_array_append_new((json_t *)cols, json_string(alias));
+            w->changed = true;
+        }
         const char *cls = json_is_object(fn) ? str(fn, "class") : NULL;
         if (!cls || strcmp(cls, "FUNCTION") != 0)
             return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "%s", "an unsupported table function call");
@@ -414,6 +666,9 @@ void sql_checked_release(struct sql_checked *c)
     free(c->depends_on);
     c->depends_on = NULL;
     c->n_depends_on = 0;
+    free(c->rewritten);
+    c->rewritten = NULL;
+    c->reads_catalog = false;
 }
 
 /* DuckDB's serialization of `sql` (a malloc'd string), or NULL with err set. */
@@ -446,10 +701,321 @@ static char *serialize(duckdb_connection con, const char *sql, struct vt_error *
     return out;
 }
 
+/* ------------------------------------------------- PostgreSQL's column names
+ *
+ * PostgreSQL names an unaliased output column after what it computes
+ * (FigureColname: count(*) is "count", version() is "version", x::int is
+ * "x", 1 is "?column?"); DuckDB names it after the expression's text
+ * ("count_star()"). Drivers that hand rows out as dictionaries (psycopg's
+ * dict_row, node pg) make that name part of the application, so in pg mode
+ * the outermost select list gets PostgreSQL's names as aliases. */
+
+static const char *cast_type_name(const json_t *ct)
+{
+    static const char *const map[][2] = {
+        {"INTEGER", "int4"}, {"BIGINT", "int8"}, {"SMALLINT", "int2"}, {"BOOLEAN", "bool"},
+        {"DOUBLE", "float8"}, {"FLOAT", "float4"}, {"VARCHAR", "text"}, {"DATE", "date"},
+        {"TIMESTAMP", "timestamp"}, {"TIMESTAMP WITH TIME ZONE", "timestamptz"},
+        {"DECIMAL", "numeric"}, {"INTERVAL", "interval"}, {"BLOB", "bytea"},
+        {"UUID", "uuid"}, {"TIME", "time"}, {"LIST", "array"}, {NULL, NULL},
+    };
+    const char *id = ct ? str(ct, "id") : NULL;
+    if (!id)
+        return NULL;
+    if (!strcmp(id, "USER")) {
+        const json_t *info = json_object_get(ct, "type_info");
+        return json_is_object(info) ? str(info, "user_type_name") : NULL;
+    }
+    for (size_t i = 0; map[i][0]; i++)
+        if (!strcmp(map[i][0], id))
+            return map[i][1];
+    return NULL;
+}
+
+/* PostgreSQL's name for expression e; strength as FigureColname's: 2 a
+ * name from a column or function, 1 from a type, 0 none ("?column?"). */
+static int pg_figure(const json_t *e, const char **out)
+{
+    *out = NULL;
+    const char *cls = json_is_object(e) ? str(e, "class") : NULL;
+    if (!cls)
+        return 0;
+    if (!strcmp(cls, "COLUMN_REF")) {
+        const json_t *n = json_object_get(e, "column_names");
+        size_t k = json_array_size(n);
+        *out = k ? json_string_value(json_array_get(n, k - 1)) : NULL;
+        return *out ? 2 : 0;
+    }
+    if (!strcmp(cls, "FUNCTION") || !strcmp(cls, "WINDOW")) {
+        const char *fn = str(e, "function_name");
+        if (!fn || json_is_true(json_object_get(e, "is_operator")))
+            return 0;
+        if (!strcmp(fn, "count_star"))
+            fn = "count";
+        else if (!strcmp(fn, "list_value"))
+            fn = "array";
+        else if (!strcmp(fn, "row") || !strcmp(fn, "struct_pack"))
+            fn = "row";
+        else if (!strcmp(fn, "regexp_full_match") || !strcmp(fn, "~~") || !strcmp(fn, "!~~") ||
+                 !strcmp(fn, "~~*") || !strcmp(fn, "!~~*") || !isalpha((unsigned char)fn[0]))
+            return 0;
+        *out = fn;
+        return 2;
+    }
+    if (!strcmp(cls, "CAST")) {
+        int st = pg_figure(json_object_get(e, "child"), out);
+        if (st >= 2)
+            return st;
+        *out = cast_type_name(json_object_get(e, "cast_type"));
+        return *out ? 1 : 0;
+    }
+    if (!strcmp(cls, "CASE")) {
+        *out = "case";
+        return 1;
+    }
+    if (!strcmp(cls, "OPERATOR")) {
+        const char *t = str(e, "type");
+        if (t && !strcmp(t, "OPERATOR_COALESCE")) {
+            *out = "coalesce";
+            return 2;
+        }
+        return 0;
+    }
+    if (!strcmp(cls, "SUBQUERY")) {
+        const char *t = str(e, "subquery_type");
+        if (t && !strcmp(t, "EXISTS")) {
+            *out = "exists";
+            return 2;
+        }
+        return -1; /* PostgreSQL looks inside: leave DuckDB's name */
+    }
+    return 0;
+}
+
+/* The outermost SELECT's list: the names PostgreSQL would give. */
+static json_t *outer_select_list(json_t *node)
+{
+    while (json_is_object(node)) {
+        const char *t = str(node, "type");
+        if (t && !strcmp(t, "SELECT_NODE"))
+            return json_object_get(node, "select_list");
+        if (t && !strcmp(t, "SET_OPERATION_NODE")) {
+            json_t *l = json_object_get(node, "left");
+            json_t *ch = json_object_get(node, "children");
+            node = json_is_object(l) ? l : json_array_get(ch, 0);
+            continue;
+        }
+        if (t && !strcmp(t, "RECURSIVE_CTE_NODE")) {
+            node = json_object_get(node, "left");
+            continue;
+        }
+        return NULL;
+    }
+    return NULL;
+}
+
+/* Computes the names before the walk maps anything (version() must be named
+ * "version", not after what stands for it). */
+static char **pg_colnames_before(json_t *node, size_t *out_n)
+{
+    json_t *list = outer_select_list(node);
+    size_t n = json_array_size(list);
+    *out_n = 0;
+    if (!n)
+        return NULL;
+    char **names = calloc(n, sizeof *names);
+    if (!names)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(list, i);
+        const char *alias = str(e, "alias");
+        const char *cls = str(e, "class");
+        if ((alias && *alias) || !cls || !strcmp(cls, "STAR"))
+            continue;
+        const char *nm;
+        int st = pg_figure(e, &nm);
+        if (st < 0)
+            continue;
+        if (!strcmp(cls, "COLUMN_REF")) {
+            /* a plain column keeps its name; the keywords become calls */
+            const json_t *cn = json_object_get(e, "column_names");
+            if (json_array_size(cn) != 1)
+                continue;
+        }
+        names[i] = strdup(st > 0 && nm ? nm : "?column?");
+    }
+    *out_n = n;
+    return names;
+}
+
+/* Sets the names as aliases where DuckDB's own name differs. */
+static void pg_colnames_apply(struct walk *w, json_t *node, char **names, size_t n)
+{
+    json_t *list = outer_select_list(node);
+    for (size_t i = 0; i < n && i < json_array_size(list); i++) {
+        if (!names[i])
+            continue;
+        json_t *e = json_array_get(list, i);
+        const char *cls = str(e, "class");
+        const json_t *cn = json_object_get(e, "column_names");
+        if (cls && !strcmp(cls, "COLUMN_REF") && json_array_size(cn) == 1 &&
+            !strcmp(json_string_value(json_array_get(cn, 0)), names[i]))
+            continue; /* a column: DuckDB names it the same */
+        set_str(e, "alias", names[i]);
+        w->changed = true;
+    }
+}
+
+static void free_names(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* ------------------------------------------- exact integers for rewriting
+ *
+ * jansson keeps integers as int64; DuckDB's trees hold larger ones
+ * (query_location is 2^64-1 where there is none, UBIGINT and HUGEINT
+ * constants). The plain gate reads them as reals (nothing it decides
+ * depends on their value); a tree that goes back to SQL must keep them
+ * exact, so they travel as marker strings ("\u0001<nonce>:<digits>") that
+ * only this call can produce, and are put back after json_dumps. */
+
+static bool fits_int64(const char *digits, size_t n)
+{
+    bool neg = n && digits[0] == '-';
+    size_t d = n - neg;
+    if (d < 19)
+        return true;
+    if (d > 19)
+        return false;
+    return memcmp(digits + neg, neg ? "9223372036854775808" : "9223372036854775807", 19) <= 0;
+}
+
+static char *protect_bigints(const char *text, const char *nonce)
+{
+    size_t n = strlen(text);
+    struct strbuf o;
+    sb_init(&o, 0);
+    bool in_str = false;
+    for (size_t i = 0; i < n;) {
+        char c = text[i];
+        if (in_str) {
+            sb_addc(&o, c);
+            if (c == '\\' && i + 1 < n) {
+                sb_addc(&o, text[i + 1]);
+                i += 2;
+                continue;
+            }
+            in_str = c != '"';
+            i++;
+            continue;
+        }
+        if (c == '"') {
+            in_str = true;
+            sb_addc(&o, c);
+            i++;
+            continue;
+        }
+        if (c == '-' || (c >= '0' && c <= '9')) {
+            size_t j = i + 1;
+            bool integral = true;
+            while (j < n && ((text[j] >= '0' && text[j] <= '9') || text[j] == '.' ||
+                             text[j] == 'e' || text[j] == 'E' || text[j] == '+' || text[j] == '-')) {
+                if (text[j] == '.' || text[j] == 'e' || text[j] == 'E')
+                    integral = false;
+                j++;
+            }
+            if (integral && !fits_int64(text + i, j - i))
+                sb_addf(&o, "\"\\u0001%s:%.*s\"", nonce, (int)(j - i), text + i);
+            else
+                sb_add(&o, text + i, j - i);
+            i = j;
+            continue;
+        }
+        sb_addc(&o, c);
+        i++;
+    }
+    if (o.overflow) {
+        sb_release(&o);
+        return NULL;
+    }
+    return sb_detach(&o, NULL);
+}
+
+static char *restore_bigints(const char *text, const char *nonce)
+{
+    char marker[48];
+    int mlen = snprintf(marker, sizeof marker, "\"\\u0001%s:", nonce);
+    struct strbuf o;
+    sb_init(&o, 0);
+    const char *p = text;
+    for (;;) {
+        const char *hit = strstr(p, marker);
+        if (!hit) {
+            sb_adds(&o, p);
+            break;
+        }
+        sb_add(&o, p, (size_t)(hit - p));
+        const char *d = hit + mlen;
+        const char *end = strchr(d, '"');
+        if (!end) {
+            sb_release(&o);
+            return NULL;
+        }
+        sb_add(&o, d, (size_t)(end - d));
+        p = end + 1;
+    }
+    if (o.overflow) {
+        sb_release(&o);
+        return NULL;
+    }
+    return sb_detach(&o, NULL);
+}
+
+/* The SQL text of a (mapped) tree, by DuckDB's own json_deserialize_sql. */
+static char *deserialize(duckdb_connection con, const char *json, struct vt_error *err)
+{
+    duckdb_prepared_statement ps;
+    if (duckdb_prepare(con, "SELECT json_deserialize_sql(CAST($1 AS JSON))", &ps) !=
+        DuckDBSuccess) {
+        vt_error_set(err, VT_ERR_INTERNAL, "json_deserialize_sql: %s", duckdb_prepare_error(ps));
+        duckdb_destroy_prepare(&ps);
+        return NULL;
+    }
+    duckdb_bind_varchar(ps, 1, json);
+    duckdb_result res;
+    char *out = NULL;
+    if (duckdb_execute_prepared(ps, &res) == DuckDBSuccess) {
+        char *v = duckdb_value_varchar(&res, 0, 0);
+        if (v) {
+            out = strdup(v);
+            duckdb_free(v);
+        }
+        if (!out)
+            vt_error_set(err, VT_ERR_INTERNAL, "json_deserialize_sql returned nothing");
+    } else {
+        vt_error_set(err, VT_ERR_SQL_SYNTAX, "this statement cannot be run with PostgreSQL "
+                     "names mapped: %s", duckdb_result_error(&res));
+    }
+    duckdb_destroy_result(&res);
+    duckdb_destroy_prepare(&ps);
+    return out;
+}
+
 enum vt_err sql_gate_check(duckdb_connection con, const char *sql, sql_is_dataset_fn is_dataset,
                            void *ctx, struct sql_checked *out, struct vt_error *err)
 {
+    return sql_gate_check_opts(con, sql, NULL, is_dataset, ctx, out, err);
+}
+
+enum vt_err sql_gate_check_opts(duckdb_connection con, const char *sql,
+                                const struct sql_gate_options *opts, sql_is_dataset_fn is_dataset,
+                                void *ctx, struct sql_checked *out, struct vt_error *err)
+{
     memset(out, 0, sizeof *out);
+    const struct sql_pg_names *pg = opts ? opts->pg : NULL;
     if (!sql || !*sql)
         return vt_error_set(err, VT_ERR_SQL_SYNTAX, "empty SQL statement");
     if (strlen(sql) > VT_MAX_SQL_BYTES)
@@ -459,10 +1025,28 @@ enum vt_err sql_gate_check(duckdb_connection con, const char *sql, sql_is_datase
     if (!text)
         return err->code;
     json_error_t jerr;
-    /* Integers as reals: query_location is 2^64-1 in places, and nothing the
-     * gate decides depends on an integer's exact value. */
-    json_t *root = json_loads(text, JSON_DECODE_INT_AS_REAL, &jerr);
-    free(text);
+    json_t *root;
+    char nonce[17] = "";
+    if (pg) {
+        unsigned char rnd[8] = {0};
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+            free(text);
+            return vt_error_set(err, VT_ERR_INTERNAL, "no randomness");
+        }
+        for (int i = 0; i < 8; i++)
+            snprintf(nonce + 2 * i, 3, "%02x", rnd[i]);
+        char *prot = protect_bigints(text, nonce);
+        free(text);
+        if (!prot)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        root = json_loads(prot, 0, &jerr);
+        free(prot);
+    } else {
+        /* Integers as reals: query_location is 2^64-1 in places, and nothing
+         * the gate decides depends on an integer's exact value. */
+        root = json_loads(text, JSON_DECODE_INT_AS_REAL, &jerr);
+        free(text);
+    }
     if (!root)
         return vt_error_set(err, VT_ERR_INTERNAL, "unreadable parse tree: %s", jerr.text);
     enum vt_err rc = VT_ERR_OK;
@@ -486,9 +1070,26 @@ enum vt_err sql_gate_check(duckdb_connection con, const char *sql, sql_is_datase
                           json_array_size(stmts));
     } else {
         const json_t *node = json_object_get(json_array_get(stmts, 0), "node");
-        struct walk w = {.is_dataset = is_dataset, .ctx = ctx, .err = err, .out = out};
+        struct walk w = {.is_dataset = is_dataset, .ctx = ctx, .err = err, .out = out,
+                         .opts = opts, .pg = pg};
+        size_t ncol = 0;
+        char **names = pg && node ? pg_colnames_before((json_t *)node, &ncol) : NULL;
         rc = node ? walk_node(&w, node, 0)
                   : vt_error_set(err, VT_ERR_SQL_SYNTAX, "no statement");
+        if (rc == VT_ERR_OK && names)
+            pg_colnames_apply(&w, (json_t *)node, names, ncol);
+        free_names(names, ncol);
+        out->reads_catalog = w.catalog;
+        if (rc == VT_ERR_OK && w.changed) {
+            char *dumped = json_dumps(root, JSON_COMPACT);
+            char *restored = dumped ? restore_bigints(dumped, nonce) : NULL;
+            free(dumped);
+            if (!restored)
+                rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+            else if (!(out->rewritten = deserialize(con, restored, err)))
+                rc = err->code;
+            free(restored);
+        }
     }
     json_decref(root);
     if (rc != VT_ERR_OK)

@@ -47,6 +47,38 @@ typedef bool (*sql_is_dataset_fn)(void *ctx, const char *name);
 struct sql_checked {
     char **depends_on;          /* datasets read, first-seen order */
     size_t n_depends_on;
+    /* With sql_pg_names only: */
+    bool reads_catalog;         /* names a catalog relation or calls a catalog function */
+    char *rewritten;            /* the statement DuckDB runs (names mapped; malloc'd), or
+                                 * NULL when it runs as written */
+};
+
+/* PostgreSQL's names, for the pgwire front end: PostgreSQL clients write
+ * `public.trips`, `pg_catalog.pg_class`, `information_schema.columns`,
+ * `format_type(...)`, `x::regclass`. With these the gate accepts them and
+ * maps each to what stands for it on the worker's connection (pgwire's
+ * catalog: temporary tables and macros named so no dataset can collide):
+ *   public.X                  the dataset X (a qualified name never means a CTE)
+ *   pg_catalog.X, X           relation("pg_catalog", X) when it gives one
+ *                             (unqualified: after CTEs, before datasets, as
+ *                             PostgreSQL's search_path puts pg_catalog first)
+ *   information_schema.X      relation("information_schema", X)
+ *   [pg_catalog.]f(...)       function(f) when it gives one, else the allowlist
+ *   CAST(x AS t), x::t        cast(t, input) for types DuckDB lacks (regclass,
+ *                             name, ...): a call of that function on x
+ *   COLLATE "default", "C"    dropped (DuckDB's default collation is binary)
+ * Every other schema is unknown (42P01). The mapped tree goes back to SQL
+ * through DuckDB's json_deserialize_sql (sql_checked.rewritten). */
+struct sql_pg_names {
+    const char *(*relation)(const char *schema, const char *name);
+    const char *(*function)(const char *name);
+    /* input: the operand is a string constant or a parameter */
+    const char *(*cast)(const char *type_name, bool input);
+};
+
+struct sql_gate_options {
+    bool allow_params;          /* $1 parameters, bound by the caller (extended protocol) */
+    const struct sql_pg_names *pg; /* NULL: the plain gate of /sql, MCP, saved queries */
 };
 
 /* Checks `sql` (parsed on `con`, any connection of the process database).
@@ -54,6 +86,10 @@ struct sql_checked {
  * what was refused and where. */
 enum vt_err sql_gate_check(duckdb_connection con, const char *sql, sql_is_dataset_fn is_dataset,
                            void *ctx, struct sql_checked *out, struct vt_error *err);
+/* The same with options (NULL = sql_gate_check). */
+enum vt_err sql_gate_check_opts(duckdb_connection con, const char *sql,
+                                const struct sql_gate_options *opts, sql_is_dataset_fn is_dataset,
+                                void *ctx, struct sql_checked *out, struct vt_error *err);
 void sql_checked_release(struct sql_checked *c);
 
 /* ------------------------------------------- running a checked statement
@@ -70,6 +106,9 @@ struct sql_snapshot {
     struct exec_pin pins[SQL_MAX_DATASETS];
     struct exec_view views[SQL_MAX_DATASETS]; /* views[i] reads pins[i] */
     size_t n;
+    /* With sql_pg_names (sql_snapshot_take_opts): see sql_checked. */
+    bool reads_catalog;
+    char *rewritten;
 };
 
 /* Gate + pins, on a query worker (`con` is its connection; deadline_ms as in
@@ -80,6 +119,15 @@ struct sql_snapshot {
 enum vt_err sql_snapshot_take(struct cat_catalog *cat, duckdb_connection con, const char *sql,
                               int64_t deadline_ms, struct sql_snapshot *out,
                               struct vt_error *err);
+/* Pins `names` (the depends_on of a statement the gate passed earlier: a
+ * prepared statement bound later) into `out` as sql_snapshot_take does. */
+enum vt_err sql_snapshot_pin(struct cat_catalog *cat, char *const *names, size_t n,
+                             int64_t deadline_ms, struct sql_snapshot *out, struct vt_error *err);
+/* The same with gate options (NULL = sql_snapshot_take). */
+enum vt_err sql_snapshot_take_opts(struct cat_catalog *cat, duckdb_connection con,
+                                   const char *sql, const struct sql_gate_options *opts,
+                                   int64_t deadline_ms, struct sql_snapshot *out,
+                                   struct vt_error *err);
 void sql_snapshot_release(struct sql_snapshot *s);
 
 /* The allowlist (allowlist.c). */

@@ -93,6 +93,25 @@
       "the token lacks a scope this route needs")                                          \
     X(AUTH_UNAVAILABLE, 503, "auth_unavailable", "57P03", 0,                               \
       "the identity provider's signing keys are not available yet")                       \
+    /* PostgreSQL wire protocol (src/pgwire): the SQLSTATE is what clients see */          \
+    X(PG_PROTOCOL, 400, "protocol_violation", "08P01", -32600, "protocol violation")       \
+    X(PG_PASSWORD_FAILED, 401, "password_failed", "28P01", 0, "password authentication failed") \
+    X(PG_CANCELLED, 499, "cancelled", "57014", 0, "canceling statement due to user request") \
+    X(PG_IDLE_TIMEOUT, 408, "idle_timeout", "57P05", 0,                                    \
+      "terminating connection due to idle-session timeout")                                \
+    X(PG_UNKNOWN_SETTING, 400, "unknown_setting", "42704", 0,                               \
+      "unrecognized configuration parameter")                                              \
+    X(PG_INVALID_SETTING, 400, "invalid_setting", "22023", 0, "invalid value for parameter") \
+    X(PG_NO_STATEMENT, 400, "no_statement", "26000", 0, "prepared statement does not exist") \
+    X(PG_NO_PORTAL, 400, "no_portal", "34000", 0, "portal does not exist")                 \
+    X(PG_DUPLICATE_STATEMENT, 400, "duplicate_statement", "42P05", 0,                      \
+      "prepared statement already exists")                                                 \
+    X(PG_TX_ABORTED, 400, "transaction_aborted", "25P02", 0,                               \
+      "current transaction is aborted, commands ignored until end of transaction block")   \
+    X(PG_INVALID_TEXT, 400, "invalid_text_representation", "22P02", 0,                     \
+      "invalid input syntax")                                                              \
+    X(PG_RESULT_CHANGED, 400, "result_changed", "0A000", 0,                                \
+      "cached plan must not change result type")                                           \
     /* never sent: the consumer of a result went away (client closed, stalled) */             \
     X(CLIENT_GONE, 499, "client_gone", "08006", 0, "the client went away")           \
     /* never sent: a sink took all the rows it wants (exec ends the run normally) */ \

@@ -2,7 +2,8 @@
  * Whole-file reads with a size cap, for the small files the service reads in
  * one piece (the config file, the file persist rewrites). Only regular files
  * are read, opened non-blocking so a FIFO or device named like a config file
- * cannot hang the caller, and never more than `max_bytes`.
+ * cannot hang the caller, and never more than `max_bytes`. And the removal
+ * of a directory tree the service made (runtime directory, pinned links).
  */
 #ifndef VT_UTIL_FILE_H
 #define VT_UTIL_FILE_H
@@ -18,5 +19,10 @@
  *   "<path>: larger than the <max>-byte limit"   "<path>: read error: <strerror>" */
 enum vt_err util_read_file(const char *path, size_t max_bytes, enum vt_err code, char **out_buf,
                            size_t *out_len, struct vt_error *err);
+
+/* Removes `path` and everything below it, never following symbolic links
+ * (a link is removed, not what it points to). Best effort: what cannot be
+ * removed stays. */
+void util_remove_tree(const char *path);
 
 #endif

@@ -43,6 +43,23 @@
 /* SQL (POST /api/v1/sql, saved queries, MCP sql, pgwire) */
 #define VT_MAX_SQL_BYTES (256 * 1024)          /* one statement's text */
 
+/* PostgreSQL wire protocol (src/pgwire) */
+#define VT_PGWIRE_MAX_STARTUP_BYTES 10000      /* startup packet (PostgreSQL's own limit) */
+#define VT_PGWIRE_MAX_STARTUP_PARAMS 64        /* name/value pairs in it */
+#define VT_PGWIRE_MAX_MESSAGE_BYTES (VT_MAX_SQL_BYTES + 64 * 1024) /* any message after it */
+#define VT_PGWIRE_MAX_STATEMENTS 256           /* named prepared statements per connection */
+#define VT_PGWIRE_MAX_PORTALS 64               /* open portals per connection */
+#define VT_PGWIRE_MAX_PARAMS 4096              /* parameters of one statement */
+#define VT_PGWIRE_MAX_SESSION_BYTES (8 * 1024 * 1024) /* statement texts, portals' bound
+                                                * values, names kept per connection */
+#define VT_PGWIRE_MAX_SUSPENDED_BYTES (16 * 1024 * 1024) /* rows held for a portal whose
+                                                * Execute had a row limit */
+#define VT_PGWIRE_OUT_FLUSH_BYTES (64 * 1024)  /* output buffered before a write */
+#define VT_PGWIRE_STARTUP_TIMEOUT_SECS 10      /* startup and authentication must finish */
+#define VT_PGWIRE_MAX_STATEMENTS_PER_QUERY 1024 /* statements in one simple Query */
+#define VT_PGWIRE_CONNECTION_HEADROOM 16       /* sockets past max_connections accepted to
+                                                * answer "too many clients" / CancelRequest */
+
 /* Streaming responses: batches queued between a DuckDB worker and the socket */
 #define VT_STREAM_QUEUE_BATCHES 4
 #define VT_STREAM_STALL_MS 60000               /* a client reading nothing this long is gone */
@@ -53,6 +70,8 @@
 /* Dataset names */
 #define VT_MAX_DATASET_NAME_BYTES 128
 #define VT_MAX_PINNED_FDS 64                   /* open files pinning one lazy generation */
+#define VT_SOURCE_MAX_FILES 1000000            /* files one listing of a source may name */
+#define VT_SOURCE_MAX_DEPTH 64                 /* directory levels a listing descends */
 
 /* Config file */
 #define VT_MAX_CONFIG_BYTES (16 * 1024 * 1024)

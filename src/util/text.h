@@ -1,9 +1,12 @@
 /*
  * Tiny text helpers shared by the parsers (TOML, query values, Delta log
- * paths, S3 listings).
+ * paths, S3 listings) and their messages.
  */
 #ifndef VT_UTIL_TEXT_H
 #define VT_UTIL_TEXT_H
+
+#include <stddef.h>
+#include <string.h>
 
 /* The value of one hexadecimal digit, or -1. */
 static inline int text_hexval(int c)
@@ -15,6 +18,24 @@ static inline int text_hexval(int c)
     if (c >= 'A' && c <= 'F')
         return c - 'A' + 10;
     return -1;
+}
+
+/* Copies s[0..len) into out for a message: control characters become '?'
+ * (a hostile name cannot forge log lines) and a text that does not fit ends
+ * in "...". Returns out. */
+static inline const char *text_show(const char *s, size_t len, char *out, size_t outlen)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < len && j + 4 < outlen; i++) {
+        unsigned char c = (unsigned char)s[i];
+        out[j++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    }
+    if (j + 4 >= outlen && len > j) {
+        memcpy(out + j, "...", 3);
+        j += 3;
+    }
+    out[j] = '\0';
+    return out;
 }
 
 #endif

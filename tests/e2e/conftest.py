@@ -138,15 +138,30 @@ class Server:
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            stacks = thread_stacks(self.proc.pid)
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError("vitrine did not stop:\n" + self.log())
+            log = self.log()
+            if len(log) > 20000:  # the end tells what it was doing
+                log = log[:4000] + "\n[...]\n" + log[-16000:]
+            raise AssertionError("vitrine did not stop:\n" + log + "\n" + stacks)
         return self.proc.returncode
 
     def kill(self):
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def thread_stacks(pid):
+    """Every thread's stack of a live process (gdb), to say where it hangs."""
+    try:
+        out = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx",
+                              "-ex", "thread apply all bt 30"],
+                             capture_output=True, text=True, timeout=60)
+        return "thread stacks (gdb):\n" + out.stdout[-30000:]
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"(no thread stacks: {e})"
 
 
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",

@@ -512,10 +512,11 @@ def test_explorer_config_json(vt, datadir, issuer):
     s = start(vt, datadir, issuer, extra=extra)
     r = s.get("/explore/config.json")
     expect(r, 200)
-    assert r.json() == {"oauth2": {"client_id": "vitrine-explorer", "issuer": issuer.url,
-                                   "scopes": ["openid", "datasets:read"], "pkce": True},
-                        "auth": {"enabled": True, "anonymous_read": False},
-                        "api_base": "/api/v1"}
+    body = r.json()
+    assert body["oauth2"] == {"client_id": "vitrine-explorer", "issuer": issuer.url,
+                              "scopes": ["openid", "datasets:read"], "pkce": True}
+    assert body["auth"] == {"enabled": True, "anonymous_read": False}
+    assert body["api_base"] == "/api/v1" and body["prefix"] == ""
     assert "secret" not in r.text
 
 
@@ -525,8 +526,10 @@ def test_explorer_config_json_without_auth(vt, datadir):
            dataset_block("t", datadir / "t.parquet"))
     r = s.get("/ui/config.json")
     expect(r, 200)
-    assert r.json() == {"oauth2": None, "auth": {"enabled": False, "anonymous_read": False},
-                        "api_base": "/p/api/v1"}
+    body = r.json()
+    assert body["oauth2"] is None
+    assert body["auth"] == {"enabled": False, "anonymous_read": False}
+    assert body["api_base"] == "/p/api/v1" and body["prefix"] == "/p"
     s2 = vt(server_block() + "[explorer]\nenabled = false\n" + dataset_block("t", datadir / "t.parquet"))
     expect(s2.get("/explore/config.json"), 404, "not_found")
 

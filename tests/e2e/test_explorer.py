@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import re
+import threading
 import time
 
 import pytest
@@ -82,18 +83,33 @@ def test_tabs_load_without_console_errors(vt, trips):
 
 
 def test_state_badges_are_polled_while_building(vt, tmp_path):
-    # four datasets built one at a time: the page opens while most still wait
-    cfg = server_block() + "[server.startup]\nmax_concurrent = 1\n"
-    for i in range(4):
+    # Datasets left pending (on_start = "lazy") until the page has listed
+    # them; then a query from here, not from the page, builds one: its badge
+    # must move to published by itself (the page polls while any dataset is
+    # pending or building). Started by the page's own list call, so the order
+    # holds on a loaded machine too.
+    cfg = server_block()
+    for i in range(2):
         p = write_parquet(tmp_path / f"big{i}.parquet",
                           f"SELECT range AS id, range % 977 AS k, md5(range::VARCHAR) AS h "
                           f"FROM range({2_000_000 + i})")
-        cfg += dataset_block(f"big{i}", p)
+        cfg += dataset_block(f"big{i}", p, on_start="lazy")
     s = vt(cfg, wait="listening")
+
+    def build_after_the_page_listed():
+        deadline = time.time() + 120
+        while time.time() < deadline and "GET /api/v1/datasets 200" not in s.log():
+            time.sleep(0.05)
+        for i in range(2):
+            s.post(f"/api/v1/datasets/big{i}/count", {}, timeout=120)
+
+    t = threading.Thread(target=build_after_the_page_listed)
+    t.start()
     out = drive("polling", url=s.url("/explore/"))
+    t.join(120)
     assert console_errors(out) == [], out["console"]
     assert any(state in ("pending", "building") for _, state in out["first"]), out["first"]
-    assert sorted(out["last"]) == [[f"big{i}", "published"] for i in range(4)]
+    assert sorted(out["last"]) == [[f"big{i}", "published"] for i in range(2)]
     assert out["listCalls"] >= 2  # polled, nobody clicked
 
 
@@ -109,7 +125,7 @@ def test_builder_query_matches_the_api(vt, trips):
     bad = {"columns": ["no_such_column"]}
     out = drive("builder", url=s.url("/explore/"), dataset="trips", build=build, badRequest=bad)
     errors = console_errors(out, expected=[("/api/v1/datasets/trips/query", 400)])
-    assert len(out["console"]) - len(errors) == 2  # the /queries probe and the bad request
+    assert len(out["console"]) - len(errors) == 1  # the bad request
     assert errors == [], out["console"]
     expected = {"columns": ["trip_id", "payment", "fare"],
                 "predicates": [{"col": "payment", "op": "in", "val": ["card", "app"]},
@@ -145,6 +161,29 @@ def test_builder_query_matches_the_api(vt, trips):
     assert out["downloads"]["parquet"]["name"] == "trips.parquet"
     parquet = s.get("/api/v1/datasets/trips/all.parquet").content
     assert base64.b64decode(out["downloads"]["parquet"]["b64"]) == parquet
+
+
+def test_builder_distinct_limit_and_having(vt, trips):
+    s = vt(explorer_config(trips))
+    cases = [
+        ({"columns": ["payment", "passengers"], "distinct": True, "limit": 5,
+          "order": [{"col": "payment", "dir": "desc"}, {"col": "passengers", "dir": "asc"}]},
+         {"columns": ["payment", "passengers"], "order_by": [{"col": "payment", "dir": "desc"},
+                                                             {"col": "passengers", "dir": "asc"}],
+          "distinct": True, "limit": 5, "page_size": 100}),
+        ({"group": ["passengers"], "aggs": [{"op": "max", "col": "fare"}, {"op": "count"}],
+          "having": [{"col": "count", "op": "gt", "val": "100"}],
+          "order": [{"col": "passengers", "dir": "asc"}]},
+         {"order_by": [{"col": "passengers", "dir": "asc"}], "group_by": ["passengers"],
+          "aggregations": [{"op": "max", "col": "fare"}, {"op": "count"}],
+          "having": [{"col": "count", "op": "gt", "val": 100}], "page_size": 100}),
+    ]
+    for build, expected in cases:
+        out = drive("build", url=s.url("/explore/"), dataset="trips", build=build)
+        assert console_errors(out) == [], out["console"]
+        assert json.loads(out["sentBody"]) == expected
+        api = s.post("/api/v1/datasets/trips/query", expected).json()["data"]
+        assert api and out["table"] == as_table(api, list(api[0].keys()))
 
 
 def test_group_by_is_charted(vt, trips):
@@ -232,6 +271,8 @@ def test_sql_tab_and_hidden_save_controls(vt, trips):
     if has_queries:
         assert "async=true" in out["saveUrl"]
         assert out["saveError"] is None and "published" in out["saveProgress"], out
+        assert "Reloaded by_payment: 3 rows" in out["savedReload"]["notice"], out["savedReload"]
+        assert out["statusAfterReload"]["refresh_source"] == "manual"
         assert "Deleted by_payment" in out["deleted"]["notice"]
         assert s.get("/api/v1/datasets/by_payment/status").status_code == 404
         for r in out["requests"]:
@@ -286,9 +327,8 @@ def test_pkce_sign_in_forwards_the_bearer_token(vt, trips):
                + f'[explorer.oauth2]\nclient_id = "vitrine-explorer"\nissuer = "{idp.url}"\n'
                + 'scopes = ["openid", "datasets:read"]\n')
         out = drive("pkce", url=s.url("/explore/"))
-    # ({explorer.path}/config.json comes with bearer-token support; until then
-    # the page takes [explorer.oauth2] from settings.json)
-    assert console_errors(out, expected=[("/explore/config.json", 404)]) == [], out["console"]
+    assert console_errors(out) == [], out["console"]
+    assert any(r["url"].endswith("/explore/config.json") for r in out["requests"])
     kinds = [k for k, _ in idp.events]
     assert kinds == ["authorize", "token"], idp.events
     auth, tok = idp.events[0][1], idp.events[1][1]
@@ -314,3 +354,20 @@ def test_pkce_sign_in_forwards_the_bearer_token(vt, trips):
     # CSP lets the page reach the issuer and nothing else
     csp = s.get("/explore/").headers["Content-Security-Policy"]
     assert f"connect-src 'self' {idp.url};" in csp
+
+
+def test_sign_in_opens_a_server_that_requires_bearer_tokens(vt, trips):
+    """[auth] on without anonymous reads: the list needs a token; after the
+    PKCE sign-in the page's API calls carry it and the server accepts it."""
+    with Issuer("vitrine-explorer") as idp:
+        s = vt(explorer_config(trips)
+               + f'[auth]\nenabled = true\nissuer = "{idp.url}"\naudience = "vitrine"\n'
+               + 'read_scopes = ["datasets:read"]\n'
+               + f'[explorer.oauth2]\nclient_id = "vitrine-explorer"\nissuer = "{idp.url}"\n'
+               + 'scopes = ["openid", "datasets:read"]\n', wait="listening")
+        assert s.get("/api/v1/datasets").status_code == 401
+        out = drive("pkce", url=s.url("/explore/"))
+    assert console_errors(out, expected=[("/api/v1/datasets", 401)]) == [], out["console"]
+    assert out["before"]["error"] and "unauthorized" in out["before"]["error"]
+    assert out["after"] == {"error": None, "rows": ["trips", "stations"]}, out["after"]
+    assert len(idp.tokens) == 1

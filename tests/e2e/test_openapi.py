@@ -208,7 +208,7 @@ def test_lint_and_every_documented_status(servers, tmp_path):
         ("post", "/mcp", 413): lambda: post("/mcp", raw=big_body),
         ("get", "/metrics", 200): lambda: get("/metrics"),
         ("get", "/docs/openapi.json", 200): lambda: get("/docs/openapi.json"),
-        ("get", "/explore/settings.json", 200): lambda: get("/explore/settings.json"),
+        ("get", "/explore/config.json", 200): lambda: get("/explore/config.json"),
     }
     for op, body in (("query", {"page_size": 3}), ("query/stream", {"limit": 3}),
                      ("count", {})):

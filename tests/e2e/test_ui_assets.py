@@ -215,10 +215,11 @@ def test_explorer_settings_and_disabled(vt):
            '[sql]\nenabled = true\n[explorer]\npath = "/ui"\n'
            '[explorer.oauth2]\nclient_id = "web"\nissuer = "http://127.0.0.1:9/realms/x"\n'
            'scopes = ["openid", "datasets:read"]\n', wait="listening")
-    r = s.get("/ui/settings.json")
+    r = s.get("/ui/config.json")
     assert r.status_code == 200
-    assert r.json() == {"prefix": "/p", "environment": "staging", "environment_color": "warning",
-                        "sql": True, "docs": "/mkdocs", "auth": False,
+    assert r.json() == {"prefix": "/p", "api_base": "/p/api/v1", "environment": "staging",
+                        "environment_color": "warning", "sql": True, "docs": "/mkdocs",
+                        "auth": {"enabled": False, "anonymous_read": False},
                         "oauth2": {"client_id": "web", "issuer": "http://127.0.0.1:9/realms/x",
                                    "scopes": ["openid", "datasets:read"], "pkce": True}}
     page = s.get("/ui/", headers=PLAIN)
@@ -227,5 +228,5 @@ def test_explorer_settings_and_disabled(vt):
     assert s.get("/explore/").status_code == 404
     off = vt("[server]\nport = 0\n[explorer]\nenabled = false\n[docs]\nenabled = false\n",
              wait="listening")
-    for path in ("/explore", "/explore/", "/explore/settings.json", "/explore/index.html"):
+    for path in ("/explore", "/explore/", "/explore/config.json", "/explore/index.html"):
         assert off.get(path, allow_redirects=False).status_code == 404, path

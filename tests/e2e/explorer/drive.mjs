@@ -105,6 +105,15 @@ async function build(page, b) {
   if (b.distinct) await page.check('input[name=distinct]');
   if (b.limit !== undefined) await page.fill('input[name=limit]', String(b.limit));
   if (b.page_size !== undefined) await page.fill('input[name=page_size]', String(b.page_size));
+  // The JSON box shows what Run sends: wait until it has the last edit.
+  if (b.page_size !== undefined)
+    await page.waitForFunction((n) => {
+      try {
+        return JSON.parse(document.querySelector('[data-testid=request-json]').value).page_size === n;
+      } catch (_) {
+        return false;
+      }
+    }, b.page_size);
 }
 
 async function runQuery(page) {
@@ -197,6 +206,15 @@ const scenarios = {
       const p = await dl.path();
       out.downloads[k] = { name: dl.suggestedFilename(), b64: fs.readFileSync(p).toString('base64') };
     }
+  },
+
+  // One builder run: the request sent and the table shown.
+  async build(page) {
+    await open(page, `#/query/${args.dataset}`);
+    await page.waitForSelector('[data-testid=request-json]');
+    await build(page, args.build);
+    out.sentBody = (await runQuery(page)).body;
+    out.table = await tableCells(page);
   },
 
   // A group-by drawn as bar and line charts on a canvas.
@@ -299,7 +317,13 @@ const scenarios = {
     out.saveError = await page.$eval('[data-testid=save-form] [data-testid=error]', (e) => e.textContent).catch(() => null);
     out.saveUrl = out.requests.find((r) => r.method === 'POST' && r.url.includes('/queries'))?.url;
     await shot(page, 'explorer-save-as-dataset');
+    // the saved dataset reloads like any other
     await page.click('[data-testid=tab-datasets]');
+    await page.waitForSelector(`[data-testid=reload-${args.save.name}]`);
+    await page.click(`[data-testid=reload-${args.save.name}]`);
+    await page.waitForFunction((n) => (document.querySelector('[data-testid=notice]')?.textContent || '').includes(`Reloaded ${n}`) || document.querySelector('[data-testid=error]'), args.save.name);
+    out.savedReload = await waitNotice(page);
+    out.statusAfterReload = await page.evaluate(async (u) => (await fetch(u)).json(), `${new URL(args.url).origin}${args.apiPrefix || ''}/api/v1/datasets/${args.save.name}/status`);
     await page.waitForSelector(`[data-testid=delete-${args.save.name}]`);
     await page.click(`[data-testid=delete-${args.save.name}]`);
     await page.click('[data-testid=confirm]');
@@ -351,13 +375,23 @@ const scenarios = {
 
   // Authorization Code + PKCE against the local test issuer.
   async pkce(page) {
-    await open(page, '#/datasets');
+    await page.goto(`${args.url}#/datasets`);
     await page.waitForSelector('[data-testid=sign-in]');
+    await page.waitForLoadState('networkidle');
+    out.before = {
+      error: await page.$eval('[data-testid=error]', (e) => e.textContent).catch(() => null),
+      rows: await page.$$eval('[data-testid=dataset-list] tbody tr', (t) => t.map((r) => r.dataset.name)),
+    };
     await page.click('[data-testid=sign-in]');
     await page.waitForSelector('[data-testid=signed-in]', { timeout: 30000 });
     out.urlAfter = page.url();
     await page.click('[data-testid=refresh]');
     await page.waitForLoadState('networkidle');
+    await page.waitForSelector('[data-testid=dataset-list] tbody tr');
+    out.after = {
+      error: await page.$eval('[data-testid=error]', (e) => e.textContent).catch(() => null),
+      rows: await page.$$eval('[data-testid=dataset-list] tbody tr', (t) => t.map((r) => r.dataset.name)),
+    };
     out.storage = await storage(page);
     await shot(page, 'explorer-signed-in');
   },

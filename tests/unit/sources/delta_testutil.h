@@ -16,6 +16,7 @@
 
 #include "sources/delta.h"
 #include "sources/source.h"
+#include "sources/sources_internal.h"
 #include "testlib.h"
 #include "util/strbuf.h"
 
@@ -173,7 +174,7 @@ static inline void td_release(struct source_snapshot *snap)
 {
     for (size_t k = 0; k < snap->n_temp_files; k++)
         unlink(snap->temp_files[k]);
-    delta_snapshot_release(snap);
+    source_snapshot_release(snap);
 }
 
 #endif

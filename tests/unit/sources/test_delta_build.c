@@ -626,7 +626,7 @@ TEST(projection_over_the_prebuilt_select)
     sb_init(&sql, 0);
     char *cols[] = {"v", "Name"};
     struct strvec cv = {cols, 2};
-    CHECK_EQ_INT(source_prebuilt_select_sql(&snap, &cv, &sql, &err), VT_ERR_OK);
+    CHECK_EQ_INT(source_select_sql(&snap, &cv, &sql, &err), VT_ERR_OK);
     td_exec(&T, "DROP TABLE IF EXISTS proj");
     CHECK(td_exec(&T, "CREATE TABLE proj AS %s", sql.buf));
     char *v = td_text(&T, "SELECT string_agg(column_name, ',') FROM (DESCRIBE proj)");
@@ -636,7 +636,7 @@ TEST(projection_over_the_prebuilt_select)
     struct strvec bv = {bad, 1};
     sb_reset(&sql);
     vt_error_clear(&err);
-    CHECK_EQ_INT(source_prebuilt_select_sql(&snap, &bv, &sql, &err), VT_ERR_INVALID_CONFIG);
+    CHECK_EQ_INT(source_select_sql(&snap, &bv, &sql, &err), VT_ERR_INVALID_CONFIG);
     CHECK_CONTAINS(vt_error_message(&err), "nope");
     sb_release(&sql);
     td_release(&snap);

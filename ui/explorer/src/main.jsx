@@ -1,6 +1,6 @@
 // The Explorer: a single-page app served from the binary at explorer.path.
-// It reads ./settings.json (API prefix, environment badge, optional
-// features) and, for sign-in, ./config.json ([explorer.oauth2]); tabs are
+// It reads ./config.json (API prefix, environment badge, optional
+// features, [explorer.oauth2] for sign-in); tabs are
 // hash routes (#/datasets/NAME, #/query/NAME, #/sql, #/register) so every
 // view has a URL without server-side routing.
 import { render } from 'preact';
@@ -112,14 +112,20 @@ function App({ settings, oauth2, signInError }) {
       setError(e);
     }
     // The /queries routes answer 404 when the server hides them: no save or
-    // delete controls then. 401/403 means they exist but need credentials.
-    try {
-      const r = await call('/queries');
-      setQueriesAvailable(true);
-      setRuntime((r.data || []).map((q) => q.name));
-    } catch (e) {
-      setQueriesAvailable(e.status !== 404);
+    // delete controls then. They always need credentials, so without any
+    // the controls stay hidden and the page does not ask.
+    if (!hasAdminToken() && !hasBearerToken()) {
+      setQueriesAvailable(false);
       setRuntime([]);
+    } else {
+      try {
+        const r = await call('/queries');
+        setQueriesAvailable(true);
+        setRuntime((r.data || []).map((q) => q.name));
+      } catch (e) {
+        setQueriesAvailable(e.status !== 404);
+        setRuntime([]);
+      }
     }
     // Poll while anything builds, so state badges move on their own.
     if (list.some((d) => d.state === 'building' || d.state === 'pending'))
@@ -166,26 +172,14 @@ async function start() {
   const root = document.getElementById('app');
   let settings;
   try {
-    const r = await fetch('./settings.json', { cache: 'no-store' });
+    const r = await fetch('./config.json', { cache: 'no-store' });
     settings = await r.json();
   } catch (e) {
     root.textContent = `Cannot load the Explorer settings: ${e.message}`;
     return;
   }
   configure(settings);
-  // [explorer.oauth2]: ./config.json when the server has it, else settings.
-  let oauth2 = settings.oauth2 || null;
-  if (oauth2) {
-    try {
-      const r = await fetch('./config.json', { cache: 'no-store' });
-      if (r.ok) {
-        const c = await r.json();
-        if (c && c.client_id && c.issuer) oauth2 = { ...oauth2, ...c };
-      }
-    } catch (_) {
-      /* keep settings.oauth2 */
-    }
-  }
+  const oauth2 = settings.oauth2 || null;
   let signInError = null;
   if (oauth2) {
     try {

@@ -1,7 +1,7 @@
 // The Query tab: a builder for every field of the query request, the JSON it
 // sends (shown and editable), and the results with paging, timing, the
 // JSON/Arrow toggle, downloads and the chart.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { call, apiUrl } from './api.js';
 import { ErrorBox, saveBlob } from './ui.jsx';
 import { Results, columnsOf, decodeArrow } from './results.jsx';
@@ -47,7 +47,16 @@ export function buildRequest(b, schema) {
       if (a.alias) x.alias = a.alias;
       return x;
     });
-  if (b.having.length) r.having = b.having.filter((p) => p.col).map((p) => predicateJson(p, logicalOf));
+  if (b.having.length) {
+    // an aggregation alias has the type of its result: a number, or the
+    // column's own type for min/max
+    const havingLogical = (c) => {
+      const a = b.aggregations.find((x) => aggAlias(x) === c);
+      if (!a) return logicalOf(c);
+      return a.op === 'min' || a.op === 'max' ? logicalOf(a.col) : 'float';
+    };
+    r.having = b.having.filter((p) => p.col).map((p) => predicateJson(p, havingLogical));
+  }
   if (b.distinct) r.distinct = true;
   if (b.limit !== '' && b.limit != null) r.limit = Number(b.limit);
   if (Number(b.page) > 1) r.page = Number(b.page);
@@ -112,8 +121,9 @@ function PredicateRow({ p, cols, onChange, onRemove, idx, kind }) {
 export function QueryTab({ datasets, selected, onSelect }) {
   const [schema, setSchema] = useState(null);
   const [b, setB] = useState(emptyBuilder());
-  const [text, setText] = useState('{}');
-  const [edited, setEdited] = useState(false);
+  // The JSON box shows the builder's request until the user edits it; it is
+  // derived while rendering, so a click right after a change sends that change.
+  const [editedText, setEditedText] = useState(null);
   const [format, setFormat] = useState('json');
   const [result, setResult] = useState(null);
   const [error, setError] = useState(null);
@@ -124,20 +134,27 @@ export function QueryTab({ datasets, selected, onSelect }) {
     setResult(null);
     setError(null);
     setB(emptyBuilder());
+    setEditedText(null);
     if (!selected) return;
     call(`/datasets/${encodeURIComponent(selected)}/schema`).then((r) => setSchema(r.data), setError);
   }, [selected]);
 
-  useEffect(() => {
-    setText(JSON.stringify(buildRequest(b, schema), null, 2));
-    setEdited(false);
-  }, [b, schema]);
+  const generated = useMemo(() => JSON.stringify(buildRequest(b, schema), null, 2), [b, schema]);
+  const text = editedText ?? generated;
+  const edited = editedText !== null;
 
   const cols = schema ? schema.columns.map((c) => c.name) : [];
   const havingCols = [...b.group_by, ...b.aggregations.map(aggAlias)];
-  const upd = (k, v) => setB({ ...b, [k]: v });
-  const updAt = (k, i, v) => upd(k, b[k].map((x, j) => (j === i ? v : x)));
-  const delAt = (k, i) => upd(k, b[k].filter((_, j) => j !== i));
+  // Functional updates: two events handled before the next render (a fill
+  // right after another, a late change event) each apply to the latest
+  // state instead of the one this render saw, so no edit is lost.
+  const updWith = (k, f) => {
+    setB((prev) => ({ ...prev, [k]: f(prev[k]) }));
+    setEditedText(null);
+  };
+  const upd = (k, v) => updWith(k, () => v);
+  const updAt = (k, i, v) => updWith(k, (xs) => xs.map((x, j) => (j === i ? v : x)));
+  const delAt = (k, i) => updWith(k, (xs) => xs.filter((_, j) => j !== i));
 
   async function run(pageOverride) {
     setError(null);
@@ -150,8 +167,7 @@ export function QueryTab({ datasets, selected, onSelect }) {
     }
     if (pageOverride) {
       req = { ...req, page: pageOverride };
-      setText(JSON.stringify(req, null, 2));
-      setEdited(true);
+      setEditedText(JSON.stringify(req, null, 2));
     }
     setBusy(true);
     try {
@@ -208,11 +224,11 @@ export function QueryTab({ datasets, selected, onSelect }) {
           <form class="builder" onSubmit={(e) => { e.preventDefault(); run(); }} aria-label="Query builder">
             <Multi label="Columns" options={cols} value={b.columns} onChange={(v) => upd('columns', v)} testid="b-columns" />
             <Rows label="Predicates" testid="b-predicates" items={b.predicates}
-              onAdd={() => upd('predicates', [...b.predicates, { col: cols[0], op: 'eq', val: '' }])}>
+              onAdd={() => updWith('predicates', (xs) => [...xs, { col: cols[0], op: 'eq', val: '' }])}>
               {(p, i) => <PredicateRow p={p} idx={i} kind="pred" cols={cols} onChange={(v) => updAt('predicates', i, v)} onRemove={() => delAt('predicates', i)} />}
             </Rows>
             <Rows label="Order by" testid="b-order" items={b.order_by}
-              onAdd={() => upd('order_by', [...b.order_by, { col: cols[0], dir: 'asc' }])}>
+              onAdd={() => updWith('order_by', (xs) => [...xs, { col: cols[0], dir: 'asc' }])}>
               {(o, i) => (
                 <div class="row" data-testid={`order-${i}`}>
                   <select aria-label="order column" name="col" value={o.col} onChange={(e) => updAt('order_by', i, { ...o, col: e.target.value })}>
@@ -228,7 +244,7 @@ export function QueryTab({ datasets, selected, onSelect }) {
             </Rows>
             <Multi label="Group by" options={cols} value={b.group_by} onChange={(v) => upd('group_by', v)} testid="b-group" />
             <Rows label="Aggregations" testid="b-aggs" items={b.aggregations}
-              onAdd={() => upd('aggregations', [...b.aggregations, { op: 'count', col: '', alias: '' }])}>
+              onAdd={() => updWith('aggregations', (xs) => [...xs, { op: 'count', col: '', alias: '' }])}>
               {(a, i) => (
                 <div class="row wrap" data-testid={`agg-${i}`}>
                   <select aria-label="aggregate" name="op" value={a.op} onChange={(e) => updAt('aggregations', i, { ...a, op: e.target.value })}>
@@ -244,7 +260,7 @@ export function QueryTab({ datasets, selected, onSelect }) {
               )}
             </Rows>
             <Rows label="Having" testid="b-having" items={b.having}
-              onAdd={() => upd('having', [...b.having, { col: havingCols[0] || '', op: 'gt', val: '' }])}>
+              onAdd={() => updWith('having', (xs) => [...xs, { col: havingCols[0] || '', op: 'gt', val: '' }])}>
               {(p, i) => <PredicateRow p={p} idx={i} kind="having" cols={havingCols} onChange={(v) => updAt('having', i, v)} onRemove={() => delAt('having', i)} />}
             </Rows>
             <div class="row wrap">
@@ -257,7 +273,7 @@ export function QueryTab({ datasets, selected, onSelect }) {
           <div class="request">
             <label for="request-json">Request JSON {edited && <span class="muted">(edited)</span>}</label>
             <textarea id="request-json" data-testid="request-json" spellcheck={false} rows={14} value={text}
-              onInput={(e) => { setText(e.target.value); setEdited(true); }} />
+              onInput={(e) => setEditedText(e.target.value)} />
             <div class="row wrap">
               <button type="button" class="primary" onClick={() => run()} disabled={busy} data-testid="run-query">
                 {busy ? 'Running…' : 'Run query'}

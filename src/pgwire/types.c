@@ -1,0 +1,1703 @@
+/*
+ * DuckDB types as PostgreSQL sees them, and the DataRow encoder: result
+ * chunks straight from DuckDB vectors to DataRow (or COPY) messages, in
+ * PostgreSQL's text output format (DateStyle ISO, IntervalStyle postgres,
+ * bytea hex, float shortest round-trip) or its binary send format, per
+ * column as the client asked. Structs, maps, unions and nested lists have no
+ * PostgreSQL type of their own here: they are json, written by the JSON
+ * encoder every HTTP response uses (json_rows_encode_cells).
+ *
+ * Also the other direction: parameter values of a Bind (text or binary) as
+ * query values the SQL path binds.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode/dtoa.h"
+#include "encode/json_format.h"
+#include "encode/json_rows.h"
+#include "pgwire/pgwire.h"
+#include "query/query.h"
+#include "util/arena.h"
+
+#define PG_EPOCH_DAYS 10957                    /* 2000-01-01 - 1970-01-01 */
+#define PG_EPOCH_US ((int64_t)PG_EPOCH_DAYS * 86400 * 1000000)
+#define TXT_ROOM 160                           /* any fixed-size value's text */
+
+/* ------------------------------------------------------------- the mapping */
+
+static const struct {
+    uint32_t elem, array;
+} array_oids[] = {
+    {PGW_OID_BOOL, 1000},      {PGW_OID_BYTEA, 1001},     {PGW_OID_CHAR, 1002},
+    {PGW_OID_NAME, 1003},      {PGW_OID_INT2, 1005},      {PGW_OID_INT4, 1007},
+    {PGW_OID_TEXT, 1009},      {PGW_OID_VARCHAR, 1015},   {PGW_OID_INT8, 1016},
+    {PGW_OID_FLOAT4, 1021},    {PGW_OID_FLOAT8, 1022},    {PGW_OID_OID, 1028},
+    {PGW_OID_TIMESTAMP, 1115}, {PGW_OID_DATE, 1182},      {PGW_OID_TIME, 1183},
+    {PGW_OID_TIMESTAMPTZ, 1185}, {PGW_OID_INTERVAL, 1187}, {PGW_OID_NUMERIC, 1231},
+    {PGW_OID_TIMETZ, 1270},    {PGW_OID_UUID, 2951},      {PGW_OID_JSON, 199},
+    {PGW_OID_JSONB, 3807},     {PGW_OID_BIT, 1561},       {PGW_OID_VARBIT, 1563},
+};
+
+uint32_t pgw_array_oid(uint32_t elem_oid)
+{
+    for (size_t i = 0; i < sizeof array_oids / sizeof array_oids[0]; i++)
+        if (array_oids[i].elem == elem_oid)
+            return array_oids[i].array;
+    return 0;
+}
+
+uint32_t pgw_array_elem(uint32_t oid)
+{
+    for (size_t i = 0; i < sizeof array_oids / sizeof array_oids[0]; i++)
+        if (array_oids[i].array == oid)
+            return array_oids[i].elem;
+    return 0;
+}
+
+/* How one column (or list element) is encoded. */
+enum ek {
+    EK_NULL, EK_BOOL, EK_I8, EK_I16, EK_I32, EK_I64, EK_U8, EK_U16, EK_U32, EK_U64, EK_I128,
+    EK_U128, EK_F32, EK_F64, EK_DEC16, EK_DEC32, EK_DEC64, EK_DEC128, EK_STR, EK_BLOB, EK_DATE,
+    EK_TIME, EK_TIMETZ, EK_TS, EK_TSTZ, EK_INTERVAL, EK_UUID, EK_ENUM, EK_BIT, EK_BIGNUM,
+    EK_LIST, EK_ARRAY, EK_CELL, /* json text from the JSON encoder */
+};
+
+struct col {
+    enum ek k;
+    int16_t fmt;                    /* 0 text, 1 binary */
+    struct pgw_typeinfo ti;
+    uint8_t scale;                  /* decimals */
+    int64_t ts_mul, ts_div;         /* timestamp units to microseconds */
+    duckdb_type enum_int;           /* ENUM: the index type */
+    char **enum_names;
+    size_t *enum_lens;
+    uint32_t n_enum;
+    struct col *child;              /* LIST/ARRAY element */
+    idx_t array_size;
+    size_t cell;                    /* EK_CELL: index among the cell columns */
+};
+
+/* A scalar's encoding kind and PostgreSQL type; false for types that only
+ * the JSON encoder writes (nested) or nobody can (INVALID). */
+static bool scalar_kind(duckdb_logical_type t, struct col *c)
+{
+    duckdb_type id = duckdb_get_type_id(t);
+    c->ti.typmod = -1;
+    c->ts_mul = c->ts_div = 1;
+    switch (id) {
+    case DUCKDB_TYPE_BOOLEAN: c->k = EK_BOOL; c->ti.oid = PGW_OID_BOOL; c->ti.typlen = 1; break;
+    case DUCKDB_TYPE_TINYINT: c->k = EK_I8; c->ti.oid = PGW_OID_INT2; c->ti.typlen = 2; break;
+    case DUCKDB_TYPE_SMALLINT: c->k = EK_I16; c->ti.oid = PGW_OID_INT2; c->ti.typlen = 2; break;
+    case DUCKDB_TYPE_INTEGER: c->k = EK_I32; c->ti.oid = PGW_OID_INT4; c->ti.typlen = 4; break;
+    case DUCKDB_TYPE_BIGINT: c->k = EK_I64; c->ti.oid = PGW_OID_INT8; c->ti.typlen = 8; break;
+    case DUCKDB_TYPE_UTINYINT: c->k = EK_U8; c->ti.oid = PGW_OID_INT2; c->ti.typlen = 2; break;
+    case DUCKDB_TYPE_USMALLINT: c->k = EK_U16; c->ti.oid = PGW_OID_INT4; c->ti.typlen = 4; break;
+    case DUCKDB_TYPE_UINTEGER: c->k = EK_U32; c->ti.oid = PGW_OID_INT8; c->ti.typlen = 8; break;
+    case DUCKDB_TYPE_UBIGINT: c->k = EK_U64; c->ti.oid = PGW_OID_NUMERIC; c->ti.typlen = -1; break;
+    case DUCKDB_TYPE_HUGEINT: c->k = EK_I128; c->ti.oid = PGW_OID_NUMERIC; c->ti.typlen = -1; break;
+    case DUCKDB_TYPE_UHUGEINT: c->k = EK_U128; c->ti.oid = PGW_OID_NUMERIC; c->ti.typlen = -1; break;
+    case DUCKDB_TYPE_FLOAT: c->k = EK_F32; c->ti.oid = PGW_OID_FLOAT4; c->ti.typlen = 4; break;
+    case DUCKDB_TYPE_DOUBLE: c->k = EK_F64; c->ti.oid = PGW_OID_FLOAT8; c->ti.typlen = 8; break;
+    case DUCKDB_TYPE_DECIMAL: {
+        uint8_t w = duckdb_decimal_width(t);
+        c->scale = duckdb_decimal_scale(t);
+        switch (duckdb_decimal_internal_type(t)) {
+        case DUCKDB_TYPE_SMALLINT: c->k = EK_DEC16; break;
+        case DUCKDB_TYPE_INTEGER: c->k = EK_DEC32; break;
+        case DUCKDB_TYPE_BIGINT: c->k = EK_DEC64; break;
+        default: c->k = EK_DEC128; break;
+        }
+        c->ti.oid = PGW_OID_NUMERIC;
+        c->ti.typlen = -1;
+        c->ti.typmod = ((int32_t)w << 16 | c->scale) + 4;
+        break;
+    }
+    case DUCKDB_TYPE_VARCHAR: {
+        c->k = EK_STR;
+        c->ti.oid = PGW_OID_TEXT;
+        c->ti.typlen = -1;
+        char *alias = duckdb_logical_type_get_alias(t);
+        if (alias && !strcmp(alias, "JSON"))
+            c->ti.oid = PGW_OID_JSON;
+        duckdb_free(alias);
+        break;
+    }
+    case DUCKDB_TYPE_BLOB: c->k = EK_BLOB; c->ti.oid = PGW_OID_BYTEA; c->ti.typlen = -1; break;
+    case DUCKDB_TYPE_DATE: c->k = EK_DATE; c->ti.oid = PGW_OID_DATE; c->ti.typlen = 4; break;
+    case DUCKDB_TYPE_TIME: c->k = EK_TIME; c->ti.oid = PGW_OID_TIME; c->ti.typlen = 8; break;
+    case DUCKDB_TYPE_TIME_TZ: c->k = EK_TIMETZ; c->ti.oid = PGW_OID_TIMETZ; c->ti.typlen = 12; break;
+    case DUCKDB_TYPE_TIMESTAMP_S: c->ts_mul = 1000000; /* fall through */
+    case DUCKDB_TYPE_TIMESTAMP_MS: if (id == DUCKDB_TYPE_TIMESTAMP_MS) c->ts_mul = 1000; /* fall through */
+    case DUCKDB_TYPE_TIMESTAMP_NS: if (id == DUCKDB_TYPE_TIMESTAMP_NS) c->ts_div = 1000; /* fall through */
+    case DUCKDB_TYPE_TIMESTAMP:
+        c->k = EK_TS;
+        c->ti.oid = PGW_OID_TIMESTAMP;
+        c->ti.typlen = 8;
+        break;
+    case DUCKDB_TYPE_TIMESTAMP_TZ:
+        c->k = EK_TSTZ;
+        c->ti.oid = PGW_OID_TIMESTAMPTZ;
+        c->ti.typlen = 8;
+        break;
+    case DUCKDB_TYPE_INTERVAL: c->k = EK_INTERVAL; c->ti.oid = PGW_OID_INTERVAL; c->ti.typlen = 16; break;
+    case DUCKDB_TYPE_UUID: c->k = EK_UUID; c->ti.oid = PGW_OID_UUID; c->ti.typlen = 16; break;
+    case DUCKDB_TYPE_ENUM: c->k = EK_ENUM; c->ti.oid = PGW_OID_TEXT; c->ti.typlen = -1; break;
+    case DUCKDB_TYPE_BIT: c->k = EK_BIT; c->ti.oid = PGW_OID_TEXT; c->ti.typlen = -1; break;
+    case DUCKDB_TYPE_BIGNUM: c->k = EK_BIGNUM; c->ti.oid = PGW_OID_NUMERIC; c->ti.typlen = -1; break;
+    case DUCKDB_TYPE_SQLNULL: c->k = EK_NULL; c->ti.oid = PGW_OID_TEXT; c->ti.typlen = -1; break;
+    default:
+        return false;
+    }
+    return true;
+}
+
+static bool is_nested(duckdb_type id)
+{
+    return id == DUCKDB_TYPE_LIST || id == DUCKDB_TYPE_ARRAY || id == DUCKDB_TYPE_STRUCT ||
+           id == DUCKDB_TYPE_MAP || id == DUCKDB_TYPE_UNION;
+}
+
+struct pgw_typeinfo pgw_type_of(duckdb_logical_type t)
+{
+    struct col c = {0};
+    duckdb_type id = duckdb_get_type_id(t);
+    if (id == DUCKDB_TYPE_LIST || id == DUCKDB_TYPE_ARRAY) {
+        duckdb_logical_type ct = id == DUCKDB_TYPE_LIST ? duckdb_list_type_child_type(t)
+                                                         : duckdb_array_type_child_type(t);
+        struct col e = {0};
+        bool scalar = !is_nested(duckdb_get_type_id(ct)) && scalar_kind(ct, &e);
+        duckdb_destroy_logical_type(&ct);
+        uint32_t arr = scalar ? pgw_array_oid(e.ti.oid) : 0;
+        if (arr)
+            return (struct pgw_typeinfo){arr, -1, -1};
+        return (struct pgw_typeinfo){PGW_OID_JSON, -1, -1};
+    }
+    if (is_nested(id))
+        return (struct pgw_typeinfo){PGW_OID_JSON, -1, -1};
+    if (scalar_kind(t, &c))
+        return c.ti;
+    return (struct pgw_typeinfo){PGW_OID_TEXT, -1, -1};
+}
+
+/* ------------------------------------------------------------ the encoder */
+
+struct pgw_rows {
+    size_t ncol;
+    struct col *cols;
+    struct pgw_format fmt;
+    /* json cells: the columns the JSON encoder writes, as a chunk of their own */
+    size_t ncell;
+    size_t *cell_col;               /* result column of cell column i */
+    struct json_rows *cells;
+    struct strbuf cell_text;        /* this chunk's cells, back to back */
+    uint32_t *cell_ends;            /* per row, per cell column: end offset */
+    size_t cell_rows;               /* rows in cell_ends */
+    size_t cell_cap;
+    struct strbuf scratch;          /* one element's text (arrays, COPY) */
+};
+
+static void col_release(struct col *c)
+{
+    if (!c)
+        return;
+    for (uint32_t i = 0; i < c->n_enum; i++)
+        duckdb_free(c->enum_names[i]);
+    free(c->enum_names);
+    free(c->enum_lens);
+    if (c->child) {
+        col_release(c->child);
+        free(c->child);
+    }
+}
+
+void pgw_rows_destroy(struct pgw_rows *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->ncol; i++)
+        col_release(&r->cols[i]);
+    free(r->cols);
+    free(r->cell_col);
+    json_rows_destroy(r->cells);
+    sb_release(&r->cell_text);
+    free(r->cell_ends);
+    sb_release(&r->scratch);
+    free(r);
+}
+
+size_t pgw_rows_ncol(const struct pgw_rows *r)
+{
+    return r->ncol;
+}
+
+static bool enum_setup(struct col *c, duckdb_logical_type t)
+{
+    c->enum_int = duckdb_enum_internal_type(t);
+    c->n_enum = duckdb_enum_dictionary_size(t);
+    c->enum_names = calloc(c->n_enum ? c->n_enum : 1, sizeof *c->enum_names);
+    c->enum_lens = calloc(c->n_enum ? c->n_enum : 1, sizeof *c->enum_lens);
+    if (!c->enum_names || !c->enum_lens)
+        return false;
+    for (uint32_t i = 0; i < c->n_enum; i++) {
+        c->enum_names[i] = duckdb_enum_dictionary_value(t, i);
+        if (!c->enum_names[i])
+            return false;
+        c->enum_lens[i] = strlen(c->enum_names[i]);
+    }
+    return true;
+}
+
+/* Sets up column c for type t; false when out of memory or unsupported. */
+static bool col_setup(struct pgw_rows *r, struct col *c, duckdb_logical_type t, int16_t fmt,
+                      size_t index, char *why, size_t why_len)
+{
+    c->fmt = fmt;
+    duckdb_type id = duckdb_get_type_id(t);
+    if (id == DUCKDB_TYPE_LIST || id == DUCKDB_TYPE_ARRAY) {
+        duckdb_logical_type ct = id == DUCKDB_TYPE_LIST ? duckdb_list_type_child_type(t)
+                                                         : duckdb_array_type_child_type(t);
+        struct col e = {0};
+        bool scalar = !is_nested(duckdb_get_type_id(ct)) && scalar_kind(ct, &e) &&
+                      pgw_array_oid(e.ti.oid) != 0;
+        if (scalar) {
+            c->child = calloc(1, sizeof *c->child);
+            bool ok = c->child && col_setup(r, c->child, ct, fmt, index, why, why_len);
+            duckdb_destroy_logical_type(&ct);
+            if (!ok)
+                return false;
+            c->k = id == DUCKDB_TYPE_LIST ? EK_LIST : EK_ARRAY;
+            if (id == DUCKDB_TYPE_ARRAY)
+                c->array_size = duckdb_array_type_array_size(t);
+            c->ti = (struct pgw_typeinfo){pgw_array_oid(c->child->ti.oid), -1, -1};
+            return true;
+        }
+        duckdb_destroy_logical_type(&ct);
+    }
+    if (is_nested(id)) {
+        if (!json_type_supported(t)) {
+            snprintf(why, why_len, "column %zu has a type this server cannot send", index + 1);
+            return false;
+        }
+        c->k = EK_CELL;
+        c->ti = (struct pgw_typeinfo){PGW_OID_JSON, -1, -1};
+        c->cell = r->ncell;
+        size_t *cc = realloc(r->cell_col, (r->ncell + 1) * sizeof *cc);
+        if (!cc)
+            return false;
+        r->cell_col = cc;
+        r->cell_col[r->ncell] = index;
+        r->ncell++;
+        return true;
+    }
+    if (!scalar_kind(t, c)) {
+        snprintf(why, why_len, "column %zu has a type this server cannot send", index + 1);
+        return false;
+    }
+    if (c->k == EK_ENUM && !enum_setup(c, t))
+        return false;
+    return true;
+}
+
+struct pgw_rows *pgw_rows_create(size_t ncol, const duckdb_logical_type *types,
+                                 const int16_t *formats, size_t nformats,
+                                 const struct pgw_format *fmt, const bool *as_text,
+                                 struct vt_error *err)
+{
+    struct pgw_rows *r = calloc(1, sizeof *r);
+    if (!r || !(r->cols = calloc(ncol ? ncol : 1, sizeof *r->cols))) {
+        free(r);
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        return NULL;
+    }
+    r->ncol = ncol;
+    r->fmt = *fmt;
+    sb_init(&r->cell_text, 0);
+    sb_init(&r->scratch, 0);
+    char why[128] = "out of memory";
+    for (size_t i = 0; i < ncol; i++) {
+        int16_t f = nformats == 0 ? 0 : nformats == 1 ? formats[0] : i < nformats ? formats[i] : 0;
+        if (!col_setup(r, &r->cols[i], types[i], f, i, why, sizeof why)) {
+            pgw_rows_destroy(r);
+            vt_error_set(err, strcmp(why, "out of memory") ? VT_ERR_QUERY_FAILED
+                                                           : VT_ERR_OUT_OF_MEMORY,
+                         "%s", why);
+            return NULL;
+        }
+        if (as_text && as_text[i]) {
+            /* Described as text: the value's text form, whatever format the
+             * client asked for (a text value's binary form is its text). */
+            r->cols[i].fmt = 0;
+            if (r->cols[i].child)
+                r->cols[i].child->fmt = 0;
+            r->cols[i].ti = (struct pgw_typeinfo){PGW_OID_TEXT, -1, -1};
+        }
+    }
+    if (r->ncell) {
+        /* The JSON encoder over the cell columns alone (names unused: cells
+         * come without keys). */
+        const char **names = calloc(r->ncell, sizeof *names);
+        duckdb_logical_type *tv = calloc(r->ncell, sizeof *tv);
+        char ebuf[128] = "out of memory";
+        if (names && tv) {
+            for (size_t i = 0; i < r->ncell; i++) {
+                names[i] = "c";
+                tv[i] = types[r->cell_col[i]];
+            }
+            r->cells = json_rows_create(r->ncell, names, tv, ebuf, sizeof ebuf);
+        }
+        free(tv);
+        free(names);
+        if (!r->cells) {
+            pgw_rows_destroy(r);
+            vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", ebuf);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+/* ------------------------------------------------------ per-chunk views */
+
+struct vv {
+    void *data;
+    uint64_t *valid;
+    duckdb_list_entry *entries;     /* LIST */
+    void *cdata;                    /* element data */
+    uint64_t *cvalid;
+    duckdb_vector vec;
+};
+
+static inline bool valid_at(const uint64_t *v, idx_t i)
+{
+    return !v || (v[i >> 6] >> (i & 63)) & 1;
+}
+
+static char *room(struct strbuf *o, size_t n)
+{
+    if (sb_grow(o, n) != 0)
+        return NULL;
+    return o->buf + o->len;
+}
+
+/* ------------------------------------------------------------ text output */
+
+/* Days since 1970-01-01 to a civil date (proleptic Gregorian). */
+static void civil(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t yy = (int64_t)yoe + era * 400;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = yy + (*m <= 2);
+}
+
+static char *put2(char *o, unsigned v)
+{
+    *o++ = (char)('0' + v / 10 % 10);
+    *o++ = (char)('0' + v % 10);
+    return o;
+}
+
+/* YYYY-MM-DD, PostgreSQL's way: years before 1 are "<1 - year> ... BC"
+ * (the caller appends " BC" after the whole value when *bc). */
+static char *put_ymd(char *o, int64_t days, bool *bc)
+{
+    int64_t y;
+    unsigned m, d;
+    civil(days, &y, &m, &d);
+    *bc = y <= 0;
+    if (*bc)
+        y = 1 - y;
+    char yb[24];
+    int n = snprintf(yb, sizeof yb, "%04lld", (long long)y);
+    memcpy(o, yb, (size_t)n);
+    o += n;
+    *o++ = '-';
+    o = put2(o, m);
+    *o++ = '-';
+    return put2(o, d);
+}
+
+/* HH:MM:SS[.ffffff] with the fraction's trailing zeros trimmed. */
+static char *put_hms_frac(char *o, uint64_t hours, unsigned min, unsigned sec, uint32_t frac)
+{
+    char hb[24];
+    int n = snprintf(hb, sizeof hb, "%02llu", (unsigned long long)hours);
+    memcpy(o, hb, (size_t)n);
+    o += n;
+    *o++ = ':';
+    o = put2(o, min);
+    *o++ = ':';
+    o = put2(o, sec);
+    if (frac) {
+        *o++ = '.';
+        char fb[7];
+        for (int i = 5; i >= 0; i--) {
+            fb[i] = (char)('0' + frac % 10);
+            frac /= 10;
+        }
+        int k = 6;
+        while (k > 1 && fb[k - 1] == '0')
+            k--;
+        memcpy(o, fb, (size_t)k);
+        o += k;
+    }
+    return o;
+}
+
+static char *put_time_us(char *o, int64_t us)
+{
+    uint64_t u = us < 0 ? 0 : (uint64_t)us;
+    uint64_t s = u / 1000000;
+    return put_hms_frac(o, s / 3600, (unsigned)(s / 60 % 60), (unsigned)(s % 60),
+                        (uint32_t)(u % 1000000));
+}
+
+static int64_t floordiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* A timestamp in microseconds: date, time, then "+00" for timestamptz, then
+ * " BC". Infinite values as PostgreSQL writes them. */
+static char *put_timestamp(char *o, int64_t us, bool tz)
+{
+    if (us == INT64_MAX) {
+        memcpy(o, "infinity", 8);
+        return o + 8;
+    }
+    if (us == -INT64_MAX || us == INT64_MIN) {
+        memcpy(o, "-infinity", 9);
+        return o + 9;
+    }
+    int64_t days = floordiv(us, 86400000000LL);
+    int64_t rest = us - days * 86400000000LL;
+    bool bc;
+    o = put_ymd(o, days, &bc);
+    *o++ = ' ';
+    o = put_time_us(o, rest);
+    if (tz) {
+        memcpy(o, "+00", 3);
+        o += 3;
+    }
+    if (bc) {
+        memcpy(o, " BC", 3);
+        o += 3;
+    }
+    return o;
+}
+
+static char *put_date(char *o, int32_t days)
+{
+    if (days == INT32_MAX) {
+        memcpy(o, "infinity", 8);
+        return o + 8;
+    }
+    if (days == -INT32_MAX || days == INT32_MIN) {
+        memcpy(o, "-infinity", 9);
+        return o + 9;
+    }
+    bool bc;
+    o = put_ymd(o, days, &bc);
+    if (bc) {
+        memcpy(o, " BC", 3);
+        o += 3;
+    }
+    return o;
+}
+
+static char *put_timetz(char *o, uint64_t bits)
+{
+    uint64_t micros = bits >> 24;
+    int32_t offset = 57599 - (int32_t)(bits & 0xffffff); /* seconds east of UTC */
+    o = put_time_us(o, (int64_t)micros);
+    *o++ = offset < 0 ? '-' : '+';
+    uint32_t a = (uint32_t)(offset < 0 ? -offset : offset);
+    o = put2(o, a / 3600);
+    if (a % 3600) {
+        *o++ = ':';
+        o = put2(o, a / 60 % 60);
+        if (a % 60) {
+            *o++ = ':';
+            o = put2(o, a % 60);
+        }
+    }
+    return o;
+}
+
+/* IntervalStyle postgres: "1 year 2 mons 3 days 04:05:06.789"; a positive
+ * field after a negative one carries "+". */
+static char *put_interval(char *o, int32_t months, int32_t days, int64_t micros)
+{
+    bool before = false, zero = true;
+    char *start = o;
+    int64_t fields[3] = {months / 12, months % 12, days};
+    static const char *const unit[3] = {"year", "mon", "day"};
+    for (int i = 0; i < 3; i++) {
+        if (!fields[i])
+            continue;
+        char b[48];
+        int n = snprintf(b, sizeof b, "%s%s%lld %s%s", zero ? "" : " ",
+                         before && fields[i] > 0 ? "+" : "", (long long)fields[i], unit[i],
+                         fields[i] == 1 ? "" : "s");
+        memcpy(o, b, (size_t)n);
+        o += n;
+        before |= fields[i] < 0;
+        zero = false;
+    }
+    if (zero || micros != 0) {
+        bool minus = micros < 0;
+        uint64_t u = minus ? 0 - (uint64_t)micros : (uint64_t)micros;
+        if (!zero)
+            *o++ = ' ';
+        if (minus)
+            *o++ = '-';
+        else if (before)
+            *o++ = '+';
+        uint64_t s = u / 1000000;
+        o = put_hms_frac(o, s / 3600, (unsigned)(s / 60 % 60), (unsigned)(s % 60),
+                         (uint32_t)(u % 1000000));
+    }
+    (void)start;
+    return o;
+}
+
+static char *put_uuid(char *o, const void *p)
+{
+    int64_t upper;
+    uint64_t lower;
+    memcpy(&lower, p, 8);
+    memcpy(&upper, (const char *)p + 8, 8);
+    static const char hex[] = "0123456789abcdef";
+    uint64_t hi = (uint64_t)upper ^ (1ull << 63);
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *o++ = '-';
+        unsigned char b = (unsigned char)(i < 8 ? hi >> (56 - 8 * i) : lower >> (56 - 8 * (i - 8)));
+        *o++ = hex[b >> 4];
+        *o++ = hex[b & 15];
+    }
+    return o;
+}
+
+/* PostgreSQL's float output: shortest round-trip digits (extra_float_digits
+ * > 0, the default since PostgreSQL 12), exponent notation when the decimal
+ * exponent is below -4 or at least `dig` (15 for float8, 6 for float4);
+ * else %.*g with dig + extra_float_digits significant digits. */
+static size_t fmt_float_common(char *out, double v, bool is_float, int efd)
+{
+    if (isnan(v))
+        return (size_t)snprintf(out, 32, "NaN");
+    if (isinf(v))
+        return (size_t)snprintf(out, 32, v > 0 ? "Infinity" : "-Infinity");
+    int dig = is_float ? 6 : 15;
+    if (efd <= 0) {
+        int prec = dig + efd;
+        if (prec < 1)
+            prec = 1;
+        return (size_t)snprintf(out, 32, "%.*g", prec, v);
+    }
+    if (v == 0)
+        return (size_t)snprintf(out, 32, signbit(v) ? "-0" : "0");
+    char digits[24];
+    int point;
+    int k = is_float ? json_ftoa_shortest((float)v, digits, &point)
+                     : json_dtoa_shortest(v, digits, &point);
+    char *o = out;
+    if (v < 0)
+        *o++ = '-';
+    int exp = point - 1;
+    if (exp < -4 || exp >= dig) {
+        *o++ = digits[0];
+        if (k > 1) {
+            *o++ = '.';
+            memcpy(o, digits + 1, (size_t)(k - 1));
+            o += k - 1;
+        }
+        o += snprintf(o, 8, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    } else if (point <= 0) {
+        *o++ = '0';
+        *o++ = '.';
+        for (int i = 0; i < -point; i++)
+            *o++ = '0';
+        memcpy(o, digits, (size_t)k);
+        o += k;
+    } else if (point >= k) {
+        memcpy(o, digits, (size_t)k);
+        o += k;
+        for (int i = k; i < point; i++)
+            *o++ = '0';
+    } else {
+        memcpy(o, digits, (size_t)point);
+        o += point;
+        *o++ = '.';
+        memcpy(o, digits + point, (size_t)(k - point));
+        o += k - point;
+    }
+    return (size_t)(o - out);
+}
+
+size_t pgw_fmt_double(char *out, double v, int extra_float_digits)
+{
+    return fmt_float_common(out, v, false, extra_float_digits);
+}
+
+size_t pgw_fmt_float(char *out, float v, int extra_float_digits)
+{
+    return fmt_float_common(out, v, true, extra_float_digits);
+}
+
+static int64_t ts_us(const struct col *c, int64_t v)
+{
+    if (v == INT64_MAX || v == -INT64_MAX || v == INT64_MIN)
+        return v;
+    if (c->ts_mul != 1)
+        return v * c->ts_mul; /* seconds and milliseconds always fit */
+    if (c->ts_div != 1)
+        return floordiv(v, c->ts_div);
+    return v;
+}
+
+/* The text of a fixed-size value at p (room TXT_ROOM). */
+static char *txt_fixed(const struct col *c, const void *data, idx_t i, char *p,
+                       const struct pgw_format *f)
+{
+    switch (c->k) {
+    case EK_BOOL: *p++ = ((const bool *)data)[i] ? 't' : 'f'; return p;
+    case EK_I8: return json_fmt_i64(p, ((const int8_t *)data)[i]);
+    case EK_I16: return json_fmt_i64(p, ((const int16_t *)data)[i]);
+    case EK_I32: return json_fmt_i64(p, ((const int32_t *)data)[i]);
+    case EK_I64: return json_fmt_i64(p, ((const int64_t *)data)[i]);
+    case EK_U8: return json_fmt_u64(p, ((const uint8_t *)data)[i]);
+    case EK_U16: return json_fmt_u64(p, ((const uint16_t *)data)[i]);
+    case EK_U32: return json_fmt_u64(p, ((const uint32_t *)data)[i]);
+    case EK_U64: return json_fmt_u64(p, ((const uint64_t *)data)[i]);
+    case EK_I128: {
+        const duckdb_hugeint *h = &((const duckdb_hugeint *)data)[i];
+        return json_fmt_i128(p, h->upper, h->lower);
+    }
+    case EK_U128: {
+        const duckdb_uhugeint *h = &((const duckdb_uhugeint *)data)[i];
+        return json_fmt_u128(p, h->upper, h->lower);
+    }
+    case EK_F32: return p + pgw_fmt_float(p, ((const float *)data)[i], f->extra_float_digits);
+    case EK_F64: return p + pgw_fmt_double(p, ((const double *)data)[i], f->extra_float_digits);
+    case EK_DEC16: return json_fmt_decimal64(p, ((const int16_t *)data)[i], c->scale);
+    case EK_DEC32: return json_fmt_decimal64(p, ((const int32_t *)data)[i], c->scale);
+    case EK_DEC64: return json_fmt_decimal64(p, ((const int64_t *)data)[i], c->scale);
+    case EK_DEC128: {
+        const duckdb_hugeint *h = &((const duckdb_hugeint *)data)[i];
+        return json_fmt_decimal128(p, h->upper, h->lower, c->scale);
+    }
+    case EK_DATE: return put_date(p, ((const int32_t *)data)[i]);
+    case EK_TIME: return put_time_us(p, ((const int64_t *)data)[i]);
+    case EK_TIMETZ: return put_timetz(p, ((const uint64_t *)data)[i]);
+    case EK_TS: return put_timestamp(p, ts_us(c, ((const int64_t *)data)[i]), false);
+    case EK_TSTZ: return put_timestamp(p, ((const int64_t *)data)[i], true);
+    case EK_INTERVAL: {
+        const duckdb_interval *v = &((const duckdb_interval *)data)[i];
+        return put_interval(p, v->months, v->days, v->micros);
+    }
+    case EK_UUID: return put_uuid(p, (const char *)data + 16 * i);
+    default: return p;
+    }
+}
+
+static bool fixed_kind(enum ek k)
+{
+    return k != EK_STR && k != EK_BLOB && k != EK_ENUM && k != EK_BIT && k != EK_BIGNUM &&
+           k != EK_LIST && k != EK_ARRAY && k != EK_CELL && k != EK_NULL;
+}
+
+static void str_at(const void *data, idx_t i, const char **s, size_t *n)
+{
+    duckdb_string_t *st = &((duckdb_string_t *)data)[i];
+    *n = duckdb_string_t_length(*st);
+    *s = duckdb_string_t_data(st);
+}
+
+static uint64_t enum_index(const struct col *c, const void *data, idx_t i)
+{
+    switch (c->enum_int) {
+    case DUCKDB_TYPE_UTINYINT: return ((const uint8_t *)data)[i];
+    case DUCKDB_TYPE_USMALLINT: return ((const uint16_t *)data)[i];
+    default: return ((const uint32_t *)data)[i];
+    }
+}
+
+/* Appends the text of element i (valid) of a scalar column to o. */
+static int put_text_scalar(struct pgw_rows *r, const struct col *c, const void *data, idx_t i,
+                           struct strbuf *o)
+{
+    if (fixed_kind(c->k)) {
+        char *p = room(o, TXT_ROOM + JSON_FMT_SLACK);
+        if (!p)
+            return -1;
+        o->len = (size_t)(txt_fixed(c, data, i, p, &r->fmt) - o->buf);
+        return 0;
+    }
+    const char *s;
+    size_t n;
+    switch (c->k) {
+    case EK_STR:
+        str_at(data, i, &s, &n);
+        return sb_add(o, s, n);
+    case EK_BLOB: {
+        str_at(data, i, &s, &n);
+        char *p = room(o, 2 + 2 * n);
+        if (!p)
+            return -1;
+        static const char hex[] = "0123456789abcdef";
+        *p++ = '\\';
+        *p++ = 'x';
+        for (size_t k = 0; k < n; k++) {
+            *p++ = hex[(unsigned char)s[k] >> 4];
+            *p++ = hex[(unsigned char)s[k] & 15];
+        }
+        o->len = (size_t)(p - o->buf);
+        return 0;
+    }
+    case EK_ENUM: {
+        uint64_t k = enum_index(c, data, i);
+        if (k >= c->n_enum)
+            return sb_adds(o, "");
+        return sb_add(o, c->enum_names[k], c->enum_lens[k]);
+    }
+    case EK_BIT: {
+        str_at(data, i, &s, &n);
+        char *p = room(o, 8 * n + JSON_FMT_SLACK);
+        if (!p)
+            return -1;
+        char *e = json_fmt_bit(p, (const unsigned char *)s, n); /* quoted */
+        size_t len = (size_t)(e - p);
+        if (len >= 2) {
+            memmove(p, p + 1, len - 2);
+            o->len += len - 2;
+        }
+        return 0;
+    }
+    case EK_BIGNUM: {
+        str_at(data, i, &s, &n);
+        char *p = room(o, json_bignum_max(n) + JSON_FMT_SLACK);
+        if (!p)
+            return -1;
+        char *e = json_fmt_bignum(p, (const unsigned char *)s, n);
+        if (e)
+            o->len = (size_t)(e - o->buf);
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Array elements need quotes when empty, "NULL", or holding a character
+ * array_out quotes: " \ { } , or white space. */
+static int put_array_elem(struct strbuf *o, const char *s, size_t n)
+{
+    bool quote = n == 0 || (n == 4 && !strncasecmp(s, "null", 4));
+    for (size_t i = 0; i < n && !quote; i++) {
+        char c = s[i];
+        quote = c == '"' || c == '\\' || c == '{' || c == '}' || c == ',' || c == ' ' ||
+                c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+    }
+    if (!quote)
+        return sb_add(o, s, n);
+    char *p = room(o, 2 * n + 2);
+    if (!p)
+        return -1;
+    *p++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"' || s[i] == '\\')
+            *p++ = '\\';
+        *p++ = s[i];
+    }
+    *p++ = '"';
+    o->len = (size_t)(p - o->buf);
+    return 0;
+}
+
+/* Element range of row i of a LIST/ARRAY column. */
+static void list_range(const struct col *c, const struct vv *v, idx_t i, idx_t *from,
+                       idx_t *count)
+{
+    if (c->k == EK_LIST) {
+        *from = v->entries[i].offset;
+        *count = v->entries[i].length;
+    } else {
+        *from = i * c->array_size;
+        *count = c->array_size;
+    }
+}
+
+static int put_text_list(struct pgw_rows *r, const struct col *c, const struct vv *v, idx_t i,
+                         struct strbuf *o)
+{
+    idx_t from, count;
+    list_range(c, v, i, &from, &count);
+    if (sb_addc(o, '{') != 0)
+        return -1;
+    for (idx_t k = 0; k < count; k++) {
+        if (k && sb_addc(o, ',') != 0)
+            return -1;
+        if (!valid_at(v->cvalid, from + k)) {
+            if (sb_adds(o, "NULL") != 0)
+                return -1;
+            continue;
+        }
+        sb_reset(&r->scratch);
+        if (put_text_scalar(r, c->child, v->cdata, from + k, &r->scratch) != 0 ||
+            put_array_elem(o, r->scratch.buf ? r->scratch.buf : "", r->scratch.len) != 0)
+            return -1;
+    }
+    return sb_addc(o, '}');
+}
+
+/* ---------------------------------------------------------- binary output */
+
+static void be16(char *p, uint16_t v)
+{
+    p[0] = (char)(v >> 8);
+    p[1] = (char)v;
+}
+
+static void be32w(char *p, uint32_t v)
+{
+    p[0] = (char)(v >> 24);
+    p[1] = (char)(v >> 16);
+    p[2] = (char)(v >> 8);
+    p[3] = (char)v;
+}
+
+static void be64(char *p, uint64_t v)
+{
+    be32w(p, (uint32_t)(v >> 32));
+    be32w(p + 4, (uint32_t)v);
+}
+
+int pgw_numeric_binary(struct strbuf *out, const char *text, size_t len)
+{
+    size_t i = 0;
+    bool neg = false;
+    if (len == 3 && !strncasecmp(text, "nan", 3)) {
+        char h[8] = {0};
+        be16(h + 4, 0xC000);
+        return sb_add(out, h, 8);
+    }
+    if (i < len && (text[i] == '-' || text[i] == '+'))
+        neg = text[i++] == '-';
+    size_t istart = i;
+    while (i < len && isdigit((unsigned char)text[i]))
+        i++;
+    size_t iend = i, fstart = i, fend = i;
+    if (i < len && text[i] == '.') {
+        fstart = ++i;
+        while (i < len && isdigit((unsigned char)text[i]))
+            i++;
+        fend = i;
+    }
+    if (i != len || (iend == istart && fend == fstart))
+        return -1;
+    while (istart < iend && text[istart] == '0')
+        istart++;
+    size_t nint = iend - istart, nfrac = fend - fstart;
+    if (nfrac > 16383 || nint > 131072)
+        return -1;
+    /* Groups of 4 digits aligned at the decimal point. */
+    size_t igroups = (nint + 3) / 4, fgroups = (nfrac + 3) / 4;
+    size_t total = igroups + fgroups;
+    uint16_t *g = calloc(total ? total : 1, sizeof *g);
+    if (!g)
+        return -1;
+    size_t lead = igroups * 4 - nint; /* zeros padding the first group */
+    for (size_t d = 0; d < nint; d++) {
+        size_t pos = lead + d;
+        g[pos / 4] = (uint16_t)(g[pos / 4] * 10 + (text[istart + d] - '0'));
+    }
+    for (size_t d = 0; d < fgroups * 4; d++) {
+        unsigned digit = d < nfrac ? (unsigned)(text[fstart + d] - '0') : 0;
+        g[igroups + d / 4] = (uint16_t)(g[igroups + d / 4] * 10 + digit);
+    }
+    size_t first = 0, last = total;
+    while (first < total && g[first] == 0)
+        first++;
+    while (last > first && g[last - 1] == 0)
+        last--;
+    int weight = (int)igroups - 1 - (int)first;
+    size_t nd = last - first;
+    if (nd == 0) {
+        weight = 0;
+        neg = false;
+    }
+    char *p = room(out, 8 + 2 * nd);
+    if (!p) {
+        free(g);
+        return -1;
+    }
+    be16(p, (uint16_t)nd);
+    be16(p + 2, (uint16_t)(int16_t)weight);
+    be16(p + 4, neg ? 0x4000 : 0);
+    be16(p + 6, (uint16_t)nfrac);
+    for (size_t k = 0; k < nd; k++)
+        be16(p + 8 + 2 * k, g[first + k]);
+    out->len += 8 + 2 * nd;
+    free(g);
+    return 0;
+}
+
+static int put_binary_scalar(struct pgw_rows *r, const struct col *c, const void *data, idx_t i,
+                             struct strbuf *o)
+{
+    char b[16];
+    switch (c->k) {
+    case EK_BOOL: b[0] = ((const bool *)data)[i] ? 1 : 0; return sb_add(o, b, 1);
+    case EK_I8: be16(b, (uint16_t)((const int8_t *)data)[i]); return sb_add(o, b, 2);
+    case EK_I16: be16(b, (uint16_t)((const int16_t *)data)[i]); return sb_add(o, b, 2);
+    case EK_U8: be16(b, ((const uint8_t *)data)[i]); return sb_add(o, b, 2);
+    case EK_I32: be32w(b, (uint32_t)((const int32_t *)data)[i]); return sb_add(o, b, 4);
+    case EK_U16: be32w(b, ((const uint16_t *)data)[i]); return sb_add(o, b, 4);
+    case EK_I64: be64(b, (uint64_t)((const int64_t *)data)[i]); return sb_add(o, b, 8);
+    case EK_U32: be64(b, ((const uint32_t *)data)[i]); return sb_add(o, b, 8);
+    case EK_F32: {
+        uint32_t u;
+        memcpy(&u, &((const float *)data)[i], 4);
+        be32w(b, u);
+        return sb_add(o, b, 4);
+    }
+    case EK_F64: {
+        uint64_t u;
+        memcpy(&u, &((const double *)data)[i], 8);
+        be64(b, u);
+        return sb_add(o, b, 8);
+    }
+    case EK_U64: case EK_I128: case EK_U128: case EK_DEC16: case EK_DEC32: case EK_DEC64:
+    case EK_DEC128: case EK_BIGNUM: {
+        sb_reset(&r->scratch);
+        if (put_text_scalar(r, c, data, i, &r->scratch) != 0)
+            return -1;
+        return pgw_numeric_binary(o, r->scratch.buf ? r->scratch.buf : "", r->scratch.len);
+    }
+    case EK_DATE: {
+        int32_t d = ((const int32_t *)data)[i];
+        int32_t v = d == INT32_MAX ? INT32_MAX
+                    : (d == -INT32_MAX || d == INT32_MIN) ? INT32_MIN
+                                                          : d - PG_EPOCH_DAYS;
+        be32w(b, (uint32_t)v);
+        return sb_add(o, b, 4);
+    }
+    case EK_TIME: be64(b, (uint64_t)((const int64_t *)data)[i]); return sb_add(o, b, 8);
+    case EK_TIMETZ: {
+        uint64_t bits = ((const uint64_t *)data)[i];
+        int32_t offset = 57599 - (int32_t)(bits & 0xffffff);
+        be64(b, bits >> 24);
+        be32w(b + 8, (uint32_t)(-offset)); /* PostgreSQL counts seconds west */
+        return sb_add(o, b, 12);
+    }
+    case EK_TS: case EK_TSTZ: {
+        int64_t v = ((const int64_t *)data)[i];
+        if (c->k == EK_TS)
+            v = ts_us(c, v);
+        int64_t pg = v == INT64_MAX ? INT64_MAX
+                     : (v == -INT64_MAX || v == INT64_MIN) ? INT64_MIN
+                                                           : v - PG_EPOCH_US;
+        be64(b, (uint64_t)pg);
+        return sb_add(o, b, 8);
+    }
+    case EK_INTERVAL: {
+        const duckdb_interval *v = &((const duckdb_interval *)data)[i];
+        be64(b, (uint64_t)v->micros);
+        be32w(b + 8, (uint32_t)v->days);
+        be32w(b + 12, (uint32_t)v->months);
+        return sb_add(o, b, 16);
+    }
+    case EK_UUID: {
+        int64_t upper;
+        uint64_t lower;
+        memcpy(&lower, (const char *)data + 16 * i, 8);
+        memcpy(&upper, (const char *)data + 16 * i + 8, 8);
+        be64(b, (uint64_t)upper ^ (1ull << 63));
+        be64(b + 8, lower);
+        return sb_add(o, b, 16);
+    }
+    case EK_STR: case EK_BLOB: {
+        const char *s;
+        size_t n;
+        str_at(data, i, &s, &n);
+        return sb_add(o, s, n);
+    }
+    default: /* enum, bit: their text */
+        return put_text_scalar(r, c, data, i, o);
+    }
+}
+
+static int put_binary_list(struct pgw_rows *r, const struct col *c, const struct vv *v, idx_t i,
+                           struct strbuf *o)
+{
+    idx_t from, count;
+    list_range(c, v, i, &from, &count);
+    bool hasnull = false;
+    for (idx_t k = 0; k < count && !hasnull; k++)
+        hasnull = !valid_at(v->cvalid, from + k);
+    char h[20];
+    be32w(h, count ? 1 : 0);
+    be32w(h + 4, hasnull);
+    be32w(h + 8, c->child->ti.oid);
+    if (sb_add(o, h, 12) != 0)
+        return -1;
+    if (count) {
+        be32w(h, (uint32_t)count);
+        be32w(h + 4, 1);
+        if (sb_add(o, h, 8) != 0)
+            return -1;
+    }
+    for (idx_t k = 0; k < count; k++) {
+        if (!valid_at(v->cvalid, from + k)) {
+            be32w(h, UINT32_MAX);
+            if (sb_add(o, h, 4) != 0)
+                return -1;
+            continue;
+        }
+        size_t at = o->len;
+        if (sb_add(o, h, 4) != 0 || put_binary_scalar(r, c->child, v->cdata, from + k, o) != 0)
+            return -1;
+        be32w(o->buf + at, (uint32_t)(o->len - at - 4));
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- the rows */
+
+/* The JSON text of every cell column of this chunk. */
+struct cell_ctx {
+    struct pgw_rows *r;
+    size_t row;
+};
+
+static int take_cells(void *ctx, const char *cells, const uint32_t *ends)
+{
+    struct cell_ctx *x = ctx;
+    struct pgw_rows *r = x->r;
+    size_t base = r->cell_text.len;
+    uint32_t len = ends[r->ncell - 1];
+    if (sb_add(&r->cell_text, cells, len) != 0)
+        return -1;
+    for (size_t k = 0; k < r->ncell; k++)
+        r->cell_ends[x->row * r->ncell + k] = (uint32_t)(base + ends[k]);
+    x->row++;
+    return 0;
+}
+
+static int encode_cells(struct pgw_rows *r, duckdb_data_chunk chunk)
+{
+    if (!r->ncell)
+        return 0;
+    idx_t n = duckdb_data_chunk_get_size(chunk);
+    if (r->cell_cap < n * r->ncell) {
+        uint32_t *e = realloc(r->cell_ends, n * r->ncell * sizeof *e);
+        if (!e)
+            return -1;
+        r->cell_ends = e;
+        r->cell_cap = n * r->ncell;
+    }
+    sb_reset(&r->cell_text);
+    duckdb_logical_type *types = calloc(r->ncell, sizeof *types);
+    if (!types)
+        return -1;
+    for (size_t k = 0; k < r->ncell; k++)
+        types[k] = duckdb_vector_get_column_type(
+            duckdb_data_chunk_get_vector(chunk, r->cell_col[k]));
+    duckdb_data_chunk sub = duckdb_create_data_chunk(types, r->ncell);
+    int rc = -1;
+    if (sub) {
+        for (size_t k = 0; k < r->ncell; k++)
+            duckdb_vector_reference_vector(duckdb_data_chunk_get_vector(sub, k),
+                                           duckdb_data_chunk_get_vector(chunk, r->cell_col[k]));
+        duckdb_data_chunk_set_size(sub, n);
+        struct cell_ctx x = {r, 0};
+        rc = json_rows_encode_cells(r->cells, sub, take_cells, &x);
+        r->cell_rows = x.row;
+        duckdb_destroy_data_chunk(&sub);
+    }
+    for (size_t k = 0; k < r->ncell; k++)
+        duckdb_destroy_logical_type(&types[k]);
+    free(types);
+    return rc;
+}
+
+static void cell_at(const struct pgw_rows *r, size_t cell, idx_t row, const char **s, size_t *n)
+{
+    size_t idx = row * r->ncell + cell;
+    uint32_t end = r->cell_ends[idx];
+    uint32_t start = idx == 0 ? 0 : r->cell_ends[idx - 1];
+    *s = r->cell_text.buf + start;
+    *n = end - start;
+}
+
+static void views(struct pgw_rows *r, duckdb_data_chunk chunk, struct vv *v)
+{
+    for (size_t c = 0; c < r->ncol; c++) {
+        duckdb_vector vec = duckdb_data_chunk_get_vector(chunk, c);
+        v[c].vec = vec;
+        v[c].data = duckdb_vector_get_data(vec);
+        v[c].valid = duckdb_vector_get_validity(vec);
+        v[c].entries = NULL;
+        v[c].cdata = NULL;
+        v[c].cvalid = NULL;
+        if (r->cols[c].k == EK_LIST || r->cols[c].k == EK_ARRAY) {
+            duckdb_vector child = r->cols[c].k == EK_LIST ? duckdb_list_vector_get_child(vec)
+                                                          : duckdb_array_vector_get_child(vec);
+            v[c].entries = v[c].data;
+            v[c].cdata = duckdb_vector_get_data(child);
+            v[c].cvalid = duckdb_vector_get_validity(child);
+        }
+    }
+}
+
+/* The value of column c at row i (its text or binary form, no length). */
+static int put_value(struct pgw_rows *r, const struct col *c, const struct vv *v, idx_t i,
+                     struct strbuf *o)
+{
+    if (c->k == EK_CELL) {
+        const char *s;
+        size_t n;
+        cell_at(r, c->cell, i, &s, &n);
+        return sb_add(o, s, n);
+    }
+    if (c->k == EK_LIST || c->k == EK_ARRAY)
+        return c->fmt ? put_binary_list(r, c, v, i, o) : put_text_list(r, c, v, i, o);
+    return c->fmt ? put_binary_scalar(r, c, v->data, i, o) : put_text_scalar(r, c, v->data, i, o);
+}
+
+#define MAX_STACK_COLS 64
+
+int pgw_rows_data(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from, uint64_t count,
+                  struct strbuf *out)
+{
+    idx_t n = duckdb_data_chunk_get_size(chunk);
+    if (from >= n)
+        return 0;
+    if (count > n - from)
+        count = n - from;
+    if (r->ncell && encode_cells(r, chunk) != 0)
+        return -1;
+    struct vv stack[MAX_STACK_COLS];
+    struct vv *v = r->ncol <= MAX_STACK_COLS ? stack : calloc(r->ncol, sizeof *v);
+    if (!v)
+        return -1;
+    views(r, chunk, v);
+    int rc = 0;
+    for (idx_t i = from; i < from + count && rc == 0; i++) {
+        size_t start = out->len;
+        char *p = room(out, 7);
+        if (!p) {
+            rc = -1;
+            break;
+        }
+        p[0] = 'D';
+        be16(p + 5, (uint16_t)r->ncol);
+        out->len += 7;
+        for (size_t c = 0; c < r->ncol && rc == 0; c++) {
+            const struct col *col = &r->cols[c];
+            char *lp = room(out, 4);
+            if (!lp) {
+                rc = -1;
+                break;
+            }
+            if (col->k == EK_NULL || !valid_at(v[c].valid, i)) {
+                be32w(lp, UINT32_MAX);
+                out->len += 4;
+                continue;
+            }
+            size_t at = out->len;
+            out->len += 4;
+            rc = put_value(r, col, &v[c], i, out);
+            if (rc == 0)
+                be32w(out->buf + at, (uint32_t)(out->len - at - 4));
+        }
+        if (rc == 0)
+            be32w(out->buf + start + 1, (uint32_t)(out->len - start - 1));
+    }
+    if (v != stack)
+        free(v);
+    return out->overflow ? -1 : rc;
+}
+
+/* COPY text: backslash escapes for \ and control characters; CSV: quoted
+ * when holding the delimiter, a quote, CR/LF, or equal to the NULL text. */
+static int copy_field(struct strbuf *o, const char *s, size_t n, const struct pgw_copy_options *co)
+{
+    if (co->format == PGW_COPY_TEXT) {
+        char *p = room(o, 2 * n);
+        if (!p)
+            return -1;
+        for (size_t i = 0; i < n; i++) {
+            char c = s[i];
+            const char *e = c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
+                            : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f"
+                            : c == '\v' ? "\\v" : NULL;
+            if (c == co->delimiter && !e) {
+                *p++ = '\\';
+                *p++ = c;
+            } else if (e) {
+                *p++ = e[0];
+                *p++ = e[1];
+            } else {
+                *p++ = c;
+            }
+        }
+        o->len = (size_t)(p - o->buf);
+        return 0;
+    }
+    bool quote = n == 0 ? co->null_text[0] == '\0' : (strlen(co->null_text) == n &&
+                                                      !memcmp(s, co->null_text, n));
+    for (size_t i = 0; i < n && !quote; i++)
+        quote = s[i] == co->delimiter || s[i] == '"' || s[i] == '\n' || s[i] == '\r';
+    if (!quote)
+        return sb_add(o, s, n);
+    char *p = room(o, 2 * n + 2);
+    if (!p)
+        return -1;
+    *p++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"')
+            *p++ = '"';
+        *p++ = s[i];
+    }
+    *p++ = '"';
+    o->len = (size_t)(p - o->buf);
+    return 0;
+}
+
+int pgw_rows_copy(struct pgw_rows *r, duckdb_data_chunk chunk, const struct pgw_copy_options *co,
+                  struct strbuf *out)
+{
+    idx_t n = duckdb_data_chunk_get_size(chunk);
+    if (r->ncell && encode_cells(r, chunk) != 0)
+        return -1;
+    struct vv stack[MAX_STACK_COLS];
+    struct vv *v = r->ncol <= MAX_STACK_COLS ? stack : calloc(r->ncol, sizeof *v);
+    if (!v)
+        return -1;
+    views(r, chunk, v);
+    struct strbuf field;
+    sb_init(&field, 0);
+    int rc = 0;
+    for (idx_t i = 0; i < n && rc == 0; i++) {
+        size_t m = pgw_msg_begin(out, 'd');
+        for (size_t c = 0; c < r->ncol && rc == 0; c++) {
+            if (c && sb_addc(out, co->delimiter) != 0)
+                rc = -1;
+            const struct col *col = &r->cols[c];
+            if (col->k == EK_NULL || !valid_at(v[c].valid, i)) {
+                rc = sb_adds(out, co->null_text);
+                continue;
+            }
+            struct col text = *col;
+            text.fmt = 0;
+            sb_reset(&field);
+            rc = put_value(r, &text, &v[c], i, &field);
+            if (rc == 0)
+                rc = copy_field(out, field.buf ? field.buf : "", field.len, co);
+        }
+        if (rc == 0)
+            rc = sb_addc(out, '\n');
+        pgw_msg_end(out, m);
+    }
+    sb_release(&field);
+    if (v != stack)
+        free(v);
+    return out->overflow ? -1 : rc;
+}
+
+void pgw_write_row_description(struct strbuf *out, size_t ncol, const char *const *names,
+                               const duckdb_logical_type *types, const int16_t *formats,
+                               size_t nformats)
+{
+    size_t m = pgw_msg_begin(out, 'T');
+    pgw_put_i16(out, (int16_t)ncol);
+    for (size_t i = 0; i < ncol; i++) {
+        struct pgw_typeinfo ti = pgw_type_of(types[i]);
+        int16_t f = nformats == 0 ? 0 : nformats == 1 ? formats[0] : i < nformats ? formats[i] : 0;
+        pgw_put_str(out, names[i] ? names[i] : "?column?");
+        pgw_put_i32(out, 0);
+        pgw_put_i16(out, 0);
+        pgw_put_i32(out, (int32_t)ti.oid);
+        pgw_put_i16(out, ti.typlen);
+        pgw_put_i32(out, ti.typmod);
+        pgw_put_i16(out, f);
+    }
+    pgw_msg_end(out, m);
+}
+
+/* ---------------------------------------------------------- parameters */
+
+static uint64_t rd_be(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static bool utf8_valid(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c == 0)
+            return false;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (!len || i + (size_t)len > n)
+            return false;
+        uint32_t cp = c & (0x7F >> len);
+        for (int k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return false;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += (size_t)len;
+    }
+    return true;
+}
+
+static enum vt_err text_value(const unsigned char *s, size_t n, struct arena *a,
+                              struct query_value *out, struct vt_error *err)
+{
+    if (!utf8_valid(s, n))
+        return vt_error_set(err, VT_ERR_PG_INVALID_TEXT,
+                            "invalid byte sequence for encoding \"UTF8\" in a parameter");
+    char *copy = arena_strndup(a, (const char *)s, n);
+    if (!copy)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    out->kind = QUERY_VALUE_VARCHAR;
+    out->u.s.ptr = copy;
+    out->u.s.len = n;
+    out->cast = "VARCHAR";
+    return VT_ERR_OK;
+}
+
+static enum vt_err bad_text(struct vt_error *err, const char *type, const unsigned char *s,
+                            size_t n)
+{
+    return vt_error_set(err, VT_ERR_PG_INVALID_TEXT, "invalid input syntax for type %s: \"%.*s\"",
+                        type, (int)(n > 64 ? 64 : n), (const char *)s);
+}
+
+/* bytea input: hex (\x...) or the escape format (\\ and \ooo). */
+static enum vt_err bytea_text(const unsigned char *s, size_t n, struct arena *a,
+                              struct query_value *out, struct vt_error *err)
+{
+    unsigned char *b = arena_alloc(a, n + 1);
+    if (!b)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    size_t o = 0;
+    if (n >= 2 && s[0] == '\\' && s[1] == 'x') {
+        for (size_t i = 2; i < n;) {
+            if (isspace(s[i])) {
+                i++;
+                continue;
+            }
+            if (i + 1 >= n || !isxdigit(s[i]) || !isxdigit(s[i + 1]))
+                return bad_text(err, "bytea", s, n);
+            char h[3] = {(char)s[i], (char)s[i + 1], 0};
+            b[o++] = (unsigned char)strtoul(h, NULL, 16);
+            i += 2;
+        }
+    } else {
+        for (size_t i = 0; i < n;) {
+            if (s[i] != '\\') {
+                b[o++] = s[i++];
+            } else if (i + 1 < n && s[i + 1] == '\\') {
+                b[o++] = '\\';
+                i += 2;
+            } else if (i + 3 < n + 0 && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+                       s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+                b[o++] = (unsigned char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 +
+                                         (s[i + 3] - '0'));
+                i += 4;
+            } else {
+                return bad_text(err, "bytea", s, n);
+            }
+        }
+    }
+    out->kind = QUERY_VALUE_BLOB;
+    out->u.s.ptr = (const char *)b;
+    out->u.s.len = o;
+    out->cast = "BLOB";
+    return VT_ERR_OK;
+}
+
+/* A text form DuckDB reads for the temporal and other binary inputs. */
+static enum vt_err formatted(struct arena *a, const char *text, size_t n, struct query_value *out,
+                             struct vt_error *err)
+{
+    return text_value((const unsigned char *)text, n, a, out, err);
+}
+
+enum vt_err pgw_param_decode(const struct pgw_value *v, uint32_t oid, struct arena *a,
+                             struct query_value *out, struct vt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (v->len < 0) {
+        out->kind = QUERY_VALUE_NULL;
+        out->cast = "NULL";
+        return VT_ERR_OK;
+    }
+    const unsigned char *s = v->data ? v->data : (const unsigned char *)"";
+    size_t n = (size_t)v->len;
+    if (v->format == 0) {
+        switch (oid) {
+        case PGW_OID_INT2: case PGW_OID_INT4: case PGW_OID_INT8: case PGW_OID_OID: {
+            char buf[32];
+            size_t b = 0, e = n;
+            while (b < e && isspace(s[b]))
+                b++;
+            while (e > b && isspace(s[e - 1]))
+                e--;
+            if (e - b == 0 || e - b >= sizeof buf)
+                return bad_text(err, "integer", s, n);
+            memcpy(buf, s + b, e - b);
+            buf[e - b] = '\0';
+            char *end;
+            errno = 0;
+            long long x = strtoll(buf, &end, 10);
+            if (*end || errno || !(isdigit((unsigned char)buf[0]) || buf[0] == '-' || buf[0] == '+'))
+                return bad_text(err, "integer", s, n);
+            out->kind = QUERY_VALUE_INT64;
+            out->u.i = x;
+            out->cast = "BIGINT";
+            return VT_ERR_OK;
+        }
+        case PGW_OID_FLOAT4: case PGW_OID_FLOAT8: {
+            char buf[64];
+            if (n == 0 || n >= sizeof buf)
+                return bad_text(err, "double precision", s, n);
+            memcpy(buf, s, n);
+            buf[n] = '\0';
+            char *end;
+            double d;
+            if (!strcasecmp(buf, "nan"))
+                d = NAN;
+            else if (!strcasecmp(buf, "infinity") || !strcasecmp(buf, "inf"))
+                d = INFINITY;
+            else if (!strcasecmp(buf, "-infinity") || !strcasecmp(buf, "-inf"))
+                d = -INFINITY;
+            else {
+                d = strtod(buf, &end);
+                if (end == buf || *end)
+                    return bad_text(err, "double precision", s, n);
+            }
+            out->kind = QUERY_VALUE_DOUBLE;
+            out->u.d = d;
+            out->cast = "DOUBLE";
+            return VT_ERR_OK;
+        }
+        case PGW_OID_BOOL: {
+            char buf[8];
+            size_t b = 0, e = n;
+            while (b < e && isspace(s[b]))
+                b++;
+            while (e > b && isspace(s[e - 1]))
+                e--;
+            if (e - b == 0 || e - b >= sizeof buf)
+                return bad_text(err, "boolean", s, n);
+            for (size_t i = 0; i < e - b; i++)
+                buf[i] = (char)tolower(s[b + i]);
+            buf[e - b] = '\0';
+            static const char *const yes[] = {"t", "true", "y", "yes", "on", "1", NULL};
+            static const char *const no[] = {"f", "false", "n", "no", "off", "0", NULL};
+            int val = -1;
+            for (int i = 0; yes[i] && val < 0; i++)
+                if (!strcmp(buf, yes[i]))
+                    val = 1;
+            for (int i = 0; no[i] && val < 0; i++)
+                if (!strcmp(buf, no[i]))
+                    val = 0;
+            if (val < 0)
+                return bad_text(err, "boolean", s, n);
+            out->kind = QUERY_VALUE_BOOL;
+            out->u.b = val == 1;
+            out->cast = "BOOLEAN";
+            return VT_ERR_OK;
+        }
+        case PGW_OID_BYTEA:
+            return bytea_text(s, n, a, out, err);
+        default:
+            return text_value(s, n, a, out, err);
+        }
+    }
+    /* binary */
+    char buf[96];
+    switch (oid) {
+    case PGW_OID_BOOL:
+        if (n != 1)
+            goto size;
+        out->kind = QUERY_VALUE_BOOL;
+        out->u.b = s[0] != 0;
+        out->cast = "BOOLEAN";
+        return VT_ERR_OK;
+    case PGW_OID_INT2: case PGW_OID_INT4: case PGW_OID_INT8: case PGW_OID_OID: {
+        int want = oid == PGW_OID_INT2 ? 2 : oid == PGW_OID_INT8 ? 8 : 4;
+        if ((int)n != want)
+            goto size;
+        uint64_t u = rd_be(s, want);
+        int64_t x = want == 2 ? (int16_t)u : want == 4 ? (oid == PGW_OID_OID ? (int64_t)(uint32_t)u
+                                                                             : (int32_t)u)
+                                           : (int64_t)u;
+        out->kind = QUERY_VALUE_INT64;
+        out->u.i = x;
+        out->cast = "BIGINT";
+        return VT_ERR_OK;
+    }
+    case PGW_OID_FLOAT4: case PGW_OID_FLOAT8: {
+        if (n != (oid == PGW_OID_FLOAT4 ? 4u : 8u))
+            goto size;
+        double d;
+        if (n == 4) {
+            uint32_t u = (uint32_t)rd_be(s, 4);
+            float f;
+            memcpy(&f, &u, 4);
+            d = f;
+        } else {
+            uint64_t u = rd_be(s, 8);
+            memcpy(&d, &u, 8);
+        }
+        out->kind = QUERY_VALUE_DOUBLE;
+        out->u.d = d;
+        out->cast = "DOUBLE";
+        return VT_ERR_OK;
+    }
+    case PGW_OID_BYTEA: {
+        char *b = arena_alloc(a, n ? n : 1);
+        if (!b)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        memcpy(b, s, n);
+        out->kind = QUERY_VALUE_BLOB;
+        out->u.s.ptr = b;
+        out->u.s.len = n;
+        out->cast = "BLOB";
+        return VT_ERR_OK;
+    }
+    case PGW_OID_JSONB:
+        if (n < 1 || s[0] != 1)
+            return vt_error_set(err, VT_ERR_PG_PROTOCOL, "unsupported jsonb version number");
+        return text_value(s + 1, n - 1, a, out, err);
+    case PGW_OID_DATE: {
+        if (n != 4)
+            goto size;
+        int32_t d = (int32_t)rd_be(s, 4);
+        int64_t days = d == INT32_MAX ? INT32_MAX : d == INT32_MIN ? -INT32_MAX
+                                                                   : (int64_t)d + PG_EPOCH_DAYS;
+        char *e = json_fmt_date(buf, (int32_t)days);
+        return formatted(a, buf + 1, (size_t)(e - buf) - 2, out, err);
+    }
+    case PGW_OID_TIMESTAMP: case PGW_OID_TIMESTAMPTZ: {
+        if (n != 8)
+            goto size;
+        int64_t t = (int64_t)rd_be(s, 8);
+        int64_t us = t == INT64_MAX ? INT64_MAX : t == INT64_MIN ? -INT64_MAX : t + PG_EPOCH_US;
+        char *e = json_fmt_timestamp(buf, us, JSON_TS_US, oid == PGW_OID_TIMESTAMPTZ);
+        return formatted(a, buf + 1, (size_t)(e - buf) - 2, out, err);
+    }
+    case PGW_OID_TIME: {
+        if (n != 8)
+            goto size;
+        char *e = put_time_us(buf, (int64_t)rd_be(s, 8));
+        return formatted(a, buf, (size_t)(e - buf), out, err);
+    }
+    case PGW_OID_INTERVAL: {
+        if (n != 16)
+            goto size;
+        int len = snprintf(buf, sizeof buf, "%d months %d days %lld microseconds",
+                           (int32_t)rd_be(s + 12, 4), (int32_t)rd_be(s + 8, 4),
+                           (long long)(int64_t)rd_be(s, 8));
+        return formatted(a, buf, (size_t)len, out, err);
+    }
+    case PGW_OID_UUID: {
+        if (n != 16)
+            goto size;
+        static const char hex[] = "0123456789abcdef";
+        char *o = buf;
+        for (int i = 0; i < 16; i++) {
+            if (i == 4 || i == 6 || i == 8 || i == 10)
+                *o++ = '-';
+            *o++ = hex[s[i] >> 4];
+            *o++ = hex[s[i] & 15];
+        }
+        return formatted(a, buf, (size_t)(o - buf), out, err);
+    }
+    case PGW_OID_NUMERIC: {
+        if (n < 8)
+            goto size;
+        int nd = (int16_t)rd_be(s, 2), weight = (int16_t)rd_be(s + 2, 2);
+        unsigned sign = (unsigned)rd_be(s + 4, 2), dscale = (unsigned)rd_be(s + 6, 2);
+        if (nd < 0 || n != 8 + 2 * (size_t)nd || dscale > 16383 ||
+            (sign != 0 && sign != 0x4000 && sign != 0xC000))
+            return vt_error_set(err, VT_ERR_PG_PROTOCOL, "invalid numeric in a parameter");
+        if (sign == 0xC000)
+            return formatted(a, "NaN", 3, out, err);
+        struct strbuf t;
+        sb_init(&t, 0);
+        if (sign == 0x4000)
+            sb_addc(&t, '-');
+        /* integer part: groups with weight >= 0 */
+        if (weight < 0)
+            sb_addc(&t, '0');
+        for (int g = 0; g <= weight; g++) {
+            unsigned d = g < nd ? (unsigned)rd_be(s + 8 + 2 * g, 2) : 0;
+            if (d > 9999) {
+                sb_release(&t);
+                return vt_error_set(err, VT_ERR_PG_PROTOCOL, "invalid numeric in a parameter");
+            }
+            if (g == 0)
+                sb_addf(&t, "%u", d);
+            else
+                sb_addf(&t, "%04u", d);
+        }
+        if (dscale) {
+            sb_addc(&t, '.');
+            unsigned written = 0;
+            for (int g = weight + 1; written < dscale; g++) {
+                unsigned d = g >= 0 && g < nd ? (unsigned)rd_be(s + 8 + 2 * g, 2) : 0;
+                char gd[5];
+                snprintf(gd, sizeof gd, "%04u", d > 9999 ? 0 : d);
+                for (int k = 0; k < 4 && written < dscale; k++, written++)
+                    sb_addc(&t, gd[k]);
+            }
+        }
+        enum vt_err rc = t.overflow ? vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL)
+                                    : formatted(a, t.buf, t.len, out, err);
+        sb_release(&t);
+        return rc;
+    }
+    case 0:
+    case PGW_OID_TEXT: case PGW_OID_VARCHAR: case PGW_OID_NAME: case PGW_OID_UNKNOWN:
+    case PGW_OID_JSON: case PGW_OID_CHAR: case 1042 /* bpchar */:
+        return text_value(s, n, a, out, err);
+    default:
+        return vt_error_set(err, VT_ERR_NOT_IMPLEMENTED,
+                            "binary parameters of type %u are not supported; send them as text",
+                            oid);
+    }
+size:
+    return vt_error_set(err, VT_ERR_PG_PROTOCOL,
+                        "incorrect binary data format in a parameter of type %u", oid);
+}

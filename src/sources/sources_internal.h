@@ -1,0 +1,231 @@
+/*
+ * Internals shared by the files of src/sources (not for other modules; tests
+ * and tools may use them). Three layers under the resolvers:
+ *
+ *   storage   where a source's bytes live: one small ops table (list, stat,
+ *             read a byte range, fetch as a local path DuckDB can read) with a
+ *             local and an S3 implementation (storage_local.c, storage_s3.c).
+ *             A storage is rooted at a location; names are relative to it
+ *             ('/'-separated), or absolute for data a Delta log names
+ *             elsewhere ("/abs/path" locally, "s3://bucket/key" on S3).
+ *             Resolvers never ask which one they have.
+ *   scan      the SELECT over a set of local files (scan.c): read_parquet over
+ *             the paths, union_by_name, each output column an expression over
+ *             a file column or a per-file partition value.
+ *   duck      the resolver's DuckDB connection (scan.c): the builder's own
+ *             connection when there is one, else a connection to the process
+ *             database, always through the engine module, so memory_limit and
+ *             temp_directory apply and a build's deadline interrupts it.
+ *
+ * Resolvers: parquet.c (local and S3 Parquet: paths, globs, directories,
+ * hive partitions) and delta.c (Delta logs); source.c dispatches by kind.
+ */
+#ifndef VT_SOURCES_INTERNAL_H
+#define VT_SOURCES_INTERNAL_H
+
+#include <duckdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sources/source.h"
+#include "util/strbuf.h"
+
+/* ---- storage ------------------------------------------------------------ */
+
+struct storage_object {
+    char *name;                 /* relative to the storage root ("a/b.parquet") */
+    int64_t size;
+    char *etag;                 /* S3 ETag as sent (quotes included); NULL locally */
+};
+
+struct storage_listing {
+    struct storage_object *items;
+    size_t n, cap;
+};
+
+/* What a fetched file is for. */
+enum storage_use {
+    STORAGE_USE_BUILD,          /* read once by a resident build: local files in place, S3
+                                 * objects as temp files the snapshot deletes */
+    STORAGE_USE_KEEP,           /* read by a lazy generation until it goes: local files
+                                 * pinned (links), S3 objects in the bounded object cache */
+};
+
+/* One object to make readable by DuckDB. */
+struct storage_fetch {
+    const char *name;           /* as listed, or absolute */
+    int64_t size;               /* expected size; -1 unknown (then filled in locally) */
+    const char *etag;           /* S3: sent as If-Match and part of the cache key; NULL:
+                                 * the object is immutable (Delta) and keyed by size */
+    char *path;                 /* out: local path (caller frees) */
+};
+
+struct storage;
+
+struct storage_ops {
+    const char *scheme;         /* "file" or "s3" (messages, digests) */
+    /* Objects below directory `dir` of the root ("" = the root), at most
+     * `max_depth` directories down (0 = direct children only, < 0 = any depth
+     * up to VT_SOURCE_MAX_DEPTH), names > start_after (NULL = all), sorted by
+     * name; at most VT_SOURCE_MAX_FILES. Fails with VT_ERR_SOURCE_EMPTY when
+     * `dir` does not exist. */
+    enum vt_err (*list)(struct storage *st, const char *dir, int max_depth,
+                        const char *start_after, struct storage_listing *out,
+                        struct vt_error *err);
+    /* Size (and ETag) of one object; *out_missing (VT_ERR_OK) when there is
+     * none, or when `name` is a directory. */
+    enum vt_err (*stat)(struct storage *st, const char *name, struct storage_object *out,
+                        bool *out_missing, struct vt_error *err);
+    /* Bytes [off, off + len) of an object into memory (len < 0: to the end),
+     * at most `max` bytes (larger fails with VT_ERR_LIMIT_EXCEEDED).
+     * *out_missing (VT_ERR_OK) when it does not exist; out_missing NULL makes
+     * that an error. *out is NUL-terminated (not counted in *out_len). */
+    enum vt_err (*read)(struct storage *st, const char *name, int64_t off, int64_t len,
+                        size_t max, char **out, size_t *out_len, bool *out_missing,
+                        struct vt_error *err);
+    /* Local paths DuckDB can read for n objects (in parallel where that helps).
+     * Temporary copies are added to snap->temp_files, links to snap's pins, so
+     * the snapshot's release removes them. */
+    enum vt_err (*fetch)(struct storage *st, struct storage_fetch *items, size_t n,
+                         enum storage_use use, struct source_snapshot *snap,
+                         struct vt_error *err);
+    void (*destroy)(struct storage *st);
+};
+
+struct storage {
+    const struct storage_ops *ops;
+    const char *location;       /* as configured, for messages (borrowed) */
+    const struct source_context *ctx;
+    const char *owner;          /* dataset name: owner of object-cache pins */
+    bool access_denied;         /* set by any operation that met an access-denied answer */
+};
+
+/* Opens the storage a location names: "s3://bucket/prefix" (s3 settings from
+ * `ds`), else a local path ("file://" stripped). `root` is the part of the
+ * location that becomes the root (the location itself, or its literal prefix
+ * before a glob). */
+enum vt_err storage_open(const struct vt_dataset_config *ds, const char *root,
+                         const struct source_context *ctx, struct storage **out,
+                         struct vt_error *err);
+void storage_close(struct storage *st);
+bool storage_is_s3(const char *location);
+/* Where S3 objects of lazy datasets are cached, and where downloads go. */
+const char *storage_cache_dir(const struct source_context *ctx, char *buf, size_t cap);
+
+void storage_listing_release(struct storage_listing *l);
+void storage_object_release(struct storage_object *o);
+/* Appends a copy of (name, size, etag); -1 on allocation failure. */
+int storage_listing_add(struct storage_listing *l, const char *name, int64_t size,
+                        const char *etag);
+
+enum vt_err storage_local_open(const char *root, struct storage **out, struct vt_error *err);
+enum vt_err storage_s3_open(const char *root, const struct s3_config *cfg,
+                            struct storage **out, struct vt_error *err);
+
+/* ---- the resolver's DuckDB ------------------------------------------------ */
+
+struct source_duck;
+enum vt_err source_duck_open(const struct source_context *ctx, struct source_duck **out,
+                             struct vt_error *err);
+void source_duck_close(struct source_duck *d);
+/* Runs sql and calls fn for each row's first column as text (NULLs skipped). */
+enum vt_err source_duck_each_text(struct source_duck *d, const char *sql,
+                                  enum vt_err (*fn)(void *ud, const char *text, size_t len,
+                                                    struct vt_error *err),
+                                  void *ud, struct vt_error *err);
+
+/* The columns the files hold (read_parquet(paths, union_by_name) without
+ * reading row data): each column's DuckDB type tree, so nested fields renamed
+ * by Delta column mapping can be rebuilt field by field. */
+enum source_type_kind { SOURCE_T_PRIMITIVE, SOURCE_T_STRUCT, SOURCE_T_LIST, SOURCE_T_MAP };
+
+struct source_probe_type {
+    enum source_type_kind kind;
+    int duck_type_id;           /* duckdb_type of this node */
+    char *text;                 /* DuckDB's type text, e.g. "STRUCT(a INTEGER)" (top level) */
+    char **child_names;         /* struct */
+    struct source_probe_type *children; /* struct fields; [0] = list element / map value */
+    size_t n_children;
+    struct source_probe_type *key;      /* map key */
+};
+
+struct source_probe_col {
+    char *name;                 /* as in the files */
+    struct source_probe_type type;
+};
+
+struct source_probe {
+    struct source_probe_col *cols;
+    size_t n;
+};
+
+enum vt_err source_duck_probe(struct source_duck *d, const char *const *paths, size_t n,
+                              struct source_probe *out, struct vt_error *err);
+void source_probe_release(struct source_probe *p);
+/* The column named `name` (exact, else ignoring case), or NULL. */
+const struct source_probe_col *source_probe_find(const struct source_probe *p, const char *name);
+
+/* ---- the SELECT over files (scan.c) ------------------------------------- */
+
+/* One output column: a file column (partition < 0) or partition value k. */
+struct source_scan_column {
+    const char *name;           /* output name */
+    int partition;              /* >= 0: index into the per-file partition values */
+    const struct source_probe_col *file; /* file column; NULL: in no file (a NULL) */
+    const char *type;           /* DuckDB type of the output: the CAST of a partition's text
+                                 * or of the NULL of an absent column; NULL keeps the file's
+                                 * own type (and VARCHAR for partition text) */
+    /* Optional: writes the value expression from `ref` (the quoted column
+     * reference); Delta uses it for column mapping and timestamps. */
+    void (*convert)(const void *arg, const char *ref, const struct source_probe_type *file_type,
+                    struct strbuf *out);
+    const void *arg;
+};
+
+struct source_scan {
+    const char *const *paths;   /* local files DuckDB reads */
+    size_t n_paths;
+    const struct source_scan_column *columns;
+    size_t n_columns;
+    size_t n_partitions;
+    /* values[i * n_partitions + k]: text of partition k for file i (NULL = SQL NULL) */
+    const char *const *partition_values;
+};
+
+/* One SELECT (all columns, in order), malloc'd. Partition values join through the
+ * files' names; paths and values are SQL string literals (they come from
+ * listings and logs, never from query requests). */
+enum vt_err source_scan_sql(const struct source_scan *scan, char **out, struct vt_error *err);
+/* read_parquet([paths...], union_by_name = true, hive_partitioning = false[,
+ * filename = '<filename_col>']): the FROM item of every statement here. */
+int source_scan_add_read_parquet(struct strbuf *sb, const char *const *paths, size_t n,
+                                 const char *filename_col);
+
+/* ---- snapshot helpers (source.c) ----------------------------------------- */
+
+/* Takes ownership of `path` as a temp file of the snapshot (deleted on release). */
+int source_snapshot_add_temp(struct source_snapshot *snap, char *path);
+/* A fresh file name in the temp directory: <temp>/vt-<tag>-<ulid>-<n>.parquet. */
+char *source_temp_name(const struct source_context *ctx, const char *tag, size_t n);
+
+/* ---- resolvers -------------------------------------------------------------- */
+
+enum vt_err source_parquet_resolve(const struct vt_dataset_config *ds,
+                                   const struct source_context *ctx,
+                                   struct source_snapshot *out, bool *out_access_denied,
+                                   struct vt_error *err);
+enum vt_err source_parquet_measure(const struct vt_dataset_config *ds,
+                                   const struct source_context *ctx, int64_t *out_bytes,
+                                   bool *out_access_denied, struct vt_error *err);
+/* kind = delta, location a local directory (or file:// URL) or s3://bucket/prefix. */
+enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
+                                 const struct source_context *ctx, struct source_snapshot *out,
+                                 bool *out_access_denied, struct vt_error *err);
+/* Bytes of the table's current data files (from the log; nothing is
+ * downloaded), for server.force_lazy_above_mb before choosing residency. */
+enum vt_err source_delta_measure(const struct vt_dataset_config *ds,
+                                 const struct source_context *ctx, int64_t *out_bytes,
+                                 bool *out_access_denied, struct vt_error *err);
+
+#endif

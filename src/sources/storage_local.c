@@ -1,0 +1,454 @@
+/*
+ * Local storage: a directory tree (or one file) on this machine.
+ *
+ * Listing walks the tree with every directory's entries sorted, following
+ * symbolic links, to a depth and file-count cap; only regular files are
+ * listed. Files are opened only after fstat says they are regular files, and
+ * with O_NONBLOCK, so a FIFO named *.parquet cannot hold a builder in open().
+ *
+ * Fetching for a lazy generation pins the files: a lazy view reads them when
+ * it is queried, not when it is built, and a source rewritten the usual way
+ * (temp name, rename) before the next reload must not change the rows of the
+ * generation in use. Each file gets a link in a directory of the snapshot: a
+ * hard link, or (another file system, or protected_hardlinks refusing a file
+ * the service may only read) a symbolic link to /proc/self/fd/N of the file
+ * kept open (at most VT_MAX_PINNED_FDS per snapshot). When a file cannot be
+ * pinned, the snapshot reads the paths in place and the log says so.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sources/sources_internal.h"
+#include "util/limits.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+
+struct local_storage {
+    struct storage base;
+    char *root;                 /* no trailing '/' (except the root directory "/") */
+};
+
+static char *join(const struct local_storage *ls, const char *name)
+{
+    struct strbuf sb;
+    sb_init(&sb, 0);
+    if (name[0] == '/')
+        sb_adds(&sb, name);
+    else if (!*name)
+        sb_adds(&sb, ls->root);
+    else
+        sb_addf(&sb, "%s%s%s", ls->root, strcmp(ls->root, "/") ? "/" : "", name);
+    if (sb.overflow) {
+        sb_release(&sb);
+        return NULL;
+    }
+    return sb_detach(&sb, NULL);
+}
+
+/* ---- listing ---------------------------------------------------------------- */
+
+struct walk {
+    struct storage_listing *out;
+    int max_depth;
+    struct vt_error *err;
+};
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int compare_objects(const void *a, const void *b)
+{
+    return strcmp(((const struct storage_object *)a)->name,
+                  ((const struct storage_object *)b)->name);
+}
+
+/* Walks `dir` (rel: its name relative to the root, "" or ending in '/'). */
+static int walk(struct walk *w, const char *dir, const char *rel, int depth)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (depth == 0) {
+            vt_error_set(w->err,
+                         errno == ENOENT || errno == ENOTDIR ? VT_ERR_SOURCE_EMPTY
+                                                             : VT_ERR_SOURCE_UNAVAILABLE,
+                         "cannot open directory %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        log_warn("source: skipping unreadable directory %s: %s", dir, strerror(errno));
+        return 0;
+    }
+    size_t n = 0, cap = 0;
+    char **names = NULL;
+    struct dirent *de;
+    int rc = 0;
+    while ((de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            char **p = realloc(names, cap * sizeof *p);
+            if (!p) {
+                rc = -1;
+                break;
+            }
+            names = p;
+        }
+        if (!(names[n] = strdup(de->d_name))) {
+            rc = -1;
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    if (rc < 0)
+        vt_error_set(w->err, VT_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
+    if (n)
+        qsort(names, n, sizeof *names, compare_names);
+    struct strbuf path, sub;
+    sb_init(&path, 0);
+    sb_init(&sub, 0);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        sb_reset(&path);
+        sb_reset(&sub);
+        sb_addf(&path, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", names[i]);
+        sb_addf(&sub, "%s%s", rel, names[i]);
+        if (path.overflow || sub.overflow) {
+            rc = -1;
+            vt_error_set(w->err, VT_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
+            break;
+        }
+        struct stat st;
+        if (stat(path.buf, &st) != 0)
+            continue; /* vanished, or a dangling link */
+        if (S_ISDIR(st.st_mode)) {
+            int limit = w->max_depth < 0 ? VT_SOURCE_MAX_DEPTH : w->max_depth;
+            if (depth < limit) {
+                sb_addc(&sub, '/');
+                rc = walk(w, path.buf, sub.buf, depth + 1);
+            }
+        } else if (S_ISREG(st.st_mode)) {
+            if (w->out->n >= VT_SOURCE_MAX_FILES) {
+                vt_error_set(w->err, VT_ERR_SOURCE_UNAVAILABLE, "more than %d files in %s",
+                             VT_SOURCE_MAX_FILES, dir);
+                rc = -1;
+            } else if (storage_listing_add(w->out, sub.buf, (int64_t)st.st_size, NULL) < 0) {
+                vt_error_set(w->err, VT_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
+                rc = -1;
+            }
+        }
+    }
+    sb_release(&path);
+    sb_release(&sub);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+static enum vt_err local_list(struct storage *st, const char *dir, int max_depth,
+                              const char *start_after, struct storage_listing *out,
+                              struct vt_error *err)
+{
+    struct local_storage *ls = (struct local_storage *)st;
+    memset(out, 0, sizeof *out);
+    char *path = join(ls, dir);
+    if (!path)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    struct strbuf rel;
+    sb_init(&rel, 0);
+    sb_adds(&rel, dir);
+    if (*dir && dir[strlen(dir) - 1] != '/')
+        sb_addc(&rel, '/');
+    struct walk w = {.out = out, .max_depth = max_depth, .err = err};
+    int rc = rel.overflow ? (vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory"), -1)
+                          : walk(&w, path, rel.buf ? rel.buf : "", 0);
+    sb_release(&rel);
+    free(path);
+    if (rc < 0) {
+        storage_listing_release(out);
+        return err->code;
+    }
+    if (out->n)
+        qsort(out->items, out->n, sizeof *out->items, compare_objects);
+    if (start_after) {
+        size_t keep = 0;
+        for (size_t i = 0; i < out->n; i++) {
+            if (strcmp(out->items[i].name, start_after) > 0)
+                out->items[keep++] = out->items[i];
+            else
+                storage_object_release(&out->items[i]);
+        }
+        out->n = keep;
+    }
+    return VT_ERR_OK;
+}
+
+/* ---- one file ----------------------------------------------------------------- */
+
+static enum vt_err local_stat(struct storage *st, const char *name, struct storage_object *out,
+                              bool *out_missing, struct vt_error *err)
+{
+    struct local_storage *ls = (struct local_storage *)st;
+    memset(out, 0, sizeof *out);
+    *out_missing = false;
+    char *path = join(ls, name);
+    if (!path)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    struct stat sbuf;
+    enum vt_err rc = VT_ERR_OK;
+    if (stat(path, &sbuf) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            *out_missing = true;
+        else
+            rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "cannot open %s: %s", path,
+                              strerror(errno));
+    } else if (S_ISDIR(sbuf.st_mode)) {
+        *out_missing = true;
+    } else if (!S_ISREG(sbuf.st_mode)) {
+        rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "%s is not a regular file", path);
+    } else {
+        out->name = strdup(name);
+        out->size = (int64_t)sbuf.st_size;
+        if (!out->name)
+            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    free(path);
+    return rc;
+}
+
+/* Opens a regular file for reading without ever blocking in open(2). */
+static int open_regular(const char *path, struct stat *out_st, struct vt_error *err,
+                        bool *out_missing)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (out_missing && (errno == ENOENT || errno == ENOTDIR)) {
+            *out_missing = true;
+            return -1;
+        }
+        vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "cannot read %s: %s", path,
+                     strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, out_st) != 0 || !S_ISREG(out_st->st_mode)) {
+        vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "%s is not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static enum vt_err local_read(struct storage *st, const char *name, int64_t off, int64_t len,
+                              size_t max, char **out, size_t *out_len, bool *out_missing,
+                              struct vt_error *err)
+{
+    struct local_storage *ls = (struct local_storage *)st;
+    *out = NULL;
+    *out_len = 0;
+    if (out_missing)
+        *out_missing = false;
+    char *path = join(ls, name);
+    if (!path)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    struct stat sbuf;
+    bool missing = false;
+    int fd = open_regular(path, &sbuf, err, out_missing ? &missing : NULL);
+    if (fd < 0) {
+        free(path);
+        if (missing) {
+            *out_missing = true;
+            return VT_ERR_OK;
+        }
+        return err->code;
+    }
+    enum vt_err rc = VT_ERR_OK;
+    int64_t size = (int64_t)sbuf.st_size;
+    if (off > size)
+        off = size;
+    int64_t want = len < 0 || off + len > size ? size - off : len;
+    if ((uint64_t)want > max) {
+        rc = vt_error_set(err, VT_ERR_LIMIT_EXCEEDED, "%s is larger than %zu bytes", path, max);
+    } else {
+        char *buf = malloc((size_t)want + 1);
+        size_t got = 0;
+        if (!buf) {
+            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        } else {
+            while (got < (size_t)want) {
+                ssize_t r = pread(fd, buf + got, (size_t)want - got, (off_t)(off + (int64_t)got));
+                if (r < 0 && errno == EINTR)
+                    continue;
+                if (r < 0) {
+                    rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "cannot read %s: %s", path,
+                                      strerror(errno));
+                    break;
+                }
+                if (r == 0)
+                    break;
+                got += (size_t)r;
+            }
+            buf[got] = '\0';
+            if (rc == VT_ERR_OK) {
+                *out = buf;
+                *out_len = got;
+            } else {
+                free(buf);
+            }
+        }
+    }
+    close(fd);
+    free(path);
+    return rc;
+}
+
+/* ---- fetch: in place, or pinned ------------------------------------------------ */
+
+/* mkdir -p of the directory part of `path` (everything before the last '/'). */
+static bool make_parents(char *path)
+{
+    for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        bool ok = mkdir(path, 0700) == 0 || errno == EEXIST;
+        *p = '/';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* Pins `src` at `dst`: a hard link, else a link to /proc/self/fd/N of the
+ * file kept open. Returns errno on failure. */
+static int pin_file(struct source_snapshot *snap, const char *src, char *dst, size_t max_fds)
+{
+    if (!make_parents(dst))
+        return errno;
+    if (link(src, dst) == 0)
+        return 0;
+    int why = errno;
+    if (snap->n_pin_fds >= max_fds)
+        return why;
+    struct stat sbuf;
+    struct vt_error ignored = {0};
+    int fd = open_regular(src, &sbuf, &ignored, NULL);
+    if (fd < 0)
+        return EINVAL;
+    char target[64];
+    snprintf(target, sizeof target, "/proc/self/fd/%d", fd);
+    if (symlink(target, dst) != 0) {
+        why = errno;
+        close(fd);
+        return why;
+    }
+    snap->pin_fds[snap->n_pin_fds++] = fd;
+    return 0;
+}
+
+/* Links for every file, or none (then the paths are read in place). */
+static void pin_all(const struct storage *st, struct storage_fetch *items, size_t n,
+                    struct source_snapshot *snap)
+{
+    char ulid[27];
+    ulid_new(ulid);
+    const char *name = st->ctx && st->ctx->pin_name ? st->ctx->pin_name : ulid;
+    struct strbuf dir;
+    sb_init(&dir, 0);
+    sb_addf(&dir, "%s/lazy-%s", source_temp_dir(st->ctx), name);
+    size_t max_fds = n < VT_MAX_PINNED_FDS ? n : VT_MAX_PINNED_FDS;
+    char **links = calloc(n ? n : 1, sizeof *links);
+    snap->pin_fds = calloc(max_fds ? max_fds : 1, sizeof *snap->pin_fds);
+    int why = links && snap->pin_fds && !dir.overflow ? 0 : ENOMEM;
+    snap->pin_dir = sb_detach(&dir, NULL);
+    for (size_t i = 0; !why && i < n; i++) {
+        struct strbuf dst;
+        sb_init(&dst, 0);
+        sb_addf(&dst, "%s/%zu.parquet", snap->pin_dir, i);
+        why = dst.overflow ? ENOMEM : pin_file(snap, items[i].path, dst.buf, max_fds);
+        if (!why && !(links[i] = sb_detach(&dst, NULL)))
+            why = ENOMEM;
+        sb_release(&dst);
+    }
+    if (!why) {
+        for (size_t i = 0; i < n; i++) {
+            free(items[i].path);
+            items[i].path = links[i];
+        }
+        free(links);
+        return;
+    }
+    log_warn("%s: cannot pin its %zu source file(s) (%s): they are read in place, so "
+             "replacing them changes the rows of this generation before a reload",
+             st->location, n, strerror(why));
+    for (size_t i = 0; links && i < n; i++)
+        free(links[i]);
+    free(links);
+    /* The snapshot's release removes whatever was made. */
+}
+
+static enum vt_err local_fetch(struct storage *st, struct storage_fetch *items, size_t n,
+                               enum storage_use use, struct source_snapshot *snap,
+                               struct vt_error *err)
+{
+    struct local_storage *ls = (struct local_storage *)st;
+    for (size_t i = 0; i < n; i++) {
+        items[i].path = join(ls, items[i].name);
+        if (!items[i].path)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        struct stat sbuf;
+        if (stat(items[i].path, &sbuf) != 0)
+            return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "%s: data file %s is missing (%s)",
+                                st->location, items[i].path, strerror(errno));
+        if (!S_ISREG(sbuf.st_mode))
+            return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                                "%s: data file %s is not a regular file", st->location,
+                                items[i].path);
+        if (items[i].size < 0)
+            items[i].size = (int64_t)sbuf.st_size;
+    }
+    if (use == STORAGE_USE_KEEP && n > 0)
+        pin_all(st, items, n, snap);
+    return VT_ERR_OK;
+}
+
+static void local_destroy(struct storage *st)
+{
+    struct local_storage *ls = (struct local_storage *)st;
+    free(ls->root);
+    free(ls);
+}
+
+static const struct storage_ops local_ops = {
+    .scheme = "file",
+    .list = local_list,
+    .stat = local_stat,
+    .read = local_read,
+    .fetch = local_fetch,
+    .destroy = local_destroy,
+};
+
+enum vt_err storage_local_open(const char *root, struct storage **out, struct vt_error *err)
+{
+    *out = NULL;
+    if (strncmp(root, "file://", 7) == 0)
+        root += 7;
+    struct local_storage *ls = calloc(1, sizeof *ls);
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/')
+        n--;
+    if (ls)
+        ls->root = strndup(root, n);
+    if (!ls || !ls->root) {
+        free(ls);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    ls->base.ops = &local_ops;
+    *out = &ls->base;
+    return VT_ERR_OK;
+}

@@ -1,0 +1,338 @@
+/*
+ * S3 storage: objects under s3://bucket/prefix through our S3 client (s3.c).
+ *
+ * Names are keys relative to the prefix. The root itself may be one object
+ * (s3://b/dir/file.parquet): stat("") asks for it with HEAD. Listing uses
+ * ListObjectsV2 without a delimiter and cuts at the depth asked for (a
+ * delimiter is one more query parameter a signature must cover, and some S3
+ * implementations sign it differently: moto decodes %2F before checking).
+ * Fetching downloads whole objects: into temp files a resident build deletes
+ * (If-Match with the listed ETag, so an object rewritten between the listing
+ * and the download fails the build instead of mixing versions), or into the
+ * bounded object cache (objcache.h) for lazy datasets.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sources/objcache.h"
+#include "sources/s3.h"
+#include "sources/sources_internal.h"
+#include "util/limits.h"
+#include "util/log.h"
+
+struct s3_storage {
+    struct storage base;
+    struct s3_client *c;
+    char *bucket;
+    char *key;                  /* the root key as configured ("" = bucket root) */
+    char *prefix;               /* key + '/' unless empty or already ending in '/' */
+};
+
+static void note(struct storage *st, const struct s3_outcome *oc)
+{
+    if (oc->access_denied)
+        st->access_denied = true;
+}
+
+/* bucket and key of a name: relative to the root, or an absolute s3:// URL. */
+static enum vt_err locate(const struct s3_storage *ss, const char *name, char **out_bucket,
+                          char **out_key, struct vt_error *err)
+{
+    *out_bucket = *out_key = NULL;
+    if (storage_is_s3(name)) {
+        struct s3_url u;
+        enum vt_err rc = s3_url_parse(name, &u, err);
+        if (rc != VT_ERR_OK)
+            return rc;
+        *out_bucket = u.bucket;
+        *out_key = u.key;
+        return VT_ERR_OK;
+    }
+    struct strbuf sb;
+    sb_init(&sb, 0);
+    sb_addf(&sb, "%s%s", *name ? ss->prefix : ss->key, name);
+    *out_bucket = strdup(ss->bucket);
+    *out_key = sb.overflow ? NULL : sb_detach(&sb, NULL);
+    sb_release(&sb);
+    if (!*out_bucket || !*out_key) {
+        free(*out_bucket);
+        free(*out_key);
+        *out_bucket = *out_key = NULL;
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    return VT_ERR_OK;
+}
+
+/* Listing page size: the server's default unless VITRINE_S3_LIST_PAGE_SIZE
+ * (a test hook to exercise continuation tokens with few objects) says less. */
+static int list_page_size(void)
+{
+    const char *v = getenv("VITRINE_S3_LIST_PAGE_SIZE");
+    long n = v ? strtol(v, NULL, 10) : 0;
+    return n > 0 && n <= 1000 ? (int)n : 0;
+}
+
+static int slashes(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '/';
+    return n;
+}
+
+static enum vt_err s3s_list(struct storage *st, const char *dir, int max_depth,
+                            const char *start_after, struct storage_listing *out,
+                            struct vt_error *err)
+{
+    struct s3_storage *ss = (struct s3_storage *)st;
+    memset(out, 0, sizeof *out);
+    struct strbuf pfx, sa;
+    sb_init(&pfx, 0);
+    sb_init(&sa, 0);
+    sb_addf(&pfx, "%s%s", ss->prefix, dir);
+    if (*dir && dir[strlen(dir) - 1] != '/')
+        sb_addc(&pfx, '/');
+    if (start_after)
+        sb_addf(&sa, "%s%s", ss->prefix, start_after);
+    struct s3_listing l = {0};
+    struct s3_outcome oc = {0};
+    enum vt_err rc = pfx.overflow || sa.overflow
+                         ? vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory")
+                         : s3_list(ss->c, ss->bucket, pfx.buf ? pfx.buf : "",
+                                   start_after ? sa.buf : NULL, NULL, list_page_size(), &l,
+                                   &oc, err);
+    note(st, &oc);
+    size_t plen = strlen(ss->prefix), dlen = pfx.len;
+    int limit = max_depth < 0 ? VT_SOURCE_MAX_DEPTH : max_depth;
+    for (size_t i = 0; rc == VT_ERR_OK && i < l.n; i++) {
+        const char *k = l.items[i].key;
+        if (strncmp(k, pfx.buf ? pfx.buf : "", dlen) != 0 || slashes(k + dlen) > limit)
+            continue;
+        if (out->n >= VT_SOURCE_MAX_FILES)
+            rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "more than %d objects under %s",
+                              VT_SOURCE_MAX_FILES, st->location);
+        else if (storage_listing_add(out, k + plen, l.items[i].size, l.items[i].etag) < 0)
+            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    s3_listing_release(&l);
+    sb_release(&pfx);
+    sb_release(&sa);
+    if (rc != VT_ERR_OK)
+        storage_listing_release(out);
+    return rc;
+}
+
+static enum vt_err s3s_stat(struct storage *st, const char *name, struct storage_object *out,
+                            bool *out_missing, struct vt_error *err)
+{
+    struct s3_storage *ss = (struct s3_storage *)st;
+    memset(out, 0, sizeof *out);
+    *out_missing = false;
+    char *bucket, *key;
+    enum vt_err rc = locate(ss, name, &bucket, &key, err);
+    if (rc != VT_ERR_OK)
+        return rc;
+    if (!*key || key[strlen(key) - 1] == '/') {
+        *out_missing = true; /* a bucket root or a "directory" is no object */
+    } else {
+        struct s3_object o;
+        struct s3_outcome oc = {0};
+        struct vt_error lerr = {0};
+        rc = s3_head(ss->c, bucket, key, &o, &oc, &lerr);
+        note(st, &oc);
+        if (rc != VT_ERR_OK && oc.not_found) {
+            *out_missing = true;
+            rc = VT_ERR_OK;
+        } else if (rc != VT_ERR_OK) {
+            vt_error_set(err, rc, "%s", vt_error_message(&lerr));
+        } else {
+            out->name = strdup(name);
+            out->size = o.size;
+            out->etag = o.etag;
+            o.etag = NULL;
+            s3_object_release(&o);
+            if (!out->name)
+                rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+    }
+    free(bucket);
+    free(key);
+    return rc;
+}
+
+static enum vt_err s3s_read(struct storage *st, const char *name, int64_t off, int64_t len,
+                            size_t max, char **out, size_t *out_len, bool *out_missing,
+                            struct vt_error *err)
+{
+    struct s3_storage *ss = (struct s3_storage *)st;
+    *out = NULL;
+    *out_len = 0;
+    if (out_missing)
+        *out_missing = false;
+    char *bucket, *key;
+    enum vt_err rc = locate(ss, name, &bucket, &key, err);
+    if (rc != VT_ERR_OK)
+        return rc;
+    struct s3_outcome oc = {0};
+    struct vt_error lerr = {0};
+    rc = s3_get_mem(ss->c, bucket, key, off, len, max, out, out_len, &oc, &lerr);
+    note(st, &oc);
+    free(bucket);
+    free(key);
+    if (rc != VT_ERR_OK && oc.not_found && out_missing) {
+        *out_missing = true;
+        return VT_ERR_OK;
+    }
+    if (rc != VT_ERR_OK)
+        return vt_error_set(err, rc, "%s", vt_error_message(&lerr));
+    return VT_ERR_OK;
+}
+
+static enum vt_err fetch_to_cache(struct s3_storage *ss, struct storage_fetch *items, size_t n,
+                                  char **buckets, char **keys, struct vt_error *err)
+{
+    struct storage *st = &ss->base;
+    struct s3_cache_item *ci = calloc(n ? n : 1, sizeof *ci);
+    char **tags = calloc(n ? n : 1, sizeof *tags);
+    enum vt_err rc = ci && tags ? VT_ERR_OK
+                                : vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < n && rc == VT_ERR_OK; i++) {
+        char tag[48];
+        /* Without an ETag (Delta data files, immutable by protocol) the size
+         * stands in for it. */
+        snprintf(tag, sizeof tag, "size:%lld", (long long)items[i].size);
+        tags[i] = strdup(items[i].etag ? items[i].etag : tag);
+        if (!tags[i])
+            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        ci[i].bucket = buckets[i];
+        ci[i].key = keys[i];
+        ci[i].tag = tags[i];
+        ci[i].if_match = items[i].etag;
+        ci[i].size = items[i].size;
+    }
+    if (rc == VT_ERR_OK) {
+        char buf[4096];
+        struct s3_outcome oc = {0};
+        rc = s3_cache_fetch(ss->c, storage_cache_dir(st->ctx, buf, sizeof buf),
+                            st->ctx ? st->ctx->cache_max_bytes : 0, st->owner, ci, n, &oc, err);
+        note(st, &oc);
+    }
+    for (size_t i = 0; ci && i < n; i++) {
+        items[i].path = rc == VT_ERR_OK ? ci[i].path : NULL;
+        if (rc != VT_ERR_OK)
+            free(ci[i].path);
+    }
+    for (size_t i = 0; tags && i < n; i++)
+        free(tags[i]);
+    free(tags);
+    free(ci);
+    return rc;
+}
+
+static enum vt_err fetch_to_temp(struct s3_storage *ss, struct storage_fetch *items, size_t n,
+                                 char **buckets, char **keys, struct source_snapshot *snap,
+                                 struct vt_error *err)
+{
+    struct storage *st = &ss->base;
+    struct s3_download *jobs = calloc(n ? n : 1, sizeof *jobs);
+    if (!jobs)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    enum vt_err rc = VT_ERR_OK;
+    for (size_t i = 0; i < n && rc == VT_ERR_OK; i++) {
+        char *path = source_temp_name(st->ctx, "s3", i);
+        items[i].path = path ? strdup(path) : NULL;
+        /* Owned by the snapshot from now on: a failed build deletes it. */
+        if (!path || !items[i].path || source_snapshot_add_temp(snap, path) < 0) {
+            free(path);
+            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        jobs[i].bucket = buckets[i];
+        jobs[i].key = keys[i];
+        jobs[i].if_match = items[i].etag;
+        jobs[i].path = items[i].path;
+    }
+    if (rc == VT_ERR_OK) {
+        struct s3_outcome oc = {0};
+        rc = s3_download_many(ss->c, jobs, n, &oc, err);
+        note(st, &oc);
+    }
+    free(jobs);
+    return rc;
+}
+
+static enum vt_err s3s_fetch(struct storage *st, struct storage_fetch *items, size_t n,
+                             enum storage_use use, struct source_snapshot *snap,
+                             struct vt_error *err)
+{
+    struct s3_storage *ss = (struct s3_storage *)st;
+    char **buckets = calloc(n ? n : 1, sizeof *buckets);
+    char **keys = calloc(n ? n : 1, sizeof *keys);
+    enum vt_err rc = buckets && keys ? VT_ERR_OK
+                                     : vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < n && rc == VT_ERR_OK; i++)
+        rc = locate(ss, items[i].name, &buckets[i], &keys[i], err);
+    if (rc == VT_ERR_OK)
+        rc = use == STORAGE_USE_KEEP ? fetch_to_cache(ss, items, n, buckets, keys, err)
+                                     : fetch_to_temp(ss, items, n, buckets, keys, snap, err);
+    for (size_t i = 0; i < n; i++) {
+        free(buckets ? buckets[i] : NULL);
+        free(keys ? keys[i] : NULL);
+    }
+    free(buckets);
+    free(keys);
+    return rc;
+}
+
+static void s3s_destroy(struct storage *st)
+{
+    struct s3_storage *ss = (struct s3_storage *)st;
+    s3_client_destroy(ss->c);
+    free(ss->bucket);
+    free(ss->key);
+    free(ss->prefix);
+    free(ss);
+}
+
+static const struct storage_ops s3_ops = {
+    .scheme = "s3",
+    .list = s3s_list,
+    .stat = s3s_stat,
+    .read = s3s_read,
+    .fetch = s3s_fetch,
+    .destroy = s3s_destroy,
+};
+
+enum vt_err storage_s3_open(const char *root, const struct s3_config *cfg,
+                            struct storage **out, struct vt_error *err)
+{
+    *out = NULL;
+    struct s3_url u;
+    enum vt_err rc = s3_url_parse(root, &u, err);
+    if (rc != VT_ERR_OK)
+        return rc;
+    struct s3_storage *ss = calloc(1, sizeof *ss);
+    if (!ss) {
+        s3_url_release(&u);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    ss->base.ops = &s3_ops;
+    ss->bucket = u.bucket;
+    ss->key = u.key;
+    size_t kl = strlen(ss->key);
+    struct strbuf p;
+    sb_init(&p, 0);
+    sb_addf(&p, "%s%s", ss->key, kl && ss->key[kl - 1] != '/' ? "/" : "");
+    ss->prefix = sb_detach(&p, NULL);
+    if (!ss->prefix)
+        rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (rc == VT_ERR_OK)
+        rc = s3_client_create(cfg, &ss->c, err);
+    if (rc != VT_ERR_OK) {
+        s3s_destroy(&ss->base);
+        return rc;
+    }
+    *out = &ss->base;
+    return VT_ERR_OK;
+}

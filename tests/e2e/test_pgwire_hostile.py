@@ -1,0 +1,286 @@
+"""The PostgreSQL listener against malformed and hostile input, over a raw
+socket: lengths that lie, truncated and oversize messages, unknown message
+types, startup garbage, SSLRequest followed by plain bytes, protocol
+versions, extended-protocol misuse. Every case ends in an ErrorResponse
+with SQLSTATE 08P01 (or the code PostgreSQL uses) or a closed connection;
+the server never crashes and keeps serving other sessions."""
+import os
+import socket
+import struct
+import time
+
+from pgwire_util import (FLUSH, SYNC, TERMINATE, Raw, bind, cstr, data_rows, describe,
+                         error_fields, execute, msg, parse, query, start, startup_packet)
+
+
+def fatal_code(r):
+    """Reads to the end: the FATAL error's code, and that the server closed."""
+    code = None
+    try:
+        while True:
+            t, b = r.read()
+            if t == b"E":
+                f = error_fields(b)
+                code = f["C"]
+                assert f["S"] == "FATAL", f
+                break
+    except EOFError:
+        return None
+    assert r.closed()
+    return code
+
+
+def alive(srv):
+    r = Raw(srv.pg)
+    assert r.login()[-1][0] == b"Z"
+    r.send(query("SELECT count(*) FROM stations"))
+    rows = data_rows(r.read_until())
+    r.close()
+    assert rows == [[b"5"]]
+
+
+def test_startup_garbage_and_versions(vt, datadir):
+    srv = start(vt, datadir)
+    cases = [
+        struct.pack("!i", 3) + b"x",                       # length below the minimum
+        struct.pack("!i", 100000) + b"\0" * 8,             # above the startup limit
+        struct.pack("!ii", 8, 1234),                       # unknown code: protocol 0.1234
+        struct.pack("!ii", 12, 196608) + b"user",          # no terminators
+        struct.pack("!ii", 20, 196608) + b"user\0vitrine\0",  # no final NUL
+        struct.pack("!ii", 9, 80877103) + b"x",            # SSLRequest of the wrong size
+    ]
+    for data in cases:
+        r = Raw(srv.pg)
+        r.send(data)
+        code = fatal_code(r)
+        assert code in ("08P01", "0A000"), (data, code)
+        r.close()
+    # protocol 2.0 and 4.0: refused by name
+    for v in (2 << 16, 4 << 16):
+        r = Raw(srv.pg)
+        r.send(startup_packet(version=v))
+        t, b = r.read()
+        f = error_fields(b)
+        assert t == b"E" and f["C"] == "0A000" and "unsupported frontend protocol" in f["M"]
+        r.close()
+    # random bytes
+    for n in (1, 7, 4096):
+        r = Raw(srv.pg)
+        r.send(os.urandom(n))
+        r.sock.shutdown(socket.SHUT_WR)
+        assert r.closed()
+        r.close()
+    # a 3.2 client is answered with NegotiateProtocolVersion (3.0) and served
+    r = Raw(srv.pg)
+    r.send(startup_packet(version=(3 << 16) | 2, **{"_pq_.nothing": "1"}))
+    t, b = r.read()
+    assert t == b"v" and struct.unpack("!ii", b[:8]) == (0, 1) and b[8:] == b"_pq_.nothing\0"
+    msgs = r.read_until()
+    assert msgs[0][0] == b"R" and msgs[-1] == (b"Z", b"I")
+    r.close()
+    # the missing user name
+    r = Raw(srv.pg)
+    r.send(startup_packet(user=None))
+    assert fatal_code(r) == "28000"
+    alive(srv)
+
+
+def test_ssl_negotiation(vt, datadir):
+    srv = start(vt, datadir)
+    # no TLS configured: 'N', then the plain startup goes on
+    r = Raw(srv.pg)
+    r.send(struct.pack("!ii", 8, 80877103))
+    assert r.read_byte() == b"N"
+    # GSSAPI encryption: 'N' as well
+    r.send(struct.pack("!ii", 8, 80877104))
+    assert r.read_byte() == b"N"
+    assert r.login()[-1][0] == b"Z"
+    r.close()
+    # asking twice is a protocol violation
+    r = Raw(srv.pg)
+    r.send(struct.pack("!ii", 8, 80877103))
+    assert r.read_byte() == b"N"
+    r.send(struct.pack("!ii", 8, 80877103))
+    assert fatal_code(r) == "08P01"
+    alive(srv)
+
+
+def test_ssl_then_plain_and_pipelined_plaintext(vt, datadir, tmp_path):
+    from test_pgwire import tls_files
+    d = tls_files(tmp_path)
+    srv = start(vt, datadir, pgwire=f'tls_cert = "{d}/server.pem"\ntls_key = "{d}/server.key"\n')
+    # 'S', then the client talks plain: the handshake fails, the server closes
+    r = Raw(srv.pg)
+    r.send(struct.pack("!ii", 8, 80877103))
+    assert r.read_byte() == b"S"
+    r.send(startup_packet())
+    assert r.closed()
+    # plaintext sent right behind the SSLRequest (before 'S' could be read)
+    # must not be taken as if it came over TLS (CVE-2021-23214)
+    r = Raw(srv.pg)
+    r.send(struct.pack("!ii", 8, 80877103) + startup_packet())
+    assert fatal_code(r) == "08P01"
+    alive(srv)
+
+
+def session(srv):
+    r = Raw(srv.pg)
+    assert r.login()[-1][0] == b"Z"
+    return r
+
+
+def test_message_framing(vt, datadir):
+    srv = start(vt, datadir)
+    cases = [
+        (b"Q" + struct.pack("!i", 2), "08P01"),                 # length below 4
+        (b"Q" + struct.pack("!i", 2 ** 31 - 1), "08P01"),       # oversize: refused at once
+        (b"Q" + struct.pack("!i", 400 * 1024), "08P01"),        # above the message limit
+        (b"?" + struct.pack("!i", 4), "08P01"),                 # unknown type
+        (b"\x00" + struct.pack("!i", 4), "08P01"),
+        (msg(b"p", cstr("late password")), "08P01"),            # password after startup
+    ]
+    for data, code in cases:
+        r = session(srv)
+        r.send(data)
+        assert fatal_code(r) == code, data
+        r.close()
+    # a length that lies high, then the client leaves: nothing is answered
+    r = session(srv)
+    r.send(b"Q" + struct.pack("!i", 1000) + b"SELECT 1\0")
+    r.sock.shutdown(socket.SHUT_WR)
+    assert r.closed()
+    r.close()
+    # a length that lies low: the rest reads as the next message (garbage)
+    r = session(srv)
+    r.send(b"Q" + struct.pack("!i", 6) + b"SE" + b"LECT 1\0")
+    msgs = []
+    try:
+        while True:
+            msgs.append(r.read())
+    except EOFError:
+        pass
+    assert any(t == b"E" for t, _ in msgs)
+    r.close()
+    # a Query body without its terminator
+    r = session(srv)
+    r.send(msg(b"Q", b"SELECT 1"))
+    assert fatal_code(r) == "08P01"
+    # truncated: half a message, then silence; the session stays usable once
+    # the rest arrives
+    r = session(srv)
+    full = query("SELECT 42")
+    r.send(full[:3])
+    time.sleep(0.3)
+    r.send(full[3:])
+    assert data_rows(r.read_until()) == [[b"42"]]
+    r.send(TERMINATE)
+    assert r.closed()
+    alive(srv)
+
+
+def test_extended_protocol_misuse(vt, datadir):
+    srv = start(vt, datadir)
+    r = session(srv)
+
+    def roundtrip(*parts):
+        r.send(b"".join(parts) + SYNC)
+        return r.read_until()
+
+    def err_code(msgs):
+        errs = [error_fields(b) for t, b in msgs if t == b"E"]
+        return errs[0]["C"] if errs else None
+
+    # unknown statement and portal
+    assert err_code(roundtrip(bind("", "nope"))) == "26000"
+    assert err_code(roundtrip(execute("nope"))) == "34000"
+    assert err_code(roundtrip(describe(b"S", "nope"))) == "26000"
+    # a statement name used twice
+    msgs = roundtrip(parse("s1", "SELECT 1"), parse("s1", "SELECT 2"))
+    assert err_code(msgs) == "42P05"
+    # two statements in one Parse
+    assert err_code(roundtrip(parse("", "SELECT 1; SELECT 2"))) == "42601"
+    # a Bind whose lengths do not add up, or bad formats
+    bad = [
+        msg(b"B", cstr("") + cstr("s1") + struct.pack("!hh", 1, 7) + struct.pack("!hh", 0, 0)),
+        msg(b"B", cstr("") + cstr("s1") + struct.pack("!h", 0) + struct.pack("!h", 1) +
+            struct.pack("!i", 100) + b"short"),
+        msg(b"B", cstr("") + cstr("s1") + struct.pack("!h", 0) + struct.pack("!h", 1) +
+            struct.pack("!i", -5)),
+        msg(b"B", cstr("") + cstr("s1") + struct.pack("!h", -1)),
+        msg(b"B", cstr("") + cstr("s1") + struct.pack("!hh", 2, 0) + struct.pack("!h", 1) +
+            struct.pack("!i", 1) + b"1" + struct.pack("!h", 0)),
+        msg(b"B", cstr("")),
+    ]
+    for m in bad:
+        assert err_code(roundtrip(m)) == "08P01", m
+    # Describe of an unknown kind, Execute without its row count
+    assert err_code(roundtrip(msg(b"D", b"X" + cstr("")))) == "08P01"
+    assert err_code(roundtrip(msg(b"E", cstr("")))) == "08P01"
+    # parameters: wrong count, bad text for the declared type, bad binary size
+    ok = roundtrip(parse("byid", "SELECT payment FROM trips WHERE trip_id = $1", [23]))
+    assert err_code(ok) is None
+    assert err_code(roundtrip(bind("", "byid", values=["1", "2"]))) == "08P01"
+    assert err_code(roundtrip(bind("", "byid", values=["abc"]), execute())) == "22P02"
+    assert err_code(roundtrip(bind("", "byid", values=[b"\0\1"], formats=[1]),
+                              execute())) == "08P01"
+    # invalid UTF-8 in a text parameter
+    roundtrip(parse("t", "SELECT $1::VARCHAR AS v"))
+    assert err_code(roundtrip(bind("", "t", values=[b"\xff\xfe"]), execute())) == "22P02"
+    # after all this, the session still works, with a row limit
+    msgs = roundtrip(bind("p", "byid", values=["3"]), execute("p", 1))
+    assert data_rows(msgs) == [[b"card"]]
+    msgs = roundtrip(parse("", "SELECT trip_id FROM trips ORDER BY trip_id LIMIT 5"),
+                     bind("q", ""), describe(b"P", "q"), execute("q", 2), execute("q", 2),
+                     execute("q", 2), execute("q", 2))
+    kinds = [t for t, _ in msgs]
+    assert kinds == [b"1", b"2", b"T", b"D", b"D", b"s", b"D", b"D", b"s", b"D", b"C", b"C",
+                     b"Z"]
+    assert [x[0] for x in data_rows(msgs)] == [b"0", b"1", b"2", b"3", b"4"]
+    r.send(TERMINATE)
+    assert r.closed()
+    alive(srv)
+
+
+def test_resource_limits(vt, datadir):
+    srv = start(vt, datadir)
+    r = session(srv)
+    # too many named statements
+    for i in range(256):
+        r.send(parse(f"s{i}", "SELECT 1"))
+    r.send(parse("one_more", "SELECT 1") + SYNC)
+    msgs = r.read_until()
+    errs = [error_fields(b) for t, b in msgs if t == b"E"]
+    assert errs and errs[0]["C"] == "54000" and "too many prepared statements" in errs[0]["M"]
+    r.send(query("DEALLOCATE ALL"))
+    r.read_until()
+    # a statement text above the SQL limit (the message itself fits)
+    big = "SELECT '" + "x" * (300 * 1024) + "'"
+    r.send(query(big))
+    code = None
+    for t, b in r.read_until():
+        if t == b"E":
+            code = error_fields(b)["C"]
+    assert code == "54000"
+    r.close()
+    # a simple Query with too many statements
+    r = session(srv)
+    r.send(query("SELECT 1;" * 1100))
+    msgs = r.read_until()
+    errs = [error_fields(b) for t, b in msgs if t == b"E"]
+    assert errs and errs[0]["C"] == "54000"
+    # a client that stops reading a large result is let go after the stall
+    # limit; meanwhile others are served
+    r.close()
+    alive(srv)
+
+
+def test_client_leaving_mid_query_cancels_it(vt, datadir):
+    srv = start(vt, datadir, server={"workers": 1})
+    r = session(srv)
+    r.send(query("SELECT count(*) FROM range(100000000000) a(x) WHERE x % 7 = 3"))
+    time.sleep(0.3)
+    r.close()
+    # the one worker is free again quickly (the job was cancelled)
+    t0 = time.time()
+    alive(srv)
+    assert time.time() - t0 < 5
