@@ -730,16 +730,44 @@ static const uint32_t *sorted_lookup(const struct index_column *c, const struct 
         return NULL;
     uint64_t k = c->hashed ? XXH3_64bits(key->s, key->len)
                            : sort_key(c, c->domain == INDEX_DOMAIN_UINT ? key->u : (uint64_t)key->i);
+    /* The first position with key >= k in [lo, hi) (hi when none). A few
+     * interpolation steps first: keys are ids (often dense) or 64-bit hashes
+     * (uniform), where the guess lands at or next to the answer, against ~20
+     * cache-missing bisection steps over 1M keys (index_lookup was ~4% of a
+     * point lookup's CPU). Then bisection for whatever is left. */
+    const uint64_t *keys = c->int_keys;
     size_t lo = 0, hi = c->n_pairs;
-    while (lo < hi) { /* first position with key >= k */
+    for (int round = 0; round < 4 && hi - lo > 8; round++) {
+        uint64_t klo = keys[lo], khi = keys[hi - 1];
+        if (k <= klo) {
+            hi = lo;
+            break;
+        }
+        if (k > khi) {
+            lo = hi;
+            break;
+        }
+        /* klo < k <= khi: pos in [lo, hi - 1] */
+        size_t pos = lo + (size_t)((unsigned __int128)(k - klo) * (hi - 1 - lo) / (khi - klo));
+        if (keys[pos] < k)
+            lo = pos + 1;
+        else
+            hi = pos;
+        /* Land next to the answer: check the neighbour before bisecting. */
+        if (lo < hi && keys[lo] >= k)
+            hi = lo;
+        else if (lo < hi && hi > 0 && keys[hi - 1] < k)
+            lo = hi;
+    }
+    while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (c->int_keys[mid] < k)
+        if (keys[mid] < k)
             lo = mid + 1;
         else
             hi = mid;
     }
     size_t end = lo;
-    while (end < c->n_pairs && c->int_keys[end] == k)
+    while (end < c->n_pairs && keys[end] == k)
         end++;
     *out_n = end - lo;
     return end > lo ? c->rows + lo : NULL;
