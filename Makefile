@@ -212,7 +212,7 @@ clean:
 FUZZ_BUILD ?= build-fuzz
 FUZZ_CC    ?= clang
 FUZZ_FLAGS := -std=c17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-              -fno-sanitize-recover=undefined $(WARN) -D_GNU_SOURCE -Isrc $(BANNED)
+              -fno-sanitize-recover=undefined $(WARN) -D_GNU_SOURCE -Isrc -isystem $(DUCKDB_DIR) $(BANNED)
 FUZZ_SRC_fuzz_http_range       := src/http/range.c
 FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c

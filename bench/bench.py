@@ -2,7 +2,8 @@
 """vitrine's benchmark: every scenario beside its floor, in the same run.
 
 Called by bench/run.sh (`make bench`); see bench/README.md for what each
-scenario and floor is. Standard library only (Debian's /usr/bin/python3).
+scenario and floor is. Standard library only (Debian's /usr/bin/python3), plus
+python3-jwt and python3-cryptography for scenario 10's local OIDC issuer.
 
 Environment knobs (defaults in brackets):
   BENCH_ROWS [1000000]      rows of the generated dataset
@@ -213,10 +214,11 @@ end
 '''
 
 
-def lua_post(path, bodies=None, body_expr=None):
+def lua_post(path, bodies=None, body_expr=None, headers=None):
     """A wrk script POSTing JSON to path: the bodies in turn, or body_expr
-    (Lua evaluated per request)."""
-    s = 'local path = "%s"\nlocal hdrs = {["Content-Type"] = "application/json"}\n' % path
+    (Lua evaluated per request); `headers` adds request headers."""
+    extra = "".join(', ["%s"] = "%s"' % kv for kv in (headers or {}).items())
+    s = 'local path = "%s"\nlocal hdrs = {["Content-Type"] = "application/json"%s}\n' % (path, extra)
     if bodies is not None:
         s += "local bodies = {%s}\nlocal i = 0\n" % ", ".join(
             "[[%s]]" % b for b in bodies)
@@ -327,9 +329,10 @@ def nginx_return(path, body, content_type="application/json"):
 
 # ----------------------------------------------------------------- vitrine
 
-def vitrine_config(name, port, datasets):
+def vitrine_config(name, port, datasets, extra=""):
     path = os.path.join(OUT, name + ".toml")
     with open(path, "w") as f:
+        f.write(extra)
         f.write('[server]\nlisten = "127.0.0.1"\nport = %d\n\n' % port)
         for ds_name, extra in datasets:
             f.write('[[dataset]]\nname = "%s"\nsource.kind = "parquet"\nsource.location = "%s"\n%s\n'
@@ -338,9 +341,10 @@ def vitrine_config(name, port, datasets):
 
 
 class Vitrine:
-    def __init__(self, name, datasets):
+    def __init__(self, name, datasets, extra="", headers=None):
         self.port = free_port()
-        self.cfg = vitrine_config(name, self.port, datasets)
+        self.cfg = vitrine_config(name, self.port, datasets, extra)
+        self.headers = headers or {}
         self.log_path = os.path.join(OUT, name + ".log")
         env = dict(os.environ)
         env["VITRINE_LOG"] = "info" if ACCESS_LOG else "warn"
@@ -352,7 +356,8 @@ class Vitrine:
 
     def status(self, ds):
         try:
-            st, _, body = request(self.port, "GET", "/api/v1/datasets/%s/status" % ds, timeout=5)
+            st, _, body = request(self.port, "GET", "/api/v1/datasets/%s/status" % ds,
+                                  headers=self.headers, timeout=5)
         except OSError:
             if self.proc.poll() is not None:
                 raise RuntimeError("vitrine exited; see " + self.log_path)
@@ -369,7 +374,8 @@ class Vitrine:
         return time.monotonic() - self.t0
 
     def indexed(self, ds):
-        st, _, body = request(self.port, "GET", "/api/v1/datasets/%s/schema" % ds)
+        st, _, body = request(self.port, "GET", "/api/v1/datasets/%s/schema" % ds,
+                              headers=self.headers)
         return json.loads(body).get("indexed") if st == 200 else None
 
     def wait_fastpath(self, ds, timeout=300):
@@ -378,7 +384,7 @@ class Vitrine:
         return time.monotonic() - self.t0
 
     def post(self, path, body, headers=None):
-        return request(self.port, "POST", path, body, headers)
+        return request(self.port, "POST", path, body, dict(self.headers, **(headers or {})))
 
     def stop(self):
         stop(self.proc)
@@ -553,6 +559,47 @@ def scenario_latency(name, v, floor, path, bodies, sql, params, mode, runs, goal
     return r
 
 
+def scenario_bearer():
+    """10: the indexed point lookup of 3 with a bearer token ([auth] against a
+    local OIDC issuer; one token, so the verification cache answers) vs the
+    same lookup on a server without [auth]. Alternated rounds, best of each."""
+    log("== 10. id lookup with a bearer token vs without (wrk -t%d -c%d)" % (THREADS, CONNS))
+    sys.path.insert(0, os.path.join(TOP, "tests", "e2e"))
+    from oidc_issuer import Issuer  # python3-jwt, python3-cryptography
+    iss = Issuer()
+    lookup = [("lookup", 'index.mode = "list"\nindex.columns = ["id"]\n')]
+    token = iss.realistic_token()
+    auth = ('[auth]\nenabled = true\nissuer = "%s"\naudience = "vitrine"\n'
+            'start_degraded = false\n' % iss.url)
+    plain = Vitrine("plain10", lookup)
+    bearer = Vitrine("bearer10", lookup, auth, {"Authorization": "Bearer " + token})
+    try:
+        for v in (plain, bearer):
+            v.wait_published("lookup")
+            v.wait_fastpath("lookup")
+        path = "/api/v1/datasets/lookup/query"
+        expr = ('\'{"predicates":[{"col":"id","op":"eq","val":\' .. math.random(1, %d) .. \'}]}\''
+                % ROWS)
+        for v in (plain, bearer):
+            st, _, body = v.post(path, {"predicates": [{"col": "id", "op": "eq", "val": 7}]})
+            assert st == 200 and json.loads(body)["data"][0]["id"] == 7, (st, body[:200])
+        st, _, _ = request(bearer.port, "POST", path, {"predicates": []})
+        assert st == 401, st
+        s_plain = write_lua("lookup_plain", lua_post(path, body_expr=expr))
+        s_bearer = write_lua("lookup_bearer", lua_post(path, body_expr=expr,
+                                                         headers=bearer.headers))
+        ours, theirs = [], []
+        for r in range(ROUNDS):
+            ours.append(wrk(bearer.port, path, s_bearer, THREADS, CONNS, SECONDS, [bearer.pid]))
+            theirs.append(wrk(plain.port, path, s_plain, THREADS, CONNS, SECONDS, [plain.pid]))
+        throughput_row("10 id lookup, bearer vs none", ours, theirs, 0.95,
+                       note="floor: the same lookup without [auth]; %d-byte token" % len(token))
+    finally:
+        plain.stop()
+        bearer.stop()
+        iss.close()
+
+
 def run_all():
     global log_file
     os.makedirs(OUT, exist_ok=True)
@@ -575,7 +622,10 @@ def run_all():
     if want(2):
         scenario_startup()
 
-    rest = [n for n in (1, 3, 4, 5, 6, 7, 8, 9, 10) if want(n)]
+    if want(10):
+        scenario_bearer()
+
+    rest = [n for n in (1, 3, 4, 5, 6, 7, 8, 9, 11) if want(n)]
     if not rest:
         return
     # One server for the query scenarios: `main` with the default index (auto),
@@ -741,7 +791,7 @@ def run_all():
             scenario_stream(v, floor)
         if want(9):
             scenario_parquet(v, ng, export_file)
-        if want(10):
+        if want(11):
             scenario_mix(v)
     finally:
         ng.stop()
@@ -823,10 +873,10 @@ MIX_SECONDS = float(os.environ.get("BENCH_MIX_SECONDS", "5"))
 
 
 def scenario_mix(v):
-    """10: 64 connections of mixed kinds on the default-config dataset, each
+    """11: 64 connections of mixed kinds on the default-config dataset, each
     kind's p50/p99 beside the same kind alone (same connections, the worker
     pool saturated either way)."""
-    log("== 10. mixed load, 64 connections (%gs per run) vs each kind alone" % MIX_SECONDS)
+    log("== 11. mixed load, 64 connections (%gs per run) vs each kind alone" % MIX_SECONDS)
     qpath = "/api/v1/datasets/main/query"
     ids = [1 + (i * 7919 * 127) % ROWS for i in range(200)]
     kinds = [
@@ -875,7 +925,7 @@ def scenario_mix(v):
     mixed = run(kinds, "all")
     for name, conns, _, _ in kinds:
         s, m = solo[name], mixed[name]
-        add_result("10 mixed: %s p99 (%d conns)" % (name, conns), m["p99_us"] / 1000,
+        add_result("11 mixed: %s p99 (%d conns)" % (name, conns), m["p99_us"] / 1000,
                    s["p99_us"] / 1000, "ms", s["p99_us"] / m["p99_us"], 1 / 3.0,
                    note="alone: p50 %.2f ms, %d req; mixed: p50 %.2f ms, %d req"
                    % (s["p50_us"] / 1000, s["requests"], m["p50_us"] / 1000, m["requests"]))
@@ -931,7 +981,7 @@ def print_table():
         log(" | ".join(str(c).ljust(w[i]) for i, c in enumerate(row)))
     log("")
     log("ratio: higher is better everywhere (throughput: vitrine / floor; time and memory: "
-        "floor / vitrine; 10: p99 alone / p99 mixed); met when ratio >= goal.")
+        "floor / vitrine; 11: p99 alone / p99 mixed); met when ratio >= goal.")
     log("cpu ratio = the same comparison on CPU time per request instead of wall time, "
         "oriented like ratio (less sensitive to other load on the machine).")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Instruction counts per request, repeatable on a busy machine.
 
-    bench/callgrind.py BUILD_DIR [BUILD_DIR2 ...] [--requests N] [--only name,...]
+    bench/callgrind.py BUILD_DIR [BUILD_DIR2 ...] [--requests N] [--only name,...] [--bearer]
 
 Starts each build's vitrine under `valgrind --tool=callgrind` with collection
 off, on a generated 50,000-row table (the shape of make bench's, smaller so
@@ -10,6 +10,11 @@ collection on (callgrind_control -i on), sends N requests over one keep-alive
 connection, switches it off and reads the instruction total. Prints Ir per
 request for each scenario and build, and the change against the first build.
 Uses only the Python standard library and build/vt-sql for the data.
+
+--bearer measures each build a second time with [auth] enabled against a local
+OIDC issuer (tests/e2e/oidc_issuer.py: needs python3-jwt and
+python3-cryptography), every request carrying the same bearer token (the
+verification cache answers after the first); rows are suffixed "+bearer".
 """
 import http.client
 import json
@@ -83,9 +88,10 @@ def make_data(build, path):
     subprocess.run([str(REPO / "build" / "vt-sql"), sql], check=True, capture_output=True)
 
 
-def request(conn, method, path, body):
+def request(conn, method, path, body, extra=None):
     data = json.dumps(body).encode() if body is not None else None
     headers = {"Content-Type": "application/json"} if data else {}
+    headers.update(extra or {})
     conn.request(method, path, body=data, headers=headers)
     r = conn.getresponse()
     payload = r.read()
@@ -94,10 +100,16 @@ def request(conn, method, path, body):
     return payload
 
 
-def measure(build, data, n, only):
+def measure(build, data, n, only, issuer=None):
     work = Path(tempfile.mkdtemp(prefix="vt-callgrind-"))
     cfg = work / "datasets.toml"
-    cfg.write_text(f"""[server]
+    auth = ""
+    hdrs = {}
+    if issuer:
+        auth = (f'[auth]\nenabled = true\nissuer = "{issuer.url}"\naudience = "vitrine"\n'
+                "start_degraded = false\n")
+        hdrs = {"Authorization": "Bearer " + issuer.realistic_token()}
+    cfg.write_text(auth + f"""[server]
 listen = "127.0.0.1"
 port = 0
 request_timeout_ms = 0
@@ -147,7 +159,7 @@ index.max_cardinality = 1000
         raise RuntimeError((work / "log").read_text(errors="replace"))
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
     while True:  # published and the index built (the schema lists it)
-        conn.request("GET", "/api/v1/datasets/t/schema")
+        conn.request("GET", "/api/v1/datasets/t/schema", headers=hdrs)
         r = conn.getresponse()
         body = r.read()
         if r.status == 200 and b'"indexed":["id","category"]' in body:
@@ -165,12 +177,12 @@ index.max_cardinality = 1000
         if only and name not in only:
             continue
         for _ in range(20):
-            request(conn, method, path, body)
+            request(conn, method, path, body, hdrs)
         time.sleep(0.3)  # let the access-log flusher run outside the window
         subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
         subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)
         for _ in range(n):
-            request(conn, method, path, body)
+            request(conn, method, path, body, hdrs)
         subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], check=True, capture_output=True)
         before = set(work.glob("callgrind.out*"))
         subprocess.run(["callgrind_control", "-d", name, str(proc.pid)], check=True,
@@ -187,7 +199,7 @@ index.max_cardinality = 1000
             time.sleep(0.2)
         if total is None:
             raise RuntimeError(f"no callgrind dump for {name} in {work}")
-        results[name] = total / n
+        results[name + ("+bearer" if issuer else "")] = total / n
     conn.close()
     proc.terminate()
     proc.wait(timeout=120)
@@ -198,6 +210,7 @@ def main():
     args = sys.argv[1:]
     n = 200
     only = None
+    bearer = False
     builds = []
     while args:
         a = args.pop(0)
@@ -205,6 +218,8 @@ def main():
             n = int(args.pop(0))
         elif a == "--only":
             only = set(args.pop(0).split(","))
+        elif a == "--bearer":
+            bearer = True
         else:
             builds.append(Path(a).resolve())
     if not builds:
@@ -214,12 +229,24 @@ def main():
     data.parent.mkdir(parents=True, exist_ok=True)
     make_data(builds[0], data)
     table = [measure(b, data, n, only) for b in builds]
+    if bearer:
+        sys.path.insert(0, str(REPO / "tests" / "e2e"))
+        from oidc_issuer import Issuer
+        with Issuer() as iss:
+            for t, b in zip(table, builds):
+                t.update(measure(b, data, n, only, iss))
     names = list(table[0])
-    print(f"{'scenario':16} " + " ".join(f"{str(b)[-24:]:>26}" for b in builds) + "   change")
+    print(f"{'scenario':22} " + " ".join(f"{str(b)[-24:]:>26}" for b in builds) + "   change")
     for name in names:
         row = [t.get(name, 0) for t in table]
         change = "" if len(row) < 2 or not row[0] else f"{(row[-1] - row[0]) / row[0] * 100:+.1f}%"
-        print(f"{name:16} " + " ".join(f"{v:>26,.0f}" for v in row) + f"   {change}")
+        print(f"{name:22} " + " ".join(f"{v:>26,.0f}" for v in row) + f"   {change}")
+    for name in names:
+        if name.endswith("+bearer") and name[:-7] in table[0]:
+            for b, t in zip(builds, table):
+                base = t[name[:-7]]
+                print(f"{name} vs {name[:-7]} ({str(b)[-24:]}): {t[name] - base:+,.0f} Ir "
+                      f"({(t[name] - base) / base * 100:+.1f}%)")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@
 #include "engine/engine.h"
 #include "http/server.h"
 #include "pgwire/pgwire.h"
+#include "quack/quack.h"
 #include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -314,12 +315,16 @@ static int serve(const char *config_path, int port_override)
     log_start_flusher();
     /* Datasets build in the background; requests meanwhile get 503. */
     cat_start(app.catalog);
+    /* Quack (when enabled) loads its extension now and serves once the
+     * datasets are registered and built; it says so when it cannot. */
+    struct quack_server *quack = quack_start(&cfg, db, app.catalog);
 
     int sig = 0;
     sigwait(&sigs, &sig);
     log_info("received %s: draining (up to %lld s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              (long long)cfg.server.shutdown_timeout_secs);
     int64_t drain_until = time_mono_ms() + cfg.server.shutdown_timeout_secs * 1000;
+    quack_stop(quack);
     pgw_server_shutdown(pg);
     bool clean = http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
     clean = pgw_server_destroy(pg, drain_until) && clean;

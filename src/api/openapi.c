@@ -370,7 +370,8 @@ static json_t *security(enum auth_perm perm, bool is_get, const struct vt_config
         break;
     case AUTH_PERM_RELOAD:
     case AUTH_PERM_MANAGE:
-        json_array_append_new(sec, json_pack("{s:[]}", "adminToken"));
+        if (!bearer || cfg->auth.admin_token_fallback)
+            json_array_append_new(sec, json_pack("{s:[]}", "adminToken"));
         if (bearer)
             json_array_append_new(
                 sec, json_pack("{s:o}", "bearer",

@@ -3,8 +3,9 @@
  * the path a token takes on a request.
  *
  * A request's token goes: size check → cache (hit: done, a hash and a
- * compare) → parse → algorithm allowed → key by kid (or every fitting key
- * when the token names none) → signature → claims → cache. This runs on the
+ * compare) → parse → algorithm allowed → key by kid (or the first
+ * VT_AUTH_MAX_KIDLESS_TRIES fitting keys when the token names none) →
+ * signature → claims → cache. This runs on the
  * HTTP thread and never blocks on the network: when a token names a kid we do
  * not know, the refresher is asked to refetch (at most once per
  * VT_AUTH_KID_REFETCH_SECS, so tokens with random kids cannot flood the
@@ -316,7 +317,8 @@ enum vt_err auth_bearer_verify(struct auth_bearer *b, const char *token, size_t 
     rc = VT_ERR_INVALID_TOKEN;
     *out_reason = "no signing key fits the token's algorithm";
     bool kid_known = false;
-    for (size_t i = 0; i < ks->n; i++) {
+    int tries = 0; /* a token without kid costs at most a few signature checks */
+    for (size_t i = 0; i < ks->n && tries < VT_AUTH_MAX_KIDLESS_TRIES; i++) {
         const struct auth_key *k = &ks->keys[i];
         if (jwt.kid) {
             if (!k->kid || strcmp(k->kid, jwt.kid) != 0)
@@ -325,6 +327,7 @@ enum vt_err auth_bearer_verify(struct auth_bearer *b, const char *token, size_t 
         }
         if (!auth_key_fits(k, jwt.alg))
             continue;
+        tries++;
         rc = auth_jwt_verify(&jwt, token, k, out_reason);
         if (rc == VT_ERR_OK)
             break;

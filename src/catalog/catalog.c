@@ -400,7 +400,9 @@ static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen
     snprintf(sql, sizeof sql, "DESCRIBE %s", gen->relation);
     duckdb_result res;
     if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
-        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s", duckdb_result_error(&res));
+        char text[VT_ERROR_MSG_MAX];
+        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
+                     eng_error_text(duckdb_result_error(&res), text, sizeof text));
         duckdb_destroy_result(&res);
         return VT_ERR_BUILD_FAILED;
     }
@@ -429,7 +431,9 @@ static enum vt_err count_rows(duckdb_connection con, struct cat_generation *gen,
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", gen->relation);
     duckdb_result res;
     if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
-        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s", duckdb_result_error(&res));
+        char text[VT_ERROR_MSG_MAX];
+        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
+                     eng_error_text(duckdb_result_error(&res), text, sizeof text));
         duckdb_destroy_result(&res);
         return VT_ERR_BUILD_FAILED;
     }
@@ -552,9 +556,12 @@ static enum vt_err query_select_sql(const struct vt_dataset_config *cfg, struct 
     return VT_ERR_OK;
 }
 
-/* Builds a new generation for `cfg` on `con`. Returns it with one reference. */
+/* Builds a new generation for `cfg` on `con`, reading no further than
+ * `bounds` allows (deadline, cancel flag, confinement). Returns it with one
+ * reference. */
 static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_connection con,
                                                const struct vt_dataset_config *cfg,
+                                               const struct source_context *bounds,
                                                bool *out_access_denied, struct vt_error *err)
 {
     int64_t t0 = time_mono_ms();
@@ -583,6 +590,10 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         .db = cat->db,
         .con = con,
         .pin_name = gen->id,
+        .policy = bounds->policy,
+        .extra_root = bounds->extra_root,
+        .deadline_ms = bounds->deadline_ms,
+        .cancel = bounds->cancel,
     };
     struct upstreams ups = {0};
     if (cfg->kind == CFG_SOURCE_QUERY) {
@@ -765,14 +776,38 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     int copied = config_dataset_copy(&cfg, &ds->cfg);
     pthread_mutex_unlock(&ds->mu);
 
+    bool from_config = ds->from_config;
     struct vt_error err = {0};
     bool access_denied = false;
     struct cat_generation *gen = NULL;
     int64_t t0 = time_mono_ms();
-    if (copied != 0)
+    if (copied != 0) {
         vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
-    else
-        gen = build_generation(cat, con, &cfg, &access_denied, &err);
+    } else {
+        /* Every build has its own deadline (refresh.timeout): the watchdog
+         * interrupts its DuckDB work then, listings and S3 requests stop by
+         * themselves; shutdown cancels it through job->cancelled. A dataset
+         * of the config file may read its own location besides the roots. */
+        int64_t timeout = cfg.refresh.timeout_ms > 0 ? cfg.refresh.timeout_ms
+                                                     : VT_BUILD_DEFAULT_TIMEOUT_MS;
+        char *extra = from_config ? source_policy_extra_root(cfg.location) : NULL;
+        struct source_context bounds = {.policy = cat->policy, .extra_root = extra,
+                                        .deadline_ms = t0 + timeout, .cancel = &job->cancelled};
+        atomic_store(&job->deadline_ms, bounds.deadline_ms);
+        gen = build_generation(cat, con, &cfg, &bounds, &access_denied, &err);
+        atomic_store(&job->deadline_ms, 0);
+        if (!gen && (atomic_load(&job->timed_out) || atomic_load(&job->cancelled))) {
+            /* Whatever the interrupted step said, the reason is the deadline. */
+            char d[64];
+            config_format_duration(timeout, d);
+            vt_error_clear(&err);
+            vt_error_set(&err, VT_ERR_TIMEOUT, "build of %s %s (refresh.timeout = %s)",
+                         cfg.name,
+                         atomic_load(&job->cancelled) ? "cancelled" : "stopped at its deadline",
+                         d);
+        }
+        free(extra);
+    }
     if (copied == 0)
         config_dataset_free(&cfg);
 
@@ -921,6 +956,12 @@ struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
     }
     cat->cfg = cfg;
     cat->db = db;
+    cat->policy = source_policy_create(cfg);
+    if (!cat->policy) {
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        free(cat);
+        return NULL;
+    }
     pthread_rwlock_init(&cat->lock, NULL);
     pthread_mutex_init(&cat->ddl_mu, NULL);
     pthread_mutex_init(&cat->state_mu, NULL);
@@ -990,6 +1031,10 @@ void cat_destroy(struct cat_catalog *cat)
      * drops. */
     cat_scheduler_destroy(cat->sched);
     cat->sched = NULL;
+    /* Running builds stop at once: listings and S3 requests watch the cancel
+     * flag, DuckDB is interrupted. */
+    if (cat->builders)
+        eng_pool_interrupt_all(cat->builders);
     eng_pool_destroy(cat->coordinator);
     cat->coordinator = NULL;
     eng_pool_destroy(cat->builders);
@@ -1006,6 +1051,7 @@ void cat_destroy(struct cat_catalog *cat)
     pthread_rwlock_destroy(&cat->lock);
     pthread_mutex_destroy(&cat->ddl_mu);
     pthread_mutex_destroy(&cat->state_mu);
+    source_policy_destroy(cat->policy);
     free(cat);
 }
 

@@ -68,6 +68,7 @@ struct cat_catalog {
     const char *cache_dir;
     const char *export_dir;
     struct cat_scheduler *sched;    /* refresh intervals, cascades, expiries */
+    struct source_policy *policy;   /* what requests' sources may reach */
 };
 
 struct cat_dataset *cat_dataset_new(struct cat_catalog *cat, const struct vt_dataset_config *cfg,

@@ -9,6 +9,7 @@
 #include "catalog/catalog_internal.h"
 #include "util/limits.h"
 #include "util/log.h"
+#include "util/timeutil.h"
 
 bool cat_has_dataset(struct cat_catalog *cat, const char *name)
 {
@@ -59,6 +60,12 @@ enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_datase
         return vt_error_set(err, VT_ERR_DATASET_EXISTS, "a dataset named \"%s\" already exists",
                             cfg->name);
     }
+    /* What a request brings may reach only what the config allows. */
+    if (!from_config && source_policy_check(cat->policy, cfg, err) != VT_ERR_OK) {
+        cat_unregister(cat, ds);
+        cat_dataset_put(ds);
+        return err->code;
+    }
     struct cat_build_result *r = cat_build_result_new();
     if (!r || !cat_build_async(cat, ds, CAT_REFRESH_MANUAL, r, true)) {
         cat_unregister(cat, ds);
@@ -76,10 +83,13 @@ enum vt_err cat_check_source(struct cat_catalog *cat, const struct vt_dataset_co
 {
     if (cfg->kind == CFG_SOURCE_QUERY)
         return VT_ERR_OK;
+    if (source_policy_check(cat->policy, cfg, err) != VT_ERR_OK)
+        return err->code;
     /* The listing step of a build (source_measure reads listings and logs,
      * downloads nothing); a source that fails it would fail registration. */
     struct source_context ctx = {.cache_dir = cat->cache_dir, .temp_dir = cat->temp_dir,
-                                 .db = cat->db};
+                                 .db = cat->db, .policy = cat->policy,
+                                 .deadline_ms = time_mono_ms() + VT_SOURCE_CHECK_TIMEOUT_MS};
     int64_t bytes = 0;
     bool denied = false;
     enum vt_err rc = source_measure(cfg, &ctx, &bytes, &denied, err);

@@ -261,6 +261,11 @@ static bool rule_quack(const struct cfg_blk *b, void *base)
     const char *why;
     if (!parse_quack_uri(q->uri, &host, &port, &why))
         return cfg_fail(b, "uri", 0, VT_ERR_INVALID_CONFIG, "%s", why);
+    if (q->token && strlen(q->token) < 4) {
+        free(host);
+        return cfg_fail(b, "token", cfg_line_of(b, "token"), VT_ERR_INVALID_CONFIG,
+                        "at least 4 characters (the quack extension's minimum)");
+    }
     free(q->host);
     q->host = host;
     q->port = port;
@@ -549,18 +554,22 @@ const struct cfg_key cfg_schema[] = {
      .def = "[]",
      .def_doc = "empty: the config file's directory and the saved-queries and storage "
                 "directories (the working directory when there is no config file)",
-     .doc = "Local source locations must resolve (after symlinks) inside one of these "
-            "directories; relative entries are relative to the config file."},
+     .doc = "Every local path a build reads (symbolic links resolved, Delta data files too) "
+            "must lie inside one of these directories, and so must the location a request "
+            "registers or persists; datasets of the config file may also read their own "
+            "location. Relative entries are relative to the config file."},
     {"server", "allowed_s3_endpoints", CFG_T_STRVEC, C(server.allowed_s3_endpoints),
      .check = check_url, .def = "[]",
      .def_doc = "empty: only the endpoints named by the config file's datasets",
      .doc = "S3 endpoints (URLs as written in s3.endpoint) that runtime registrations may "
-            "use."},
+            "use. These and the config's own may be loopback or private addresses; link-local "
+            "and cloud-metadata addresses are never dialled."},
     {"server", "allowed_credential_envs", CFG_T_STRVEC, C(server.allowed_credential_envs),
      .check = check_env_name, .def = "[]",
      .def_doc = "empty: the standard AWS_* variables and the names used by the config file's "
                 "datasets",
-     .doc = "Environment variables that runtime registrations may name in s3.*_env."},
+     .doc = "Environment variables that runtime registrations may name in s3.*_env, besides "
+            "the standard AWS_* ones and those the config file's datasets name."},
     {"server", "startup", CFG_T_TABLE, .doc = "How startup builds run and when /readyz turns ready."},
     {"server", "quack", CFG_T_TABLE,
      .doc = "Experimental DuckDB Quack server, started after the datasets are registered."},
@@ -586,7 +595,8 @@ const struct cfg_key cfg_schema[] = {
             "localhost counts as local."},
     {"server.quack", "token", CFG_T_STR, C(server.quack.token), .flags = CFG_NONEMPTY,
      .def_doc = "generated and logged once", .example = "\"change-me\"",
-     .doc = "Token clients present (as TOKEN in a secret or in ATTACH options)."},
+     .doc = "Token clients present (as TOKEN in a secret or in ATTACH options); at least 4 "
+            "characters."},
     {"server.quack", "allow_other_hostname", CFG_T_BOOL, C(server.quack.allow_other_hostname),
      .def = "false", .doc = "Allow a non-local uri host (put a TLS-terminating proxy in front)."},
     {"server.quack", "read_only", CFG_T_BOOL, C(server.quack.read_only), .def = "true",
@@ -819,7 +829,9 @@ const struct cfg_key cfg_schema[] = {
      .flags = CFG_QUERY_ONLY, .def = "false", .example = "true",
      .doc = "Kind query: rebuild after a dataset it depends on is reloaded."},
     {"dataset.refresh", "timeout", CFG_T_DURATION, D(refresh.timeout_ms), .min = 1,
-     .def = "\"10m\"", .doc = "A scheduled build running longer than this is cancelled."},
+     .def = "\"10m\"",
+     .doc = "Any build of the dataset (startup, reload, registration, schedule) running longer "
+            "than this is cancelled: its reads stop and DuckDB is interrupted."},
     {"dataset.refresh", "jitter", CFG_T_BOOL, D(refresh.jitter), .def = "true",
      .doc = "Spread scheduled builds by up to ±10% of the interval."},
     {"dataset.refresh", "debounce", CFG_T_DURATION, D(refresh.debounce_ms), .min = 0,

@@ -224,13 +224,27 @@ enum vt_err eng_connect(duckdb_database db, duckdb_connection *out, struct vt_er
     return rc;
 }
 
+const char *eng_error_text(const char *duckdb_message, char *out, size_t cap)
+{
+    const char *m = duckdb_message ? duckdb_message : "query failed";
+    const char *cut = strstr(m, "\nLINE ");
+    size_t n = cut ? (size_t)(cut - m) : strlen(m);
+    while (n > 0 && (m[n - 1] == '\n' || m[n - 1] == ' '))
+        n--;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, m, n);
+    out[n] = '\0';
+    return out;
+}
+
 enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
                      struct vt_error *err)
 {
     duckdb_result res;
     if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
-        const char *msg = duckdb_result_error(&res);
-        vt_error_set(err, code, "%s", msg ? msg : "query failed");
+        char text[VT_ERROR_MSG_MAX];
+        vt_error_set(err, code, "%s", eng_error_text(duckdb_result_error(&res), text, sizeof text));
         duckdb_destroy_result(&res);
         return code;
     }

@@ -15,7 +15,7 @@
  * queries.
  *
  * Job classes, so short requests do not queue behind long ones (the mixed
- * load of `make bench`, scenario 10):
+ * load of `make bench`, scenario 11):
  *   SHORT   a point query, a page, a count: milliseconds.
  *   LONG    a full-table aggregate, sort or big page, a /sql statement.
  *           At most `long_cap` of the N workers run one at a time
@@ -111,7 +111,13 @@ bool eng_sampler_read(struct eng_sampler *s, int64_t *out_memory_bytes,
                       int64_t *out_temp_bytes);
 void eng_sampler_stop(struct eng_sampler *s);
 
-/* Runs one statement on `con`; on failure sets err with DuckDB's message. */
+/* DuckDB's error text without the excerpt of the statement it quotes
+ * ("LINE 1: SELECT ..." and the caret line): messages name what failed, never
+ * the SQL we wrote. Writes into out (cap bytes) and returns it. */
+const char *eng_error_text(const char *duckdb_message, char *out, size_t cap);
+
+/* Runs one statement on `con`; on failure sets err with DuckDB's message
+ * (eng_error_text). */
 enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
                      struct vt_error *err);
 

@@ -789,7 +789,9 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
      * below: DuckDB keeps the stopped execution's buffers with the statement
      * (RSS grew ~1 MiB per client that hung up mid-stream). */
     struct exec_session *s =
-        plan->kind == EXEC_ROWS && plan->query->mode == QUERY_STREAM ? NULL : session();
+        (plan->kind == EXEC_ROWS && plan->query->mode == QUERY_STREAM) || plan->one_off
+            ? NULL
+            : session();
     /* prepare_and_execute prepares (or finds) the statement, then starts it:
      * up to `bound` is plan time, the rest execute. */
     int64_t bound = 0;

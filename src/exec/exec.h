@@ -149,6 +149,10 @@ struct exec_plan {
     const struct eng_job *job;
     struct arena *arena;            /* request-lifetime allocations */
     struct exec_timing *timing;     /* NULL: not measured */
+    /* EXEC_SQL: a one-off text (values written into it, as PostgreSQL's
+     * simple Query sends them): prepared for this run only, so it does not
+     * push reusable plans out of the connection's cache. */
+    bool one_off;
 };
 
 /* ------------------------------------------------------------ front-end help */

@@ -73,9 +73,18 @@
 #define REQUEST_ARENA_MAX (8 * 1024 * 1024)
 #define REAPER_INTERVAL_MS 100           /* head deadlines, clients gone while suspended */
 #define STREAM_WAIT_SLICE_MS 100         /* a waiting producer re-checks its job this often */
-/* MHD's own cap sits a little above ours so that the acceptor, not MHD's
- * silent refusal, answers the connection that reaches VT_MAX_CONNECTIONS. */
-#define MHD_CONNECTION_SLACK 64
+/* MHD's own cap must never be reached; the acceptor's (VT_MAX_CONNECTIONS,
+ * a fast 503) is the only one. libmicrohttpd 0.9.75 splits its cap evenly
+ * among the pool's threads, hands a connection to a thread by the socket
+ * number, and when a thread's share is full by the time it takes a queued
+ * connection, it logs "Server reached connection limit" and returns WITHOUT
+ * unlocking that thread's cleanup_connection_mutex (new_connection_process_
+ * in daemon.c): the thread deadlocks the next time it locks it, every
+ * connection it holds stalls and MHD_stop_daemon never returns (seen under a
+ * 4,200-socket flood). So each thread's share is the whole cap twice over:
+ * n_conns lags the hand-offs by the connections a thread has not taken from
+ * its queue yet, never by thousands. */
+#define MHD_LIMIT_PER_THREAD (2 * VT_MAX_CONNECTIONS)
 
 struct http_header {
     char *name;
@@ -963,10 +972,41 @@ static bool is_tchar(unsigned char c)
     return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
+/* A control character other than HTAB: not allowed in a field value
+ * (RFC 9110 §5.5). */
+static bool is_ctl(unsigned char c)
+{
+    return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
+/* Whether v[0..n) holds such a character. Eight bytes at a time (header
+ * values such as bearer tokens run to kilobytes): a word with no byte below
+ * 0x20 and none equal to 0x7f is clean; a word that may hold one is checked
+ * byte by byte. */
+static bool has_ctl(const unsigned char *v, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, v + i, 8);
+        uint64_t x = w ^ (ones * 0x7f);
+        if (((w - ones * 0x20) & ~w & highs) | ((x - ones) & ~x & highs))
+            for (size_t j = i; j < i + 8; j++)
+                if (is_ctl(v[j]))
+                    return true;
+    }
+    for (; i < n; i++)
+        if (is_ctl(v[i]))
+            return true;
+    return false;
+}
+
 static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   const char *value)
+                                   size_t key_size, const char *value, size_t value_size)
 {
     (void)kind;
+    (void)key_size;
     struct head_scan *h = cls;
     if (!*key) {
         h->bad = "empty header field name";
@@ -977,11 +1017,10 @@ static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const cha
             h->bad = "invalid character (or whitespace before the colon) in a header field name";
             return MHD_NO;
         }
-    for (const unsigned char *p = (const unsigned char *)(value ? value : ""); *p; p++)
-        if ((*p < 0x20 && *p != '\t') || *p == 0x7f) {
-            h->bad = "control character (CR, NUL, ...) in a header field value";
-            return MHD_NO;
-        }
+    if (value && has_ctl((const unsigned char *)value, value_size)) {
+        h->bad = "control character (CR, NUL, ...) in a header field value";
+        return MHD_NO;
+    }
     if (!strcasecmp(key, "Host"))
         h->host++;
     else if (!strcasecmp(key, "Content-Length"))
@@ -1039,7 +1078,7 @@ static enum vt_err check_head(struct http_request *req, const char *version, con
         return VT_ERR_HEADERS_TOO_LARGE;
     }
     struct head_scan h = {0};
-    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, scan_header, &h);
+    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, scan_header, &h);
     if (h.bad) {
         *out_msg = h.bad;
         return VT_ERR_MALFORMED_REQUEST;
@@ -1591,7 +1630,7 @@ struct http_server *http_server_start(const struct http_server_options *opts,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)VT_CONNECTION_TIMEOUT_SECS,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(VT_MAX_CONNECTIONS + MHD_CONNECTION_SLACK),
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(MHD_LIMIT_PER_THREAD * threads),
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)VT_MAX_CONNECTIONS_PER_CLIENT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_BYTES,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,

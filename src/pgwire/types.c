@@ -418,10 +418,17 @@ static char *put_ymd(char *o, int64_t days, bool *bc)
     *bc = y <= 0;
     if (*bc)
         y = 1 - y;
-    char yb[24];
-    int n = snprintf(yb, sizeof yb, "%04lld", (long long)y);
-    memcpy(o, yb, (size_t)n);
-    o += n;
+    if (y < 10000) { /* the common case without snprintf (this runs per value) */
+        *o++ = (char)('0' + y / 1000);
+        *o++ = (char)('0' + y / 100 % 10);
+        *o++ = (char)('0' + y / 10 % 10);
+        *o++ = (char)('0' + y % 10);
+    } else {
+        char yb[24];
+        int n = snprintf(yb, sizeof yb, "%lld", (long long)y);
+        memcpy(o, yb, (size_t)n);
+        o += n;
+    }
     *o++ = '-';
     o = put2(o, m);
     *o++ = '-';
@@ -431,10 +438,14 @@ static char *put_ymd(char *o, int64_t days, bool *bc)
 /* HH:MM:SS[.ffffff] with the fraction's trailing zeros trimmed. */
 static char *put_hms_frac(char *o, uint64_t hours, unsigned min, unsigned sec, uint32_t frac)
 {
-    char hb[24];
-    int n = snprintf(hb, sizeof hb, "%02llu", (unsigned long long)hours);
-    memcpy(o, hb, (size_t)n);
-    o += n;
+    if (hours < 100) {
+        o = put2(o, (unsigned)hours);
+    } else {
+        char hb[24];
+        int n = snprintf(hb, sizeof hb, "%llu", (unsigned long long)hours);
+        memcpy(o, hb, (size_t)n);
+        o += n;
+    }
     *o++ = ':';
     o = put2(o, min);
     *o++ = ':';

@@ -26,7 +26,9 @@
 
 #include "util/limits.h"
 #include "util/log.h"
+#include "util/netaddr.h"
 #include "util/strbuf.h"
+#include "util/timeutil.h"
 
 #ifndef VT_VERSION
 #define VT_VERSION "dev"
@@ -48,6 +50,9 @@ struct s3_client {
     char *token;
     char *sigv4;        /* "aws:amz:<region>:s3" */
     CURL *h;            /* reused by the owning thread (keep-alive) */
+    bool allow_private; /* an endpoint the operator named may be loopback/private */
+    int64_t deadline_ms;        /* monotonic; 0 = none (s3_client_bound) */
+    const atomic_bool *cancel;  /* may be NULL */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -116,8 +121,9 @@ static uint64_t jitter_rand(void)
 }
 
 /* Full jitter: sleep a random time in [0, min(cap, base * 2^attempt)], but at
- * least what the server asked for with Retry-After (also capped). */
-static void backoff_sleep(int attempt, long retry_after_secs)
+ * least what the server asked for with Retry-After (also capped), never past
+ * the client's deadline. */
+static void backoff_sleep(const struct s3_client *c, int attempt, long retry_after_secs)
 {
     int64_t ceil_ms = VT_S3_BACKOFF_BASE_MS;
     for (int i = 0; i < attempt && ceil_ms < VT_S3_BACKOFF_MAX_MS; i++)
@@ -132,9 +138,27 @@ static void backoff_sleep(int attempt, long retry_after_secs)
         if (ms < ra)
             ms = ra;
     }
+    if (c->deadline_ms) {
+        int64_t left = c->deadline_ms - time_mono_ms();
+        if (ms > left)
+            ms = left > 0 ? left : 0;
+    }
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
     }
+}
+
+/* The deadline passed or the owner cancelled: stop now. */
+static bool stopped(const struct s3_client *c)
+{
+    return (c->cancel && atomic_load(c->cancel)) ||
+           (c->deadline_ms && time_mono_ms() >= c->deadline_ms);
+}
+
+void s3_client_bound(struct s3_client *c, int64_t deadline_ms, const atomic_bool *cancel)
+{
+    c->deadline_ms = deadline_ms;
+    c->cancel = cancel;
 }
 
 /* ---- URL parsing ---------------------------------------------------------- */
@@ -304,6 +328,10 @@ enum vt_err s3_client_create(const struct s3_config *cfg, struct s3_client **out
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     enum vt_err rc = VT_ERR_OK;
     c->allow_http = cfg->allow_http;
+    /* An endpoint written in the config (or allowed by it for requests) may
+     * be on this machine or a private network; the default AWS endpoint and
+     * whatever its names resolve to may not. */
+    c->allow_private = cfg->endpoint && *cfg->endpoint;
     const char *region = cfg->region && *cfg->region ? cfg->region : NULL;
     if (!region)
         region = env_nonempty("AWS_REGION");
@@ -440,7 +468,66 @@ struct xfer {
     char etag[256];
     char bucket_region[64];
     int64_t content_length;
+    const struct s3_client *c;
+    bool refused;           /* a socket was refused by the address policy */
+    enum util_addr_class refused_class;
 };
+
+/* Every socket, after DNS: the address it is about to dial must be allowed
+ * (util/netaddr.h), so a name cannot rebind to cloud metadata or, unless the
+ * operator named the endpoint, to this machine or a private network. */
+static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+    struct xfer *x = ud;
+    enum util_addr_class cls = util_addr_classify(&addr->addr);
+    if (purpose != CURLSOCKTYPE_IPCXN || !util_addr_dialable(cls, x->c->allow_private)) {
+        x->refused = true;
+        x->refused_class = cls;
+        return CURL_SOCKET_BAD;
+    }
+    return socket(addr->family, addr->socktype, addr->protocol);
+}
+
+/* Aborts a transfer once the owner's deadline passed or it cancelled. */
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    const struct xfer *x = ud;
+    return stopped(x->c) ? 1 : 0;
+}
+
+/* Remote text in our messages is cut to what a reader needs and can trust:
+ * an S3 error code or a region name keeps only [A-Za-z0-9.-]. */
+static const char *summarize(const char *in, char *out, size_t cap)
+{
+    size_t j = 0;
+    for (const char *p = in; *p && j + 1 < cap; p++)
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '.' || *p == '-')
+            out[j++] = *p;
+    out[j] = '\0';
+    return out;
+}
+
+/* Connect and total timeouts for one attempt, never past the deadline. */
+static void set_timeouts(const struct s3_client *c, CURL *h, bool long_transfer)
+{
+    long connect_ms = VT_S3_CONNECT_TIMEOUT_SECS * 1000L;
+    long total_ms = long_transfer ? 0 : VT_S3_REQUEST_TIMEOUT_SECS * 1000L;
+    if (c->deadline_ms) {
+        int64_t left = c->deadline_ms - time_mono_ms();
+        long l = left > 1 ? (long)(left < 86400000 ? left : 86400000) : 1;
+        connect_ms = connect_ms < l ? connect_ms : l;
+        total_ms = total_ms && total_ms < l ? total_ms : l;
+    }
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+    if (total_ms)
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_ms);
+    if (long_transfer) {
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, (long)VT_S3_LOW_SPEED_BYTES);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)VT_S3_LOW_SPEED_SECS);
+    }
+}
 
 static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
 {
@@ -593,13 +680,12 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, c->allow_http ? "http,https" : "https");
         curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "https");
         curl_easy_setopt(h, CURLOPT_USERAGENT, "vitrine/" VT_VERSION);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)VT_S3_CONNECT_TIMEOUT_SECS);
-        if (r->long_transfer) {
-            curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, (long)VT_S3_LOW_SPEED_BYTES);
-            curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)VT_S3_LOW_SPEED_SECS);
-        } else {
-            curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)VT_S3_REQUEST_TIMEOUT_SECS);
-        }
+        set_timeouts(c, h, r->long_transfer);
+        curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+        curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, x);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
         if (c->key_id) {
             curl_easy_setopt(h, CURLOPT_AWS_SIGV4, c->sigv4);
@@ -617,6 +703,8 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
 
         /* Reset the sink for this attempt. */
         x->h = h;
+        x->c = c;
+        x->refused = false;
         x->status_known = false;
         x->success_body = false;
         x->too_large = false;
@@ -639,7 +727,7 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
         long code = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
         oc->http_status = (int)code;
-        bool last = attempt + 1 >= VT_S3_MAX_ATTEMPTS;
+        bool last = attempt + 1 >= VT_S3_MAX_ATTEMPTS || stopped(c);
         if (cc != CURLE_OK) {
             if (x->too_large) {
                 rc = vt_error_set(err, VT_ERR_LIMIT_EXCEEDED, "%s is larger than the %s limit",
@@ -647,10 +735,32 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
                                   x->kind == SINK_MEM ? "in-memory object" : "object size");
                 break;
             }
+            if (x->refused) {
+                /* Not retried: the same name would be refused again. */
+                oc->http_status = 0;
+                rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                                  "%s %s via %s: the endpoint resolves to a %s address, which "
+                                  "is not dialled%s",
+                                  r->method, target, c->endpoint,
+                                  util_addr_class_name(x->refused_class),
+                                  c->allow_private ? ""
+                                                   : " (only an s3.endpoint the config names "
+                                                     "may be loopback or private)");
+                break;
+            }
+            if (stopped(c)) {
+                oc->http_status = 0;
+                rc = vt_error_set(err, VT_ERR_TIMEOUT, "%s %s via %s: %s", r->method, target,
+                                  c->endpoint,
+                                  c->cancel && atomic_load(c->cancel)
+                                      ? "cancelled"
+                                      : "the build's deadline passed");
+                break;
+            }
             if (retryable_curl(cc) && !last) {
                 log_debug("s3: %s %s: %s, retrying (attempt %d)", r->method, target,
                           curl_easy_strerror(cc), attempt + 1);
-                backoff_sleep(attempt, 0);
+                backoff_sleep(c, attempt, 0);
                 continue;
             }
             oc->http_status = 0;
@@ -673,15 +783,17 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
             curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &ra);
             log_debug("s3: %s %s: HTTP %ld %s, retrying (attempt %d)", r->method, target, code,
                       doc.code, attempt + 1);
-            backoff_sleep(attempt, (long)ra);
+            backoff_sleep(c, attempt, (long)ra);
             continue;
         }
-        const char *what = doc.code[0] ? doc.code : "";
+        /* The remote's words are not repeated: its error code (sanitized) and
+         * our own reading of the status are. */
+        char what[sizeof doc.code], regbuf[sizeof doc.region];
+        summarize(doc.code, what, sizeof what);
         if (code == 401 || code == 403) {
             oc->access_denied = true;
             rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
-                              "access denied by S3 (HTTP %ld %s) for %s%s%s", code, what, target,
-                              doc.message[0] ? ": " : "", doc.message);
+                              "access denied by S3 (HTTP %ld %s) for %s", code, what, target);
         } else if (code == 404) {
             oc->not_found = true;
             /* Objects are fetched right after a listing named them: a 404
@@ -696,16 +808,16 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
                               "%s changed since it was listed (ETag mismatch); retry the reload",
                               target);
         } else if (code == 301 || code == 302 || code == 307 || code == 308) {
-            const char *reg = x->bucket_region[0] ? x->bucket_region : doc.region;
+            const char *reg = summarize(x->bucket_region[0] ? x->bucket_region : doc.region,
+                                        regbuf, sizeof regbuf);
             rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
                               "S3 redirected %s (HTTP %ld %s)%s%s%s; redirects are not followed: "
                               "check s3.region / s3.endpoint",
                               target, code, what, reg[0] ? ": the bucket is in region \"" : "",
                               reg, reg[0] ? "\"" : "");
         } else {
-            rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "S3 %s %s failed: HTTP %ld %s%s%s%s",
-                              r->method, target, code, what, doc.message[0] ? " (" : "",
-                              doc.message, doc.message[0] ? ")" : "");
+            rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "S3 %s %s failed: HTTP %ld %s",
+                              r->method, target, code, what);
         }
         break;
     }
@@ -723,6 +835,21 @@ static CURL *client_handle(struct s3_client *c)
     if (!c->h)
         c->h = curl_easy_init();
     return c->h;
+}
+
+/* The start of every public operation: the caller's outcome (or a local
+ * one) cleared, and the client's handle. NULL with err set when there is no
+ * handle. */
+static CURL *begin(struct s3_client *c, struct s3_outcome **outcome, struct s3_outcome *local,
+                   struct vt_error *err)
+{
+    if (!*outcome)
+        *outcome = local;
+    memset(*outcome, 0, sizeof **outcome);
+    CURL *h = client_handle(c);
+    if (!h)
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot create a curl handle");
+    return h;
 }
 
 static void xfer_init(struct xfer *x, enum sink_kind kind)
@@ -764,11 +891,9 @@ enum vt_err s3_list(struct s3_client *c, const char *bucket, const char *prefix,
 {
     memset(out, 0, sizeof *out);
     struct s3_outcome oc_local;
-    if (!outcome)
-        outcome = &oc_local;
-    CURL *h = client_handle(c);
+    CURL *h = begin(c, &outcome, &oc_local, err);
     if (!h)
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot create a curl handle");
+        return err->code;
     char *token = NULL;
     enum vt_err rc = VT_ERR_OK;
     struct strbuf body;
@@ -870,11 +995,9 @@ enum vt_err s3_get_mem(struct s3_client *c, const char *bucket, const char *key,
     *out_buf = NULL;
     *out_len = 0;
     struct s3_outcome oc_local;
-    if (!outcome)
-        outcome = &oc_local;
-    CURL *h = client_handle(c);
+    CURL *h = begin(c, &outcome, &oc_local, err);
     if (!h)
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot create a curl handle");
+        return err->code;
     struct strbuf body;
     sb_init(&body, max_bytes + 1);
     struct xfer x;
@@ -959,11 +1082,10 @@ enum vt_err s3_get_file(struct s3_client *c, const char *bucket, const char *key
                         struct s3_outcome *outcome, struct vt_error *err)
 {
     struct s3_outcome oc_local;
-    CURL *h = client_handle(c);
+    CURL *h = begin(c, &outcome, &oc_local, err);
     if (!h)
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot create a curl handle");
-    return get_file_with(c, h, bucket, key, if_match, path, out_size,
-                         outcome ? outcome : &oc_local, err);
+        return err->code;
+    return get_file_with(c, h, bucket, key, if_match, path, out_size, outcome, err);
 }
 
 enum vt_err s3_head(struct s3_client *c, const char *bucket, const char *key,
@@ -971,11 +1093,9 @@ enum vt_err s3_head(struct s3_client *c, const char *bucket, const char *key,
 {
     memset(out, 0, sizeof *out);
     struct s3_outcome oc_local;
-    if (!outcome)
-        outcome = &oc_local;
-    CURL *h = client_handle(c);
+    CURL *h = begin(c, &outcome, &oc_local, err);
     if (!h)
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot create a curl handle");
+        return err->code;
     struct xfer x;
     xfer_init(&x, SINK_NONE);
     struct req r = {.method = "HEAD", .bucket = bucket, .key = key};

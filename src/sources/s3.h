@@ -18,9 +18,15 @@
  *
  * Behaviour: no redirects are followed (a 301/307 from S3 means a wrong region or
  * endpoint and becomes an error naming x-amz-bucket-region); connect and
- * transfer timeouts; up to VT_S3_MAX_ATTEMPTS tries with exponential backoff and
- * full jitter on transport errors, 5xx, 429 and SlowDown. 403 sets
- * outcome.access_denied. Secrets never reach a log line or an error message.
+ * transfer timeouts, never past the bound the owner set (s3_client_bound: a
+ * build's deadline and cancel flag); up to VT_S3_MAX_ATTEMPTS tries with
+ * exponential backoff and full jitter on transport errors, 5xx, 429 and
+ * SlowDown. 403 sets outcome.access_denied. Every socket is checked after DNS
+ * (util/netaddr.h): link-local, cloud metadata and reserved addresses are never
+ * dialled, loopback and private ones only for an endpoint the config names
+ * (s3.endpoint set). Error messages carry the status and the S3 error code,
+ * never the remote's message text. Secrets never reach a log line or an error
+ * message.
  *
  * A client is used by one thread at a time; s3_download_many() runs its own
  * per-thread handles.
@@ -28,6 +34,7 @@
 #ifndef VT_SOURCES_S3_H
 #define VT_SOURCES_S3_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -84,6 +91,10 @@ void s3_url_release(struct s3_url *u);
 enum vt_err s3_client_create(const struct s3_config *cfg, struct s3_client **out,
                              struct vt_error *err);
 void s3_client_destroy(struct s3_client *c);
+/* Bounds every later request of the client: none runs past deadline_ms
+ * (monotonic; 0 = none) or after *cancel becomes true (may be NULL); a
+ * transfer in progress is aborted, retries stop, backoffs are cut short. */
+void s3_client_bound(struct s3_client *c, int64_t deadline_ms, const atomic_bool *cancel);
 /* For messages and tests: the effective region / endpoint base. */
 const char *s3_client_region(const struct s3_client *c);
 const char *s3_client_endpoint(const struct s3_client *c);

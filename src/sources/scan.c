@@ -81,9 +81,24 @@ enum vt_err source_duck_open(const struct source_context *ctx, struct source_duc
 
 static enum vt_err query_error(duckdb_result *res, const char *what, struct vt_error *err)
 {
-    const char *m = duckdb_result_error(res);
+    char text[VT_ERROR_MSG_MAX];
     enum vt_err rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "%s: %s", what,
-                                  m ? m : "DuckDB error");
+                                  eng_error_text(duckdb_result_error(res), text, sizeof text));
+    duckdb_destroy_result(res);
+    return rc;
+}
+
+/* The files were listed and opened, but what they hold is not readable
+ * Parquet (a corrupt footer, mismatched schemas): a failed build (400 at
+ * registration, 422 on reload), not a source that cannot be opened. An I/O
+ * error (a file gone or unreadable since it was listed) stays unavailable. */
+static enum vt_err content_error(duckdb_result *res, const char *what, struct vt_error *err)
+{
+    if (duckdb_result_error_type(res) == DUCKDB_ERROR_IO)
+        return query_error(res, what, err);
+    char text[VT_ERROR_MSG_MAX];
+    enum vt_err rc = vt_error_set(err, VT_ERR_BUILD_FAILED, "%s: %s", what,
+                                  eng_error_text(duckdb_result_error(res), text, sizeof text));
     duckdb_destroy_result(res);
     return rc;
 }
@@ -245,7 +260,7 @@ enum vt_err source_duck_probe(struct source_duck *d, const char *const *paths, s
     if (st != DuckDBSuccess) {
         sb_release(&from);
         sb_release(&sql);
-        return query_error(&res, "reading the data files' Parquet schema", err);
+        return content_error(&res, "reading the data files' Parquet schema", err);
     }
     idx_t nc = duckdb_column_count(&res);
     out->cols = calloc(nc ? nc : 1, sizeof *out->cols);
@@ -271,7 +286,7 @@ enum vt_err source_duck_probe(struct source_duck *d, const char *const *paths, s
         rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     if (rc == VT_ERR_OK) {
         if (duckdb_query(d->con, sql.buf, &res) != DuckDBSuccess) {
-            rc = query_error(&res, "reading the data files' Parquet schema", err);
+            rc = content_error(&res, "reading the data files' Parquet schema", err);
         } else {
             if (duckdb_row_count(&res) != out->n)
                 rc = vt_error_set(err, VT_ERR_INTERNAL, "DESCRIBE disagrees with the probe");

@@ -161,3 +161,15 @@ void source_forget_dataset(const char *name)
 {
     s3_cache_unpin(name);
 }
+
+enum vt_err source_check_bounds(const struct source_context *ctx, const char *what,
+                                struct vt_error *err)
+{
+    if (!ctx)
+        return VT_ERR_OK;
+    if (ctx->cancel && atomic_load(ctx->cancel))
+        return vt_error_set(err, VT_ERR_TIMEOUT, "%s: cancelled", what);
+    if (ctx->deadline_ms && time_mono_ms() >= ctx->deadline_ms)
+        return vt_error_set(err, VT_ERR_TIMEOUT, "%s: the build's deadline passed", what);
+    return VT_ERR_OK;
+}

@@ -24,6 +24,7 @@
 #define VT_SOURCES_SOURCE_H
 
 #include <duckdb.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,6 +67,21 @@ struct source_snapshot {
     size_t n_pin_fds;
 };
 
+/* What requests may reach (policy.c): local roots, S3 endpoints, credential
+ * variables, from the config. */
+struct source_policy;
+struct source_policy *source_policy_create(const struct vt_config *cfg);
+void source_policy_destroy(struct source_policy *p);
+/* A dataset block a request brings (registration, persist): its local
+ * location must lie inside the roots, its s3.endpoint and s3.*_env names must
+ * be allowed; VT_ERR_SOURCE_NOT_ALLOWED naming what is not. Datasets of the
+ * config file are not checked: the operator wrote them. */
+enum vt_err source_policy_check(const struct source_policy *p,
+                                const struct vt_dataset_config *ds, struct vt_error *err);
+/* The directory a config file's dataset may read besides the roots (its
+ * location up to the first wildcard, after links); NULL for S3. Caller frees. */
+char *source_policy_extra_root(const char *location);
+
 struct source_context {
     const char *cache_dir;      /* on-disk S3 object cache root (bounded, see objcache.h) */
     const char *temp_dir;       /* scratch space for downloads and pins */
@@ -79,6 +95,14 @@ struct source_context {
      * through the engine module (tools and tests). */
     duckdb_database db;
     duckdb_connection con;
+    /* Confinement: local paths must resolve inside the policy's roots or
+     * extra_root (NULL policy: unconfined, for tools and tests). */
+    const struct source_policy *policy;
+    const char *extra_root;
+    /* The build's bounds: listing, S3 requests and downloads stop at
+     * deadline_ms (monotonic; 0 = none) or when *cancel turns true. */
+    int64_t deadline_ms;
+    const atomic_bool *cancel;
 };
 
 /* Resolves `ds` now. On failure sets err; *out_access_denied (may be NULL) is

@@ -119,9 +119,25 @@ void storage_object_release(struct storage_object *o);
 int storage_listing_add(struct storage_listing *l, const char *name, int64_t size,
                         const char *etag);
 
-enum vt_err storage_local_open(const char *root, struct storage **out, struct vt_error *err);
+enum vt_err storage_local_open(const char *root, const struct source_context *ctx,
+                               struct storage **out, struct vt_error *err);
 enum vt_err storage_s3_open(const char *root, const struct s3_config *cfg,
-                            struct storage **out, struct vt_error *err);
+                            const struct source_context *ctx, struct storage **out,
+                            struct vt_error *err);
+
+/* ---- confinement (policy.c) ---------------------------------------------- */
+
+/* The real path of a local `path` if it lies inside the policy's roots (or
+ * extra_root); *out_missing (VT_ERR_OK, *out_real NULL) when it does not exist
+ * there. A path outside gets VT_ERR_SOURCE_NOT_ALLOWED and the same message
+ * whether it exists or not. NULL policy: no roots (only resolution). */
+enum vt_err source_policy_confine(const struct source_policy *p, const char *extra_root,
+                                  const char *path, char **out_real, bool *out_missing,
+                                  struct vt_error *err);
+/* The context's deadline passed or its owner cancelled: VT_ERR_TIMEOUT with a
+ * message naming `what`, else VT_ERR_OK. */
+enum vt_err source_check_bounds(const struct source_context *ctx, const char *what,
+                                struct vt_error *err);
 
 /* ---- the resolver's DuckDB ------------------------------------------------ */
 

@@ -22,8 +22,8 @@ enum vt_err storage_open(const struct vt_dataset_config *ds, const char *root,
     if (!root || !*root)
         return vt_error_set(err, VT_ERR_INVALID_CONFIG, "dataset %s: source.location is empty",
                             ds->name ? ds->name : "?");
-    enum vt_err rc = storage_is_s3(root) ? storage_s3_open(root, &ds->s3, out, err)
-                                         : storage_local_open(root, out, err);
+    enum vt_err rc = storage_is_s3(root) ? storage_s3_open(root, &ds->s3, ctx, out, err)
+                                         : storage_local_open(root, ctx, out, err);
     if (rc != VT_ERR_OK)
         return rc;
     (*out)->location = ds->location ? ds->location : root;

@@ -1,10 +1,17 @@
 /*
  * Local storage: a directory tree (or one file) on this machine.
  *
+ * Confinement: the root and every path an operation touches must resolve,
+ * after symbolic links, inside the roots the policy allows (policy.c); a path
+ * outside is refused with one message, whatever is there.
+ *
  * Listing walks the tree with every directory's entries sorted, following
- * symbolic links, to a depth and file-count cap; only regular files are
- * listed. Files are opened only after fstat says they are regular files, and
- * with O_NONBLOCK, so a FIFO named *.parquet cannot hold a builder in open().
+ * symbolic links that stay inside the roots and never a directory already on
+ * the way down (no cycles), to a depth cap, a file-count cap and a cap on the
+ * entries looked at, checking the build's deadline as it goes; only regular
+ * files are listed. Files are opened only after fstat says they are regular
+ * files, and with O_NONBLOCK, so a FIFO named *.parquet cannot hold a builder
+ * in open().
  *
  * Fetching for a lazy generation pins the files: a lazy view reads them when
  * it is queried, not when it is built, and a source rewritten the usual way
@@ -31,8 +38,17 @@
 
 struct local_storage {
     struct storage base;
-    char *root;                 /* no trailing '/' (except the root directory "/") */
+    char *root;                 /* after links; no trailing '/' (except "/") */
+    const struct source_policy *policy;
+    const char *extra_root;
 };
+
+/* The confined real path of `name` (see source_policy_confine). */
+static enum vt_err confine(const struct local_storage *ls, const char *path, char **out_real,
+                           bool *out_missing, struct vt_error *err)
+{
+    return source_policy_confine(ls->policy, ls->extra_root, path, out_real, out_missing, err);
+}
 
 static char *join(const struct local_storage *ls, const char *name)
 {
@@ -54,8 +70,11 @@ static char *join(const struct local_storage *ls, const char *name)
 /* ---- listing ---------------------------------------------------------------- */
 
 struct walk {
+    const struct local_storage *ls;
     struct storage_listing *out;
     int max_depth;
+    size_t entries;             /* looked at so far (VT_SOURCE_MAX_ENTRIES) */
+    struct { dev_t dev; ino_t ino; } up[VT_SOURCE_MAX_DEPTH + 2]; /* directories on the way */
     struct vt_error *err;
 };
 
@@ -73,6 +92,16 @@ static int compare_objects(const void *a, const void *b)
 /* Walks `dir` (rel: its name relative to the root, "" or ending in '/'). */
 static int walk(struct walk *w, const char *dir, const char *rel, int depth)
 {
+    struct stat self;
+    if (stat(dir, &self) == 0) {
+        for (int i = 0; i < depth; i++)
+            if (w->up[i].dev == self.st_dev && w->up[i].ino == self.st_ino) {
+                log_debug("source: %s leads back to a directory above it: not followed", dir);
+                return 0;
+            }
+        w->up[depth].dev = self.st_dev;
+        w->up[depth].ino = self.st_ino;
+    }
     DIR *d = opendir(dir);
     if (!d) {
         if (depth == 0) {
@@ -92,6 +121,18 @@ static int walk(struct walk *w, const char *dir, const char *rel, int depth)
     while ((de = readdir(d)) != NULL) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
+        if (++w->entries > VT_SOURCE_MAX_ENTRIES) {
+            vt_error_set(w->err, VT_ERR_SOURCE_UNAVAILABLE,
+                         "%s: more than %d entries under the location", w->ls->base.location,
+                         VT_SOURCE_MAX_ENTRIES);
+            rc = -1;
+            break;
+        }
+        if ((w->entries & 1023) == 0 &&
+            source_check_bounds(w->ls->base.ctx, w->ls->base.location, w->err) != VT_ERR_OK) {
+            rc = -1;
+            break;
+        }
         if (n == cap) {
             cap = cap ? cap * 2 : 32;
             char **p = realloc(names, cap * sizeof *p);
@@ -108,7 +149,7 @@ static int walk(struct walk *w, const char *dir, const char *rel, int depth)
         n++;
     }
     closedir(d);
-    if (rc < 0)
+    if (rc < 0 && !w->err->code)
         vt_error_set(w->err, VT_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
     if (n)
         qsort(names, n, sizeof *names, compare_names);
@@ -126,8 +167,22 @@ static int walk(struct walk *w, const char *dir, const char *rel, int depth)
             break;
         }
         struct stat st;
-        if (stat(path.buf, &st) != 0)
-            continue; /* vanished, or a dangling link */
+        if (lstat(path.buf, &st) != 0)
+            continue; /* vanished */
+        if (S_ISLNK(st.st_mode)) {
+            /* Followed only when it stays inside the roots. */
+            char *real = NULL;
+            bool missing = false;
+            struct vt_error lerr = {0};
+            if (confine(w->ls, path.buf, &real, &missing, &lerr) != VT_ERR_OK || !real ||
+                stat(real, &st) != 0) {
+                log_debug("source: link %s not followed: %s", path.buf,
+                          lerr.code ? vt_error_message(&lerr) : "dangling");
+                free(real);
+                continue;
+            }
+            free(real);
+        }
         if (S_ISDIR(st.st_mode)) {
             int limit = w->max_depth < 0 ? VT_SOURCE_MAX_DEPTH : w->max_depth;
             if (depth < limit) {
@@ -159,15 +214,23 @@ static enum vt_err local_list(struct storage *st, const char *dir, int max_depth
 {
     struct local_storage *ls = (struct local_storage *)st;
     memset(out, 0, sizeof *out);
-    char *path = join(ls, dir);
-    if (!path)
+    char *joined = join(ls, dir), *path = NULL;
+    bool missing = false;
+    if (!joined)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    enum vt_err crc = confine(ls, joined, &path, &missing, err);
+    if (crc == VT_ERR_OK && missing)
+        crc = vt_error_set(err, VT_ERR_SOURCE_EMPTY, "cannot open directory %s: %s", joined,
+                           strerror(ENOENT));
+    free(joined);
+    if (crc != VT_ERR_OK)
+        return crc;
     struct strbuf rel;
     sb_init(&rel, 0);
     sb_adds(&rel, dir);
     if (*dir && dir[strlen(dir) - 1] != '/')
         sb_addc(&rel, '/');
-    struct walk w = {.out = out, .max_depth = max_depth, .err = err};
+    struct walk w = {.ls = ls, .out = out, .max_depth = max_depth, .err = err};
     int rc = rel.overflow ? (vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory"), -1)
                           : walk(&w, path, rel.buf ? rel.buf : "", 0);
     sb_release(&rel);
@@ -199,11 +262,14 @@ static enum vt_err local_stat(struct storage *st, const char *name, struct stora
     struct local_storage *ls = (struct local_storage *)st;
     memset(out, 0, sizeof *out);
     *out_missing = false;
-    char *path = join(ls, name);
-    if (!path)
+    char *joined = join(ls, name), *path = NULL;
+    if (!joined)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    enum vt_err rc = confine(ls, joined, &path, out_missing, err);
+    free(joined);
+    if (rc != VT_ERR_OK || *out_missing)
+        return rc;
     struct stat sbuf;
-    enum vt_err rc = VT_ERR_OK;
     if (stat(path, &sbuf) != 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             *out_missing = true;
@@ -255,11 +321,22 @@ static enum vt_err local_read(struct storage *st, const char *name, int64_t off,
     *out_len = 0;
     if (out_missing)
         *out_missing = false;
-    char *path = join(ls, name);
-    if (!path)
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-    struct stat sbuf;
+    char *joined = join(ls, name), *path = NULL;
     bool missing = false;
+    if (!joined)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    enum vt_err crc = confine(ls, joined, &path, &missing, err);
+    if (crc == VT_ERR_OK && missing && !out_missing)
+        crc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "cannot read %s: %s", joined,
+                           strerror(ENOENT));
+    free(joined);
+    if (crc != VT_ERR_OK)
+        return crc;
+    if (missing) {
+        *out_missing = true;
+        return VT_ERR_OK;
+    }
+    struct stat sbuf;
     int fd = open_regular(path, &sbuf, err, out_missing ? &missing : NULL);
     if (fd < 0) {
         free(path);
@@ -398,9 +475,17 @@ static enum vt_err local_fetch(struct storage *st, struct storage_fetch *items, 
 {
     struct local_storage *ls = (struct local_storage *)st;
     for (size_t i = 0; i < n; i++) {
-        items[i].path = join(ls, items[i].name);
-        if (!items[i].path)
+        char *joined = join(ls, items[i].name);
+        bool missing = false;
+        if (!joined)
             return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        enum vt_err rc = confine(ls, joined, &items[i].path, &missing, err);
+        if (rc == VT_ERR_OK && missing)
+            rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "%s: data file %s is missing",
+                              st->location, joined);
+        free(joined);
+        if (rc != VT_ERR_OK)
+            return rc;
         struct stat sbuf;
         if (stat(items[i].path, &sbuf) != 0)
             return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "%s: data file %s is missing (%s)",
@@ -433,22 +518,32 @@ static const struct storage_ops local_ops = {
     .destroy = local_destroy,
 };
 
-enum vt_err storage_local_open(const char *root, struct storage **out, struct vt_error *err)
+enum vt_err storage_local_open(const char *root, const struct source_context *ctx,
+                               struct storage **out, struct vt_error *err)
 {
     *out = NULL;
     if (strncmp(root, "file://", 7) == 0)
         root += 7;
     struct local_storage *ls = calloc(1, sizeof *ls);
-    size_t n = strlen(root);
-    while (n > 1 && root[n - 1] == '/')
-        n--;
-    if (ls)
-        ls->root = strndup(root, n);
-    if (!ls || !ls->root) {
-        free(ls);
+    if (!ls)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-    }
     ls->base.ops = &local_ops;
+    ls->policy = ctx ? ctx->policy : NULL;
+    ls->extra_root = ctx ? ctx->extra_root : NULL;
+    bool missing = false;
+    enum vt_err rc = confine(ls, root, &ls->root, &missing, err);
+    if (rc == VT_ERR_OK && missing) {
+        /* Inside the roots but not there (yet): operations say so. */
+        size_t n = strlen(root);
+        while (n > 1 && root[n - 1] == '/')
+            n--;
+        if (!(ls->root = strndup(root, n)))
+            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (rc != VT_ERR_OK) {
+        local_destroy(&ls->base);
+        return rc;
+    }
     *out = &ls->base;
     return VT_ERR_OK;
 }

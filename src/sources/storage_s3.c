@@ -305,7 +305,8 @@ static const struct storage_ops s3_ops = {
 };
 
 enum vt_err storage_s3_open(const char *root, const struct s3_config *cfg,
-                            struct storage **out, struct vt_error *err)
+                            const struct source_context *ctx, struct storage **out,
+                            struct vt_error *err)
 {
     *out = NULL;
     struct s3_url u;
@@ -329,6 +330,8 @@ enum vt_err storage_s3_open(const char *root, const struct s3_config *cfg,
         rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     if (rc == VT_ERR_OK)
         rc = s3_client_create(cfg, &ss->c, err);
+    if (rc == VT_ERR_OK && ctx)
+        s3_client_bound(ss->c, ctx->deadline_ms, ctx->cancel);
     if (rc != VT_ERR_OK) {
         s3s_destroy(&ss->base);
         return rc;

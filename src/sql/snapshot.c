@@ -19,6 +19,8 @@ void sql_snapshot_release(struct sql_snapshot *s)
     free(s->rewritten);
     s->rewritten = NULL;
     s->reads_catalog = false;
+    sql_lookup_free(s->lookup);
+    s->lookup = NULL;
 }
 
 enum vt_err sql_snapshot_take(struct cat_catalog *cat, duckdb_connection con, const char *sql,
@@ -40,6 +42,8 @@ enum vt_err sql_snapshot_take_opts(struct cat_catalog *cat, duckdb_connection co
     out->reads_catalog = chk.reads_catalog;
     out->rewritten = chk.rewritten;
     chk.rewritten = NULL;
+    out->lookup = chk.lookup;
+    chk.lookup = NULL;
     enum vt_err rc = sql_snapshot_pin(cat, chk.depends_on, chk.n_depends_on, deadline_ms, out,
                                       err);
     sql_checked_release(&chk);

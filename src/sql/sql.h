@@ -44,9 +44,30 @@ struct cat_catalog;
 /* Whether `name` is a registered dataset (exact spelling). */
 typedef bool (*sql_is_dataset_fn)(void *ctx, const char *name);
 
+/* An equality lookup: `SELECT * | c1, c2, ... FROM <dataset> [AS a] WHERE
+ * x = <value> [AND y = <value> ...]` and nothing else (no ordering, limit,
+ * distinct, grouping, CTE, join or other expression). A front end can answer
+ * it from the dataset's equality index (exec_try_fast) as /query answers an
+ * eq predicate, and run the statement as usual when the index cannot. */
+struct sql_lookup_term {
+    char *column;
+    int param;                  /* > 0: the value is parameter $param */
+    char *json;                 /* else the constant as JSON text: 5, "abc" */
+};
+
+struct sql_lookup {
+    char *dataset;
+    char **columns;             /* as written; none = every column (SELECT *) */
+    size_t ncolumns;
+    struct sql_lookup_term *terms;
+    size_t nterms;
+};
+
 struct sql_checked {
     char **depends_on;          /* datasets read, first-seen order */
     size_t n_depends_on;
+    /* With sql_gate_options.lookups, when the statement is one (else NULL). */
+    struct sql_lookup *lookup;
     /* With sql_pg_names only: */
     bool reads_catalog;         /* names a catalog relation or calls a catalog function */
     char *rewritten;            /* the statement DuckDB runs (names mapped; malloc'd), or
@@ -78,6 +99,7 @@ struct sql_pg_names {
 
 struct sql_gate_options {
     bool allow_params;          /* $1 parameters, bound by the caller (extended protocol) */
+    bool lookups;               /* describe equality lookups (sql_checked.lookup) */
     const struct sql_pg_names *pg; /* NULL: the plain gate of /sql, MCP, saved queries */
 };
 
@@ -91,6 +113,12 @@ enum vt_err sql_gate_check_opts(duckdb_connection con, const char *sql,
                                 const struct sql_gate_options *opts, sql_is_dataset_fn is_dataset,
                                 void *ctx, struct sql_checked *out, struct vt_error *err);
 void sql_checked_release(struct sql_checked *c);
+void sql_lookup_free(struct sql_lookup *l);
+/* The gate keeps its two DuckDB statements prepared per thread (a worker
+ * owns one connection for life; they are freed when the thread ends). A
+ * thread that goes on (main, in tests and tools) calls this before closing
+ * the connection it checked statements on. Safe when there is nothing. */
+void sql_thread_release(void);
 
 /* ------------------------------------------- running a checked statement
  *
@@ -109,6 +137,7 @@ struct sql_snapshot {
     /* With sql_pg_names (sql_snapshot_take_opts): see sql_checked. */
     bool reads_catalog;
     char *rewritten;
+    struct sql_lookup *lookup;
 };
 
 /* Gate + pins, on a query worker (`con` is its connection; deadline_ms as in

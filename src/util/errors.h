@@ -56,6 +56,8 @@
     X(SOURCE_EMPTY, 400, "source_empty", "58030", 0, "source has no files or no rows")                 \
     X(SOURCE_UNSUPPORTED, 400, "source_unsupported", "0A000", 0,                                      \
       "source uses a format feature vitrine cannot read")                                  \
+    X(SOURCE_NOT_ALLOWED, 400, "source_not_allowed", "42501", 0,                                      \
+      "source is outside what the server's configuration allows")                          \
     X(BUILD_FAILED, 422, "build_failed", "XX000", 0, "dataset build failed")                           \
     X(BUSY, 409, "busy", "55006", 0, "dataset is already building")                                    \
     X(INVALID_CONFIG, 400, "invalid_config", "F0000", 0, "invalid configuration")                      \

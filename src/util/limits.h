@@ -52,8 +52,9 @@
 #define VT_PGWIRE_MAX_PARAMS 4096              /* parameters of one statement */
 #define VT_PGWIRE_MAX_SESSION_BYTES (8 * 1024 * 1024) /* statement texts, portals' bound
                                                 * values, names kept per connection */
-#define VT_PGWIRE_MAX_SUSPENDED_BYTES (16 * 1024 * 1024) /* rows held for a portal whose
-                                                * Execute had a row limit */
+#define VT_PGWIRE_MAX_SUSPENDED_BYTES (16 * 1024 * 1024) /* rows held, all portals of a
+                                                * connection together, for Executes with a
+                                                * row limit */
 #define VT_PGWIRE_OUT_FLUSH_BYTES (64 * 1024)  /* output buffered before a write */
 #define VT_PGWIRE_STARTUP_TIMEOUT_SECS 10      /* startup and authentication must finish */
 #define VT_PGWIRE_MAX_STATEMENTS_PER_QUERY 1024 /* statements in one simple Query */
@@ -72,6 +73,9 @@
 #define VT_MAX_PINNED_FDS 64                   /* open files pinning one lazy generation */
 #define VT_SOURCE_MAX_FILES 1000000            /* files one listing of a source may name */
 #define VT_SOURCE_MAX_DEPTH 64                 /* directory levels a listing descends */
+#define VT_SOURCE_MAX_ENTRIES 4000000          /* directory entries one listing looks at */
+#define VT_BUILD_DEFAULT_TIMEOUT_MS (10 * 60 * 1000) /* a build without refresh.timeout */
+#define VT_SOURCE_CHECK_TIMEOUT_MS 30000       /* persist's look at a source */
 
 /* Config file */
 #define VT_MAX_CONFIG_BYTES (16 * 1024 * 1024)
@@ -123,6 +127,7 @@
 #define VT_AUTH_CONNECT_TIMEOUT_SECS 5
 #define VT_AUTH_FETCH_TIMEOUT_SECS 15           /* one whole discovery or JWKS request */
 #define VT_AUTH_KID_REFETCH_SECS 10             /* unknown kid: at most one refetch per this */
+#define VT_AUTH_MAX_KIDLESS_TRIES 4             /* keys tried for a token that names no kid */
 #define VT_AUTH_RETRY_MAX_SECS 60               /* backoff cap while the issuer fails */
 #define VT_AUTH_RETRY_AFTER_SECS 2              /* Retry-After of a 503 for want of keys */
 #define VT_AUTH_CACHE_ENTRIES 4096              /* verified tokens kept */

@@ -220,12 +220,16 @@ def dataset_block(name, location, **extra):
 
 
 def server_block(**kw):
+    """The [server] table; list values (allowed_roots, allowed_s3_endpoints, ...)
+    become TOML arrays of strings."""
     lines = ["[server]", 'listen = "127.0.0.1"', "port = 0"]
     for k, v in kw.items():
         if isinstance(v, bool):
             lines.append(f"{k} = {'true' if v else 'false'}")
         elif isinstance(v, (int, float)):
             lines.append(f"{k} = {v}")
+        elif isinstance(v, (list, tuple)):
+            lines.append(f"{k} = {json.dumps([str(x) for x in v])}")
         else:
             lines.append(f'{k} = "{v}"')
     return "\n".join(lines) + "\n"

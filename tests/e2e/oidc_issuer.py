@@ -17,6 +17,7 @@ import base64
 import json
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jwt
@@ -166,6 +167,18 @@ class Issuer:
         h = {"kid": kid} if kid else {}
         h.update(headers or {})
         return jwt.encode(body, key, algorithm=alg, headers=h)
+
+    def realistic_token(self, exp_in=3600):
+        """A token the size of a typical identity provider's access token
+        (about 1.1 KB: profile, groups, roles), for the benchmarks."""
+        return self.token(exp_in=exp_in, jti=str(uuid.uuid4()), azp="vitrine-explorer",
+                          sid=str(uuid.uuid4()), typ="Bearer", name="Ada Lovelace",
+                          preferred_username="ada", email="ada.lovelace@example.com",
+                          email_verified=True,
+                          groups=[f"/org/analytics/team-{i}" for i in range(8)],
+                          realm_access={"roles": ["offline_access", "uma_authorization",
+                                                  "default-roles-main", "analyst"]},
+                          scope="openid profile email datasets:read")
 
     def public_pem(self, kid="rsa1"):
         return self.keys[kid].public_key().public_bytes(

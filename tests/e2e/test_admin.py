@@ -138,7 +138,9 @@ def test_reload_all_skips_datasets_already_building(vt, datadir):
 
 def test_register_dataset(vt, datadir):
     write_parquet(datadir / "t.parquet", "SELECT range AS a, 'x' AS b FROM range(7)")
-    s = vt(server_block() + dataset_block("existing", datadir / "t.parquet"),
+    # Registrations read only below the allowed roots (the data is not
+    # beside the config file here).
+    s = vt(server_block(allowed_roots=[datadir]) + dataset_block("existing", datadir / "t.parquet"),
            env={"ADMIN_TOKEN": TOKEN})
     body = {"name": "fresh", "source": {"kind": "parquet", "location": str(datadir / "t.parquet")}}
     r = s.post("/api/v1/datasets", body, headers=ADMIN)
@@ -169,7 +171,8 @@ def test_register_dataset(vt, datadir):
 
 def test_persist_appends_block_and_survives_restart(vt, datadir, tmp_path):
     write_parquet(datadir / "t.parquet", "SELECT range AS a FROM range(5)")
-    cfg = server_block() + "# a comment that must survive\n" + dataset_block("one", datadir / "t.parquet")
+    cfg = (server_block(allowed_roots=[datadir]) + "# a comment that must survive\n"
+           + dataset_block("one", datadir / "t.parquet"))
     s = vt(cfg, env={"ADMIN_TOKEN": TOKEN})
     original = s.config_path.read_bytes()
     body = {"name": "two", "source": {"kind": "parquet", "location": str(datadir / "t.parquet")},

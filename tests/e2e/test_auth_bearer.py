@@ -57,7 +57,7 @@ def start(vt, datadir, iss, extra="", env=None, keys=True, **auth):
     f = datadir / "t.parquet"
     if not f.exists():
         write_parquet(f, "SELECT range AS id, 'v' || range AS name FROM range(100)")
-    cfg = server_block() + auth_block(iss, **auth) + extra + dataset_block(
+    cfg = server_block(allowed_roots=[datadir]) + auth_block(iss, **auth) + extra + dataset_block(
         "t", f, **{"index.mode": "list", "index.columns": ["id"]})
     s = vt(cfg, env=env)
     if keys:
@@ -110,6 +110,28 @@ def test_every_algorithm(vt, datadir, issuer):
         expect(s.post("/api/v1/datasets/t/query", QUERY, headers=bearer(tok)), 200)
 
 
+def test_token_without_kid_is_checked_against_the_fitting_keys(vt, datadir, issuer):
+    issuer.add_key("rsa2", "RS256")
+    s = start(vt, datadir, issuer)
+    for kid in ("rsa1", "rsa2"):
+        tok = issuer.token(kid=None, key=issuer.keys[kid], alg="RS256")
+        assert "kid" not in jwt_header(tok)
+        expect(s.post("/api/v1/datasets/t/count", {}, headers=bearer(tok)), 200)
+    other = Issuer()
+    try:  # a key the issuer does not publish
+        r = s.post("/api/v1/datasets/t/count", {},
+                   headers=bearer(issuer.token(kid=None, key=other.keys["rsa1"], alg="RS256")))
+        expect(r, 401, "invalid_token")
+    finally:
+        other.close()
+
+
+def jwt_header(tok):
+    import base64
+    h = tok.split(".")[0]
+    return json.loads(base64.urlsafe_b64decode(h + "=" * (-len(h) % 4)))
+
+
 def test_algorithms_outside_the_list_are_refused(vt, datadir, issuer):
     issuer.add_key("ec256", "ES256")
     s = start(vt, datadir, issuer)  # algorithms = ["RS256"] (the default)
@@ -153,7 +175,9 @@ def reload_routes(datadir):
 
 
 PUBLIC_ROUTES = ["/healthz", "/health", "/readyz", "/version",
-                 "/.well-known/oauth-protected-resource", "/explore/config.json"]
+                 "/.well-known/oauth-protected-resource", "/metrics",
+                 "/explore/config.json", "/explore/",
+                 "/docs/openapi.json", "/docs/", "/mkdocs/"]
 
 
 def call(s, method, path, body, headers):
@@ -168,7 +192,9 @@ def call(s, method, path, body, headers):
 
 
 def test_permission_map_every_row(vt, datadir, issuer):
-    extra = "[sql]\nenabled = true\n[mcp]\nenabled = true\n"
+    extra = ("[sql]\nenabled = true\n[mcp]\nenabled = true\n[metrics]\nenabled = true\n"
+             '[explorer.oauth2]\nclient_id = "vitrine-explorer"\n'
+             f'issuer = "{issuer.url}"\n')
     s = start(vt, datadir, issuer, extra=extra, env={"ADMIN_TOKEN": ADMIN})
     reader = issuer.token(scope="datasets:read")
     reloader = issuer.token(scope="datasets:reload")
@@ -510,28 +536,33 @@ def test_explorer_config_json(vt, datadir, issuer):
     extra = ('[explorer.oauth2]\nclient_id = "vitrine-explorer"\n'
              f'issuer = "{issuer.url}"\nscopes = ["openid", "datasets:read"]\n')
     s = start(vt, datadir, issuer, extra=extra)
-    r = s.get("/explore/config.json")
-    expect(r, 200)
-    body = r.json()
-    assert body["oauth2"] == {"client_id": "vitrine-explorer", "issuer": issuer.url,
-                              "scopes": ["openid", "datasets:read"], "pkce": True}
-    assert body["auth"] == {"enabled": True, "anonymous_read": False}
-    assert body["api_base"] == "/api/v1" and body["prefix"] == ""
-    assert "secret" not in r.text
+    for headers in ({}, bearer("garbage")):  # public, whatever is sent
+        r = s.get("/explore/config.json", headers=headers)
+        expect(r, 200)
+        body = r.json()
+        assert body["oauth2"] == {"client_id": "vitrine-explorer", "issuer": issuer.url,
+                                  "scopes": ["openid", "datasets:read"], "pkce": True}
+        assert body["auth"] == {"enabled": True, "anonymous_read": False}
+        assert body["api_base"] == "/api/v1" and body["prefix"] == ""
+        assert "secret" not in r.text
 
 
-def test_explorer_config_json_without_auth(vt, datadir):
+def test_explorer_config_json_under_prefix_and_mount(vt, datadir):
     write_parquet(datadir / "t.parquet", "SELECT 1 AS id")
     s = vt(server_block(prefix="/p") + '[explorer]\npath = "/ui"\n' +
+           '[explorer.oauth2]\nclient_id = "c"\nissuer = "https://idp.example.com"\npkce = false\n' +
            dataset_block("t", datadir / "t.parquet"))
     r = s.get("/ui/config.json")
     expect(r, 200)
     body = r.json()
-    assert body["oauth2"] is None
+    assert body["oauth2"] == {"client_id": "c", "issuer": "https://idp.example.com", "scopes": [],
+                              "pkce": False}
     assert body["auth"] == {"enabled": False, "anonymous_read": False}
     assert body["api_base"] == "/p/api/v1" and body["prefix"] == "/p"
-    s2 = vt(server_block() + "[explorer]\nenabled = false\n" + dataset_block("t", datadir / "t.parquet"))
-    expect(s2.get("/explore/config.json"), 404, "not_found")
+    s2 = vt(server_block() + dataset_block("t", datadir / "t.parquet"))
+    assert s2.get("/explore/config.json").json()["oauth2"] is None
+    s3 = vt(server_block() + "[explorer]\nenabled = false\n" + dataset_block("t", datadir / "t.parquet"))
+    expect(s3.get("/explore/config.json"), 404, "not_found")
 
 
 # ------------------------------------------------- fetching the keys, confined

@@ -207,7 +207,9 @@ def test_group_by_is_charted(vt, trips):
 
 
 def test_admin_actions_through_the_ui_and_token_hygiene(vt, trips, tmp_path):
-    s = vt(explorer_config(trips), env={"ADMIN_TOKEN": TOKEN})
+    # Registrations read only below the allowed roots (the data is not beside
+    # the config file here).
+    s = vt(explorer_config(trips, allowed_roots=[trips]), env={"ADMIN_TOKEN": TOKEN})
     before = {d["name"]: d for d in s.get("/api/v1/datasets").json()}
     reg = {"name": "extra_ui", "location": str(trips / "extra.parquet")}
     per = {"name": "kept_ui", "location": str(trips / "extra.parquet")}

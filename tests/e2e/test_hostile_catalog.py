@@ -20,7 +20,8 @@ def body_for(name, location, **extra):
 
 def test_registration_refuses_a_name_differing_only_in_case(vt, datadir):
     f = write_parquet(datadir / "t.parquet", "SELECT 1 AS a")
-    s = vt(server_block() + dataset_block("trips", f), env={"ADMIN_TOKEN": TOKEN})
+    s = vt(server_block(allowed_roots=[datadir]) + dataset_block("trips", f),
+           env={"ADMIN_TOKEN": TOKEN})
     for name in ("Trips", "TRIPS", "tRiPs"):
         r = s.post("/api/v1/datasets", body_for(name, f), headers=ADMIN)
         assert r.status_code == 400, r.text
@@ -52,7 +53,7 @@ def test_config_file_with_names_differing_only_in_case_fails_naming_both(vt, dat
 
 def test_config_reload_reports_a_case_collision_as_an_error(vt, datadir):
     f = write_parquet(datadir / "t.parquet", "SELECT 1 AS a")
-    s = vt(server_block() + dataset_block("a", f), env={"ADMIN_TOKEN": TOKEN})
+    s = vt(server_block(allowed_roots=[datadir]) + dataset_block("a", f), env={"ADMIN_TOKEN": TOKEN})
     assert s.post("/api/v1/datasets", body_for("runtime", f), headers=ADMIN).status_code == 200
     s.config_path.write_text(s.config_path.read_text() + dataset_block("Runtime", f)
                              + dataset_block("fresh", f))
@@ -70,7 +71,8 @@ def test_config_reload_reports_a_case_collision_as_an_error(vt, datadir):
 
 def test_persist_validates_like_registration(vt, datadir):
     f = write_parquet(datadir / "t.parquet", "SELECT range AS a FROM range(3)")
-    s = vt(server_block() + dataset_block("base", f), env={"ADMIN_TOKEN": TOKEN})
+    s = vt(server_block(allowed_roots=[datadir]) + dataset_block("base", f),
+           env={"ADMIN_TOKEN": TOKEN})
     original = s.config_path.read_text()
     cases = [
         (body_for("bad name", f), "invalid_name"),

@@ -72,6 +72,14 @@ FRAMING = [
      "malformed_request"),
     ("ctl_in_value", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: a\x01b\r\n\r\n", 400,
      "malformed_request"),
+    # Long values are checked eight bytes at a time: a control byte inside a
+    # word, in the tail, and DEL.
+    ("ctl_in_long_value", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: " + b"v" * 13 + b"\x01" +
+     b"v" * 30 + b"\r\n\r\n", 400, "malformed_request"),
+    ("ctl_in_long_value_tail", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: " + b"v" * 42 +
+     b"\x1f" + b"v" * 2 + b"\r\n\r\n", 400, "malformed_request"),
+    ("del_in_long_value", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: " + b"v" * 24 + b"\x7f" +
+     b"v" * 24 + b"\r\n\r\n", 400, "malformed_request"),
     ("space_in_target", b"GET /hea lthz HTTP/1.1\r\nHost: a\r\n\r\n", 400,
      "malformed_request"),
     ("long_query_string", b"GET /healthz?" + b"a" * 9000 + b" HTTP/1.1\r\nHost: a\r\n\r\n", 414,
@@ -130,6 +138,13 @@ def test_framing_mhd_rejects_closes_without_a_second_request(plain, name, req):
     assert out.startswith(b"HTTP/1.1 4") or out.startswith(b"HTTP/1.1 5"), out[:200]
     assert b"HTTP/1.1 200" not in out, out[:600]
     assert b'{"status":"ok"}' not in out
+
+
+def test_long_values_with_tabs_and_high_bytes_pass(plain):
+    value = b"\tab\tc" + b"x" * 40 + b"\x80\xff\xfe~ !" * 5
+    out = raw(plain.port, b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: " + value +
+              b"\r\nConnection: close\r\n\r\n")
+    assert out.startswith(b"HTTP/1.1 200"), out[:300]
 
 
 def test_percent_encoded_slash_stays_in_the_segment(plain):

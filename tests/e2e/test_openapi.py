@@ -53,7 +53,7 @@ def servers(vt, datadir, tmp_path):
     write_parquet(datadir / "extra.parquet", "SELECT 1 AS one")
     (datadir / "broken.parquet").write_bytes(b"PAR1 not a parquet file at all PAR1")
     common = ('[metrics]\nenabled = true\n[sql]\nenabled = true\n[mcp]\nenabled = true\n')
-    s = vt(server_block(prefix="/svc", max_body_bytes=4096) + common
+    s = vt(server_block(prefix="/svc", max_body_bytes=4096, allowed_roots=[datadir]) + common
            + dataset_block("t", datadir / "t.parquet")
            + dataset_block("big", datadir / "big.parquet", **{"index.mode": "none"})
            + dataset_block("fragile", datadir / "fragile.parquet")

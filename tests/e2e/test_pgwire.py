@@ -443,6 +443,25 @@ def test_same_rows_as_duckdb(vt, datadir):
             assert ours_b == want, q
 
 
+def test_pgbench_load(vt, datadir, tmp_path):
+    """pgbench -n with a custom point-lookup script, in the three query
+    modes, several clients at once: every transaction succeeds."""
+    import shutil
+    pgbench = shutil.which("pgbench") or "/usr/lib/postgresql/15/bin/pgbench"
+    srv = start(vt, datadir)
+    script = tmp_path / "lookup.sql"
+    script.write_text("\\set id random(0, 4999)\n"
+                      "SELECT trip_id, payment, fare FROM trips WHERE trip_id = :id;\n"
+                      "SELECT count(*) FROM stations;\n")
+    for mode in ("simple", "extended", "prepared"):
+        r = subprocess.run([pgbench, "-n", "-h", "127.0.0.1", "-p", str(srv.pg), "-U", "vitrine",
+                            "-f", str(script), "-c", "4", "-j", "2", "-t", "50", "-M", mode,
+                            "vitrine"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "number of transactions actually processed: 200/200" in r.stdout, r.stdout
+        assert "number of failed transactions: 0" in r.stdout, r.stdout
+
+
 # ------------------------------------------------- cancel, timeout, limits
 
 def test_cancel_request_interrupts_the_query(vt, datadir):

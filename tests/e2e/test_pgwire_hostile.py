@@ -284,3 +284,151 @@ def test_client_leaving_mid_query_cancels_it(vt, datadir):
     t0 = time.time()
     alive(srv)
     assert time.time() - t0 < 5
+
+
+def test_rows_held_for_a_row_limited_portal_are_bounded(vt, datadir):
+    """Execute with a row limit holds the rest of the result for the next
+    Execute, at most 16 MiB: past that the result is cut and reading on
+    ends in an error (54000), and the session goes on."""
+    srv = start(vt, datadir)
+    r = session(srv)
+    big = "SELECT x, repeat('p', 100) AS pad FROM range(400000) t(x)"  # ~45 MB of rows
+    r.send(parse("", big) + bind("c", "") + execute("c", 5) + FLUSH)
+    msgs = r.read_until((b"s", b"E"))
+    assert [t for t, _ in msgs] == [b"1", b"2"] + [b"D"] * 5 + [b"s"]
+    r.send(execute("c", 0) + SYNC)
+    n, err = 0, None
+    for t, b in r.read_until():
+        if t == b"D":
+            n += 1
+        elif t == b"E":
+            err = error_fields(b)
+    assert err and err["C"] == "54000" and "16 MiB" in err["M"], err
+    assert 100000 < n < 400000
+    # a small result read in parts ends with CommandComplete
+    r.send(parse("", "SELECT x FROM range(7) t(x)") + bind("d", "") + execute("d", 3) +
+           execute("d", 3) + execute("d", 3) + SYNC)
+    msgs = r.read_until()
+    assert [t for t, _ in msgs] == [b"1", b"2", b"D", b"D", b"D", b"s", b"D", b"D", b"D", b"s",
+                                    b"D", b"C", b"Z"]
+    assert msgs[-2][1] == b"SELECT 7\0"
+    r.close()
+
+
+def test_statements_pools_rely_on(vt, datadir):
+    srv = start(vt, datadir)
+    r = session(srv)
+    r.send(parse("keep", "SELECT 1") + SYNC)
+    r.read_until()
+    # DISCARD ALL drops the prepared statements, DEALLOCATE one of them
+    r.send(query("DISCARD ALL"))
+    assert [t for t, _ in r.read_until()] == [b"C", b"Z"]
+    r.send(bind("", "keep") + SYNC)
+    errs = [error_fields(b) for t, b in r.read_until() if t == b"E"]
+    assert errs and errs[0]["C"] == "26000"
+    r.send(parse("a", "SELECT 2") + SYNC)
+    r.read_until()
+    r.send(query("DEALLOCATE a"))
+    assert [t for t, _ in r.read_until()] == [b"C", b"Z"]
+    r.send(query("DEALLOCATE a"))
+    errs = [error_fields(b) for t, b in r.read_until() if t == b"E"]
+    assert errs and errs[0]["C"] == "26000"
+    # SHOW ALL lists the settings; ReadyForQuery tracks the transaction
+    r.send(query("SHOW ALL"))
+    rows = data_rows(r.read_until())
+    names = [row[0] for row in rows]
+    assert b"server_version" in names and b"client_encoding" in names
+    r.send(query("BEGIN"))
+    assert r.read_until()[-1] == (b"Z", b"T")
+    r.send(query("SELECT * FROM nope"))
+    assert r.read_until()[-1] == (b"Z", b"E")
+    r.send(query("SELECT 1"))
+    msgs = r.read_until()
+    assert error_fields([b for t, b in msgs if t == b"E"][0])["C"] == "25P02"
+    r.send(query("ROLLBACK"))
+    assert r.read_until()[-1] == (b"Z", b"I")
+    r.close()
+
+
+def test_shutdown_ends_sessions(vt, datadir):
+    """SIGTERM: idle sessions get 57P01 and the server exits 0; a running
+    statement may finish within the drain."""
+    srv = start(vt, datadir, server={"shutdown_timeout_secs": 5})
+    idle = session(srv)
+    busy = session(srv)
+    busy.send(query("SELECT count(*) FROM range(3000000000) a(x) WHERE x % 7 = 3"))
+    time.sleep(0.3)
+    import signal
+    srv.proc.send_signal(signal.SIGTERM)
+    t, b = idle.read()
+    f = error_fields(b)
+    assert t == b"E" and f["S"] == "FATAL" and f["C"] == "57P01"
+    assert idle.closed()
+    # the running statement is cancelled after the drain, then the session ends
+    msgs = []
+    try:
+        while True:
+            msgs.append(busy.read())
+    except EOFError:
+        pass
+    codes = [error_fields(b)["C"] for t, b in msgs if t == b"E"]
+    assert codes and codes[0] in ("57014", "57P01"), msgs
+    assert srv.proc.wait(timeout=60) == 0
+
+
+def test_index_lookups_answer_like_sql(vt, datadir):
+    """An equality lookup is answered from the dataset's index (as /query
+    answers eq); the same statement through DuckDB gives the same bytes."""
+    from conftest import dataset_block, server_block, write_parquet
+    from pgwire_util import pg_port
+    t = write_parquet(datadir / "types.parquet", """
+        SELECT i::INTEGER AS id, (i % 3 = 0) AS b, (i % 40)::TINYINT AS ti, i::UBIGINT * 1000 AS ub,
+               170141183460469231731687303715884105727::HUGEINT - i AS h,
+               (i * 1.25)::DECIMAL(12,2) AS d,
+               CASE WHEN i = 2 THEN NULL ELSE 'tab\there "q" é ' || chr(10) || i END AS s,
+               CASE WHEN i = 3 THEN DATE '0044-03-15 (BC)' ELSE DATE '2024-01-01' + i::INTEGER END AS day,
+               TIMESTAMP '2024-01-01 10:00:00.25' + to_seconds(i) AS ts,
+               TIMESTAMPTZ '2024-01-01 10:00:00+00' + to_seconds(i) AS tz,
+               uuid '6ba7b810-9dad-11d1-80b4-00c04fd430c8' AS u,
+               CASE WHEN i = 4 THEN 'nan'::DOUBLE WHEN i = 6 THEN NULL
+                    ELSE i / 7 * 1e20 END AS f8,
+               (i / 3)::FLOAT AS f4
+        FROM range(50) t(i)""")
+    srv = vt(server_block() + "[server.pgwire]\nenabled = true\nport = 0\n" +
+             dataset_block("types", t, **{"index.mode": "list",
+                                           "index.columns": ["id", "s"]}))
+    srv.pg = pg_port(srv)
+    deadline = time.time() + 30
+    while not srv.get("/api/v1/datasets/types/schema").json().get("indexed") and \
+            time.time() < deadline:
+        time.sleep(0.05)
+    r = session(srv)
+    cols = "id, b, ti, ub, d, s, day, ts, tz, u, f8, f4"
+    lookups = [
+        f"SELECT {cols} FROM types WHERE id = 7",
+        f"SELECT {cols} FROM types WHERE id = 2",
+        f"SELECT {cols} FROM types WHERE id = 3",
+        "SELECT s, id, day FROM types WHERE id = 12",
+        f"SELECT {cols} FROM public.types t WHERE t.id = 40",
+        f"SELECT {cols} FROM types WHERE id = 999",
+        "SELECT * FROM types WHERE id = 5",  # h (HUGEINT): not from the row store
+        f"SELECT {cols} FROM types WHERE id = 4",  # NaN: JSON null, so DuckDB answers
+        f"SELECT {cols} FROM types WHERE id = 6",  # NULL double: the same
+    ]
+    for q in lookups:
+        r.send(query(q))
+        fast = r.read_until()
+        r.send(query(q + " AND 1 = 1"))  # not a lookup: DuckDB runs it
+        slow = r.read_until()
+        assert fast == slow, q
+        assert fast[0][0] == b"T"
+    # extended protocol with a parameter, text results
+    r.send(parse("", f"SELECT {cols} FROM types WHERE id = $1") + bind("", "", values=["9"]) +
+           describe(b"P") + execute() + SYNC)
+    fast = r.read_until()
+    r.send(parse("", f"SELECT {cols} FROM types WHERE id = $1 AND 1 = 1") +
+           bind("", "", values=["9"]) + describe(b"P") + execute() + SYNC)
+    slow = r.read_until()
+    assert fast == slow
+    r.close()
+    assert srv.log().count("answered from the index") >= 6

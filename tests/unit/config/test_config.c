@@ -171,7 +171,7 @@ TEST(full_config)
         "environment = \"prod\"\nsaved_queries_dir = \"/var/lib/vitrine/q\"\n"
         "memory_limit = \"2GB\"\ntemp_directory = \"spill\"\n"
         "[server.startup]\nreadiness = \"any\"\nmax_concurrent = 2\n"
-        "[server.quack]\nenabled = true\nuri = \"quack:localhost:7000\"\ntoken = \"tok\"\n"
+        "[server.quack]\nenabled = true\nuri = \"quack:localhost:7000\"\ntoken = \"tok4\"\n"
         "read_only = false\n"
         "[server.pgwire]\nenabled = true\nlisten = \"0.0.0.0\"\nport = 6543\n"
         "username = \"u\"\npassword = \"p\"\ntls_cert = \"c.pem\"\ntls_key = \"/k.pem\"\n"
@@ -214,7 +214,7 @@ TEST(full_config)
     CHECK(s->quack.enabled && !s->quack.read_only);
     CHECK_EQ_STR(s->quack.host, "localhost");
     CHECK_EQ_INT(s->quack.port, 7000);
-    CHECK_EQ_STR(s->quack.token, "tok");
+    CHECK_EQ_STR(s->quack.token, "tok4");
     CHECK(s->pgwire.enabled);
     CHECK_EQ_INT(s->pgwire.port, 6543);
     CHECK_EQ_STR(s->pgwire.username, "u");

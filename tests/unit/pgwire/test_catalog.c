@@ -291,6 +291,63 @@ TEST(type_lookups_and_session_functions)
     free(rows);
 }
 
+/* What pgjdbc (DBeaver, Metabase) sends for DatabaseMetaData.getTables,
+ * getColumns and its type cache. */
+TEST(jdbc_metadata_queries)
+{
+    char *rows = expect_rows(
+        "SELECT NULL AS TABLE_CAT, n.nspname AS TABLE_SCHEM, c.relname AS TABLE_NAME,  CASE "
+        "n.nspname ~ '^pg_' OR n.nspname = 'information_schema'  WHEN true THEN CASE  WHEN "
+        "n.nspname = 'pg_catalog' OR n.nspname = 'information_schema' THEN CASE c.relkind   WHEN "
+        "'r' THEN 'SYSTEM TABLE'   WHEN 'v' THEN 'SYSTEM VIEW'   WHEN 'i' THEN 'SYSTEM INDEX'   "
+        "ELSE NULL   END  WHEN n.nspname = 'pg_toast' THEN CASE c.relkind   WHEN 'r' THEN "
+        "'SYSTEM TOAST TABLE'   WHEN 'i' THEN 'SYSTEM TOAST INDEX'   ELSE NULL   END  ELSE CASE "
+        "c.relkind   WHEN 'r' THEN 'TEMPORARY TABLE'   WHEN 'p' THEN 'TEMPORARY TABLE'   WHEN "
+        "'i' THEN 'TEMPORARY INDEX'   WHEN 'S' THEN 'TEMPORARY SEQUENCE'   WHEN 'v' THEN "
+        "'TEMPORARY VIEW'   ELSE NULL   END  END  WHEN false THEN CASE c.relkind  WHEN 'r' THEN "
+        "'TABLE'  WHEN 'p' THEN 'PARTITIONED TABLE'  WHEN 'i' THEN 'INDEX'  WHEN 'P' then "
+        "'PARTITIONED INDEX'  WHEN 'S' THEN 'SEQUENCE'  WHEN 'v' THEN 'VIEW'  WHEN 'c' THEN "
+        "'TYPE'  WHEN 'f' THEN 'FOREIGN TABLE'  WHEN 'm' THEN 'MATERIALIZED VIEW'  ELSE NULL  "
+        "END  ELSE NULL  END  AS TABLE_TYPE, d.description AS REMARKS,  '' as TYPE_CAT, '' as "
+        "TYPE_SCHEM, '' as TYPE_NAME, '' AS SELF_REFERENCING_COL_NAME, '' AS REF_GENERATION  "
+        "FROM pg_catalog.pg_namespace n, pg_catalog.pg_class c  LEFT JOIN "
+        "pg_catalog.pg_description d ON (c.oid = d.objoid AND d.objsubid = 0  and d.classoid = "
+        "'pg_class'::regclass)  WHERE c.relnamespace = n.oid  AND c.relname LIKE '%' ORDER BY "
+        "TABLE_TYPE,TABLE_SCHEM,TABLE_NAME");
+    CHECK_EQ_STR(rows, "<null>|public|stations|TABLE|<null>|||||\n"
+                       "<null>|public|trips|TABLE|all the trips|||||\n");
+    free(rows);
+    rows = expect_rows(
+        "SELECT * FROM (SELECT n.nspname,c.relname,a.attname,a.atttypid,a.attnotnull OR "
+        "(t.typtype = 'd' AND t.typnotnull) AS attnotnull,a.atttypmod,a.attlen,t.typtypmod,"
+        "row_number() OVER (PARTITION BY a.attrelid ORDER BY a.attnum) AS attnum, "
+        "nullif(a.attidentity, '') as attidentity,nullif(a.attgenerated, '') as attgenerated,"
+        "pg_catalog.pg_get_expr(def.adbin, def.adrelid) AS adsrc,dsc.description,t.typbasetype,"
+        "t.typtype  FROM pg_catalog.pg_namespace n  JOIN pg_catalog.pg_class c ON "
+        "(c.relnamespace = n.oid)  JOIN pg_catalog.pg_attribute a ON (a.attrelid=c.oid)  JOIN "
+        "pg_catalog.pg_type t ON (a.atttypid = t.oid)  LEFT JOIN pg_catalog.pg_attrdef def ON "
+        "(a.attrelid=def.adrelid AND a.attnum = def.adnum)  LEFT JOIN pg_catalog.pg_description "
+        "dsc ON (c.oid=dsc.objoid AND a.attnum = dsc.objsubid)  LEFT JOIN pg_catalog.pg_class "
+        "dc ON (dc.oid=dsc.classoid AND dc.relname='pg_class')  LEFT JOIN "
+        "pg_catalog.pg_namespace dn ON (dc.relnamespace=dn.oid AND dn.nspname='pg_catalog')  "
+        "WHERE c.relkind in ('r','p','v','f','m') and a.attnum > 0 AND NOT a.attisdropped  AND "
+        "n.nspname LIKE 'public' AND c.relname LIKE 'trips') c WHERE true  ORDER BY "
+        "nspname,c.relname,attnum");
+    CHECK_CONTAINS(rows, "public|trips|id|23|true|-1|4|-1|1|<null>|<null>|<null>|<null>|0|b\n");
+    CHECK_CONTAINS(rows, "public|trips|fare|1700|false|655366|-1|-1|3|");
+    free(rows);
+    rows = expect_rows(
+        "SELECT typinput='pg_catalog.array_in'::regproc as is_array, typtype, typname, "
+        "pg_type.oid   FROM pg_catalog.pg_type   LEFT JOIN (select ns.oid as nspoid, "
+        "ns.nspname, r.r           from pg_namespace as ns           join ( select s.r, "
+        "(current_schemas(false))[s.r] as nspname                    from generate_series(1, "
+        "array_upper(current_schemas(false), 1)) as s(r) ) as r          using ( nspname )      "
+        "  ) as sp     ON sp.nspoid = typnamespace  WHERE pg_type.oid IN (23, 1007)  ORDER BY "
+        "sp.r, pg_type.oid DESC");
+    CHECK_EQ_STR(rows, "true|b|_int4|1007\nfalse|b|int4|23\n");
+    free(rows);
+}
+
 TEST(pg_mode_still_refuses)
 {
     static const struct {
@@ -352,10 +409,12 @@ int main(void)
         TEST_CASE(psql_d_name_describes_the_columns),
         TEST_CASE(psql_l_and_dn),
         TEST_CASE(type_lookups_and_session_functions),
+        TEST_CASE(jdbc_metadata_queries),
         TEST_CASE(pg_mode_still_refuses),
         TEST_CASE(params_and_big_integers_survive_the_mapping),
     };
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
+    sql_thread_release(); /* the gate's statements, before their connection goes */
     duckdb_disconnect(&con);
     duckdb_close(&db);
     return rc;

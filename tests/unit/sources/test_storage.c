@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "sources/sources_internal.h"
+#include "util/strvec.h"
 #include "testlib.h"
 
 static char root[64];
@@ -298,7 +299,91 @@ TEST(parquet_hive_partitions_are_typed_and_consistent)
     teardown();
 }
 
-RUN_TESTS(TEST_CASE(local_listing_is_sorted_and_bounded_by_depth),
+TEST(policy_confines_paths_whatever_lies_outside)
+{
+    setup();
+    write_file("ok/in.parquet", "x");
+    write_file("elsewhere/secret.parquet", "y");
+    char path[512], target[512];
+    snprintf(target, sizeof target, "%s/elsewhere/secret.parquet", root);
+    snprintf(path, sizeof path, "%s/ok/escape.parquet", root);
+    CHECK_EQ_INT(symlink(target, path), 0);
+    snprintf(target, sizeof target, "%s/elsewhere/nothing-here.parquet", root);
+    snprintf(path, sizeof path, "%s/ok/dangling.parquet", root);
+    CHECK_EQ_INT(symlink(target, path), 0);
+    snprintf(target, sizeof target, "%s/ok/in.parquet", root);
+    snprintf(path, sizeof path, "%s/ok/inner.parquet", root);
+    CHECK_EQ_INT(symlink(target, path), 0);
+    struct vt_config cfg;
+    config_init_defaults(&cfg);
+    snprintf(path, sizeof path, "%s/ok", root);
+    strvec_push(&cfg.server.allowed_roots, path);
+    struct source_policy *p = source_policy_create(&cfg);
+    CHECK(p != NULL);
+    struct vt_error err = {0};
+    char *real = NULL;
+    bool missing = false;
+    char msg_a[600] = "", msg_b[600] = "";
+    /* Inside: real path; missing inside: said so. */
+    snprintf(path, sizeof path, "%s/ok/inner.parquet", root);
+    CHECK_EQ_INT(source_policy_confine(p, NULL, path, &real, &missing, &err), VT_ERR_OK);
+    CHECK(real && strstr(real, "/ok/in.parquet") && !missing);
+    free(real);
+    snprintf(path, sizeof path, "%s/ok/none.parquet", root);
+    CHECK_EQ_INT(source_policy_confine(p, NULL, path, &real, &missing, &err), VT_ERR_OK);
+    CHECK(missing && !real);
+    /* Outside, by text or through a link, there or not: one answer. */
+    const char *outside[] = {"/etc/passwd", "/nonexistent-vt/x.parquet", NULL, NULL, NULL};
+    char a[512], b[512], c[512];
+    snprintf(a, sizeof a, "%s/ok/escape.parquet", root);
+    snprintf(b, sizeof b, "%s/ok/dangling.parquet", root);
+    snprintf(c, sizeof c, "%s/ok/../../..", root);
+    outside[2] = a;
+    outside[3] = b;
+    outside[4] = c;
+    for (size_t i = 0; i < 5; i++) {
+        vt_error_clear(&err);
+        CHECK_EQ_INT(source_policy_confine(p, NULL, outside[i], &real, &missing, &err),
+                     VT_ERR_SOURCE_NOT_ALLOWED);
+        CHECK(!real && !missing);
+        const char *m = vt_error_message(&err);
+        const char *rest = m + strlen(outside[i]);
+        CHECK(strncmp(m, outside[i], strlen(outside[i])) == 0);
+        snprintf(i == 0 ? msg_a : msg_b, sizeof msg_a, "%s", rest);
+        if (i > 0)
+            CHECK_EQ_STR(msg_b, msg_a);
+    }
+    /* A config file's own location is readable besides the roots. */
+    snprintf(path, sizeof path, "%s/elsewhere/secret.parquet", root);
+    char *extra = source_policy_extra_root(path);
+    CHECK_EQ_INT(source_policy_confine(p, extra, path, &real, &missing, &err), VT_ERR_OK);
+    free(real);
+    free(extra);
+    /* Requests: locations, endpoints and credential variables. */
+    struct vt_dataset_config ds = {.name = "r", .kind = CFG_SOURCE_PARQUET};
+    ds.location = "/etc/*.parquet";
+    CHECK_EQ_INT(source_policy_check(p, &ds, &err), VT_ERR_SOURCE_NOT_ALLOWED);
+    snprintf(path, sizeof path, "%s/ok/*.parquet", root);
+    ds.location = path;
+    CHECK_EQ_INT(source_policy_check(p, &ds, &err), VT_ERR_OK);
+    ds.location = "s3://bucket/data/";
+    CHECK_EQ_INT(source_policy_check(p, &ds, &err), VT_ERR_OK); /* the AWS endpoint */
+    ds.s3.endpoint = "http://169.254.169.254";
+    vt_error_clear(&err);
+    CHECK_EQ_INT(source_policy_check(p, &ds, &err), VT_ERR_SOURCE_NOT_ALLOWED);
+    CHECK_CONTAINS(vt_error_message(&err), "s3.endpoint");
+    ds.s3.endpoint = NULL;
+    ds.s3.access_key_id_env = "ADMIN_TOKEN";
+    CHECK_EQ_INT(source_policy_check(p, &ds, &err), VT_ERR_SOURCE_NOT_ALLOWED);
+    ds.s3.access_key_id_env = "AWS_ACCESS_KEY_ID";
+    CHECK_EQ_INT(source_policy_check(p, &ds, &err), VT_ERR_OK);
+    source_policy_destroy(p);
+    config_free(&cfg);
+    teardown();
+}
+
+RUN_TESTS(TEST_CASE(policy_confines_paths_whatever_lies_outside),
+          TEST_CASE(local_listing_is_sorted_and_bounded_by_depth),
           TEST_CASE(local_stat_and_read_only_regular_files),
           TEST_CASE(local_fetch_in_place_or_pinned),
           TEST_CASE(parquet_directory_glob_single_file_and_hidden),

@@ -239,6 +239,7 @@ int main(void)
                                            TEST_CASE(allowlist_is_real_and_safe),
                                            TEST_CASE(cycles)};
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
+    sql_thread_release(); /* the gate's statements, before their connection goes */
     duckdb_disconnect(&con);
     duckdb_close(&db);
     return rc;
