@@ -203,6 +203,9 @@ index.max_cardinality = 1000
     conn.close()
     proc.terminate()
     proc.wait(timeout=120)
+    # One dump per scenario stays there: `callgrind_annotate --inclusive=yes
+    # <dump>` shows where a scenario's instructions go.
+    print(f"callgrind dumps of {build}: {work}", file=sys.stderr)
     return results
 
 
