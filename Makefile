@@ -236,6 +236,9 @@ FUZZ_LIBS_fuzz_s3_list_xml     := -lexpat
 FUZZ_SRC_fuzz_ui               := src/ui/assets.c src/http/encoding.c
 FUZZ_SRC_fuzz_mcp              := src/mcp/envelope.c
 FUZZ_LIBS_fuzz_mcp             := -isystem $(DUCKDB_DIR) -ljansson
+FUZZ_SRC_fuzz_saved            := src/saved/saved.c $(wildcard src/config/*.c) src/util/strbuf.c \
+                                  src/util/errors.c src/util/strvec.c src/util/file.c
+FUZZ_LIBS_fuzz_saved           := -ljansson
 FUZZ_SRC_fuzz_jwt              := src/auth/jwt.c src/auth/claims.c src/util/strvec.c \
                                   src/util/errors.c
 FUZZ_LIBS_fuzz_jwt             := -ljansson -lm

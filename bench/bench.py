@@ -34,6 +34,7 @@ BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, 
 VITRINE = os.path.join(BUILD, "vitrine")
 FLOOR = os.path.join(BUILD, "vt-floor")
 BENCH_JSON = os.path.join(BUILD, "vt-bench-json")
+GATE_BENCH = os.path.join(BUILD, "vt-gate-bench")
 
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
@@ -625,15 +626,16 @@ def run_all():
     if want(10):
         scenario_bearer()
 
-    rest = [n for n in (1, 3, 4, 5, 6, 7, 8, 9, 11) if want(n)]
+    rest = [n for n in (1, 3, 4, 5, 6, 7, 8, 9, 11, 12) if want(n)]
     if not rest:
         return
     # One server for the query scenarios: `main` with the default index (auto),
     # `lookup` with index.mode list [id], `plain` without index (SQL path).
     v = Vitrine("server", [("main", ""),
                            ("lookup", 'index.mode = "list"\nindex.columns = ["id"]\n'),
-                           ("plain", 'index.mode = "none"\n')])
-    floor = Floor() if any(n in rest for n in (3, 4, 5, 6, 7, 8)) else None
+                           ("plain", 'index.mode = "none"\n')],
+                extra="[sql]\nenabled = true\nmax_rows = 1000000\n\n")
+    floor = Floor() if any(n in rest for n in (3, 4, 5, 6, 7, 8, 11)) else None
     for ds in ("main", "lookup", "plain"):
         v.wait_published(ds)
     for ds in ("main", "lookup"):
@@ -787,17 +789,61 @@ def run_all():
                     add_result("6c   vt-bench-json (CPU time, own table)", None, None, "ms",
                                float(m.group(2)), 3.0, note="to_json/ours %sx median"
                                % m.group(2))
+        if want(11):
+            scenario_sql(v, floor)
         if want(8):
             scenario_stream(v, floor)
         if want(9):
             scenario_parquet(v, ng, export_file)
-        if want(11):
+        if want(12):
             scenario_mix(v)
     finally:
         ng.stop()
         if floor:
             floor.stop()
         v.stop()
+
+
+def scenario_sql(v, floor):
+    """11: POST /api/v1/sql against DuckDB in-process running the same SQL
+    (the dataset is `main` for the service, `t` for the floor), rows rendered
+    as JSON by each; then the SQL gate's own cost per statement."""
+    log("== 11. POST /api/v1/sql vs DuckDB in-process, same SQL (sequential latency)")
+    cases = [
+        ("11a sql: point query", 'SELECT * FROM {t} WHERE "id" = 4242', 300,
+         lambda d: len(d["data"]) == 1 and d["data"][0]["id"] == 4242),
+        ("11b sql: group by, 12 rows",
+         'SELECT "category", count(*) AS n, sum("price") AS s, avg("qty") AS q FROM {t} '
+         'GROUP BY "category" ORDER BY "category"', 100,
+         lambda d: len(d["data"]) == len(CATEGORIES) and sum(r["n"] for r in d["data"]) == ROWS),
+        ("11c sql: filter + 1000 rows", 'SELECT "id", "category", "price", "ts" FROM {t} '
+         'WHERE "region" = \'north\' AND "qty" < 500 ORDER BY "id" LIMIT 1000', 100,
+         lambda d: len(d["data"]) == 1000 and all(r["category"] for r in d["data"])),
+        ("11d sql: join with a CTE",
+         'WITH c AS (SELECT "category", avg("price") AS ap FROM {t} GROUP BY 1) '
+         'SELECT x."region", count(*) AS n FROM {t} x JOIN c ON x."category" = c."category" '
+         'WHERE x."price" > c.ap GROUP BY 1 ORDER BY 1', 30,
+         lambda d: len(d["data"]) == 5 and 0 < sum(r["n"] for r in d["data"]) < ROWS),
+    ]
+    for name, text, runs, check in cases:
+        body = json.dumps({"sql": text.format(t="main")})
+
+        def check_body(d, check=check):
+            assert d.get("truncated") is False and check(d), str(d)[:300]
+        scenario_latency(name, v, floor, "/api/v1/sql", [body], text.format(t="t"), None,
+                         "tojson", runs, 1 / 1.5, check_body, batch=5 if runs > 50 else 2,
+                         note="gate + snapshot + temp view + JSON")
+    if os.access(GATE_BENCH, os.X_OK):
+        out = subprocess.run([GATE_BENCH, "1000", "5"], capture_output=True, text=True,
+                             timeout=600).stdout
+        detail(out)
+        for line in out.splitlines()[1:]:
+            f = line.split()
+            if len(f) == 6:
+                add_result("11g  gate: %s" % f[0], float(f[1]) / 1000, float(f[4]) / 1000, "ms",
+                           float(f[4]) / float(f[1]), None, None,
+                           note="vt-gate-bench CPU/statement vs DuckDB's own prepare of it; "
+                                "serialize %s us, walk %s us" % (f[2], f[3]))
 
 
 def curl_times(urls, method="GET", data=None):
@@ -873,10 +919,10 @@ MIX_SECONDS = float(os.environ.get("BENCH_MIX_SECONDS", "5"))
 
 
 def scenario_mix(v):
-    """11: 64 connections of mixed kinds on the default-config dataset, each
+    """12: 64 connections of mixed kinds on the default-config dataset, each
     kind's p50/p99 beside the same kind alone (same connections, the worker
     pool saturated either way)."""
-    log("== 11. mixed load, 64 connections (%gs per run) vs each kind alone" % MIX_SECONDS)
+    log("== 12. mixed load, 64 connections (%gs per run) vs each kind alone" % MIX_SECONDS)
     qpath = "/api/v1/datasets/main/query"
     ids = [1 + (i * 7919 * 127) % ROWS for i in range(200)]
     kinds = [
@@ -925,7 +971,7 @@ def scenario_mix(v):
     mixed = run(kinds, "all")
     for name, conns, _, _ in kinds:
         s, m = solo[name], mixed[name]
-        add_result("11 mixed: %s p99 (%d conns)" % (name, conns), m["p99_us"] / 1000,
+        add_result("12 mixed: %s p99 (%d conns)" % (name, conns), m["p99_us"] / 1000,
                    s["p99_us"] / 1000, "ms", s["p99_us"] / m["p99_us"], 1 / 3.0,
                    note="alone: p50 %.2f ms, %d req; mixed: p50 %.2f ms, %d req"
                    % (s["p50_us"] / 1000, s["requests"], m["p50_us"] / 1000, m["requests"]))
@@ -981,7 +1027,7 @@ def print_table():
         log(" | ".join(str(c).ljust(w[i]) for i, c in enumerate(row)))
     log("")
     log("ratio: higher is better everywhere (throughput: vitrine / floor; time and memory: "
-        "floor / vitrine; 11: p99 alone / p99 mixed); met when ratio >= goal.")
+        "floor / vitrine; 12: p99 alone / p99 mixed); met when ratio >= goal.")
     log("cpu ratio = the same comparison on CPU time per request instead of wall time, "
         "oriented like ratio (less sensitive to other load on the machine).")
 

@@ -74,6 +74,11 @@ SCENARIOS = {
         "params": {"name": "query_dataset", "arguments": {
             "name": "t", "predicates": [{"col": "category", "op": "eq", "val": "c3"}],
             "page_size": 1000}}}),
+    # POST /api/v1/sql: the SQL gate, the snapshot and exec's temp views
+    # around DuckDB (the same point lookup, and a small group by).
+    "sql_point": ("POST", "/api/v1/sql", {"sql": "SELECT * FROM t WHERE id = 4242"}),
+    "sql_group": ("POST", "/api/v1/sql",
+                  {"sql": "SELECT category, count(*) AS n FROM t GROUP BY 1 ORDER BY 1"}),
 }
 
 
@@ -114,6 +119,9 @@ listen = "127.0.0.1"
 port = 0
 request_timeout_ms = 0
 workers = 1
+
+[sql]
+enabled = true
 
 [mcp]
 enabled = true

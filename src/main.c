@@ -30,6 +30,7 @@
 #include "http/server.h"
 #include "pgwire/pgwire.h"
 #include "quack/quack.h"
+#include "saved/saved.h"
 #include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -220,6 +221,18 @@ static int serve(const char *config_path, int port_override)
     }
     if (port_override >= 0)
         cfg.server.port = port_override;
+    /* Saved queries of kind "query" (server.saved_queries_dir): a name also
+     * in the config, or a file that does not read, stops the start here. */
+    struct saved_file *saved = NULL;
+    size_t n_saved = 0;
+    if (saved_load(cfg.server.saved_queries_dir, &cfg, &saved, &n_saved, &err) != VT_ERR_OK) {
+        log_error("%s", vt_error_message(&err));
+        config_free(&cfg);
+        return 1;
+    }
+    if (n_saved)
+        log_info("%s: %zu saved quer%s", cfg.server.saved_queries_dir, n_saved,
+                 n_saved == 1 ? "y" : "ies");
     if (cfg.server.backend == CFG_BACKEND_DATAFUSION)
         log_warn("server.backend = \"datafusion\"%s: this build has only the DuckDB engine; "
                  "running DuckDB",
@@ -255,6 +268,21 @@ static int serve(const char *config_path, int port_override)
     if (eng_open(&cfg, &db, &err) != VT_ERR_OK)
         goto fail;
     app.db = db;
+    /* DuckDB reads and writes files only where this configuration says
+     * (defence in depth under the SQL gate): the config's directories and
+     * sources, and this process's runtime directory. */
+    struct strvec dirs = {0};
+    if (config_file_dirs(&cfg, &dirs) != 0 || strvec_push(&dirs, runtime_dir) != 0) {
+        strvec_free(&dirs);
+        vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
+        goto fail;
+    }
+    enum vt_err confined = eng_confine(db, &dirs, &err);
+    for (size_t i = 0; confined == VT_ERR_OK && i < dirs.len; i++)
+        log_debug("DuckDB may read and write under %s", dirs.items[i]);
+    strvec_free(&dirs);
+    if (confined != VT_ERR_OK)
+        goto fail;
     int workers = cfg.server.workers > 0 ? cfg.server.workers : eng_cpu_count();
     auth_admin_init(&app.auth.admin);
     auth_policy_from_config(&app.auth, &cfg.auth);
@@ -314,7 +342,14 @@ static int serve(const char *config_path, int port_override)
 
     log_start_flusher();
     /* Datasets build in the background; requests meanwhile get 503. */
-    cat_start(app.catalog);
+    struct vt_dataset_config *restored = calloc(n_saved ? n_saved : 1, sizeof *restored);
+    for (size_t i = 0; restored && i < n_saved; i++)
+        restored[i] = saved[i].ds; /* shallow: cat_start copies what it keeps */
+    cat_start(app.catalog, restored, restored ? n_saved : 0);
+    free(restored);
+    saved_files_free(saved, n_saved);
+    saved = NULL;
+    n_saved = 0;
     /* Quack (when enabled) loads its extension now and serves once the
      * datasets are registered and built; it says so when it cannot. */
     struct quack_server *quack = quack_start(&cfg, db, app.catalog);
@@ -353,6 +388,7 @@ fail:
     log_error("%s", vt_error_message(&err));
 out:
     pgw_server_destroy(pg, 0);
+    saved_files_free(saved, n_saved);
     eng_sampler_stop(app.sampler);
     eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);

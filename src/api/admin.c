@@ -6,16 +6,11 @@
  * they never hold a query worker; a build that outlives the request deadline
  * keeps going and publishes when done (the client got 504).
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "api/api.h"
 #include "util/file.h"
@@ -169,48 +164,6 @@ void api_datasets_register(struct http_request *req)
 
 static pthread_mutex_t persist_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* Writes `data` to `path` atomically: a temp file beside it, fsync, rename,
- * fsync of the directory. A crash leaves either the old or the new file. */
-static enum vt_err write_atomically(const char *path, const char *data, size_t len,
-                                    struct vt_error *err)
-{
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
-    struct stat st;
-    mode_t mode = stat(path, &st) == 0 ? (st.st_mode & 07777) : 0644;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return vt_error_set(err, VT_ERR_INTERNAL, "cannot create %s: %s", tmp, strerror(errno));
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            close(fd);
-            unlink(tmp);
-            return vt_error_set(err, VT_ERR_INTERNAL, "cannot write %s: %s", tmp, strerror(errno));
-        }
-        off += (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        unlink(tmp);
-        return vt_error_set(err, VT_ERR_INTERNAL, "cannot sync %s: %s", tmp, strerror(errno));
-    }
-    if (rename(tmp, path) != 0) {
-        unlink(tmp);
-        return vt_error_set(err, VT_ERR_INTERNAL, "cannot replace %s: %s", path, strerror(errno));
-    }
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return VT_ERR_OK;
-}
-
 static void persist_job(struct http_request *req, duckdb_connection con)
 {
     (void)con;
@@ -280,7 +233,7 @@ static void persist_job(struct http_request *req, duckdb_connection con)
             config_free(&check);
     }
     if (err.code == VT_ERR_OK)
-        write_atomically(path, text.buf, text.len, &err);
+        util_write_file_atomic(path, text.buf, text.len, 0644, VT_ERR_INTERNAL, &err);
     pthread_mutex_unlock(&persist_mu);
     free(old);
     free(block);

@@ -102,6 +102,9 @@ void api_datasets_register(struct http_request *req);
 void api_datasets_persist(struct http_request *req);
 void api_config_reload(struct http_request *req);
 
+void api_queries_create(struct http_request *req);
+void api_queries_list(struct http_request *req);
+void api_queries_delete(struct http_request *req);
 /* The build's version and git commit ("" when unknown), as /version says. */
 void api_build_info(const char **out_version, const char **out_git_sha);
 

@@ -44,6 +44,7 @@
 /* Parameters beyond the path's. */
 #define P_FORMAT 1u      /* ?format=json|arrow (and Accept) */
 #define P_RANGE 2u       /* Range, If-None-Match, If-Match */
+#define P_ASYNC 4u       /* ?async=true|false */
 
 struct op_resp {
     int status;
@@ -130,6 +131,22 @@ static const struct op_doc docs[] = {
       {412, NULL, 0, 0, "If-Match does not match the current generation."},
       {416, NULL, 0, 0, "Range not satisfiable."},
       {503, NULL, 0, H_RETRY, "Not published yet, or its build failed."}}},
+    {api_queries_create, "queries", "SavedQueryRequest", true, P_ASYNC, false,
+     {{200, "SavedQuery", M_JSON, 0, "Saved and built: state published, with rows."},
+      {202, "SavedQuery", M_JSON, 0, "?async=true: registered, building (poll its status)."},
+      {400, NULL, 0, 0, "Invalid field or name, or SQL the gate refuses or DuckDB cannot bind (invalid_field, invalid_name, sql_*, query_failed, unknown_column, ...)."},
+      {409, NULL, 0, 0, "The name is taken (name_taken)."},
+      {413, NULL, 0, 0, NULL},
+      {415, NULL, 0, 0, NULL},
+      {503, NULL, 0, H_RETRY, "A dataset it reads is not published yet, or failed."},
+      {504, NULL, 0, 0, "The build did not end within server.request_timeout_ms: it was stopped and nothing was kept (use ?async=true)."}}},
+    {api_queries_list, "queries", NULL, false, 0, false,
+     {{200, "SavedQueryList", M_JSON, 0, "Every saved query, kinds temp and query."}}},
+    {api_queries_delete, "queries", NULL, false, 0, false,
+     {{200, "SavedQueryDeleted", M_JSON, 0, "Unregistered (and its file and storage removed)."},
+      {403, NULL, 0, 0, "Not a saved query: config and POST /datasets datasets cannot be deleted (not_deletable)."},
+      {404, NULL, 0, 0, "No such dataset."},
+      {409, "HasDependents", M_JSON, 0, "Other datasets depend on it; they are listed."}}},
     {api_sql, "query", "SqlRequest", true, P_FORMAT, false,
      {{200, "SqlResult", M_JSON | M_ARROW, H_TIMING,
        "JSON {data, max_rows, truncated}, or an Arrow IPC stream."},
@@ -381,7 +398,8 @@ static json_t *security(enum auth_perm perm, bool is_get, const struct vt_config
         /* Without ADMIN_TOKEN the admin token cannot pass: 403
          * admin_disabled; with it, a missing or wrong one is 401. */
         *out_401 = admin_configured || bearer;
-        *out_403 = !admin_configured || bearer;
+        /* manage routes are hidden (not listed) without either */
+        *out_403 = (!admin_configured && perm == AUTH_PERM_RELOAD) || bearer;
         break;
     }
     return sec;
@@ -426,6 +444,13 @@ static json_t *operation(const struct http_route *r, const char *method, const s
                               "json (default) or arrow; without it, Accept: "
                               "application/vnd.apache.arrow.stream selects Arrow.",
                               "schema", "enum", "json", "arrow"));
+    if (d && (d->params & P_ASYNC))
+        json_array_append_new(
+            params, json_pack("{s:s,s:s,s:s,s:{s:s,s:b}}", "name", "async", "in", "query",
+                              "description",
+                              "true: answer 202 at once while the dataset builds; false "
+                              "(default): wait for the build.",
+                              "schema", "type", "boolean", "default", 0));
     if (d && (d->params & P_RANGE)) {
         json_array_append_new(params, json_pack("{s:s,s:s,s:s,s:{s:s}}", "name", "Range", "in",
                                                 "header", "description",
@@ -627,6 +652,10 @@ json_t *api_openapi_build(const struct http_route *routes, size_t n, const struc
     json_t *paths = json_object();
     for (size_t i = 0; i < n; i++) {
         const struct http_route *r = &routes[i];
+        /* Saved-queries routes are hidden (404) without ADMIN_TOKEN and
+         * [auth]: the document does not reveal them either. */
+        if (r->perm == AUTH_PERM_MANAGE && !admin_configured && !cfg->auth.enabled)
+            continue;
         char *key = openapi_path(r->pattern);
         if (!key)
             continue;
@@ -657,12 +686,15 @@ json_t *api_openapi_build(const struct http_route *routes, size_t n, const struc
     }
     json_object_set_new(doc, "paths", paths);
     json_t *tags = json_pack(
-        "[{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s}]",
+        "[{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},"
+        "{s:s,s:s}]",
         "name", "probes", "description", "Liveness, readiness, version.", "name", "datasets",
         "description", "Discovery: datasets, status, schemas.", "name", "query", "description",
         "Structured queries, counts, Arrow streams, SQL.", "name", "export", "description",
         "Whole-dataset Parquet export.", "name", "admin", "description",
-        "Reload and registration (admin token or reload scope).", "name", "mcp", "description",
+        "Reload and registration (admin token or reload scope).", "name", "queries",
+        "description", "Saved queries: SQL saved as datasets (admin token or datasets:manage).",
+        "name", "mcp", "description",
         "Model Context Protocol endpoint for AI agents.", "name", "operations", "description",
         "Metrics and this document.", "name", "ui", "description", "Embedded web UIs.");
     json_object_set_new(doc, "tags", tags);

@@ -234,6 +234,52 @@ static const char openapi_components_json[] = OPENAPI_JSON({
                                             "error": {"type": "string"}}}}
       }
     },
+    "SavedQueryRequest": {
+      "type": "object", "required": ["name", "sql"], "additionalProperties": false,
+      "description": "SQL saved as a dataset of its own. depends_on is inferred from the SQL, never given.",
+      "properties": {
+        "name": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$",
+                 "description": "Unique across all datasets (ignoring case); reload-all is reserved."},
+        "sql": {"type": "string", "description": "One read-only SELECT (or WITH ... SELECT) over the datasets, checked like POST /api/v1/sql.",
+                "examples": ["SELECT payment, count(*) AS n FROM trips GROUP BY payment"]},
+        "kind": {"enum": ["temp", "query"], "default": "temp",
+                 "description": "temp: in memory, lost on restart; query: also kept in server.saved_queries_dir."},
+        "ttl": {"type": ["string", "null"], "description": "Kind temp only: unregistered after this long (\"30m\", \"2h\")."},
+        "refresh": {"type": ["object", "null"],
+                    "properties": {"interval": {"type": "string"}, "on_upstream_reload": {"type": "boolean"},
+                                   "timeout": {"type": "string"}, "jitter": {"type": "boolean"},
+                                   "debounce": {"type": "string"}}},
+        "materialize": {"type": ["object", "null"],
+                        "properties": {"residency": {"enum": ["auto", "memory", "lazy"]},
+                                       "sort_by": {"type": "array", "items": {"type": "string"}},
+                                       "reuse_on_start": {"type": "boolean"}}},
+        "index": {"type": ["object", "null"], "description": "Not with residency lazy.",
+                  "properties": {"mode": {"enum": ["auto", "list", "none"]},
+                                 "columns": {"type": "array", "items": {"type": "string"}},
+                                 "max_cardinality": {"type": "integer", "minimum": 1}}}
+      }
+    },
+    "SavedQuery": {
+      "type": "object", "required": ["name", "kind", "depends_on", "state"],
+      "properties": {
+        "name": {"type": "string"},
+        "kind": {"enum": ["temp", "query"]},
+        "depends_on": {"type": "array", "items": {"type": "string"}},
+        "state": {"enum": ["pending", "building", "published", "failed"]},
+        "rows": {"type": "integer", "description": "When published (the create answer)."}
+      }
+    },
+    "SavedQueryList": {"type": "array", "items": {"$ref": "#/components/schemas/SavedQuery"}},
+    "SavedQueryDeleted": {
+      "type": "object", "required": ["name", "kind", "deleted"],
+      "properties": {"name": {"type": "string"}, "kind": {"enum": ["temp", "query"]},
+                     "deleted": {"const": true}}
+    },
+    "HasDependents": {
+      "type": "object", "required": ["error", "code", "dependents"],
+      "properties": {"error": {"type": "string"}, "code": {"const": "has_dependents"},
+                     "dependents": {"type": "array", "items": {"type": "string"}}}
+    },
     "SqlRequest": {
       "type": "object", "required": ["sql"], "additionalProperties": false,
       "properties": {

@@ -22,6 +22,7 @@
 
 #include "catalog/catalog_internal.h"
 #include "metrics/metrics.h"
+#include "sql/sql.h"
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -108,6 +109,13 @@ static void generation_free(struct cat_generation *gen)
     free(gen->cols);
     free(gen->sample_json);
     source_snapshot_release(&gen->priv->snapshot);
+    /* A storage generation's files go with it, except at shutdown (the next
+     * start may reuse them: materialize.reuse_on_start). */
+    if (gen->priv->storage_dir && !atomic_load(&gen->priv->catalog->keep_storage)) {
+        log_debug("generation %s: removing %s", gen->id, gen->priv->storage_dir);
+        cat_storage_remove_dir(gen->priv->storage_dir);
+    }
+    free(gen->priv->storage_dir);
     free(gen);
 }
 
@@ -217,7 +225,7 @@ const char *cat_dataset_name(const struct cat_dataset *ds)
 }
 
 /* Caller holds cat->lock (read or write). */
-static struct cat_dataset *find_locked(struct cat_catalog *cat, const char *name)
+struct cat_dataset *cat_find_locked(struct cat_catalog *cat, const char *name)
 {
     for (size_t i = 0; i < cat->n; i++)
         if (strcmp(cat->items[i]->cfg.name, name) == 0)
@@ -225,10 +233,15 @@ static struct cat_dataset *find_locked(struct cat_catalog *cat, const char *name
     return NULL;
 }
 
+uint64_t cat_names_epoch(struct cat_catalog *cat)
+{
+    return atomic_load(&cat->names_epoch);
+}
+
 struct cat_dataset *cat_dataset_get(struct cat_catalog *cat, const char *name)
 {
     pthread_rwlock_rdlock(&cat->lock);
-    struct cat_dataset *ds = find_locked(cat, name);
+    struct cat_dataset *ds = cat_find_locked(cat, name);
     if (ds)
         atomic_fetch_add(&ds->refs, 1);
     pthread_rwlock_unlock(&cat->lock);
@@ -238,7 +251,7 @@ struct cat_dataset *cat_dataset_get(struct cat_catalog *cat, const char *name)
 /* Names are unique ignoring case: "Trips" and "trips" would be one file on a
  * case-insensitive file system and one table to many SQL clients. Lookups by
  * name stay exact. Caller holds cat->lock. */
-static struct cat_dataset *find_ci_locked(struct cat_catalog *cat, const char *name)
+struct cat_dataset *cat_find_ci_locked(struct cat_catalog *cat, const char *name)
 {
     for (size_t i = 0; i < cat->n; i++)
         if (strcasecmp(cat->items[i]->cfg.name, name) == 0)
@@ -249,7 +262,7 @@ static struct cat_dataset *find_ci_locked(struct cat_catalog *cat, const char *n
 bool cat_name_taken(struct cat_catalog *cat, const char *name, char *out_existing, size_t cap)
 {
     pthread_rwlock_rdlock(&cat->lock);
-    struct cat_dataset *ds = find_ci_locked(cat, name);
+    struct cat_dataset *ds = cat_find_ci_locked(cat, name);
     if (ds && out_existing && cap)
         snprintf(out_existing, cap, "%s", ds->cfg.name);
     pthread_rwlock_unlock(&cat->lock);
@@ -260,7 +273,7 @@ bool cat_register(struct cat_catalog *cat, struct cat_dataset *ds)
 {
     bool ok = false;
     pthread_rwlock_wrlock(&cat->lock);
-    if (!find_ci_locked(cat, ds->cfg.name)) {
+    if (!cat_find_ci_locked(cat, ds->cfg.name)) {
         if (cat->n == cat->cap) {
             size_t cap = cat->cap ? cat->cap * 2 : 16;
             struct cat_dataset **p = realloc(cat->items, cap * sizeof *p);
@@ -273,6 +286,7 @@ bool cat_register(struct cat_catalog *cat, struct cat_dataset *ds)
             cat->items[cat->n++] = ds;
             atomic_fetch_add(&ds->refs, 1);
             ds->registered = true;
+            atomic_fetch_add(&cat->names_epoch, 1);
             ok = true;
         }
     }
@@ -280,28 +294,37 @@ bool cat_register(struct cat_catalog *cat, struct cat_dataset *ds)
     return ok;
 }
 
-bool cat_unregister(struct cat_catalog *cat, struct cat_dataset *ds)
+bool cat_unregister_locked(struct cat_catalog *cat, struct cat_dataset *ds)
 {
-    bool found = false;
-    pthread_rwlock_wrlock(&cat->lock);
     for (size_t i = 0; i < cat->n; i++) {
         if (cat->items[i] == ds) {
             memmove(&cat->items[i], &cat->items[i + 1], (cat->n - i - 1) * sizeof *cat->items);
             cat->n--;
-            found = true;
-            break;
+            atomic_fetch_add(&cat->names_epoch, 1);
+            return true;
         }
     }
+    return false;
+}
+
+void cat_unregistered(struct cat_catalog *cat, struct cat_dataset *ds)
+{
+    pthread_mutex_lock(&ds->mu);
+    ds->registered = false;
+    pthread_mutex_unlock(&ds->mu);
+    /* Its cached S3 objects become evictable. */
+    source_forget_dataset(ds->cfg.name);
+    cat_scheduler_cancel(cat->sched, ds->cfg.name);
+    cat_dataset_put(ds);
+}
+
+bool cat_unregister(struct cat_catalog *cat, struct cat_dataset *ds)
+{
+    pthread_rwlock_wrlock(&cat->lock);
+    bool found = cat_unregister_locked(cat, ds);
     pthread_rwlock_unlock(&cat->lock);
-    if (found) {
-        pthread_mutex_lock(&ds->mu);
-        ds->registered = false;
-        pthread_mutex_unlock(&ds->mu);
-        /* Its cached S3 objects become evictable. */
-        source_forget_dataset(ds->cfg.name);
-        cat_scheduler_cancel(cat->sched, ds->cfg.name);
-        cat_dataset_put(ds);
-    }
+    if (found)
+        cat_unregistered(cat, ds);
     return found;
 }
 
@@ -472,35 +495,25 @@ static enum vt_err decide_lazy(const struct cat_catalog *cat, const struct vt_da
 
 /* ------------------------------------------------- query-kind datasets */
 
-/* The upstream generations a query dataset reads while it builds. */
-struct upstreams {
-    struct cat_generation *gens[64];
-    char *names[64];
-    size_t n;
-};
-
-static void unbind_upstreams(duckdb_connection con, struct upstreams *ups);
-
-/* Makes every dataset of depends_on visible under its own name to this
- * connection only (temporary views over the upstream's current generation),
- * holding those generations until the build is done. */
-static enum vt_err bind_upstreams(struct cat_catalog *cat, duckdb_connection con,
-                                  const struct vt_dataset_config *cfg, struct upstreams *ups,
-                                  struct vt_error *err)
+enum vt_err cat_bind_upstreams(struct cat_catalog *cat, duckdb_connection con,
+                               const struct vt_dataset_config *cfg, int64_t deadline_ms,
+                               struct cat_upstreams *ups, struct vt_error *err)
 {
     if (cfg->depends_on.len > sizeof ups->gens / sizeof ups->gens[0])
-        return vt_error_set(err, VT_ERR_BUILD_FAILED, "dataset %s depends on too many datasets",
+        return vt_error_set(err, VT_ERR_LIMIT_EXCEEDED, "dataset %s depends on too many datasets",
                             cfg->name);
     for (size_t i = 0; i < cfg->depends_on.len; i++) {
         const char *name = cfg->depends_on.items[i];
         struct cat_dataset *up = cat_dataset_get(cat, name);
         struct vt_error uerr = {0};
-        struct cat_generation *gen = up ? cat_dataset_acquire(up, 0, &uerr) : NULL;
+        struct cat_generation *gen = up ? cat_dataset_acquire(up, deadline_ms, &uerr) : NULL;
         cat_dataset_put(up);
         if (!gen) {
-            unbind_upstreams(con, ups);
-            return vt_error_set(err, VT_ERR_BUILD_FAILED, "upstream dataset %s is %s", name,
-                                up ? "not published" : "not registered");
+            cat_unbind_upstreams(con, ups);
+            if (!up)
+                return vt_error_set(err, VT_ERR_DATASET_NOT_FOUND,
+                                    "upstream dataset %s is not registered", name);
+            return vt_error_set(err, uerr.code, "upstream %s", vt_error_message(&uerr));
         }
         ups->gens[ups->n] = gen;
         ups->names[ups->n] = strdup(name);
@@ -513,14 +526,14 @@ static enum vt_err bind_upstreams(struct cat_catalog *cat, duckdb_connection con
         enum vt_err rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
         sb_release(&sql);
         if (rc) {
-            unbind_upstreams(con, ups);
+            cat_unbind_upstreams(con, ups);
             return rc;
         }
     }
     return VT_ERR_OK;
 }
 
-static void unbind_upstreams(duckdb_connection con, struct upstreams *ups)
+void cat_unbind_upstreams(duckdb_connection con, struct cat_upstreams *ups)
 {
     for (size_t i = 0; i < ups->n; i++) {
         struct strbuf sql;
@@ -536,12 +549,20 @@ static void unbind_upstreams(duckdb_connection con, struct upstreams *ups)
     ups->n = 0;
 }
 
-/* The SELECT of a query dataset, with the dataset's `columns` projection. */
-static enum vt_err query_select_sql(const struct vt_dataset_config *cfg, struct strbuf *sql,
-                                    struct vt_error *err)
+/* The SELECT of a query dataset, with the dataset's `columns` projection and,
+ * when sorted, materialize.sort_by. The statement is wrapped as written, on
+ * lines of its own (a trailing -- comment stays a comment); trailing
+ * semicolons are dropped (the gate let through one statement only). */
+enum vt_err cat_query_select_sql(const struct vt_dataset_config *cfg, bool sorted,
+                                 struct strbuf *sql, struct vt_error *err)
 {
     if (!cfg->sql || !*cfg->sql)
         return vt_error_set(err, VT_ERR_BUILD_FAILED, "dataset %s has no sql", cfg->name);
+    size_t len = strlen(cfg->sql);
+    while (len && (cfg->sql[len - 1] == ';' || cfg->sql[len - 1] == ' ' ||
+                   cfg->sql[len - 1] == '\n' || cfg->sql[len - 1] == '\t' ||
+                   cfg->sql[len - 1] == '\r'))
+        len--;
     sb_adds(sql, "SELECT ");
     if (cfg->columns.len == 0) {
         sb_adds(sql, "*");
@@ -552,16 +573,243 @@ static enum vt_err query_select_sql(const struct vt_dataset_config *cfg, struct 
             sb_add_sql_ident(sql, cfg->columns.items[i]);
         }
     }
-    sb_addf(sql, " FROM (%s) AS \"q\"", cfg->sql);
-    return VT_ERR_OK;
+    sb_adds(sql, " FROM (\n");
+    sb_add(sql, cfg->sql, len);
+    sb_adds(sql, "\n) AS \"q\"");
+    if (sorted && cfg->materialize.sort_by.len) {
+        sb_adds(sql, " ORDER BY ");
+        for (size_t i = 0; i < cfg->materialize.sort_by.len; i++) {
+            if (i)
+                sb_adds(sql, ", ");
+            sb_add_sql_ident(sql, cfg->materialize.sort_by.items[i]);
+        }
+    }
+    return sql->overflow ? vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL) : VT_ERR_OK;
+}
+
+/* Each generation is its own in-memory database: dropping it (DETACH)
+ * returns all its memory at once, and builds of different datasets do not
+ * contend on one catalog. COMPRESS keeps resident tables compressed. */
+static enum vt_err attach_generation(struct cat_catalog *cat, duckdb_connection con,
+                                     struct cat_generation *gen, bool compress,
+                                     struct vt_error *err)
+{
+    struct strbuf sql;
+    sb_init(&sql, 0);
+    sb_adds(&sql, "ATTACH ':memory:' AS ");
+    sb_add_sql_ident(&sql, gen->priv->db_name);
+    sb_adds(&sql, compress ? " (COMPRESS)" : "");
+    pthread_mutex_lock(&cat->ddl_mu);
+    enum vt_err rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
+    pthread_mutex_unlock(&cat->ddl_mu);
+    sb_release(&sql);
+    return rc;
+}
+
+/* In-memory compression happens at checkpoint. A transaction of another
+ * connection on this database (there should be none; it is new) makes it
+ * fail: retry briefly rather than fail the build. */
+static enum vt_err checkpoint_generation(duckdb_connection con, struct cat_generation *gen,
+                                         struct vt_error *err)
+{
+    struct strbuf sql;
+    sb_init(&sql, 0);
+    sb_adds(&sql, "CHECKPOINT ");
+    sb_add_sql_ident(&sql, gen->priv->db_name);
+    enum vt_err rc;
+    for (int attempt = 0;; attempt++) {
+        struct vt_error cerr = {0};
+        rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, &cerr);
+        if (!rc || attempt >= 50 || !strstr(cerr.msg, "Cannot CHECKPOINT")) {
+            if (rc)
+                vt_error_set(err, rc, "%s", cerr.msg);
+            break;
+        }
+        struct timespec pause = {0, 20 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    sb_release(&sql);
+    return rc;
+}
+
+/* CREATE TABLE|VIEW <relation> AS <select> */
+static enum vt_err create_relation(duckdb_connection con, struct cat_generation *gen, bool view,
+                                   const char *select, struct vt_error *err)
+{
+    struct strbuf sql;
+    sb_init(&sql, 0);
+    sb_addf(&sql, "CREATE %s %s AS %s", view ? "VIEW" : "TABLE", gen->relation, select);
+    enum vt_err rc = sql.overflow ? vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL)
+                                  : eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
+    sb_release(&sql);
+    return rc;
+}
+
+static void set_generation_id(struct cat_generation *gen, const char *id)
+{
+    snprintf(gen->id, sizeof gen->id, "%s", id);
+    snprintf(gen->priv->db_name, sizeof gen->priv->db_name, "g_%s", gen->id);
+    snprintf(gen->relation, sizeof gen->relation, "\"%s\".\"data\"", gen->priv->db_name);
+}
+
+/* The build's job ran past its deadline (the watchdog interrupted DuckDB, or
+ * is about to) or was cancelled (shutdown). */
+static bool build_stopped(const struct eng_job *job)
+{
+    return job && (atomic_load(&job->timed_out) || atomic_load(&job->cancelled));
+}
+
+/* Gate callback of a query dataset's build: the SQL may read exactly the
+ * datasets of depends_on (inferred when it was registered). */
+static bool in_depends_on(void *ctx, const char *name)
+{
+    const struct vt_dataset_config *cfg = ctx;
+    return strvec_find(&cfg->depends_on, name) >= 0;
+}
+
+/* materialize.reuse_on_start: the newest complete storage generation of an
+ * unchanged definition, served as it is. True when `gen` now is it. */
+static bool reuse_storage(struct cat_catalog *cat, duckdb_connection con,
+                          const struct vt_dataset_config *cfg, struct cat_generation *gen)
+{
+    struct cat_storage_write w;
+    char id[27];
+    int64_t created_us = 0, build_ms = 0;
+    if (!cat_storage_find(cat, cfg, &w, id, &created_us, &build_ms)) {
+        cat_storage_release(&w);
+        return false;
+    }
+    set_generation_id(gen, id);
+    struct vt_error err = {0};
+    struct strbuf read;
+    sb_init(&read, 0);
+    cat_storage_read_sql(&w, &read);
+    enum vt_err rc = attach_generation(cat, con, gen, false, &err);
+    if (!rc && (rc = create_relation(con, gen, true, read.buf, &err)) != VT_ERR_OK)
+        cat_detach_database(cat, con, gen->priv->db_name);
+    sb_release(&read);
+    if (rc) {
+        log_warn("dataset %s: cannot reuse storage generation %s (%s): rebuilding", cfg->name,
+                 id, vt_error_message(&err));
+        cat_storage_release(&w);
+        char fresh[27];
+        ulid_new(fresh);
+        set_generation_id(gen, fresh);
+        return false;
+    }
+    gen->lazy = true;
+    gen->priv->storage_dir = w.dir;
+    w.dir = NULL;
+    gen->priv->source_bytes = w.bytes;
+    gen->published_at_us = created_us;
+    gen->priv->build_ms = build_ms;
+    cat_storage_release(&w);
+    cat_storage_prune(cat, cfg->name, id);
+    log_info("dataset %s: serving storage generation %s from disk (materialize.reuse_on_start)",
+             cfg->name, id);
+    return true;
+}
+
+/* The relation of a query dataset's generation: the SQL (checked by the gate
+ * against depends_on) over the current generations of its upstreams, kept
+ * in memory (residency "memory"), as Parquet files in the storage directory
+ * ("lazy"), or by size ("auto": the rows are written as Parquet first, then
+ * loaded into memory when the file is at most the threshold, else served
+ * from it). Sets *out_reused when a stored generation was taken as is. */
+static enum vt_err build_query(struct cat_catalog *cat, duckdb_connection con,
+                               const struct vt_dataset_config *cfg, struct cat_generation *gen,
+                               bool may_reuse, const struct eng_job *job, int64_t t0,
+                               bool *out_reused, struct vt_error *err)
+{
+    *out_reused = false;
+    enum cfg_residency residency = cfg->materialize.residency;
+    if (cfg->lazy)
+        residency = CFG_RESIDENCY_LAZY;
+    if (may_reuse && cfg->materialize.reuse_on_start) {
+        if (residency != CFG_RESIDENCY_MEMORY && reuse_storage(cat, con, cfg, gen)) {
+            *out_reused = true;
+            return VT_ERR_OK;
+        }
+        /* Nothing stored matches the definition any more: what is there is
+         * stale (the startup sweep kept it for this check). */
+        cat_storage_prune(cat, cfg->name, NULL);
+    }
+    struct sql_checked chk;
+    struct vt_error gerr = {0};
+    if (sql_gate_check(con, cfg->sql, in_depends_on, (void *)cfg, &chk, &gerr) != VT_ERR_OK)
+        return vt_error_set(err, gerr.code, "the sql of %s is refused: %s", cfg->name,
+                            vt_error_message(&gerr));
+    sql_checked_release(&chk);
+    struct cat_upstreams ups = {0};
+    enum vt_err rc = cat_bind_upstreams(cat, con, cfg, 0, &ups, err);
+    if (rc)
+        return rc;
+    struct strbuf select;
+    sb_init(&select, 0);
+    rc = cat_query_select_sql(cfg, true, &select, err);
+    if (!rc && build_stopped(job))
+        rc = vt_error_set(err, VT_ERR_TIMEOUT, "the build ran out of time");
+    if (!rc && residency == CFG_RESIDENCY_MEMORY) {
+        rc = attach_generation(cat, con, gen, true, err);
+        if (!rc && (rc = create_relation(con, gen, false, select.buf, err)) == VT_ERR_OK)
+            rc = checkpoint_generation(con, gen, err);
+        cat_unbind_upstreams(con, &ups);
+        sb_release(&select);
+        return rc;
+    }
+    struct cat_storage_write w = {0};
+    if (!rc)
+        rc = cat_storage_write_tmp(cat, con, cfg, gen->id, select.buf, &w, err);
+    cat_unbind_upstreams(con, &ups);
+    sb_release(&select);
+    if (rc) {
+        cat_storage_discard(&w);
+        return rc;
+    }
+    int64_t mb = cat->cfg->server.force_lazy_above_mb;
+    int64_t threshold = mb > 0 ? mb * 1024 * 1024 : CAT_AUTO_LAZY_ABOVE_BYTES;
+    bool lazy = residency == CFG_RESIDENCY_LAZY || w.bytes > threshold;
+    if (lazy && residency == CFG_RESIDENCY_AUTO)
+        log_info("dataset %s: %lld bytes of Parquet exceed the %lld-byte threshold of residency "
+                 "\"auto\": serving it from storage",
+                 cfg->name, (long long)w.bytes, (long long)threshold);
+    if (lazy)
+        rc = cat_storage_commit(cat, cfg, gen->id, time_mono_ms() - t0, &w, err);
+    struct strbuf read;
+    sb_init(&read, 0);
+    if (!rc) {
+        cat_storage_read_sql(&w, &read);
+        rc = attach_generation(cat, con, gen, !lazy, err);
+    }
+    if (!rc)
+        rc = create_relation(con, gen, lazy, read.buf, err);
+    if (!rc && !lazy)
+        rc = checkpoint_generation(con, gen, err);
+    sb_release(&read);
+    if (!rc && lazy) {
+        gen->lazy = true;
+        gen->priv->storage_dir = w.dir; /* from now on removed with the generation */
+        w.dir = NULL;
+        gen->priv->source_bytes = w.bytes;
+        /* The time its manifest records: a reuse at the next start reports
+         * the same last_refresh_at. */
+        gen->published_at_us = w.created_us;
+        cat_storage_release(&w);
+    } else {
+        /* Loaded into memory (or failed): the files are not needed. */
+        cat_storage_discard(&w);
+    }
+    return rc;
 }
 
 /* Builds a new generation for `cfg` on `con`, reading no further than
  * `bounds` allows (deadline, cancel flag, confinement). Returns it with one
- * reference. */
+ * reference. may_reuse: a startup build, which may serve a stored generation
+ * instead (materialize.reuse_on_start). */
 static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_connection con,
                                                const struct vt_dataset_config *cfg,
                                                const struct source_context *bounds,
+                                               bool may_reuse, const struct eng_job *job,
                                                bool *out_access_denied, struct vt_error *err)
 {
     int64_t t0 = time_mono_ms();
@@ -580,29 +828,31 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     gen->priv->catalog = cat;
     pthread_mutex_init(&gen->priv->export_mu, NULL);
     pthread_cond_init(&gen->priv->export_cv, NULL);
-    ulid_new(gen->id);
-    snprintf(gen->priv->db_name, sizeof gen->priv->db_name, "g_%s", gen->id);
-    snprintf(gen->relation, sizeof gen->relation, "\"%s\".\"data\"", gen->priv->db_name);
+    char id[27];
+    ulid_new(id);
+    set_generation_id(gen, id);
 
-    struct source_context ctx = {
-        .cache_dir = cat->cache_dir,
-        .temp_dir = cat->temp_dir,
-        .db = cat->db,
-        .con = con,
-        .pin_name = gen->id,
-        .policy = bounds->policy,
-        .extra_root = bounds->extra_root,
-        .deadline_ms = bounds->deadline_ms,
-        .cancel = bounds->cancel,
-    };
-    struct upstreams ups = {0};
+    bool reused = false;
+    enum vt_err rc;
     if (cfg->kind == CFG_SOURCE_QUERY) {
-        /* Materialised from the current generations of its upstreams. */
-        if (bind_upstreams(cat, con, cfg, &ups, err) != VT_ERR_OK) {
+        rc = build_query(cat, con, cfg, gen, may_reuse, job, t0, &reused, err);
+        if (rc) {
+            cat_detach_database(cat, con, gen->priv->db_name);
             generation_free(gen);
             return NULL;
         }
     } else {
+        struct source_context ctx = {
+            .cache_dir = cat->cache_dir,
+            .temp_dir = cat->temp_dir,
+            .db = cat->db,
+            .con = con,
+            .pin_name = gen->id,
+            .policy = bounds->policy,
+            .extra_root = bounds->extra_root,
+            .deadline_ms = bounds->deadline_ms,
+            .cancel = bounds->cancel,
+        };
         if (decide_lazy(cat, cfg, &ctx, &gen->lazy, out_access_denied, err) != VT_ERR_OK) {
             generation_free(gen);
             return NULL;
@@ -613,58 +863,28 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
             return NULL;
         }
         gen->priv->source_bytes = gen->priv->snapshot.total_bytes;
-    }
-
-    struct strbuf sql;
-    sb_init(&sql, 0);
-    /* Each generation is its own in-memory database: dropping it (DETACH)
-     * returns all its memory at once, and builds of different datasets do not
-     * contend on one catalog. COMPRESS keeps resident tables compressed. */
-    sb_adds(&sql, "ATTACH ':memory:' AS ");
-    sb_add_sql_ident(&sql, gen->priv->db_name);
-    sb_adds(&sql, gen->lazy ? "" : " (COMPRESS)");
-    pthread_mutex_lock(&cat->ddl_mu);
-    enum vt_err rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
-    pthread_mutex_unlock(&cat->ddl_mu);
-    if (rc) {
-        sb_release(&sql);
-        unbind_upstreams(con, &ups);
-        generation_free(gen);
-        return NULL;
-    }
-
-    sb_reset(&sql);
-    sb_addf(&sql, "CREATE %s %s AS ", gen->lazy ? "VIEW" : "TABLE", gen->relation);
-    if (cfg->kind == CFG_SOURCE_QUERY)
-        rc = query_select_sql(cfg, &sql, err);
-    else
+        if (attach_generation(cat, con, gen, !gen->lazy, err) != VT_ERR_OK) {
+            generation_free(gen);
+            return NULL;
+        }
+        struct strbuf sql;
+        sb_init(&sql, 0);
         rc = source_select_sql(&gen->priv->snapshot, &cfg->columns, &sql, err);
-    if (!rc)
-        rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
-    unbind_upstreams(con, &ups);
-    if (!rc && !gen->lazy) {
-        /* In-memory compression happens at checkpoint. A transaction of
-         * another connection on this database (there should be none; it is
-         * new) makes it fail: retry briefly rather than fail the build. */
-        sb_reset(&sql);
-        sb_adds(&sql, "CHECKPOINT ");
-        sb_add_sql_ident(&sql, gen->priv->db_name);
-        for (int attempt = 0;; attempt++) {
-            struct vt_error cerr = {0};
-            rc = eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, &cerr);
-            if (!rc || attempt >= 50 || !strstr(cerr.msg, "Cannot CHECKPOINT")) {
-                if (rc)
-                    vt_error_set(err, rc, "%s", cerr.msg);
-                break;
-            }
-            struct timespec pause = {0, 20 * 1000000L};
-            nanosleep(&pause, NULL);
+        if (!rc)
+            rc = create_relation(con, gen, gen->lazy, sql.buf, err);
+        sb_release(&sql);
+        if (!rc && !gen->lazy)
+            rc = checkpoint_generation(con, gen, err);
+        if (rc) {
+            cat_detach_database(cat, con, gen->priv->db_name);
+            generation_free(gen);
+            return NULL;
         }
     }
-    sb_release(&sql);
-    if (!rc)
-        rc = count_rows(con, gen, err);
-    if (!rc && gen->rows == 0)
+    rc = count_rows(con, gen, err);
+    /* An empty source is a failure (the spec's startup rule); a query that
+     * selects no rows is a valid, empty dataset. */
+    if (!rc && gen->rows == 0 && cfg->kind != CFG_SOURCE_QUERY)
         rc = vt_error_set(err, VT_ERR_SOURCE_EMPTY, "source of %s has zero rows", cfg->name);
     if (!rc)
         rc = read_schema(con, gen, err);
@@ -679,8 +899,11 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         generation_free(gen);
         return NULL;
     }
-    gen->priv->build_ms = time_mono_ms() - t0;
-    gen->published_at_us = time_wall_us();
+    if (!reused) {
+        gen->priv->build_ms = time_mono_ms() - t0;
+        if (!gen->published_at_us)
+            gen->published_at_us = time_wall_us();
+    }
     return gen;
 }
 
@@ -756,6 +979,7 @@ struct build_job {
     enum cat_refresh_source source;
     struct cat_build_result *result; /* may be NULL; one reference */
     bool unregister_on_failure;
+    int64_t deadline_ms;        /* the caller's (monotonic; 0 = none) */
     char request_id[VT_MAX_REQUEST_ID_BYTES + 1]; /* the request that asked for it, or "" */
 };
 
@@ -781,32 +1005,45 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     bool access_denied = false;
     struct cat_generation *gen = NULL;
     int64_t t0 = time_mono_ms();
+    /* Every build has its own deadline: refresh.timeout (a query dataset's
+     * SQL is the user's: a runaway join or recursion must end), or the
+     * caller's own when that comes first (a synchronous POST /queries). The
+     * watchdog interrupts its DuckDB work then; listings and S3 requests stop
+     * by themselves; shutdown cancels it through job->cancelled. A dataset of
+     * the config file may read its own location besides the roots. */
+    int64_t timeout = copied == 0 && cfg.refresh.timeout_ms > 0 ? cfg.refresh.timeout_ms
+                                                                 : VT_BUILD_DEFAULT_TIMEOUT_MS;
+    int64_t deadline = t0 + timeout;
+    bool by_request = bj->deadline_ms > 0 && bj->deadline_ms < deadline;
+    if (by_request)
+        deadline = bj->deadline_ms;
+    atomic_store(&job->deadline_ms, deadline);
     if (copied != 0) {
         vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
-    } else {
-        /* Every build has its own deadline (refresh.timeout): the watchdog
-         * interrupts its DuckDB work then, listings and S3 requests stop by
-         * themselves; shutdown cancels it through job->cancelled. A dataset
-         * of the config file may read its own location besides the roots. */
-        int64_t timeout = cfg.refresh.timeout_ms > 0 ? cfg.refresh.timeout_ms
-                                                     : VT_BUILD_DEFAULT_TIMEOUT_MS;
+    } else if (!build_stopped(job)) { /* still queued at the caller's deadline: stopped */
         char *extra = from_config ? source_policy_extra_root(cfg.location) : NULL;
         struct source_context bounds = {.policy = cat->policy, .extra_root = extra,
-                                        .deadline_ms = t0 + timeout, .cancel = &job->cancelled};
-        atomic_store(&job->deadline_ms, bounds.deadline_ms);
-        gen = build_generation(cat, con, &cfg, &bounds, &access_denied, &err);
-        atomic_store(&job->deadline_ms, 0);
-        if (!gen && (atomic_load(&job->timed_out) || atomic_load(&job->cancelled))) {
-            /* Whatever the interrupted step said, the reason is the deadline. */
-            char d[64];
-            config_format_duration(timeout, d);
-            vt_error_clear(&err);
-            vt_error_set(&err, VT_ERR_TIMEOUT, "build of %s %s (refresh.timeout = %s)",
-                         cfg.name,
-                         atomic_load(&job->cancelled) ? "cancelled" : "stopped at its deadline",
-                         d);
-        }
+                                        .deadline_ms = deadline, .cancel = &job->cancelled};
+        gen = build_generation(cat, con, &cfg, &bounds, startup, job, &access_denied, &err);
         free(extra);
+    }
+    atomic_store(&job->deadline_ms, 0);
+    if (!gen && copied == 0 && build_stopped(job)) {
+        /* Whatever the interrupted step said (DuckDB says "Interrupted"),
+         * the reason is the deadline or the cancellation. */
+        char d[64];
+        config_format_duration(timeout, d);
+        vt_error_clear(&err);
+        if (atomic_load(&job->cancelled))
+            vt_error_set(&err, VT_ERR_TIMEOUT, "build of %s cancelled (the server is stopping)",
+                         cfg.name);
+        else if (by_request)
+            vt_error_set(&err, VT_ERR_TIMEOUT, "build of %s stopped at the request's deadline",
+                         cfg.name);
+        else
+            vt_error_set(&err, VT_ERR_TIMEOUT,
+                         "build of %s stopped at its deadline (refresh.timeout = %s)", cfg.name,
+                         d);
     }
     if (copied == 0)
         config_dataset_free(&cfg);
@@ -899,28 +1136,39 @@ void cat_unmark_building(struct cat_dataset *ds)
         ds->state = ds->current ? CAT_PUBLISHED : ds->state_before_build;
 }
 
-bool cat_build_reserved(struct cat_catalog *cat, struct cat_dataset *ds,
-                        enum cat_refresh_source source, struct cat_build_result *result,
-                        bool unregister_on_failure)
+bool cat_build_start(struct cat_catalog *cat, struct cat_dataset *ds,
+                     const struct cat_build_opts *o)
 {
+    if (!o->reserved) {
+        pthread_mutex_lock(&ds->mu);
+        if (ds->build_queued) {
+            pthread_mutex_unlock(&ds->mu);
+            return false;
+        }
+        cat_mark_building(ds);
+        pthread_mutex_unlock(&ds->mu);
+    }
     struct build_job *bj = calloc(1, sizeof *bj);
     if (bj) {
         bj->job.run = build_run;
         bj->job.done = build_done;
         bj->cat = cat;
         bj->ds = ds;
-        bj->source = source;
-        bj->result = result;
-        bj->unregister_on_failure = unregister_on_failure;
+        bj->source = o->source;
+        bj->result = o->result;
+        bj->unregister_on_failure = o->unregister_on_failure;
+        bj->deadline_ms = o->deadline_ms;
         const char *rid = log_request_id();
         if (rid)
             snprintf(bj->request_id, sizeof bj->request_id, "%s", rid);
-        if (result)
-            atomic_fetch_add(&result->refs, 1);
+        /* A build still queued at its caller's deadline starts timed out. */
+        atomic_store(&bj->job.deadline_ms, o->deadline_ms);
+        if (o->result)
+            atomic_fetch_add(&o->result->refs, 1);
         atomic_fetch_add(&ds->refs, 1);
         if (eng_pool_submit(cat->builders, &bj->job))
             return true;
-        cat_build_result_put(result);
+        cat_build_result_put(o->result);
         cat_dataset_put(ds);
         free(bj);
     }
@@ -930,18 +1178,22 @@ bool cat_build_reserved(struct cat_catalog *cat, struct cat_dataset *ds,
     return false;
 }
 
+bool cat_build_reserved(struct cat_catalog *cat, struct cat_dataset *ds,
+                        enum cat_refresh_source source, struct cat_build_result *result,
+                        bool unregister_on_failure)
+{
+    struct cat_build_opts o = {.source = source, .result = result,
+                               .unregister_on_failure = unregister_on_failure, .reserved = true};
+    return cat_build_start(cat, ds, &o);
+}
+
 bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
                      enum cat_refresh_source source, struct cat_build_result *result,
                      bool unregister_on_failure)
 {
-    pthread_mutex_lock(&ds->mu);
-    if (ds->build_queued) {
-        pthread_mutex_unlock(&ds->mu);
-        return false;
-    }
-    cat_mark_building(ds);
-    pthread_mutex_unlock(&ds->mu);
-    return cat_build_reserved(cat, ds, source, result, unregister_on_failure);
+    struct cat_build_opts o = {.source = source, .result = result,
+                               .unregister_on_failure = unregister_on_failure};
+    return cat_build_start(cat, ds, &o);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -978,6 +1230,7 @@ struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
         cat_destroy(cat);
         return NULL;
     }
+    cat_scheduler_on_expire(cat->sched, cat_expire, cat);
     return cat;
 }
 
@@ -989,29 +1242,129 @@ void cat_set_dirs(struct cat_catalog *cat, const char *temp_dir, const char *cac
     cat->export_dir = export_dir;
 }
 
-void cat_start(struct cat_catalog *cat)
+/* Registers one dataset at startup; eager ones are reserved for the startup
+ * wave (their reference moves into `eager`). */
+static void start_register(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                           bool from_config, enum cat_saved saved, struct cat_dataset **eager,
+                           size_t *n_eager)
+{
+    struct cat_dataset *ds = cat_dataset_new(cat, cfg, from_config);
+    if (ds)
+        ds->saved = saved;
+    if (!ds || !cat_register(cat, ds)) {
+        log_error("dataset %s: cannot register", cfg->name);
+        cat_dataset_put(ds);
+        return;
+    }
+    if (ds->cfg.on_start == CFG_ON_START_EAGER && eager) {
+        eager[(*n_eager)++] = ds; /* keeps the reference */
+        return;
+    }
+    cat_dataset_put(ds);
+}
+
+/* The depends_on of every query dataset, from its SQL (config datasets may
+ * read config datasets only); a dataset whose SQL the gate refuses or that
+ * sits on a cycle is failed with the reason and not built. */
+static void start_infer(struct cat_catalog *cat, struct cat_dataset **eager, size_t *n_eager)
+{
+    duckdb_connection con = NULL;
+    if (duckdb_connect(cat->db, &con) != DuckDBSuccess)
+        con = NULL;
+    pthread_rwlock_rdlock(&cat->lock);
+    size_t n = cat->n;
+    struct cat_dataset **all = calloc(n ? n : 1, sizeof *all);
+    for (size_t i = 0; all && i < n; i++) {
+        all[i] = cat->items[i];
+        atomic_fetch_add(&all[i]->refs, 1);
+    }
+    pthread_rwlock_unlock(&cat->lock);
+    for (size_t i = 0; all && i < n; i++) {
+        struct cat_dataset *ds = all[i];
+        if (ds->cfg.kind != CFG_SOURCE_QUERY)
+            continue;
+        struct vt_dataset_config cfg;
+        pthread_mutex_lock(&ds->mu);
+        int copied = config_dataset_copy(&cfg, &ds->cfg);
+        pthread_mutex_unlock(&ds->mu);
+        if (copied != 0)
+            continue;
+        struct vt_error err = {0};
+        enum vt_err rc = con ? cat_query_infer(cat, con, &cfg, ds->from_config, &err)
+                             : vt_error_set(&err, VT_ERR_INTERNAL, "no DuckDB connection");
+        pthread_mutex_lock(&ds->mu);
+        if (rc == VT_ERR_OK) {
+            strvec_free(&ds->cfg.depends_on);
+            ds->cfg.depends_on = cfg.depends_on;
+            cfg.depends_on = (struct strvec){0};
+        } else {
+            ds->state = CAT_FAILED;
+            free(ds->last_error);
+            ds->last_error = truncate_error(vt_error_message(&err));
+        }
+        pthread_mutex_unlock(&ds->mu);
+        if (rc != VT_ERR_OK)
+            log_error("dataset %s: %s", cfg.name, vt_error_message(&err));
+        config_dataset_free(&cfg);
+    }
+    /* Cycles, over the inferred edges. */
+    for (size_t i = 0; all && i < n; i++) {
+        struct cat_dataset *ds = all[i];
+        if (ds->cfg.kind != CFG_SOURCE_QUERY || ds->state == CAT_FAILED)
+            continue;
+        char path[512];
+        if (cat_query_cycle(cat, ds->cfg.name, path, sizeof path)) {
+            pthread_mutex_lock(&ds->mu);
+            ds->state = CAT_FAILED;
+            free(ds->last_error);
+            char msg[600];
+            snprintf(msg, sizeof msg, "dependency cycle: %s", path);
+            ds->last_error = truncate_error(msg);
+            pthread_mutex_unlock(&ds->mu);
+            log_error("dataset %s: dependency cycle: %s", ds->cfg.name, path);
+        }
+    }
+    for (size_t i = 0; all && i < n; i++)
+        cat_dataset_put(all[i]);
+    free(all);
+    if (con) {
+        sql_gate_forget(con);
+        duckdb_disconnect(&con);
+    }
+    /* Failed ones leave the startup wave. */
+    size_t kept = 0;
+    for (size_t i = 0; i < *n_eager; i++) {
+        struct cat_dataset *ds = eager[i];
+        if (ds->state == CAT_FAILED) {
+            cat_dataset_put(ds);
+            continue;
+        }
+        eager[kept++] = ds;
+    }
+    *n_eager = kept;
+}
+
+void cat_start(struct cat_catalog *cat, const struct vt_dataset_config *saved, size_t n_saved)
 {
     const struct vt_config *cfg = cat->cfg;
     /* Eager datasets build in topological order of depends_on (a query
      * dataset after the datasets it reads), independent ones in parallel. */
-    struct cat_dataset **eager = calloc(cfg->n_datasets ? cfg->n_datasets : 1, sizeof *eager);
+    size_t cap = cfg->n_datasets + n_saved;
+    struct cat_dataset **eager = calloc(cap ? cap : 1, sizeof *eager);
     size_t n_eager = 0;
-    for (size_t i = 0; i < cfg->n_datasets; i++) {
-        struct cat_dataset *ds = cat_dataset_new(cat, &cfg->datasets[i], true);
-        if (!ds || !cat_register(cat, ds)) {
-            log_error("dataset %s: cannot register", cfg->datasets[i].name);
-            cat_dataset_put(ds);
-            continue;
-        }
-        if (ds->cfg.on_start == CFG_ON_START_EAGER && eager) {
-            ds->startup_counted = true;
-            pthread_mutex_lock(&ds->mu);
-            cat_mark_building(ds); /* reserved for the startup wave */
-            pthread_mutex_unlock(&ds->mu);
-            eager[n_eager++] = ds;   /* keeps the reference */
-            continue;
-        }
-        cat_dataset_put(ds);
+    for (size_t i = 0; i < cfg->n_datasets; i++)
+        start_register(cat, &cfg->datasets[i], true, CAT_SAVED_NONE, eager, &n_eager);
+    for (size_t i = 0; i < n_saved; i++)
+        start_register(cat, &saved[i], false, CAT_SAVED_QUERY, eager, &n_eager);
+    start_infer(cat, eager, &n_eager);
+    /* Storage left by an earlier run: unfinished writes and generations no
+     * one will reuse go now. */
+    cat_storage_sweep(cat);
+    for (size_t i = 0; i < n_eager; i++) {
+        eager[i]->startup_counted = true;
+        pthread_mutex_lock(&eager[i]->mu);
+        cat_mark_building(eager[i]); /* reserved for the startup wave */
+        pthread_mutex_unlock(&eager[i]->mu);
     }
     pthread_mutex_lock(&cat->state_mu);
     cat->startup_pending = (int64_t)n_eager;
@@ -1031,6 +1384,8 @@ void cat_destroy(struct cat_catalog *cat)
      * drops. */
     cat_scheduler_destroy(cat->sched);
     cat->sched = NULL;
+    /* Storage generations still current stay on disk for the next start. */
+    atomic_store(&cat->keep_storage, true);
     /* Running builds stop at once: listings and S3 requests watch the cancel
      * flag, DuckDB is interrupted. */
     if (cat->builders)

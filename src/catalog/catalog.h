@@ -35,6 +35,11 @@ enum cat_refresh_source {
     CAT_REFRESH_NONE, CAT_REFRESH_STARTUP, CAT_REFRESH_MANUAL, CAT_REFRESH_SCHEDULE,
     CAT_REFRESH_CASCADE
 };
+/* How a dataset came to be: a saved query (POST /api/v1/queries) of kind
+ * "temp" (memory only, lost on restart) or "query" (kept in
+ * server.saved_queries_dir); anything else (config file, POST /datasets) is
+ * CAT_SAVED_NONE and cannot be deleted. */
+enum cat_saved { CAT_SAVED_NONE, CAT_SAVED_TEMP, CAT_SAVED_QUERY };
 
 /* Coarse type families used by the schema endpoint and the query compiler. */
 enum cat_logical {
@@ -110,8 +115,12 @@ struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
 /* Where builds put downloads (temp_dir) and where lazy S3 objects are cached. */
 void cat_set_dirs(struct cat_catalog *cat, const char *temp_dir, const char *cache_dir,
                   const char *export_dir);
-/* Registers the config's datasets and queues eager builds. Non-blocking. */
-void cat_start(struct cat_catalog *cat);
+/* Registers the config's datasets and the saved queries restored from
+ * server.saved_queries_dir (`saved`, n_saved; kind query), infers the
+ * depends_on of every query dataset (one that fails the SQL gate or sits on
+ * a cycle is failed, not built), sweeps the storage directory, and queues
+ * the eager builds in topological order. Non-blocking. */
+void cat_start(struct cat_catalog *cat, const struct vt_dataset_config *saved, size_t n_saved);
 void cat_destroy(struct cat_catalog *cat);
 
 /* Readiness per [server.startup] readiness; *out_datasets = registered count. */
@@ -185,6 +194,10 @@ enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_datase
                                  bool from_config, struct cat_build_result **out_result,
                                  struct vt_error *err);
 bool cat_has_dataset(struct cat_catalog *cat, const char *name);
+/* A counter that moves whenever a name is registered or unregistered: what
+ * depends only on the set of names (the SQL gate's answer) may be kept while
+ * it stays the same. */
+uint64_t cat_names_epoch(struct cat_catalog *cat);
 /* Whether `name` is taken ignoring case (registration refuses "Trips" beside
  * "trips"); the registered spelling goes to out_existing (may be NULL). */
 bool cat_name_taken(struct cat_catalog *cat, const char *name, char *out_existing, size_t cap);
@@ -194,6 +207,66 @@ bool cat_name_taken(struct cat_catalog *cat, const char *name, char *out_existin
  * Query datasets have no source and pass. */
 enum vt_err cat_check_source(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
                              struct vt_error *err);
+
+/* ------------------------------------------------ query datasets (queries.c)
+ *
+ * A dataset of kind "query" reads other datasets through SQL checked by the
+ * SQL gate (src/sql). Its depends_on is inferred from that SQL, never taken
+ * on trust: at registration, at startup, and checked again by every build. */
+
+/* Runs the gate over cfg->sql and sets cfg->depends_on to the datasets it
+ * reads. With config_only, only datasets of the config file count (config
+ * datasets cannot depend on runtime ones). A dependency cycle is
+ * DEPENDENCY_CYCLE; the gate's own codes otherwise (SQL_*). `con` is any
+ * connection of the process database (NULL: a short-lived one). */
+enum vt_err cat_query_infer(struct cat_catalog *cat, duckdb_connection con,
+                            struct vt_dataset_config *cfg, bool config_only, struct vt_error *err);
+/* Binds cfg->sql over the current generations of cfg->depends_on (waiting
+ * until deadline_ms for lazy first builds) without running it: QUERY_FAILED
+ * with DuckDB's message when it does not bind, UNKNOWN_COLUMN when
+ * materialize.sort_by or index.columns name a column it does not return,
+ * DATASET_NOT_READY / DATASET_FAILED for an upstream that has no generation. */
+enum vt_err cat_query_describe(struct cat_catalog *cat, duckdb_connection con,
+                               const struct vt_dataset_config *cfg, int64_t deadline_ms,
+                               struct vt_error *err);
+
+struct cat_saved_opts {
+    enum cat_saved kind;        /* CAT_SAVED_TEMP or CAT_SAVED_QUERY */
+    int64_t ttl_ms;             /* temp: unregistered this long after registration; 0 = never */
+    int64_t deadline_ms;        /* the first build is interrupted then (monotonic; 0 = only
+                                 * refresh.timeout bounds it) */
+    bool remove_on_failure;     /* a failed first build unregisters it (synchronous create);
+                                 * else it stays, failed, with last_error */
+};
+/* Registers a saved query (cfg: kind query, depends_on inferred) and queues
+ * its first build; *out_result gets a reference. NAME_TAKEN when the name is
+ * taken ignoring case; SQL_UNKNOWN_TABLE when a dependency was unregistered
+ * meanwhile. */
+enum vt_err cat_register_saved(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                               const struct cat_saved_opts *opts,
+                               struct cat_build_result **out_result, struct vt_error *err);
+/* Unregisters a saved query: DATASET_NOT_FOUND, NOT_DELETABLE (not created
+ * through POST /queries), HAS_DEPENDENTS (their names go to out_dependents,
+ * which may be NULL). *out_kind (may be NULL) says which kind it was, so the
+ * caller removes the file of a "query". In-flight requests finish on the
+ * generation they hold; its storage files go with its last reader. */
+enum vt_err cat_remove_saved(struct cat_catalog *cat, const char *name,
+                             struct strvec *out_dependents, enum cat_saved *out_kind,
+                             struct vt_error *err);
+
+/* One saved query as GET /api/v1/queries lists it. */
+struct cat_saved_summary {
+    char *name;
+    enum cat_saved kind;
+    enum cat_state state;
+    struct strvec depends_on;
+    int64_t rows;               /* of the current generation; 0 before the first publish */
+};
+/* Saved queries in registration order (free with cat_saved_list_free). */
+size_t cat_saved_list(struct cat_catalog *cat, struct cat_saved_summary **out);
+bool cat_saved_of(struct cat_catalog *cat, const char *name, struct cat_saved_summary *out);
+void cat_saved_list_free(struct cat_saved_summary *list, size_t n);
+const char *cat_saved_name(enum cat_saved k);
 
 const char *cat_state_name(enum cat_state s);
 const char *cat_refresh_source_name(enum cat_refresh_source s);

@@ -6,6 +6,7 @@
 #define VT_CATALOG_INTERNAL_H
 
 #include "catalog/catalog.h"
+#include "util/strbuf.h"
 
 enum cat_export_state { CAT_EXPORT_NONE, CAT_EXPORT_BUILDING, CAT_EXPORT_READY };
 
@@ -16,6 +17,9 @@ struct cat_generation_private {
     int64_t source_bytes;       /* bytes of the files read */
     int64_t build_ms;
     struct source_snapshot snapshot; /* lazy generations: their files (pinned, cached) */
+    char *storage_dir;          /* a storage generation (query dataset, residency lazy):
+                                 * its folder of Parquet files, <storage_dir>/<name>/<id>,
+                                 * removed with the generation */
     struct cat_catalog *catalog;
     /* The Parquet export of this generation (export.c). */
     pthread_mutex_t export_mu;
@@ -48,6 +52,10 @@ struct cat_dataset {
     int64_t consecutive_failures;
     char *last_error;
     int64_t next_refresh_at_us;     /* a scheduled refresh is due then; 0 = none */
+    enum cat_saved saved;           /* created through POST /api/v1/queries */
+    int64_t ttl_ms;                 /* saved temp: expires this long after registration */
+    bool expired;                   /* its ttl passed while others depended on it: it goes
+                                     * when the last of them does */
     uint64_t builds[5][2];          /* builds ended: [refresh source][0 ok, 1 failed] */
 };
 
@@ -69,6 +77,9 @@ struct cat_catalog {
     const char *export_dir;
     struct cat_scheduler *sched;    /* refresh intervals, cascades, expiries */
     struct source_policy *policy;   /* what requests' sources may reach */
+    _Atomic uint64_t names_epoch;   /* moves at every registration and unregistration */
+    atomic_bool keep_storage;       /* shutting down: storage generations stay on disk
+                                     * (materialize.reuse_on_start serves them next time) */
 };
 
 struct cat_dataset *cat_dataset_new(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
@@ -93,6 +104,48 @@ bool cat_build_async(struct cat_catalog *cat, struct cat_dataset *ds,
 bool cat_build_reserved(struct cat_catalog *cat, struct cat_dataset *ds,
                         enum cat_refresh_source source, struct cat_build_result *result,
                         bool unregister_on_failure);
+/* Both of the above with every option: deadline_ms (monotonic; 0 = none)
+ * interrupts the build then; `reserved` says the caller already marked it
+ * building. */
+struct cat_build_opts {
+    enum cat_refresh_source source;
+    struct cat_build_result *result;
+    bool unregister_on_failure;
+    int64_t deadline_ms;
+    bool reserved;
+};
+bool cat_build_start(struct cat_catalog *cat, struct cat_dataset *ds,
+                     const struct cat_build_opts *opts);
+/* Removes ds from the list (cat->lock held for writing); the caller then
+ * calls cat_unregistered(). */
+bool cat_unregister_locked(struct cat_catalog *cat, struct cat_dataset *ds);
+/* What follows an unregistration, outside cat->lock: timers, caches, and the
+ * list's reference. */
+void cat_unregistered(struct cat_catalog *cat, struct cat_dataset *ds);
+/* Caller holds cat->lock. */
+struct cat_dataset *cat_find_locked(struct cat_catalog *cat, const char *name);
+struct cat_dataset *cat_find_ci_locked(struct cat_catalog *cat, const char *name);
+/* Whether following depends_on from `name` leads back to it (the path goes
+ * into `path`, "a -> b -> a"). */
+bool cat_query_cycle(struct cat_catalog *cat, const char *name, char *path, size_t cap);
+/* ttl expiry of a saved temp query (the scheduler's callback). */
+void cat_expire(void *ctx, struct cat_dataset *ds);
+
+/* Makes every dataset of depends_on a temporary view of `con` over its
+ * current generation (waiting until deadline_ms for lazy first builds),
+ * holding those generations until unbound. */
+struct cat_upstreams {
+    struct cat_generation *gens[64];
+    char *names[64];
+    size_t n;
+};
+enum vt_err cat_bind_upstreams(struct cat_catalog *cat, duckdb_connection con,
+                               const struct vt_dataset_config *cfg, int64_t deadline_ms,
+                               struct cat_upstreams *ups, struct vt_error *err);
+void cat_unbind_upstreams(duckdb_connection con, struct cat_upstreams *ups);
+/* "SELECT <columns> FROM (\n<sql>\n) AS q [ORDER BY <sort_by>]" of a query dataset. */
+enum vt_err cat_query_select_sql(const struct vt_dataset_config *cfg, bool sorted,
+                                 struct strbuf *sql, struct vt_error *err);
 void cat_build_result_complete(struct cat_build_result *r, bool ok, int64_t rows,
                                int64_t columns, int64_t elapsed_ms, const struct vt_error *err);
 void cat_export_discard(struct cat_generation *gen);
@@ -115,6 +168,61 @@ void cat_generation_start_fastpath(struct cat_catalog *cat, struct cat_generatio
 enum vt_err cat_generation_derive(struct cat_catalog *cat, duckdb_connection con,
                                   struct cat_generation *gen,
                                   const struct vt_dataset_config *cfg, struct vt_error *err);
+
+/* ------------------------------------------------------ storage.c
+ *
+ * Storage generations: a query dataset with residency "lazy" (or "auto" above
+ * the threshold) writes its rows as Parquet, sorted by materialize.sort_by,
+ * into <server.storage_dir>/<name>/<ULID>.tmp/, syncs it, writes a manifest,
+ * and renames the folder to <ULID>: a folder without ".tmp" is complete, and
+ * only complete folders are ever served (a crash mid-write leaves a .tmp
+ * folder that the next start removes). */
+
+/* Above this many bytes of Parquet, residency "auto" serves a query dataset
+ * from its files instead of loading it into memory (server.force_lazy_above_mb
+ * replaces it when set). */
+#define CAT_AUTO_LAZY_ABOVE_BYTES ((int64_t)256 * 1024 * 1024)
+
+struct cat_storage_write {
+    char *tmp_dir;              /* <storage>/<name>/<id>.tmp */
+    char *file;                 /* <tmp_dir>/data.parquet, then in the final folder */
+    char *dir;                  /* <storage>/<name>/<id> once committed */
+    int64_t rows;
+    int64_t bytes;
+    int64_t created_us;         /* wall clock written in the manifest (commit) */
+    struct strvec cast_names;   /* columns written as DECIMAL(38,0) ... */
+    struct strvec cast_types;   /* ... that are HUGEINT or UHUGEINT */
+};
+/* "SELECT * [REPLACE (CAST(..))] FROM read_parquet('<file>')": the rows of
+ * the file with their original types. */
+void cat_storage_read_sql(const struct cat_storage_write *w, struct strbuf *out);
+/* Writes the rows of `select_sql` (bound on `con`) to the .tmp folder of
+ * generation `gen_id`: HUGEINT and UHUGEINT columns as DECIMAL(38,0) (Parquet
+ * has no 128-bit integers; DuckDB would write them as DOUBLE). */
+enum vt_err cat_storage_write_tmp(struct cat_catalog *cat, duckdb_connection con,
+                                  const struct vt_dataset_config *cfg, const char *gen_id,
+                                  const char *select_sql, struct cat_storage_write *w,
+                                  struct vt_error *err);
+/* Syncs the files, writes the manifest, renames the folder into place. */
+enum vt_err cat_storage_commit(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                               const char *gen_id, int64_t build_ms,
+                               struct cat_storage_write *w, struct vt_error *err);
+/* Removes what was written and frees `w`. */
+void cat_storage_discard(struct cat_storage_write *w);
+void cat_storage_release(struct cat_storage_write *w);
+/* The newest complete generation of `cfg` on disk written from the same
+ * definition (materialize.reuse_on_start): fills w (dir, file, rows, bytes,
+ * casts), *out_id, *out_created_us and *out_build_ms. */
+bool cat_storage_find(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                      struct cat_storage_write *w, char out_id[27], int64_t *out_created_us,
+                      int64_t *out_build_ms);
+/* Removes every generation folder of `name` but `keep_id` (NULL: all). */
+void cat_storage_prune(struct cat_catalog *cat, const char *name, const char *keep_id);
+/* At startup: removes unfinished (.tmp) folders, and the generations of
+ * datasets that are gone or will not reuse them. */
+void cat_storage_sweep(struct cat_catalog *cat);
+/* Removes a generation's folder, and the dataset's folder when empty. */
+void cat_storage_remove_dir(const char *dir);
 
 /* ------------------------------------------------------ scheduler.c */
 

@@ -45,20 +45,37 @@ enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_datase
                                  struct vt_error *err)
 {
     *out_result = NULL;
+    struct vt_dataset_config inferred;
+    if (cfg->kind == CFG_SOURCE_QUERY) {
+        /* depends_on comes from the SQL (the gate), never from the body:
+         * config datasets may read config datasets only. */
+        if (config_dataset_copy(&inferred, cfg) != 0)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        if (cat_query_infer(cat, NULL, &inferred, from_config, err) != VT_ERR_OK) {
+            config_dataset_free(&inferred);
+            return err->code;
+        }
+        cfg = &inferred;
+    }
     struct cat_dataset *ds = cat_dataset_new(cat, cfg, from_config);
+    if (cfg == &inferred)
+        config_dataset_free(&inferred);
     if (!ds)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    cfg = &ds->cfg; /* the copy (with the inferred depends_on) from here on */
     if (!cat_register(cat, ds)) {
-        cat_dataset_put(ds);
         char taken[VT_MAX_DATASET_NAME_BYTES + 1] = "";
         cat_name_taken(cat, cfg->name, taken, sizeof taken);
         if (taken[0] && strcmp(taken, cfg->name) != 0)
-            return vt_error_set(err, VT_ERR_DATASET_EXISTS,
-                                "a dataset named \"%s\" already exists (dataset names are "
-                                "unique ignoring case)",
-                                taken);
-        return vt_error_set(err, VT_ERR_DATASET_EXISTS, "a dataset named \"%s\" already exists",
-                            cfg->name);
+            vt_error_set(err, VT_ERR_DATASET_EXISTS,
+                         "a dataset named \"%s\" already exists (dataset names are "
+                         "unique ignoring case)",
+                         taken);
+        else
+            vt_error_set(err, VT_ERR_DATASET_EXISTS, "a dataset named \"%s\" already exists",
+                         cfg->name);
+        cat_dataset_put(ds);
+        return VT_ERR_DATASET_EXISTS;
     }
     /* What a request brings may reach only what the config allows. */
     if (!from_config && source_policy_check(cat->policy, cfg, err) != VT_ERR_OK) {
@@ -68,10 +85,11 @@ enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_datase
     }
     struct cat_build_result *r = cat_build_result_new();
     if (!r || !cat_build_async(cat, ds, CAT_REFRESH_MANUAL, r, true)) {
+        vt_error_set(err, VT_ERR_UNAVAILABLE, "cannot queue the build of %s", cfg->name);
         cat_unregister(cat, ds);
         cat_dataset_put(ds);
         cat_build_result_put(r);
-        return vt_error_set(err, VT_ERR_UNAVAILABLE, "cannot queue the build of %s", cfg->name);
+        return VT_ERR_UNAVAILABLE;
     }
     cat_dataset_put(ds);
     *out_result = r;

@@ -130,6 +130,8 @@ struct server_config {
     char *environment;          /* NULL = unset */
     char *environment_color;    /* NULL = inferred, see config_environment_color() */
     char *saved_queries_dir;    /* resolved absolute path; default <config_dir>/datasets.d */
+    char *storage_dir;          /* storage generations of query datasets (Parquet); resolved
+                                 * absolute path; default <config_dir>/storage */
     char *memory_limit;         /* DuckDB memory_limit: a size ("8GB") or a share of RAM
                                  * ("50%", the default; eng_open resolves it) */
     char *temp_directory;       /* DuckDB spill directory, resolved against the config
@@ -247,6 +249,21 @@ enum vt_err config_load_datasets_text(const char *text, size_t len, const char *
 /* Resolves a relative local source.location against `dir` (the config
  * file's directory); s3:// and absolute locations are left alone. */
 int config_dataset_resolve_paths(struct vt_dataset_config *ds, const char *dir);
+
+/* The directories local sources may be read from (the source policy's
+ * roots): server.allowed_roots, or by default the config file's directory
+ * (the working directory without one) and the saved-queries and storage
+ * directories. Appends them as written; 0, or -1 out of memory. */
+int config_source_roots(const struct vt_config *cfg, struct strvec *out);
+/* The local directories this configuration reads and writes: the source
+ * roots above, the saved-queries, storage and temp directories (also when
+ * allowed_roots leaves them out), and the directory of every local source of
+ * the config's datasets (a glob's fixed part; a linked file's target
+ * directory), which the source policy lets them read. So DuckDB, confined to
+ * these plus the runtime directory (eng_confine), can open every path the
+ * source policy allows. Appends to `out` (lexical and real path of each,
+ * once); 0, or -1 out of memory. */
+int config_file_dirs(const struct vt_config *cfg, struct strvec *out);
 
 /* Name rules shared by every registration path: non-empty, at most
  * VT_MAX_DATASET_NAME_BYTES, only A-Z a-z 0-9 _ . -, not "reload-all". */

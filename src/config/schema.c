@@ -540,6 +540,11 @@ const struct cfg_key cfg_schema[] = {
     {"server", "saved_queries_dir", CFG_T_PATH, C(server.saved_queries_dir),
      .def = "\"datasets.d\"", .def_doc = "datasets.d beside the config file",
      .doc = "Directory of saved queries (one file per query dataset); created on first write."},
+    {"server", "storage_dir", CFG_T_PATH, C(server.storage_dir), .def = "\"storage\"",
+     .def_doc = "storage beside the config file",
+     .doc = "Where query datasets with materialize.residency \"lazy\" (or \"auto\" above the "
+            "size threshold) keep their generations as Parquet files, one folder per generation "
+            "named by its ULID; created on first write."},
     {"server", "memory_limit", CFG_T_STR, C(server.memory_limit), .flags = CFG_NONEMPTY,
      .check = check_memory_limit, .def = "\"50%\"",
      .doc = "DuckDB's memory limit: a size (\"8GB\", \"512MiB\") or a share of the memory "
@@ -830,8 +835,9 @@ const struct cfg_key cfg_schema[] = {
      .doc = "Kind query: rebuild after a dataset it depends on is reloaded."},
     {"dataset.refresh", "timeout", CFG_T_DURATION, D(refresh.timeout_ms), .min = 1,
      .def = "\"10m\"",
-     .doc = "Any build of the dataset (startup, reload, registration, schedule) running longer "
-            "than this is cancelled: its reads stop and DuckDB is interrupted."},
+     .doc = "Any build of the dataset (startup, reload, registration, schedule, a query "
+            "dataset's SQL) running longer than this is cancelled: its reads stop and DuckDB "
+            "is interrupted; the last good generation keeps serving."},
     {"dataset.refresh", "jitter", CFG_T_BOOL, D(refresh.jitter), .def = "true",
      .doc = "Spread scheduled builds by up to ±10% of the interval."},
     {"dataset.refresh", "debounce", CFG_T_DURATION, D(refresh.debounce_ms), .min = 0,

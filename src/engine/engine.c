@@ -21,6 +21,7 @@
 #include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 #include "util/timeutil.h"
 
 #define WATCHDOG_PERIOD_MS 5
@@ -200,6 +201,29 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
     duckdb_disconnect(&con);
     if (rc != VT_ERR_OK)
         duckdb_close(out_db);
+    return rc;
+}
+
+enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, struct vt_error *err)
+{
+    duckdb_connection con;
+    if (duckdb_connect(db, &con) != DuckDBSuccess)
+        return vt_error_set(err, VT_ERR_INTERNAL, "cannot connect to DuckDB");
+    struct strbuf sql;
+    sb_init(&sql, 0);
+    sb_adds(&sql, "SET allowed_directories = [");
+    for (size_t i = 0; i < dirs->len; i++) {
+        if (i)
+            sb_adds(&sql, ", ");
+        sb_add_sql_string(&sql, dirs->items[i]);
+    }
+    sb_adds(&sql, "]");
+    enum vt_err rc = sql.overflow ? vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL)
+                                  : eng_exec(con, sql.buf, VT_ERR_INTERNAL, err);
+    sb_release(&sql);
+    if (!rc)
+        rc = eng_exec(con, "SET enable_external_access = false", VT_ERR_INTERNAL, err);
+    duckdb_disconnect(&con);
     return rc;
 }
 

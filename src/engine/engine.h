@@ -15,7 +15,7 @@
  * queries.
  *
  * Job classes, so short requests do not queue behind long ones (the mixed
- * load of `make bench`, scenario 11):
+ * load of `make bench`, scenario 12):
  *   SHORT   a point query, a page, a count: milliseconds.
  *   LONG    a full-table aggregate, sort or big page, a /sql statement.
  *           At most `long_cap` of the N workers run one at a time
@@ -71,6 +71,14 @@ void eng_close(duckdb_database *db);
  * anything else that reads with DuckDB (the source resolvers), so that one
  * memory_limit and temp_directory govern all of it. */
 enum vt_err eng_connect(duckdb_database db, duckdb_connection *out, struct vt_error *err);
+/* Confines the database to `dirs` for good: DuckDB's allowed_directories,
+ * then enable_external_access = false. From then on no statement of any
+ * connection (a build, an export, user SQL that slipped past the SQL gate)
+ * can open a file, glob a directory or reach the network outside them, and
+ * neither setting can be changed back while the process runs (DuckDB
+ * refuses). Attached in-memory databases, temp views and spilling to a
+ * temp_directory inside `dirs` keep working. */
+enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, struct vt_error *err);
 
 struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *name,
                                  struct vt_error *err);

@@ -746,6 +746,39 @@ enum eng_job_class exec_job_class(const struct exec_plan *plan)
     return qr->max_rows < 0 || end > EXEC_LONG_ROWS ? ENG_JOB_LONG : ENG_JOB_SHORT;
 }
 
+/* The text an EXEC_SQL statement is prepared (and cached) under: the user's
+ * statement, then a comment naming the generations its views read. A cached
+ * plan is bound through the views to one generation's database; keyed by the
+ * statement alone, the same text after a reload reused a plan of the previous
+ * generation (its rows, or DuckDB's "requires database ... but it was not
+ * attached" once that generation was dropped). The comment starts on a line
+ * of its own: the gate let through one statement, with no open comment. */
+static const char *sql_with_generations(const struct exec_plan *plan)
+{
+    if (!plan->nviews || !plan->arena)
+        return plan->sql; /* no views (or nowhere to build the text: as written) */
+    size_t n = strlen(plan->sql) + 8;
+    for (size_t i = 0; i < plan->nviews; i++)
+        n += strlen(plan->views[i].relation) + 2;
+    char *text = plan->arena ? arena_alloc(plan->arena, n) : NULL;
+    if (!text)
+        return NULL;
+    struct strbuf sb;
+    sb_init(&sb, 0);
+    sb_adds(&sb, plan->sql);
+    sb_adds(&sb, "\n-- ");
+    for (size_t i = 0; i < plan->nviews; i++) {
+        if (i)
+            sb_adds(&sb, ", ");
+        sb_adds(&sb, plan->views[i].relation);
+    }
+    bool ok = !sb.overflow && sb.len < n;
+    if (ok)
+        memcpy(text, sb.buf, sb.len + 1);
+    sb_release(&sb);
+    return ok ? text : NULL;
+}
+
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con)
 {
     struct vt_error err = {0};
@@ -763,7 +796,12 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
         memset(&qp, 0, sizeof qp);
         qp.params = plan->params;
         qp.nparams = plan->nparams;
-        sql = plan->sql;
+        sql = sql_with_generations(plan);
+        if (!sql) {
+            vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
+            sink->ops->fail(sink, &err);
+            return;
+        }
         if (ensure_views(session(), con, plan, &err) != VT_ERR_OK) {
             sink->ops->fail(sink, &err);
             return;

@@ -3,9 +3,11 @@
  * and 5): local directories, S3 endpoints and credential variables.
  *
  *   roots      server.allowed_roots, or by default the config file's
- *              directory and the saved-queries directory (the working
- *              directory without a config file). Every local path a build
- *              reads must lie inside one, after symbolic links are resolved.
+ *              directory and the saved-queries and storage directories (the
+ *              working directory without a config file): config_source_roots,
+ *              which DuckDB's own confinement includes. Every local path a
+ *              build reads must lie inside one, after symbolic links are
+ *              resolved.
  *              A dataset of the config file also reads its own location:
  *              the operator wrote it.
  *   endpoints  server.allowed_s3_endpoints plus every s3.endpoint the config
@@ -164,14 +166,16 @@ struct source_policy *source_policy_create(const struct vt_config *cfg)
     struct source_policy *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    if (cfg->server.allowed_roots.len) {
-        for (size_t i = 0; i < cfg->server.allowed_roots.len; i++)
-            add_root(p, cfg->server.allowed_roots.items[i]);
-    } else {
-        char cwd[PATH_MAX];
-        add_root(p, cfg->dir ? cfg->dir : getcwd(cwd, sizeof cwd));
-        add_root(p, cfg->server.saved_queries_dir);
+    /* The same roots DuckDB's confinement starts from (config_file_dirs). */
+    struct strvec roots = {0};
+    if (config_source_roots(cfg, &roots) != 0) {
+        strvec_free(&roots);
+        source_policy_destroy(p);
+        return NULL;
     }
+    for (size_t i = 0; i < roots.len; i++)
+        add_root(p, roots.items[i]);
+    strvec_free(&roots);
     for (size_t i = 0; i < cfg->server.allowed_s3_endpoints.len; i++) {
         char *e = normalize_endpoint(cfg->server.allowed_s3_endpoints.items[i]);
         if (e)

@@ -927,6 +927,16 @@ static duckdb_prepared_statement cached(duckdb_connection con, bool ser, struct 
     return *slot;
 }
 
+void sql_gate_forget(duckdb_connection con)
+{
+    struct gate_cache *c = tls_cache;
+    if (c && c->con == con) {
+        duckdb_destroy_prepare(&c->ser);
+        duckdb_destroy_prepare(&c->deser);
+        c->con = NULL;
+    }
+}
+
 /* DuckDB's serialization of `sql` (a malloc'd string), or NULL with err set. */
 static char *serialize(duckdb_connection con, const char *sql, struct vt_error *err)
 {

@@ -119,6 +119,10 @@ void sql_lookup_free(struct sql_lookup *l);
  * thread that goes on (main, in tests and tools) calls this before closing
  * the connection it checked statements on. Safe when there is nothing. */
 void sql_thread_release(void);
+/* Before a short-lived connection that checked statements is closed while
+ * its thread goes on (builders, registration), forget it: its address may
+ * be reused by the next connection. */
+void sql_gate_forget(duckdb_connection con);
 
 /* ------------------------------------------- running a checked statement
  *
@@ -158,6 +162,12 @@ enum vt_err sql_snapshot_take_opts(struct cat_catalog *cat, duckdb_connection co
                                    int64_t deadline_ms, struct sql_snapshot *out,
                                    struct vt_error *err);
 void sql_snapshot_release(struct sql_snapshot *s);
+/* sql_snapshot_take (and _take_opts with NULL options) remembers, per
+ * thread, the gate's answers for the statements it let through while the
+ * catalog's set of names is unchanged
+ * (cat_names_epoch); a thread that goes on after its work (tests, tools)
+ * frees them. */
+void sql_snapshot_thread_release(void);
 
 /* The allowlist (allowlist.c). */
 bool sql_function_allowed(const char *name);

@@ -62,6 +62,13 @@
     X(BUSY, 409, "busy", "55006", 0, "dataset is already building")                                    \
     X(INVALID_CONFIG, 400, "invalid_config", "F0000", 0, "invalid configuration")                      \
     X(NO_CONFIG_FILE, 400, "no_config_file", "F0000", 0, "server was not started from a config file")  \
+    /* saved queries (POST/DELETE /api/v1/queries) */                                   \
+    X(NAME_TAKEN, 409, "name_taken", "42P07", 0, "a dataset with this name already exists")    \
+    X(INVALID_FIELD, 400, "invalid_field", "22023", 0, "invalid field in request")         \
+    X(DEPENDENCY_CYCLE, 400, "dependency_cycle", "42P17", 0, "datasets would depend on each other") \
+    X(HAS_DEPENDENTS, 409, "has_dependents", "2BP01", 0, "other datasets depend on this one") \
+    X(NOT_DELETABLE, 403, "not_deletable", "42501", 0,                                     \
+      "only datasets created through POST /api/v1/queries can be deleted")                \
     /* query language */                                                                   \
     X(INVALID_QUERY, 400, "invalid_query", "42601", 0, "invalid query request")                        \
     X(UNKNOWN_FIELD, 400, "unknown_field", "42601", 0, "unknown field in request")                     \

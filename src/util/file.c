@@ -1,13 +1,15 @@
 /*
  * Capped whole-file reads (see file.h). The size is checked twice: once from
  * fstat before reading, and again while reading, because a file can grow
- * between the two (a log being appended to, a file being rewritten).
+ * between the two (a log being appended to, a file being rewritten). Also
+ * the atomic whole-file replacement and the directory helpers beside it.
  */
 #include "util/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -74,6 +76,65 @@ enum vt_err util_read_file(const char *path, size_t max_bytes, enum vt_err code,
     buf[len] = '\0';
     *out_buf = buf;
     *out_len = len;
+    return VT_ERR_OK;
+}
+
+int util_fsync_path(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+enum vt_err util_write_file_atomic(const char *path, const char *data, size_t len,
+                                   unsigned mode, enum vt_err code, struct vt_error *err)
+{
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid()) >= sizeof tmp)
+        return vt_error_set(err, code, "%s: path too long", path);
+    struct stat st;
+    if (stat(path, &st) == 0)
+        mode = st.st_mode & 07777;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, (mode_t)mode);
+    if (fd < 0)
+        return vt_error_set(err, code, "cannot create %s: %s", tmp, strerror(errno));
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            close(fd);
+            unlink(tmp);
+            return vt_error_set(err, code, "cannot write %s: %s", tmp, strerror(e));
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return vt_error_set(err, code, "cannot sync %s: %s", tmp, strerror(e));
+    }
+    if (close(fd) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return vt_error_set(err, code, "cannot write %s: %s", tmp, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return vt_error_set(err, code, "cannot replace %s: %s", path, strerror(e));
+    }
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    util_fsync_path(dirname(dir)); /* best effort: the rename is done either way */
     return VT_ERR_OK;
 }
 

@@ -1,11 +1,12 @@
 """Bearer-token authorization (issue 12) against the real binary and a local
 OIDC issuer the tests start (tests/e2e/oidc_issuer.py: http.server on
 127.0.0.1, keys by python3-cryptography, tokens by python3-jwt): every
-algorithm, every row of the permission map allowed and denied, the RFC 8725
-attack list, key rotation, an unknown-kid flood, start_degraded both ways,
-tenants, anonymous_read, admin_token_fallback on and off, the MCP challenge
-and RFC 9728 metadata, the Explorer's config.json, and the confinement of
-the key fetches (http only to loopback, same-host redirects, size cap)."""
+algorithm, every row of the permission map allowed and denied (the saved
+queries' manage rows included), the RFC 8725 attack list, key rotation, an
+unknown-kid flood, start_degraded both ways, tenants, anonymous_read,
+admin_token_fallback on and off, the MCP challenge and RFC 9728 metadata, the
+Explorer's config.json, and the confinement of the key fetches (http only to
+loopback, same-host redirects, size cap)."""
 import hashlib
 import hmac
 import json
@@ -174,6 +175,16 @@ def reload_routes(datadir):
     ]
 
 
+def manage_routes():
+    """The manage rows (saved queries): create, list, delete, one fresh name."""
+    name = f"q{uuid.uuid4().hex[:8]}"
+    return name, [
+        ("POST", "/api/v1/queries", {"name": name, "sql": "SELECT count(*) AS n FROM t"}),
+        ("GET", "/api/v1/queries", None),
+        ("DELETE", f"/api/v1/queries/{name}", None),
+    ]
+
+
 PUBLIC_ROUTES = ["/healthz", "/health", "/readyz", "/version",
                  "/.well-known/oauth-protected-resource", "/metrics",
                  "/explore/config.json", "/explore/",
@@ -186,6 +197,8 @@ def call(s, method, path, body, headers):
         h["Accept"] = "application/json, text/event-stream"
     if method == "HEAD":
         return s.head(path, headers=h)
+    if method == "DELETE":
+        return requests.delete(s.url(path), headers=h, timeout=30)
     if method == "GET":
         return s.get(path, headers=h)
     return s.post(path, body if body is not None else None, headers=h)
@@ -235,6 +248,30 @@ def test_permission_map_every_row(vt, datadir, issuer):
             # Wait for reload-all's background builds before the next reload.
             if path.endswith("reload-all"):
                 wait_published(s, both)
+    # Manage (saved queries, /api/v1/queries): only datasets:manage, or the
+    # admin token; the read and reload scopes are refused 403.
+    _, rows = manage_routes()
+    for method, path, body in rows:
+        r = call(s, method, path, body, {})
+        expect(r, 401, "unauthorized")
+        for tok in (reader, reloader, both):
+            r = call(s, method, path, body, bearer(tok))
+            expect(r, 403, "insufficient_scope")
+            assert 'scope="datasets:manage"' in r.headers["WWW-Authenticate"]
+    for headers in (bearer(manager), {"X-Admin-Token": ADMIN}):
+        name, rows = manage_routes()
+        (_, create, body), (_, listing, _), (_, remove, _) = rows
+        r = call(s, "POST", create, body, headers)
+        assert r.status_code == 200 and r.json()["rows"] == 1, r.text
+        r = call(s, "GET", listing, None, headers)
+        assert r.status_code == 200 and name in [x["name"] for x in r.json()], r.text
+        # The saved query reads like any dataset, with a read scope.
+        r = s.post(f"/api/v1/datasets/{name}/query", {}, headers=bearer(reader))
+        assert r.status_code == 200 and r.json()["data"] == [{"n": 100}], r.text
+        r = call(s, "DELETE", remove, None, headers)
+        assert r.status_code == 200, r.text
+        assert s.get(f"/api/v1/datasets/{name}/status",
+                     headers=bearer(reader)).status_code == 404
     for path in PUBLIC_ROUTES:
         for headers in ({}, bearer("garbage"), bearer(reloader)):
             r = s.get(path, headers=headers)

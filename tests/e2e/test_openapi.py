@@ -53,6 +53,7 @@ def servers(vt, datadir, tmp_path):
     write_parquet(datadir / "extra.parquet", "SELECT 1 AS one")
     (datadir / "broken.parquet").write_bytes(b"PAR1 not a parquet file at all PAR1")
     common = ('[metrics]\nenabled = true\n[sql]\nenabled = true\n[mcp]\nenabled = true\n')
+    # allowed_roots: the registration samples read datadir at run time.
     s = vt(server_block(prefix="/svc", max_body_bytes=4096, allowed_roots=[datadir]) + common
            + dataset_block("t", datadir / "t.parquet")
            + dataset_block("big", datadir / "big.parquet", **{"index.mode": "none"})
@@ -64,7 +65,7 @@ def servers(vt, datadir, tmp_path):
     s.wait_state("broken", ["failed"])
     slow = vt(server_block(request_timeout_ms=1) + "[sql]\nenabled = true\n"
               + dataset_block("big", datadir / "big.parquet", **{"index.mode": "none"}),
-              wait="listening", timeout=120)
+              env={"ADMIN_TOKEN": TOKEN}, wait="listening", timeout=120)
     slow.wait_state("big", ["published"], timeout=120)
     failed = vt(server_block() + dataset_block("broken", datadir / "broken.parquet"),
                 wait="listening")
@@ -202,6 +203,38 @@ def test_lint_and_every_documented_status(servers, tmp_path):
         ("post", "/api/v1/sql", 504): lambda: post(
             "/api/v1/sql", {"sql": "SELECT s, count(*) FROM big GROUP BY s ORDER BY s DESC"},
             server=servers["slow"]),
+        ("post", "/api/v1/queries", 200):
+            lambda: post("/api/v1/queries", {"name": "oq1", "sql": "SELECT cat, count(*) AS n "
+                                                              "FROM t GROUP BY cat"}, H),
+        ("post", "/api/v1/queries", 202):
+            lambda: post("/api/v1/queries?async=true", {"name": "oq2", "sql": "SELECT 1 AS x"}, H),
+        ("post", "/api/v1/queries", 400):
+            lambda: post("/api/v1/queries", {"name": "oq3", "sql": "DROP TABLE t"}, H),
+        ("post", "/api/v1/queries", 401): lambda: post("/api/v1/queries", {"name": "x", "sql": "SELECT 1"}),
+        ("post", "/api/v1/queries", 409):
+            lambda: post("/api/v1/queries", {"name": "t", "sql": "SELECT 1"}, H),
+        ("post", "/api/v1/queries", 413): lambda: post("/api/v1/queries", headers=H, raw=big_body),
+        ("post", "/api/v1/queries", 415): lambda: no_ct("/api/v1/queries", H),
+        ("post", "/api/v1/queries", 503):
+            lambda: post("/api/v1/queries", {"name": "oq4", "sql": "SELECT * FROM broken"}, H),
+        ("post", "/api/v1/queries", 504): lambda: post(
+            "/api/v1/queries", {"name": "oq5", "sql": "SELECT s, count(*) AS n FROM big GROUP BY s"},
+            H, server=servers["slow"]),
+        ("get", "/api/v1/queries", 200): lambda: get("/api/v1/queries", H),
+        ("get", "/api/v1/queries", 401): lambda: get("/api/v1/queries"),
+        ("delete", "/api/v1/queries/{name}", 200): lambda: (
+            post("/api/v1/queries", {"name": "odel", "sql": "SELECT 1 AS x"}, H),
+            requests.delete(url("/api/v1/queries/odel"), headers=H, timeout=30))[1],
+        ("delete", "/api/v1/queries/{name}", 401):
+            lambda: requests.delete(url("/api/v1/queries/odel"), timeout=30),
+        ("delete", "/api/v1/queries/{name}", 403):
+            lambda: requests.delete(url("/api/v1/queries/t"), headers=H, timeout=30),
+        ("delete", "/api/v1/queries/{name}", 404):
+            lambda: requests.delete(url("/api/v1/queries/nope"), headers=H, timeout=30),
+        ("delete", "/api/v1/queries/{name}", 409): lambda: (
+            post("/api/v1/queries", {"name": "oup", "sql": "SELECT 1 AS x"}, H),
+            post("/api/v1/queries", {"name": "odown", "sql": "SELECT x FROM oup"}, H),
+            requests.delete(url("/api/v1/queries/oup"), headers=H, timeout=30))[2],
         ("post", "/mcp", 200): lambda: post("/mcp", rpc),
         ("post", "/mcp", 202): lambda: post("/mcp", note),
         ("post", "/mcp", 400): lambda: post("/mcp", raw=b"{not json"),

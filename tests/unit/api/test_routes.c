@@ -26,7 +26,11 @@ TEST(every_route_has_a_description_and_a_permission)
         bool admin = strstr(p, "reload") || strstr(p, "persist") ||
                      (!strcmp(p, "/api/v1/datasets") && rows[i].methods == HTTP_POST);
         bool probe = !strncmp(p, "/health", 7) || !strcmp(p, "/readyz") || !strcmp(p, "/version");
-        enum auth_perm want = admin ? AUTH_PERM_RELOAD : probe ? AUTH_PERM_PUBLIC : AUTH_PERM_READ;
+        bool manage = !strncmp(p, "/api/v1/queries", 15); /* the spec's map: datasets:manage */
+        enum auth_perm want = manage  ? AUTH_PERM_MANAGE
+                              : admin ? AUTH_PERM_RELOAD
+                              : probe ? AUTH_PERM_PUBLIC
+                                      : AUTH_PERM_READ;
         if (rows[i].perm != want)
             fprintf(stderr, "  %s: permission %s, want %s\n", p, auth_perm_name(rows[i].perm),
                     auth_perm_name(want));

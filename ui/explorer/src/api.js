@@ -7,6 +7,7 @@
 let settings = { prefix: '', environment: null, environment_color: 'secondary', sql: false };
 let adminToken = '';
 let bearerToken = '';
+let bearerScopes = null;
 
 export function configure(s) {
   settings = s;
@@ -24,12 +25,22 @@ export function hasAdminToken() {
   return adminToken !== '';
 }
 
-export function setBearerToken(t) {
+// scopes: what the issuer granted with the token (its token response), or
+// null when unknown.
+export function setBearerToken(t, scopes) {
   bearerToken = t || '';
+  bearerScopes = bearerToken && Array.isArray(scopes) ? scopes : null;
 }
 
 export function hasBearerToken() {
   return bearerToken !== '';
+}
+
+// Whether the signed-in token may open the manage routes (/queries): it
+// needs the scope datasets:manage, so a token granted without it is not
+// sent there (the server would only answer 403).
+export function bearerMayManage() {
+  return bearerToken !== '' && (bearerScopes === null || bearerScopes.includes('datasets:manage'));
 }
 
 export function apiUrl(path) {

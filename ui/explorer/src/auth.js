@@ -57,8 +57,9 @@ export async function signIn(oauth2) {
 }
 
 // On load: when the issuer sent the browser back with ?code&state, exchanges
-// the code for tokens and cleans the URL. Resolves to the access token, or
-// null when this load is not a sign-in callback.
+// the code for tokens and cleans the URL. Resolves to {token, scopes} (the
+// scopes granted: the response's `scope`, else those requested, RFC 6749
+// §5.1), or null when this load is not a sign-in callback.
 export async function completeSignIn(oauth2) {
   const q = new URLSearchParams(location.search);
   if (!q.has('code') && !q.has('error')) return null;
@@ -83,5 +84,6 @@ export async function completeSignIn(oauth2) {
   const body = await resp.json().catch(() => ({}));
   if (!resp.ok || !body.access_token)
     throw new Error(`token exchange failed: ${body.error_description || body.error || resp.status}`);
-  return body.access_token;
+  const granted = typeof body.scope === 'string' ? body.scope : (oauth2.scopes || []).join(' ');
+  return { token: body.access_token, scopes: granted.split(' ').filter(Boolean) };
 }

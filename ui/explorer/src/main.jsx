@@ -6,7 +6,7 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import './style.css';
-import { call, configure, routeExists, setAdminToken, hasAdminToken, setBearerToken, hasBearerToken } from './api.js';
+import { call, configure, routeExists, setAdminToken, hasAdminToken, setBearerToken, hasBearerToken, bearerMayManage } from './api.js';
 import { completeSignIn, signIn } from './auth.js';
 import { DatasetList } from './datasets.jsx';
 import { QueryTab } from './query.jsx';
@@ -112,9 +112,10 @@ function App({ settings, oauth2, signInError }) {
       setError(e);
     }
     // The /queries routes answer 404 when the server hides them: no save or
-    // delete controls then. They always need credentials, so without any
-    // the controls stay hidden and the page does not ask.
-    if (!hasAdminToken() && !hasBearerToken()) {
+    // delete controls then. They always need credentials (the admin token,
+    // or a bearer token granted datasets:manage), so without them the
+    // controls stay hidden and the page does not ask.
+    if (!hasAdminToken() && !bearerMayManage()) {
       setQueriesAvailable(false);
       setRuntime([]);
     } else {
@@ -183,8 +184,8 @@ async function start() {
   let signInError = null;
   if (oauth2) {
     try {
-      const token = await completeSignIn(oauth2);
-      if (token) setBearerToken(token);
+      const signedIn = await completeSignIn(oauth2);
+      if (signedIn) setBearerToken(signedIn.token, signedIn.scopes);
     } catch (e) {
       signInError = { message: e.message, code: 'sign_in_failed' };
     }
