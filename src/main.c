@@ -294,7 +294,9 @@ static int serve(const char *config_path, int port_override)
         if (auth_bearer_create(&cfg.auth, &app.auth.bearer, &err) != VT_ERR_OK)
             goto fail;
     }
-    app.queries = eng_pool_create(db, workers, "query", &err);
+    /* A stream lane of one thread per worker: streams paced by their
+     * clients never hold a query worker (engine.h, job classes). */
+    app.queries = eng_pool_create_ext(db, workers, workers, "query", &err);
     app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
     app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;
     if (!app.catalog)
