@@ -54,29 +54,6 @@ static char *path2(const char *a, const char *b)
     return p;
 }
 
-static int make_dirs(const char *dir)
-{
-    char *p = strdup(dir);
-    if (!p)
-        return -1;
-    int rc = 0;
-    for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
-        if (s)
-            *s = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            rc = -1;
-            break;
-        }
-        if (!s)
-            break;
-        *s = '/';
-    }
-    int e = errno;
-    free(p);
-    errno = e;
-    return rc;
-}
-
 /* A generation folder name: a ULID (26 Crockford base32 characters),
  * optionally followed by ".tmp". */
 static bool is_generation_name(const char *n, bool *out_tmp)
@@ -213,7 +190,7 @@ enum vt_err cat_storage_write_tmp(struct cat_catalog *cat, duckdb_connection con
     free(ds_dir);
     if (!w->file)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
-    if (make_dirs(w->tmp_dir) != 0)
+    if (util_make_dirs(w->tmp_dir) != 0)
         return vt_error_set(err, VT_ERR_BUILD_FAILED, "cannot create %s: %s", w->tmp_dir,
                             strerror(errno));
     struct strvec cast_names = {0}, cast_types = {0};

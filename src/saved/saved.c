@@ -170,34 +170,10 @@ char *saved_file_path(const char *dir, const char *name)
     return sb_detach(&sb, &n);
 }
 
-/* mkdir -p */
-static int make_dirs(const char *dir)
-{
-    char *p = strdup(dir);
-    if (!p)
-        return -1;
-    int rc = 0;
-    for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
-        if (s)
-            *s = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            rc = -1;
-            break;
-        }
-        if (!s)
-            break;
-        *s = '/';
-    }
-    int e = errno;
-    free(p);
-    errno = e;
-    return rc;
-}
-
 enum vt_err saved_write(const char *dir, const struct vt_dataset_config *ds,
                         struct vt_error *err)
 {
-    if (make_dirs(dir) != 0)
+    if (util_make_dirs(dir) != 0)
         return vt_error_set(err, VT_ERR_INTERNAL, "cannot create %s: %s", dir, strerror(errno));
     char *block = config_dataset_to_toml(ds);
     char *path = saved_file_path(dir, ds->name);

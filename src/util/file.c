@@ -151,3 +151,26 @@ void util_remove_tree(const char *path)
 {
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+int util_make_dirs(const char *dir)
+{
+    char *p = strdup(dir);
+    if (!p)
+        return -1;
+    int rc = 0;
+    for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
+        if (s)
+            *s = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            rc = -1;
+            break;
+        }
+        if (!s)
+            break;
+        *s = '/';
+    }
+    int e = errno;
+    free(p);
+    errno = e;
+    return rc;
+}

@@ -38,5 +38,8 @@ int util_fsync_path(const char *path);
  * (a link is removed, not what it points to). Best effort: what cannot be
  * removed stays. */
 void util_remove_tree(const char *path);
+/* mkdir -p with mode 0755 for what it creates; directories that exist are
+ * fine. 0, or -1 with errno. */
+int util_make_dirs(const char *dir);
 
 #endif
