@@ -291,10 +291,19 @@ def test_plan_cache_binds_new_values_evicts_and_follows_generations(vt, datadir)
     page("c3")
     h3, m3, _ = stats()
     assert (h3 - h2, m3 - m2) == (1, 1), (h2, m2, h3, m3)
-    # a new generation: its plans are prepared on it, then reused
+    # a new generation: its plan is prepared on it (never the old one's), then
+    # reused. The old generation is dropped when its last reader lets go,
+    # which may come after the first request: that clears the cache once
+    # (one more miss), never more.
     r = sess.post(s.url("/api/v1/datasets/t/reload"), headers={"X-Admin-Token": "tok"})
     assert r.status_code == 200, r.text
     page("c4")
-    page("c5")
     h4, m4, _ = stats()
-    assert (h4 - h3, m4 - m3) == (1, 1), (h3, m3, h4, m4)
+    assert (h4 - h3, m4 - m3) == (0, 1), (h3, m3, h4, m4)
+    for _ in range(20):
+        page("c5")
+        h5, m5, _ = stats()
+        if h5 > h4:
+            break
+        time.sleep(0.05)
+    assert h5 > h4 and m5 - m4 <= 1, (h4, m4, h5, m5)
