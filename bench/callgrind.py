@@ -36,6 +36,11 @@ SCENARIOS = {
     "page_sql_1000": ("POST", "/api/v1/datasets/t/query",
                       {"predicates": [{"col": "category", "op": "eq", "val": "c3"}],
                        "page_size": 1000}),
+    # A plain first page (its LIMIT bound, away from late materialization)
+    # and a small ordered page (late materialization's Top-N).
+    "first_page_1000": ("POST", "/api/v1/datasets/t/query", {"page_size": 1000}),
+    "ordered_page_20": ("POST", "/api/v1/datasets/t/query",
+                        {"order_by": [{"col": "price", "dir": "desc"}], "page_size": 20}),
     "count_sql": ("POST", "/api/v1/datasets/t/count",
                   {"predicates": [{"col": "ts", "op": "between",
                                    "val": ["2024-02-01T00:00:00", "2024-03-01T00:00:00"]}]}),

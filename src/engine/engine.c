@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,7 +205,16 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
     return rc;
 }
 
+/* Set once lock_configuration is on: connections inherit the global UTC. */
+static atomic_bool config_locked;
+
 enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, struct vt_error *err)
+{
+    return eng_confine_locked(db, dirs, false, err);
+}
+
+enum vt_err eng_confine_locked(duckdb_database db, const struct strvec *dirs, bool lock,
+                               struct vt_error *err)
 {
     duckdb_connection con;
     if (duckdb_connect(db, &con) != DuckDBSuccess)
@@ -223,6 +233,12 @@ enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, struct vt
     sb_release(&sql);
     if (!rc)
         rc = eng_exec(con, "SET enable_external_access = false", VT_ERR_INTERNAL, err);
+    if (!rc && lock)
+        rc = eng_exec(con, "SET GLOBAL TimeZone = 'UTC'", VT_ERR_INTERNAL, err);
+    if (!rc && lock)
+        rc = eng_exec(con, "SET lock_configuration = true", VT_ERR_INTERNAL, err);
+    if (!rc && lock)
+        atomic_store(&config_locked, true);
     duckdb_disconnect(&con);
     return rc;
 }
@@ -241,7 +257,10 @@ enum vt_err eng_connect(duckdb_database db, duckdb_connection *out, struct vt_er
         return vt_error_set(err, VT_ERR_INTERNAL, "cannot connect to DuckDB");
     }
     /* Timestamps with time zone are rendered and exported in UTC, never in
-     * the server's local zone (an ICU setting, so per connection). */
+     * the server's local zone (an ICU setting, so per connection; once the
+     * configuration is locked, the global value set before is UTC). */
+    if (atomic_load(&config_locked))
+        return VT_ERR_OK;
     enum vt_err rc = eng_exec(*out, "SET TimeZone = 'UTC'", VT_ERR_INTERNAL, err);
     if (rc != VT_ERR_OK)
         duckdb_disconnect(out);

@@ -38,21 +38,11 @@
 struct exec_session {
     struct rowstore_cursor *cursor;
     struct strbuf row;          /* one JSON row from the row store */
-    /* DuckDB 1.4.4's late materialization rewrites an unfiltered, unordered
-     * `SELECT ... LIMIT n [OFFSET m]` (n > 50) into a semi-join on rowid with
-     * a second scan of the table, plus a sort. On the 1M-row, 10-column table
-     * of `make bench` that made a first page of 100,000 rows take 38 ms
-     * instead of 7 ms, and a first page of 1,000 rows 1.3 ms instead of
-     * 0.23 ms. Deep pages gain from it (1,000 rows at offset 500,000: 1.4 ms
-     * with it, 34 ms without), and it is what keeps a small ORDER BY ... LIMIT
-     * cheap. So it is turned off only for unordered requests that start at
-     * row 0; the connection keeps the setting, changed only when the next
-     * request needs the other one. */
+    /* The connection the cached statements below were prepared on. */
     duckdb_connection con;
-    int late_mat_off;           /* -1 unknown, 0 on, 1 off */
     /* Prepared statements of this connection, keyed by their SQL text: the
-     * text holds everything but the bound values (the shape, LIMIT/OFFSET,
-     * and the generation's relation), so the same shape with new values only
+     * text holds everything but the bound values (the shape, OFFSET and the
+     * LIMIT of ordered requests, and the generation's relation), so the same shape with new values only
      * binds and executes. Least recently used out past EXEC_PLAN_CACHE; all
      * dropped when a generation is dropped (their relations may be gone). */
     struct cached_stmt {
@@ -148,27 +138,8 @@ static struct exec_session *session(void)
         return NULL;
     }
     sb_init(&s->row, 0);
-    s->late_mat_off = -1;
     pthread_setspecific(session_key, s);
     return s;
-}
-
-static void choose_late_materialization(struct exec_session *s, duckdb_connection con,
-                                        const struct query_request *qr)
-{
-    if (s->con != con) {
-        s->con = con;
-        s->late_mat_off = -1;
-        cache_clear(s);
-    }
-    int off = qr->norder == 0 && qr->offset <= 0;
-    if (s->late_mat_off == off)
-        return;
-    struct vt_error err = {0};
-    const char *sql = off ? "SET disabled_optimizers = 'late_materialization'"
-                          : "RESET disabled_optimizers";
-    /* A failure only costs speed: the query runs with the other plan. */
-    s->late_mat_off = eng_exec(con, sql, VT_ERR_INTERNAL, &err) == VT_ERR_OK ? off : -1;
 }
 
 /* ------------------------------------------------------- front-end help */
@@ -807,11 +778,6 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
             return;
         }
     } else {
-        struct exec_session *s = session();
-        if (s)
-            choose_late_materialization(s, con, plan->query);
-        /* (A cached plan was made under the same setting: the setting is a
-         * function of the request shape, which is part of the SQL text.) */
         if (query_build_sql(plan->query, plan->gen->relation, plan->arena, &qp, &err) !=
             VT_ERR_OK) {
             sink->ops->fail(sink, &err);
