@@ -11,7 +11,7 @@ packages=(
     libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev
     python3 python3-pytest python3-requests python3-jwt python3-cryptography
     python3-psycopg python3-psycopg2
-    nginx wrk postgresql-client postgresql-contrib brotli zstd gdb
+    nginx wrk postgresql-client postgresql-contrib brotli zstd gdb valgrind linux-perf
     clang libclang-rt-14-dev
     prometheus python3-jsonschema chromium
     nodejs npm

@@ -277,7 +277,9 @@ static int serve(const char *config_path, int port_override)
         vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
         goto fail;
     }
-    enum vt_err confined = eng_confine(db, &dirs, &err);
+    /* lock_configuration too, unless Quack must configure its extension
+     * later (quack.c). */
+    enum vt_err confined = eng_confine_locked(db, &dirs, !cfg.server.quack.enabled, &err);
     for (size_t i = 0; confined == VT_ERR_OK && i < dirs.len; i++)
         log_debug("DuckDB may read and write under %s", dirs.items[i]);
     strvec_free(&dirs);
@@ -294,7 +296,9 @@ static int serve(const char *config_path, int port_override)
         if (auth_bearer_create(&cfg.auth, &app.auth.bearer, &err) != VT_ERR_OK)
             goto fail;
     }
-    app.queries = eng_pool_create(db, workers, "query", &err);
+    /* A stream lane of one thread per worker: streams paced by their
+     * clients never hold a query worker (engine.h, job classes). */
+    app.queries = eng_pool_create_ext(db, workers, workers, "query", &err);
     app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
     app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;
     if (!app.catalog)

@@ -44,11 +44,21 @@
  *       Other commands: "exec SQL" (runs a statement, e.g. a SET; prints "ok"
  *       or "error ..."), "rss" (prints rss_kb/hwm_kb/duckdb_bytes), "resethwm"
  *       (VmHWM back to VmRSS), "quit".
+ *   vt-floor mix PORT WARMUP_MS SECONDS SPECFILE
+ *       A closed-loop load generator for the mixed-load scenario (no DuckDB):
+ *       each line of SPECFILE is "KIND\tCONNS\tPATH\tBODIES" (BODIES
+ *       separated by \x1e, used in turn). CONNS threads per kind, each with
+ *       its own keep-alive connection to 127.0.0.1:PORT, POST one request after
+ *       the other for WARMUP_MS + SECONDS; latencies (request written -> body
+ *       read) are kept after the warm-up. Prints per kind "mix kind=K
+ *       requests=N errors=E p50_us=... p90_us=... p99_us=... max_us=...
+ *       bytes=..." (a non-200 answer or a broken connection is an error).
  */
 #include <arpa/inet.h>
 #include <duckdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -718,14 +728,156 @@ static int cmd_serve(const char *path)
     return 0;
 }
 
+/* ------------------------------------------------------------------- mix */
+
+struct mix_kind {
+    char name[32];
+    int conns;
+    char *path;
+    char *bodies[256];
+    int nbodies;
+};
+
+struct mix_conn {
+    pthread_t thread;
+    struct mix_kind *kind;
+    int port, index;
+    double t_measure, t_end;    /* now_us() values */
+    double *lat;                /* measured latencies (us) */
+    size_t nlat, caplat;
+    long errors;
+    size_t bytes;
+};
+
+static void *mix_main(void *arg)
+{
+    struct mix_conn *m = arg;
+    struct hconn hc = {.fd = -1};
+    bool up = false;
+    for (unsigned i = (unsigned)m->index * 7919u;; i++) {
+        double t0 = now_us();
+        if (t0 >= m->t_end)
+            break;
+        if (!up) {
+            h_close(&hc);
+            up = h_connect(&hc, m->port) == 0;
+            if (!up) {
+                m->errors++;
+                struct timespec ts = {0, 10000000L};
+                nanosleep(&ts, NULL);
+                continue;
+            }
+        }
+        size_t bytes = 0;
+        int st = h_post(&hc, m->kind->path, m->kind->bodies[i % (unsigned)m->kind->nbodies], &bytes);
+        double t1 = now_us();
+        if (st < 0)
+            up = false;
+        if (t0 < m->t_measure)
+            continue;
+        if (st != 200) {
+            m->errors++;
+            continue;
+        }
+        if (m->nlat == m->caplat) {
+            m->caplat = m->caplat ? m->caplat * 2 : 1024;
+            m->lat = realloc(m->lat, m->caplat * sizeof *m->lat);
+            if (!m->lat)
+                die("mix", "out of memory");
+        }
+        m->lat[m->nlat++] = t1 - t0;
+        m->bytes += bytes;
+    }
+    h_close(&hc);
+    return NULL;
+}
+
+static int cmd_mix(int port, long warmup_ms, double seconds, const char *specfile)
+{
+    FILE *f = fopen(specfile, "r");
+    if (!f)
+        die(specfile, "cannot open");
+    struct mix_kind kinds[16];
+    int nk = 0, total = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    while (nk < 16 && getline(&line, &cap, f) > 0) {
+        line[strcspn(line, "\n")] = '\0';
+        char *save;
+        char *name = strtok_r(line, "\t", &save), *conns = strtok_r(NULL, "\t", &save);
+        char *path = strtok_r(NULL, "\t", &save), *bodies = strtok_r(NULL, "\t", &save);
+        if (!name || !conns || !path || !bodies)
+            continue;
+        struct mix_kind *k = &kinds[nk++];
+        memset(k, 0, sizeof *k);
+        snprintf(k->name, sizeof k->name, "%s", name);
+        k->conns = atoi(conns);
+        k->path = strdup(path);
+        char *bsave;
+        for (char *b = strtok_r(bodies, "\x1e", &bsave); b && k->nbodies < 256;
+             b = strtok_r(NULL, "\x1e", &bsave))
+            k->bodies[k->nbodies++] = strdup(b);
+        if (k->conns < 1 || k->nbodies < 1)
+            die("mix", "a kind needs connections and bodies");
+        total += k->conns;
+    }
+    free(line);
+    fclose(f);
+    struct mix_conn *mc = calloc((size_t)total, sizeof *mc);
+    double t0 = now_us();
+    int n = 0;
+    for (int k = 0; k < nk; k++)
+        for (int c = 0; c < kinds[k].conns; c++, n++) {
+            mc[n].kind = &kinds[k];
+            mc[n].port = port;
+            mc[n].index = n;
+            mc[n].t_measure = t0 + (double)warmup_ms * 1e3;
+            mc[n].t_end = mc[n].t_measure + seconds * 1e6;
+            if (pthread_create(&mc[n].thread, NULL, mix_main, &mc[n]) != 0)
+                die("mix", "cannot start a thread");
+        }
+    for (int i = 0; i < n; i++)
+        pthread_join(mc[i].thread, NULL);
+    for (int k = 0; k < nk; k++) {
+        size_t cnt = 0, bytes = 0;
+        long errors = 0;
+        for (int i = 0; i < n; i++)
+            if (mc[i].kind == &kinds[k])
+                cnt += mc[i].nlat;
+        double *all = malloc((cnt ? cnt : 1) * sizeof *all);
+        size_t at = 0;
+        for (int i = 0; i < n; i++)
+            if (mc[i].kind == &kinds[k]) {
+                memcpy(all + at, mc[i].lat, mc[i].nlat * sizeof *all);
+                at += mc[i].nlat;
+                errors += mc[i].errors;
+                bytes += mc[i].bytes;
+            }
+        qsort(all, cnt, sizeof *all, cmp_double);
+        double p50 = cnt ? all[cnt / 2] : 0, p90 = cnt ? all[cnt * 9 / 10] : 0;
+        double p99 = cnt ? all[cnt * 99 / 100] : 0, mx = cnt ? all[cnt - 1] : 0;
+        printf("mix kind=%s requests=%zu errors=%ld p50_us=%.0f p90_us=%.0f p99_us=%.0f "
+               "max_us=%.0f bytes=%zu\n",
+               kinds[k].name, cnt, errors, p50, p90, p99, mx, bytes);
+        free(all);
+    }
+    for (int i = 0; i < n; i++)
+        free(mc[i].lat);
+    free(mc);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && !strcmp(argv[1], "mix"))
+        return cmd_mix(atoi(argv[2]), atol(argv[3]), atof(argv[4]), argv[5]);
     if (argc == 4 && !strcmp(argv[1], "gen"))
         return cmd_gen(argv[2], atol(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "load"))
         return cmd_load(argv[2], atol(argv[3]));
     if (argc == 3 && !strcmp(argv[1], "serve"))
         return cmd_serve(argv[2]);
-    fprintf(stderr, "usage: vt-floor gen OUT.parquet ROWS | load FILE IDLE_MS | serve FILE\n");
+    fprintf(stderr, "usage: vt-floor gen OUT.parquet ROWS | load FILE IDLE_MS | serve FILE | "
+                    "mix PORT WARMUP_MS SECONDS SPECFILE\n");
     return 2;
 }

@@ -93,5 +93,6 @@ static void export_job(struct http_request *req, duckdb_connection con)
 
 void api_dataset_parquet(struct http_request *req)
 {
+    /* SHORT: most downloads find the cached export (a file to open). */
     http_defer(req, api_app(req)->queries, export_job);
 }

@@ -150,7 +150,8 @@ static void start(struct http_request *req, enum query_mode mode)
     if (call_prepare(req, c, 0, &not_ready, &err) != VT_ERR_OK) {
         if (not_ready) {
             /* A worker may wait for the first build of a lazy dataset. */
-            http_defer(req, api_app(req)->queries, query_job);
+            http_defer_as(req, api_app(req)->queries, query_job,
+                          mode == QUERY_STREAM ? ENG_JOB_STREAM : ENG_JOB_LONG);
             return;
         }
         http_reply_vterr(req, &err);
@@ -163,7 +164,7 @@ static void start(struct http_request *req, enum query_mode mode)
         call_release(c);
         return;
     }
-    http_defer(req, api_app(req)->queries, query_job);
+    http_defer_as(req, api_app(req)->queries, query_job, exec_job_class(&c->plan));
 }
 
 void api_dataset_query(struct http_request *req)

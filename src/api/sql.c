@@ -124,5 +124,5 @@ void api_sql(struct http_request *req)
     c->format = format;
     http_req_set_user(req, c);
     http_req_on_release(req, sql_call_release);
-    http_defer(req, app->queries, sql_job);
+    http_defer_as(req, app->queries, sql_job, ENG_JOB_LONG);
 }

@@ -217,10 +217,13 @@ static void fastpath_run(struct eng_job *job, duckdb_connection con)
         if (index_has_column(fp->index, i)) {
             if (cols.len)
                 sb_adds(&cols, ", ");
-            sb_addf(&cols, "%s (%zu keys%s)", gen->cols[i].name, index_column_keys(fp->index, i),
-                    index_column_sorted(fp->index, i)  ? ", sorted keys"
-                    : index_column_dense(fp->index, i) ? ", counts only"
-                                                       : "");
+            sb_addf(&cols, "%s (%zu keys, %s, %.1f MiB)", gen->cols[i].name,
+                    index_column_keys(fp->index, i),
+                    index_column_hashed(fp->index, i)  ? "sorted key hashes"
+                    : index_column_sorted(fp->index, i) ? "sorted keys"
+                    : index_column_dense(fp->index, i)  ? "equality index, counts only"
+                                                        : "equality index",
+                    index_column_bytes(fp->index, i) / 1048576.0);
         }
     log_info("dataset %s: index on %s; index %.1f MiB, row store %.1f MiB; built in %lld ms",
              fj->cfg.name, cols.buf ? cols.buf : "", fp->index->bytes / 1048576.0,

@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,15 +33,20 @@ struct eng_worker {
     duckdb_connection con;
     struct eng_job *current;    /* guarded by pool->mu */
     int index;
+    bool stream_lane;           /* runs STREAM jobs only */
 };
 
 struct eng_pool {
     char name[32];
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct eng_job *head, *tail;
+    pthread_cond_t cv;          /* general workers wait here */
+    pthread_cond_t cv_stream;   /* stream-lane workers wait here */
+    struct eng_job *head[ENG_JOB_CLASSES], *tail[ENG_JOB_CLASSES];
     int queued;
     int running;
+    int running_long;
+    int long_cap;               /* LONG jobs running at once, at most */
+    int n_stream;               /* stream-lane workers (the last ones) */
     bool stopping;
     int n;
     struct eng_worker *workers;
@@ -204,7 +210,16 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
     return rc;
 }
 
+/* Set once lock_configuration is on: connections inherit the global UTC. */
+static atomic_bool config_locked;
+
 enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, struct vt_error *err)
+{
+    return eng_confine_locked(db, dirs, false, err);
+}
+
+enum vt_err eng_confine_locked(duckdb_database db, const struct strvec *dirs, bool lock,
+                               struct vt_error *err)
 {
     duckdb_connection con;
     if (duckdb_connect(db, &con) != DuckDBSuccess)
@@ -223,6 +238,12 @@ enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, struct vt
     sb_release(&sql);
     if (!rc)
         rc = eng_exec(con, "SET enable_external_access = false", VT_ERR_INTERNAL, err);
+    if (!rc && lock)
+        rc = eng_exec(con, "SET GLOBAL TimeZone = 'UTC'", VT_ERR_INTERNAL, err);
+    if (!rc && lock)
+        rc = eng_exec(con, "SET lock_configuration = true", VT_ERR_INTERNAL, err);
+    if (!rc && lock)
+        atomic_store(&config_locked, true);
     duckdb_disconnect(&con);
     return rc;
 }
@@ -241,7 +262,10 @@ enum vt_err eng_connect(duckdb_database db, duckdb_connection *out, struct vt_er
         return vt_error_set(err, VT_ERR_INTERNAL, "cannot connect to DuckDB");
     }
     /* Timestamps with time zone are rendered and exported in UTC, never in
-     * the server's local zone (an ICU setting, so per connection). */
+     * the server's local zone (an ICU setting, so per connection; once the
+     * configuration is locked, the global value set before is UTC). */
+    if (atomic_load(&config_locked))
+        return VT_ERR_OK;
     enum vt_err rc = eng_exec(*out, "SET TimeZone = 'UTC'", VT_ERR_INTERNAL, err);
     if (rc != VT_ERR_OK)
         duckdb_disconnect(out);
@@ -276,38 +300,72 @@ enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
     return VT_ERR_OK;
 }
 
+static bool deadline_passed(const struct eng_job *job, int64_t now_ms)
+{
+    int64_t deadline = atomic_load(&job->deadline_ms);
+    return deadline && now_ms >= deadline;
+}
+
+static struct eng_job *pop(struct eng_pool *pool, enum eng_job_class c)
+{
+    struct eng_job *job = pool->head[c];
+    pool->head[c] = job->next;
+    if (!pool->head[c])
+        pool->tail[c] = NULL;
+    pool->queued--;
+    return job;
+}
+
+/* The next job worker `w` may run, or NULL (under pool->mu). */
+static struct eng_job *take(struct eng_pool *pool, const struct eng_worker *w)
+{
+    if (w->stream_lane)
+        return pool->head[ENG_JOB_STREAM] ? pop(pool, ENG_JOB_STREAM) : NULL;
+    /* Long jobs first while fewer than long_cap run (else they would starve
+     * under a steady flow of short ones), short jobs on the other workers. */
+    const struct eng_job *l = pool->head[ENG_JOB_LONG];
+    if (l && (pool->stopping || pool->running_long < pool->long_cap ||
+              deadline_passed(l, time_mono_ms())))
+        return pop(pool, ENG_JOB_LONG);
+    if (pool->head[ENG_JOB_SHORT])
+        return pop(pool, ENG_JOB_SHORT);
+    return NULL;
+}
+
 static void *worker_main(void *arg)
 {
     struct eng_worker *w = arg;
     struct eng_pool *pool = w->pool;
     char tname[16];
-    snprintf(tname, sizeof tname, "%.8s-%d", pool->name, w->index);
+    snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name, w->stream_lane ? "s" : "", w->index);
     pthread_setname_np(pthread_self(), tname);
+    pthread_cond_t *cv = w->stream_lane ? &pool->cv_stream : &pool->cv;
     for (;;) {
         pthread_mutex_lock(&pool->mu);
-        while (!pool->head && !pool->stopping)
-            pthread_cond_wait(&pool->cv, &pool->mu);
-        if (!pool->head && pool->stopping) {
+        struct eng_job *job;
+        while (!(job = take(pool, w)) && !pool->stopping)
+            pthread_cond_wait(cv, &pool->mu);
+        if (!job) {
             pthread_mutex_unlock(&pool->mu);
             break;
         }
-        struct eng_job *job = pool->head;
-        pool->head = job->next;
-        if (!pool->head)
-            pool->tail = NULL;
-        pool->queued--;
+        bool is_long = job->cls == ENG_JOB_LONG;
         pool->running++;
+        pool->running_long += is_long;
         w->current = job;
         pthread_mutex_unlock(&pool->mu);
 
-        int64_t deadline = atomic_load(&job->deadline_ms);
-        if (deadline && time_mono_ms() >= deadline)
+        if (deadline_passed(job, time_mono_ms()))
             atomic_store(&job->timed_out, true);
         job->run(job, w->con);
 
         pthread_mutex_lock(&pool->mu);
         w->current = NULL;
         pool->running--;
+        pool->running_long -= is_long;
+        /* A long job may have waited for this slot on an idle worker. */
+        if (is_long && pool->head[ENG_JOB_LONG])
+            pthread_cond_signal(&pool->cv);
         pthread_mutex_unlock(&pool->mu);
         if (job->done)
             job->done(job);
@@ -324,7 +382,11 @@ static void *watchdog_main(void *arg)
         nanosleep(&period, NULL);
         int64_t now = time_mono_ms();
         pthread_mutex_lock(&pool->mu);
-        bool stop = pool->stopping && pool->running == 0 && !pool->head;
+        bool stop = pool->stopping && pool->running == 0 && pool->queued == 0;
+        /* A LONG job held back by the cap whose deadline passed is taken by
+         * an idle worker now (it only answers 504). */
+        if (pool->head[ENG_JOB_LONG] && deadline_passed(pool->head[ENG_JOB_LONG], now))
+            pthread_cond_broadcast(&pool->cv);
         for (int i = 0; i < pool->n; i++) {
             struct eng_job *job = pool->workers[i].current;
             int64_t deadline = job ? atomic_load(&job->deadline_ms) : 0;
@@ -343,8 +405,16 @@ static void *watchdog_main(void *arg)
 struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *name,
                                  struct vt_error *err)
 {
+    return eng_pool_create_ext(db, threads, 0, name, err);
+}
+
+struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream_threads,
+                                     const char *name, struct vt_error *err)
+{
     if (threads < 1)
         threads = 1;
+    if (stream_threads < 0)
+        stream_threads = 0;
     struct eng_pool *pool = calloc(1, sizeof *pool);
     if (!pool) {
         vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
@@ -353,16 +423,22 @@ struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *na
     snprintf(pool->name, sizeof pool->name, "%s", name);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
-    pool->workers = calloc((size_t)threads, sizeof *pool->workers);
+    pthread_cond_init(&pool->cv_stream, NULL);
+    int reserve = threads / 4 > 1 ? threads / 4 : 1;
+    pool->long_cap = threads > reserve ? threads - reserve : 1;
+    pool->n_stream = stream_threads;
+    int total = threads + stream_threads;
+    pool->workers = calloc((size_t)total, sizeof *pool->workers);
     if (!pool->workers) {
         free(pool);
         vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
         return NULL;
     }
-    for (int i = 0; i < threads; i++) {
+    for (int i = 0; i < total; i++) {
         struct eng_worker *w = &pool->workers[i];
         w->pool = pool;
-        w->index = i;
+        w->stream_lane = i >= threads;
+        w->index = w->stream_lane ? i - threads : i;
         if (eng_connect(db, &w->con, err) != VT_ERR_OK) {
             eng_pool_destroy(pool);
             return NULL;
@@ -385,18 +461,23 @@ bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job)
 {
     job->next = NULL;
     job->enqueued_ms = time_mono_ms();
+    if ((unsigned)job->cls >= ENG_JOB_CLASSES)
+        job->cls = ENG_JOB_SHORT;
     pthread_mutex_lock(&pool->mu);
+    if (job->cls == ENG_JOB_STREAM && pool->n_stream == 0)
+        job->cls = ENG_JOB_LONG;
     if (pool->stopping || pool->queued >= VT_MAX_PENDING_JOBS) {
         pthread_mutex_unlock(&pool->mu);
         return false;
     }
-    if (pool->tail)
-        pool->tail->next = job;
+    enum eng_job_class c = job->cls;
+    if (pool->tail[c])
+        pool->tail[c]->next = job;
     else
-        pool->head = job;
-    pool->tail = job;
+        pool->head[c] = job;
+    pool->tail[c] = job;
     pool->queued++;
-    pthread_cond_signal(&pool->cv);
+    pthread_cond_signal(c == ENG_JOB_STREAM ? &pool->cv_stream : &pool->cv);
     pthread_mutex_unlock(&pool->mu);
     return true;
 }
@@ -442,6 +523,7 @@ void eng_pool_destroy(struct eng_pool *pool)
     pthread_mutex_lock(&pool->mu);
     pool->stopping = true;
     pthread_cond_broadcast(&pool->cv);
+    pthread_cond_broadcast(&pool->cv_stream);
     pthread_mutex_unlock(&pool->mu);
     for (int i = 0; i < pool->n; i++) {
         pthread_join(pool->workers[i].thread, NULL);
@@ -451,6 +533,7 @@ void eng_pool_destroy(struct eng_pool *pool)
         pthread_join(pool->watchdog, NULL);
     pthread_mutex_destroy(&pool->mu);
     pthread_cond_destroy(&pool->cv);
+    pthread_cond_destroy(&pool->cv_stream);
     free(pool->workers);
     free(pool);
 }

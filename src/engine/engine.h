@@ -3,7 +3,8 @@
  * run work against it.
  *
  * A pool has N worker threads, each owning one duckdb_connection. Jobs are
- * queued (bounded) and run in FIFO order. A job may carry a deadline: a
+ * queued (bounded) and run in FIFO order within their class (below). A job
+ * may carry a deadline: a
  * watchdog interrupts the worker's connection (duckdb_interrupt) when it
  * passes, and a job still queued at its deadline runs with `timed_out` set so
  * it can answer 504 without touching DuckDB. This is how server.request_timeout_ms
@@ -12,6 +13,23 @@
  * Two pools exist: the query pool (server.workers threads) and the builder
  * pool ([server.startup] max_concurrent threads) so reloads never starve
  * queries.
+ *
+ * Job classes, so short requests do not queue behind long ones (the mixed
+ * load of `make bench`, scenario 12):
+ *   SHORT   a point query, a page, a count: milliseconds.
+ *   LONG    a full-table aggregate, sort or big page, a /sql statement.
+ *           At most `long_cap` of the N workers run one at a time
+ *           (N - max(1, N/4), at least 1), so at least one worker is free for
+ *           short jobs whenever N >= 2. Below the cap a free worker takes a
+ *           long job before a short one, so neither class starves. A long
+ *           query is parallel inside DuckDB anyway, so running fewer of them
+ *           at once costs little throughput.
+ *   STREAM  a whole-result stream, paced by its client (seconds). Runs on the
+ *           pool's stream lane (eng_pool_create_ext), threads of their own,
+ *           so a slow reader never holds a query worker. A pool without a
+ *           stream lane runs streams as LONG jobs.
+ * A LONG job still queued at its deadline is taken whatever the cap (it only
+ * answers 504).
  */
 #ifndef VT_ENGINE_ENGINE_H
 #define VT_ENGINE_ENGINE_H
@@ -27,6 +45,8 @@
 struct eng_job;
 typedef void (*eng_job_fn)(struct eng_job *job, duckdb_connection con);
 
+enum eng_job_class { ENG_JOB_SHORT, ENG_JOB_LONG, ENG_JOB_STREAM, ENG_JOB_CLASSES };
+
 /* run() does the work on a worker thread; done() (optional) is called after
  * the pool has forgotten the job, so done() may hand the job's memory back to
  * its owner (which may free it at once). */
@@ -36,6 +56,7 @@ struct eng_job {
     _Atomic int64_t deadline_ms; /* time_mono_ms() value; 0 = none */
     atomic_bool timed_out;      /* set by the watchdog (or at dequeue) */
     atomic_bool cancelled;      /* set by the owner: stop as soon as possible */
+    enum eng_job_class cls;     /* set by the owner before submitting (0: SHORT) */
     struct eng_job *next;       /* queue link, owned by the pool */
     int64_t enqueued_ms;
 };
@@ -58,9 +79,20 @@ enum vt_err eng_connect(duckdb_database db, duckdb_connection *out, struct vt_er
  * refuses). Attached in-memory databases, temp views and spilling to a
  * temp_directory inside `dirs` keep working. */
 enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, struct vt_error *err);
+/* The same, and with `lock` DuckDB's lock_configuration as well: no SET of
+ * any setting, global or per connection, succeeds afterwards (TimeZone is set
+ * to UTC globally first, so eng_connect's connections need no SET). Only
+ * [server.quack], which configures its extension after startup, runs
+ * unlocked. */
+enum vt_err eng_confine_locked(duckdb_database db, const struct strvec *dirs, bool lock,
+                               struct vt_error *err);
 
 struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *name,
                                  struct vt_error *err);
+/* The same with a stream lane of `stream_threads` more threads that run
+ * STREAM jobs only (0: none). */
+struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream_threads,
+                                     const char *name, struct vt_error *err);
 /* Queues a job. Returns false when the queue is full or the pool is stopping
  * (the caller answers 503). */
 bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job);
@@ -70,7 +102,7 @@ void eng_pool_interrupt(struct eng_pool *pool, struct eng_job *job);
 void eng_pool_interrupt_all(struct eng_pool *pool);
 /* Stops accepting jobs, runs what is queued, joins the threads. */
 void eng_pool_destroy(struct eng_pool *pool);
-int eng_pool_threads(const struct eng_pool *pool);
+int eng_pool_threads(const struct eng_pool *pool); /* every lane */
 /* Jobs queued + running (for metrics and drain). */
 int eng_pool_load(struct eng_pool *pool);
 

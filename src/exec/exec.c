@@ -6,11 +6,13 @@
 #include "exec/exec.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "engine/engine.h"
+#include "encode/json_format.h"
 #include "encode/json_rows.h"
 #include "index/index.h"
 #include "index/rowstore.h"
@@ -37,21 +39,11 @@
 struct exec_session {
     struct rowstore_cursor *cursor;
     struct strbuf row;          /* one JSON row from the row store */
-    /* DuckDB 1.4.4's late materialization rewrites an unfiltered, unordered
-     * `SELECT ... LIMIT n [OFFSET m]` (n > 50) into a semi-join on rowid with
-     * a second scan of the table, plus a sort. On the 1M-row, 10-column table
-     * of `make bench` that made a first page of 100,000 rows take 38 ms
-     * instead of 7 ms, and a first page of 1,000 rows 1.3 ms instead of
-     * 0.23 ms. Deep pages gain from it (1,000 rows at offset 500,000: 1.4 ms
-     * with it, 34 ms without), and it is what keeps a small ORDER BY ... LIMIT
-     * cheap. So it is turned off only for unordered requests that start at
-     * row 0; the connection keeps the setting, changed only when the next
-     * request needs the other one. */
+    /* The connection the cached statements below were prepared on. */
     duckdb_connection con;
-    int late_mat_off;           /* -1 unknown, 0 on, 1 off */
     /* Prepared statements of this connection, keyed by their SQL text: the
-     * text holds everything but the bound values (the shape, LIMIT/OFFSET,
-     * and the generation's relation), so the same shape with new values only
+     * text holds everything but the bound values (the shape, OFFSET and the
+     * LIMIT of ordered requests, and the generation's relation), so the same shape with new values only
      * binds and executes. Least recently used out past EXEC_PLAN_CACHE; all
      * dropped when a generation is dropped (their relations may be gone). */
     struct cached_stmt {
@@ -147,27 +139,8 @@ static struct exec_session *session(void)
         return NULL;
     }
     sb_init(&s->row, 0);
-    s->late_mat_off = -1;
     pthread_setspecific(session_key, s);
     return s;
-}
-
-static void choose_late_materialization(struct exec_session *s, duckdb_connection con,
-                                        const struct query_request *qr)
-{
-    if (s->con != con) {
-        s->con = con;
-        s->late_mat_off = -1;
-        cache_clear(s);
-    }
-    int off = qr->norder == 0 && qr->offset <= 0;
-    if (s->late_mat_off == off)
-        return;
-    struct vt_error err = {0};
-    const char *sql = off ? "SET disabled_optimizers = 'late_materialization'"
-                          : "RESET disabled_optimizers";
-    /* A failure only costs speed: the query runs with the other plan. */
-    s->late_mat_off = eng_exec(con, sql, VT_ERR_INTERNAL, &err) == VT_ERR_OK ? off : -1;
 }
 
 /* ------------------------------------------------------- front-end help */
@@ -246,6 +219,120 @@ static void sink_finish(struct exec_sink *sink, const struct vt_error *err)
         sink->ops->fail(sink, err);
 }
 
+/* Whether reading these sorted positions touches more than FAST_MAX_BLOCKS
+ * row store blocks (then DuckDB is faster). */
+static bool too_many_blocks(const uint32_t *rows, size_t n)
+{
+    if (n <= FAST_MAX_BLOCKS)
+        return false;
+    size_t blocks = 0;
+    uint32_t last = UINT32_MAX;
+    for (size_t i = 0; i < n && blocks <= FAST_MAX_BLOCKS; i++) {
+        uint32_t b = rows[i] / ROWSTORE_BLOCK_ROWS;
+        blocks += b != last;
+        last = b;
+    }
+    return blocks > FAST_MAX_BLOCKS;
+}
+
+/* Verifying reads each candidate's row: on a thread that must not block
+ * (max_rows bounded) at most this many candidates per row answered. */
+#define FAST_VERIFY_PER_ROW 4
+
+/* Whether a term's rows must be checked against the row store: a hashed
+ * sorted-keys column (index.h) matches candidates, which may include a value
+ * with the same 64-bit hash; a dense column keeps no positions, so another
+ * term finds the rows and this one is checked on each. */
+static bool term_verified(const struct vt_index *ix, const struct index_term *t)
+{
+    return index_column_hashed(ix, t->col) || index_column_dense(ix, t->col);
+}
+
+/* A key as the row store holds it: the same formatter (json_format.h). */
+static size_t key_json(const struct index_key *key, char *o)
+{
+    switch (key->domain) {
+    case INDEX_DOMAIN_STRING: return (size_t)(json_fmt_string(o, key->s, key->len) - o);
+    case INDEX_DOMAIN_UINT: return (size_t)(json_fmt_u64(o, key->u) - o);
+    case INDEX_DOMAIN_BOOL: return (size_t)(json_fmt_bool(o, key->i != 0) - o);
+    case INDEX_DOMAIN_INT: break;
+    }
+    return (size_t)(json_fmt_i64(o, key->i) - o);
+}
+
+/* Keeps the rows whose cells satisfy every verified term (term_verified):
+ * the row store's JSON text of the cell equals one of the term's values.
+ * rows becomes an arena copy. False when memory or the row store fails. */
+static bool verify_terms(const struct exec_plan *plan, const struct cat_fastpath *fp,
+                         struct exec_session *s, const struct index_term *terms,
+                         size_t n_terms, struct index_rows *rows)
+{
+    struct want {
+        size_t col;
+        size_t n;
+        const char **text;
+        size_t *len;
+    } *w = arena_alloc(plan->arena, n_terms * sizeof *w);
+    if (!w)
+        return false;
+    size_t nw = 0;
+    for (size_t t = 0; t < n_terms; t++) {
+        if (!term_verified(fp->index, &terms[t]))
+            continue;
+        struct want *x = &w[nw++];
+        x->col = terms[t].col;
+        x->n = terms[t].n_keys;
+        x->text = arena_alloc(plan->arena, x->n * sizeof *x->text);
+        x->len = arena_alloc(plan->arena, x->n * sizeof *x->len);
+        if (!x->text || !x->len)
+            return false;
+        for (size_t k = 0; k < x->n; k++) {
+            const struct index_key *key = &terms[t].keys[k];
+            size_t room = key->domain == INDEX_DOMAIN_STRING ? json_string_max(key->len)
+                                                             : JSON_FMT_MAX_INT;
+            char *o = arena_alloc(plan->arena, room + JSON_FMT_SLACK);
+            if (!o)
+                return false;
+            x->text[k] = o;
+            x->len[k] = key_json(key, o);
+        }
+    }
+    if (nw == 0 || rows->n == 0)
+        return true;
+    uint32_t *kept = arena_alloc(plan->arena, rows->n * sizeof *kept);
+    if (!kept)
+        return false;
+    size_t n = 0;
+    for (size_t i = 0; i < rows->n; i++) {
+        bool all = true;
+        for (size_t t = 0; t < nw && all; t++) {
+            const char *cell;
+            size_t len;
+            if (rowstore_cell(fp->rows, s->cursor, rows->rows[i], w[t].col, &cell, &len) != 0)
+                return false;
+            bool any = false;
+            for (size_t k = 0; k < w[t].n && !any; k++)
+                any = len == w[t].len[k] && memcmp(cell, w[t].text[k], len) == 0;
+            all = any;
+        }
+        if (all)
+            kept[n++] = rows->rows[i];
+    }
+    index_rows_free(rows);
+    rows->rows = kept;
+    rows->n = n;
+    return true;
+}
+
+/* Whether candidates to verify are few enough to read here: DONE (go on),
+ * TOO_BIG (not on this thread), NO (DuckDB does better). */
+static enum exec_fast candidates_ok(const struct index_rows *cand, size_t max_rows)
+{
+    if (max_rows != SIZE_MAX && cand->n > max_rows * FAST_VERIFY_PER_ROW)
+        return EXEC_FAST_TOO_BIG;
+    return too_many_blocks(cand->rows, cand->n) ? EXEC_FAST_NO : EXEC_FAST_DONE;
+}
+
 enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sink,
                              size_t max_rows)
 {
@@ -265,10 +352,51 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
     struct vt_error err = {0};
     struct exec_timing *tm = plan->timing;
     int64_t t0 = tm ? time_mono_us() : 0;
+    /* Terms that find rows (positions), and whether some term is checked on
+     * the rows they find instead (term_verified). Without a positional term
+     * (dense columns only) the index answers one-term counts, nothing else. */
+    bool verify = false;
+    const struct index_term *pos_terms = terms;
+    size_t n_pos = 0;
+    for (size_t t = 0; t < n_terms; t++) {
+        verify = verify || term_verified(fp->index, &terms[t]);
+        n_pos += !index_column_dense(fp->index, terms[t].col);
+    }
+    if (n_pos == 0)
+        verify = false;
+    struct exec_session *s = NULL;
+    if (verify) {
+        if (!fp->rows || !(s = session()))
+            return EXEC_FAST_NO;
+        struct index_term *p = arena_alloc(plan->arena, n_pos * sizeof *p);
+        if (!p)
+            return EXEC_FAST_NO;
+        for (size_t t = 0, k = 0; t < n_terms; t++)
+            if (!index_column_dense(fp->index, terms[t].col))
+                p[k++] = terms[t];
+        pos_terms = p;
+    } else {
+        n_pos = n_terms;
+    }
     if (plan->kind == EXEC_COUNT) {
         uint64_t n = 0;
-        if (!empty && index_count(fp->index, terms, n_terms, &n) != 0)
+        if (verify && !empty) {
+            struct index_rows cand;
+            if (index_match(fp->index, pos_terms, n_pos, &cand) != 0)
+                return EXEC_FAST_NO;
+            enum exec_fast why = candidates_ok(&cand, max_rows);
+            if (why != EXEC_FAST_DONE) {
+                index_rows_free(&cand);
+                return why;
+            }
+            bool ok = verify_terms(plan, fp, s, terms, n_terms, &cand);
+            n = cand.n;
+            index_rows_free(&cand);
+            if (!ok)
+                return EXEC_FAST_NO;
+        } else if (!empty && index_count(fp->index, terms, n_terms, &n) != 0) {
             return EXEC_FAST_NO;
+        }
         if (tm)
             tm->execute_us += time_mono_us() - t0;
         sink->ops->count(sink, n, &err);
@@ -276,8 +404,15 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
         return EXEC_FAST_DONE;
     }
     struct index_rows rows = {0};
-    if (!fp->rows || (!empty && index_match(fp->index, terms, n_terms, &rows) != 0))
+    if (!fp->rows || (!empty && index_match(fp->index, pos_terms, n_pos, &rows) != 0))
         return EXEC_FAST_NO;
+    if (verify) {
+        enum exec_fast why = candidates_ok(&rows, max_rows);
+        if (why != EXEC_FAST_DONE || !verify_terms(plan, fp, s, terms, n_terms, &rows)) {
+            index_rows_free(&rows);
+            return why != EXEC_FAST_DONE ? why : EXEC_FAST_NO;
+        }
+    }
     int64_t t1 = tm ? time_mono_us() : 0;
     /* Paging over the sorted positions (table order, as the SQL path). */
     size_t from = qr->offset < 0 ? 0 : (size_t)qr->offset;
@@ -288,20 +423,12 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
         index_rows_free(&rows);
         return EXEC_FAST_TOO_BIG;
     }
-    if (count > FAST_MAX_BLOCKS) {
-        size_t blocks = 0;
-        uint32_t last = UINT32_MAX;
-        for (size_t i = 0; i < count && blocks <= FAST_MAX_BLOCKS; i++) {
-            uint32_t b = rows.rows[from + i] / ROWSTORE_BLOCK_ROWS;
-            blocks += b != last;
-            last = b;
-        }
-        if (blocks > FAST_MAX_BLOCKS) {
-            index_rows_free(&rows);
-            return EXEC_FAST_NO;
-        }
+    if (too_many_blocks(rows.rows + from, count)) {
+        index_rows_free(&rows);
+        return EXEC_FAST_NO;
     }
-    struct exec_session *s = session();
+    if (!s)
+        s = session();
     if (!s) {
         index_rows_free(&rows);
         return EXEC_FAST_NO;
@@ -388,6 +515,35 @@ static void cache_forget(struct exec_session *s, duckdb_prepared_statement ps)
         }
 }
 
+/* Drives a pending query until its result is ready (true) or it failed.
+ *
+ * This is duckdb_execute_prepared_streaming's own loop, with one difference.
+ * The calling thread runs the query's tasks itself, and DuckDB's background
+ * threads take some of them. When they hold every task that is left, DuckDB's
+ * loop spins on "no tasks available" until they finish. That costs a whole
+ * core for nothing. Under load, it also keeps that core from the thread that
+ * holds the task. Here the thread yields the CPU instead. Under callgrind,
+ * a 1000-row filtered page on the 1M-row bench table went from 5.5-5.8M
+ * instructions per run to 4.3-4.4M; with threads=1 (nothing to wait for) it
+ * is 4.24M. An interrupt (deadline, client gone) ends the loop with
+ * DUCKDB_PENDING_ERROR like any failure. */
+static bool run_pending(duckdb_pending_result pending)
+{
+    for (;;) {
+        switch (duckdb_pending_execute_task(pending)) {
+        case DUCKDB_PENDING_RESULT_READY:
+            return true;
+        case DUCKDB_PENDING_NO_TASKS_AVAILABLE:
+            sched_yield();
+            break;
+        case DUCKDB_PENDING_RESULT_NOT_READY:
+            break;
+        default:
+            return false;
+        }
+    }
+}
+
 /* Binds and starts `sql` as a streaming result with the statement *out_ps;
  * *out_cached tells whether the cache owns it (else the caller destroys it). */
 static enum vt_err prepare_and_execute(struct exec_session *s, duckdb_connection con,
@@ -409,17 +565,28 @@ static enum vt_err prepare_and_execute(struct exec_session *s, duckdb_connection
             return err->code;
         if (out_bound_us)
             *out_bound_us = time_mono_us();
-        if (duckdb_execute_prepared_streaming(ps, res) == DuckDBSuccess)
-            return VT_ERR_OK;
-        const char *msg = duckdb_result_error(res);
+        duckdb_pending_result pending = NULL;
+        bool have_res = false; /* res is set (even on failure) once execute_pending ran */
+        if (duckdb_pending_prepared_streaming(ps, &pending) == DuckDBSuccess && run_pending(pending)) {
+            have_res = true;
+            if (duckdb_execute_pending(pending, res) == DuckDBSuccess) {
+                duckdb_destroy_pending(&pending);
+                return VT_ERR_OK;
+            }
+        }
+        const char *msg = have_res ? duckdb_result_error(res) : duckdb_pending_error(pending);
         /* A cached plan whose catalog moved under it: prepare once afresh. */
         if (cached && attempt == 0 && msg && strstr(msg, "Catalog Error")) {
-            duckdb_destroy_result(res);
+            if (have_res)
+                duckdb_destroy_result(res);
+            duckdb_destroy_pending(&pending);
             cache_forget(s, ps);
             continue;
         }
         vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", msg ? msg : "query failed");
-        duckdb_destroy_result(res);
+        if (have_res)
+            duckdb_destroy_result(res);
+        duckdb_destroy_pending(&pending);
         return err->code;
     }
 }
@@ -536,6 +703,23 @@ static enum vt_err ensure_views(struct exec_session *s, duckdb_connection con,
     return VT_ERR_OK;
 }
 
+enum eng_job_class exec_job_class(const struct exec_plan *plan)
+{
+    if (plan->kind == EXEC_SQL || !plan->query || !plan->gen)
+        return ENG_JOB_LONG;
+    const struct query_request *qr = plan->query;
+    if (plan->kind == EXEC_ROWS && qr->mode == QUERY_STREAM)
+        return ENG_JOB_STREAM;
+    if (plan->gen->lazy)
+        return ENG_JOB_LONG;
+    if (plan->gen->rows < EXEC_LONG_MIN_ROWS || plan->kind == EXEC_COUNT)
+        return ENG_JOB_SHORT;
+    if (qr->ngroup || qr->naggs || qr->norder || qr->distinct)
+        return ENG_JOB_LONG;
+    int64_t end = (qr->offset > 0 ? qr->offset : 0) + qr->max_rows;
+    return qr->max_rows < 0 || end > EXEC_LONG_ROWS ? ENG_JOB_LONG : ENG_JOB_SHORT;
+}
+
 /* The text an EXEC_SQL statement is prepared (and cached) under: the user's
  * statement, then a comment naming the generations its views read. A cached
  * plan is bound through the views to one generation's database; keyed by the
@@ -598,11 +782,6 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
             return;
         }
     } else {
-        struct exec_session *s = session();
-        if (s)
-            choose_late_materialization(s, con, plan->query);
-        /* (A cached plan was made under the same setting: the setting is a
-         * function of the request shape, which is part of the SQL text.) */
         const char *relation = plan->gen->relation;
         if (plan->gen->lazy) {
             /* Only the files the predicates can match; a count the footers

@@ -197,6 +197,16 @@ enum exec_fast {
 enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sink,
                              size_t max_rows);
 
+/* The engine job class a plan runs as (engine.h), from what it must read:
+ * a stream is STREAM; a statement of /sql, any query of a lazy generation
+ * (files are scanned) and, on a table of EXEC_LONG_MIN_ROWS rows or more, a
+ * grouped, aggregated, sorted or DISTINCT query or one that returns more than
+ * EXEC_LONG_ROWS rows are LONG; everything else (pages, counts, point
+ * queries) is SHORT. Cheap: the front end calls it before queueing. */
+#define EXEC_LONG_MIN_ROWS 100000
+#define EXEC_LONG_ROWS 10000
+enum eng_job_class exec_job_class(const struct exec_plan *plan);
+
 /* Runs the plan on `con` (the calling engine worker's connection): the fast
  * path when it applies, else the SQL statement. Always ends the sink. */
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con);

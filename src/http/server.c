@@ -775,7 +775,14 @@ static void job_done(struct eng_job *job)
 
 void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn)
 {
+    http_defer_as(req, pool, fn, ENG_JOB_SHORT);
+}
+
+void http_defer_as(struct http_request *req, struct eng_pool *pool, http_job_fn fn,
+                   enum eng_job_class cls)
+{
     memset(&req->job, 0, sizeof req->job);
+    req->job.cls = cls;
     req->job.run = job_run;
     req->job.done = job_done;
     atomic_store(&req->job.deadline_ms, req->deadline_ms);

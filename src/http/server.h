@@ -180,8 +180,12 @@ struct strbuf *http_stream_buffer(struct http_stream *st);
 /* Hands what is in the stream buffer to the queue when it is large enough. */
 int http_stream_commit(struct http_stream *st);
 
-/* Suspends the request and runs `fn` on `pool`. 503 when the pool is full. */
+/* Suspends the request and runs `fn` on `pool`. 503 when the pool is full.
+ * http_defer queues a SHORT job; http_defer_as says which class it is (see
+ * engine.h: long jobs must not hold up short ones). */
 void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn);
+void http_defer_as(struct http_request *req, struct eng_pool *pool, http_job_fn fn,
+                   enum eng_job_class cls);
 /* Inside a job: the deadline passed, the job was cancelled, or the client went
  * away (also noticed while the connection is suspended). */
 bool http_job_should_stop(struct http_request *req);

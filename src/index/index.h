@@ -10,13 +10,21 @@
  * columns (of those types) whatever their cardinality; mode none indexes
  * nothing. NULLs are not indexed. Lazy generations carry no index.
  *
- * Sorted keys. An integer column that auto mode drops at max_cardinality (a
- * unique id, typically) is not part of the equality index the spec describes
- * (the schema's "indexed" list leaves it out), but it still gets a lookup
- * structure, because a point lookup by id is the most common request and
- * DuckDB's own costs ~0.5 ms: its (key, row) pairs sorted by key, 12 bytes a
- * row, searched by bisection. index_lookup/match/count treat it like any
- * other column; index_column_sorted() tells them apart.
+ * Sorted keys. An integer or string column that auto mode drops at
+ * max_cardinality (a unique id or token, typically) is not part of the
+ * equality index the spec describes (the schema's "indexed" list leaves it
+ * out), but it still gets a lookup structure, because a point lookup by key
+ * is the most common request and DuckDB's own costs 0.5-20 ms (a string
+ * column with random values defeats its zone maps): its (key, row) pairs
+ * sorted by key, 12 bytes a row, searched by bisection. index_lookup/match/
+ * count treat it like any other column; index_column_sorted() tells them
+ * apart. A string column stores the 64-bit hash of each value as its key
+ * (index_column_hashed): its hits are candidates that may include another
+ * value with the same hash, and the caller verifies them against the row
+ * (exec does, with the row store). A string column keeps sorted keys only
+ * when it looks like identifiers: at most INDEX_HASHED_MAX_AVG_LEN bytes per
+ * value on average and at most INDEX_HASHED_MAX_ROWS_PER_KEY rows per value
+ * (free text and repetitive columns are left to DuckDB).
  *
  * Layout: per column an open-addressing hash table of distinct keys, and the
  * posting lists in one CSR array (offsets per key, positions). Building keeps
@@ -35,6 +43,9 @@
 
 /* A column with more rows per distinct key than this keeps counts only. */
 #define INDEX_DENSE_ROWS_PER_KEY 256
+/* Hashed sorted keys (strings past max_cardinality), see above. */
+#define INDEX_HASHED_MAX_AVG_LEN 64
+#define INDEX_HASHED_MAX_ROWS_PER_KEY 4
 
 enum index_domain { INDEX_DOMAIN_INT, INDEX_DOMAIN_UINT, INDEX_DOMAIN_BOOL, INDEX_DOMAIN_STRING };
 
@@ -84,6 +95,10 @@ enum index_domain index_column_domain(const struct vt_index *ix, size_t col);
 size_t index_column_keys(const struct vt_index *ix, size_t col);
 /* A sorted-keys column (see above), not an equality-index one. */
 bool index_column_sorted(const struct vt_index *ix, size_t col);
+/* A sorted-keys string column: its hits are candidates to verify. */
+bool index_column_hashed(const struct vt_index *ix, size_t col);
+/* Memory held by one column's structure (0 when not indexed). */
+size_t index_column_bytes(const struct vt_index *ix, size_t col);
 /* A dense column (more than INDEX_DENSE_ROWS_PER_KEY rows per key on average)
  * answers counts of one term, not positions. */
 bool index_column_dense(const struct vt_index *ix, size_t col);

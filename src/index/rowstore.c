@@ -255,6 +255,29 @@ static int load_block(const struct rowstore *rs, struct rowstore_cursor *cur, si
     return 0;
 }
 
+int rowstore_cell(const struct rowstore *rs, struct rowstore_cursor *cur, uint32_t pos,
+                  size_t col, const char **out_p, size_t *out_len)
+{
+    if (pos >= rs->n_rows || col >= rs->n_cols ||
+        load_block(rs, cur, pos / ROWSTORE_BLOCK_ROWS) != 0)
+        return -1;
+    const char *p = cur->block, *end = cur->block + cur->block_len;
+    size_t skip = (pos % ROWSTORE_BLOCK_ROWS) * rs->n_cols + col;
+    for (size_t i = 0; i <= skip; i++) {
+        uint32_t len;
+        p = get_varint(p, end, &len);
+        if (!p || (size_t)(end - p) < len)
+            return -1;
+        if (i == skip) {
+            *out_p = p;
+            *out_len = len;
+            return 0;
+        }
+        p += len;
+    }
+    return -1;
+}
+
 int rowstore_write_row(const struct rowstore *rs, struct rowstore_cursor *cur, uint32_t pos,
                        const size_t *cols, size_t n_cols, struct strbuf *out)
 {

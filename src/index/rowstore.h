@@ -47,4 +47,9 @@ void rowstore_cursor_destroy(struct rowstore_cursor *cur);
 int rowstore_write_row(const struct rowstore *rs, struct rowstore_cursor *cur, uint32_t pos,
                        const size_t *cols, size_t n_cols, struct strbuf *out);
 
+/* Cell `col` of row `pos` as stored: its JSON text (*out_p, *out_len),
+ * borrowed from the cursor until its next use. 0, or -1 on a bad position. */
+int rowstore_cell(const struct rowstore *rs, struct rowstore_cursor *cur, uint32_t pos,
+                  size_t col, const char **out_p, size_t *out_len);
+
 #endif

@@ -701,7 +701,7 @@ static void start_data(struct mcp_call *c)
     bool not_ready;
     if (!prepare_data(c, 0, &not_ready)) {
         if (not_ready) {
-            http_defer(c->req, c->app->queries, data_job);
+            http_defer_as(c->req, c->app->queries, data_job, ENG_JOB_LONG);
             return;
         }
         call_release(c);
@@ -717,7 +717,7 @@ static void start_data(struct mcp_call *c)
         call_release(c);
         return;
     }
-    http_defer(c->req, c->app->queries, data_job);
+    http_defer_as(c->req, c->app->queries, data_job, exec_job_class(&c->plan));
 }
 
 /* ------------------------------------------------------- the sql tool */
@@ -786,7 +786,7 @@ static void start_sql(struct mcp_call *c)
         send_error(c->req, 500, c->id, RPC_INTERNAL, "out of memory", NULL);
         return;
     }
-    http_defer(c->req, c->app->queries, sql_job);
+    http_defer_as(c->req, c->app->queries, sql_job, ENG_JOB_LONG);
 }
 
 static void do_tools_call(struct mcp_call *c)

@@ -13,7 +13,10 @@
  * 3.5 would round). LIMIT and OFFSET are the only numbers written into the
  * text: they are int64 values computed here, and DuckDB plans Top-N only for
  * constant limits (measured: ORDER BY x LIMIT 10 over 5M rows, 32 ms with
- * literals, 800 ms with `LIMIT ?`).
+ * literals, 800 ms with `LIMIT ?`). A plain first page (no predicate, order,
+ * grouping or DISTINCT) is the exception:
+ * its limit is a bound parameter, which keeps DuckDB's late materialization
+ * away from it (query_sql.c, add_limit).
  *
  * Memory: everything the request and the plan point to is allocated from the
  * caller's arena (the per-request arena) or is borrowed from the schema, which

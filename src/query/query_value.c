@@ -147,7 +147,20 @@ struct query_shown query_show(const char *s, size_t n)
             take--;
         cut = true;
     }
-    snprintf(out.s, sizeof out.s, "\"%.*s%s\"", (int)take, s, cut ? "..." : "");
+    /* '"' + at most CUT bytes + "..." + '"' fits out.s: no stdio needed (it
+     * runs once per predicate, errors or not). */
+    _Static_assert(sizeof out.s > CUT + 5, "query_shown holds a cut string");
+    take = strnlen(s, take); /* as "%.*s" did: a NUL ends the text */
+    char *o = out.s;
+    *o++ = '"';
+    memcpy(o, s, take);
+    o += take;
+    if (cut) {
+        memcpy(o, "...", 3);
+        o += 3;
+    }
+    *o++ = '"';
+    *o = '\0';
     return out;
 }
 

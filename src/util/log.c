@@ -153,15 +153,68 @@ static const char *level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 static const char *level_json[] = {"error", "warn", "info", "debug"};
 
 /* "<time>" as RFC 3339 UTC with milliseconds; returns its length (24). */
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ". Runs for every access line, so the part up to
+ * the seconds is formatted once per second per thread and the milliseconds
+ * by hand (snprintf and gmtime_r were ~5% of a point lookup's CPU). */
 static int format_time(char *out, size_t cap)
 {
+    static _Thread_local time_t cached_sec = -1;
+    static _Thread_local char cached[32];
+    static _Thread_local int cached_len;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    return snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-                    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                    ts.tv_nsec / 1000000);
+    if (ts.tv_sec != cached_sec) {
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        cached_len = snprintf(cached, sizeof cached, "%04d-%02d-%02dT%02d:%02d:%02d",
+                              tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                              tm.tm_min, tm.tm_sec);
+        if (cached_len < 0 || (size_t)cached_len >= sizeof cached)
+            cached_len = 0;
+        cached_sec = ts.tv_sec;
+    }
+    if (cap < (size_t)cached_len + 6)
+        return snprintf(out, cap, "%.*s", (int)(cap ? cap - 1 : 0), cached);
+    memcpy(out, cached, (size_t)cached_len);
+    long ms = ts.tv_nsec / 1000000;
+    char *o = out + cached_len;
+    *o++ = '.';
+    *o++ = (char)('0' + ms / 100);
+    *o++ = (char)('0' + ms / 10 % 10);
+    *o++ = (char)('0' + ms % 10);
+    *o++ = 'Z';
+    *o = '\0';
+    return (int)(o - out);
+}
+
+/* A bounded line writer for the access line (no snprintf on the hot path). */
+struct line_w {
+    char *buf;
+    size_t len, cap;            /* cap includes room for the final '\n' */
+};
+
+static void lw_add(struct line_w *w, const char *s, size_t n)
+{
+    if (n > w->cap - w->len)
+        n = w->cap - w->len;
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+}
+
+static void lw_str(struct line_w *w, const char *s)
+{
+    lw_add(w, s, strlen(s));
+}
+
+static void lw_u64(struct line_w *w, uint64_t v)
+{
+    char tmp[24];
+    size_t k = sizeof tmp;
+    do {
+        tmp[--k] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    lw_add(w, tmp + k, sizeof tmp - k);
 }
 
 /* Appends `s` as the inside of a JSON string (no quotes); stops at `cap`. */
@@ -251,7 +304,33 @@ void log_access(const struct log_access_rec *a)
     char t[96];
     format_time(t, sizeof t);
     int n;
-    if (!json_format) {
+    if (!json_format && a->status >= 0 && a->dur_us >= 0) {
+        /* "%s %-5s %s %s %d %lluB %.0fms id=%s%s%s\n" by hand: the time, the
+         * level, method, route, status, bytes, milliseconds rounded as %.0f
+         * does (half to even), request id, outcome. */
+        struct line_w w = {line, 0, sizeof line - 1};
+        lw_str(&w, t);
+        lw_add(&w, " INFO  ", 7);
+        lw_str(&w, a->method ? a->method : "?");
+        lw_add(&w, " ", 1);
+        lw_str(&w, a->route ? a->route : "(null)");
+        lw_add(&w, " ", 1);
+        lw_u64(&w, (uint64_t)a->status);
+        lw_add(&w, " ", 1);
+        lw_u64(&w, a->bytes);
+        lw_add(&w, "B ", 2);
+        uint64_t ms = (uint64_t)a->dur_us / 1000, rem = (uint64_t)a->dur_us % 1000;
+        ms += rem > 500 || (rem == 500 && (ms & 1));
+        lw_u64(&w, ms);
+        lw_add(&w, "ms id=", 6);
+        lw_str(&w, a->request_id ? a->request_id : "-");
+        if (a->outcome) {
+            lw_add(&w, " ", 1);
+            lw_str(&w, a->outcome);
+        }
+        line[w.len++] = '\n';
+        n = (int)w.len;
+    } else if (!json_format) {
         n = snprintf(line, sizeof line, "%s %-5s %s %s %d %lluB %.0fms id=%s%s%s\n", t,
                      level_names[LOG_INFO], a->method ? a->method : "?", a->route, a->status,
                      (unsigned long long)a->bytes, (double)a->dur_us / 1000.0,

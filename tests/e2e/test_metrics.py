@@ -247,3 +247,63 @@ def test_scrape_of_100_datasets_under_a_millisecond(vt, datadir):
     # choice, queueing the reply). Sanitizer builds run several times slower.
     limit = 1.0 if version["profile"] == "release" else 8.0
     assert per_scrape_ms < limit, per_scrape_ms
+
+
+def test_plan_cache_binds_new_values_evicts_and_follows_generations(vt, datadir):
+    """Issue 18 item 1: on the SQL path (index.mode none) the same request
+    shape with new values reuses the worker's prepared statement (one miss,
+    then hits); a new shape prepares; past the LRU bound (64 per worker) the
+    least recently used plan is evicted and counted; a reload prepares anew
+    on the new generation. One worker, so one cache."""
+    write_parquet(datadir / "t.parquet",
+                  "SELECT range AS id, 'c' || (range % 7) AS cat FROM range(5000)")
+    s = vt(server_block(workers=1) + "[metrics]\nenabled = true\n"
+           + dataset_block("t", datadir / "t.parquet", **{"index.mode": "none"}),
+           env={"ADMIN_TOKEN": "tok"})
+    sess = requests.Session()
+    q = s.url("/api/v1/datasets/t/query")
+
+    def page(cat, size=3):
+        r = sess.post(q, json={"predicates": [{"col": "cat", "op": "eq", "val": cat}],
+                               "page_size": size})
+        assert r.status_code == 200, r.text
+        rows = r.json()["data"]
+        assert len(rows) == size and all(x["cat"] == cat for x in rows), rows
+        return rows
+
+    def stats():
+        m = parse(scrape(s))
+        return tuple(val(m, "vitrine_exec_plan_cache_%s_total" % k)
+                     for k in ("hits", "misses", "evictions"))
+
+    h0, m0, e0 = stats()
+    for i in range(20):
+        page(f"c{i % 7}")
+    h1, m1, e1 = stats()
+    assert (h1 - h0, m1 - m0, e1 - e0) == (19, 1, 0), (h0, m0, e0, h1, m1, e1)
+    # 70 other shapes (LIMIT differs): 70 misses, the bound of 64 evicts 7
+    for n in range(4, 74):
+        page("c1", n)
+    h2, m2, e2 = stats()
+    assert (h2 - h1, m2 - m1, e2 - e1) == (0, 70, 7), (h1, m1, e1, h2, m2, e2)
+    # the first shape was the least recently used: evicted, prepared again
+    page("c2")
+    page("c3")
+    h3, m3, _ = stats()
+    assert (h3 - h2, m3 - m2) == (1, 1), (h2, m2, h3, m3)
+    # a new generation: its plan is prepared on it (never the old one's), then
+    # reused. The old generation is dropped when its last reader lets go,
+    # which may come after the first request: that clears the cache once
+    # (one more miss), never more.
+    r = sess.post(s.url("/api/v1/datasets/t/reload"), headers={"X-Admin-Token": "tok"})
+    assert r.status_code == 200, r.text
+    page("c4")
+    h4, m4, _ = stats()
+    assert (h4 - h3, m4 - m3) == (0, 1), (h3, m3, h4, m4)
+    for _ in range(20):
+        page("c5")
+        h5, m5, _ = stats()
+        if h5 > h4:
+            break
+        time.sleep(0.05)
+    assert h5 > h4 and m5 - m4 <= 1, (h4, m4, h5, m5)

@@ -109,7 +109,7 @@ TEST(confined_database_refuses_files_outside_and_serves_inside)
     strvec_push(&dirs, inside);
     strvec_push(&dirs, runtime);
     struct vt_error err = {0};
-    CHECK_EQ_INT(eng_confine(db, &dirs, &err), VT_ERR_OK);
+    CHECK_EQ_INT(eng_confine_locked(db, &dirs, true, &err), VT_ERR_OK);
     strvec_free(&dirs);
     duckdb_connection user;
     duckdb_connect(db, &user); /* a connection made after: confined too */
@@ -148,6 +148,12 @@ TEST(confined_database_refuses_files_outside_and_serves_inside)
         "SET allowed_directories = ['/']",
         "SET allowed_paths = ['/etc/passwd']",
         "INSTALL httpfs",
+        /* lock_configuration: no setting changes, global or per connection */
+        "SET lock_configuration = false",
+        "SET threads = 2",
+        "SET disabled_optimizers = 'late_materialization'",
+        "SET TimeZone = 'America/New_York'",
+        "RESET memory_limit",
         NULL,
     };
     for (size_t i = 0; refused[i]; i++) {
@@ -174,6 +180,11 @@ TEST(confined_database_refuses_files_outside_and_serves_inside)
     snprintf(sql, sizeof sql, "SELECT count(*) FROM '%s/export.parquet'", runtime);
     CHECK_EQ_INT(one(user, sql), 200000);
     CHECK(run(con, "DETACH g", msg, sizeof msg));
+    /* A service connection made after the lock still starts in UTC. */
+    duckdb_connection late;
+    CHECK_EQ_INT(eng_connect(db, &late, &err), VT_ERR_OK);
+    CHECK_EQ_INT(one(late, "SELECT count(*) WHERE current_setting('TimeZone') = 'UTC'"), 1);
+    duckdb_disconnect(&late);
     duckdb_disconnect(&user);
     duckdb_disconnect(&con);
     duckdb_close(&db);

@@ -65,7 +65,7 @@ static struct index_key skey(const char *s)
 TEST(sorted_keys_for_high_cardinality_integers)
 {
     /* Negative keys, duplicates and NULLs past the cardinality cap; strings
-     * past it are dropped (no sorted keys for them). */
+     * past it get hashed sorted keys (see sorted_key_hashes_for_strings). */
     struct vt_index *ix =
         build("SELECT CASE WHEN i % 10 = 0 THEN NULL ELSE (i % 3000) - 1500 END AS k, "
               "md5(i::VARCHAR) AS s, i::UBIGINT * 1000000000000 AS u FROM range(6000) t(i)",
@@ -74,7 +74,8 @@ TEST(sorted_keys_for_high_cardinality_integers)
     if (!ix)
         return;
     CHECK(index_column_sorted(ix, 0));
-    CHECK(!index_has_column(ix, 1));
+    CHECK(!index_column_hashed(ix, 0));
+    CHECK(index_column_hashed(ix, 1));
     CHECK(index_column_sorted(ix, 2));
     for (int v = -1500; v < 1500; v += 7) {
         struct index_key k = ikey(v);
@@ -111,6 +112,63 @@ TEST(sorted_keys_for_high_cardinality_integers)
     CHECK_EQ_INT(index_match(ix, terms, 1, &rows), 0);
     CHECK_EQ_INT(rows.n, expect);
     index_rows_free(&rows);
+    index_destroy(ix);
+}
+
+TEST(sorted_key_hashes_for_strings)
+{
+    /* Past max_cardinality (1000): an md5 token (unique), a code with up to 4
+     * rows per value (kept), one with 5 (left to DuckDB), long
+     * free text (left to DuckDB), and NULLs. */
+    struct vt_index *ix = build(
+        "SELECT CASE WHEN i % 11 = 0 THEN NULL ELSE md5(i::VARCHAR) END AS tok, "
+        "'c' || (i // 4) AS code4, 'c' || (i // 5) AS code5, "
+        "repeat('free text ', 8) || i AS txt FROM range(6000) t(i)",
+        CFG_INDEX_AUTO, NULL, 1000, NULL, 0);
+    CHECK(ix != NULL);
+    if (!ix)
+        return;
+    CHECK(index_column_hashed(ix, 0));
+    CHECK(index_column_sorted(ix, 0));
+    CHECK_EQ_INT(index_column_keys(ix, 0), 6000 - 546);
+    CHECK(index_column_bytes(ix, 0) >= (6000 - 546) * 12);
+    CHECK(index_column_hashed(ix, 1));
+    CHECK(!index_has_column(ix, 2)); /* 5 rows per value */
+    CHECK(!index_has_column(ix, 3)); /* 80+ bytes per value */
+    /* A hit is the run of the value's hash: here exactly its rows. */
+    char tok[64];
+    duckdb_result res;
+    CHECK(duckdb_query(con, "SELECT md5('4321')", &res) == DuckDBSuccess);
+    char *v = duckdb_value_varchar(&res, 0, 0);
+    snprintf(tok, sizeof tok, "%s", v);
+    duckdb_free(v);
+    duckdb_destroy_result(&res);
+    struct index_key k = skey(tok);
+    size_t n;
+    const uint32_t *rows = index_lookup(ix, 0, &k, &n);
+    CHECK(n == 1 && rows && rows[0] == 4321);
+    struct index_key absent = skey("not a token");
+    CHECK(index_lookup(ix, 0, &absent, &n) == NULL && n == 0);
+    /* code4: 4 rows per value, sorted; `in` with a repeated value. */
+    struct index_key ks[] = {skey("c10"), skey("c1499"), skey("c10")};
+    struct index_term terms[] = {{1, ks, 3}};
+    struct index_rows r;
+    CHECK_EQ_INT(index_match(ix, terms, 1, &r), 0);
+    CHECK_EQ_INT(r.n, 8);
+    for (size_t i = 0; i < r.n; i++) {
+        CHECK(r.rows[i] / 4 == 10 || r.rows[i] / 4 == 1499);
+        if (i)
+            CHECK(r.rows[i] > r.rows[i - 1]);
+    }
+    index_rows_free(&r);
+    uint64_t count = 0;
+    CHECK_EQ_INT(index_count(ix, terms, 1, &count), 0);
+    CHECK_EQ_INT(count, 8);
+    index_destroy(ix);
+    /* List mode keeps its equality index for strings, whatever the count. */
+    ix = build("SELECT md5(i::VARCHAR) AS tok FROM range(3000) t(i)", CFG_INDEX_LIST, "tok", 1000,
+               NULL, 0);
+    CHECK(ix != NULL && index_has_column(ix, 0) && !index_column_sorted(ix, 0));
     index_destroy(ix);
 }
 
@@ -279,7 +337,7 @@ int main(void)
     duckdb_open(NULL, &db);
     duckdb_connect(db, &con);
     static const struct tl_case cases[] = {
-        TEST_CASE(sorted_keys_for_high_cardinality_integers),
+        TEST_CASE(sorted_keys_for_high_cardinality_integers), TEST_CASE(sorted_key_hashes_for_strings),
         TEST_CASE(auto_mode_indexes_low_cardinality_columns), TEST_CASE(list_mode_ignores_cardinality),
         TEST_CASE(list_mode_warns_on_bad_columns), TEST_CASE(mode_none_builds_nothing),
         TEST_CASE(match_and_of_ors), TEST_CASE(empty_string_first_key)};

@@ -104,6 +104,26 @@ static void done(struct compiled *c)
         done(c_);                                                                        \
     } while (0)
 #define CHECK_SQL(json, expected) CHECK_SQL_MODE(json, QUERY_PAGED, expected)
+/* A plain first page binds its limit (query_sql.c, add_limit): the SQL ends
+ * in BOUND_LIMIT and the last parameter is the limit. */
+#define BOUND_LIMIT " LIMIT CAST(? AS BIGINT)"
+#define CHECK_SQL_BOUND_MODE(json, mode, expected, limit)                                \
+    do {                                                                                 \
+        struct compiled *c_ = compile_mode(json, mode);                                  \
+        CHECK_EQ_INT(c_->code, VT_ERR_OK);                                               \
+        if (c_->code == VT_ERR_OK) {                                                     \
+            CHECK_EQ_STR(c_->plan.sql, expected BOUND_LIMIT);                            \
+            CHECK(c_->plan.nparams > 0);                                                 \
+            if (c_->plan.nparams > 0) {                                                  \
+                const struct query_value *v_ = &c_->plan.params[c_->plan.nparams - 1];   \
+                CHECK_EQ_INT(v_->kind, QUERY_VALUE_INT64);                               \
+                CHECK_EQ_INT(v_->u.i, limit);                                            \
+            }                                                                            \
+        }                                                                                \
+        done(c_);                                                                        \
+    } while (0)
+#define CHECK_SQL_BOUND(json, expected, limit) \
+    CHECK_SQL_BOUND_MODE(json, QUERY_PAGED, expected, limit)
 
 /* A request that must fail with `code` and a message containing `needle`. */
 #define CHECK_ERR_MODE(json, mode, code_, needle)                                        \
@@ -125,7 +145,7 @@ static void done(struct compiled *c)
 
 TEST(empty_request_selects_everything_paged)
 {
-    CHECK_SQL("{}", "SELECT " ALL_COLS " FROM " REL " LIMIT 100"); /* 1000 clamped to 100 */
+    CHECK_SQL_BOUND("{}", "SELECT " ALL_COLS " FROM " REL, 100); /* 1000 clamped to 100 */
 }
 
 TEST(projection_and_paging)
@@ -134,7 +154,9 @@ TEST(projection_and_paging)
               "SELECT \"s\", \"id\" FROM " REL " LIMIT 10 OFFSET 20");
     struct compiled *c = compile("{\"columns\":[\"we\\\"ird\"],\"page\":0,\"page_size\":100000}");
     CHECK_EQ_INT(c->code, VT_ERR_OK);
-    CHECK_EQ_STR(c->plan.sql, "SELECT \"we\"\"ird\" FROM " REL " LIMIT 100");
+    CHECK_EQ_STR(c->plan.sql, "SELECT \"we\"\"ird\" FROM " REL BOUND_LIMIT);
+    CHECK_EQ_INT(c->plan.nparams, 1);
+    CHECK_EQ_INT(c->plan.params[0].u.i, 100);
     CHECK_EQ_INT(c->plan.page, 1);
     CHECK_EQ_INT(c->plan.page_size, 100); /* clamped to max_page_size */
     CHECK_EQ_INT(c->plan.nout, 1);
@@ -150,14 +172,14 @@ TEST(limit_caps_total_across_pages)
 {
     CHECK_SQL("{\"columns\":[\"id\"],\"page\":3,\"page_size\":10,\"limit\":25}",
               "SELECT \"id\" FROM " REL " LIMIT 5 OFFSET 20");
-    CHECK_SQL("{\"columns\":[\"id\"],\"page\":4,\"page_size\":10,\"limit\":25}",
-              "SELECT \"id\" FROM " REL " LIMIT 0");
-    CHECK_SQL("{\"columns\":[\"id\"],\"limit\":0}", "SELECT \"id\" FROM " REL " LIMIT 0");
-    CHECK_SQL("{\"columns\":[\"id\"],\"limit\":null,\"page_size\":7}",
-              "SELECT \"id\" FROM " REL " LIMIT 7");
+    CHECK_SQL_BOUND("{\"columns\":[\"id\"],\"page\":4,\"page_size\":10,\"limit\":25}",
+                    "SELECT \"id\" FROM " REL, 0);
+    CHECK_SQL_BOUND("{\"columns\":[\"id\"],\"limit\":0}", "SELECT \"id\" FROM " REL, 0);
+    CHECK_SQL_BOUND("{\"columns\":[\"id\"],\"limit\":null,\"page_size\":7}",
+                    "SELECT \"id\" FROM " REL, 7);
     /* Far past any row: empty, no overflow, no DuckDB range error. */
-    CHECK_SQL("{\"columns\":[\"id\"],\"page\":9223372036854775807,\"page_size\":100}",
-              "SELECT \"id\" FROM " REL " LIMIT 0");
+    CHECK_SQL_BOUND("{\"columns\":[\"id\"],\"page\":9223372036854775807,\"page_size\":100}",
+                    "SELECT \"id\" FROM " REL, 0);
     struct compiled *c = compile("{\"page\":9223372036854775807,\"page_size\":100}");
     CHECK_EQ_INT(c->plan.page, INT64_MAX);
     CHECK_EQ_INT(c->plan.max_rows, 0);
@@ -168,8 +190,8 @@ TEST(stream_and_count_modes)
 {
     CHECK_SQL_MODE("{\"columns\":[\"id\"],\"page\":3,\"page_size\":10}", QUERY_STREAM,
                    "SELECT \"id\" FROM " REL);
-    CHECK_SQL_MODE("{\"columns\":[\"id\"],\"page\":3,\"limit\":7}", QUERY_STREAM,
-                   "SELECT \"id\" FROM " REL " LIMIT 7");
+    CHECK_SQL_BOUND_MODE("{\"columns\":[\"id\"],\"page\":3,\"limit\":7}", QUERY_STREAM,
+                         "SELECT \"id\" FROM " REL, 7);
     CHECK_SQL_MODE("{\"predicates\":[{\"col\":\"i\",\"op\":\"gt\",\"val\":1}],"
                    "\"order_by\":[{\"col\":\"i\"}],\"limit\":3,\"page\":2}",
                    QUERY_COUNT,
@@ -401,7 +423,7 @@ TEST(distinct)
 {
     CHECK_SQL("{\"columns\":[\"cat\"],\"distinct\":true,\"order_by\":[{\"col\":\"cat\"}]}",
               "SELECT DISTINCT \"cat\" FROM " REL " ORDER BY \"cat\" ASC NULLS LAST LIMIT 100");
-    CHECK_SQL("{\"columns\":[\"cat\"],\"distinct\":false}", "SELECT \"cat\" FROM " REL " LIMIT 100");
+    CHECK_SQL_BOUND("{\"columns\":[\"cat\"],\"distinct\":false}", "SELECT \"cat\" FROM " REL, 100);
 }
 
 TEST(group_by_with_implicit_count)
@@ -453,10 +475,10 @@ TEST(aggregations_having_order)
 
 TEST(null_fields_mean_absent)
 {
-    CHECK_SQL("{\"columns\":null,\"predicates\":null,\"order_by\":null,\"group_by\":null,"
+    CHECK_SQL_BOUND("{\"columns\":null,\"predicates\":null,\"order_by\":null,\"group_by\":null,"
               "\"aggregations\":null,\"having\":null,\"distinct\":null,\"limit\":null,"
               "\"page\":null,\"page_size\":null}",
-              "SELECT " ALL_COLS " FROM " REL " LIMIT 100");
+              "SELECT " ALL_COLS " FROM " REL, 100);
 }
 
 /* ---- errors ---- */

@@ -62,6 +62,39 @@ TEST(text_lines)
     free(out);
 }
 
+static const int64_t durations[] = {0, 499, 500, 501, 1500, 2500, 2501, 3500, 999999, 1234567};
+
+static void emit_durations(void)
+{
+    for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++) {
+        struct log_access_rec a = {"GET", "/x", 200, (uint64_t)i, durations[i], "d", NULL};
+        log_access(&a);
+    }
+}
+
+TEST(access_line_milliseconds_round_like_printf)
+{
+    /* The access line is written by hand: its milliseconds must be what
+     * "%.0f" makes of dur_us / 1000.0 (half to even), and its time stamp
+     * "YYYY-MM-DDTHH:MM:SS.mmmZ". */
+    log_set_json(false);
+    log_set_level(LOG_INFO);
+    char *out = capture(emit_durations);
+    for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, " INFO  GET /x 200 %zuB %.0fms id=d\n", i,
+                 (double)durations[i] / 1000.0);
+        CHECK_CONTAINS(out, want);
+    }
+    const char *nl = out;
+    for (int line = 0; line < 3 && nl; line++, nl = strchr(nl, '\n')) {
+        const char *l = line ? nl + 1 : nl;
+        CHECK(strlen(l) > 24 && l[4] == '-' && l[7] == '-' && l[10] == 'T' && l[13] == ':' &&
+              l[16] == ':' && l[19] == '.' && l[23] == 'Z' && l[24] == ' ');
+    }
+    free(out);
+}
+
 TEST(json_lines_parse)
 {
     log_set_json(true);
@@ -134,4 +167,4 @@ TEST(request_id_tokens)
     CHECK(!http_request_id_ok("{x}"));
 }
 
-RUN_TESTS(TEST_CASE(text_lines), TEST_CASE(json_lines_parse), TEST_CASE(request_id_tokens))
+RUN_TESTS(TEST_CASE(text_lines), TEST_CASE(access_line_milliseconds_round_like_printf), TEST_CASE(json_lines_parse), TEST_CASE(request_id_tokens))

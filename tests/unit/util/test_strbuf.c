@@ -1,3 +1,7 @@
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
 #include "testlib.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
@@ -101,6 +105,43 @@ TEST(ulid_shape)
     CHECK(a[0] <= '7'); /* top bits are zero */
 }
 
+/* time_format_rfc3339 writes by hand what the snprintf layout wrote. */
+TEST(rfc3339_matches_reference)
+{
+    int64_t samples[4000];
+    size_t n = 0;
+    samples[n++] = 0;
+    samples[n++] = 999;
+    samples[n++] = 1000;
+    samples[n++] = 999999;
+    samples[n++] = 253402300799999999LL; /* 9999-12-31T23:59:59.999999 */
+    samples[n++] = 1795000000123456LL;
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    while (n < sizeof samples / sizeof samples[0]) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        samples[n++] = (int64_t)(x % 253402300800000000ULL);
+    }
+    int mismatches = 0;
+    for (size_t i = 0; i < n; i++) {
+        char got[32], want[96];
+        time_format_rfc3339(samples[i], got);
+        time_t secs = (time_t)(samples[i] / 1000000);
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 (int)((samples[i] / 1000) % 1000));
+        if (strcmp(got, want) != 0 && mismatches++ < 3)
+            fprintf(stderr, "rfc3339 %lld: %s != %s\n", (long long)samples[i], got, want);
+    }
+    CHECK_EQ_INT(mismatches, 0);
+    char t[32];
+    time_format_rfc3339(1795000000123456LL, t);
+    CHECK_EQ_STR(t, "2026-11-18T11:06:40.123Z");
+}
+
 TEST(error_first_wins)
 {
     struct vt_error e = {0};
@@ -114,4 +155,4 @@ TEST(error_first_wins)
 
 RUN_TESTS(TEST_CASE(caps_at_max), TEST_CASE(json_escapes), TEST_CASE(json_escapes_match_reference),
           TEST_CASE(sql_quoting),
-          TEST_CASE(ulid_shape), TEST_CASE(error_first_wins))
+          TEST_CASE(ulid_shape), TEST_CASE(rfc3339_matches_reference), TEST_CASE(error_first_wins))

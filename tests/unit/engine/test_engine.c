@@ -1,0 +1,216 @@
+/* The engine pool's job classes (engine.h): long jobs are capped so a worker
+ * stays free for short ones, neither class starves the other, streams run on
+ * their own lane, and a long job held back by the cap still answers at its
+ * deadline. Jobs here block on a gate the test opens, so every check is about
+ * which job a worker took, not about timing. */
+#include <duckdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "engine/engine.h"
+#include "testlib.h"
+#include "util/timeutil.h"
+
+struct tjob {
+    struct eng_job job;         /* first: the pool hands this pointer back */
+    atomic_int started;
+    atomic_int finished;
+    atomic_int saw_timeout;
+    int order;                  /* how many jobs started before this one */
+    bool gated;                 /* waits for the gate to open */
+};
+
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static bool gate_open;
+static atomic_int start_seq;
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void tjob_run(struct eng_job *job, duckdb_connection con)
+{
+    (void)con;
+    struct tjob *t = (struct tjob *)job;
+    t->order = atomic_fetch_add(&start_seq, 1);
+    atomic_store(&t->started, 1);
+    atomic_store(&t->saw_timeout, atomic_load(&job->timed_out) ? 1 : 0);
+    if (t->gated && !atomic_load(&job->timed_out)) {
+        pthread_mutex_lock(&gate_mu);
+        while (!gate_open)
+            pthread_cond_wait(&gate_cv, &gate_mu);
+        pthread_mutex_unlock(&gate_mu);
+    }
+    atomic_store(&t->finished, 1);
+}
+
+static void tjob_init(struct tjob *t, enum eng_job_class cls, bool gated)
+{
+    memset(t, 0, sizeof *t);
+    t->job.run = tjob_run;
+    t->job.cls = cls;
+    t->gated = gated;
+}
+
+static void gate_set(bool open)
+{
+    pthread_mutex_lock(&gate_mu);
+    gate_open = open;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+}
+
+/* Waits up to 5 s for *flag. */
+static bool wait_for(atomic_int *flag)
+{
+    for (int i = 0; i < 1000 && !atomic_load(flag); i++)
+        sleep_ms(5);
+    return atomic_load(flag) != 0;
+}
+
+static duckdb_database db;
+
+TEST(long_jobs_leave_a_worker_for_short_ones)
+{
+    struct vt_error err = {0};
+    struct eng_pool *pool = eng_pool_create(db, 2, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    gate_set(false);
+    /* Two workers: one long job at a time. */
+    struct tjob l1, l2, s1;
+    tjob_init(&l1, ENG_JOB_LONG, true);
+    tjob_init(&l2, ENG_JOB_LONG, true);
+    tjob_init(&s1, ENG_JOB_SHORT, true);
+    CHECK(eng_pool_submit(pool, &l1.job));
+    CHECK(wait_for(&l1.started));
+    CHECK(eng_pool_submit(pool, &l2.job));
+    CHECK(eng_pool_submit(pool, &s1.job));
+    /* The short job, submitted after the second long one, runs on the free
+     * worker; the second long job waits for the first. */
+    CHECK(wait_for(&s1.started));
+    sleep_ms(50);
+    CHECK_EQ_INT(atomic_load(&l2.started), 0);
+    gate_set(true);
+    CHECK(wait_for(&l2.finished));
+    CHECK(wait_for(&s1.finished));
+    eng_pool_destroy(pool);
+}
+
+TEST(long_jobs_do_not_starve_under_short_ones)
+{
+    struct vt_error err = {0};
+    struct eng_pool *pool = eng_pool_create(db, 2, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    gate_set(false);
+    /* Both workers busy with short jobs, more short jobs queued before a long
+     * one: the next free worker takes the long job first (none runs). */
+    enum { NS = 6 };
+    struct tjob s[NS], l;
+    for (int i = 0; i < NS; i++) {
+        tjob_init(&s[i], ENG_JOB_SHORT, true);
+        CHECK(eng_pool_submit(pool, &s[i].job));
+    }
+    CHECK(wait_for(&s[0].started));
+    CHECK(wait_for(&s[1].started));
+    tjob_init(&l, ENG_JOB_LONG, false);
+    CHECK(eng_pool_submit(pool, &l.job));
+    gate_set(true);
+    CHECK(wait_for(&l.finished));
+    for (int i = 0; i < NS; i++)
+        CHECK(wait_for(&s[i].finished));
+    /* Two workers were freed by the first two short jobs: the first of them
+     * took the long job, ahead of the four queued short ones, which a strict
+     * short-first order would have run first. */
+    CHECK(l.order - s[0].order <= 3);
+    int later = 0;
+    for (int i = 2; i < NS; i++)
+        later += s[i].order > l.order;
+    CHECK(later >= NS - 3);
+    for (int i = 0; i < NS; i++)
+        CHECK(wait_for(&s[i].finished));
+    eng_pool_destroy(pool);
+}
+
+TEST(streams_run_on_their_own_lane)
+{
+    struct vt_error err = {0};
+    struct eng_pool *pool = eng_pool_create_ext(db, 1, 1, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    CHECK_EQ_INT(eng_pool_threads(pool), 2);
+    gate_set(false);
+    struct tjob s1, st;
+    tjob_init(&s1, ENG_JOB_SHORT, true);
+    tjob_init(&st, ENG_JOB_STREAM, true);
+    CHECK(eng_pool_submit(pool, &s1.job));
+    CHECK(wait_for(&s1.started));
+    /* The only query worker is busy: the stream starts anyway. */
+    CHECK(eng_pool_submit(pool, &st.job));
+    CHECK(wait_for(&st.started));
+    gate_set(true);
+    CHECK(wait_for(&s1.finished));
+    CHECK(wait_for(&st.finished));
+    eng_pool_destroy(pool);
+
+    /* Without a stream lane a stream is a long job of the query workers. */
+    pool = eng_pool_create(db, 1, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    tjob_init(&st, ENG_JOB_STREAM, false);
+    CHECK(eng_pool_submit(pool, &st.job));
+    CHECK(wait_for(&st.finished));
+    eng_pool_destroy(pool);
+}
+
+TEST(a_long_job_past_its_deadline_is_not_held_by_the_cap)
+{
+    struct vt_error err = {0};
+    struct eng_pool *pool = eng_pool_create(db, 2, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    gate_set(false);
+    struct tjob l1, l2;
+    tjob_init(&l1, ENG_JOB_LONG, true);
+    tjob_init(&l2, ENG_JOB_LONG, true);
+    CHECK(eng_pool_submit(pool, &l1.job));
+    CHECK(wait_for(&l1.started));
+    atomic_store(&l2.job.deadline_ms, time_mono_ms() + 100);
+    CHECK(eng_pool_submit(pool, &l2.job));
+    /* The first long job still runs; the second is taken at its deadline by
+     * the idle worker and sees it has timed out. */
+    CHECK(wait_for(&l2.finished));
+    CHECK_EQ_INT(atomic_load(&l2.saw_timeout), 1);
+    CHECK_EQ_INT(atomic_load(&l1.finished), 0);
+    gate_set(true);
+    CHECK(wait_for(&l1.finished));
+    eng_pool_destroy(pool);
+}
+
+int main(void)
+{
+    if (duckdb_open(NULL, &db) != DuckDBSuccess) {
+        fprintf(stderr, "cannot open DuckDB\n");
+        return 1;
+    }
+    static const struct tl_case cases[] = {
+        TEST_CASE(long_jobs_leave_a_worker_for_short_ones),
+        TEST_CASE(long_jobs_do_not_starve_under_short_ones),
+        TEST_CASE(streams_run_on_their_own_lane),
+        TEST_CASE(a_long_job_past_its_deadline_is_not_held_by_the_cap),
+    };
+    int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
+    duckdb_close(&db);
+    return rc;
+}
