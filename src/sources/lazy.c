@@ -22,11 +22,8 @@
  * skipping works within). A count whose every remaining file is decided row
  * group by row group is answered from the row counts: no DuckDB at all.
  *
- * Comparisons are made in the column's domain (integers exactly; floating
- * point and decimals with a margin, since statistics print values in their
- * shortest text; dates and timestamps as microseconds; strings bytewise), and
- * anything not understood (a type, a statistic, a value) means "may match":
- * pruning can only ever skip what cannot match, never change an answer.
+ * The values, comparisons and verdicts are lazy_stats.c's: anything not
+ * understood means "may match", so pruning never changes an answer.
  *
  * S3 generations read sparse files of the range cache (rangecache.h): the
  * build fetched the footers; each request first makes present, for the files
@@ -35,13 +32,10 @@
  * what DuckDB's reader touches), held until the run ends. A statement over
  * the whole view (export, SQL) makes whole objects present first.
  */
-#include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 
 #include "engine/engine.h"
@@ -52,19 +46,8 @@
 #include "util/log.h"
 #include "util/timeutil.h"
 
-enum lclass { LC_NONE, LC_BOOL, LC_INT, LC_FLOAT, LC_REAL, LC_DATE, LC_TS, LC_STR };
-
-/* A value in a column's domain. */
-struct lval {
-    uint8_t kind;               /* 0 none, 1 int (i), 2 double (d), 3 string (s, n) */
-    int64_t i;
-    double d;
-    const char *s;
-    size_t n;
-};
-
 struct lstat {
-    struct lval min, max;       /* kind 0: unknown */
+    struct lazy_val min, max;       /* kind 0: unknown */
     int64_t nulls;              /* -1 unknown */
     int64_t off, end;           /* its chunks' bytes (all leaves); end 0: none */
     int64_t boff, bend;         /* its bloom filters' bytes; bend 0: none */
@@ -91,11 +74,11 @@ struct source_lazy {
     int64_t *rg_rows;           /* n_rgs */
     struct lstat *stats;        /* n_rgs * n_cols; partition columns have none */
     char **col_names;           /* output columns (the snapshot's schema) */
-    enum lclass *col_class;
+    enum lazy_class *col_class;
     int *col_partition;         /* -1, or partition index */
     size_t n_partitions;
-    enum lclass *part_class;
-    struct lval *part_vals;     /* n_files * n_partitions, parsed */
+    enum lazy_class *part_class;
+    struct lazy_val *part_vals;     /* n_files * n_partitions, parsed */
     char *select_list;
     char **projection;          /* the dataset's `columns`, or NULL */
     size_t n_projection;
@@ -110,331 +93,6 @@ struct source_lazy {
     char *cache_dir;
     int64_t cache_max_bytes;
 };
-
-/* ---- parsing ------------------------------------------------------------------ */
-
-static enum lclass class_of(const char *type)
-{
-    if (!type)
-        return LC_NONE;
-    static const char *const ints[] = {"TINYINT",  "SMALLINT",  "INTEGER",  "BIGINT",
-                                       "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        if (strcmp(type, ints[i]) == 0)
-            return LC_INT;
-    if (strcmp(type, "BOOLEAN") == 0)
-        return LC_BOOL;
-    if (strcmp(type, "FLOAT") == 0)
-        return LC_REAL;
-    if (strcmp(type, "DOUBLE") == 0 || strncmp(type, "DECIMAL", 7) == 0)
-        return LC_FLOAT;
-    if (strcmp(type, "DATE") == 0)
-        return LC_DATE;
-    if (strncmp(type, "TIMESTAMP", 9) == 0)
-        return LC_TS;
-    if (strcmp(type, "VARCHAR") == 0)
-        return LC_STR;
-    return LC_NONE;
-}
-
-static bool digits_n(const char *s, int n, int *out)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return true;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date. */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-/* "YYYY-MM-DD[ HH:MM:SS[.f...]][+00]" -> microseconds since the epoch (UTC).
- * Four-digit years only: anything else is "not understood". */
-static bool parse_ts(const char *s, size_t n, int64_t *out)
-{
-    int y, mo, d, h = 0, mi = 0, se = 0;
-    if (n < 10 || !digits_n(s, 4, &y) || s[4] != '-' || !digits_n(s + 5, 2, &mo) ||
-        s[7] != '-' || !digits_n(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > 31)
-        return false;
-    int64_t us = 0;
-    size_t p = 10;
-    if (p < n && (s[p] == ' ' || s[p] == 'T')) {
-        if (p + 9 > n || !digits_n(s + p + 1, 2, &h) || s[p + 3] != ':' ||
-            !digits_n(s + p + 4, 2, &mi) || s[p + 6] != ':' || !digits_n(s + p + 7, 2, &se))
-            return false;
-        p += 9;
-        if (p < n && s[p] == '.') {
-            int64_t scale = 100000;
-            for (p++; p < n && s[p] >= '0' && s[p] <= '9'; p++, scale /= 10)
-                us += scale > 0 ? (s[p] - '0') * scale : 0;
-        }
-    }
-    if (p < n && !(n - p == 3 && s[p] == '+' && s[p + 1] == '0' && s[p + 2] == '0') &&
-        !(n - p == 1 && s[p] == 'Z'))
-        return false; /* another zone: not understood */
-    *out = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 * 1000000LL + se * 1000000LL + us;
-    return true;
-}
-
-/* Text of a statistic or partition value -> a value of the class. */
-static struct lval parse_val(enum lclass c, const char *s, size_t n)
-{
-    struct lval v = {0};
-    char buf[64];
-    switch (c) {
-    case LC_INT:
-    case LC_FLOAT:
-    case LC_REAL:
-        if (n == 0 || n >= sizeof buf)
-            return v;
-        memcpy(buf, s, n);
-        buf[n] = '\0';
-        char *end;
-        if (c == LC_INT) {
-            errno = 0;
-            long long x = strtoll(buf, &end, 10);
-            if (*end || errno)
-                return v;
-            v.kind = 1;
-            v.i = x;
-        } else {
-            double x = strtod(buf, &end);
-            if (*end || isnan(x))
-                return v;
-            v.kind = 2;
-            v.d = x;
-        }
-        return v;
-    case LC_BOOL:
-        if (n == 4 && strncasecmp(s, "true", 4) == 0)
-            v = (struct lval){.kind = 1, .i = 1};
-        else if (n == 5 && strncasecmp(s, "false", 5) == 0)
-            v = (struct lval){.kind = 1, .i = 0};
-        return v;
-    case LC_DATE:
-    case LC_TS: {
-        int64_t us;
-        if (parse_ts(s, n, &us))
-            v = (struct lval){.kind = 1, .i = us};
-        return v;
-    }
-    case LC_STR:
-        v = (struct lval){.kind = 3, .s = s, .n = n};
-        return v;
-    case LC_NONE:
-        break;
-    }
-    return v;
-}
-
-/* A request value -> the column's domain (kind 0 when not comparable). */
-static struct lval request_val(enum lclass c, const struct query_value *q)
-{
-    struct lval v = {0};
-    switch (c) {
-    case LC_INT:
-    case LC_FLOAT:
-    case LC_REAL:
-        if (q->kind == QUERY_VALUE_INT64)
-            v = (struct lval){.kind = 1, .i = q->u.i};
-        else if (q->kind == QUERY_VALUE_DOUBLE && !isnan(q->u.d))
-            v = (struct lval){.kind = 2, .d = q->u.d};
-        break;
-    case LC_BOOL:
-        if (q->kind == QUERY_VALUE_BOOL)
-            v = (struct lval){.kind = 1, .i = q->u.b};
-        break;
-    case LC_DATE:
-    case LC_TS:
-        if (q->kind == QUERY_VALUE_VARCHAR)
-            v = parse_val(LC_TS, q->u.s.ptr, q->u.s.len);
-        break;
-    case LC_STR:
-        if (q->kind == QUERY_VALUE_VARCHAR)
-            v = (struct lval){.kind = 3, .s = q->u.s.ptr, .n = q->u.s.len};
-        break;
-    case LC_NONE:
-        break;
-    }
-    return v;
-}
-
-/* a <=> b in the column's domain: -1, 0, 1, or 2 when not comparable. The
- * margin of floating-point classes makes "equal" wide: values within it may
- * be equal, so they never decide a file away. */
-static int cmp(enum lclass c, const struct lval *a, const struct lval *b)
-{
-    if (!a->kind || !b->kind)
-        return 2;
-    if (a->kind == 3 || b->kind == 3) {
-        if (a->kind != 3 || b->kind != 3)
-            return 2;
-        size_t n = a->n < b->n ? a->n : b->n;
-        int r = memcmp(a->s, b->s, n);
-        if (r)
-            return r < 0 ? -1 : 1;
-        return a->n < b->n ? -1 : a->n > b->n ? 1 : 0;
-    }
-    if (a->kind == 1 && b->kind == 1)
-        return a->i < b->i ? -1 : a->i > b->i ? 1 : 0;
-    long double x = a->kind == 1 ? (long double)a->i : a->d;
-    long double y = b->kind == 1 ? (long double)b->i : b->d;
-    long double margin = (fabsl(x) + fabsl(y)) * (c == LC_REAL ? 1e-6L : 1e-12L);
-    if (x < y - margin)
-        return -1;
-    if (x > y + margin)
-        return 1;
-    return 0;
-}
-
-/* ---- verdicts ------------------------------------------------------------------- */
-
-enum verdict { V_SOME, V_NONE, V_ALL };
-
-struct bounds {
-    const struct lval *min, *max;
-    int64_t nulls, rows;        /* nulls -1 unknown */
-};
-
-static enum verdict cmp_verdict_bounds(enum lclass c, enum query_op op, const struct lval *v,
-                                       const struct bounds *b);
-
-/* Floating-point statistics may leave NaN out (Arrow and Spark write the
- * bounds of the other values), and NaN sorts above every number in DuckDB:
- * bounds never rule out a row for >, >= or <>, and never decide that every
- * row matches. */
-static enum verdict cmp_verdict(enum lclass c, enum query_op op, const struct lval *v,
-                                const struct bounds *b)
-{
-    enum verdict r = cmp_verdict_bounds(c, op, v, b);
-    if (c == LC_FLOAT || c == LC_REAL) {
-        if (r == V_ALL)
-            return V_SOME;
-        if (r == V_NONE && (op == QUERY_OP_GT || op == QUERY_OP_GTE || op == QUERY_OP_NEQ))
-            return V_SOME;
-    }
-    return r;
-}
-
-static enum verdict cmp_verdict_bounds(enum lclass c, enum query_op op, const struct lval *v,
-                                       const struct bounds *b)
-{
-    int lo = cmp(c, v, b->min), hi = cmp(c, v, b->max); /* v vs min, v vs max */
-    bool nonull = b->nulls == 0;
-    switch (op) {
-    case QUERY_OP_EQ:
-        if (lo == -1 || hi == 1)
-            return V_NONE;
-        if (lo == 0 && hi == 0 && nonull && c != LC_FLOAT && c != LC_REAL)
-            return V_ALL;
-        return V_SOME;
-    case QUERY_OP_NEQ:
-        if (lo == 0 && hi == 0 && c != LC_FLOAT && c != LC_REAL)
-            return V_NONE; /* only v (and NULLs, which never match) */
-        if ((lo == -1 || hi == 1) && nonull)
-            return V_ALL;
-        return V_SOME;
-    case QUERY_OP_GT: /* col > v */
-        if (hi == 1 || hi == 0)
-            return hi == 0 && (c == LC_FLOAT || c == LC_REAL) ? V_SOME : V_NONE;
-        if (lo == -1 && nonull)
-            return V_ALL;
-        return V_SOME;
-    case QUERY_OP_GTE:
-        if (hi == 1)
-            return V_NONE;
-        if ((lo == -1 || (lo == 0 && c != LC_FLOAT && c != LC_REAL)) && nonull)
-            return V_ALL;
-        return V_SOME;
-    case QUERY_OP_LT: /* col < v */
-        if (lo == -1 || lo == 0)
-            return lo == 0 && (c == LC_FLOAT || c == LC_REAL) ? V_SOME : V_NONE;
-        if (hi == 1 && nonull)
-            return V_ALL;
-        return V_SOME;
-    case QUERY_OP_LTE:
-        if (lo == -1)
-            return V_NONE;
-        if ((hi == 1 || (hi == 0 && c != LC_FLOAT && c != LC_REAL)) && nonull)
-            return V_ALL;
-        return V_SOME;
-    default:
-        return V_SOME;
-    }
-}
-
-static enum verdict pred_verdict(enum lclass c, const struct query_pred *p,
-                                 const struct bounds *b)
-{
-    if (b->rows == 0)
-        return V_NONE;
-    bool all_null = b->nulls >= 0 && b->nulls == b->rows;
-    switch (p->op) {
-    case QUERY_OP_IS_NULL:
-        if (b->nulls == 0)
-            return V_NONE;
-        return all_null ? V_ALL : V_SOME;
-    case QUERY_OP_IS_NOT_NULL:
-        if (all_null)
-            return V_NONE;
-        return b->nulls == 0 ? V_ALL : V_SOME;
-    case QUERY_OP_LIKE:
-    case QUERY_OP_ILIKE:
-        return all_null ? V_NONE : V_SOME;
-    default:
-        break;
-    }
-    if (all_null)
-        return V_NONE; /* comparisons never match NULL */
-    if (c == LC_NONE)
-        return V_SOME;
-    if (p->op == QUERY_OP_IN) {
-        enum verdict acc = V_NONE;
-        const struct query_value *items = p->vals;
-        size_t n = p->nvals;
-        if (n == 1 && items[0].kind == QUERY_VALUE_LIST) {
-            items = items[0].u.list.items;
-            n = items ? p->vals[0].u.list.n : 0;
-        }
-        for (size_t i = 0; i < n && acc != V_ALL; i++) {
-            struct lval v = request_val(c, &items[i]);
-            if (!v.kind)
-                return V_SOME;
-            enum verdict one = cmp_verdict(c, QUERY_OP_EQ, &v, b);
-            if (one != V_NONE)
-                acc = one;
-        }
-        return acc;
-    }
-    if (p->op == QUERY_OP_BETWEEN && p->nvals == 2) {
-        struct lval lo = request_val(c, &p->vals[0]), hi = request_val(c, &p->vals[1]);
-        if (!lo.kind || !hi.kind)
-            return V_SOME;
-        enum verdict a = cmp_verdict(c, QUERY_OP_GTE, &lo, b);
-        enum verdict z = cmp_verdict(c, QUERY_OP_LTE, &hi, b);
-        if (a == V_NONE || z == V_NONE)
-            return V_NONE;
-        return a == V_ALL && z == V_ALL ? V_ALL : V_SOME;
-    }
-    if (p->nvals != 1)
-        return V_SOME;
-    struct lval v = request_val(c, &p->vals[0]);
-    if (!v.kind)
-        return V_SOME;
-    return cmp_verdict(c, p->op, &v, b);
-}
 
 /* ---- building ------------------------------------------------------------------- */
 
@@ -648,16 +306,16 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
         lz->col_partition[c] = cols[c].partition;
         file_cols[c] = cols[c].partition < 0 && cols[c].file ? cols[c].file->name : NULL;
         const char *type = snap->n_schema > c ? snap->schema_types[c] : NULL;
-        lz->col_class[c] = class_of(type);
+        lz->col_class[c] = lazy_class_of(type);
         if (!lz->col_names[c])
             rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     }
     for (size_t k = 0; rc == VT_ERR_OK && k < np; k++) {
-        lz->part_class[k] = class_of(snap->partition_types[k]);
+        lz->part_class[k] = lazy_class_of(snap->partition_types[k]);
         for (size_t i = 0; i < nf; i++) {
             const char *v = snap->files[i].partition_values[k];
             if (v)
-                lz->part_vals[i * np + k] = parse_val(lz->part_class[k], v, strlen(v));
+                lz->part_vals[i * np + k] = lazy_parse_val(lz->part_class[k], v, strlen(v));
         }
     }
     /* The footers, once. */
@@ -803,10 +461,10 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
         if (m->min && m->max) {
             size_t a = strlen(m->min), b = strlen(m->max);
             memcpy(sp, m->min, a + 1);
-            s->min = parse_val(lz->col_class[c], sp, a);
+            s->min = lazy_parse_val(lz->col_class[c], sp, a);
             sp += a + 1;
             memcpy(sp, m->max, b + 1);
-            s->max = parse_val(lz->col_class[c], sp, b);
+            s->max = lazy_parse_val(lz->col_class[c], sp, b);
             sp += b + 1;
         }
     }
@@ -898,50 +556,50 @@ static int lazy_column(const struct source_lazy *lz, const struct query_request 
 
 /* The verdict of every predicate together on one file (rg = SIZE_MAX: the
  * file's row groups taken together) or one row group. */
-static enum verdict verdict(const struct source_lazy *lz, const struct query_request *req,
+static enum lazy_verdict verdict(const struct source_lazy *lz, const struct query_request *req,
                             const int *pcol, size_t file, size_t rg)
 {
     const struct lfile *f = &lz->files[file];
-    enum verdict acc = V_ALL;
-    for (size_t i = 0; i < req->npreds && acc != V_NONE; i++) {
+    enum lazy_verdict acc = LAZY_ALL;
+    for (size_t i = 0; i < req->npreds && acc != LAZY_NONE; i++) {
         const struct query_pred *p = &req->preds[i];
         int c = pcol[i];
         if (c < 0) {
-            acc = V_SOME;
+            acc = LAZY_SOME;
             continue;
         }
-        enum verdict v;
+        enum lazy_verdict v;
         int k = lz->col_partition[c];
         if (k >= 0) {
-            const struct lval *val = &lz->part_vals[file * lz->n_partitions + (size_t)k];
+            const struct lazy_val *val = &lz->part_vals[file * lz->n_partitions + (size_t)k];
             bool null = !f->pvals || !f->pvals[k];
             if (!null && !val->kind) {
-                v = V_SOME; /* a value we cannot compare */
+                v = LAZY_SOME; /* a value we cannot compare */
             } else {
                 int64_t rows = rg == SIZE_MAX ? f->rows : lz->rg_rows[f->rg0 + rg];
-                struct bounds b = {val, val, null ? rows : 0, rows};
-                v = pred_verdict(lz->part_class[k], p, &b);
+                struct lazy_bounds b = {val, val, null ? rows : 0, rows};
+                v = lazy_pred_verdict(lz->part_class[k], p, &b);
             }
         } else if (rg != SIZE_MAX) {
             const struct lstat *s = &lz->stats[(f->rg0 + rg) * lz->n_cols + (size_t)c];
-            struct bounds b = {&s->min, &s->max, s->nulls, lz->rg_rows[f->rg0 + rg]};
-            v = pred_verdict(lz->col_class[c], p, &b);
+            struct lazy_bounds b = {&s->min, &s->max, s->nulls, lz->rg_rows[f->rg0 + rg]};
+            v = lazy_pred_verdict(lz->col_class[c], p, &b);
         } else {
             /* The file: NONE when every row group is NONE, ALL when all are ALL. */
             bool all_none = f->n_rg > 0, all_all = f->n_rg > 0;
             for (size_t g = 0; g < f->n_rg && (all_none || all_all); g++) {
                 const struct lstat *s = &lz->stats[(f->rg0 + g) * lz->n_cols + (size_t)c];
-                struct bounds b = {&s->min, &s->max, s->nulls, lz->rg_rows[f->rg0 + g]};
-                enum verdict one = pred_verdict(lz->col_class[c], p, &b);
-                all_none = all_none && one == V_NONE;
-                all_all = all_all && one == V_ALL;
+                struct lazy_bounds b = {&s->min, &s->max, s->nulls, lz->rg_rows[f->rg0 + g]};
+                enum lazy_verdict one = lazy_pred_verdict(lz->col_class[c], p, &b);
+                all_none = all_none && one == LAZY_NONE;
+                all_all = all_all && one == LAZY_ALL;
             }
-            v = f->rows == 0 || all_none ? V_NONE : all_all ? V_ALL : V_SOME;
+            v = f->rows == 0 || all_none ? LAZY_NONE : all_all ? LAZY_ALL : LAZY_SOME;
         }
-        if (v == V_NONE)
-            acc = V_NONE;
-        else if (v == V_SOME)
-            acc = V_SOME;
+        if (v == LAZY_NONE)
+            acc = LAZY_NONE;
+        else if (v == LAZY_SOME)
+            acc = LAZY_SOME;
     }
     return acc;
 }
@@ -1096,8 +754,8 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
     int64_t known = 0;
     bool all_known = true;
     for (size_t i = 0; i < lz->n_files; i++) {
-        enum verdict fv = req->npreds ? verdict(lz, req, pcol, i, SIZE_MAX) : V_ALL;
-        if (fv == V_NONE) {
+        enum lazy_verdict fv = req->npreds ? verdict(lz, req, pcol, i, SIZE_MAX) : LAZY_ALL;
+        if (fv == LAZY_NONE) {
             continue;
         }
         /* Row groups: what statistics decide, and what only reading can. */
@@ -1105,12 +763,12 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
         bool file_decided = true;
         size_t read_rg = 0;
         for (size_t g = 0; g < lz->files[i].n_rg; g++) {
-            enum verdict gv = fv == V_ALL ? V_ALL : verdict(lz, req, pcol, i, g);
-            if (gv == V_ALL)
+            enum lazy_verdict gv = fv == LAZY_ALL ? LAZY_ALL : verdict(lz, req, pcol, i, g);
+            if (gv == LAZY_ALL)
                 file_known += lz->rg_rows[lz->files[i].rg0 + g];
-            else if (gv == V_SOME)
+            else if (gv == LAZY_SOME)
                 file_decided = false;
-            if (gv != V_NONE)
+            if (gv != LAZY_NONE)
                 read_rg++;
         }
         if (read_rg == 0 && lz->files[i].n_rg > 0)

@@ -241,6 +241,42 @@ bool list_cache_get(const char *key, int64_t ttl_secs, struct storage_listing *o
 void list_cache_put(const char *key, const struct storage_listing *l, int64_t max_bytes);
 size_t list_cache_bytes(void);
 
+/* ---- statistics and verdicts of lazy generations (lazy_stats.c) ----------- */
+
+enum lazy_class {
+    LAZY_C_NONE, LAZY_C_BOOL, LAZY_C_INT, LAZY_C_FLOAT, LAZY_C_REAL, LAZY_C_DATE, LAZY_C_TS,
+    LAZY_C_STR
+};
+
+/* A value in a column's domain. */
+struct lazy_val {
+    uint8_t kind;               /* 0 none, 1 int (i), 2 double (d), 3 string (s, n) */
+    int64_t i;
+    double d;
+    const char *s;
+    size_t n;
+};
+
+enum lazy_verdict { LAZY_SOME, LAZY_NONE, LAZY_ALL };
+
+struct lazy_bounds {
+    const struct lazy_val *min, *max;
+    int64_t nulls, rows;        /* nulls -1 unknown */
+};
+
+/* The class of a DuckDB type name (LAZY_C_NONE: not compared). */
+enum lazy_class lazy_class_of(const char *type);
+/* Text of a statistic or partition value -> a value of the class (kind 0:
+ * not understood). Strings point into `s`. */
+struct lazy_val lazy_parse_val(enum lazy_class c, const char *s, size_t n);
+/* A request value -> the column's domain (kind 0 when not comparable). */
+struct lazy_val lazy_request_val(enum lazy_class c, const struct query_value *q);
+/* a <=> b in the column's domain: -1, 0, 1, or 2 when not comparable. */
+int lazy_cmp(enum lazy_class c, const struct lazy_val *a, const struct lazy_val *b);
+/* The verdict of one predicate on values bounded by b. */
+enum lazy_verdict lazy_pred_verdict(enum lazy_class c, const struct query_pred *p,
+                                    const struct lazy_bounds *b);
+
 /* ---- lazy generations (lazy.c) --------------------------------------------- */
 
 /* Reads the footers of every file of a lazy snapshot once and keeps what
