@@ -7,4 +7,8 @@ build=$(cd "${1:-$top/build}" && pwd)
 for tool in wrk nginx curl; do
     command -v "$tool" >/dev/null || { echo "bench: $tool is missing; run ./scripts/install-deps.sh" >&2; exit 1; }
 done
+# BENCH_SCALE=1: the lazy datasets bigger than memory instead (bench/scale.py).
+if [ "${BENCH_SCALE:-0}" = 1 ]; then
+    exec /usr/bin/python3 "$top/bench/scale.py" "$build"
+fi
 exec /usr/bin/python3 "$top/bench/bench.py" "$build"

@@ -11,8 +11,10 @@
  *       read_parquet(FILE); CHECKPOINT g. Prints "loaded ms=..." when done,
  *       then idles IDLE_MS and prints "rss_kb=... hwm_kb=... duckdb_bytes=..."
  *       (VmRSS/VmHWM of /proc/self/status; DuckDB's own memory accounting).
- *   vt-floor serve FILE.parquet
- *       Loads as above, prints "ready", then runs commands read from stdin,
+ *   vt-floor serve FILE.parquet|-
+ *       Loads as above (nothing with "-": the SQL reads the files itself, as
+ *       the lazy floors of bench/scale.py do), prints "ready", then runs
+ *       commands read from stdin,
  *       one per line, fields separated by TABs:
  *           run MODE RUNS PARAMS SQL
  *       SQL is prepared once and executed RUNS times (streaming, chunks
@@ -678,8 +680,13 @@ static int cmd_serve(const char *path)
     duckdb_database db;
     duckdb_connection con;
     open_db(&db, &con);
-    double ms = load(con, path);
-    must(con, "USE g");
+    /* "-": nothing loaded; the statements read files themselves (the lazy
+     * floors of BENCH_SCALE, bench/scale.py). */
+    double ms = 0;
+    if (strcmp(path, "-") != 0) {
+        ms = load(con, path);
+        must(con, "USE g");
+    }
     printf("ready load_ms=%.1f\n", ms);
     fflush(stdout);
     char *line = NULL;

@@ -193,6 +193,10 @@ int main(int argc, char **argv)
     bool denied = false;
     enum vt_err rc;
     rc = source_resolve(&ds, &ctx, &snap, &denied, &err);
+    /* The rows are read whole here: a lazy S3 snapshot fetches its objects. */
+    struct range_cache_lease *holds = NULL;
+    if (rc == VT_ERR_OK && snap.lazy)
+        rc = source_lazy_read_all(snap.lazy, 0, NULL, &holds, &err);
     if (rc != VT_ERR_OK) {
         print_error(rc, vt_error_message(&err), denied);
         return 1;
@@ -263,6 +267,7 @@ int main(int argc, char **argv)
     duckdb_close(&db);
 out:
     sb_release(&sql);
+    source_lazy_read_release(holds);
     source_snapshot_release(&snap); /* the downloads go with it */
     return status;
 }

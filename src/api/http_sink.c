@@ -61,7 +61,7 @@ static char *add_timing_entry(char *p, const char *name, int64_t us)
 
 static void add_server_timing(struct api_sink *a)
 {
-    char v[160];
+    char v[256];
     char *p = v;
     p = add_timing_entry(p, "queue", http_req_queue_us(a->req));
     *p++ = ',';
@@ -71,6 +71,12 @@ static void add_server_timing(struct api_sink *a)
     *p++ = ',';
     p = add_timing_entry(p, "encode", a->timing.encode_us);
     *p = '\0';
+    /* A lazy dataset: what pruning left to read (files and row groups). */
+    if (a->timing.lazy_files)
+        snprintf(p, sizeof v - (size_t)(p - v),
+                 ",lazy;desc=\"files %u/%u row_groups %u/%u\"", a->timing.lazy_files_read,
+                 a->timing.lazy_files, a->timing.lazy_row_groups_read,
+                 a->timing.lazy_row_groups);
     http_add_header(a->req, "Server-Timing", v);
 }
 

@@ -19,6 +19,7 @@
 
 #include "api/api.h"
 #include "metrics/metrics.h"
+#include "sources/source.h"
 #include "util/timeutil.h"
 
 #define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -91,6 +92,20 @@ static void write_datasets(struct strbuf *out, struct cat_catalog *cat)
                 list[i].lazy ? ",residency=\"lazy\"" : ",residency=\"memory\"");
         metrics_w_value_u64(out, (uint64_t)list[i].source_bytes);
     }
+    metrics_w_family(out, "vitrine_dataset_lazy_metadata_bytes", METRICS_GAUGE,
+                     "Memory of a lazy dataset's footers and statistics, read once per "
+                     "generation (what plans its requests).");
+    for (size_t i = 0; i < n; i++) {
+        if (list[i].lazy_metadata_bytes < 0)
+            continue;
+        ds_name(out, "vitrine_dataset_lazy_metadata_bytes", &lab[i], NULL);
+        metrics_w_value_u64(out, (uint64_t)list[i].lazy_metadata_bytes);
+    }
+    metrics_w_family(out, "vitrine_s3_range_cache_bytes", METRICS_GAUGE,
+                     "Bytes of S3 objects the range cache of lazy datasets holds on disk "
+                     "(bounded by server.s3_cache_mb).");
+    metrics_w_sample_u64(out, "vitrine_s3_range_cache_bytes", NULL,
+                         (uint64_t)source_range_cache_bytes());
     metrics_w_family(out, "vitrine_dataset_index_bytes", METRICS_GAUGE,
                      "Memory of the dataset's index fast path (equality index and row store).");
     for (size_t i = 0; i < n; i++) {

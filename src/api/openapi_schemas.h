@@ -354,7 +354,7 @@ static const char openapi_components_json[] = OPENAPI_JSON({
       "schema": {"type": "string"}
     },
     "Server-Timing": {
-      "description": "Where the time went, in ms: queue (waiting for a worker), plan (validation, SQL, prepare), execute, encode. On a streamed reply: as of the first bytes.",
+      "description": "Where the time went, in ms: queue (waiting for a worker), plan (validation, SQL, prepare), execute, encode; on a lazy dataset also lazy;desc=\"files R/N row_groups R/N\" (what partition and statistics pruning left to read). On a streamed reply: as of the first bytes.",
       "schema": {"type": "string", "examples": ["queue;dur=0.012,plan;dur=0.140,execute;dur=0.880,encode;dur=0.210"]}
     },
     "X-Dataset-Refreshed-At": {

@@ -312,8 +312,6 @@ void cat_unregistered(struct cat_catalog *cat, struct cat_dataset *ds)
     pthread_mutex_lock(&ds->mu);
     ds->registered = false;
     pthread_mutex_unlock(&ds->mu);
-    /* Its cached S3 objects become evictable. */
-    source_forget_dataset(ds->cfg.name);
     cat_scheduler_cancel(cat->sched, ds->cfg.name);
     cat_dataset_put(ds);
 }
@@ -450,6 +448,11 @@ static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen
 static enum vt_err count_rows(duckdb_connection con, struct cat_generation *gen,
                               struct vt_error *err)
 {
+    /* A lazy generation knows its rows from the footers it read. */
+    if (gen->priv->snapshot.lazy) {
+        gen->rows = source_lazy_rows(gen->priv->snapshot.lazy);
+        return VT_ERR_OK;
+    }
     char sql[160];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", gen->relation);
     duckdb_result res;
@@ -517,7 +520,15 @@ enum vt_err cat_bind_upstreams(struct cat_catalog *cat, duckdb_connection con,
         }
         ups->gens[ups->n] = gen;
         ups->names[ups->n] = strdup(name);
+        ups->reads[ups->n] = NULL;
         ups->n++;
+        /* The statement reads the whole view: a lazy S3 upstream's objects
+         * are made local (and held) first. */
+        if (cat_generation_read_all(gen, deadline_ms, &ups->reads[ups->n - 1], err) !=
+            VT_ERR_OK) {
+            cat_unbind_upstreams(con, ups);
+            return err->code;
+        }
         struct strbuf sql;
         sb_init(&sql, 0);
         sb_adds(&sql, "CREATE OR REPLACE TEMPORARY VIEW ");
@@ -544,6 +555,8 @@ void cat_unbind_upstreams(duckdb_connection con, struct cat_upstreams *ups)
         eng_exec(con, sql.buf, VT_ERR_INTERNAL, &ignored);
         sb_release(&sql);
         free(ups->names[i]);
+        cat_generation_read_release(ups->reads[i]);
+        ups->reads[i] = NULL;
         cat_generation_release(ups->gens[i]);
     }
     ups->n = 0;
@@ -845,6 +858,10 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         struct source_context ctx = {
             .cache_dir = cat->cache_dir,
             .temp_dir = cat->temp_dir,
+            .cache_max_bytes = cat->cfg->server.s3_cache_mb * 1024 * 1024,
+            .list_cache = cat->cfg->datafusion.list_files_cache,
+            .list_cache_max_bytes = cat->cfg->datafusion.list_files_cache_mb * 1024 * 1024,
+            .list_cache_ttl_secs = cat->cfg->datafusion.list_files_cache_ttl_secs,
             .db = cat->db,
             .con = con,
             .pin_name = gen->id,
@@ -891,9 +908,12 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     if (!rc)
         rc = cat_generation_derive(cat, con, gen, cfg, err);
     /* A resident generation has its rows: the snapshot and the files
-     * downloaded for it go now. A lazy one keeps them (its view reads them). */
+     * downloaded for it go now. A lazy one keeps them (its view reads them),
+     * without what only the build needed held. */
     if (!gen->lazy)
         source_snapshot_release(&gen->priv->snapshot);
+    else
+        source_snapshot_settle(&gen->priv->snapshot);
     if (rc) {
         cat_detach_database(cat, con, gen->priv->db_name);
         generation_free(gen);
@@ -1051,6 +1071,9 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     bool skipped = false;
     int64_t rows = 0, columns = 0;
     if (gen) {
+        if (gen->priv->snapshot.lazy)
+            log_info("dataset %s: lazy metadata of %zu bytes (footers and statistics)",
+                     ds->cfg.name, source_lazy_bytes(gen->priv->snapshot.lazy));
         log_info("dataset %s published: %lld rows, %zu columns, %s, %lld ms", ds->cfg.name,
                  (long long)gen->rows, gen->n_cols, gen->lazy ? "lazy" : "resident",
                  (long long)gen->priv->build_ms);
@@ -1461,10 +1484,13 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
     st->next_refresh_at_us = ds->next_refresh_at_us;
     st->last_error = ds->last_error ? strdup(ds->last_error) : NULL;
     st->source_bytes = -1;
+    st->lazy_metadata_bytes = -1;
     memcpy(st->builds, ds->builds, sizeof st->builds);
     if (ds->current) {
         struct cat_generation *gen = ds->current;
         st->source_bytes = gen->priv->source_bytes;
+        if (gen->priv->snapshot.lazy)
+            st->lazy_metadata_bytes = (int64_t)source_lazy_bytes(gen->priv->snapshot.lazy);
         const struct cat_fastpath *fp = cat_generation_fastpath(gen);
         st->index_bytes = fp ? (int64_t)fp->bytes : 0;
         st->lazy = gen->lazy;
@@ -1518,4 +1544,35 @@ void cat_status_list_free(struct cat_status *list, size_t n)
     for (size_t i = 0; i < n; i++)
         cat_status_free(&list[i]);
     free(list);
+}
+
+enum vt_err cat_generation_plan_lazy(const struct cat_generation *gen,
+                                     const struct query_request *req, struct arena *arena,
+                                     const struct eng_job *job, struct source_lazy_plan *out,
+                                     struct vt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const struct source_lazy *lz = gen->priv->snapshot.lazy;
+    if (!lz)
+        return VT_ERR_OK;
+    return source_lazy_plan(lz, req, arena, job ? atomic_load(&job->deadline_ms) : 0,
+                            job ? &job->cancelled : NULL, out, err);
+}
+
+enum vt_err cat_generation_read_all(const struct cat_generation *gen, int64_t deadline_ms,
+                                    void **out_holds, struct vt_error *err)
+{
+    *out_holds = NULL;
+    const struct source_lazy *lz = gen->priv->snapshot.lazy;
+    if (!lz)
+        return VT_ERR_OK;
+    struct range_cache_lease *holds = NULL;
+    enum vt_err rc = source_lazy_read_all(lz, deadline_ms, NULL, &holds, err);
+    *out_holds = holds;
+    return rc;
+}
+
+void cat_generation_read_release(void *holds)
+{
+    source_lazy_read_release(holds);
 }

@@ -104,6 +104,7 @@ struct cat_status {
     /* For the metrics: */
     int64_t source_bytes;       /* files read by the current generation; -1 = none */
     int64_t index_bytes;        /* its index fast path (index + row store); 0 = none */
+    int64_t lazy_metadata_bytes; /* a lazy generation's footers and statistics; -1 = none */
     /* builds ended, by trigger (enum cat_refresh_source) and outcome (0 ok, 1 failed) */
     uint64_t builds[5][2];
 };
@@ -141,6 +142,20 @@ struct cat_generation *cat_dataset_acquire(struct cat_dataset *ds, int64_t deadl
  * however many requests ask at the same time). Waits until deadline_ms. */
 enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int *out_fd,
                             uint64_t *out_size, struct vt_error *err);
+
+/* A lazy generation's plan for a structured request (issue 17): the relation
+ * over the files its predicates can match, or the count its metadata answers
+ * (source_lazy_plan). For other generations out->relation stays NULL. */
+enum vt_err cat_generation_plan_lazy(const struct cat_generation *gen,
+                                     const struct query_request *req, struct arena *arena,
+                                     const struct eng_job *job, struct source_lazy_plan *out,
+                                     struct vt_error *err);
+/* Everything a statement over the whole generation reads made local (S3
+ * lazy generations: every object of it through the range cache), held until
+ * cat_generation_read_release(*out_holds). A no-op for other generations. */
+enum vt_err cat_generation_read_all(const struct cat_generation *gen, int64_t deadline_ms,
+                                    void **out_holds, struct vt_error *err);
+void cat_generation_read_release(void *holds);
 
 /* The fast path when it is ready, else NULL. */
 const struct cat_fastpath *cat_generation_fastpath(const struct cat_generation *gen);

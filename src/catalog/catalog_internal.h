@@ -137,6 +137,7 @@ void cat_expire(void *ctx, struct cat_dataset *ds);
 struct cat_upstreams {
     struct cat_generation *gens[64];
     char *names[64];
+    void *reads[64];            /* lazy S3 upstreams: their objects, held (read_all) */
     size_t n;
 };
 enum vt_err cat_bind_upstreams(struct cat_catalog *cat, duckdb_connection con,

@@ -23,10 +23,19 @@
 static enum vt_err derive_sample(duckdb_connection con, struct cat_generation *gen,
                                  struct vt_error *err)
 {
-    char sql[200];
-    snprintf(sql, sizeof sql, "SELECT * FROM %s LIMIT 1", gen->relation);
+    /* A lazy generation samples its first file (the one row group of it
+     * the build made present), not whatever file a parallel scan reads first. */
+    char *first = source_lazy_first_relation(gen->priv->snapshot.lazy);
+    struct strbuf sql;
+    sb_init(&sql, 0);
+    sb_addf(&sql, "SELECT * FROM %s LIMIT 1", first ? first : gen->relation);
+    free(first);
     duckdb_result res;
-    if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
+    duckdb_state qs = sql.overflow ? DuckDBError : duckdb_query(con, sql.buf, &res);
+    sb_release(&sql);
+    if (sql.overflow)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (qs != DuckDBSuccess) {
         vt_error_set(err, VT_ERR_BUILD_FAILED, "sample row: %s", duckdb_result_error(&res));
         duckdb_destroy_result(&res);
         return VT_ERR_BUILD_FAILED;

@@ -38,14 +38,18 @@ static void export_run(struct eng_job *job, duckdb_connection con)
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/%s.parquet", cat->export_dir, gen->id);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    /* A lazy S3 generation's objects, whole, for the copy. */
+    void *reads = NULL;
+    struct vt_error err = {0};
+    enum vt_err rc = cat_generation_read_all(gen, 0, &reads, &err);
     struct strbuf sql;
     sb_init(&sql, 0);
     sb_addf(&sql, "COPY (SELECT * FROM %s) TO ", gen->relation);
     sb_add_sql_string(&sql, tmp);
     sb_adds(&sql, " (FORMAT parquet)");
-    struct vt_error err = {0};
     int64_t t0 = time_mono_ms();
-    enum vt_err rc = eng_exec(con, sql.buf, VT_ERR_INTERNAL, &err);
+    if (rc == VT_ERR_OK)
+        rc = eng_exec(con, sql.buf, VT_ERR_INTERNAL, &err);
     sb_release(&sql);
     struct stat st;
     if (rc == VT_ERR_OK && rename(tmp, path) != 0)
@@ -72,6 +76,7 @@ static void export_run(struct eng_job *job, duckdb_connection con)
                            rc == VT_ERR_OK ? (uint64_t)st.st_size : 0);
     pthread_cond_broadcast(&gen->priv->export_cv);
     pthread_mutex_unlock(&gen->priv->export_mu);
+    cat_generation_read_release(reads);
 }
 
 static void export_done(struct eng_job *job)

@@ -134,6 +134,7 @@ struct server_config {
                                  * absolute path; default <config_dir>/storage */
     char *memory_limit;         /* DuckDB memory_limit: a size ("8GB") or a share of RAM
                                  * ("50%", the default; eng_open resolves it) */
+    int64_t s3_cache_mb;        /* budget of the S3 range cache of lazy datasets */
     char *temp_directory;       /* DuckDB spill directory, resolved against the config
                                  * file's directory; NULL = a private temp dir */
     /* Confinement of runtime registrations (src/sources/ enforces them).

@@ -552,6 +552,11 @@ const struct cfg_key cfg_schema[] = {
             "logged at start). Resident datasets, sorts and group-bys count against it; above "
             "it large operators spill to temp_directory. The rest is left for the index, row "
             "stores and response buffers, which DuckDB does not count."},
+    {"server", "s3_cache_mb", CFG_T_INT, C(server.s3_cache_mb), RANGE(1, INT64_MAX),
+     .def = "4096",
+     .doc = "Budget in MiB of the local cache of S3 byte ranges that lazy datasets read "
+            "(footers, the chunks queries need); least recently used objects go first, never "
+            "what a running query reads."},
     {"server", "temp_directory", CFG_T_PATH, C(server.temp_directory),
      .def_doc = "a private directory under $TMPDIR, removed at exit", .example = "\"tmp\"",
      .doc = "Where DuckDB spills sorts, joins and group-bys that do not fit in memory_limit."},
@@ -707,13 +712,17 @@ const struct cfg_key cfg_schema[] = {
 
     /* -------------------------------------------------------- [datafusion] */
     {"", "datafusion", CFG_T_TABLE,
-     .doc = "Options of the datafusion engine; accepted and ignored by this DuckDB build."},
+     .doc = "Options of the datafusion engine; this DuckDB build ignores them, except the "
+            "listing cache (list_files_cache*), which it applies to S3 Parquet sources."},
     {"datafusion", "pushdown_filters", CFG_T_BOOL, C(datafusion.pushdown_filters),
      .def = "false", .doc = "Evaluate row filters during Parquet decode."},
     {"datafusion", "reorder_filters", CFG_T_BOOL, C(datafusion.reorder_filters), .def = "false",
      .doc = "Reorder filters (only with pushdown_filters)."},
     {"datafusion", "list_files_cache", CFG_T_BOOL, C(datafusion.list_files_cache),
-     .def = "false", .doc = "Cache object-store listings (not for Delta sources)."},
+     .def = "false",
+     .doc = "Cache object-store listings (not for Delta sources): a rebuild of an S3 Parquet "
+            "dataset (reload, refresh) within the TTL reuses its location's listing instead of "
+            "listing again, so objects added meanwhile are seen only after the TTL."},
     {"datafusion", "list_files_cache_mb", CFG_T_INT, C(datafusion.list_files_cache_mb),
      RANGE(1, INT64_MAX), .def = "64", .doc = "Listing cache budget in MiB."},
     {"datafusion", "list_files_cache_ttl_secs", CFG_T_INT,

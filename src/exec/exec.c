@@ -16,6 +16,7 @@
 #include "encode/json_rows.h"
 #include "index/index.h"
 #include "index/rowstore.h"
+#include "util/log.h"
 #include "util/timeutil.h"
 
 /* The row store decompresses one block of ROWSTORE_BLOCK_ROWS rows per block
@@ -165,8 +166,10 @@ void exec_unpin(struct exec_pin *pin)
 {
     if (!pin)
         return;
+    cat_generation_read_release(pin->reads);
     cat_generation_release(pin->gen);
     cat_dataset_put(pin->ds);
+    pin->reads = NULL;
     pin->gen = NULL;
     pin->ds = NULL;
 }
@@ -753,6 +756,7 @@ static const char *sql_with_generations(const struct exec_plan *plan)
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con)
 {
     struct vt_error err = {0};
+    struct range_cache_lease *holds = NULL; /* lazy S3 ranges the run reads */
     if (stop_requested(plan, &err)) {
         sink->ops->fail(sink, &err);
         return;
@@ -778,9 +782,42 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
             return;
         }
     } else {
-        if (query_build_sql(plan->query, plan->gen->relation, plan->arena, &qp, &err) !=
-            VT_ERR_OK) {
+        const char *relation = plan->gen->relation;
+        if (plan->gen->lazy) {
+            /* Only the files the predicates can match; a count the footers
+             * answer needs no DuckDB at all. */
+            struct source_lazy_plan lp;
+            if (cat_generation_plan_lazy(plan->gen, plan->query, plan->arena, plan->job, &lp,
+                                         &err) != VT_ERR_OK) {
+                source_lazy_plan_release(&lp);
+                sink->ops->fail(sink, &err);
+                return;
+            }
+            holds = lp.holds;
+            if (plan->timing && lp.files) {
+                plan->timing->lazy_files = (uint32_t)lp.files;
+                plan->timing->lazy_files_read = (uint32_t)lp.files_read;
+                plan->timing->lazy_row_groups = (uint32_t)lp.row_groups;
+                plan->timing->lazy_row_groups_read = (uint32_t)lp.row_groups_read;
+            }
+            if (lp.files)
+                log_debug("lazy %s: %zu of %zu files, %zu of %zu row groups to read%s",
+                          plan->gen->id, lp.files_read, lp.files, lp.row_groups_read,
+                          lp.row_groups, lp.count_known ? " (count from statistics)" : "");
+            if (lp.count_known && plan->kind == EXEC_COUNT) {
+                if (plan->timing)
+                    plan->timing->plan_us += time_mono_us() - t_plan;
+                sink->ops->count(sink, (uint64_t)lp.count, &err);
+                sink_finish(sink, &err);
+                source_lazy_read_release(holds);
+                return;
+            }
+            if (lp.relation)
+                relation = lp.relation;
+        }
+        if (query_build_sql(plan->query, relation, plan->arena, &qp, &err) != VT_ERR_OK) {
             sink->ops->fail(sink, &err);
+            source_lazy_read_release(holds);
             return;
         }
         sql = qp.sql;
@@ -818,6 +855,7 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
                 err = why;
         }
         sink->ops->fail(sink, &err);
+        source_lazy_read_release(holds);
         return;
     }
     bool early = false;
@@ -831,6 +869,7 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
     else if (err.code != VT_ERR_OK || early)
         cache_forget(s, ps);
     sink_finish(sink, &err);
+    source_lazy_read_release(holds);
 }
 
 void exec_shape_release(struct exec_shape *s)

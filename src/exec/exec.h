@@ -111,6 +111,10 @@ struct exec_timing {
     int64_t plan_us;
     int64_t execute_us;
     int64_t encode_us;
+    /* A lazy generation's plan: files and row groups left to read of all
+     * (pruned by partition values and statistics); lazy_files 0: none. */
+    uint32_t lazy_files, lazy_files_read;
+    uint32_t lazy_row_groups, lazy_row_groups_read;
 };
 
 enum exec_kind {
@@ -161,6 +165,7 @@ struct exec_plan {
 struct exec_pin {
     struct cat_dataset *ds;
     struct cat_generation *gen;
+    void *reads;                /* what cat_generation_read_all holds for it, or NULL */
 };
 
 /* Looks `name` up and takes its current generation, waiting for a lazy

@@ -887,15 +887,15 @@ enum vt_err source_delta_measure(const struct vt_dataset_config *ds,
 /* Data files made readable (in place, pinned, downloaded or cached) into
  * out->files, with their sizes and partition values. */
 static enum vt_err fetch_files(struct delta_table *t, const struct source_context *ctx,
-                               struct source_snapshot *out, struct vt_error *err)
+                               struct source_snapshot *out, struct storage_fetch **out_fetched,
+                               struct vt_error *err)
 {
     size_t n = t->n_adds, npc = t->npc;
     struct storage_fetch *f = calloc(n, sizeof *f);
+    *out_fetched = f;
     out->files = calloc(n, sizeof *out->files);
-    if (!f || !out->files) {
-        free(f);
+    if (!f || !out->files)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-    }
     out->n_files = n;
     for (size_t i = 0; i < n; i++)
         f[i] = (struct storage_fetch){.name = t->names[i], .size = t->sizes[i]};
@@ -920,7 +920,6 @@ static enum vt_err fetch_files(struct delta_table *t, const struct source_contex
             t->pvals[i * npc + k] = NULL;
         }
     }
-    free(f);
     out->total_bytes = t->total_bytes;
     return rc;
 }
@@ -935,12 +934,13 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
     struct source_probe probe = {0};
     struct source_scan_column *cols = NULL;
     const char **paths = NULL, **pvals = NULL;
+    struct storage_fetch *fetched = NULL;
     enum vt_err rc = delta_table_open(ds, ctx, &t, out_access_denied, err);
     if (rc != VT_ERR_OK)
         return rc;
     size_t n = t->n_adds, npc = t->npc;
     const struct delta_schema *schema = &t->schema;
-    rc = fetch_files(t, ctx, out, err);
+    rc = fetch_files(t, ctx, out, &fetched, err);
     if (rc == VT_ERR_OK && !t->duck)
         rc = source_duck_open(ctx, &t->duck, err);
     paths = calloc(n, sizeof *paths);
@@ -997,6 +997,12 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
             .n_partitions = npc, .partition_values = pvals,
         };
         rc = source_scan_sql(&scan, &out->select_sql, err);
+        char *list = NULL;
+        if (rc == VT_ERR_OK && ctx && ctx->for_lazy)
+            rc = source_scan_select_list(&scan, &list, err);
+        if (rc == VT_ERR_OK && list)
+            rc = source_lazy_build(t->duck, out, ds, ctx, fetched, cols, schema->n, list, err);
+        free(list);
     }
     if (rc == VT_ERR_OK) {
         char vbuf[32];
@@ -1009,6 +1015,11 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
                   (long long)t->version, n, (long long)t->total_bytes);
     if (t->st->access_denied && out_access_denied)
         *out_access_denied = true;
+    for (size_t i = 0; fetched && i < n; i++) {
+        free(fetched[i].bucket);
+        free(fetched[i].key);
+    }
+    free(fetched);
     free(paths);
     free(pvals);
     free(cols);

@@ -16,8 +16,9 @@
  * directory segments of the path become columns (every file must have the
  * same keys in the same order); auto = the same when every file has them,
  * else none; none = no partition columns. Values are percent-decoded,
- * __HIVE_DEFAULT_PARTITION__ is NULL, and a column is BIGINT when every value
- * is an integer, DATE when every value is YYYY-MM-DD, else VARCHAR. Partition
+ * __HIVE_DEFAULT_PARTITION__ and NULL (what DuckDB writes) are NULL, and a
+ * column is BIGINT when every value is an integer, DATE when every value is
+ * YYYY-MM-DD, else VARCHAR. Partition
  * columns come after the file columns and win over a file column of the same
  * name.
  */
@@ -201,7 +202,10 @@ static int parse_hive(const char *path, struct hive_kv **out, size_t *out_n)
             struct hive_kv *kv = &(*out)[(*out_n)++];
             kv->key = pct_decode(seg, (size_t)(eq - seg));
             size_t vl = (size_t)(slash - eq - 1);
-            bool null = vl == strlen(HIVE_NULL) && strncmp(eq + 1, HIVE_NULL, vl) == 0;
+            /* Spark and Hive write __HIVE_DEFAULT_PARTITION__ for NULL,
+             * DuckDB writes NULL (and reads it back as NULL). */
+            bool null = (vl == strlen(HIVE_NULL) && strncmp(eq + 1, HIVE_NULL, vl) == 0) ||
+                        (vl == 4 && strncmp(eq + 1, "NULL", 4) == 0);
             kv->value = null ? NULL : pct_decode(eq + 1, vl);
             if (!kv->key || (!null && !kv->value))
                 return -1;
@@ -356,7 +360,9 @@ static char *listing_digest(const char *scheme, const struct storage_listing *l)
 }
 
 /* Columns of the files, then the SELECT and the schema. */
-static enum vt_err build_select(const struct source_context *ctx, struct source_snapshot *out,
+static enum vt_err build_select(const struct vt_dataset_config *ds,
+                                const struct source_context *ctx,
+                                const struct storage_fetch *fetched, struct source_snapshot *out,
                                 struct vt_error *err)
 {
     size_t n = out->n_files, np = out->n_partitions;
@@ -416,6 +422,12 @@ static enum vt_err build_select(const struct source_context *ctx, struct source_
             .n_partitions = np, .partition_values = pvals,
         };
         rc = source_scan_sql(&scan, &out->select_sql, err);
+        char *list = NULL;
+        if (rc == VT_ERR_OK && ctx && ctx->for_lazy)
+            rc = source_scan_select_list(&scan, &list, err);
+        if (rc == VT_ERR_OK && list)
+            rc = source_lazy_build(duck, out, ds, ctx, fetched, cols, nc, list, err);
+        free(list);
     }
     free(cols);
     source_probe_release(&probe);
@@ -434,8 +446,25 @@ static enum vt_err open_and_select(const struct vt_dataset_config *ds,
     enum vt_err rc = where_of(ds->location ? ds->location : "", w, err);
     if (rc == VT_ERR_OK)
         rc = storage_open(ds, w->root, ctx, st, err);
-    if (rc == VT_ERR_OK)
+    /* An S3 location's listing may come from the listing cache. */
+    char *key = NULL;
+    if (rc == VT_ERR_OK && ctx && ctx->list_cache && strcmp((*st)->ops->scheme, "s3") == 0) {
+        struct strbuf k;
+        sb_init(&k, 0);
+        sb_addf(&k, "%s\n%s\n%s\n%s", ds->s3.endpoint ? ds->s3.endpoint : "",
+                ds->s3.region ? ds->s3.region : "",
+                ds->s3.access_key_id_env ? ds->s3.access_key_id_env : "", ds->location);
+        key = k.overflow ? NULL : sb_detach(&k, NULL);
+        sb_release(&k);
+    }
+    if (rc == VT_ERR_OK && key && list_cache_get(key, ctx->list_cache_ttl_secs, files)) {
+        log_debug("parquet %s: listing from the listing cache", ds->location);
+    } else if (rc == VT_ERR_OK) {
         rc = select_files(*st, w, files, err);
+        if (rc == VT_ERR_OK && key)
+            list_cache_put(key, files, ctx->list_cache_max_bytes);
+    }
+    free(key);
     if (*st && (*st)->access_denied && out_access_denied)
         *out_access_denied = true;
     return rc;
@@ -501,10 +530,14 @@ enum vt_err source_parquet_resolve(const struct vt_dataset_config *ds,
         }
     }
     if (rc == VT_ERR_OK)
-        rc = build_select(ctx, out, err);
+        rc = build_select(ds, ctx, fetch, out, err);
     if (rc == VT_ERR_OK)
         log_debug("parquet %s: %zu files, %lld bytes, %zu partition columns", ds->location, n,
                   (long long)out->total_bytes, out->n_partitions);
+    for (size_t i = 0; fetch && i < n; i++) {
+        free(fetch[i].bucket);
+        free(fetch[i].key);
+    }
     free(fetch);
     storage_listing_release(&files);
     storage_close(st);

@@ -1028,6 +1028,69 @@ enum vt_err s3_get_mem(struct s3_client *c, const char *bucket, const char *key,
     return VT_ERR_OK;
 }
 
+struct s3_conn {
+    CURL *h;
+};
+
+struct s3_conn *s3_conn_create(void)
+{
+    pthread_once(&curl_once, curl_init_once);
+    struct s3_conn *conn = calloc(1, sizeof *conn);
+    if (conn && !(conn->h = curl_easy_init())) {
+        free(conn);
+        conn = NULL;
+    }
+    return conn;
+}
+
+void s3_conn_destroy(struct s3_conn *conn)
+{
+    if (!conn)
+        return;
+    curl_easy_cleanup(conn->h);
+    free(conn);
+}
+
+enum vt_err s3_get_range(struct s3_client *c, struct s3_conn *conn, const char *bucket,
+                         const char *key, int64_t off, int64_t len, const char *if_match,
+                         char **out_buf, size_t *out_len, struct s3_outcome *outcome,
+                         struct vt_error *err)
+{
+    *out_buf = NULL;
+    *out_len = 0;
+    struct s3_outcome oc_local;
+    CURL *h = conn ? conn->h : begin(c, &outcome, &oc_local, err);
+    if (!h)
+        return err->code;
+    if (!outcome)
+        outcome = &oc_local;
+    memset(outcome, 0, sizeof *outcome);
+    if (len <= 0 || (uint64_t)len > VT_S3_RANGE_MAX_BYTES)
+        return vt_error_set(err, VT_ERR_INTERNAL, "bad range length %lld", (long long)len);
+    struct strbuf body;
+    sb_init(&body, (size_t)len + 1);
+    struct xfer x;
+    xfer_init(&x, SINK_MEM);
+    x.mem = &body;
+    x.mem_max = (size_t)len;
+    char range[64];
+    snprintf(range, sizeof range, "%lld-%lld", (long long)off, (long long)(off + len - 1));
+    struct req r = {.method = "GET", .bucket = bucket, .key = key, .range = range,
+                    .if_match = if_match};
+    enum vt_err rc = perform(c, h, &r, &x, outcome, err);
+    sb_release(&x.errbody);
+    if (rc == VT_ERR_OK && (int64_t)body.len != len)
+        rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                          "s3://%s/%s: %zu bytes for a range of %lld", bucket, key, body.len,
+                          (long long)len);
+    if (rc != VT_ERR_OK) {
+        sb_release(&body);
+        return rc;
+    }
+    *out_buf = sb_detach(&body, out_len);
+    return *out_buf ? VT_ERR_OK : vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
 static enum vt_err get_file_with(struct s3_client *c, CURL *h, const char *bucket,
                                  const char *key, const char *if_match, const char *path,
                                  int64_t *out_size, struct s3_outcome *outcome,

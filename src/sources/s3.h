@@ -116,6 +116,19 @@ enum vt_err s3_get_mem(struct s3_client *c, const char *bucket, const char *key,
                        int64_t range_off, int64_t range_len, size_t max_bytes, char **out_buf,
                        size_t *out_len, struct s3_outcome *outcome, struct vt_error *err);
 
+/* A connection of its own for one thread's requests through a client (the
+ * client's own handle belongs to its owning thread): keep-alive per thread. */
+struct s3_conn;
+struct s3_conn *s3_conn_create(void);
+void s3_conn_destroy(struct s3_conn *conn);
+/* GET bytes [off, off + len) into memory (exactly len bytes, or an error),
+ * with If-Match: if_match when not NULL (a changed object: outcome.changed),
+ * on `conn` (NULL: the client's own handle). */
+enum vt_err s3_get_range(struct s3_client *c, struct s3_conn *conn, const char *bucket,
+                         const char *key, int64_t off, int64_t len, const char *if_match,
+                         char **out_buf, size_t *out_len, struct s3_outcome *outcome,
+                         struct vt_error *err);
+
 /* GET the whole object into `path` (written to path.part, then renamed).
  * `if_match` (may be NULL) is sent as If-Match so an object rewritten since the
  * listing fails with outcome.changed instead of mixing versions. */

@@ -13,6 +13,9 @@
  *   JOIN (VALUES ('/t/a.parquet', '2024-01-01'), ...) AS p("__vt_file", "__vt_p0")
  *     ON d."__vt_file" = p."__vt_file"
  *
+ * (When every file has the same partition values, as a pruned set of one
+ * partition does, the join is a one-row CROSS JOIN instead.)
+ *
  * union_by_name makes files written before a column was added yield NULL for
  * it; hive_partitioning is off because partition values come from the
  * resolver (Delta log, our own hive parsing), not from DuckDB's reading of
@@ -37,6 +40,11 @@ struct source_duck {
     duckdb_connection con;
     bool own_con;
 };
+
+duckdb_connection source_duck_connection(struct source_duck *d)
+{
+    return d->con;
+}
 
 void source_duck_close(struct source_duck *d)
 {
@@ -79,6 +87,7 @@ enum vt_err source_duck_open(const struct source_context *ctx, struct source_duc
     return VT_ERR_OK;
 }
 
+/* A DuckDB failure while reading the source: the source is unavailable. */
 static enum vt_err query_error(duckdb_result *res, const char *what, struct vt_error *err)
 {
     char text[VT_ERROR_MSG_MAX];
@@ -369,10 +378,8 @@ static void add_column_expr(struct strbuf *out, const struct source_scan_column 
     sb_release(&ref);
 }
 
-static void add_scan(const struct source_scan *scan, struct strbuf *out)
+static void add_select_list(const struct source_scan *scan, struct strbuf *out)
 {
-    bool join = scan->n_partitions > 0;
-    sb_adds(out, "SELECT ");
     for (size_t c = 0; c < scan->n_columns; c++) {
         if (c)
             sb_adds(out, ", ");
@@ -382,31 +389,74 @@ static void add_scan(const struct source_scan *scan, struct strbuf *out)
     }
     if (scan->n_columns == 0)
         sb_adds(out, "NULL AS \"__vt_empty\"");
-    sb_adds(out, " FROM ");
-    source_scan_add_read_parquet(out, scan->paths, scan->n_paths, join ? FILE_COL : NULL);
-    sb_adds(out, " AS d");
-    if (join) {
-        sb_adds(out, " JOIN (VALUES ");
-        for (size_t i = 0; i < scan->n_paths; i++) {
-            if (i)
-                sb_adds(out, ", ");
-            sb_addc(out, '(');
-            sb_add_sql_string(out, scan->paths[i]);
-            for (size_t k = 0; k < scan->n_partitions; k++) {
-                const char *v = scan->partition_values[i * scan->n_partitions + k];
-                sb_adds(out, ", ");
-                if (v)
-                    sb_add_sql_string(out, v);
-                else
-                    sb_adds(out, "NULL");
-            }
-            sb_addc(out, ')');
-        }
-        sb_adds(out, ") AS p(\"" FILE_COL "\"");
-        for (size_t k = 0; k < scan->n_partitions; k++)
-            sb_addf(out, ", \"__vt_p%zu\"", k);
-        sb_adds(out, ") ON d.\"" FILE_COL "\" = p.\"" FILE_COL "\"");
+}
+
+int source_scan_add_from(struct strbuf *out, const char *const *paths, size_t n,
+                         const char *const *pvals, size_t n_partitions)
+{
+    if (!n_partitions) {
+        source_scan_add_read_parquet(out, paths, n, NULL);
+        sb_adds(out, " AS d");
+        return out->overflow ? -1 : 0;
     }
+    /* One value per partition column across the files: a one-row cross join,
+     * no per-row lookup of the file name. */
+    bool same = true;
+    for (size_t i = 1; i < n && same; i++)
+        for (size_t k = 0; k < n_partitions && same; k++) {
+            const char *a = pvals[k], *b = pvals[i * n_partitions + k];
+            same = (!a && !b) || (a && b && strcmp(a, b) == 0);
+        }
+    source_scan_add_read_parquet(out, paths, n, same ? NULL : FILE_COL);
+    sb_adds(out, same ? " AS d CROSS JOIN (VALUES " : " AS d JOIN (VALUES ");
+    for (size_t i = 0; i < (same ? 1 : n); i++) {
+        if (i)
+            sb_adds(out, ", ");
+        sb_addc(out, '(');
+        if (!same)
+            sb_add_sql_string(out, paths[i]);
+        for (size_t k = 0; k < n_partitions; k++) {
+            const char *v = pvals[i * n_partitions + k];
+            if (!same || k)
+                sb_adds(out, ", ");
+            if (v)
+                sb_add_sql_string(out, v);
+            else
+                sb_adds(out, "NULL");
+        }
+        sb_addc(out, ')');
+    }
+    sb_adds(out, ") AS p(");
+    if (!same)
+        sb_adds(out, "\"" FILE_COL "\", ");
+    for (size_t k = 0; k < n_partitions; k++)
+        sb_addf(out, "%s\"__vt_p%zu\"", k ? ", " : "", k);
+    sb_addc(out, ')');
+    if (!same)
+        sb_adds(out, " ON d.\"" FILE_COL "\" = p.\"" FILE_COL "\"");
+    return out->overflow ? -1 : 0;
+}
+
+static void add_scan(const struct source_scan *scan, struct strbuf *out)
+{
+    sb_adds(out, "SELECT ");
+    add_select_list(scan, out);
+    sb_adds(out, " FROM ");
+    source_scan_add_from(out, scan->paths, scan->n_paths, scan->partition_values,
+                         scan->n_partitions);
+}
+
+enum vt_err source_scan_select_list(const struct source_scan *scan, char **out,
+                                    struct vt_error *err)
+{
+    struct strbuf sb;
+    sb_init(&sb, 0);
+    add_select_list(scan, &sb);
+    if (sb.overflow || !(*out = sb_detach(&sb, NULL))) {
+        sb_release(&sb);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    return VT_ERR_OK;
 }
 
 enum vt_err source_scan_sql(const struct source_scan *scan, char **out, struct vt_error *err)

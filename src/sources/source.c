@@ -9,7 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "sources/objcache.h"
+#include "sources/rangecache.h"
 #include "sources/sources_internal.h"
 #include "util/file.h"
 #include "util/timeutil.h"
@@ -154,12 +154,9 @@ void source_snapshot_release(struct source_snapshot *snap)
     for (size_t i = 0; i < snap->n_pin_fds; i++)
         close(snap->pin_fds[i]);
     free(snap->pin_fds);
+    source_lazy_destroy(snap->lazy);
+    range_cache_release(snap->holds);
     memset(snap, 0, sizeof *snap);
-}
-
-void source_forget_dataset(const char *name)
-{
-    s3_cache_unpin(name);
 }
 
 enum vt_err source_check_bounds(const struct source_context *ctx, const char *what,
@@ -172,4 +169,15 @@ enum vt_err source_check_bounds(const struct source_context *ctx, const char *wh
     if (ctx->deadline_ms && time_mono_ms() >= ctx->deadline_ms)
         return vt_error_set(err, VT_ERR_TIMEOUT, "%s: the build's deadline passed", what);
     return VT_ERR_OK;
+}
+
+void source_snapshot_settle(struct source_snapshot *snap)
+{
+    range_cache_release(snap->holds);
+    snap->holds = NULL;
+}
+
+int64_t source_range_cache_bytes(void)
+{
+    return range_cache_bytes();
 }

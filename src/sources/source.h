@@ -33,6 +33,11 @@
 #include "util/errors.h"
 #include "util/strbuf.h"
 
+struct arena;
+struct query_request;
+struct range_cache_lease;
+struct source_lazy;
+
 struct source_file {
     char *path;                 /* local path DuckDB reads */
     int64_t size;               /* bytes */
@@ -65,6 +70,12 @@ struct source_snapshot {
     char *pin_dir;
     int *pin_fds;
     size_t n_pin_fds;
+    /* Lazy snapshots: the metadata read once (footers, statistics) that plans
+     * every request (lazy.c); NULL for resident ones. */
+    struct source_lazy *lazy;
+    /* Cached S3 ranges the build reads (footers, a first row group) held
+     * until source_snapshot_settle(). */
+    struct range_cache_lease *holds;
 };
 
 /* What requests may reach (policy.c): local roots, S3 endpoints, credential
@@ -83,10 +94,15 @@ enum vt_err source_policy_check(const struct source_policy *p,
 char *source_policy_extra_root(const char *location);
 
 struct source_context {
-    const char *cache_dir;      /* on-disk S3 object cache root (bounded, see objcache.h) */
+    const char *cache_dir;      /* the S3 range cache's directory (bounded, rangecache.h) */
     const char *temp_dir;       /* scratch space for downloads and pins */
     bool for_lazy;              /* the snapshot backs a lazy view (keep files) */
-    int64_t cache_max_bytes;    /* S3 object cache budget; 0 = VT_S3_CACHE_DEFAULT_MAX_BYTES */
+    int64_t cache_max_bytes;    /* its budget; 0 = VT_S3_CACHE_DEFAULT_MAX_BYTES */
+    /* The listing cache of S3 Parquet locations (listcache.c; [datafusion]
+     * list_files_cache*): off unless list_cache. */
+    bool list_cache;
+    int64_t list_cache_max_bytes;
+    int64_t list_cache_ttl_secs; /* 0: never expires */
     const char *pin_name;       /* names the pin directory of a lazy snapshot's local files
                                  * (<temp_dir>/lazy-<pin_name>; the generation id) */
     /* DuckDB for reading checkpoints and file schemas: the builder's own
@@ -126,9 +142,39 @@ enum vt_err source_select_sql(const struct source_snapshot *snap, const struct s
 
 /* Frees the snapshot and removes the files it owns (downloads, pins). */
 void source_snapshot_release(struct source_snapshot *snap);
+/* The build is done reading through the snapshot: what it held in the S3
+ * range cache may be evicted again. */
+void source_snapshot_settle(struct source_snapshot *snap);
 
-/* A dataset left the catalog: what sources keep for it across snapshots (the
- * object cache's pins on its S3 files) is let go. */
-void source_forget_dataset(const char *name);
+/* A lazy generation's plan for one request (issue 17): the files its
+ * predicates can match, from partition values and footer statistics read at
+ * build time. */
+struct source_lazy_plan {
+    const char *relation;       /* the FROM item over those files (in `arena`) */
+    struct range_cache_lease *holds; /* S3: the ranges fetched for it, held until
+                                      * source_lazy_plan_release() */
+    bool count_known;           /* a count answered from the metadata alone */
+    int64_t count;
+    size_t files, files_read;   /* in the generation / left after pruning */
+    size_t row_groups, row_groups_read;
+};
+enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_request *req,
+                             struct arena *arena, int64_t deadline_ms, const atomic_bool *cancel,
+                             struct source_lazy_plan *out, struct vt_error *err);
+void source_lazy_plan_release(struct source_lazy_plan *plan);
+/* Every byte of an S3 lazy generation local (an export, a SQL statement
+ * over its view), held until released; nothing to do for local files. */
+enum vt_err source_lazy_read_all(const struct source_lazy *lz, int64_t deadline_ms,
+                                 const atomic_bool *cancel, struct range_cache_lease **holds,
+                                 struct vt_error *err);
+void source_lazy_read_release(struct range_cache_lease *holds);
+/* The generation's relation over its first file only (malloc'd; NULL when
+ * none): what the build's sample row reads, all of it present locally. */
+char *source_lazy_first_relation(const struct source_lazy *lz);
+/* Rows of the generation (from the footers), and the metadata's memory. */
+int64_t source_lazy_rows(const struct source_lazy *lz);
+size_t source_lazy_bytes(const struct source_lazy *lz);
+/* Bytes the S3 range cache of lazy datasets holds now (all datasets). */
+int64_t source_range_cache_bytes(void);
 
 #endif

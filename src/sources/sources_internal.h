@@ -28,7 +28,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "query/query.h"
 #include "sources/source.h"
+#include "util/arena.h"
 #include "util/strbuf.h"
 
 /* ---- storage ------------------------------------------------------------ */
@@ -49,7 +51,7 @@ enum storage_use {
     STORAGE_USE_BUILD,          /* read once by a resident build: local files in place, S3
                                  * objects as temp files the snapshot deletes */
     STORAGE_USE_KEEP,           /* read by a lazy generation until it goes: local files
-                                 * pinned (links), S3 objects in the bounded object cache */
+                                 * pinned (links), S3 objects in the range cache (lazy) */
 };
 
 /* One object to make readable by DuckDB. */
@@ -59,6 +61,9 @@ struct storage_fetch {
     const char *etag;           /* S3: sent as If-Match and part of the cache key; NULL:
                                  * the object is immutable (Delta) and keyed by size */
     char *path;                 /* out: local path (caller frees) */
+    /* out, S3 objects kept for a lazy generation: where the object is (the
+     * lazy metadata fetches more of it per query); NULL otherwise. */
+    char *bucket, *key;
 };
 
 struct storage;
@@ -213,10 +218,78 @@ struct source_scan {
  * files' names; paths and values are SQL string literals (they come from
  * listings and logs, never from query requests). */
 enum vt_err source_scan_sql(const struct source_scan *scan, char **out, struct vt_error *err);
+/* The select list alone ("expr AS \"name\", ...", malloc'd): a lazy
+ * generation keeps it and writes the FROM for each query's files. */
+enum vt_err source_scan_select_list(const struct source_scan *scan, char **out,
+                                    struct vt_error *err);
+/* The FROM item over these files with their partition values (the join, or a
+ * one-row cross join when they all share them). */
+int source_scan_add_from(struct strbuf *out, const char *const *paths, size_t n,
+                         const char *const *pvals, size_t n_partitions);
 /* read_parquet([paths...], union_by_name = true, hive_partitioning = false[,
  * filename = '<filename_col>']): the FROM item of every statement here. */
 int source_scan_add_read_parquet(struct strbuf *sb, const char *const *paths, size_t n,
                                  const char *filename_col);
+
+/* ---- listing cache (listcache.c) ------------------------------------------ */
+
+/* A copy of the listing cached under `key` when younger than ttl_secs (0:
+ * never expires); false when there is none. */
+bool list_cache_get(const char *key, int64_t ttl_secs, struct storage_listing *out);
+/* Keeps a copy of `l` under `key`, the oldest entries dropped to stay within
+ * max_bytes. */
+void list_cache_put(const char *key, const struct storage_listing *l, int64_t max_bytes);
+size_t list_cache_bytes(void);
+
+/* ---- statistics and verdicts of lazy generations (lazy_stats.c) ----------- */
+
+enum lazy_class {
+    LAZY_C_NONE, LAZY_C_BOOL, LAZY_C_INT, LAZY_C_FLOAT, LAZY_C_REAL, LAZY_C_DATE, LAZY_C_TS,
+    LAZY_C_STR
+};
+
+/* A value in a column's domain. */
+struct lazy_val {
+    uint8_t kind;               /* 0 none, 1 int (i), 2 double (d), 3 string (s, n) */
+    int64_t i;
+    double d;
+    const char *s;
+    size_t n;
+};
+
+enum lazy_verdict { LAZY_SOME, LAZY_NONE, LAZY_ALL };
+
+struct lazy_bounds {
+    const struct lazy_val *min, *max;
+    int64_t nulls, rows;        /* nulls -1 unknown */
+};
+
+/* The class of a DuckDB type name (LAZY_C_NONE: not compared). */
+enum lazy_class lazy_class_of(const char *type);
+/* Text of a statistic or partition value -> a value of the class (kind 0:
+ * not understood). Strings point into `s`. */
+struct lazy_val lazy_parse_val(enum lazy_class c, const char *s, size_t n);
+/* A request value -> the column's domain (kind 0 when not comparable). */
+struct lazy_val lazy_request_val(enum lazy_class c, const struct query_value *q);
+/* a <=> b in the column's domain: -1, 0, 1, or 2 when not comparable. */
+int lazy_cmp(enum lazy_class c, const struct lazy_val *a, const struct lazy_val *b);
+/* The verdict of one predicate on values bounded by b. */
+enum lazy_verdict lazy_pred_verdict(enum lazy_class c, const struct query_pred *p,
+                                    const struct lazy_bounds *b);
+
+/* ---- lazy generations (lazy.c) --------------------------------------------- */
+
+/* Reads the footers of every file of a lazy snapshot once and keeps what
+ * plans requests (snap->lazy): the output columns as the scan builds them,
+ * and the SELECT's column list. */
+enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *snap,
+                              const struct vt_dataset_config *ds,
+                              const struct source_context *ctx,
+                              const struct storage_fetch *fetched,
+                              const struct source_scan_column *cols, size_t n_cols,
+                              const char *select_list, struct vt_error *err);
+void source_lazy_destroy(struct source_lazy *lz);
+duckdb_connection source_duck_connection(struct source_duck *d);
 
 /* ---- snapshot helpers (source.c) ----------------------------------------- */
 

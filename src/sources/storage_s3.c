@@ -6,16 +6,19 @@
  * ListObjectsV2 without a delimiter and cuts at the depth asked for (a
  * delimiter is one more query parameter a signature must cover, and some S3
  * implementations sign it differently: moto decodes %2F before checking).
- * Fetching downloads whole objects: into temp files a resident build deletes
- * (If-Match with the listed ETag, so an object rewritten between the listing
- * and the download fails the build instead of mixing versions), or into the
- * bounded object cache (objcache.h) for lazy datasets.
+ * Fetching for a resident build downloads whole objects into temp files the
+ * build deletes (If-Match with the listed ETag, so an object rewritten
+ * between the listing and the download fails the build instead of mixing
+ * versions). A lazy generation gets sparse files of the byte-range cache
+ * (rangecache.h) holding only each object's footer for now: queries fetch
+ * the ranges they read (lazy.c). Objects without an ETag (Delta data files,
+ * immutable by protocol) are keyed by their size.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sources/objcache.h"
+#include "sources/rangecache.h"
 #include "sources/s3.h"
 #include "sources/sources_internal.h"
 #include "util/limits.h"
@@ -189,44 +192,76 @@ static enum vt_err s3s_read(struct storage *st, const char *name, int64_t off, i
     return VT_ERR_OK;
 }
 
+/* The footer of one object present in its sparse file: the tail first, then
+ * (a footer longer than the tail) the rest, as the last 8 bytes say. */
+static enum vt_err fetch_footer(struct s3_storage *ss, const struct range_cache_object *o,
+                                struct source_snapshot *snap, char **out_path,
+                                struct vt_error *err)
+{
+    int64_t tail = o->size < VT_S3_FOOTER_PROBE_BYTES ? o->size : VT_S3_FOOTER_PROBE_BYTES;
+    struct range_cache_span need = {o->size - tail, tail};
+    enum vt_err rc = range_cache_ensure(o, ss->c, &need, 1, &snap->holds, out_path, err);
+    if (rc != VT_ERR_OK || o->size < 12)
+        return rc;
+    unsigned char last[8];
+    FILE *f = fopen(*out_path, "rb");
+    bool ok = f && fseeko(f, (off_t)(o->size - 8), SEEK_SET) == 0 && fread(last, 1, 8, f) == 8;
+    if (f)
+        fclose(f);
+    if (!ok || memcmp(last + 4, "PAR1", 4) != 0)
+        return vt_error_set(err, VT_ERR_BUILD_FAILED, "s3://%s/%s is not a Parquet file",
+                            o->bucket, o->key);
+    int64_t flen = (int64_t)last[0] | (int64_t)last[1] << 8 | (int64_t)last[2] << 16 |
+                   (int64_t)last[3] << 24;
+    if (flen + 8 > o->size)
+        return vt_error_set(err, VT_ERR_BUILD_FAILED, "s3://%s/%s: bad Parquet footer",
+                            o->bucket, o->key);
+    if (flen + 8 <= tail)
+        return VT_ERR_OK;
+    need = (struct range_cache_span){o->size - 8 - flen, flen + 8};
+    char *again = NULL;
+    rc = range_cache_ensure(o, ss->c, &need, 1, &snap->holds, &again, err);
+    free(again);
+    return rc;
+}
+
 static enum vt_err fetch_to_cache(struct s3_storage *ss, struct storage_fetch *items, size_t n,
-                                  char **buckets, char **keys, struct vt_error *err)
+                                  char **buckets, char **keys, struct source_snapshot *snap,
+                                  struct vt_error *err)
 {
     struct storage *st = &ss->base;
-    struct s3_cache_item *ci = calloc(n ? n : 1, sizeof *ci);
-    char **tags = calloc(n ? n : 1, sizeof *tags);
-    enum vt_err rc = ci && tags ? VT_ERR_OK
-                                : vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    char buf[4096];
+    const char *dir = storage_cache_dir(st->ctx, buf, sizeof buf);
+    enum vt_err rc = VT_ERR_OK;
     for (size_t i = 0; i < n && rc == VT_ERR_OK; i++) {
+        if (items[i].size < 0) {
+            struct storage_object o;
+            bool missing = false;
+            rc = s3s_stat(st, items[i].name, &o, &missing, err);
+            if (rc == VT_ERR_OK && missing)
+                rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "%s: %s is missing",
+                                  st->location, items[i].name);
+            if (rc == VT_ERR_OK)
+                items[i].size = o.size;
+            storage_object_release(&o);
+            if (rc != VT_ERR_OK)
+                break;
+        }
         char tag[48];
-        /* Without an ETag (Delta data files, immutable by protocol) the size
-         * stands in for it. */
         snprintf(tag, sizeof tag, "size:%lld", (long long)items[i].size);
-        tags[i] = strdup(items[i].etag ? items[i].etag : tag);
-        if (!tags[i])
-            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-        ci[i].bucket = buckets[i];
-        ci[i].key = keys[i];
-        ci[i].tag = tags[i];
-        ci[i].if_match = items[i].etag;
-        ci[i].size = items[i].size;
+        struct range_cache_object o = {
+            .cache_dir = dir, .max_bytes = st->ctx ? st->ctx->cache_max_bytes : 0,
+            .bucket = buckets[i], .key = keys[i],
+            .etag = items[i].etag ? items[i].etag : tag, .if_match = items[i].etag,
+            .size = items[i].size};
+        rc = fetch_footer(ss, &o, snap, &items[i].path, err);
+        if (rc == VT_ERR_OK) {
+            items[i].bucket = strdup(buckets[i]);
+            items[i].key = strdup(keys[i]);
+            if (!items[i].bucket || !items[i].key)
+                rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        }
     }
-    if (rc == VT_ERR_OK) {
-        char buf[4096];
-        struct s3_outcome oc = {0};
-        rc = s3_cache_fetch(ss->c, storage_cache_dir(st->ctx, buf, sizeof buf),
-                            st->ctx ? st->ctx->cache_max_bytes : 0, st->owner, ci, n, &oc, err);
-        note(st, &oc);
-    }
-    for (size_t i = 0; ci && i < n; i++) {
-        items[i].path = rc == VT_ERR_OK ? ci[i].path : NULL;
-        if (rc != VT_ERR_OK)
-            free(ci[i].path);
-    }
-    for (size_t i = 0; tags && i < n; i++)
-        free(tags[i]);
-    free(tags);
-    free(ci);
     return rc;
 }
 
@@ -274,7 +309,7 @@ static enum vt_err s3s_fetch(struct storage *st, struct storage_fetch *items, si
     for (size_t i = 0; i < n && rc == VT_ERR_OK; i++)
         rc = locate(ss, items[i].name, &buckets[i], &keys[i], err);
     if (rc == VT_ERR_OK)
-        rc = use == STORAGE_USE_KEEP ? fetch_to_cache(ss, items, n, buckets, keys, err)
+        rc = use == STORAGE_USE_KEEP ? fetch_to_cache(ss, items, n, buckets, keys, snap, err)
                                      : fetch_to_temp(ss, items, n, buckets, keys, snap, err);
     for (size_t i = 0; i < n; i++) {
         free(buckets ? buckets[i] : NULL);

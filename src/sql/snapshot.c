@@ -159,6 +159,13 @@ enum vt_err sql_snapshot_pin(struct cat_catalog *cat, char *const *names, size_t
             sql_snapshot_release(out);
             return err->code;
         }
+        /* A statement reads the generation through its whole view: a lazy
+         * S3 one has its objects made local first (and held) for it. */
+        if (cat_generation_read_all(p->gen, deadline_ms, &p->reads, err) != VT_ERR_OK) {
+            exec_unpin(p);
+            sql_snapshot_release(out);
+            return err->code;
+        }
         out->views[out->n].name = cat_dataset_name(p->ds);
         out->views[out->n].relation = p->gen->relation;
         out->n++;

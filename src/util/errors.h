@@ -58,6 +58,8 @@
       "source uses a format feature vitrine cannot read")                                  \
     X(SOURCE_NOT_ALLOWED, 400, "source_not_allowed", "42501", 0,                                      \
       "source is outside what the server's configuration allows")                          \
+    X(SOURCE_CHANGED, 503, "source_changed", "55000", 0,                                              \
+      "the source changed under the published generation; reload the dataset")            \
     X(BUILD_FAILED, 422, "build_failed", "XX000", 0, "dataset build failed")                           \
     X(BUSY, 409, "busy", "55006", 0, "dataset is already building")                                    \
     X(INVALID_CONFIG, 400, "invalid_config", "F0000", 0, "invalid configuration")                      \

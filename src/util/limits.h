@@ -106,11 +106,16 @@
 #define VT_S3_LOW_SPEED_SECS 30                 /* ... sustained for this long */
 #define VT_S3_DOWNLOAD_THREADS 4                /* parallel object downloads per resolve */
 #define VT_S3_MAX_OBJECT_BYTES ((int64_t)64 * 1024 * 1024 * 1024) /* one downloaded object */
-/* On-disk object cache for lazy S3 datasets (src/sources/objcache.c): the
- * default byte budget when source_context.cache_max_bytes is 0, and how long a
- * file used by a resolve is protected from eviction (in-flight queries). */
+/* The byte-range cache of lazy S3 datasets (src/sources/rangecache.c): the
+ * default budget when source_context.cache_max_bytes is 0. */
 #define VT_S3_CACHE_DEFAULT_MAX_BYTES ((int64_t)4 * 1024 * 1024 * 1024)
-#define VT_S3_CACHE_GRACE_SECS 600
+#define VT_S3_RANGE_THREADS 4                   /* parallel ranged GETs of one fetch */
+#define VT_S3_RANGE_COALESCE_BYTES (1024 * 1024) /* a gap this small is fetched, not skipped */
+#define VT_S3_RANGE_MAX_BYTES (64 * 1024 * 1024) /* one ranged GET at most */
+#define VT_S3_FOOTER_PROBE_BYTES (64 * 1024)    /* the tail read to find a Parquet footer */
+/* Footer entries (file x row group x leaf column, ~150 bytes each) a lazy
+ * generation keeps to plan requests (src/sources/lazy.c). */
+#define VT_LAZY_MAX_CHUNKS 1000000
 
 /* Bearer tokens and the issuer's documents (src/auth/). A token is client
  * input; discovery and JWKS documents come from the network. */

@@ -196,7 +196,7 @@ class FaultProxy:
     def __init__(self, upstream_port):
         self.upstream_port = upstream_port
         self.faults = []
-        self.log = []          # (method, path, query, status)
+        self.log = []          # (method, path, query, status, Range header, body bytes)
         self.lock = threading.Lock()
         proxy = self
 
@@ -219,8 +219,9 @@ class FaultProxy:
                             f.hits += 1
                             fault = f
                             break
+                rng = self.headers.get("Range")
                 if fault and fault.action == "drop":
-                    proxy._record(self.command, parsed, 0)
+                    proxy._record(self.command, parsed, 0, rng)
                     self.close_connection = True
                     try:
                         self.connection.shutdown(socket.SHUT_RDWR)
@@ -243,7 +244,7 @@ class FaultProxy:
                     self.end_headers()
                     if self.command != "HEAD":
                         self.wfile.write(doc)
-                    proxy._record(self.command, parsed, status)
+                    proxy._record(self.command, parsed, status, rng)
                     return
                 conn = http.client.HTTPConnection("127.0.0.1", proxy.upstream_port, timeout=60)
                 headers = {k: v for k, v in self.headers.items()
@@ -265,7 +266,8 @@ class FaultProxy:
                 if self.command != "HEAD":
                     self.wfile.write(data)
                 conn.close()
-                proxy._record(self.command, parsed, resp.status)
+                proxy._record(self.command, parsed, resp.status, rng,
+                              0 if self.command == "HEAD" else len(data))
 
             do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _handle
 
@@ -279,9 +281,10 @@ class FaultProxy:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
-    def _record(self, method, parsed, status):
+    def _record(self, method, parsed, status, rng=None, size=0):
         with self.lock:
-            self.log.append((method, urllib.parse.unquote(parsed.path), parsed.query, status))
+            self.log.append((method, urllib.parse.unquote(parsed.path), parsed.query, status,
+                             rng, size))
 
     def add(self, fault):
         with self.lock:

@@ -1,15 +1,13 @@
 /*
  * The S3 pieces that need no server: listing and error XML, URL parsing and
- * encoding, globs, client configuration rules, and the object cache's naming,
- * pinning and eviction. Requests against a real S3 server (moto) are covered
- * by tests/e2e/test_sources_s3.py.
+ * encoding, globs and client configuration rules. Requests against a real S3
+ * server (moto), the range cache included, are covered by
+ * tests/e2e/test_sources_s3.py.
  */
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
-#include "sources/objcache.h"
 #include "sources/s3.h"
 #include "testlib.h"
 #include "util/limits.h"
@@ -238,71 +236,9 @@ TEST(unreachable_endpoint_fails_after_retries)
     s3_client_destroy(c);
 }
 
-static void touch_ago(const char *path, int secs_ago)
-{
-    struct timeval tv[2];
-    gettimeofday(&tv[0], NULL);
-    tv[0].tv_sec -= secs_ago;
-    tv[1] = tv[0];
-    utimes(path, tv);
-}
-
-TEST(cache_names_and_eviction)
-{
-    char a[80], b[80];
-    s3_cache_name("bkt", "k", "\"e1\"", a);
-    s3_cache_name("bkt", "k", "\"e2\"", b);
-    CHECK(strcmp(a, b) != 0);
-    CHECK_EQ_INT(strlen(a), 72);
-    s3_cache_name("bk", "tk", "\"e1\"", b); /* separators keep (bucket, key) distinct */
-    CHECK(strcmp(a, b) != 0);
-
-    char dir[] = "/tmp/vt-cache-test-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char p[512];
-    const char *names[4];
-    char nm[4][80];
-    for (int i = 0; i < 4; i++) {
-        char key[16];
-        snprintf(key, sizeof key, "k%d", i);
-        s3_cache_name("bkt", key, "t", nm[i]);
-        names[i] = nm[i];
-        snprintf(p, sizeof p, "%s/%s", dir, nm[i]);
-        FILE *f = fopen(p, "w");
-        for (int j = 0; j < 1000; j++)
-            fputc('x', f);
-        fclose(f);
-        /* k0 oldest ... k3 newest; k3 is within the grace period. */
-        touch_ago(p, i == 3 ? 1 : 10000 - i * 1000);
-    }
-    (void)names;
-    /* A stray file that is not ours is never touched. */
-    snprintf(p, sizeof p, "%s/keep-me.txt", dir);
-    FILE *f = fopen(p, "w");
-    fputs("mine", f);
-    fclose(f);
-    /* Budget for two files: the two oldest go. */
-    int64_t left = s3_cache_evict(dir, 2000);
-    CHECK_EQ_INT(left, 2000);
-    for (int i = 0; i < 4; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, nm[i]);
-        CHECK_EQ_INT(access(p, F_OK) == 0, i >= 2);
-    }
-    /* Budget 0: everything outside the grace period goes; k3 stays. */
-    left = s3_cache_evict(dir, 1);
-    snprintf(p, sizeof p, "%s/%s", dir, nm[3]);
-    CHECK(access(p, F_OK) == 0);
-    CHECK_EQ_INT(left, 1000);
-    snprintf(p, sizeof p, "%s/keep-me.txt", dir);
-    CHECK(access(p, F_OK) == 0);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
-}
 
 RUN_TESTS(TEST_CASE(list_page_parses_keys_tokens_and_url_encoding),
           TEST_CASE(list_page_without_encoding_and_empty),
           TEST_CASE(list_page_rejects_hostile_or_broken_xml), TEST_CASE(error_documents),
           TEST_CASE(urls_and_encoding), TEST_CASE(globs), TEST_CASE(client_configuration_rules),
-          TEST_CASE(unreachable_endpoint_fails_after_retries),
-          TEST_CASE(cache_names_and_eviction))
+          TEST_CASE(unreachable_endpoint_fails_after_retries))
