@@ -12,6 +12,7 @@
 #include "query/query_int.h"
 #include "util/text.h"
 #include "util/limits.h"
+#include "util/timeutil.h"
 
 enum query_class query_class_of(duckdb_type t)
 {
@@ -407,18 +408,8 @@ bool query_iso_parse(const char *s, size_t n, struct query_iso *out, const char 
     return true;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date, and back (the
- * era-based method: exact for every year of the range we accept). */
-static int64_t days_from_civil(int y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
+/* Days since 1970-01-01 -> a proleptic Gregorian date (the inverse of
+ * time_days_from_civil, util/timeutil.h). */
 static void civil_from_days(int64_t z, int *y, int *m, int *d)
 {
     z += 719468;
@@ -440,7 +431,7 @@ static bool to_utc(struct query_iso *t)
         t->offset_sec = 0;
         return true;
     }
-    int64_t secs = days_from_civil(t->year, t->month, t->day) * 86400 + t->hour * 3600 +
+    int64_t secs = time_days_from_civil(t->year, t->month, t->day) * 86400 + t->hour * 3600 +
                    t->minute * 60 + t->second - t->offset_sec;
     int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
     int64_t sod = secs - days * 86400;

@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "sources/sources_internal.h"
+#include "util/timeutil.h"
 
 /* ---- parsing ------------------------------------------------------------------ */
 
@@ -60,17 +61,6 @@ static bool digits_n(const char *s, int n, int *out)
     return true;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date. */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 /* "YYYY-MM-DD[ HH:MM:SS[.f...]][+00]" -> microseconds since the epoch (UTC).
  * Four-digit years only: anything else is "not understood". */
 static bool parse_ts(const char *s, size_t n, int64_t *out)
@@ -95,7 +85,7 @@ static bool parse_ts(const char *s, size_t n, int64_t *out)
     if (p < n && !(n - p == 3 && s[p] == '+' && s[p + 1] == '0' && s[p + 2] == '0') &&
         !(n - p == 1 && s[p] == 'Z'))
         return false; /* another zone: not understood */
-    *out = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 * 1000000LL + se * 1000000LL + us;
+    *out = ((time_days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 * 1000000LL + se * 1000000LL + us;
     return true;
 }
 

@@ -24,5 +24,17 @@ void time_format_rfc3339(int64_t wall_us, char out[32]);
 bool time_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline_ms);
 /* A new ULID (26 Crockford base32 chars + NUL): 48-bit ms time, 80 random bits. */
 void ulid_new(char out[27]);
+/* Days since 1970-01-01 of a proleptic Gregorian date (the era-based method:
+ * exact for every year; m is 1-12). Inline so the pure parsers that need it
+ * (query values, lazy statistics) link nothing else. */
+static inline int64_t time_days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
 
 #endif
