@@ -15,7 +15,7 @@ packages=(
     clang libclang-rt-14-dev
     prometheus python3-jsonschema chromium
     nodejs npm
-    mkdocs chromium
+    mkdocs
 )
 missing=()
 for p in "${packages[@]}"; do
