@@ -279,7 +279,7 @@ static int serve(const char *config_path, int port_override)
     }
     /* lock_configuration too, unless Quack must configure its extension
      * later (quack.c). */
-    enum vt_err confined = eng_confine_locked(db, &dirs, !cfg.server.quack.enabled, &err);
+    enum vt_err confined = eng_confine(db, &dirs, !cfg.server.quack.enabled, &err);
     for (size_t i = 0; confined == VT_ERR_OK && i < dirs.len; i++)
         log_debug("DuckDB may read and write under %s", dirs.items[i]);
     strvec_free(&dirs);

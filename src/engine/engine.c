@@ -213,13 +213,8 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
 /* Set once lock_configuration is on: connections inherit the global UTC. */
 static atomic_bool config_locked;
 
-enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, struct vt_error *err)
-{
-    return eng_confine_locked(db, dirs, false, err);
-}
-
-enum vt_err eng_confine_locked(duckdb_database db, const struct strvec *dirs, bool lock,
-                               struct vt_error *err)
+enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, bool lock,
+                        struct vt_error *err)
 {
     duckdb_connection con;
     if (duckdb_connect(db, &con) != DuckDBSuccess)
@@ -238,12 +233,13 @@ enum vt_err eng_confine_locked(duckdb_database db, const struct strvec *dirs, bo
     sb_release(&sql);
     if (!rc)
         rc = eng_exec(con, "SET enable_external_access = false", VT_ERR_INTERNAL, err);
-    if (!rc && lock)
+    if (!rc && lock) {
         rc = eng_exec(con, "SET GLOBAL TimeZone = 'UTC'", VT_ERR_INTERNAL, err);
-    if (!rc && lock)
-        rc = eng_exec(con, "SET lock_configuration = true", VT_ERR_INTERNAL, err);
-    if (!rc && lock)
-        atomic_store(&config_locked, true);
+        if (!rc)
+            rc = eng_exec(con, "SET lock_configuration = true", VT_ERR_INTERNAL, err);
+        if (!rc)
+            atomic_store(&config_locked, true);
+    }
     duckdb_disconnect(&con);
     return rc;
 }

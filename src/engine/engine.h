@@ -77,15 +77,14 @@ enum vt_err eng_connect(duckdb_database db, duckdb_connection *out, struct vt_er
  * can open a file, glob a directory or reach the network outside them, and
  * neither setting can be changed back while the process runs (DuckDB
  * refuses). Attached in-memory databases, temp views and spilling to a
- * temp_directory inside `dirs` keep working. */
-enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, struct vt_error *err);
-/* The same, and with `lock` DuckDB's lock_configuration as well: no SET of
+ * temp_directory inside `dirs` keep working.
+ * With `lock`, DuckDB's lock_configuration as well: no SET of
  * any setting, global or per connection, succeeds afterwards (TimeZone is set
  * to UTC globally first, so eng_connect's connections need no SET). Only
  * [server.quack], which configures its extension after startup, runs
  * unlocked. */
-enum vt_err eng_confine_locked(duckdb_database db, const struct strvec *dirs, bool lock,
-                               struct vt_error *err);
+enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, bool lock,
+                        struct vt_error *err);
 
 struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *name,
                                  struct vt_error *err);

@@ -109,7 +109,7 @@ TEST(confined_database_refuses_files_outside_and_serves_inside)
     strvec_push(&dirs, inside);
     strvec_push(&dirs, runtime);
     struct vt_error err = {0};
-    CHECK_EQ_INT(eng_confine_locked(db, &dirs, true, &err), VT_ERR_OK);
+    CHECK_EQ_INT(eng_confine(db, &dirs, true, &err), VT_ERR_OK);
     strvec_free(&dirs);
     duckdb_connection user;
     duckdb_connect(db, &user); /* a connection made after: confined too */
