@@ -321,6 +321,32 @@ static enum vt_err pg_expr(struct walk *w, json_t *e, const char *cls, int depth
     return child ? walk_any(w, child, depth + 1) : VT_ERR_OK;
 }
 
+/* Whether a serialized type (or any type nested in it) is an aggregate
+ * state: DuckDB 1.4.4's parser has no syntax for one, but a cast target is
+ * input and the walk fails closed. */
+static bool names_aggregate_state(const json_t *t, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return true;
+    if (json_is_string(t))
+        return strstr(json_string_value(t), "AGGREGATE_STATE") != NULL;
+    const char *k;
+    const json_t *x;
+    size_t i;
+    if (json_is_array(t)) {
+        json_array_foreach(t, i, x) {
+            if (names_aggregate_state(x, depth + 1))
+                return true;
+        }
+    } else if (json_is_object(t)) {
+        json_object_foreach((json_t *)t, k, x) {
+            if (names_aggregate_state(x, depth + 1))
+                return true;
+        }
+    }
+    return false;
+}
+
 static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
 {
     if (depth > MAX_DEPTH)
@@ -336,6 +362,13 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
     for (size_t i = 0; plain[i] && !known; i++)
         known = !strcmp(cls, plain[i]);
     if (!strcmp(cls, "FUNCTION") || !strcmp(cls, "WINDOW")) {
+        /* An exported aggregate state is the aggregate's raw memory (its
+         * strings are pointers): shown, it leaks addresses; cast back from
+         * forged bytes, it reads or crashes the process. */
+        if (json_is_true(json_object_get(e, "export_state")))
+            return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION,
+                          "%s: aggregate states cannot be exported (EXPORT_STATE)",
+                          str(e, "function_name") ? str(e, "function_name") : "function");
         enum vt_err rc = check_function(w, e, false);
         if (rc)
             return rc;
@@ -379,6 +412,9 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
     }
     if (!known)
         return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "unsupported SQL expression: %s", cls);
+    if (!strcmp(cls, "CAST") && names_aggregate_state(json_object_get(e, "cast_type"), depth))
+        return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION, "%s",
+                      "casts to aggregate states are not allowed");
     /* Children of every known class: walk all members generically. */
     const char *k;
     const json_t *x;

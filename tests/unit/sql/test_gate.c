@@ -86,6 +86,15 @@ static const struct {
     {"SELECT * FROM trips WHERE id IN (SELECT id FROM read_csv('x'))", VT_ERR_SQL_FORBIDDEN_FUNCTION},
     {"SELECT (SELECT current_setting('x')) FROM trips", VT_ERR_SQL_FORBIDDEN_FUNCTION},
     {"SELECT nextval('s')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    /* aggregate states: raw memory (issue 21 item 0) */
+    {"SELECT finalize(cast_to_type('\\x40\\x00AAAA'::BLOB, (SELECT first(x::VARCHAR) "
+     "EXPORT_STATE FROM range(1, 3) t(x)))) AS v", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT first(note) EXPORT_STATE FROM trips", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT (sum(id) EXPORT_STATE)::BLOB FROM trips", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT * FROM (SELECT count(*) EXPORT_STATE AS s FROM trips)", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT finalize(NULL)", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT combine(NULL, NULL)", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT cast_to_type(1, 'x')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
     {"SELECT ?", VT_ERR_SQL_NOT_READ_ONLY},
     {"SELEC 1", VT_ERR_SQL_SYNTAX},
     {"", VT_ERR_SQL_SYNTAX},
@@ -202,7 +211,7 @@ TEST(allowlist_is_real_and_safe)
         "json_execute_serialized_sql", "json_serialize_sql", "json_deserialize_sql",
         "duckdb_secrets", "duckdb_settings", "current_query", "nextval", "currval", "getvariable",
         "write_log", "version", "which_secret", "checkpoint", "pragma_version", "get_block_size",
-        NULL};
+        "finalize", "combine", "cast_to_type", NULL};
     for (size_t i = 0; dangerous[i]; i++) {
         CHECK(!sql_function_allowed(dangerous[i]));
         CHECK(!sql_table_function_allowed(dangerous[i]));
