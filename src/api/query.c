@@ -65,7 +65,8 @@ static enum vt_err call_prepare(struct http_request *req, struct query_call *c, 
 {
     *out_not_ready = false;
     struct api_app *app = api_app(req);
-    if (exec_pin(app->catalog, http_req_param(req, 0), deadline, &c->pin, err) != VT_ERR_OK) {
+    if (exec_pin_at(app->catalog, http_req_param(req, 0), http_req_query(req, "generation"),
+                    deadline, &c->pin, err) != VT_ERR_OK) {
         *out_not_ready = deadline == 0 && err->code == VT_ERR_DATASET_NOT_READY;
         return err->code;
     }
@@ -89,6 +90,9 @@ static enum vt_err call_prepare(struct http_request *req, struct query_call *c, 
         time_format_rfc3339(c->pin.gen->published_at_us, ts);
         http_add_header(req, "X-Dataset-Refreshed-At", ts);
     }
+    /* Which generation answered: the same id on every replica of a cluster;
+     * ?generation=<it> pins the next pages to it. */
+    http_add_header(req, "X-Dataset-Generation", c->pin.gen->id);
     api_sink_init(&c->sink, req, c->mode, c->format, c->qr.page, c->qr.page_size);
     /* The plan phase starts with the body: JSON parsing and validation. */
     c->sink.timing.plan_us = parsed_us - start_us;
