@@ -861,7 +861,7 @@ const struct cfg_key cfg_schema[] = {
      .def_doc = "AWS_REGION, AWS_DEFAULT_REGION or us-east-1", .example = "\"us-east-1\"",
      .doc = "Region used for signing."},
     {"cluster.s3", "endpoint", CFG_T_STR, C(cluster.s3.endpoint), .flags = CFG_NONEMPTY,
-     .def_doc = "AWS", .example = "\"http://127.0.0.1:9000\"",
+     .def_doc = "AWS", .example = "\"https://s3.eu-west-1.amazonaws.com\"",
      .doc = "Endpoint URL of an S3-compatible store (it must honour conditional writes: "
             "If-None-Match and If-Match on PUT)."},
     {"cluster.s3", "addressing_style", CFG_T_ENUM, C(cluster.s3.addressing_style),
