@@ -498,8 +498,8 @@ const struct cfg_key cfg_schema[] = {
      .doc = "The HTTP service: listener, limits, time-outs, memory and the places it may read."},
     {"server", "backend", CFG_T_ENUM, C(server.backend), .names = backend_names,
      .def = "\"datafusion\"",
-     .doc = "Engine hint. This build has only the DuckDB engine: any value runs DuckDB, and "
-            "\"datafusion\" logs a warning."},
+     .doc = "Engine hint. This build has only the DuckDB engine: any value runs DuckDB; "
+            "\"datafusion\" set explicitly logs a warning (left unset, one INFO line)."},
     {"server", NULL, CFG_T_RULE, .rule = rule_backend_set},
     {"server", "listen", CFG_T_STR, C(server.listen), .flags = CFG_NONEMPTY,
      .def = "\"127.0.0.1\"", .doc = "Bind address of the HTTP listener."},

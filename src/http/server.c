@@ -907,13 +907,14 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
     req->conn = conn;
     atomic_init(&req->refs, 1);
     pthread_mutex_init(&req->reply_mu, NULL);
+    /* The process tag first: the id is built from it. */
+    pthread_once(&process_tag_once, make_process_tag);
     new_request_id(req->id, atomic_fetch_add(&srv->next_id, 1) + 1);
     req->start_us = time_mono_us();
     req->start_ms = req->start_us / 1000;
     int64_t timeout = srv->cfg->server.request_timeout_ms;
     req->deadline_ms = timeout > 0 ? req->start_ms + timeout : 0;
     req->method = HTTP_OTHER;
-    pthread_once(&process_tag_once, make_process_tag);
     arena_init(&req->arena, REQUEST_ARENA_MAX);
     sb_init(&req->body, (size_t)srv->cfg->server.max_body_bytes);
     const union MHD_ConnectionInfo *ci =
