@@ -121,7 +121,7 @@ def test_deadline_interrupts_quickly(vt, datadir):
 
 def raw_post(s, path, body, headers=()):
     data = body.encode() if isinstance(body, str) else body
-    lines = [f"POST {s.prefix}{path} HTTP/1.1", "Host: x", "Content-Type: application/json",
+    lines = [f"POST {s.prefix}{path} HTTP/1.1", "Host: localhost", "Content-Type: application/json",
              f"Content-Length: {len(data)}", "Connection: close", *headers, "", ""]
     with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
         c.sendall("\r\n".join(lines).encode() + data)
