@@ -64,6 +64,7 @@ static enum vt_err refuse(struct walk *w, enum vt_err code, const char *fmt, con
 static enum vt_err walk_node(struct walk *w, const json_t *node, int depth);
 static enum vt_err walk_table(struct walk *w, const json_t *ref, int depth);
 static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth);
+static enum vt_err walk_any(struct walk *w, const json_t *v, int depth);
 
 static const char *str(const json_t *o, const char *key)
 {
@@ -91,6 +92,19 @@ static enum vt_err known_keys(struct walk *w, const json_t *o, const char *const
     return VT_ERR_OK;
 }
 
+/* Every member of object o, as walk_any. */
+static enum vt_err walk_members(struct walk *w, const json_t *o, int depth)
+{
+    const char *k;
+    const json_t *x;
+    json_object_foreach((json_t *)o, k, x) {
+        enum vt_err rc = walk_any(w, x, depth + 1);
+        if (rc)
+            return rc;
+    }
+    return VT_ERR_OK;
+}
+
 /* Expressions anywhere below `v`: objects with a "class" are expressions,
  * query wrappers ({"node": ...}) are subqueries, arrays hold either. */
 static enum vt_err walk_any(struct walk *w, const json_t *v, int depth)
@@ -114,29 +128,11 @@ static enum vt_err walk_any(struct walk *w, const json_t *v, int depth)
     const json_t *node = json_object_get(v, "node");
     if (json_is_object(node) && json_object_get(node, "type"))
         return walk_node(w, node, depth + 1);
-    const char *type = str(v, "type");
-    if (type && (!strcmp(type, "ORDER_MODIFIER") || !strcmp(type, "LIMIT_MODIFIER") ||
-                 !strcmp(type, "DISTINCT_MODIFIER") || !strcmp(type, "LIMIT_PERCENT_MODIFIER"))) {
-        const char *k;
-        const json_t *x;
-        json_object_foreach((json_t *)v, k, x) {
-            enum vt_err rc = walk_any(w, x, depth + 1);
-            if (rc)
-                return rc;
-        }
-        return VT_ERR_OK;
-    }
-    /* Order terms ({"type": "ASCENDING", "expression": ...}), sample
-     * options, CASE checks ({"when_expr", "then_expr"}), value objects of
-     * constants: walk what they hold. */
-    const char *k;
-    const json_t *x;
-    json_object_foreach((json_t *)v, k, x) {
-        enum vt_err rc = walk_any(w, x, depth + 1);
-        if (rc)
-            return rc;
-    }
-    return VT_ERR_OK;
+    /* Modifiers (ORDER, LIMIT, DISTINCT), order terms ({"type":
+     * "ASCENDING", "expression": ...}), sample options, CASE checks
+     * ({"when_expr", "then_expr"}), value objects of constants: walk what
+     * they hold. */
+    return walk_members(w, v, depth);
 }
 
 static bool in_scope(const struct walk *w, const char *name)
@@ -239,14 +235,7 @@ static enum vt_err walk_own(struct walk *w, const json_t *e, int depth)
         return refuse(w, VT_ERR_INTERNAL, "%s", "a dialect hook claimed a name it may not own");
     if (!strncmp(str(e, "function_name"), "vt:", 3))
         w->changed = w->catalog = true;
-    const char *k;
-    const json_t *x;
-    json_object_foreach((json_t *)e, k, x) {
-        enum vt_err rc = walk_any(w, x, depth + 1);
-        if (rc)
-            return rc;
-    }
-    return VT_ERR_OK;
+    return walk_members(w, e, depth);
 }
 
 /* Whether a serialized type (or any type nested in it) is an aggregate
@@ -331,14 +320,7 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
         return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION, "%s",
                       "casts to aggregate states are not allowed");
     /* Children of every known class: walk all members generically. */
-    const char *k;
-    const json_t *x;
-    json_object_foreach((json_t *)e, k, x) {
-        enum vt_err rc = walk_any(w, x, depth + 1);
-        if (rc)
-            return rc;
-    }
-    return VT_ERR_OK;
+    return walk_members(w, e, depth);
 }
 
 static enum vt_err walk_table(struct walk *w, const json_t *ref, int depth)
