@@ -231,6 +231,7 @@ def _open_idle(src, port, n):
     return socks
 
 
+@pytest.mark.serial
 def test_connection_flood_from_one_address_does_not_starve_others(plain):
     assert _raise_nofile(12000) >= 9000
     flood = _open_idle("127.0.0.1", plain.port, 4200)
@@ -247,6 +248,7 @@ def test_connection_flood_from_one_address_does_not_starve_others(plain):
             s.close()
 
 
+@pytest.mark.serial
 def test_global_connection_cap_answers_503_fast(plain):
     """VT_MAX_CONNECTIONS (4096) idle connections from many addresses (256 per
     address, the per-client cap): the next connection gets a 503 at once."""

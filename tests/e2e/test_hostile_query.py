@@ -14,6 +14,7 @@ worker for minutes, answered wrongly, or was silently misread before.
   its overflow is a clear 400, not a wrong number.
 """
 import concurrent.futures
+import pytest
 import json
 import socket
 import time
@@ -50,6 +51,7 @@ WEDGES = [
 ]
 
 
+@pytest.mark.serial
 def test_backtracking_patterns_answer_at_once(vt, datadir):
     s = start(vt, datadir, request_timeout_ms=30000)
     for ds, body in WEDGES:
