@@ -27,6 +27,9 @@ import requests
 from conftest import Server, write_parquet
 from s3_fixtures import free_port, moto  # noqa: F401  (session fixture)
 
+# Wall-clock bounds (convergence within the poll interval) and load: run alone.
+pytestmark = pytest.mark.serial
+
 NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
 POLL_MS = 400
 ADMIN = {"X-Admin-Token": "s3cret"}
