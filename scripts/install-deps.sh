@@ -68,3 +68,13 @@ if [ -f "$swagger/package-lock.json" ] &&
      [ "$swagger/package-lock.json" -nt "$swagger/node_modules/.package-lock.json" ]; }; then
     (cd "$swagger" && npm ci --silent --no-audit --no-fund --ignore-scripts)
 fi
+
+# The Kubernetes schema validator of `make deploy-check` (deploy/check:
+# kubernetes-models and its KEDA and prometheus-operator models, pinned by
+# package-lock.json).
+deploycheck="$top/deploy/check"
+if [ -f "$deploycheck/package-lock.json" ] &&
+   { [ ! -f "$deploycheck/node_modules/.package-lock.json" ] ||
+     [ "$deploycheck/package-lock.json" -nt "$deploycheck/node_modules/.package-lock.json" ]; }; then
+    (cd "$deploycheck" && npm ci --silent --no-audit --no-fund --ignore-scripts)
+fi

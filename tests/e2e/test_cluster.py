@@ -102,6 +102,7 @@ http {{
             proxy_pass http://readers;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+            proxy_set_header Host $host;
             proxy_connect_timeout 1s;
             proxy_read_timeout 20s;
             # Queries are POSTs that only read: safe to retry elsewhere.
