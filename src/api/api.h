@@ -23,7 +23,6 @@
 struct api_app {
     const struct vt_config *cfg;
     struct auth_policy auth;    /* X-Admin-Token and bearer tokens ([auth]) */
-    duckdb_database db;
     struct cat_catalog *catalog;
     struct eng_pool *queries;   /* server.workers threads */
     struct eng_pool *admin_pool;/* admin operations that wait for builds */
