@@ -318,7 +318,7 @@ struct exec_snapshot {
     struct exec_pin pins[EXEC_MAX_DATASETS];
     struct exec_view views[EXEC_MAX_DATASETS]; /* views[i] reads pins[i] */
     size_t n;
-    /* With sql_pg_names (exec_snapshot_take_opts): see sql_checked. */
+    /* With a dialect (exec_snapshot_take_opts): see sql_checked. */
     bool reads_catalog;
     char *rewritten;
     struct sql_lookup *lookup;

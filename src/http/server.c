@@ -134,6 +134,9 @@ struct http_request {
     size_t target_len;
     pthread_mutex_t reply_mu;   /* installing a reply vs. shutdown taking over */
     bool detached;              /* shutdown answered for it: the job's reply goes nowhere */
+    /* Shutdown cancelled its job: job_done answers 503 (the shutdown thread
+     * never writes a request whose job may still be running on a worker). */
+    atomic_bool shutdown_cancelled;
     atomic_bool client_gone;    /* noticed by the reaper or the completion callback */
     atomic_bool mhd_suspended;  /* we suspended the connection and MHD has not called
                                  * back since (MHD_stop_daemon must not see one) */
@@ -755,7 +758,10 @@ static void job_done(struct eng_job *job)
 {
     struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
     if (!req->stream) {
-        if (atomic_load(&job->timed_out))
+        if (atomic_load(&req->shutdown_cancelled) && (!req->response || req->status >= 400)) {
+            http_add_header(req, "Connection", "close");
+            http_reply_error(req, VT_ERR_SHUTTING_DOWN, NULL);
+        } else if (atomic_load(&job->timed_out))
             http_reply_error(req, VT_ERR_TIMEOUT, "request timed out");
         else if (!req->response)
             http_reply_error(req, VT_ERR_INTERNAL, "the handler produced no reply");
@@ -1710,12 +1716,18 @@ static bool wait_in_flight(struct http_server *srv, int64_t until)
 
 /* After the drain: cancel every job, answer every request still waiting
  * (503 for one whose job has not replied, a truncated end for a stream) and
- * resume its connection, so that none is suspended when MHD stops. */
+ * resume its connection, so that none is suspended when MHD stops. A request
+ * whose job is outstanding is answered by that job's completion (job_done,
+ * on its worker, once the interrupted job returns): its handler may be
+ * writing the request's headers and arena right now, so this thread must not
+ * (doing so crashed the server under load). */
 static void take_over_remaining(struct http_server *srv, struct eng_pool *pool)
 {
     pthread_mutex_lock(&srv->mu);
     for (struct http_request *r = srv->active; r; r = r->next) {
-        if (r->job_outstanding) {
+        bool outstanding = r->job_outstanding;
+        if (outstanding) {
+            atomic_store(&r->shutdown_cancelled, true);
             atomic_store(&r->job.cancelled, true);
             if (r->job_pool)
                 eng_pool_interrupt(r->job_pool, &r->job);
@@ -1726,7 +1738,7 @@ static void take_over_remaining(struct http_server *srv, struct eng_pool *pool)
             stream_abort(r, true);
             continue;
         }
-        if (!r->suspended)
+        if (!r->suspended || outstanding)
             continue;
         http_add_header(r, "Connection", "close");
         http_reply_error(r, VT_ERR_SHUTTING_DOWN, NULL);
