@@ -316,7 +316,7 @@ struct portal {
     size_t nparams;
     int16_t *formats;
     size_t nformats;
-    struct sql_snapshot snap;       /* pinned at Bind */
+    struct exec_snapshot snap;       /* pinned at Bind */
     bool pinned;
     enum portal_state state;
     bool describe_pending;          /* Describe(P): RowDescription comes with the result */
@@ -580,7 +580,7 @@ static void portal_free(struct pgw_session *s, struct portal *p)
     arena_release(&p->arena);
     free(p->formats);
     if (p->pinned)
-        sql_snapshot_release(&p->snap);
+        exec_snapshot_release(&p->snap);
     free(p->told_oids);
     sb_release(&p->held);
     free(p);
@@ -992,7 +992,7 @@ static const struct sql_gate_options gate_extended = {.allow_params = true, .loo
 /* Runs a checked statement: the snapshot is taken (or was pinned at Bind),
  * the sink decides the messages. Returns true when it ended well; false
  * after an error was reported (or the client is gone). */
-static bool run_plan(struct pgw_session *s, const char *sql, const struct sql_snapshot *snap,
+static bool run_plan(struct pgw_session *s, const char *sql, const struct exec_snapshot *snap,
                      const struct query_value *params, size_t nparams, bool one_off,
                      struct pgw_sink *k)
 {
@@ -1358,7 +1358,7 @@ static json_t *term_value(const struct sql_lookup_term *t, const struct query_va
 /* 1: answered (rows sent, or an error reported); 0: not from the index
  * (nothing sent: run the SQL). */
 static int fast_lookup(struct pgw_session *s, const struct sql_lookup *l,
-                       const struct sql_snapshot *snap, const struct query_value *params,
+                       const struct exec_snapshot *snap, const struct query_value *params,
                        size_t nparams, bool describe, uint64_t *out_rows, bool *out_ok)
 {
     if (!l || snap->n != 1 || strcmp(snap->views[0].name, l->dataset) != 0)
@@ -1463,11 +1463,11 @@ static bool simple_sql(struct pgw_session *s, const char *text, size_t len, bool
     }
     int64_t deadline = statement_deadline(s);
     start_statement(s, deadline);
-    struct sql_snapshot snap;
+    struct exec_snapshot snap;
     memset(&snap, 0, sizeof snap);
     bool ok = false;
     uint64_t rows = 0;
-    if (sql_snapshot_take_opts(s->cfg.catalog, s->con, sql, &gate_simple,
+    if (exec_snapshot_take_opts(s->cfg.catalog, s->con, sql, &gate_simple,
                                deadline ? deadline : time_mono_ms() + 60000, &snap,
                                &err) != VT_ERR_OK ||
         (snap.reads_catalog && sync_catalog(s, &err) != VT_ERR_OK)) {
@@ -1501,7 +1501,7 @@ static bool simple_sql(struct pgw_session *s, const char *text, size_t len, bool
         }
     }
     end_statement(s);
-    sql_snapshot_release(&snap);
+    exec_snapshot_release(&snap);
     free(norm);
     free(owned);
     return ok;
@@ -1969,12 +1969,12 @@ static void on_parse(struct pgw_session *s, const unsigned char *body, size_t le
 }
 
 /* Pins the statement's datasets for a portal. */
-static enum vt_err pin_for(struct pgw_session *s, struct prepared *p, struct sql_snapshot *snap,
+static enum vt_err pin_for(struct pgw_session *s, struct prepared *p, struct exec_snapshot *snap,
                            struct vt_error *err)
 {
     memset(snap, 0, sizeof *snap);
     int64_t deadline = statement_deadline(s);
-    return sql_snapshot_pin(s->cfg.catalog, p->deps, p->ndeps,
+    return exec_snapshot_pin(s->cfg.catalog, p->deps, p->ndeps,
                             deadline ? deadline : time_mono_ms() + 60000, snap, err);
 }
 
@@ -1984,7 +1984,7 @@ static enum vt_err describe_statement(struct pgw_session *s, struct prepared *p,
 {
     if (p->described)
         return VT_ERR_OK;
-    struct sql_snapshot snap;
+    struct exec_snapshot snap;
     if (pin_for(s, p, &snap, err) != VT_ERR_OK)
         return err->code;
     enum vt_err rc = VT_ERR_OK;
@@ -2004,7 +2004,7 @@ static enum vt_err describe_statement(struct pgw_session *s, struct prepared *p,
         rc = exec_describe(&plan, s->con, &p->shape, err);
         arena_release(&arena);
     }
-    sql_snapshot_release(&snap);
+    exec_snapshot_release(&snap);
     if (rc == VT_ERR_OK)
         p->described = true;
     return rc;
