@@ -35,6 +35,20 @@ static bool session_room(struct pgw_session *s, size_t more, struct vt_error *er
     return true;
 }
 
+/* Statements whose query goes through the gate and reads datasets. */
+static bool runs_sql(enum pgw_stmt_kind k)
+{
+    return k == PGW_STMT_SQL || k == PGW_STMT_COPY_OUT || k == PGW_STMT_EXPLAIN ||
+           k == PGW_STMT_DECLARE;
+}
+
+/* Statements whose portal pins the datasets at Bind (a cursor pins its own
+ * when it is declared). */
+static bool pins(enum pgw_stmt_kind k)
+{
+    return k == PGW_STMT_SQL || k == PGW_STMT_COPY_OUT || k == PGW_STMT_EXPLAIN;
+}
+
 void pgw_on_parse(struct pgw_session *s, const unsigned char *body, size_t len)
 {
     struct vt_error err = {0};
@@ -93,32 +107,13 @@ void pgw_on_parse(struct pgw_session *s, const unsigned char *body, size_t len)
         ok = false;
     else if (!ok)
         vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
-    if (ok && (p->st.kind == PGW_STMT_SQL || p->st.kind == PGW_STMT_COPY_OUT)) {
-        const char *q = p->st.kind == PGW_STMT_SQL ? text : p->st.copy_query;
+    if (ok && runs_sql(p->st.kind)) {
+        /* The query of COPY, EXPLAIN and DECLARE is checked at Parse too:
+         * errors come here, as in PostgreSQL. */
+        const char *q = p->st.kind == PGW_STMT_SQL ? text : p->st.query;
         size_t qlen = p->st.kind == PGW_STMT_SQL ? tlen : strlen(q);
-        char *norm = pgw_normalize(q, qlen);
-        p->sql = norm ? norm : strndup(q, qlen);
-        struct sql_checked chk;
-        if (!p->sql) {
+        if (pgw_prepared_check(s, p, q, qlen, true, &err) != VT_ERR_OK)
             ok = false;
-            vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
-        } else if (sql_gate_check_opts(s->con, p->sql, &pgw_gate_extended,
-                                       pgw_is_dataset, s->cfg.catalog, &chk,
-                                       &err) != VT_ERR_OK) {
-            ok = false;
-        } else {
-            p->deps = chk.depends_on;
-            p->ndeps = chk.n_depends_on;
-            p->rewritten = chk.rewritten;
-            p->reads_catalog = chk.reads_catalog;
-            p->lookup = p->st.kind == PGW_STMT_SQL ? chk.lookup : NULL;
-            if (p->lookup)
-                chk.lookup = NULL;
-            chk.depends_on = NULL;
-            chk.n_depends_on = 0;
-            chk.rewritten = NULL;
-            sql_checked_release(&chk);
-        }
     } else if (ok && p->st.kind == PGW_STMT_SET && !pgw_setting_settable(p->st.name)) {
         /* refused at Parse, like any statement the gate refuses */
         pgw_refuse_set(s, text, tlen, &p->st, true, &err);
@@ -136,48 +131,6 @@ void pgw_on_parse(struct pgw_session *s, const unsigned char *body, size_t len)
         s->unnamed = p;
     }
     pgw_write_empty(s->out, '1');
-}
-
-/* Pins the statement's datasets for a portal. */
-static enum vt_err pin_for(struct pgw_session *s, struct pgw_prepared *p, struct sql_snapshot *snap,
-                           struct vt_error *err)
-{
-    memset(snap, 0, sizeof *snap);
-    int64_t deadline = pgw_statement_deadline(s);
-    return sql_snapshot_pin(s->cfg.catalog, p->deps, p->ndeps,
-                            deadline ? deadline : time_mono_ms() + 60000, snap, err);
-}
-
-/* Describes a SQL statement (its parameters and columns) on this worker. */
-static enum vt_err describe_statement(struct pgw_session *s, struct pgw_prepared *p,
-                                      struct vt_error *err)
-{
-    if (p->described)
-        return VT_ERR_OK;
-    struct sql_snapshot snap;
-    if (pin_for(s, p, &snap, err) != VT_ERR_OK)
-        return err->code;
-    enum vt_err rc = VT_ERR_OK;
-    if (p->reads_catalog)
-        rc = pgw_sync_catalog(s, err);
-    if (rc == VT_ERR_OK) {
-        struct arena arena;
-        arena_init(&arena, 0);
-        struct exec_plan plan = {
-            .kind = EXEC_SQL,
-            .sql = p->rewritten ? p->rewritten : p->sql,
-            .views = snap.views,
-            .nviews = snap.n,
-            .job = &s->conn->job,
-            .arena = &arena,
-        };
-        rc = exec_describe(&plan, s->con, &p->shape, err);
-        arena_release(&arena);
-    }
-    sql_snapshot_release(&snap);
-    if (rc == VT_ERR_OK)
-        p->described = true;
-    return rc;
 }
 
 /* The type a parameter is decoded as: the client's, else what DuckDB
@@ -235,7 +188,7 @@ void pgw_on_bind(struct pgw_session *s, const unsigned char *body, size_t len)
         ext_error(s, &err);
         return;
     }
-    if (st->noids && m.nparams != st->noids && st->st.kind == PGW_STMT_SQL) {
+    if (st->noids && m.nparams != st->noids && runs_sql(st->st.kind)) {
         vt_error_set(&err, VT_ERR_PG_PROTOCOL,
                      "bind message supplies %u parameters, but prepared statement \"%s\" "
                      "requires %zu",
@@ -273,8 +226,8 @@ void pgw_on_bind(struct pgw_session *s, const unsigned char *body, size_t len)
     bool need_types = false;
     for (size_t i = 0; ok && i < m.nparams; i++)
         need_types |= vals[i].format == 1 && vals[i].len >= 0 && !param_oid(st, i);
-    if (ok && need_types && st->st.kind == PGW_STMT_SQL &&
-        describe_statement(s, st, &err) != VT_ERR_OK)
+    if (ok && need_types && runs_sql(st->st.kind) &&
+        pgw_describe_statement(s, st, &err) != VT_ERR_OK)
         ok = false;
     for (size_t i = 0; ok && i < m.nparams; i++) {
         uint32_t oid = param_oid(st, i);
@@ -284,8 +237,8 @@ void pgw_on_bind(struct pgw_session *s, const unsigned char *body, size_t len)
             ok = false;
     }
     free(vals);
-    if (ok && (st->st.kind == PGW_STMT_SQL || st->st.kind == PGW_STMT_COPY_OUT)) {
-        if (pin_for(s, st, &p->snap, &err) != VT_ERR_OK)
+    if (ok && pins(st->st.kind)) {
+        if (pgw_pin_for(s, st, &p->snap, &err) != VT_ERR_OK)
             ok = false;
         else
             p->pinned = true;
@@ -321,45 +274,32 @@ static void write_parameter_description(struct pgw_session *s, const struct pgw_
     pgw_msg_end(s->out, m);
 }
 
-/* RowDescription (or NoData) from a statement's shape; columns DuckDB
- * cannot type before binding are described as text (and sent as text). */
+/* RowDescription (or NoData) for a statement: its shape (SQL), or what the
+ * statement answered here sends (SHOW, EXPLAIN, FETCH). `told`: the portal
+ * that is to send the rows. */
 static void write_shape(struct pgw_session *s, const struct pgw_prepared *p, const int16_t *formats,
                         size_t nformats, struct pgw_portal *told)
 {
-    if (p->st.kind == PGW_STMT_SHOW) {
+    switch (p->st.kind) {
+    case PGW_STMT_SHOW:
         pgw_show_describe(s, &p->st);
         return;
-    }
-    if (p->st.kind != PGW_STMT_SQL || p->shape.ncols == 0) {
-        pgw_write_empty(s->out, 'n');
+    case PGW_STMT_EXPLAIN:
+        pgw_explain_describe(s);
         return;
-    }
-    size_t n = p->shape.ncols;
-    duckdb_logical_type *types = calloc(n, sizeof *types);
-    if (!types) {
-        s->out->overflow = true;
+    case PGW_STMT_FETCH:
+        if (!pgw_find_portal(s, p->st.name, NULL)) /* no cursor (yet): NoData */
+            break;
+        if (!pgw_cursor_describe(s, &p->st))
+            s->skip_to_sync = true;
         return;
+    case PGW_STMT_SQL:
+        pgw_write_shape(s, p, formats, nformats, told);
+        return;
+    default:
+        break;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (duckdb_get_type_id(p->shape.types[i]) == DUCKDB_TYPE_INVALID)
-            types[i] = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
-        else
-            types[i] = p->shape.types[i];
-    }
-    pgw_write_row_description(s->out, n, (const char *const *)p->shape.names, types, formats,
-                              nformats);
-    if (told) {
-        told->told = true;
-        told->told_n = n;
-        free(told->told_oids);
-        told->told_oids = calloc(n, sizeof *told->told_oids);
-        for (size_t i = 0; told->told_oids && i < n; i++)
-            told->told_oids[i] = pgw_type_of(types[i]).oid;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (types[i] != p->shape.types[i])
-            duckdb_destroy_logical_type(&types[i]);
-    free(types);
+    pgw_write_empty(s->out, 'n');
 }
 
 void pgw_on_describe(struct pgw_session *s, const unsigned char *body, size_t len,
@@ -379,7 +319,7 @@ void pgw_on_describe(struct pgw_session *s, const unsigned char *body, size_t le
             ext_error(s, &err);
             return;
         }
-        if (p->st.kind == PGW_STMT_SQL && describe_statement(s, p, &err) != VT_ERR_OK) {
+        if (runs_sql(p->st.kind) && pgw_describe_statement(s, p, &err) != VT_ERR_OK) {
             ext_error(s, &err);
             return;
         }
@@ -407,50 +347,34 @@ void pgw_on_describe(struct pgw_session *s, const unsigned char *body, size_t le
         p->describe_pending = true;
         return;
     }
-    if (describe_statement(s, p->stmt, &err) != VT_ERR_OK) {
+    if (pgw_describe_statement(s, p->stmt, &err) != VT_ERR_OK) {
         ext_error(s, &err);
         return;
     }
     write_shape(s, p->stmt, p->formats, p->nformats, p);
 }
 
-/* Sends up to `limit` held rows of a suspended portal. */
-static void send_held(struct pgw_session *s, struct pgw_portal *p, uint64_t limit)
+/* COPY ... TO STDOUT of a portal: all its rows as CopyData. */
+static bool copy_out(struct pgw_session *s, struct pgw_portal *p)
 {
-    uint64_t sent = 0;
-    while (p->held_off < p->held.len && (!limit || sent < limit)) {
-        const unsigned char *m = (const unsigned char *)p->held.buf + p->held_off;
-        size_t mlen = 1 + ((size_t)m[1] << 24 | (size_t)m[2] << 16 | (size_t)m[3] << 8 | m[4]);
-        sb_add(s->out, m, mlen);
-        p->held_off += mlen;
-        p->held_rows--;
-        sent++;
-        if (pgw_flush_if_full(s) != 0)
-            return;
+    struct pgw_prepared *st = p->stmt;
+    struct vt_error err = {0};
+    if (st->reads_catalog && pgw_sync_catalog(s, &err) != VT_ERR_OK) {
+        pgw_fail(s, &err);
+        return false;
     }
-    p->rows += sent;
-    if (p->held_off < p->held.len) {
-        pgw_write_empty(s->out, 's');
-        return;
-    }
-    sb_release(&p->held);
-    p->held_off = 0;
-    s->held -= p->held_counted;
-    p->held_counted = 0;
-    if (p->held_truncated) {
-        struct vt_error err = {0};
-        vt_error_set(&err, VT_ERR_LIMIT_EXCEEDED,
-                     "the rest of this result did not fit the %d MiB a connection holds "
-                     "for portals read in parts; read it without a row limit or add "
-                     "LIMIT/OFFSET",
-                     VT_PGWIRE_MAX_SUSPENDED_BYTES / (1024 * 1024));
-        p->state = PGW_P_DONE;
-        ext_error(s, &err);
-        return;
-    }
-    p->state = PGW_P_DONE;
-    snprintf(p->tag, sizeof p->tag, "SELECT %" PRIu64, p->rows);
+    struct pgw_sink k = {.s = s, .mode = PGW_SINK_COPY, .portal = p};
+    pgw_copy_sink(&k, &st->st);
+    pgw_start_statement(s, pgw_statement_deadline(s));
+    bool ok = pgw_run_plan(s, st->rewritten ? st->rewritten : st->sql, &p->snap, p->params,
+                           p->nparams, false, &k);
+    pgw_end_statement(s);
+    if (!ok)
+        return false;
+    pgw_copy_done(&k);
+    snprintf(p->tag, sizeof p->tag, "COPY %" PRIu64, k.sent);
     pgw_write_command_complete(s->out, p->tag);
+    return true;
 }
 
 void pgw_on_execute(struct pgw_session *s, const unsigned char *body, size_t len)
@@ -474,87 +398,48 @@ void pgw_on_execute(struct pgw_session *s, const unsigned char *body, size_t len
         return;
     }
     uint64_t limit = m.max_rows > 0 ? (uint64_t)m.max_rows : 0;
-    if (p->state == PGW_P_SUSPENDED) {
-        send_held(s, p, limit);
-        return;
-    }
     if (p->state == PGW_P_DONE) {
         pgw_write_command_complete(s->out, p->tag[0] ? p->tag : "SELECT 0");
         return;
     }
-    if (st->st.kind == PGW_STMT_EMPTY) {
+    bool describe = p->describe_pending;
+    bool ok = true;
+    switch (st->st.kind) {
+    case PGW_STMT_EMPTY:
         pgw_write_empty(s->out, 'I');
         return;
-    }
-    if (st->st.kind != PGW_STMT_SQL && st->st.kind != PGW_STMT_COPY_OUT) {
-        bool describe = p->describe_pending;
-        p->describe_pending = false;
-        if (!pgw_session_statement(s, &st->st, describe, "", 0))
-            s->skip_to_sync = true;
-        p->state = PGW_P_DONE;
-        return;
-    }
-    if (st->reads_catalog && pgw_sync_catalog(s, &err) != VT_ERR_OK) {
-        ext_error(s, &err);
-        return;
-    }
-    bool copy = st->st.kind == PGW_STMT_COPY_OUT;
-    struct pgw_sink k = {.s = s, .mode = copy ? PGW_SINK_COPY : PGW_SINK_PORTAL, .portal = p,
-                         .limit = copy ? 0 : limit};
-    if (copy) {
-        k.copy.format = st->st.copy_format;
-        k.copy.delimiter = st->st.copy_delimiter;
-        k.copy.null_text = st->st.copy_null[0] || st->st.copy_format == PGW_COPY_CSV
-                               ? st->st.copy_null
-                               : "\\N";
-        k.copy_header = st->st.copy_header;
-    }
-    bool text = true;
-    for (size_t i = 0; i < p->nformats; i++)
-        text &= p->formats[i] == 0;
-    uint64_t fast_rows = 0;
-    bool fast_ok = false;
-    /* From the index when the client learns the columns from this result
-     * (or does not ask): a Describe(S) answer came from DuckDB's types. */
-    if (!copy && st->lookup && text && !limit && !p->told && !st->described &&
-        pgw_fast_lookup(s, st->lookup, &p->snap, p->params, p->nparams, p->describe_pending,
-                    &fast_rows, &fast_ok)) {
-        p->describe_pending = false;
-        p->state = PGW_P_DONE;
-        if (!fast_ok) {
+    case PGW_STMT_SQL: {
+        uint64_t n = 0;
+        if (!pgw_portal_rows(s, p, limit, false, &n)) {
             s->skip_to_sync = true;
             return;
         }
-        p->rows = fast_rows;
+        if (p->state == PGW_P_SUSPENDED) {
+            pgw_write_empty(s->out, 's');
+            return;
+        }
         snprintf(p->tag, sizeof p->tag, "SELECT %" PRIu64, p->rows);
         pgw_write_command_complete(s->out, p->tag);
         return;
     }
-    pgw_start_statement(s, pgw_statement_deadline(s));
-    bool ok = pgw_run_plan(s, st->rewritten ? st->rewritten : st->sql, &p->snap, p->params,
-                       p->nparams, false, &k);
-    pgw_end_statement(s);
-    if (!ok) {
-        p->state = PGW_P_DONE;
-        s->skip_to_sync = true;
-        return;
+    case PGW_STMT_COPY_OUT:
+        ok = copy_out(s, p);
+        break;
+    case PGW_STMT_EXPLAIN:
+        ok = pgw_explain(s, st->rewritten ? st->rewritten : st->sql, st->st.analyze, &p->snap,
+                         p->params, p->nparams, describe);
+        break;
+    case PGW_STMT_DECLARE:
+        ok = pgw_cursor_declare(s, &st->st, p);
+        break;
+    default:
+        ok = pgw_session_statement(s, &st->st, describe, "", 0);
+        break;
     }
-    if (copy) {
-        pgw_write_empty(s->out, 'c');
-        snprintf(p->tag, sizeof p->tag, "COPY %" PRIu64, k.sent);
-        pgw_write_command_complete(s->out, p->tag);
-        p->state = PGW_P_DONE;
-        return;
-    }
-    p->rows = k.sent;
-    if (k.suspended) {
-        p->state = PGW_P_SUSPENDED;
-        pgw_write_empty(s->out, 's');
-        return;
-    }
+    p->describe_pending = false;
     p->state = PGW_P_DONE;
-    snprintf(p->tag, sizeof p->tag, "SELECT %" PRIu64, p->rows);
-    pgw_write_command_complete(s->out, p->tag);
+    if (!ok)
+        s->skip_to_sync = true;
 }
 
 void pgw_on_close(struct pgw_session *s, const unsigned char *body, size_t len)
@@ -593,7 +478,7 @@ void pgw_on_sync(struct pgw_session *s)
     s->skip_to_sync = false;
     /* An implicit transaction ends at Sync, and its portals with it. */
     if (s->tx == 'I')
-        pgw_close_portals(s);
+        pgw_close_portals(s, false);
     pgw_write_ready(s->out, s->tx);
     atomic_store(&s->conn->cancel_requested, false);
     atomic_store(&s->conn->job.cancelled, atomic_load(&s->conn->peer_gone));

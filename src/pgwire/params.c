@@ -16,6 +16,7 @@
 #include "pgwire/pgwire.h"
 #include "query/query.h"
 #include "util/arena.h"
+#include "util/limits.h"
 
 #define PG_EPOCH_DAYS 10957                    /* 2000-01-01 - 1970-01-01 */
 #define PG_EPOCH_US ((int64_t)PG_EPOCH_DAYS * 86400 * 1000000)
@@ -130,30 +131,38 @@ static enum vt_err formatted(struct arena *a, const char *text, size_t n, struct
     return text_value((const unsigned char *)text, n, a, out, err);
 }
 
-enum vt_err pgw_param_decode(const struct pgw_value *v, uint32_t oid, struct arena *a,
-                             struct query_value *out, struct vt_error *err)
+/* The text of s without surrounding whitespace, NUL-terminated in buf; false
+ * when empty or too long for buf. */
+static bool trimmed(const unsigned char *s, size_t n, char *buf, size_t cap)
 {
-    memset(out, 0, sizeof *out);
-    if (v->len < 0) {
-        out->kind = QUERY_VALUE_NULL;
-        out->cast = "NULL";
-        return VT_ERR_OK;
-    }
-    const unsigned char *s = v->data ? v->data : (const unsigned char *)"";
-    size_t n = (size_t)v->len;
-    if (v->format == 0) {
+    size_t b = 0, e = n;
+    while (b < e && isspace(s[b]))
+        b++;
+    while (e > b && isspace(s[e - 1]))
+        e--;
+    if (e - b == 0 || e - b >= cap)
+        return false;
+    memcpy(buf, s + b, e - b);
+    buf[e - b] = '\0';
+    return true;
+}
+
+static void set_null(struct query_value *out)
+{
+    out->kind = QUERY_VALUE_NULL;
+    out->cast = "NULL";
+}
+
+/* One value in PostgreSQL's text input format. */
+static enum vt_err text_scalar(const unsigned char *s, size_t n, uint32_t oid, struct arena *a,
+                               struct query_value *out, struct vt_error *err)
+{
+    {
         switch (oid) {
         case PGW_OID_INT2: case PGW_OID_INT4: case PGW_OID_INT8: case PGW_OID_OID: {
             char buf[32];
-            size_t b = 0, e = n;
-            while (b < e && isspace(s[b]))
-                b++;
-            while (e > b && isspace(s[e - 1]))
-                e--;
-            if (e - b == 0 || e - b >= sizeof buf)
+            if (!trimmed(s, n, buf, sizeof buf))
                 return bad_text(err, "integer", s, n);
-            memcpy(buf, s + b, e - b);
-            buf[e - b] = '\0';
             char *end;
             errno = 0;
             long long x = strtoll(buf, &end, 10);
@@ -190,16 +199,10 @@ enum vt_err pgw_param_decode(const struct pgw_value *v, uint32_t oid, struct are
         }
         case PGW_OID_BOOL: {
             char buf[8];
-            size_t b = 0, e = n;
-            while (b < e && isspace(s[b]))
-                b++;
-            while (e > b && isspace(s[e - 1]))
-                e--;
-            if (e - b == 0 || e - b >= sizeof buf)
+            if (!trimmed(s, n, buf, sizeof buf))
                 return bad_text(err, "boolean", s, n);
-            for (size_t i = 0; i < e - b; i++)
-                buf[i] = (char)tolower(s[b + i]);
-            buf[e - b] = '\0';
+            for (char *c = buf; *c; c++)
+                *c = (char)tolower((unsigned char)*c);
             static const char *const yes[] = {"t", "true", "y", "yes", "on", "1", NULL};
             static const char *const no[] = {"f", "false", "n", "no", "off", "0", NULL};
             int val = -1;
@@ -222,7 +225,12 @@ enum vt_err pgw_param_decode(const struct pgw_value *v, uint32_t oid, struct are
             return text_value(s, n, a, out, err);
         }
     }
-    /* binary */
+}
+
+/* One value in PostgreSQL's binary send format. */
+static enum vt_err binary_scalar(const unsigned char *s, size_t n, uint32_t oid, struct arena *a,
+                                 struct query_value *out, struct vt_error *err)
+{
     char buf[96];
     switch (oid) {
     case PGW_OID_BOOL:
@@ -382,4 +390,284 @@ enum vt_err pgw_param_decode(const struct pgw_value *v, uint32_t oid, struct are
 size:
     return vt_error_set(err, VT_ERR_PG_PROTOCOL,
                         "incorrect binary data format in a parameter of type %u", oid);
+}
+
+/* ------------------------------------------------------------------ arrays */
+
+/* The DuckDB type a list of elements of type oid binds as (query_value's
+ * cast of a list: "<type>[]"). */
+static const char *list_cast(uint32_t elem)
+{
+    switch (elem) {
+    case PGW_OID_BOOL: return "BOOLEAN[]";
+    case PGW_OID_INT2: case PGW_OID_INT4: case PGW_OID_INT8: case PGW_OID_OID: return "BIGINT[]";
+    case PGW_OID_FLOAT4: case PGW_OID_FLOAT8: case PGW_OID_NUMERIC: return "DOUBLE[]";
+    case PGW_OID_DATE: return "DATE[]";
+    case PGW_OID_TIMESTAMP: return "TIMESTAMP[]";
+    case PGW_OID_TIMESTAMPTZ: return "TIMESTAMPTZ[]";
+    case PGW_OID_TIME: return "TIME[]";
+    case PGW_OID_INTERVAL: return "INTERVAL[]";
+    case PGW_OID_UUID: return "UUID[]";
+    case PGW_OID_BYTEA: return "BLOB[]";
+    default: return "VARCHAR[]";
+    }
+}
+
+/* Numerics arrive as their text and bind as DOUBLE items. */
+static enum vt_err numeric_item(struct query_value *v, struct vt_error *err)
+{
+    if (v->kind != QUERY_VALUE_VARCHAR)
+        return VT_ERR_OK;
+    char *end;
+    double d = strtod(v->u.s.ptr, &end);
+    if (end == v->u.s.ptr || *end)
+        return vt_error_set(err, VT_ERR_PG_INVALID_TEXT,
+                            "invalid input syntax for type numeric: \"%.64s\"", v->u.s.ptr);
+    v->kind = QUERY_VALUE_DOUBLE;
+    v->u.d = d;
+    v->cast = "DOUBLE";
+    return VT_ERR_OK;
+}
+
+struct items {
+    struct query_value *v;
+    size_t n, cap;
+    uint32_t elem;
+    struct arena *a;
+    struct vt_error *err;
+};
+
+static struct query_value *next_item(struct items *it)
+{
+    if (it->n == it->cap) {
+        size_t cap = it->cap ? it->cap * 2 : 16;
+        if (cap > VT_PGWIRE_MAX_ARRAY_ITEMS)
+            cap = VT_PGWIRE_MAX_ARRAY_ITEMS;
+        if (it->n == cap) {
+            vt_error_set(it->err, VT_ERR_LIMIT_EXCEEDED,
+                         "an array parameter may hold at most %d elements",
+                         VT_PGWIRE_MAX_ARRAY_ITEMS);
+            return NULL;
+        }
+        struct query_value *nv = arena_alloc(it->a, cap * sizeof *nv);
+        if (!nv) {
+            vt_error_set(it->err, VT_ERR_OUT_OF_MEMORY, NULL);
+            return NULL;
+        }
+        if (it->n)
+            memcpy(nv, it->v, it->n * sizeof *nv);
+        it->v = nv;
+        it->cap = cap;
+    }
+    struct query_value *v = &it->v[it->n++];
+    memset(v, 0, sizeof *v);
+    return v;
+}
+
+static bool text_item(void *ctx, const char *s, size_t n, bool is_null)
+{
+    struct items *it = ctx;
+    struct query_value *v = next_item(it);
+    if (!v)
+        return false;
+    if (is_null) {
+        set_null(v);
+        return true;
+    }
+    if (text_scalar((const unsigned char *)s, n, it->elem, it->a, v, it->err) != VT_ERR_OK)
+        return false;
+    return it->elem != PGW_OID_NUMERIC || numeric_item(v, it->err) == VT_ERR_OK;
+}
+
+static void set_list(struct query_value *out, const struct items *it)
+{
+    out->kind = QUERY_VALUE_LIST;
+    out->u.list.items = it->v;
+    out->u.list.n = it->n;
+    out->cast = list_cast(it->elem);
+}
+
+/* Escapes of an array element: backslash takes the next byte as it is. */
+static size_t unescape(const char *s, size_t n, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\\' && i + 1 < n)
+            i++;
+        out[o++] = s[i];
+    }
+    return o;
+}
+
+enum vt_err pgw_array_parse(const char *s, size_t n, pgw_array_item_fn item, void *ctx,
+                            struct vt_error *err)
+{
+    size_t i = 0;
+    while (i < n && isspace((unsigned char)s[i]))
+        i++;
+    if (i < n && s[i] == '[') { /* dimension decoration: [1:3]= */
+        while (i < n && s[i] != '=')
+            i++;
+        if (i == n)
+            goto bad;
+        i++;
+        while (i < n && isspace((unsigned char)s[i]))
+            i++;
+    }
+    if (i == n || s[i] != '{')
+        goto bad;
+    i++;
+    char *buf = malloc(n + 1);
+    if (!buf)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    enum vt_err rc = VT_ERR_OK;
+    bool first = true;
+    for (;;) {
+        while (i < n && isspace((unsigned char)s[i]))
+            i++;
+        if (i < n && s[i] == '}' && first) {
+            i++;
+            break;
+        }
+        if (i == n || s[i] == '{') { /* nested: more than one dimension */
+            rc = vt_error_set(err, VT_ERR_NOT_IMPLEMENTED,
+                              "multidimensional arrays are not supported");
+            goto out;
+        }
+        size_t len;
+        bool null = false;
+        if (s[i] == '"') {
+            size_t b = ++i;
+            while (i < n && s[i] != '"')
+                i += s[i] == '\\' ? 2 : 1;
+            if (i >= n)
+                goto bad_out;
+            len = unescape(s + b, i - b, buf);
+            i++;
+        } else {
+            size_t b = i;
+            while (i < n && s[i] != ',' && s[i] != '}' && s[i] != '"' && s[i] != '{')
+                i += s[i] == '\\' ? 2 : 1;
+            if (i > n)
+                goto bad_out;
+            size_t e = i;
+            while (e > b && isspace((unsigned char)s[e - 1]))
+                e--;
+            if (e == b)
+                goto bad_out;
+            null = e - b == 4 && !strncasecmp(s + b, "null", 4);
+            len = unescape(s + b, e - b, buf);
+        }
+        buf[len] = '\0';
+        if (!item(ctx, buf, len, null)) {
+            rc = err->code ? err->code : vt_error_set(err, VT_ERR_PG_INVALID_TEXT, "%s",
+                                                      "invalid array element");
+            goto out;
+        }
+        first = false;
+        while (i < n && isspace((unsigned char)s[i]))
+            i++;
+        if (i < n && s[i] == ',') {
+            i++;
+            continue;
+        }
+        if (i < n && s[i] == '}') {
+            i++;
+            break;
+        }
+        goto bad_out;
+    }
+    while (i < n && isspace((unsigned char)s[i]))
+        i++;
+    if (i != n)
+        goto bad_out;
+out:
+    free(buf);
+    return rc;
+bad_out:
+    free(buf);
+bad:
+    return vt_error_set(err, VT_ERR_PG_INVALID_TEXT, "malformed array literal: \"%.*s\"",
+                        (int)(n > 64 ? 64 : n), s);
+}
+
+/* A binary array: ndim, has-null flag, element type, then per dimension its
+ * size and lower bound, then each element as a length (-1 NULL) and bytes. */
+static enum vt_err binary_array(const unsigned char *s, size_t n, struct items *it,
+                                struct vt_error *err)
+{
+    if (n < 12)
+        goto bad;
+    int32_t ndim = (int32_t)rd_be(s, 4);
+    uint32_t elem = (uint32_t)rd_be(s + 8, 4);
+    if (ndim < 0 || ndim > 6)
+        goto bad;
+    if (ndim > 1)
+        return vt_error_set(err, VT_ERR_NOT_IMPLEMENTED,
+                            "multidimensional arrays are not supported");
+    if (elem && it->elem && elem != it->elem && pgw_array_oid(elem) == 0)
+        goto bad;
+    if (elem)
+        it->elem = elem;
+    size_t off = 12;
+    int64_t count = 0;
+    if (ndim == 1) {
+        if (n < 20)
+            goto bad;
+        count = (int32_t)rd_be(s + 12, 4);
+        off = 20;
+        if (count < 0)
+            goto bad;
+    }
+    for (int64_t k = 0; k < count; k++) {
+        if (off + 4 > n)
+            goto bad;
+        int32_t len = (int32_t)rd_be(s + off, 4);
+        off += 4;
+        struct query_value *v = next_item(it);
+        if (!v)
+            return err->code;
+        if (len < 0) {
+            set_null(v);
+            continue;
+        }
+        if ((size_t)len > n - off)
+            goto bad;
+        if (binary_scalar(s + off, (size_t)len, it->elem, it->a, v, err) != VT_ERR_OK)
+            return err->code;
+        if (it->elem == PGW_OID_NUMERIC && numeric_item(v, err) != VT_ERR_OK)
+            return err->code;
+        off += (size_t)len;
+    }
+    if (off != n)
+        goto bad;
+    return VT_ERR_OK;
+bad:
+    return vt_error_set(err, VT_ERR_PG_PROTOCOL, "incorrect binary data format in an array "
+                        "parameter");
+}
+
+enum vt_err pgw_param_decode(const struct pgw_value *v, uint32_t oid, struct arena *a,
+                             struct query_value *out, struct vt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (v->len < 0) {
+        set_null(out);
+        return VT_ERR_OK;
+    }
+    const unsigned char *s = v->data ? v->data : (const unsigned char *)"";
+    size_t n = (size_t)v->len;
+    uint32_t elem = pgw_array_elem(oid);
+    if (!elem)
+        return v->format == 0 ? text_scalar(s, n, oid, a, out, err)
+                              : binary_scalar(s, n, oid, a, out, err);
+    struct items it = {.elem = elem, .a = a, .err = err};
+    if (v->format == 0) {
+        if (pgw_array_parse((const char *)s, n, text_item, &it, err) != VT_ERR_OK)
+            return err->code;
+    } else if (binary_array(s, n, &it, err) != VT_ERR_OK) {
+        return err->code;
+    }
+    set_list(out, &it);
+    return VT_ERR_OK;
 }

@@ -108,7 +108,7 @@ const char *pgw_duckdb_sqlstate(const char *msg);
 
 struct query_value;
 
-#define PGW_N_SETTINGS 36       /* rows of settings.c's table */
+#define PGW_N_SETTINGS 39       /* rows of settings.c's table */
 #define PGW_VALUE_MAX 256       /* a setting's value */
 
 /* A prepared statement (Parse, or the unnamed one of a simple Query). */
@@ -155,6 +155,8 @@ struct pgw_portal {
     size_t held_counted;            /* of held.len, counted in session.held */
     uint64_t rows;                  /* sent so far */
     char tag[32];                   /* CommandComplete of a finished portal */
+    bool cursor;                    /* made by DECLARE (CLOSE ALL closes it) */
+    bool hold;                      /* WITH HOLD: outlives its transaction */
     size_t mem;
 };
 
@@ -163,6 +165,8 @@ struct pgw_session {
     struct pgw_session_config cfg;
     char user[64], database[64];
     char server_version[32];
+    char server_addr[64], client_addr[64]; /* inet_server_addr(), inet_client_addr() */
+    int server_port, client_port;
     char values[PGW_N_SETTINGS][PGW_VALUE_MAX];
     char startup[PGW_N_SETTINGS][PGW_VALUE_MAX]; /* RESET goes back here */
     char tx;                        /* 'I', 'T', 'E' */
@@ -181,6 +185,9 @@ struct pgw_session {
     duckdb_connection con;          /* of the running job */
 };
 
+/* catalog_sql.c: the SQL that makes the catalog on a worker's connection. */
+extern const char pgw_catalog_ddl[];
+
 /* session.c: errors. pgw_fail reports an error inside a statement (and a
  * transaction, if one is open, fails until ROLLBACK). */
 void pgw_error_out(struct strbuf *out, const struct vt_error *err, const char *severity);
@@ -193,7 +200,9 @@ int pgw_flush_if_full(struct pgw_session *s);
  * slot of a named one. */
 void pgw_prepared_put(struct pgw_session *s, struct pgw_prepared *p);
 void pgw_portal_free(struct pgw_session *s, struct pgw_portal *p);
-void pgw_close_portals(struct pgw_session *s);
+/* At the end of a transaction: every portal but WITH HOLD cursors (all:
+ * those too, when the session ends). */
+void pgw_close_portals(struct pgw_session *s, bool all);
 void pgw_drop_statements(struct pgw_session *s);
 struct pgw_prepared *pgw_find_statement(struct pgw_session *s, const char *name, size_t *out_i);
 struct pgw_portal *pgw_find_portal(struct pgw_session *s, const char *name, size_t *out_i);
@@ -224,7 +233,7 @@ int64_t pgw_statement_deadline(const struct pgw_session *s);
 extern const struct sql_gate_options pgw_gate_simple, pgw_gate_extended;
 bool pgw_is_dataset(void *ctx, const char *name);
 
-enum pgw_sink_mode { PGW_SINK_SIMPLE, PGW_SINK_PORTAL, PGW_SINK_COPY };
+enum pgw_sink_mode { PGW_SINK_SIMPLE, PGW_SINK_PORTAL, PGW_SINK_COPY, PGW_SINK_EXPLAIN };
 
 /* The DataRow sink: RowDescription (simple Query, or a portal's pending
  * Describe), DataRows up to the portal's limit (the rest held for the next
@@ -243,7 +252,19 @@ struct pgw_sink {
     struct vt_error err;
     struct pgw_copy_options copy;
     bool copy_header;
+    bool describe;                  /* EXPLAIN: RowDescription first */
 };
+
+/* COPY: the sink's options from the statement; the end (the binary
+ * trailer, CopyDone). */
+void pgw_copy_sink(struct pgw_sink *k, const struct pgw_stmt *st);
+void pgw_copy_done(struct pgw_sink *k);
+/* EXPLAIN [ANALYZE] of a checked statement (its mapped text): DuckDB's plan
+ * as rows of one text column "QUERY PLAN"; its RowDescription. */
+bool pgw_explain(struct pgw_session *s, const char *sql, bool analyze,
+                 const struct sql_snapshot *snap, const struct query_value *params,
+                 size_t nparams, bool describe);
+void pgw_explain_describe(struct pgw_session *s);
 
 /* The job's deadline for one statement. */
 void pgw_start_statement(struct pgw_session *s, int64_t deadline);
@@ -259,6 +280,37 @@ enum vt_err pgw_sync_catalog(struct pgw_session *s, struct vt_error *err);
 bool pgw_run_plan(struct pgw_session *s, const char *sql, const struct sql_snapshot *snap,
                   const struct query_value *params, size_t nparams, bool one_off,
                   struct pgw_sink *k);
+
+/* portal.c: a prepared statement's SQL checked by the gate (normalized
+ * first; params: $n allowed) into p's sql, deps, rewritten, lookup. */
+enum vt_err pgw_prepared_check(struct pgw_session *s, struct pgw_prepared *p, const char *q,
+                               size_t qlen, bool params, struct vt_error *err);
+/* Pins the statement's datasets (for a portal). */
+enum vt_err pgw_pin_for(struct pgw_session *s, struct pgw_prepared *p, struct sql_snapshot *snap,
+                        struct vt_error *err);
+/* Describes a SQL statement (its parameters and columns) on this worker. */
+enum vt_err pgw_describe_statement(struct pgw_session *s, struct pgw_prepared *p,
+                                   struct vt_error *err);
+/* RowDescription (or NoData) from a described statement's shape; columns
+ * DuckDB cannot type before binding are described (and then sent) as text.
+ * told: the portal that is to send rows of that shape. */
+void pgw_write_shape(struct pgw_session *s, const struct pgw_prepared *p, const int16_t *formats,
+                     size_t nformats, struct pgw_portal *told);
+/* The next rows of a portal (READY: runs it; SUSPENDED: its held rows): up
+ * to limit (0: all), sent, or dropped (discard: MOVE). The portal is left
+ * SUSPENDED when rows remain, else DONE. false after an error was reported;
+ * *out_n: the rows of this call. Writes no tag. */
+bool pgw_portal_rows(struct pgw_session *s, struct pgw_portal *p, uint64_t limit, bool discard,
+                     uint64_t *out_n);
+/* DECLARE (bound: the portal whose parameters the query's $n take, in the
+ * extended protocol; NULL in a simple Query), FETCH/MOVE (describe: a
+ * RowDescription first), CLOSE; the RowDescription a FETCH sends. false
+ * after an error was reported. */
+bool pgw_cursor_declare(struct pgw_session *s, const struct pgw_stmt *st,
+                        const struct pgw_portal *bound);
+bool pgw_cursor_fetch(struct pgw_session *s, const struct pgw_stmt *st, bool describe);
+bool pgw_cursor_close(struct pgw_session *s, const struct pgw_stmt *st);
+bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st);
 
 /* fastpath.c: an equality lookup answered from the dataset's index. 1:
  * answered (rows sent, or an error reported: *out_ok false); 0: not from the

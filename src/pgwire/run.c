@@ -92,9 +92,14 @@ static enum vt_err sink_begin(struct exec_sink *b, duckdb_result *res, struct vt
     if (rc != VT_ERR_OK)
         goto out;
     struct pgw_format fmt = pgw_session_format(s);
-    if (k->mode == PGW_SINK_COPY) {
-        int16_t zero = 0;
-        k->enc = pgw_rows_create(n, types, &zero, 1, &fmt, NULL, err);
+    bool binary_copy = k->mode == PGW_SINK_COPY && k->copy.format == PGW_COPY_BINARY;
+    if (k->mode == PGW_SINK_EXPLAIN) {
+        if (k->describe)
+            pgw_explain_describe(s);
+        goto out;
+    } else if (k->mode == PGW_SINK_COPY) {
+        int16_t f = binary_copy ? 1 : 0;
+        k->enc = pgw_rows_create(n, types, &f, 1, &fmt, NULL, err);
     } else {
         k->enc = pgw_rows_create(n, types, formats, nformats, &fmt, as_text, err);
     }
@@ -115,12 +120,18 @@ static enum vt_err sink_begin(struct exec_sink *b, duckdb_result *res, struct vt
             p->told_oids[i] = pgw_type_of(types[i]).oid;
     } else if (k->mode == PGW_SINK_COPY) {
         size_t m = pgw_msg_begin(s->out, 'H');
-        pgw_put_u8(s->out, 0);
+        pgw_put_u8(s->out, binary_copy ? 1 : 0);
         pgw_put_i16(s->out, (int16_t)n);
         for (size_t i = 0; i < n; i++)
-            pgw_put_i16(s->out, 0);
+            pgw_put_i16(s->out, binary_copy ? 1 : 0);
         pgw_msg_end(s->out, m);
-        if (k->copy_header) {
+        if (binary_copy) { /* the file header: signature, flags, no extension */
+            m = pgw_msg_begin(s->out, 'd');
+            sb_add(s->out, "PGCOPY\n\377\r\n\0", 11);
+            pgw_put_i32(s->out, 0);
+            pgw_put_i32(s->out, 0);
+            pgw_msg_end(s->out, m);
+        } else if (k->copy_header) {
             m = pgw_msg_begin(s->out, 'd');
             for (size_t i = 0; i < n; i++) {
                 if (i)
@@ -142,6 +153,91 @@ out:
     return rc;
 }
 
+/* EXPLAIN: DuckDB's plan (the last column, one text per row) as one
+ * "QUERY PLAN" row per line, as PostgreSQL shows it. */
+static int explain_rows(duckdb_data_chunk chunk, struct strbuf *out)
+{
+    idx_t ncol = duckdb_data_chunk_get_column_count(chunk);
+    if (!ncol)
+        return 0;
+    duckdb_vector v = duckdb_data_chunk_get_vector(chunk, ncol - 1);
+    duckdb_string_t *d = duckdb_vector_get_data(v);
+    uint64_t *valid = duckdb_vector_get_validity(v);
+    idx_t n = duckdb_data_chunk_get_size(chunk);
+    for (idx_t i = 0; i < n; i++) {
+        if (valid && !duckdb_validity_row_is_valid(valid, i))
+            continue;
+        const char *p = duckdb_string_t_data(&d[i]);
+        uint32_t len = duckdb_string_t_length(d[i]);
+        for (uint32_t at = 0; at < len;) {
+            const char *nl = memchr(p + at, '\n', len - at);
+            uint32_t end = nl ? (uint32_t)(nl - p) : len;
+            size_t m = pgw_msg_begin(out, 'D');
+            pgw_put_i16(out, 1);
+            pgw_put_i32(out, (int32_t)(end - at));
+            sb_add(out, p + at, end - at);
+            pgw_msg_end(out, m);
+            at = end + 1;
+        }
+    }
+    return out->overflow ? -1 : 0;
+}
+
+void pgw_explain_describe(struct pgw_session *s)
+{
+    static const duckdb_type text = DUCKDB_TYPE_VARCHAR;
+    duckdb_logical_type t = duckdb_create_logical_type(text);
+    const char *name = "QUERY PLAN";
+    pgw_write_row_description(s->out, 1, &name, &t, NULL, 0);
+    duckdb_destroy_logical_type(&t);
+}
+
+void pgw_copy_sink(struct pgw_sink *k, const struct pgw_stmt *st)
+{
+    k->mode = PGW_SINK_COPY;
+    k->copy.format = st->copy_format;
+    k->copy.delimiter = st->copy_delimiter;
+    k->copy.null_text = st->copy_null[0] || st->copy_format == PGW_COPY_CSV ? st->copy_null
+                                                                           : "\\N";
+    k->copy_header = st->copy_header;
+}
+
+void pgw_copy_done(struct pgw_sink *k)
+{
+    struct strbuf *out = k->s->out;
+    if (k->copy.format == PGW_COPY_BINARY) { /* the file trailer */
+        size_t m = pgw_msg_begin(out, 'd');
+        pgw_put_i16(out, -1);
+        pgw_msg_end(out, m);
+    }
+    pgw_write_empty(out, 'c');
+}
+
+bool pgw_explain(struct pgw_session *s, const char *sql, bool analyze,
+                 const struct sql_snapshot *snap, const struct query_value *params,
+                 size_t nparams, bool describe)
+{
+    struct vt_error err = {0};
+    struct strbuf q;
+    sb_init(&q, 0);
+    sb_adds(&q, analyze ? "EXPLAIN ANALYZE " : "EXPLAIN ");
+    sb_adds(&q, sql);
+    if (q.overflow) {
+        sb_release(&q);
+        vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
+        pgw_fail(s, &err);
+        return false;
+    }
+    struct pgw_sink k = {.s = s, .mode = PGW_SINK_EXPLAIN, .describe = describe};
+    pgw_start_statement(s, pgw_statement_deadline(s));
+    bool ok = pgw_run_plan(s, q.buf, snap, params, nparams, true, &k);
+    pgw_end_statement(s);
+    sb_release(&q);
+    if (ok)
+        pgw_write_command_complete(s->out, "EXPLAIN");
+    return ok;
+}
+
 static enum vt_err sink_chunk(struct exec_sink *b, duckdb_data_chunk chunk, struct vt_error *err)
 {
     struct pgw_sink *k = sink_of(b);
@@ -153,13 +249,17 @@ static enum vt_err sink_chunk(struct exec_sink *b, duckdb_data_chunk chunk, stru
         send = n < room ? n : room;
     }
     int rc = 0;
-    if (k->mode == PGW_SINK_COPY)
+    if (k->mode == PGW_SINK_EXPLAIN)
+        rc = explain_rows(chunk, s->out);
+    else if (k->mode == PGW_SINK_COPY && k->copy.format == PGW_COPY_BINARY)
+        rc = pgw_rows_copy_binary(k->enc, chunk, s->out);
+    else if (k->mode == PGW_SINK_COPY)
         rc = pgw_rows_copy(k->enc, chunk, &k->copy, s->out);
     else if (send)
         rc = pgw_rows_data(k->enc, chunk, 0, send, s->out);
     if (rc != 0)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
-    k->sent += k->mode == PGW_SINK_COPY ? n : send;
+    k->sent += k->mode == PGW_SINK_COPY || k->mode == PGW_SINK_EXPLAIN ? n : send;
     if (send < n) {
         /* Past the Execute's row limit: held for the next Execute. */
         struct pgw_portal *p = k->portal;
@@ -290,13 +390,22 @@ enum vt_err pgw_sync_catalog(struct pgw_session *s, struct vt_error *err)
     snprintf(version, sizeof version,
              "PostgreSQL %s on x86_64-pc-linux-gnu, compiled by vitrine %s (DuckDB %s), 64-bit",
              s->server_version, VT_VERSION, duckdb_library_version());
-    struct pgw_cat_setting set[PGW_N_SETTINGS + 5];
+    char xid[24], sport[8], cport[8];
+    snprintf(xid, sizeof xid, "%lld", 1000LL + (long long)s->conn->pid);
+    snprintf(sport, sizeof sport, "%d", s->server_port);
+    snprintf(cport, sizeof cport, "%d", s->client_port);
+    struct pgw_cat_setting set[PGW_N_SETTINGS + 10];
     size_t ns = pgw_settings_catalog(s, set);
     set[ns++] = (struct pgw_cat_setting){"vt.user", s->user, NULL};
     set[ns++] = (struct pgw_cat_setting){"vt.database", s->database, NULL};
     set[ns++] = (struct pgw_cat_setting){"vt.version", version, NULL};
     set[ns++] = (struct pgw_cat_setting){"vt.pid", pid, NULL};
     set[ns++] = (struct pgw_cat_setting){"vt.started", started, NULL};
+    set[ns++] = (struct pgw_cat_setting){"vt.xid", xid, NULL};
+    set[ns++] = (struct pgw_cat_setting){"vt.server_addr", s->server_addr, NULL};
+    set[ns++] = (struct pgw_cat_setting){"vt.server_port", sport, NULL};
+    set[ns++] = (struct pgw_cat_setting){"vt.client_addr", s->client_addr, NULL};
+    set[ns++] = (struct pgw_cat_setting){"vt.client_port", cport, NULL};
     rc = pgw_catalog_sync(s->con, t, nt, set, ns, s->user, s->database, err);
 out:
     for (size_t i = 0; i < nt; i++) {

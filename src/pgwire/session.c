@@ -19,9 +19,12 @@
  * Execute follows, so types are exact; Execute with a row limit sends that
  * many rows and holds the rest of the result, bounded, for the next Execute.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "pgwire/pgwire_internal.h"
 
@@ -76,6 +79,28 @@ void pgw_fail(struct pgw_session *s, const struct vt_error *err)
         s->tx = 'E';
 }
 
+/* The connection's local (or peer) address and port, as inet_server_addr()
+ * shows them. */
+static void socket_address(int fd, bool peer, char *out, size_t cap, int *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    *port = 0;
+    snprintf(out, cap, "%s", "");
+    if ((peer ? getpeername(fd, (struct sockaddr *)&ss, &len)
+              : getsockname(fd, (struct sockaddr *)&ss, &len)) != 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &a->sin_addr, out, (socklen_t)cap);
+        *port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, out, (socklen_t)cap);
+        *port = ntohs(a->sin6_port);
+    }
+}
+
 struct pgw_session *pgw_session_create(const struct pgw_session_config *cfg,
                                        const char *const *names, const char *const *values,
                                        size_t n, struct pgw_conn *conn, struct vt_error *err)
@@ -93,6 +118,8 @@ struct pgw_session *pgw_session_create(const struct pgw_session_config *cfg,
     snprintf(s->server_version, sizeof s->server_version, "%s", cfg->server_version);
     s->cfg.user = s->user;
     s->cfg.database = s->database;
+    socket_address(conn->fd, false, s->server_addr, sizeof s->server_addr, &s->server_port);
+    socket_address(conn->fd, true, s->client_addr, sizeof s->client_addr, &s->client_port);
     if (pgw_settings_init(s, names, values, n, err) != VT_ERR_OK) {
         free(s);
         return NULL;
@@ -144,11 +171,14 @@ void pgw_portal_free(struct pgw_session *s, struct pgw_portal *p)
     free(p);
 }
 
-void pgw_close_portals(struct pgw_session *s)
+void pgw_close_portals(struct pgw_session *s, bool all)
 {
-    for (size_t i = 0; i < s->n_portals; i++)
+    for (size_t i = s->n_portals; i-- > 0;) {
+        if (!all && s->portals[i]->hold)
+            continue;
         pgw_portal_free(s, s->portals[i]);
-    s->n_portals = 0;
+        s->portals[i] = s->portals[--s->n_portals];
+    }
     pgw_portal_free(s, s->unnamed_portal);
     s->unnamed_portal = NULL;
 }
@@ -164,7 +194,7 @@ void pgw_session_destroy(struct pgw_session *s)
 {
     if (!s)
         return;
-    pgw_close_portals(s);
+    pgw_close_portals(s, true);
     pgw_drop_statements(s);
     pgw_prepared_put(s, s->unnamed);
     free(s);

@@ -35,11 +35,14 @@ enum vt_err pgw_refuse_set(struct pgw_session *s, const char *text, size_t len,
     return err->code;
 }
 
-/* A simple-Query SQL statement (or the query of COPY ... TO STDOUT). */
-static bool simple_sql(struct pgw_session *s, const char *text, size_t len, bool copy,
+/* A simple-Query SQL statement, or the query of COPY ... TO STDOUT or of
+ * EXPLAIN (st: the statement; NULL for plain SQL). */
+static bool simple_sql(struct pgw_session *s, const char *text, size_t len,
                        const struct pgw_stmt *st)
 {
     struct vt_error err = {0};
+    bool copy = st && st->kind == PGW_STMT_COPY_OUT;
+    bool explain = st && st->kind == PGW_STMT_EXPLAIN;
     char *owned = strndup(text, len);
     char *norm = owned ? pgw_normalize(owned, len) : NULL;
     const char *sql = norm ? norm : owned;
@@ -60,6 +63,9 @@ static bool simple_sql(struct pgw_session *s, const char *text, size_t len, bool
                                &err) != VT_ERR_OK ||
         (snap.reads_catalog && pgw_sync_catalog(s, &err) != VT_ERR_OK)) {
         pgw_fail(s, &err);
+    } else if (explain) {
+        ok = pgw_explain(s, snap.rewritten ? snap.rewritten : sql, st->analyze, &snap, NULL, 0,
+                         true);
     } else if (!copy && pgw_fast_lookup(s, snap.lookup, &snap, NULL, 0, true, &rows, &ok)) {
         if (ok) {
             char tag[48];
@@ -67,20 +73,14 @@ static bool simple_sql(struct pgw_session *s, const char *text, size_t len, bool
             pgw_write_command_complete(s->out, tag);
         }
     } else {
-        struct pgw_sink k = {.s = s, .mode = copy ? PGW_SINK_COPY : PGW_SINK_SIMPLE};
-        if (copy) {
-            k.copy.format = st->copy_format;
-            k.copy.delimiter = st->copy_delimiter;
-            k.copy.null_text = st->copy_null[0] || st->copy_format == PGW_COPY_CSV
-                                   ? st->copy_null
-                                   : "\\N";
-            k.copy_header = st->copy_header;
-        }
+        struct pgw_sink k = {.s = s, .mode = PGW_SINK_SIMPLE};
+        if (copy)
+            pgw_copy_sink(&k, st);
         ok = pgw_run_plan(s, snap.rewritten ? snap.rewritten : sql, &snap, NULL, 0, true, &k);
         if (ok) {
             char tag[48];
             if (copy) {
-                pgw_write_empty(s->out, 'c');
+                pgw_copy_done(&k);
                 snprintf(tag, sizeof tag, "COPY %" PRIu64, k.sent);
             } else {
                 snprintf(tag, sizeof tag, "SELECT %" PRIu64, k.sent);
@@ -175,6 +175,12 @@ bool pgw_session_statement(struct pgw_session *s, const struct pgw_stmt *st, boo
             return false;
         }
         pgw_drop_statements(s); /* portals close at the end of the query or at Sync */
+        for (size_t i = s->n_portals; i-- > 0;) { /* and WITH HOLD cursors now */
+            if (!s->portals[i]->hold)
+                continue;
+            pgw_portal_free(s, s->portals[i]);
+            s->portals[i] = s->portals[--s->n_portals];
+        }
         pgw_setting_reset(s, NULL, &err);
         pgw_write_command_complete(s->out, "DISCARD ALL");
         return true;
@@ -204,9 +210,17 @@ bool pgw_session_statement(struct pgw_session *s, const struct pgw_stmt *st, boo
         }
         pgw_write_command_complete(s->out, "RESET");
         return true;
+    case PGW_STMT_LISTEN: /* no notifications are ever sent */
+        pgw_write_command_complete(s->out, "LISTEN");
+        return true;
     case PGW_STMT_UNLISTEN:
         pgw_write_command_complete(s->out, "UNLISTEN");
         return true;
+    case PGW_STMT_FETCH:
+    case PGW_STMT_MOVE:
+        return pgw_cursor_fetch(s, st, describe);
+    case PGW_STMT_CLOSE:
+        return pgw_cursor_close(s, st);
     case PGW_STMT_SET_TRANSACTION:
         pgw_write_command_complete(s->out, "SET");
         return true;
@@ -288,9 +302,11 @@ void pgw_simple_query(struct pgw_session *s, const char *sql, size_t len)
             pgw_tx_aborted(s);
             ok = false;
         } else if (st.kind == PGW_STMT_SQL) {
-            ok = simple_sql(s, text, all[i].len, false, NULL);
-        } else if (st.kind == PGW_STMT_COPY_OUT) {
-            ok = simple_sql(s, st.copy_query, strlen(st.copy_query), true, &st);
+            ok = simple_sql(s, text, all[i].len, NULL);
+        } else if (st.kind == PGW_STMT_COPY_OUT || st.kind == PGW_STMT_EXPLAIN) {
+            ok = simple_sql(s, st.query, strlen(st.query), &st);
+        } else if (st.kind == PGW_STMT_DECLARE) {
+            ok = pgw_cursor_declare(s, &st, NULL);
         } else {
             ok = pgw_session_statement(s, &st, true, text, all[i].len);
         }
@@ -301,7 +317,7 @@ void pgw_simple_query(struct pgw_session *s, const char *sql, size_t len)
     if (all != spans)
         free(all);
     if (s->tx == 'I')
-        pgw_close_portals(s);
+        pgw_close_portals(s, false);
     if (!s->conn->close_after_job)
         pgw_write_ready(s->out, s->tx);
     atomic_store(&s->conn->cancel_requested, false);

@@ -1191,8 +1191,10 @@ static int put_value(struct pgw_rows *r, const struct col *c, const struct vv *v
 
 #define MAX_STACK_COLS 64
 
-int pgw_rows_data(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from, uint64_t count,
-                  struct strbuf *out)
+/* Rows [from, from + count) of the chunk: DataRow messages (datarow), or
+ * COPY binary tuples (the same body without the message header). */
+static int encode_rows(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from,
+                       uint64_t count, struct strbuf *out, bool datarow)
 {
     idx_t n = duckdb_data_chunk_get_size(chunk);
     if (from >= n)
@@ -1206,17 +1208,19 @@ int pgw_rows_data(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from, ui
     if (!v)
         return -1;
     views(r, chunk, v);
+    size_t head = datarow ? 5 : 0;
     int rc = 0;
     for (idx_t i = from; i < from + count && rc == 0; i++) {
         size_t start = out->len;
-        char *p = room(out, 7);
+        char *p = room(out, head + 2);
         if (!p) {
             rc = -1;
             break;
         }
-        p[0] = 'D';
-        be16(p + 5, (uint16_t)r->ncol);
-        out->len += 7;
+        if (datarow)
+            p[0] = 'D';
+        be16(p + head, (uint16_t)r->ncol);
+        out->len += head + 2;
         for (size_t c = 0; c < r->ncol && rc == 0; c++) {
             const struct col *col = &r->cols[c];
             char *lp = room(out, 4);
@@ -1235,11 +1239,28 @@ int pgw_rows_data(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from, ui
             if (rc == 0)
                 be32w(out->buf + at, (uint32_t)(out->len - at - 4));
         }
-        if (rc == 0)
+        if (rc == 0 && datarow)
             be32w(out->buf + start + 1, (uint32_t)(out->len - start - 1));
     }
     if (v != stack)
         free(v);
+    return out->overflow ? -1 : rc;
+}
+
+int pgw_rows_data(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from, uint64_t count,
+                  struct strbuf *out)
+{
+    return encode_rows(r, chunk, from, count, out, true);
+}
+
+int pgw_rows_copy_binary(struct pgw_rows *r, duckdb_data_chunk chunk, struct strbuf *out)
+{
+    idx_t n = duckdb_data_chunk_get_size(chunk);
+    if (!n)
+        return 0;
+    size_t m = pgw_msg_begin(out, 'd');
+    int rc = encode_rows(r, chunk, 0, n, out, false);
+    pgw_msg_end(out, m);
     return out->overflow ? -1 : rc;
 }
 
