@@ -344,7 +344,7 @@ static json_t *term_value(const struct sql_lookup_term *t, const struct query_va
 }
 
 int pgw_fast_lookup(struct pgw_session *s, const struct sql_lookup *l,
-                       const struct sql_snapshot *snap, const struct query_value *params,
+                       const struct exec_snapshot *snap, const struct query_value *params,
                        size_t nparams, bool describe, uint64_t *out_rows, bool *out_ok)
 {
     if (!l || snap->n != 1 || strcmp(snap->views[0].name, l->dataset) != 0)

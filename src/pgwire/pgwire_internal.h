@@ -139,7 +139,7 @@ struct pgw_portal {
     size_t nparams;
     int16_t *formats;
     size_t nformats;
-    struct sql_snapshot snap;       /* pinned at Bind */
+    struct exec_snapshot snap;       /* pinned at Bind */
     bool pinned;
     enum pgw_portal_state state;
     bool describe_pending;          /* Describe(P): RowDescription comes with the result */
@@ -262,7 +262,7 @@ void pgw_copy_done(struct pgw_sink *k);
 /* EXPLAIN [ANALYZE] of a checked statement (its mapped text): DuckDB's plan
  * as rows of one text column "QUERY PLAN"; its RowDescription. */
 bool pgw_explain(struct pgw_session *s, const char *sql, bool analyze,
-                 const struct sql_snapshot *snap, const struct query_value *params,
+                 const struct exec_snapshot *snap, const struct query_value *params,
                  size_t nparams, bool describe);
 void pgw_explain_describe(struct pgw_session *s);
 
@@ -277,7 +277,7 @@ enum vt_err pgw_sync_catalog(struct pgw_session *s, struct vt_error *err);
 /* Runs a checked statement (the snapshot taken, or pinned at Bind) into the
  * sink k; true when it ended well, false after an error was reported (or the
  * client is gone). */
-bool pgw_run_plan(struct pgw_session *s, const char *sql, const struct sql_snapshot *snap,
+bool pgw_run_plan(struct pgw_session *s, const char *sql, const struct exec_snapshot *snap,
                   const struct query_value *params, size_t nparams, bool one_off,
                   struct pgw_sink *k);
 
@@ -286,7 +286,7 @@ bool pgw_run_plan(struct pgw_session *s, const char *sql, const struct sql_snaps
 enum vt_err pgw_prepared_check(struct pgw_session *s, struct pgw_prepared *p, const char *q,
                                size_t qlen, bool params, struct vt_error *err);
 /* Pins the statement's datasets (for a portal). */
-enum vt_err pgw_pin_for(struct pgw_session *s, struct pgw_prepared *p, struct sql_snapshot *snap,
+enum vt_err pgw_pin_for(struct pgw_session *s, struct pgw_prepared *p, struct exec_snapshot *snap,
                         struct vt_error *err);
 /* Describes a SQL statement (its parameters and columns) on this worker. */
 enum vt_err pgw_describe_statement(struct pgw_session *s, struct pgw_prepared *p,
@@ -316,7 +316,7 @@ bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st);
  * answered (rows sent, or an error reported: *out_ok false); 0: not from the
  * index (nothing sent: run the SQL). */
 int pgw_fast_lookup(struct pgw_session *s, const struct sql_lookup *l,
-                    const struct sql_snapshot *snap, const struct query_value *params,
+                    const struct exec_snapshot *snap, const struct query_value *params,
                     size_t nparams, bool describe, uint64_t *out_rows, bool *out_ok);
 
 /* statements.c */

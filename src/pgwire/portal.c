@@ -47,12 +47,12 @@ enum vt_err pgw_prepared_check(struct pgw_session *s, struct pgw_prepared *p, co
     return VT_ERR_OK;
 }
 
-enum vt_err pgw_pin_for(struct pgw_session *s, struct pgw_prepared *p, struct sql_snapshot *snap,
+enum vt_err pgw_pin_for(struct pgw_session *s, struct pgw_prepared *p, struct exec_snapshot *snap,
                         struct vt_error *err)
 {
     memset(snap, 0, sizeof *snap);
     int64_t deadline = pgw_statement_deadline(s);
-    return sql_snapshot_pin(s->cfg.catalog, p->deps, p->ndeps,
+    return exec_snapshot_pin(s->cfg.catalog, p->deps, p->ndeps,
                             deadline ? deadline : time_mono_ms() + 60000, snap, err);
 }
 
@@ -61,7 +61,7 @@ enum vt_err pgw_describe_statement(struct pgw_session *s, struct pgw_prepared *p
 {
     if (p->described)
         return VT_ERR_OK;
-    struct sql_snapshot snap;
+    struct exec_snapshot snap;
     if (pgw_pin_for(s, p, &snap, err) != VT_ERR_OK)
         return err->code;
     enum vt_err rc = VT_ERR_OK;
@@ -81,7 +81,7 @@ enum vt_err pgw_describe_statement(struct pgw_session *s, struct pgw_prepared *p
         rc = exec_describe(&plan, s->con, &p->shape, err);
         arena_release(&arena);
     }
-    sql_snapshot_release(&snap);
+    exec_snapshot_release(&snap);
     if (rc == VT_ERR_OK)
         p->described = true;
     return rc;

@@ -214,7 +214,7 @@ void pgw_copy_done(struct pgw_sink *k)
 }
 
 bool pgw_explain(struct pgw_session *s, const char *sql, bool analyze,
-                 const struct sql_snapshot *snap, const struct query_value *params,
+                 const struct exec_snapshot *snap, const struct query_value *params,
                  size_t nparams, bool describe)
 {
     struct vt_error err = {0};
@@ -432,7 +432,7 @@ const struct sql_gate_options pgw_gate_extended = {.allow_params = true, .lookup
 /* Runs a checked statement: the snapshot is taken (or was pinned at Bind),
  * the sink decides the messages. Returns true when it ended well; false
  * after an error was reported (or the client is gone). */
-bool pgw_run_plan(struct pgw_session *s, const char *sql, const struct sql_snapshot *snap,
+bool pgw_run_plan(struct pgw_session *s, const char *sql, const struct exec_snapshot *snap,
                      const struct query_value *params, size_t nparams, bool one_off,
                      struct pgw_sink *k)
 {

@@ -165,7 +165,7 @@ void pgw_portal_free(struct pgw_session *s, struct pgw_portal *p)
     arena_release(&p->arena);
     free(p->formats);
     if (p->pinned)
-        sql_snapshot_release(&p->snap);
+        exec_snapshot_release(&p->snap);
     free(p->told_oids);
     sb_release(&p->held);
     free(p);

@@ -54,11 +54,11 @@ static bool simple_sql(struct pgw_session *s, const char *text, size_t len,
     }
     int64_t deadline = pgw_statement_deadline(s);
     pgw_start_statement(s, deadline);
-    struct sql_snapshot snap;
+    struct exec_snapshot snap;
     memset(&snap, 0, sizeof snap);
     bool ok = false;
     uint64_t rows = 0;
-    if (sql_snapshot_take_opts(s->cfg.catalog, s->con, sql, &pgw_gate_simple,
+    if (exec_snapshot_take_opts(s->cfg.catalog, s->con, sql, &pgw_gate_simple,
                                deadline ? deadline : time_mono_ms() + 60000, &snap,
                                &err) != VT_ERR_OK ||
         (snap.reads_catalog && pgw_sync_catalog(s, &err) != VT_ERR_OK)) {
@@ -89,7 +89,7 @@ static bool simple_sql(struct pgw_session *s, const char *text, size_t len,
         }
     }
     pgw_end_statement(s);
-    sql_snapshot_release(&snap);
+    exec_snapshot_release(&snap);
     free(norm);
     free(owned);
     return ok;
