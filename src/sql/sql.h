@@ -89,7 +89,9 @@ struct sql_checked {
  *                     relation or function named "vt:..." (a name no dataset
  *                     and no allowlisted function can have; the gate refuses
  *                     OWN for any other name). Its arguments are still walked.
- *   SQL_HOOK_AGAIN    (expressions) the node was replaced: walk it again
+ *                     A table function may become such a base table.
+ *   SQL_HOOK_AGAIN    the node was replaced: walk it again (an expression, or
+ *                     a table function now another kind of table reference)
  *   SQL_HOOK_DATASET  (base tables) the reference names the dataset in its
  *                     table_name (schema removed), never a CTE
  *   SQL_HOOK_REFUSED  refused; the hook set the error (sql_walk_error)
