@@ -10,9 +10,8 @@
 #include "api/api.h"
 #include "cluster/cluster.h"
 
-static void forward_job(struct http_request *req, duckdb_connection con)
+static void forward_job(struct http_request *req)
 {
-    (void)con;
     struct api_app *app = api_app(req);
     const struct vt_config *cfg = app->cfg;
     struct strbuf path;

@@ -127,6 +127,9 @@
     X(PG_NO_PORTAL, 400, "no_portal", "34000", 0, "portal does not exist")                 \
     X(PG_DUPLICATE_STATEMENT, 400, "duplicate_statement", "42P05", 0,                      \
       "prepared statement already exists")                                                 \
+    X(PG_DUPLICATE_CURSOR, 400, "duplicate_cursor", "42P03", 0, "cursor already exists")  \
+    X(PG_NO_TRANSACTION, 400, "no_active_transaction", "25P01", 0,                         \
+      "this can only be used in transaction blocks")                                       \
     X(PG_TX_ABORTED, 400, "transaction_aborted", "25P02", 0,                               \
       "current transaction is aborted, commands ignored until end of transaction block")   \
     X(PG_INVALID_TEXT, 400, "invalid_text_representation", "22P02", 0,                     \
