@@ -385,7 +385,10 @@ def test_rolling_restart_of_the_readers_under_load(cl):
         # Not ready at once, still serving during the drain delay.
         t0 = time.monotonic()
         rz = r.get("/readyz", timeout=5)
+        while rz.status_code == 200 and time.monotonic() - t0 < 0.5:  # the signal is async
+            rz = r.get("/readyz", timeout=5)
         assert rz.status_code == 503 and rz.json()["status"] == "not_ready", rz.text
+        assert rz.json()["reason"] == "shutting_down"
         q = r.post("/api/v1/datasets/trips/count", {})
         assert q.status_code == 200 and time.monotonic() - t0 < 1.0
         assert r.proc.wait(timeout=20) == 0
