@@ -458,19 +458,12 @@ static bool rule_cluster(const struct cfg_blk *b, void *base)
     return true;
 }
 
+static bool s3_endpoint_ok(const struct cfg_blk *b, const struct s3_config *s3,
+                           const char *allow_key);
+
 static bool rule_cluster_s3(const struct cfg_blk *b, void *base)
 {
-    const struct s3_config *s3 = &((struct vt_config *)base)->cluster.s3;
-    if (!s3->endpoint)
-        return true;
-    bool http = strncmp(s3->endpoint, "http://", 7) == 0;
-    if (!http && strncmp(s3->endpoint, "https://", 8) != 0)
-        return cfg_fail(b, "endpoint", 0, VT_ERR_INVALID_CONFIG,
-                        "expected an http:// or https:// URL");
-    if (http && !s3->allow_http)
-        return cfg_fail(b, "endpoint", 0, VT_ERR_INVALID_CONFIG,
-                        "a plain http:// endpoint needs cluster.s3.allow_http = true");
-    return true;
+    return s3_endpoint_ok(b, &((struct vt_config *)base)->cluster.s3, "cluster.s3.allow_http");
 }
 
 static bool rule_dataset_name(const struct cfg_blk *b, void *base)
@@ -549,9 +542,10 @@ static bool rule_index_columns(const struct cfg_blk *b, void *base)
     return true;
 }
 
-static bool rule_s3_endpoint(const struct cfg_blk *b, void *base)
+/* s3.endpoint is an http(s) URL; plain http needs allow_http. */
+static bool s3_endpoint_ok(const struct cfg_blk *b, const struct s3_config *s3,
+                           const char *allow_key)
 {
-    const struct s3_config *s3 = &((struct vt_dataset_config *)base)->s3;
     if (!s3->endpoint)
         return true;
     bool http = strncmp(s3->endpoint, "http://", 7) == 0;
@@ -560,8 +554,13 @@ static bool rule_s3_endpoint(const struct cfg_blk *b, void *base)
                         "expected an http:// or https:// URL");
     if (http && !s3->allow_http)
         return cfg_fail(b, "endpoint", 0, VT_ERR_INVALID_CONFIG,
-                        "a plain http:// endpoint needs s3.allow_http = true");
+                        "a plain http:// endpoint needs %s = true", allow_key);
     return true;
+}
+
+static bool rule_s3_endpoint(const struct cfg_blk *b, void *base)
+{
+    return s3_endpoint_ok(b, &((struct vt_dataset_config *)base)->s3, "s3.allow_http");
 }
 
 static bool rule_upstream_reload(const struct cfg_blk *b, void *base)
