@@ -254,6 +254,8 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
 struct exec_shape {
     size_t nparams;
     duckdb_type *param_types;       /* DUCKDB_TYPE_INVALID: DuckDB cannot tell yet */
+    duckdb_logical_type *param_logical; /* the same with children (a list's element
+                                         * type); NULL where DuckDB cannot tell */
     size_t ncols;
     char **names;
     duckdb_logical_type *types;

@@ -335,6 +335,11 @@ typedef bool (*pgw_array_item_fn)(void *ctx, const char *s, size_t n, bool is_nu
 enum vt_err pgw_array_parse(const char *s, size_t n, pgw_array_item_fn item, void *ctx,
                             struct vt_error *err);
 
+/* An error message with the catalog's own names ("vt:imatch",
+ * "vt:is_columns") as the names the client wrote (imatch,
+ * information_schema.columns); returns its length (out has cap bytes). */
+size_t pgw_scrub_names(const char *msg, char *out, size_t cap);
+
 /* ------------------------------------------------ the catalog (catalog.c) */
 
 /* PostgreSQL's dialect for the SQL gate (dialect.c; sql.h: struct
@@ -486,5 +491,11 @@ struct arena;
  * dimension; at most VT_PGWIRE_MAX_ARRAY_ITEMS), cast "<element type>[]". */
 enum vt_err pgw_param_decode(const struct pgw_value *v, uint32_t oid, struct arena *a,
                              struct query_value *out, struct vt_error *err);
+/* An untyped text parameter '{a,b}' where DuckDB expects a list (drivers
+ * that send lists of strings without a type): VARCHAR items, which DuckDB
+ * casts; an empty one is typed NULL[] so that DuckDB takes the type it needs. */
+enum vt_err pgw_param_decode_untyped_array(const struct pgw_value *v, struct arena *a,
+                                           struct query_value *out, struct vt_error *err);
+
 
 #endif

@@ -224,13 +224,15 @@ bool pgw_show(struct pgw_session *s, const struct pgw_stmt *st, bool describe);
 /* The settings as the catalog shows them (out has room for PGW_N_SETTINGS). */
 size_t pgw_settings_catalog(const struct pgw_session *s, struct pgw_cat_setting *out);
 struct pgw_format pgw_session_format(const struct pgw_session *s);
+/* A setting's value as current_setting() shows it (NULL: no such setting). */
+const char *pgw_session_setting(const struct pgw_session *s, const char *name);
 /* The deadline of a statement starting now (monotonic ms; 0 none):
  * request_timeout_ms, or statement_timeout when lower. */
 int64_t pgw_statement_deadline(const struct pgw_session *s);
 
-/* run.c: the gate's options (PostgreSQL's dialect; parameters in the
- * extended protocol only). */
-extern const struct sql_gate_options pgw_gate_simple, pgw_gate_extended;
+/* run.c: the gate's options for s (PostgreSQL's dialect, which reads the
+ * session's settings; parameters in the extended protocol only). */
+struct sql_gate_options pgw_gate_options(struct pgw_session *s, bool params);
 bool pgw_is_dataset(void *ctx, const char *name);
 
 enum pgw_sink_mode { PGW_SINK_SIMPLE, PGW_SINK_PORTAL, PGW_SINK_COPY, PGW_SINK_EXPLAIN };

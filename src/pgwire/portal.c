@@ -30,8 +30,9 @@ enum vt_err pgw_prepared_check(struct pgw_session *s, struct pgw_prepared *p, co
     if (!p->sql)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
     struct sql_checked chk;
-    if (sql_gate_check_opts(s->con, p->sql, params ? &pgw_gate_extended : &pgw_gate_simple,
-                            pgw_is_dataset, s->cfg.catalog, &chk, err) != VT_ERR_OK)
+    struct sql_gate_options o = pgw_gate_options(s, params);
+    if (sql_gate_check_opts(s->con, p->sql, &o, pgw_is_dataset, s->cfg.catalog, &chk, err) !=
+        VT_ERR_OK)
         return err->code;
     p->deps = chk.depends_on;
     p->ndeps = chk.n_depends_on;

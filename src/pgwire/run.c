@@ -424,10 +424,11 @@ bool pgw_is_dataset(void *ctx, const char *name)
     return cat_has_dataset(ctx, name);
 }
 
-const struct sql_gate_options pgw_gate_simple = {.allow_params = false, .lookups = true,
-                                                 .dialect = &pgw_dialect};
-const struct sql_gate_options pgw_gate_extended = {.allow_params = true, .lookups = true,
-                                                   .dialect = &pgw_dialect};
+struct sql_gate_options pgw_gate_options(struct pgw_session *s, bool params)
+{
+    return (struct sql_gate_options){.allow_params = params, .lookups = true,
+                                     .dialect = &pgw_dialect, .dialect_ctx = s};
+}
 
 /* Runs a checked statement: the snapshot is taken (or was pinned at Bind),
  * the sink decides the messages. Returns true when it ended well; false
