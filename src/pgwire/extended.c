@@ -314,7 +314,7 @@ static void write_shape(struct pgw_session *s, const struct pgw_prepared *p, con
     case PGW_STMT_FETCH:
         if (!pgw_find_portal(s, p->st.name, NULL)) /* no cursor (yet): NoData */
             break;
-        if (!pgw_cursor_describe(s, &p->st))
+        if (!pgw_cursor_describe(s, &p->st, formats, nformats))
             s->skip_to_sync = true;
         return;
     case PGW_STMT_SQL:
@@ -455,6 +455,10 @@ void pgw_on_execute(struct pgw_session *s, const unsigned char *body, size_t len
         break;
     case PGW_STMT_DECLARE:
         ok = pgw_cursor_declare(s, &st->st, p);
+        break;
+    case PGW_STMT_FETCH:
+    case PGW_STMT_MOVE:
+        ok = pgw_cursor_fetch(s, &st->st, describe, p->formats, p->nformats);
         break;
     default:
         ok = pgw_session_statement(s, &st->st, describe, "", 0);

@@ -462,9 +462,16 @@ struct pgw_copy_options {
 int pgw_rows_copy(struct pgw_rows *r, duckdb_data_chunk chunk, const struct pgw_copy_options *o,
                   struct strbuf *out);
 
-/* The same rows in COPY's binary format (a tuple per row: field count, then
- * each field's length or -1 and its binary value), in one CopyData message. */
-int pgw_rows_copy_binary(struct pgw_rows *r, duckdb_data_chunk chunk, struct strbuf *out);
+/* The same rows in COPY's binary format, one CopyData message per tuple (a
+ * field count, then each field's length or -1 and its binary value), as
+ * PostgreSQL sends them (clients read a row per message); prefix (the file
+ * header, or NULL) goes in front of the first. The encoder must have been
+ * made with binary formats. */
+int pgw_rows_copy_binary(struct pgw_rows *r, duckdb_data_chunk chunk, const char *prefix,
+                         size_t plen, struct strbuf *out);
+/* COPY's binary file header: signature, flags, extension length. */
+#define PGW_COPY_BINARY_HEADER "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0"
+#define PGW_COPY_BINARY_HEADER_LEN 19
 
 /* RowDescription for a result: names[i] with types[i]. */
 void pgw_write_row_description(struct strbuf *out, size_t ncol, const char *const *names,

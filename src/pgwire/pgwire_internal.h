@@ -255,6 +255,7 @@ struct pgw_sink {
     struct pgw_copy_options copy;
     bool copy_header;
     bool describe;                  /* EXPLAIN: RowDescription first */
+    bool header_due;                /* COPY binary: the file header not sent yet */
 };
 
 /* COPY: the sink's options from the statement; the end (the binary
@@ -306,13 +307,16 @@ bool pgw_portal_rows(struct pgw_session *s, struct pgw_portal *p, uint64_t limit
                      uint64_t *out_n);
 /* DECLARE (bound: the portal whose parameters the query's $n take, in the
  * extended protocol; NULL in a simple Query), FETCH/MOVE (describe: a
- * RowDescription first), CLOSE; the RowDescription a FETCH sends. false
- * after an error was reported. */
+ * RowDescription first; formats: the result formats the FETCH's Bind asked
+ * for, NULL in a simple Query), CLOSE; the RowDescription a FETCH sends.
+ * false after an error was reported. */
 bool pgw_cursor_declare(struct pgw_session *s, const struct pgw_stmt *st,
                         const struct pgw_portal *bound);
-bool pgw_cursor_fetch(struct pgw_session *s, const struct pgw_stmt *st, bool describe);
+bool pgw_cursor_fetch(struct pgw_session *s, const struct pgw_stmt *st, bool describe,
+                      const int16_t *formats, size_t nformats);
 bool pgw_cursor_close(struct pgw_session *s, const struct pgw_stmt *st);
-bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st);
+bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st, const int16_t *formats,
+                         size_t nformats);
 
 /* fastpath.c: an equality lookup answered from the dataset's index. 1:
  * answered (rows sent, or an error reported: *out_ok false); 0: not from the

@@ -220,7 +220,7 @@ bool pgw_session_statement(struct pgw_session *s, const struct pgw_stmt *st, boo
         return true;
     case PGW_STMT_FETCH:
     case PGW_STMT_MOVE:
-        return pgw_cursor_fetch(s, st, describe);
+        return pgw_cursor_fetch(s, st, describe, NULL, 0);
     case PGW_STMT_CLOSE:
         return pgw_cursor_close(s, st);
     case PGW_STMT_SET_TRANSACTION:
