@@ -106,8 +106,20 @@ static enum vt_err commit(struct api_sink *a, struct vt_error *err)
 
 static void write_page_tail(struct api_sink *a)
 {
-    sb_addf(body(a), "],\"page\":%lld,\"page_size\":%lld}", (long long)a->page,
+    sb_addf(body(a), "],\"page\":%lld,\"page_size\":%lld", (long long)a->page,
             (long long)a->page_size);
+    if (a->has_total)
+        sb_addf(body(a), ",\"total\":%lld", (long long)a->total);
+    sb_addc(body(a), '}');
+}
+
+void api_sink_set_total(struct api_sink *a, int64_t total)
+{
+    char n[24];
+    a->has_total = true;
+    a->total = total;
+    snprintf(n, sizeof n, "%lld", (long long)total);
+    http_add_header(a->req, "X-Total-Count", n);
 }
 
 static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt_error *err)

@@ -10,12 +10,19 @@
  *    (point lookups, indexed counts): no worker, no DuckDB;
  *  - otherwise as a job on the query pool, with that worker's connection.
  *
+ * GET .../query?q=<URL-encoded query JSON> is the same paged query as a URL
+ * (shareable, cacheable): its weak ETag names the generation, the format and
+ * q, so If-None-Match answers 304 without running anything. "include_total"
+ * counts the request's rows first (explore_total) on the same worker.
+ *
  * Errors before execution are replied here with the code's HTTP status;
  * errors during execution are the sink's to report.
  */
+#include <stdio.h>
 #include <strings.h>
 
 #include "api/api.h"
+#include "explore/explore.h"
 #include "http/encoding.h"
 #include "util/timeutil.h"
 
@@ -24,6 +31,8 @@
 
 struct query_call {
     enum query_mode mode;
+    bool get;                   /* GET ?q=: the body is the q parameter */
+    bool not_modified;          /* GET answered 304 by call_prepare */
     enum api_format format;
     struct exec_pin pin;
     struct query_request qr;
@@ -74,8 +83,25 @@ static enum vt_err call_prepare(struct http_request *req, struct query_call *c, 
         c->format = API_FORMAT_JSON;
     else if (c->mode == QUERY_PAGED && api_choose_format(req, &c->format, err) != VT_ERR_OK)
         return err->code;
+    if (c->get) {
+        /* One URL, one answer per generation: the ETag names both. */
+        size_t qlen;
+        const char *q = http_req_query_n(req, "q", &qlen);
+        struct strbuf key;
+        sb_init(&key, 0);
+        sb_addf(&key, "%d:", (int)c->format);
+        sb_add(&key, q ? q : "", qlen);
+        char etag[HTTP_ETAG_MAX];
+        api_weak_etag(c->pin.gen->id, key.buf ? key.buf : "", key.len, etag);
+        sb_release(&key);
+        http_add_header(req, "Vary", "Accept");
+        if (api_not_modified(req, etag)) {
+            c->not_modified = true;
+            return VT_ERR_OK;
+        }
+    }
     int64_t start_us = time_mono_us();
-    json_t *body = api_json_body(req, true, err);
+    json_t *body = c->get ? api_json_query_param(req, "q", err) : api_json_body(req, true, err);
     if (!body)
         return err->code;
     struct query_options opts = {.mode = c->mode, .max_page_size = app->cfg->server.max_page_size};
@@ -130,12 +156,26 @@ static void query_job(struct http_request *req, duckdb_connection con)
             return;
         }
     }
+    if (c->not_modified) {
+        call_release(c);
+        return;
+    }
     c->plan.job = http_req_job(req);
+    if (c->qr.include_total) {
+        struct vt_error err = {0};
+        int64_t total;
+        if (explore_total(&c->plan, con, &total, &err) != VT_ERR_OK) {
+            http_reply_vterr(req, &err);
+            call_release(c);
+            return;
+        }
+        api_sink_set_total(&c->sink, total);
+    }
     exec_run(&c->plan, &c->sink.sink, con);
     call_release(c);
 }
 
-static void start(struct http_request *req, enum query_mode mode)
+static void start(struct http_request *req, enum query_mode mode, bool get)
 {
     struct query_call *c = arena_calloc(http_req_arena(req), sizeof *c);
     if (!c) {
@@ -143,6 +183,7 @@ static void start(struct http_request *req, enum query_mode mode)
         return;
     }
     c->mode = mode;
+    c->get = get;
     http_req_set_user(req, c);
     http_req_on_release(req, call_on_release);
     struct vt_error err = {0};
@@ -158,9 +199,15 @@ static void start(struct http_request *req, enum query_mode mode)
         call_release(c);
         return;
     }
+    if (c->not_modified) {
+        call_release(c);
+        return;
+    }
     /* The fast path on the HTTP thread: a published generation whose index
-     * answers with a few rows needs no worker at all. */
-    if (exec_try_fast(&c->plan, &c->sink.sink, INLINE_MAX_ROWS) == EXEC_FAST_DONE) {
+     * answers with a few rows needs no worker at all (a total is counted on
+     * a worker). */
+    if (!c->qr.include_total &&
+        exec_try_fast(&c->plan, &c->sink.sink, INLINE_MAX_ROWS) == EXEC_FAST_DONE) {
         call_release(c);
         return;
     }
@@ -169,15 +216,20 @@ static void start(struct http_request *req, enum query_mode mode)
 
 void api_dataset_query(struct http_request *req)
 {
-    start(req, QUERY_PAGED);
+    start(req, QUERY_PAGED, false);
+}
+
+void api_dataset_query_get(struct http_request *req)
+{
+    start(req, QUERY_PAGED, true);
 }
 
 void api_dataset_query_stream(struct http_request *req)
 {
-    start(req, QUERY_STREAM);
+    start(req, QUERY_STREAM, false);
 }
 
 void api_dataset_count(struct http_request *req)
 {
-    start(req, QUERY_COUNT);
+    start(req, QUERY_COUNT, false);
 }

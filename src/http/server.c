@@ -315,6 +315,17 @@ const char *http_req_query(const struct http_request *req, const char *key)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+const char *http_req_query_n(const struct http_request *req, const char *key, size_t *out_len)
+{
+    const char *v = NULL;
+    size_t n = 0;
+    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, key, strlen(key), &v,
+                                      &n) != MHD_YES)
+        v = NULL;
+    *out_len = v ? n : 0;
+    return v;
+}
+
 const char *http_req_body(const struct http_request *req, size_t *out_len)
 {
     if (out_len)

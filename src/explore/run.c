@@ -1,0 +1,60 @@
+/*
+ * Running our own statements through the execution layer and reading their
+ * answers: explore_run_json (rows as JSON text, via exec's bounded JSON
+ * sink) and explore_total, the count behind "include_total".
+ */
+#include <string.h>
+
+#include "explore/explore_int.h"
+
+enum vt_err explore_run_json(const struct exec_plan *plan, duckdb_connection con,
+                             size_t max_bytes, struct strbuf *out, uint64_t *out_count,
+                             struct vt_error *err)
+{
+    struct exec_json_sink js;
+    exec_json_sink_init(&js, out, 0, max_bytes);
+    exec_run(plan, &js.sink, con);
+    enum vt_err rc = VT_ERR_OK;
+    if (js.err.code != VT_ERR_OK)
+        rc = vt_error_set(err, js.err.code, "%s", vt_error_message(&js.err));
+    else if (js.truncated)
+        rc = vt_error_set(err, VT_ERR_LIMIT_EXCEEDED, "the answer is larger than %zu bytes",
+                          max_bytes);
+    else if (!js.ended)
+        rc = vt_error_set(err, VT_ERR_INTERNAL, "the statement ended without a result");
+    else if (out->overflow)
+        rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "the answer does not fit in memory");
+    if (rc == VT_ERR_OK && out_count)
+        *out_count = js.count;
+    exec_json_sink_release(&js);
+    return rc;
+}
+
+enum vt_err explore_total(const struct exec_plan *plan, duckdb_connection con, int64_t *out,
+                          struct vt_error *err)
+{
+    struct query_request tr;
+    query_total_request(plan->query, &tr);
+    struct exec_plan p = *plan;
+    p.query = &tr;
+    p.kind = tr.mode == QUERY_COUNT ? EXEC_COUNT : EXEC_ROWS;
+    struct strbuf buf;
+    sb_init(&buf, 4096);
+    uint64_t count = 0;
+    enum vt_err rc = explore_run_json(&p, con, 4096, &buf, &count, err);
+    if (rc == VT_ERR_OK && p.kind == EXEC_ROWS) {
+        /* [{"count":n}] */
+        struct jspan rows = {buf.buf, buf.len}, row, n;
+        struct jspan_iter it;
+        int64_t v;
+        if (jspan_iter_init(&it, rows) && jspan_next(&it, NULL, &row) &&
+            jspan_get(row, "count", &n) && jspan_int(n, &v) && v >= 0)
+            count = (uint64_t)v;
+        else
+            rc = vt_error_set(err, VT_ERR_INTERNAL, "the total count could not be read");
+    }
+    sb_release(&buf);
+    if (rc == VT_ERR_OK)
+        *out = query_total_cap(plan->query, count > INT64_MAX ? INT64_MAX : (int64_t)count);
+    return rc;
+}
