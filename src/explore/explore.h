@@ -24,13 +24,14 @@
  *    approx_distinct <= EXPLORE_LOW_CARDINALITY), "histogram": {"buckets":
  *    [{"lo", "hi", "count"}]} (numbers, dates, times, timestamps)}]}.
  *   A key that does not apply to a column is null. Histogram buckets have
- *   equal widths over [min, max] of the finite values: integers (and dates,
- *   times, timestamps as whole days or microseconds) in steps of
- *   ceil((max - min + 1) / EXPLORE_HIST_BUCKETS), so every bucket is [lo, hi)
- *   and holds whole values; other numbers in EXPLORE_HIST_BUCKETS steps of
- *   (max - min) / EXPLORE_HIST_BUCKETS, [lo, hi) except the last, [lo, hi]
- *   (hi = max). One bucket [min, min] when min = max. Counts sum to the
- *   non-null finite values.
+ *   equal widths and cover [min, max] of the finite values; every bucket is
+ *   [lo, hi). The width is the smallest "nice" step giving at most about
+ *   EXPLORE_HIST_BUCKETS buckets (1, 2, 2.5, 5 x 10^k for numbers -- whole
+ *   numbers for integers; seconds, minutes, 15 minutes, hours, days, weeks
+ *   from Monday, ... for times; whole days for dates), and the first edge is
+ *   min rounded down to a multiple of it, so edges read 10, 15, 20 and
+ *   06:00, 12:00. Counts sum to the non-null finite values. Moments and top
+ *   values leave NaN and infinities out.
  *
  * Facets (one statement: GROUPING SETS over the selected rows, one set per
  * column, ranked with window functions):

@@ -3,6 +3,7 @@
  * answers: explore_run_json (rows as JSON text, via exec's bounded JSON
  * sink) and explore_total, the count behind "include_total".
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "explore/explore_int.h"
@@ -15,8 +16,19 @@ enum vt_err explore_run_json(const struct exec_plan *plan, duckdb_connection con
     exec_json_sink_init(&js, out, 0, max_bytes);
     exec_run(plan, &js.sink, con);
     enum vt_err rc = VT_ERR_OK;
-    if (js.err.code != VT_ERR_OK)
-        rc = vt_error_set(err, js.err.code, "%s", vt_error_message(&js.err));
+    if (js.err.code != VT_ERR_OK) {
+        /* DuckDB's message ends with the statement's text ("LINE 1: ..."):
+         * clients never see generated SQL. */
+        char msg[VT_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", vt_error_message(&js.err));
+        char *line = strstr(msg, "\nLINE ");
+        if (line) {
+            while (line > msg && line[-1] == '\n')
+                line--;
+            *line = '\0';
+        }
+        rc = vt_error_set(err, js.err.code, "%s", msg);
+    }
     else if (js.truncated)
         rc = vt_error_set(err, VT_ERR_LIMIT_EXCEEDED, "the answer is larger than %zu bytes",
                           max_bytes);

@@ -29,6 +29,7 @@
 
 #include "explore/explore_int.h"
 #include "util/jsonw.h"
+#include "util/log.h"
 #include "util/timeutil.h"
 
 enum kind { K_INT, K_FLOAT, K_DATE, K_TIME, K_TS, K_TSTZ, K_BOOL, K_STRING, K_OTHER, K_NESTED };
@@ -79,7 +80,9 @@ static void col_ref(struct strbuf *sb, const char *name)
     sb_add_sql_ident(sb, name);
 }
 
-/* The histogram key of a value (see the file comment). */
+/* The histogram key of a value (see the file comment); NULL for values a
+ * histogram leaves out (NaN, infinities): DuckDB evaluates an aggregate's
+ * argument before its FILTER, and casting them would fail. */
 static void hist_key(struct strbuf *sb, enum kind k, const char *name)
 {
     switch (k) {
@@ -89,14 +92,18 @@ static void hist_key(struct strbuf *sb, enum kind k, const char *name)
         sb_adds(sb, " AS HUGEINT)");
         break;
     case K_FLOAT:
-        sb_adds(sb, "CAST(");
+        sb_adds(sb, "CASE WHEN isfinite(CAST(");
         col_ref(sb, name);
-        sb_adds(sb, " AS DOUBLE)");
+        sb_adds(sb, " AS DOUBLE)) THEN CAST(");
+        col_ref(sb, name);
+        sb_adds(sb, " AS DOUBLE) END");
         break;
     case K_DATE:
-        sb_adds(sb, "CAST(");
+        sb_adds(sb, "CASE WHEN isfinite(");
         col_ref(sb, name);
-        sb_adds(sb, " - DATE '1970-01-01' AS HUGEINT)");
+        sb_adds(sb, ") THEN CAST(");
+        col_ref(sb, name);
+        sb_adds(sb, " - DATE '1970-01-01' AS HUGEINT) END");
         break;
     case K_TIME:
         sb_adds(sb, "CAST(epoch_us(DATE '1970-01-01' + ");
@@ -104,9 +111,11 @@ static void hist_key(struct strbuf *sb, enum kind k, const char *name)
         sb_adds(sb, ") AS HUGEINT)");
         break;
     default: /* K_TS, K_TSTZ */
-        sb_adds(sb, "CAST(epoch_us(");
+        sb_adds(sb, "CASE WHEN isfinite(");
         col_ref(sb, name);
-        sb_adds(sb, ") AS HUGEINT)");
+        sb_adds(sb, ") THEN CAST(epoch_us(");
+        col_ref(sb, name);
+        sb_adds(sb, ") AS HUGEINT) END");
         break;
     }
 }
@@ -136,7 +145,9 @@ static void edge_value(struct strbuf *sb, enum kind k, const char *v)
         sb_addf(sb, "CAST(DATE '1970-01-01' + CAST(%s AS INTEGER) AS DATE)", v);
         break;
     case K_TIME:
-        sb_addf(sb, "CAST(make_timestamp(CAST(%s AS BIGINT)) AS TIME)", v);
+        /* the last edge of a day is 24:00:00, not 00:00:00 */
+        sb_addf(sb, "CASE WHEN %s >= 86400000000 THEN TIME '24:00:00' ELSE "
+                    "CAST(make_timestamp(CAST(%s AS BIGINT)) AS TIME) END", v, v);
         break;
     case K_TS:
         sb_addf(sb, "make_timestamp(CAST(%s AS BIGINT))", v);
@@ -225,15 +236,26 @@ static void build_sql(const struct cat_generation *gen, struct strbuf *sb)
             sb_addf(sb, ") AS \"hi%zu\"", i);
         }
         if (has_moments(k)) {
-            const char *cast = gen->cols[i].type == DUCKDB_TYPE_UHUGEINT ? " AS DOUBLE)" : NULL;
-            sb_adds(sb, cast ? ", avg(CAST(" : ", avg(");
+            /* Moments of the finite values; HUGEINT sums overflow, so wide
+             * integers average as DOUBLE; the standard deviation leaves out
+             * magnitudes past 1e100, whose squares would overflow too. */
+            duckdb_type t = gen->cols[i].type;
+            bool real = t == DUCKDB_TYPE_FLOAT || t == DUCKDB_TYPE_DOUBLE;
+            bool wide = t == DUCKDB_TYPE_HUGEINT || t == DUCKDB_TYPE_UHUGEINT ||
+                        t == DUCKDB_TYPE_DECIMAL;
+            sb_adds(sb, wide ? ", avg(CAST(" : ", avg(");
             col_ref(sb, name);
-            sb_adds(sb, cast ? cast : "");
-            sb_addf(sb, ") AS \"mean%zu\", stddev_samp(", i);
-            sb_adds(sb, cast ? "CAST(" : "");
+            sb_adds(sb, wide ? " AS DOUBLE))" : ")");
+            if (real) {
+                sb_adds(sb, " FILTER (WHERE isfinite(");
+                col_ref(sb, name);
+                sb_adds(sb, "))");
+            }
+            sb_addf(sb, " AS \"mean%zu\", stddev_samp(CAST(", i);
             col_ref(sb, name);
-            sb_adds(sb, cast ? cast : "");
-            sb_addf(sb, ") AS \"sd%zu\"", i);
+            sb_adds(sb, " AS DOUBLE)) FILTER (WHERE abs(CAST(");
+            col_ref(sb, name);
+            sb_addf(sb, " AS DOUBLE)) < 1e100) AS \"sd%zu\"", i);
         }
         if (has_hist(k)) {
             sb_adds(sb, ", min(");
@@ -348,8 +370,14 @@ static void build_sql(const struct cat_generation *gen, struct strbuf *sb)
         if (has_top(k)) {
             sb_adds(sb, ", histogram(");
             col_ref(sb, name);
-            sb_addf(sb, ") FILTER (WHERE \"b\".\"d%zu\" <= %d) AS \"t%zu\"", i,
-                    EXPLORE_LOW_CARDINALITY, i);
+            sb_addf(sb, ") FILTER (WHERE \"b\".\"d%zu\" <= %d", i, EXPLORE_LOW_CARDINALITY);
+            if (k == K_FLOAT) {
+                /* DuckDB's histogram() lumps every value with NaN */
+                sb_adds(sb, " AND isfinite(CAST(");
+                col_ref(sb, name);
+                sb_adds(sb, " AS DOUBLE))");
+            }
+            sb_addf(sb, ") AS \"t%zu\"", i);
         }
         if (has_hist(k)) {
             sb_addf(sb, ", any_value(\"b\".\"e%zu\") AS \"e%zu\", histogram(", i, i);
@@ -509,7 +537,7 @@ static bool write_column(const struct cat_column *col, int64_t rows, const struc
         return false;
     /* HyperLogLog may say a little more than there is; a low-cardinality
      * column's histogram() counted its values exactly. */
-    if (top)
+    if (top && k != K_FLOAT) /* (floats: NaN and infinities are not in it) */
         d = (int64_t)ntop;
     if (d > n)
         d = n;
@@ -685,8 +713,16 @@ static enum vt_err compute(const struct explore_ctx *x, duckdb_connection con,
         .arena = x->arena,
         .timing = x->timing,
     };
-    if ((rc = explore_run_json(&plan, con, EXPLORE_MAX_RESULT_BYTES, &rows, NULL, err)))
+    if ((rc = explore_run_json(&plan, con, EXPLORE_MAX_RESULT_BYTES, &rows, NULL, err))) {
+        /* DuckDB failing on our own statement is our fault, not the client's */
+        if (rc == VT_ERR_QUERY_FAILED) {
+            struct vt_error why = *err;
+            vt_error_clear(err);
+            rc = vt_error_set(err, VT_ERR_INTERNAL, "the summary could not be computed: %s",
+                              vt_error_message(&why));
+        }
         goto done;
+    }
     /* [{"rows":n,"n0":...}] */
     struct jspan_iter it, fields;
     struct jspan row, key, val;
@@ -835,8 +871,11 @@ enum vt_err explore_summary(const struct explore_ctx *x, duckdb_connection con,
     if (s)
         return rc;
     struct summary *fresh = NULL;
+    int64_t t0 = time_mono_us();
     if (compute(x, con, &fresh, err) != VT_ERR_OK)
         return err->code;
+    log_info("dataset %s: summary of generation %s computed (%zu columns, %lld ms)", x->dataset,
+             x->gen->id, fresh->ncols, (long long)((time_mono_us() - t0) / 1000));
     pthread_mutex_lock(&cache_lock);
     s = cache_put(fresh);
     rc = write_answer(x, s, columns, out, err);
