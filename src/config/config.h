@@ -143,6 +143,7 @@ struct server_config {
                                             * config file's directory) */
     struct strvec allowed_s3_endpoints;    /* http(s):// URLs as in s3.endpoint */
     struct strvec allowed_credential_envs; /* environment variable names */
+    struct strvec cors_origins;            /* origins browsers may read answers from; "*" any */
     struct startup_config startup;
     struct quack_config quack;
     struct pgwire_config pgwire;

@@ -121,6 +121,66 @@ static bool check_url(const struct cfg_blk *b, const struct cfg_key *k, void *fi
     return check_each(b, k, field, is_url, "expected an http:// or https:// URL", true);
 }
 
+/* server.cors_origins: "*", "null", or an origin as browsers send it:
+ * http:// or https://, a lower-case host, an optional port, nothing after. */
+static bool valid_origin(const char *s)
+{
+    if (!s)
+        return false;
+    if (strcmp(s, "*") == 0 || strcmp(s, "null") == 0)
+        return true;
+    const char *host;
+    if (strncmp(s, "http://", 7) == 0)
+        host = s + 7;
+    else if (strncmp(s, "https://", 8) == 0)
+        host = s + 8;
+    else
+        return false;
+    size_t n = strlen(host);
+    if (n == 0 || n > 253 + 6)
+        return false;
+    bool bracket = host[0] == '[';
+    size_t colon = 0;
+    for (size_t i = bracket ? 1 : 0; i < n; i++) {
+        char c = host[i];
+        if (bracket) {
+            if (c == ']') {
+                bracket = false;
+                continue;
+            }
+            if (!strchr("0123456789abcdef:.", c))
+                return false;
+            continue;
+        }
+        if (c == ':') {
+            if (colon)
+                return false;
+            colon = i;
+            continue;
+        }
+        if (colon) {
+            if (c < '0' || c > '9')
+                return false;
+            continue;
+        }
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'))
+            return false;
+    }
+    if (bracket)
+        return false;
+    if (colon && (colon == 0 || colon == n - 1 || n - colon - 1 > 5 || host[0] == ':'))
+        return false;
+    return true;
+}
+
+static bool check_origin(const struct cfg_blk *b, const struct cfg_key *k, void *field)
+{
+    return check_each(b, k, field, valid_origin,
+                      "expected an origin such as \"https://app.example.com\" (scheme, lower-case "
+                      "host, optional port, no path) or \"*\"",
+                      true);
+}
+
 static bool check_env_name(const struct cfg_blk *b, const struct cfg_key *k, void *field)
 {
     return check_each(b, k, field, valid_env_name,
@@ -580,6 +640,13 @@ const struct cfg_key cfg_schema[] = {
                 "datasets",
      .doc = "Environment variables that runtime registrations may name in s3.*_env, besides "
             "the standard AWS_* ones and those the config file's datasets name."},
+    {"server", "cors_origins", CFG_T_STRVEC, C(server.cors_origins), .check = check_origin,
+     .def = "[]", .def_doc = "empty: no cross-origin reads (no CORS headers at all)",
+     .example = "[\"https://dashboards.example.com\"]",
+     .doc = "Origins (scheme://host[:port], as browsers send them) whose pages may call the API "
+            "from a browser (CORS): their requests get Access-Control-Allow-Origin and preflights "
+            "(OPTIONS) are answered. \"*\" allows every origin. Credentials still go in headers "
+            "(Authorization, X-Admin-Token); no cookies are used."},
     {"server", "startup", CFG_T_TABLE, .doc = "How startup builds run and when /readyz turns ready."},
     {"server", "quack", CFG_T_TABLE,
      .doc = "Experimental DuckDB Quack server, started after the datasets are registered."},
