@@ -32,8 +32,9 @@
     "X-Total-Count"
 #define HTTP_CORS_MAX_AGE "600"
 
-/* Whether the request's Origin value is allowed by `allowed` (checked at
- * config load: "*", "null" or scheme://host[:port] as browsers send it). "null" (sent
+/* Whether the request's Origin value is allowed by `allowed` (items checked
+ * at config load: "*", or scheme://host[:port]; compared without regard to
+ * case or a trailing '/'). "null" (sent
  * by sandboxed pages and file: URLs) is allowed only when listed exactly. */
 bool http_cors_allowed(const struct strvec *allowed, const char *origin);
 

@@ -40,7 +40,7 @@ def pages():
 
 def test_cors_headers_and_preflight(vt, datadir):
     pq = write_parquet(datadir / "t.parquet", "SELECT range AS id FROM range(10)")
-    s = vt(server_block(cors_origins=["https://app.example.com", "http://127.0.0.1:3000"])
+    s = vt(server_block(cors_origins=["https://app.example.com", "http://127.0.0.1:3000/"])
            + dataset_block("t", pq))
     pre = requests.options(s.url("/api/v1/datasets/t/query"), timeout=10, headers={
         "Origin": "https://app.example.com", "Access-Control-Request-Method": "POST",
@@ -65,7 +65,7 @@ def test_cors_headers_and_preflight(vt, datadir):
         assert "ETag" in r.headers["Access-Control-Expose-Headers"]
     # an origin not listed gets nothing to read; neither does "null"
     for origin in ("https://evil.example.com", "https://app.example.com.evil.com", "null",
-                   "https://APP.example.com"):
+                   "http://app.example.com", "https://app.example.com:8443"):
         r = s.get("/api/v1/datasets", headers={"Origin": origin})
         assert r.status_code == 200 and "Access-Control-Allow-Origin" not in r.headers, origin
         p = requests.options(s.url("/api/v1/datasets"), timeout=10, headers={
@@ -80,8 +80,7 @@ def test_no_cors_by_default_and_bad_config(vt, datadir):
     p = requests.options(s.url("/healthz"), timeout=10, headers={
         "Origin": "https://app.example.com", "Access-Control-Request-Method": "GET"})
     assert p.status_code == 405 and "Access-Control-Allow-Origin" not in p.headers
-    for bad in ("https://app.example.com/", "ftp://x", "https://App.example.com", "app.example.com",
-                "https://x:99999999"):
+    for bad in ("app.example.com", "https://app.example.com/path", "https://", "//x"):
         cfg = datadir / "bad.toml"
         cfg.write_text(server_block(cors_origins=[bad]))
         out = subprocess.run([str(VITRINE), "check-config", str(cfg)], capture_output=True,
