@@ -44,20 +44,14 @@ bool api_not_modified(struct http_request *req, const char *etag)
     return true;
 }
 
-static void summary_job(struct http_request *req, duckdb_connection con)
+/* One job for both routes: pin, run src/explore, answer. */
+static void explore_job(struct http_request *req, duckdb_connection con, bool summary)
 {
     struct api_app *app = api_app(req);
     struct vt_error err = {0};
     struct exec_pin pin = {0};
     if (exec_pin(app->catalog, http_req_param(req, 0), http_req_deadline(req), &pin, &err)) {
         http_reply_vterr(req, &err);
-        return;
-    }
-    const char *columns = http_req_query(req, "columns");
-    char etag[HTTP_ETAG_MAX];
-    api_weak_etag(pin.gen->id, columns ? columns : "", columns ? strlen(columns) : 0, etag);
-    if (api_not_modified(req, etag)) {
-        exec_unpin(&pin);
         return;
     }
     struct exec_timing timing = {0};
@@ -70,39 +64,22 @@ static void summary_job(struct http_request *req, duckdb_connection con)
     };
     struct strbuf body;
     sb_init(&body, 0);
-    enum vt_err rc = explore_summary(&x, con, columns, &body, &err);
-    exec_unpin(&pin);
-    if (rc != VT_ERR_OK) {
-        sb_release(&body);
-        http_reply_vterr(req, &err);
-        return;
-    }
-    http_reply_json(req, 200, &body);
-}
-
-static void facets_job(struct http_request *req, duckdb_connection con)
-{
-    struct api_app *app = api_app(req);
-    struct vt_error err = {0};
-    struct exec_pin pin = {0};
-    if (exec_pin(app->catalog, http_req_param(req, 0), http_req_deadline(req), &pin, &err)) {
-        http_reply_vterr(req, &err);
-        return;
-    }
-    json_t *in = api_json_body(req, false, &err);
-    struct strbuf body;
-    sb_init(&body, 0);
-    enum vt_err rc = err.code;
-    if (in) {
-        struct exec_timing timing = {0};
-        struct explore_ctx x = {
-            .gen = pin.gen,
-            .dataset = cat_dataset_name(pin.ds),
-            .job = http_req_job(req),
-            .arena = http_req_arena(req),
-            .timing = &timing,
-        };
-        rc = explore_facets(&x, con, in, &body, &err);
+    enum vt_err rc;
+    if (summary) {
+        size_t n;
+        const char *columns = http_req_query_n(req, "columns", &n);
+        char etag[HTTP_ETAG_MAX];
+        api_weak_etag(pin.gen->id, columns ? columns : "", n, etag);
+        if (api_not_modified(req, etag)) {
+            exec_unpin(&pin);
+            return;
+        }
+        rc = columns && memchr(columns, '\0', n)
+                 ? vt_error_set(&err, VT_ERR_INVALID_QUERY, "columns: holds a NUL byte")
+                 : explore_summary(&x, con, columns, &body, &err);
+    } else {
+        json_t *in = api_json_body(req, false, &err);
+        rc = in ? explore_facets(&x, con, in, &body, &err) : err.code;
         json_decref(in);
     }
     exec_unpin(&pin);
@@ -112,6 +89,16 @@ static void facets_job(struct http_request *req, duckdb_connection con)
         return;
     }
     http_reply_json(req, 200, &body);
+}
+
+static void summary_job(struct http_request *req, duckdb_connection con)
+{
+    explore_job(req, con, true);
+}
+
+static void facets_job(struct http_request *req, duckdb_connection con)
+{
+    explore_job(req, con, false);
 }
 
 void api_dataset_summary(struct http_request *req)
