@@ -272,7 +272,6 @@ static int serve(const char *config_path, int port_override)
 
     if (eng_open(&cfg, &db, &err) != VT_ERR_OK)
         goto fail;
-    app.db = db;
     /* DuckDB reads and writes files only where this configuration says
      * (defence in depth under the SQL gate): the config's directories and
      * sources, and this process's runtime directory. */

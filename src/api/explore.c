@@ -45,7 +45,7 @@ bool api_not_modified(struct http_request *req, const char *etag)
 }
 
 /* One job for both routes: pin, run src/explore, answer. */
-static void explore_job(struct http_request *req, duckdb_connection con, bool summary)
+static void explore_job(struct http_request *req, bool summary)
 {
     struct api_app *app = api_app(req);
     struct vt_error err = {0};
@@ -76,10 +76,10 @@ static void explore_job(struct http_request *req, duckdb_connection con, bool su
         }
         rc = columns && memchr(columns, '\0', n)
                  ? vt_error_set(&err, VT_ERR_INVALID_QUERY, "columns: holds a NUL byte")
-                 : explore_summary(&x, con, columns, &body, &err);
+                 : explore_summary(&x, columns, &body, &err);
     } else {
         json_t *in = api_json_body(req, false, &err);
-        rc = in ? explore_facets(&x, con, in, &body, &err) : err.code;
+        rc = in ? explore_facets(&x, in, &body, &err) : err.code;
         json_decref(in);
     }
     exec_unpin(&pin);
@@ -91,14 +91,14 @@ static void explore_job(struct http_request *req, duckdb_connection con, bool su
     http_reply_json(req, 200, &body);
 }
 
-static void summary_job(struct http_request *req, duckdb_connection con)
+static void summary_job(struct http_request *req)
 {
-    explore_job(req, con, true);
+    explore_job(req, true);
 }
 
-static void facets_job(struct http_request *req, duckdb_connection con)
+static void facets_job(struct http_request *req)
 {
-    explore_job(req, con, false);
+    explore_job(req, false);
 }
 
 void api_dataset_summary(struct http_request *req)

@@ -64,7 +64,7 @@
 #define EXPLORE_MAX_FACET_COLUMNS 32
 #define EXPLORE_MAX_FACET_LIMIT 1000
 #define EXPLORE_DEFAULT_FACET_LIMIT 10
-/* The rows one statement of ours may return, as JSON text. */
+/* The rows one statement of ours may return, as JSON text (a strbuf max). */
 #define EXPLORE_MAX_RESULT_BYTES (64u * 1024 * 1024)
 
 /* What every call needs: the pinned generation (the caller holds it for the
@@ -79,30 +79,31 @@ struct explore_ctx {
     struct exec_timing *timing;
 };
 
-/* Runs `plan` on `con` (an engine worker's) and leaves its rows in `out` as a
- * JSON array of objects (at most max_bytes; more is LIMIT_EXCEEDED), or its
- * count in *out_count for EXEC_COUNT (out_count may be NULL otherwise). */
-enum vt_err explore_run_json(const struct exec_plan *plan, duckdb_connection con,
-                             size_t max_bytes, struct strbuf *out, uint64_t *out_count,
-                             struct vt_error *err);
+/* Runs `plan` on the calling query worker's connection (eng_worker_connection)
+ * and leaves its rows in `out` as a JSON array of objects (out's max bounds
+ * them: past it LIMIT_EXCEEDED), or its count in *out_count for EXEC_COUNT
+ * (out_count may be NULL otherwise). DuckDB's messages lose the statement
+ * text it appends. */
+enum vt_err explore_run_json(const struct exec_plan *plan, struct strbuf *out,
+                             uint64_t *out_count, struct vt_error *err);
 
 /* "include_total": how many rows `plan` (a paged EXEC_ROWS plan) selects over
  * all pages (query_total_request: an index or statistics count when it can),
- * capped by the request's limit. */
-enum vt_err explore_total(const struct exec_plan *plan, duckdb_connection con, int64_t *out,
-                          struct vt_error *err);
+ * capped by the request's limit. On a query worker. */
+enum vt_err explore_total(const struct exec_plan *plan, int64_t *out, struct vt_error *err);
 
 /* GET /summary: the summary of the columns named in `columns` (NULL or "":
  * all; a comma-separated list, or a JSON array of names for names holding
- * commas), from the cache or computed now. Appends the JSON answer to out.
- * UNKNOWN_COLUMN / INVALID_QUERY for a bad selection. */
-enum vt_err explore_summary(const struct explore_ctx *x, duckdb_connection con,
-                            const char *columns, struct strbuf *out, struct vt_error *err);
+ * commas), from the cache or computed now (on a query worker). Appends the
+ * JSON answer to out. UNKNOWN_COLUMN / INVALID_QUERY for a bad selection. */
+enum vt_err explore_summary(const struct explore_ctx *x, const char *columns, struct strbuf *out,
+                            struct vt_error *err);
 
 /* POST /facets: validates `body` (the request above; 400s with slots named
- * as the query language does) and appends the JSON answer to out. */
-enum vt_err explore_facets(const struct explore_ctx *x, duckdb_connection con,
-                           const json_t *body, struct strbuf *out, struct vt_error *err);
+ * as the query language does) and appends the JSON answer to out (on a
+ * query worker). */
+enum vt_err explore_facets(const struct explore_ctx *x, const json_t *body, struct strbuf *out,
+                           struct vt_error *err);
 
 /* Validation only (no DuckDB; any thread): the same checks explore_facets
  * makes, so a front end can answer 400 before queueing a job. */

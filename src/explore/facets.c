@@ -107,8 +107,8 @@ struct facet {
     int64_t distinct, rows;
 };
 
-enum vt_err explore_facets(const struct explore_ctx *x, duckdb_connection con,
-                           const json_t *body, struct strbuf *out, struct vt_error *err)
+enum vt_err explore_facets(const struct explore_ctx *x, const json_t *body, struct strbuf *out,
+                           struct vt_error *err)
 {
     struct facet_req r;
     enum vt_err rc = parse(x->gen, body, x->arena, &r, err);
@@ -122,7 +122,7 @@ enum vt_err explore_facets(const struct explore_ctx *x, duckdb_connection con,
 
     struct strbuf sql, rows;
     sb_init(&sql, 0);
-    sb_init(&rows, 0);
+    sb_init(&rows, EXPLORE_MAX_RESULT_BYTES);
     sb_adds(&sql, "SELECT * FROM (SELECT ");
     grouping(&sql, n);
     sb_adds(&sql, " AS \"g\"");
@@ -179,7 +179,7 @@ enum vt_err explore_facets(const struct explore_ctx *x, duckdb_connection con,
         .arena = x->arena,
         .timing = x->timing,
     };
-    if ((rc = explore_run_json(&plan, con, EXPLORE_MAX_RESULT_BYTES, &rows, NULL, err)))
+    if ((rc = explore_run_json(&plan, &rows, NULL, err)))
         goto done;
 
     struct jspan_iter it;

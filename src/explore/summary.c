@@ -690,13 +690,13 @@ void explore_cache_clear(void)
 
 /* ------------------------------------------------------------ compute */
 
-static enum vt_err compute(const struct explore_ctx *x, duckdb_connection con,
-                           struct summary **out, struct vt_error *err)
+static enum vt_err compute(const struct explore_ctx *x, struct summary **out,
+                           struct vt_error *err)
 {
     const struct cat_generation *gen = x->gen;
     struct strbuf sql, rows;
     sb_init(&sql, 0);
-    sb_init(&rows, 0);
+    sb_init(&rows, EXPLORE_MAX_RESULT_BYTES);
     build_sql(gen, &sql);
     enum vt_err rc = VT_ERR_OK;
     struct summary *s = calloc(1, sizeof *s);
@@ -713,7 +713,7 @@ static enum vt_err compute(const struct explore_ctx *x, duckdb_connection con,
         .arena = x->arena,
         .timing = x->timing,
     };
-    if ((rc = explore_run_json(&plan, con, EXPLORE_MAX_RESULT_BYTES, &rows, NULL, err))) {
+    if ((rc = explore_run_json(&plan, &rows, NULL, err))) {
         /* DuckDB failing on our own statement is our fault, not the client's */
         if (rc == VT_ERR_QUERY_FAILED) {
             struct vt_error why = *err;
@@ -860,8 +860,8 @@ static enum vt_err write_answer(const struct explore_ctx *x, const struct summar
     return rc;
 }
 
-enum vt_err explore_summary(const struct explore_ctx *x, duckdb_connection con,
-                            const char *columns, struct strbuf *out, struct vt_error *err)
+enum vt_err explore_summary(const struct explore_ctx *x, const char *columns, struct strbuf *out,
+                            struct vt_error *err)
 {
     /* Entries are used under the lock: another request may evict one. */
     pthread_mutex_lock(&cache_lock);
@@ -872,7 +872,7 @@ enum vt_err explore_summary(const struct explore_ctx *x, duckdb_connection con,
         return rc;
     struct summary *fresh = NULL;
     int64_t t0 = time_mono_us();
-    if (compute(x, con, &fresh, err) != VT_ERR_OK)
+    if (compute(x, &fresh, err) != VT_ERR_OK)
         return err->code;
     log_info("dataset %s: summary of generation %s computed (%zu columns, %lld ms)", x->dataset,
              x->gen->id, fresh->ncols, (long long)((time_mono_us() - t0) / 1000));

@@ -764,12 +764,13 @@ void http_stream_end(struct http_stream *st, bool ok)
 
 static void job_run(struct eng_job *job, duckdb_connection con)
 {
+    (void)con; /* the job's code below takes it from the engine when it must */
     struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
     req->queue_us = time_mono_us() - req->defer_us;
     if (atomic_load(&job->timed_out) || atomic_load(&job->cancelled))
         return;
     log_set_request_id(req->id);
-    req->job_fn(req, con);
+    req->job_fn(req);
     log_set_request_id(NULL);
 }
 

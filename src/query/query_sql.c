@@ -634,36 +634,64 @@ static duckdb_value item_value(const struct query_value *v)
         return duckdb_create_double(v->u.d);
     case QUERY_VALUE_VARCHAR:
         return duckdb_create_varchar_length(v->u.s.ptr, v->u.s.len);
+    case QUERY_VALUE_BLOB:
+        return duckdb_create_blob((const uint8_t *)v->u.s.ptr, v->u.s.len);
+    case QUERY_VALUE_NULL:
+        return duckdb_create_null_value();
     default:
         return NULL;
     }
 }
 
-static duckdb_state bind_list(duckdb_prepared_statement stmt, idx_t at,
-                              const struct query_value *v)
+/* The element type of a list: its cast names it ("DATE[]": items given as
+ * text are cast by DuckDB), else its first item's kind. */
+static duckdb_type list_child_type(const struct query_value *v)
 {
-    size_t n = v->u.list.n;
-    if (n == 0)
-        return DuckDBError; /* never built: empty lists are written as false */
-    static const duckdb_type child_type[] = {
+    static const struct {
+        const char *cast;
+        duckdb_type t;
+    } named[] = {
+        {"BOOLEAN[]", DUCKDB_TYPE_BOOLEAN}, {"BIGINT[]", DUCKDB_TYPE_BIGINT},
+        {"DOUBLE[]", DUCKDB_TYPE_DOUBLE},   {"VARCHAR[]", DUCKDB_TYPE_VARCHAR},
+        {"DATE[]", DUCKDB_TYPE_DATE},       {"TIMESTAMP[]", DUCKDB_TYPE_TIMESTAMP},
+        {"TIMESTAMPTZ[]", DUCKDB_TYPE_TIMESTAMP_TZ}, {"TIME[]", DUCKDB_TYPE_TIME},
+        {"INTERVAL[]", DUCKDB_TYPE_INTERVAL}, {"UUID[]", DUCKDB_TYPE_UUID},
+        {"BLOB[]", DUCKDB_TYPE_BLOB},
+    };
+    for (size_t i = 0; v->cast && i < sizeof named / sizeof named[0]; i++)
+        if (!strcmp(v->cast, named[i].cast))
+            return named[i].t;
+    static const duckdb_type by_kind[] = {
         [QUERY_VALUE_BOOL] = DUCKDB_TYPE_BOOLEAN,
         [QUERY_VALUE_INT64] = DUCKDB_TYPE_BIGINT,
         [QUERY_VALUE_DOUBLE] = DUCKDB_TYPE_DOUBLE,
         [QUERY_VALUE_VARCHAR] = DUCKDB_TYPE_VARCHAR,
     };
-    enum query_value_kind kind = v->u.list.items[0].kind;
-    if (kind >= QUERY_VALUE_LIST) /* lists of lists, NULL or BLOB items: never built */
+    if (v->u.list.n == 0 || v->u.list.items[0].kind >= QUERY_VALUE_LIST)
+        return DUCKDB_TYPE_INVALID;
+    return by_kind[v->u.list.items[0].kind];
+}
+
+/* A list parameter: the query compiler's IN lists (items of one kind) and
+ * pgwire's array parameters (NULL items, empty arrays, a typed cast). */
+static duckdb_state bind_list(duckdb_prepared_statement stmt, idx_t at,
+                              const struct query_value *v)
+{
+    size_t n = v->u.list.n;
+    duckdb_type child = list_child_type(v);
+    if (child == DUCKDB_TYPE_INVALID)
         return DuckDBError;
-    duckdb_value *items = calloc(n, sizeof *items);
+    duckdb_value *items = calloc(n ? n : 1, sizeof *items);
     if (!items)
         return DuckDBError;
     duckdb_state st = DuckDBSuccess;
     for (size_t k = 0; k < n && st == DuckDBSuccess; k++) {
-        if (v->u.list.items[k].kind != kind || !(items[k] = item_value(&v->u.list.items[k])))
+        if (v->u.list.items[k].kind == QUERY_VALUE_LIST ||
+            !(items[k] = item_value(&v->u.list.items[k])))
             st = DuckDBError;
     }
     if (st == DuckDBSuccess) {
-        duckdb_logical_type t = duckdb_create_logical_type(child_type[kind]);
+        duckdb_logical_type t = duckdb_create_logical_type(child);
         duckdb_value list = duckdb_create_list_value(t, items, (idx_t)n);
         st = list ? duckdb_bind_value(stmt, at, list) : DuckDBError;
         duckdb_destroy_value(&list);
