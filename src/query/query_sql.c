@@ -416,17 +416,49 @@ static bool having_reads(const struct query_request *r, size_t k)
     return false;
 }
 
+/* Whether order_by already names key k: group_by entry k of a grouped
+ * query, column k of a DISTINCT one (not an aggregation). */
+static bool ordered_by(const struct query_request *r, size_t k)
+{
+    for (size_t i = 0; i < r->norder; i++) {
+        const struct query_ref *ref = &r->order[i].ref;
+        if (!ref->is_agg && (r->ngroup > 0 ? ref->is_group && ref->grp == k : ref->idx == k))
+            return true;
+    }
+    return false;
+}
+
 static void add_order(struct bctx *b)
 {
     const struct query_request *r = b->req;
-    for (size_t i = 0; i < r->norder; i++) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->norder; i++, n++) {
         const struct query_order *o = &r->order[i];
-        sb_adds(&b->sb, i ? ", " : " ORDER BY ");
+        sb_adds(&b->sb, n ? ", " : " ORDER BY ");
         sb_add_sql_ident(&b->sb, o->ref.is_agg     ? r->aggs[o->ref.idx].alias
                                  : o->ref.is_group ? r->groups[o->ref.grp].name
                                                    : colname(b, o->ref.idx));
         /* NULLs last both ways, written out so no setting can change it. */
         sb_adds(&b->sb, o->desc ? " DESC NULLS LAST" : " ASC NULLS LAST");
+    }
+    /* Pages must partition the result. A hash aggregate (group_by, distinct)
+     * hands out its rows in an order that changes from one run to the next,
+     * so page 2 repeated rows of page 1 and dropped others (issue 21 item 5):
+     * paged, such queries are ordered by their key after order_by (the group
+     * columns, unique per row; for distinct every column). A plain query
+     * keeps DuckDB's scan order (insertion order is preserved), and is not
+     * sorted. */
+    if (r->mode != QUERY_PAGED || (r->ngroup == 0 && !r->distinct))
+        return;
+    size_t nkey = r->ngroup > 0 ? r->ngroup : r->ncolumns;
+    for (size_t k = 0; k < nkey; k++) {
+        size_t key = r->ngroup > 0 ? k : r->columns[k];
+        if (ordered_by(r, key))
+            continue;
+        sb_adds(&b->sb, n++ ? ", " : " ORDER BY ");
+        /* a group's output name (a bucket's alias), or the column */
+        sb_add_sql_ident(&b->sb, r->ngroup > 0 ? r->groups[k].name : colname(b, key));
+        sb_adds(&b->sb, " ASC NULLS LAST");
     }
 }
 

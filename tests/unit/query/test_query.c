@@ -408,7 +408,7 @@ TEST(enum_compares_as_varchar)
               "\"val\":\"ok\"},{\"col\":\"count_e\",\"op\":\"gt\",\"val\":0}]}",
               "SELECT * FROM (SELECT \"cat\", min(\"e\") AS \"min_e\", count(\"e\") AS \"count_e\" FROM " REL
               " GROUP BY \"cat\") AS \"q\" WHERE CAST(\"min_e\" AS VARCHAR) > CAST(? AS VARCHAR)"
-              " AND \"count_e\" > CAST(? AS BIGINT) LIMIT 100");
+              " AND \"count_e\" > CAST(? AS BIGINT) ORDER BY \"cat\" ASC NULLS LAST LIMIT 100");
 }
 
 TEST(order_by_multi_key)
@@ -424,6 +424,17 @@ TEST(distinct)
     CHECK_SQL("{\"columns\":[\"cat\"],\"distinct\":true,\"order_by\":[{\"col\":\"cat\"}]}",
               "SELECT DISTINCT \"cat\" FROM " REL " ORDER BY \"cat\" ASC NULLS LAST LIMIT 100");
     CHECK_SQL_BOUND("{\"columns\":[\"cat\"],\"distinct\":false}", "SELECT \"cat\" FROM " REL, 100);
+    /* Paged, a distinct query is ordered by all its columns after order_by,
+     * so pages partition the result (issue 21 item 5); streamed, it is not. */
+    CHECK_SQL("{\"columns\":[\"cat\",\"id\"],\"distinct\":true,\"page\":3,\"page_size\":10}",
+              "SELECT DISTINCT \"cat\", \"id\" FROM " REL
+              " ORDER BY \"cat\" ASC NULLS LAST, \"id\" ASC NULLS LAST LIMIT 10 OFFSET 20");
+    CHECK_SQL("{\"columns\":[\"cat\",\"id\"],\"distinct\":true,"
+              "\"order_by\":[{\"col\":\"id\",\"dir\":\"desc\"}]}",
+              "SELECT DISTINCT \"cat\", \"id\" FROM " REL
+              " ORDER BY \"id\" DESC NULLS LAST, \"cat\" ASC NULLS LAST LIMIT 100");
+    CHECK_SQL_MODE("{\"columns\":[\"cat\"],\"distinct\":true}", QUERY_STREAM,
+                   "SELECT DISTINCT \"cat\" FROM " REL);
 }
 
 TEST(group_by_with_implicit_count)
@@ -431,7 +442,8 @@ TEST(group_by_with_implicit_count)
     struct compiled *c = compile("{\"group_by\":[\"cat\",\"b\"],\"columns\":[\"ignored\"]}");
     CHECK_EQ_INT(c->code, VT_ERR_OK);
     CHECK_EQ_STR(c->plan.sql, "SELECT * FROM (SELECT \"cat\", \"b\", count(*) AS \"count\" FROM " REL
-                              " GROUP BY \"cat\", \"b\") AS \"q\" LIMIT 100");
+                              " GROUP BY \"cat\", \"b\") AS \"q\""
+                              " ORDER BY \"cat\" ASC NULLS LAST, \"b\" ASC NULLS LAST LIMIT 100");
     CHECK_EQ_INT(c->plan.nout, 3);
     CHECK_EQ_STR(c->plan.out_names[0], "cat");
     CHECK_EQ_STR(c->plan.out_names[1], "b");
@@ -470,7 +482,8 @@ TEST(aggregations_having_order)
     CHECK_SQL("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"sum\",\"col\":\"price\","
               "\"alias\":\"price\"}],\"order_by\":[{\"col\":\"price\"}]}",
               "SELECT * FROM (SELECT \"cat\", sum(\"price\") AS \"price\" FROM " REL
-              " GROUP BY \"cat\") AS \"q\" ORDER BY \"price\" ASC NULLS LAST LIMIT 100");
+              " GROUP BY \"cat\") AS \"q\" ORDER BY \"price\" ASC NULLS LAST,"
+              " \"cat\" ASC NULLS LAST LIMIT 100");
 }
 
 TEST(null_fields_mean_absent)
@@ -1366,7 +1379,7 @@ TEST(new_aggregations_sql)
               "SELECT * FROM (SELECT \"cat\", count(DISTINCT \"s\") AS \"count_distinct_s\", "
               "median(\"price\") AS \"median_price\", quantile_cont(\"price\", CAST(? AS DOUBLE)) "
               "AS \"p95\", stddev_samp(\"d\") AS \"stddev_d\" FROM " REL " GROUP BY \"cat\") AS "
-              "\"q\" LIMIT 100");
+              "\"q\" ORDER BY \"cat\" ASC NULLS LAST LIMIT 100");
     struct compiled *c = compile("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"quantile\","
                                  "\"col\":\"price\",\"q\":0.25}],\"predicates\":[{\"col\":\"i\","
                                  "\"op\":\"gt\",\"val\":1}]}");
@@ -1409,19 +1422,20 @@ TEST(bucketed_group_by_sql)
     CHECK_SQL("{\"group_by\":[{\"col\":\"t\",\"bucket\":\"minute\",\"alias\":\"m\"},\"cat\"]}",
               "SELECT * FROM (SELECT CAST(date_trunc('minute', DATE '1970-01-01' + \"t\") AS TIME) "
               "AS \"m\", \"cat\" AS \"cat\", count(*) AS \"count\" FROM " REL " GROUP BY 1, 2) AS "
-              "\"q\" LIMIT 100");
+              "\"q\" ORDER BY \"m\" ASC NULLS LAST, \"cat\" ASC NULLS LAST LIMIT 100");
     CHECK_SQL("{\"group_by\":[{\"col\":\"i\",\"width\":5}]}",
               "SELECT * FROM (SELECT CAST(CAST(\"i\" AS HUGEINT) - ((CAST(\"i\" AS HUGEINT) % "
               "CAST(? AS HUGEINT)) + CAST(? AS HUGEINT)) % CAST(? AS HUGEINT) AS BIGINT) AS \"i\", "
-              "count(*) AS \"count\" FROM " REL " GROUP BY 1) AS \"q\" LIMIT 100");
+              "count(*) AS \"count\" FROM " REL " GROUP BY 1) AS \"q\" ORDER BY \"i\" ASC NULLS LAST "
+              "LIMIT 100");
     CHECK_SQL("{\"group_by\":[{\"col\":\"price\",\"width\":2.5}]}",
               "SELECT * FROM (SELECT round(floor(CAST(\"price\" AS DOUBLE) / CAST(? AS DOUBLE)) * "
               "CAST(? AS DOUBLE), CAST(? AS INTEGER)) AS \"price\", count(*) AS \"count\" FROM " REL
-              " GROUP BY 1) AS \"q\" LIMIT 100");
+              " GROUP BY 1) AS \"q\" ORDER BY \"price\" ASC NULLS LAST LIMIT 100");
     /* a plain entry as an object is the column itself */
     CHECK_SQL("{\"group_by\":[{\"col\":\"cat\"}]}",
               "SELECT * FROM (SELECT \"cat\", count(*) AS \"count\" FROM " REL " GROUP BY \"cat\") "
-              "AS \"q\" LIMIT 100");
+              "AS \"q\" ORDER BY \"cat\" ASC NULLS LAST LIMIT 100");
 }
 
 TEST(bucketed_group_by_errors)
