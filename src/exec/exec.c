@@ -885,9 +885,13 @@ void exec_shape_release(struct exec_shape *s)
         if (s->types && s->types[i])
             duckdb_destroy_logical_type(&s->types[i]);
     }
+    for (size_t i = 0; s->param_logical && i < s->nparams; i++)
+        if (s->param_logical[i])
+            duckdb_destroy_logical_type(&s->param_logical[i]);
     free(s->names);
     free(s->types);
     free(s->param_types);
+    free(s->param_logical);
     memset(s, 0, sizeof *s);
 }
 
@@ -907,11 +911,15 @@ enum vt_err exec_describe(const struct exec_plan *plan, duckdb_connection con,
     out->nparams = duckdb_nparams(ps);
     out->ncols = duckdb_prepared_statement_column_count(ps);
     out->param_types = calloc(out->nparams ? out->nparams : 1, sizeof *out->param_types);
+    out->param_logical = calloc(out->nparams ? out->nparams : 1, sizeof *out->param_logical);
     out->names = calloc(out->ncols ? out->ncols : 1, sizeof *out->names);
     out->types = calloc(out->ncols ? out->ncols : 1, sizeof *out->types);
-    bool ok = out->param_types && out->names && out->types;
-    for (size_t i = 0; ok && i < out->nparams; i++)
+    bool ok = out->param_types && out->param_logical && out->names && out->types;
+    for (size_t i = 0; ok && i < out->nparams; i++) {
         out->param_types[i] = duckdb_param_type(ps, (idx_t)i + 1);
+        if (out->param_types[i] != DUCKDB_TYPE_INVALID)
+            out->param_logical[i] = duckdb_param_logical_type(ps, (idx_t)i + 1);
+    }
     for (size_t i = 0; ok && i < out->ncols; i++) {
         char *n = (char *)duckdb_prepared_statement_column_name(ps, (idx_t)i);
         out->names[i] = strdup(n ? n : "?column?");
