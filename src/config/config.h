@@ -147,6 +147,7 @@ struct server_config {
      * loopback ones, and browser Origins allowed on MCP. */
     struct strvec allowed_hosts;           /* "name", "*.suffix" or "*" */
     struct strvec allowed_origins;         /* "scheme://host[:port]" or "*" */
+    struct strvec cors_origins;            /* origins browsers may read answers from; "*" any */
     struct startup_config startup;
     struct quack_config quack;
     struct pgwire_config pgwire;

@@ -649,6 +649,13 @@ const struct cfg_key cfg_schema[] = {
      .doc = "Browser origins (scheme://host[:port], or \"*\" for any) allowed to call MCP "
             "besides the loopback ones and the own origin of a host named in allowed_hosts; "
             "a request with any other Origin gets 403."},
+    {"server", "cors_origins", CFG_T_STRVEC, C(server.cors_origins), .check = check_origin,
+     .def = "[]", .def_doc = "empty: no cross-origin reads (no CORS headers at all)",
+     .example = "[\"https://dashboards.example.com\"]",
+     .doc = "Origins (scheme://host[:port], as browsers send them) whose pages may call the API "
+            "from a browser (CORS): their requests get Access-Control-Allow-Origin and preflights "
+            "(OPTIONS) are answered. \"*\" allows every origin. Credentials still go in headers "
+            "(Authorization, X-Admin-Token); no cookies are used."},
     {"server", "startup", CFG_T_TABLE, .doc = "How startup builds run and when /readyz turns ready."},
     {"server", "quack", CFG_T_TABLE,
      .doc = "Experimental DuckDB Quack server, started after the datasets are registered."},

@@ -412,6 +412,18 @@ struct exec_request {
      * the whole call there. */
     void (*queue)(struct exec_call *call, enum eng_job_class cls);
     void *user;                     /* the front end's, for its hook and sink */
+    /* Optional hooks of EXEC_ROWS and EXEC_COUNT calls (NULL: none).
+     * checked: the dataset is pinned and the query validated, nothing ran
+     *   yet; on whichever thread planned it (no DuckDB: it may be the front
+     *   end's). Any code but VT_ERR_OK fails the call with err (HTTP
+     *   answers a GET whose ETag matches 304 this way).
+     * before_run: on the query worker, right before the statement runs:
+     *   more work for the same call on the worker's connection (exec_run of
+     *   another plan, e.g. the total of "include_total"). A failure fails
+     *   the call. Such a call is never answered inline: it is queued. */
+    enum vt_err (*checked)(struct exec_call *call, struct vt_error *err);
+    enum vt_err (*before_run)(struct exec_call *call, const struct eng_job *job,
+                              struct vt_error *err);
 };
 
 /* One call, from start to release; the front end embeds it in its

@@ -97,6 +97,8 @@
     /* ranges and conditional requests */                                                  \
     X(RANGE_NOT_SATISFIABLE, 416, "range_not_satisfiable", "22003", 0, "range not satisfiable")        \
     X(PRECONDITION_FAILED, 412, "precondition_failed", "55000", 0, "precondition failed")              \
+    /* not an error: a conditional GET's answer (the HTTP sinks send an empty 304) */           \
+    X(NOT_MODIFIED, 304, "not_modified", "00000", 0, "not modified")                                   \
     /* auth */                                                                             \
     X(UNAUTHORIZED, 401, "unauthorized", "28000", 0, "missing or invalid credentials")                 \
     X(FORBIDDEN, 403, "forbidden", "42501", 0, "forbidden")                                            \
