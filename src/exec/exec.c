@@ -148,12 +148,18 @@ static struct exec_session *session(void)
 enum vt_err exec_pin(struct cat_catalog *cat, const char *name, int64_t deadline_ms,
                      struct exec_pin *out, struct vt_error *err)
 {
+    return exec_pin_at(cat, name, NULL, deadline_ms, out, err);
+}
+
+enum vt_err exec_pin_at(struct cat_catalog *cat, const char *name, const char *generation,
+                        int64_t deadline_ms, struct exec_pin *out, struct vt_error *err)
+{
     out->ds = name ? cat_dataset_get(cat, name) : NULL;
     out->gen = NULL;
     if (!out->ds)
         return vt_error_set(err, VT_ERR_DATASET_NOT_FOUND, "no dataset named \"%s\"",
                             name ? name : "");
-    out->gen = cat_dataset_acquire(out->ds, deadline_ms, err);
+    out->gen = cat_dataset_acquire_id(out->ds, generation, deadline_ms, err);
     if (!out->gen) {
         cat_dataset_put(out->ds);
         out->ds = NULL;
