@@ -22,6 +22,7 @@ import pytest
 from conftest import dataset_block, server_block, write_parquet
 from oidc_issuer import Issuer
 from pgwire_util import pg_port, startup_packet
+from test_auth_bearer import wait_keys
 
 PW = "s3cret-pw"
 
@@ -50,15 +51,6 @@ def auth_block(iss, **kw):
         lines.append(f"{k} = {'true' if v is True else 'false' if v is False else repr(v)}"
                      .replace("'", '"'))
     return "\n".join(lines) + "\n"
-
-
-def wait_keys(s, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if "signing keys loaded" in s.log():
-            return
-        time.sleep(0.05)
-    raise AssertionError("keys not loaded:\n" + s.log())
 
 
 def connect(s, password=None, user="vitrine", **kw):
