@@ -157,8 +157,7 @@ enum vt_err exec_pin_at(struct cat_catalog *cat, const char *name, const char *g
     out->ds = name ? cat_dataset_get(cat, name) : NULL;
     out->gen = NULL;
     if (!out->ds)
-        return vt_error_set(err, VT_ERR_DATASET_NOT_FOUND, "no dataset named \"%s\"",
-                            name ? name : "");
+        return cat_unknown_name(cat, name, err);
     out->gen = cat_dataset_acquire_id(out->ds, generation, deadline_ms, err);
     if (!out->gen) {
         cat_dataset_put(out->ds);
