@@ -198,10 +198,13 @@ class Fault:
       status   answer with `status` and an S3 error document (code `code`)
       drop     close the connection without an answer (a transport error)
       redirect 301 to another host, with x-amz-bucket-region
-      after    forward normally, then call `then()` (e.g. delete a key)"""
+      after    forward normally, then call `then()` (e.g. delete a key)
+      stall    wait stall_secs, then forward
+      truncate forward, but send only half of the body and close"""
 
     def __init__(self, action="status", method=None, path=None, query=None, status=503,
-                 code="SlowDown", times=1, then=None, retry_after=None):
+                 code="SlowDown", times=1, then=None, retry_after=None, stall_secs=10):
+        self.stall_secs = stall_secs
         self.action, self.method, self.path, self.query = action, method, path, query
         self.status, self.code, self.times, self.then = status, code, times, then
         self.retry_after = retry_after
@@ -249,6 +252,8 @@ class FaultProxy:
                     except OSError:
                         pass
                     return
+                if fault and fault.action == "stall":
+                    time.sleep(fault.stall_secs)
                 if fault and fault.action in ("status", "redirect"):
                     status = 301 if fault.action == "redirect" else fault.status
                     code = "PermanentRedirect" if fault.action == "redirect" else fault.code
@@ -284,6 +289,17 @@ class FaultProxy:
                         self.send_header(k, v)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
+                if fault and fault.action == "truncate" and self.command != "HEAD":
+                    # Half the promised body, then the connection ends.
+                    self.wfile.write(data[:len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    conn.close()
+                    return
                 if self.command != "HEAD":
                     self.wfile.write(data)
                 conn.close()
