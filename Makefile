@@ -24,7 +24,7 @@ CFLAGS  := -std=c17 -g -fno-omit-frame-pointer -pthread $(OPT) $(WARN) $(DEFS) -
 CXXFLAGS:= -std=c++17 -g -fno-omit-frame-pointer -pthread $(OPT) -Wall -Wextra -Werror -Isrc -MMD -MP
 RPATH   := -Wl,-rpath,'$$ORIGIN/../third_party/duckdb:$$ORIGIN/../../third_party/duckdb:$$ORIGIN/../../../third_party/duckdb'
 LDLIBS  := -L$(DUCKDB_DIR) -lduckdb $(RPATH) -lmicrohttpd -ljansson -lcurl -lz -lbrotlienc -lbrotlidec \
-           -lzstd -lxxhash -lexpat -lssl -lcrypto -ldouble-conversion -lstdc++ -lpthread -lm
+           -lzstd -lxxhash -lexpat -lssl -lcrypto -ldouble-conversion -lroaring -lstdc++ -lpthread -lm
 LDFLAGS := -pthread $(SANLD)
 
 LIB_C    := $(filter-out src/main.c,$(shell find src -name '*.c' | sort))

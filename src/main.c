@@ -31,6 +31,7 @@
 #include "pgwire/pgwire.h"
 #include "quack/quack.h"
 #include "saved/saved.h"
+#include "sources/source.h"
 #include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -268,6 +269,9 @@ static int serve(const char *config_path, int port_override)
     if (eng_open(&cfg, &db, &err) != VT_ERR_OK)
         goto fail;
     app.db = db;
+    /* The SQL functions source statements call (deletion vectors). */
+    if (source_functions_register(db, &err) != VT_ERR_OK)
+        goto fail;
     /* DuckDB reads and writes files only where this configuration says
      * (defence in depth under the SQL gate): the config's directories and
      * sources, and this process's runtime directory. */
