@@ -231,6 +231,8 @@ FUZZ_LIBS_fuzz_query           := -isystem $(DUCKDB_DIR) -ljansson -L$(DUCKDB_DI
 FUZZ_SRC_fuzz_delta_log        := src/sources/delta_log.c src/sources/delta_schema.c \
                                   src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_delta_log       := -ljansson
+FUZZ_SRC_fuzz_delta_dv         := src/sources/delta_dv.c src/util/strbuf.c src/util/errors.c
+FUZZ_LIBS_fuzz_delta_dv        := -isystem $(DUCKDB_DIR) -lroaring -lz
 FUZZ_SRC_fuzz_lazy_stats       := src/sources/lazy_stats.c
 FUZZ_LIBS_fuzz_lazy_stats      := -lm
 FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c

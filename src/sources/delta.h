@@ -158,12 +158,14 @@ struct storage;
 /* Z85 text (a multiple of 5 characters) -> bytes; false on a bad character,
  * a group over 2^32 or more than cap bytes. */
 bool delta_z85_decode(const char *in, size_t n, unsigned char *out, size_t cap, size_t *out_n);
-/* A serialized RoaringBitmapArray (magic, bucket count, buckets). */
-enum vt_err delta_dv_parse(const unsigned char *buf, size_t n, struct delta_dv **out,
-                           struct vt_error *err);
+/* A serialized RoaringBitmapArray (magic, bucket count, buckets) holding at
+ * most max_card positions (0: VT_DELTA_MAX_DV_ROWS). */
+enum vt_err delta_dv_parse(const unsigned char *buf, size_t n, uint64_t max_card,
+                           struct delta_dv **out, struct vt_error *err);
 /* One framed vector of a vector file: big-endian size, bytes, CRC-32. */
 enum vt_err delta_dv_decode_framed(const unsigned char *p, size_t n, int64_t size_in_bytes,
-                                   struct delta_dv **out, struct vt_error *err);
+                                   uint64_t max_card, struct delta_dv **out,
+                                   struct vt_error *err);
 enum vt_err delta_dv_decode_inline(const struct delta_dv_desc *d, struct delta_dv **out,
                                    struct vt_error *err);
 enum vt_err delta_dv_desc_check(const struct delta_dv_desc *d, struct vt_error *err);

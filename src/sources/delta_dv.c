@@ -17,7 +17,9 @@
  * RoaringBitmapArray: a 4-byte little-endian magic number (1681511377), an
  * 8-byte little-endian bucket count, then per bucket (ascending) its 4-byte
  * key (the high 32 bits of the row positions, top bit clear) and a 32-bit
- * Roaring bitmap in the portable format, which CRoaring reads.
+ * Roaring bitmap in the portable format, which CRoaring reads. Delta's
+ * readers also accept its older "native" layout (magic 1681511376, a 4-byte
+ * count, each bitmap preceded by its size, keys by position): so do we.
  *
  * Everything here reads untrusted bytes: lengths are checked before use, and
  * tests/fuzz/fuzz_delta_dv.c drives the parsers.
@@ -33,7 +35,8 @@
 #include "util/limits.h"
 #include "util/strbuf.h"
 
-#define DV_MAGIC 1681511377u
+#define DV_MAGIC_PORTABLE 1681511377u
+#define DV_MAGIC_NATIVE 1681511376u
 
 struct dv_bucket {
     uint32_t key;
@@ -44,6 +47,7 @@ struct delta_dv {
     struct dv_bucket *b;
     size_t n;
     uint64_t card;
+    uint64_t budget;            /* positions still allowed while parsing */
 };
 
 /* ---- Z85 -------------------------------------------------------------------- */
@@ -109,16 +113,111 @@ void delta_dv_free(struct delta_dv *dv)
     free(dv);
 }
 
-enum vt_err delta_dv_parse(const unsigned char *buf, size_t n, struct delta_dv **out,
-                           struct vt_error *err)
+struct norm {
+    roaring_bitmap_t *out;
+    uint32_t buf[4096];
+    size_t n;
+    uint64_t *budget;
+    bool over;
+};
+
+static bool norm_one(uint32_t v, void *arg)
+{
+    struct norm *nm = arg;
+    if (*nm->budget == 0) {
+        nm->over = true;
+        return false;
+    }
+    (*nm->budget)--;
+    nm->buf[nm->n++] = v;
+    if (nm->n == sizeof nm->buf / sizeof nm->buf[0]) {
+        roaring_bitmap_add_many(nm->out, nm->n, nm->buf);
+        nm->n = 0;
+    }
+    return true;
+}
+
+static enum vt_err normalize(const roaring_bitmap_t *in, uint64_t *budget,
+                             roaring_bitmap_t **out, struct vt_error *err)
+{
+    struct norm nm = {.out = roaring_bitmap_create(), .budget = budget};
+    if (!nm.out)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    roaring_iterate(in, norm_one, &nm);
+    if (nm.n)
+        roaring_bitmap_add_many(nm.out, nm.n, nm.buf);
+    if (nm.over) {
+        roaring_bitmap_free(nm.out);
+        return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                            "deletion vector: more positions than its cardinality");
+    }
+    roaring_bitmap_run_optimize(nm.out);
+    *out = nm.out;
+    return VT_ERR_OK;
+}
+
+/* One 32-bit Roaring bitmap (portable format) at buf[*pos] for high word
+ * `key`, at most `avail` bytes; `declared` (>= 0) is the size the native format
+ * states for it. */
+static enum vt_err add_bucket(struct delta_dv *dv, uint32_t key, const unsigned char *buf,
+                              size_t *pos, size_t n, int64_t declared, struct vt_error *err)
+{
+    if ((key & 0x80000000u) || (dv->n > 0 && key <= dv->b[dv->n - 1].key))
+        return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                            "deletion vector: bucket keys out of order or negative");
+    const char *p = (const char *)buf + *pos;
+    size_t avail = n - *pos;
+    if (declared >= 0 && (uint64_t)declared > avail)
+        return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "deletion vector: truncated");
+    if (declared >= 0)
+        avail = (size_t)declared;
+    size_t size = roaring_bitmap_portable_deserialize_size(p, avail);
+    roaring_bitmap_t *bm = size ? roaring_bitmap_portable_deserialize_safe(p, avail) : NULL;
+    if (!bm || (declared >= 0 && size != (size_t)declared)) {
+        if (bm) /* CRoaring 0.2's free is not NULL-safe */
+            roaring_bitmap_free(bm);
+        return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                            "deletion vector: bucket %u is not a Roaring bitmap", key);
+    }
+    *pos += size;
+    /* CRoaring 0.2 accepts containers out of order, repeated keys and
+     * unsorted arrays, on which its lookups and counts disagree: rebuild the
+     * bitmap from its values (bounded by the cardinality the log states). */
+    roaring_bitmap_t *clean = NULL;
+    enum vt_err rc = normalize(bm, &dv->budget, &clean, err);
+    roaring_bitmap_free(bm);
+    if (rc != VT_ERR_OK)
+        return rc;
+    bm = clean;
+    uint64_t card = roaring_bitmap_get_cardinality(bm);
+    if (card == 0) { /* the native format's gaps */
+        roaring_bitmap_free(bm);
+        return VT_ERR_OK;
+    }
+    dv->b[dv->n].key = key;
+    dv->b[dv->n].bm = bm;
+    dv->n++;
+    dv->card += card;
+    return VT_ERR_OK;
+}
+
+enum vt_err delta_dv_parse(const unsigned char *buf, size_t n, uint64_t max_card,
+                           struct delta_dv **out, struct vt_error *err)
 {
     *out = NULL;
-    if (n < 12 || le32(buf) != DV_MAGIC)
+    uint32_t magic = n >= 4 ? le32(buf) : 0;
+    /* The portable format (what writers use) has an 8-byte bucket count and
+     * a key per bucket; the older native one a 4-byte count and a size per
+     * bitmap, keys implied by position. Both little-endian. */
+    bool portable = magic == DV_MAGIC_PORTABLE;
+    size_t head = portable ? 12 : 8;
+    if ((magic != DV_MAGIC_PORTABLE && magic != DV_MAGIC_NATIVE) || n < head)
         return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
                             "deletion vector: not a RoaringBitmapArray (bad magic number)");
-    uint64_t nb = (uint64_t)le32(buf + 4) | (uint64_t)le32(buf + 8) << 32;
-    /* Each bucket takes at least its key and an 8-byte bitmap header. */
-    if (nb > (n - 12) / 12)
+    uint64_t nb = portable ? (uint64_t)le32(buf + 4) | (uint64_t)le32(buf + 8) << 32
+                           : (uint64_t)le32(buf + 4);
+    /* Each bucket takes at least 4 bytes and an 8-byte bitmap header. */
+    if (nb > (n - head) / 12 || (!portable && (nb & 0x80000000u)))
         return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
                             "deletion vector: %llu buckets do not fit in %zu bytes",
                             (unsigned long long)nb, n);
@@ -127,34 +226,18 @@ enum vt_err delta_dv_parse(const unsigned char *buf, size_t n, struct delta_dv *
         free(dv);
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    size_t pos = 12;
+    dv->budget = max_card ? max_card : VT_DELTA_MAX_DV_ROWS;
+    size_t pos = head;
     enum vt_err rc = VT_ERR_OK;
     for (uint64_t i = 0; i < nb && rc == VT_ERR_OK; i++) {
         if (n - pos < 4) {
             rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "deletion vector: truncated");
             break;
         }
-        uint32_t key = le32(buf + pos);
+        uint32_t word = le32(buf + pos);
         pos += 4;
-        if ((key & 0x80000000u) || (i > 0 && key <= dv->b[i - 1].key)) {
-            rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
-                              "deletion vector: bucket keys out of order or negative");
-            break;
-        }
-        const char *p = (const char *)buf + pos;
-        size_t size = roaring_bitmap_portable_deserialize_size(p, n - pos);
-        roaring_bitmap_t *bm = size ? roaring_bitmap_portable_deserialize_safe(p, n - pos) : NULL;
-        if (!bm) {
-            rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
-                              "deletion vector: bucket %llu is not a Roaring bitmap",
-                              (unsigned long long)i);
-            break;
-        }
-        pos += size;
-        dv->b[dv->n].key = key;
-        dv->b[dv->n].bm = bm;
-        dv->n++;
-        dv->card += roaring_bitmap_get_cardinality(bm);
+        rc = portable ? add_bucket(dv, word, buf, &pos, n, -1, err)
+                      : add_bucket(dv, (uint32_t)i, buf, &pos, n, (int64_t)word, err);
     }
     if (rc == VT_ERR_OK && pos != n)
         rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
@@ -217,6 +300,12 @@ size_t delta_dv_bytes(const struct delta_dv *dv)
 }
 
 /* ---- descriptors ---------------------------------------------------------------- */
+
+/* The positions a descriptor's vector may hold: its stated cardinality. */
+static uint64_t max_card(const struct delta_dv_desc *d)
+{
+    return d->cardinality > 0 ? (uint64_t)d->cardinality : 0;
+}
 
 enum vt_err delta_dv_desc_check(const struct delta_dv_desc *d, struct vt_error *err)
 {
@@ -292,13 +381,14 @@ enum vt_err delta_dv_decode_inline(const struct delta_dv_desc *d, struct delta_d
         rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
                           "inline deletion vector: bad Z85 text or size");
     else
-        rc = delta_dv_parse(buf, (size_t)d->size_in_bytes, out, err);
+        rc = delta_dv_parse(buf, (size_t)d->size_in_bytes, max_card(d), out, err);
     free(buf);
     return rc;
 }
 
 enum vt_err delta_dv_decode_framed(const unsigned char *p, size_t n, int64_t size_in_bytes,
-                                   struct delta_dv **out, struct vt_error *err)
+                                   uint64_t max_card, struct delta_dv **out,
+                                   struct vt_error *err)
 {
     *out = NULL;
     if (size_in_bytes < 0 || size_in_bytes > VT_DELTA_MAX_DV_BYTES ||
@@ -311,7 +401,7 @@ enum vt_err delta_dv_decode_framed(const unsigned char *p, size_t n, int64_t siz
     crc = crc32(crc, p + 4, (uInt)size_in_bytes);
     if ((uint32_t)crc != be32(p + 4 + size_in_bytes))
         return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "checksum mismatch");
-    return delta_dv_parse(p + 4, (size_t)size_in_bytes, out, err);
+    return delta_dv_parse(p + 4, (size_t)size_in_bytes, max_card, out, err);
 }
 
 enum vt_err delta_dv_load(struct storage *st, const char *name, const struct delta_dv_desc *d,
@@ -347,7 +437,7 @@ enum vt_err delta_dv_load(struct storage *st, const char *name, const struct del
             rc = vt_error_set(&perr, VT_ERR_SOURCE_UNAVAILABLE, "truncated");
         else
             rc = delta_dv_decode_framed(b + (off - start), got - (size_t)(off - start),
-                                        d->size_in_bytes, out, &perr);
+                                        d->size_in_bytes, max_card(d), out, &perr);
         if (rc != VT_ERR_OK)
             vt_error_set(err, rc, "deletion vector in %s: %s", name, vt_error_message(&perr));
     }

@@ -7,6 +7,7 @@
 #define VT_TEST_DELTA_TESTUTIL_H
 
 #include <duckdb.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,31 @@ static inline void td_open(struct tduck *t)
     duckdb_result r;
     duckdb_query(t->con, "SET TimeZone = 'UTC'", &r);
     duckdb_destroy_result(&r);
+}
+
+/* The shared Delta corpus: $VT_DELTA_CORPUS, else shared/delta-tables in the
+ * directory above the repository (or the one above that, for worktrees one
+ * level deeper), found from the working directory (the repository: make runs
+ * the tests there). A symbolic link anywhere on the way is fine. */
+static inline bool td_find_corpus(char *out, size_t cap)
+{
+    const char *env = getenv("VT_DELTA_CORPUS");
+    const char *cands[] = {env && *env ? env : NULL, "../shared/delta-tables",
+                           "../../shared/delta-tables"};
+    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+        struct stat st;
+        if (cands[i] && stat(cands[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+            char real[PATH_MAX];
+            const char *use = realpath(cands[i], real) ? real : cands[i];
+            if (strlen(use) >= cap)
+                return false;
+            memcpy(out, use, strlen(use) + 1);
+            return true;
+        }
+    }
+    fprintf(stderr, "  Delta corpus not found ($VT_DELTA_CORPUS, ../shared/delta-tables, "
+                    "../../shared/delta-tables)\n");
+    return false;
 }
 
 static inline void td_close(struct tduck *t)

@@ -8,8 +8,8 @@
  * per URL-decoded path wins), then read_parquet over each active file with its
  * partition values added from the log's JSON.
  *
- * The corpus is found through $VT_DELTA_CORPUS, ../shared/delta-tables or
- * /work/shared/delta-tables; without it the tests fail.
+ * The corpus is found by td_find_corpus() ($VT_DELTA_CORPUS, else
+ * shared/delta-tables above the repository); without it the tests fail.
  */
 #include <dirent.h>
 
@@ -19,17 +19,7 @@ static char corpus[1024];
 
 static bool find_corpus(void)
 {
-    const char *cands[] = {getenv("VT_DELTA_CORPUS"), "../shared/delta-tables",
-                           "/work/shared/delta-tables"};
-    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
-        struct stat st;
-        if (cands[i] && stat(cands[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-            if (!realpath(cands[i], corpus))
-                snprintf(corpus, sizeof corpus, "%s", cands[i]);
-            return true;
-        }
-    }
-    return false;
+    return td_find_corpus(corpus, sizeof corpus);
 }
 
 /* Independent replay: fills table `active(p, pv, card)` for the table in dir.
@@ -257,8 +247,6 @@ static const char *serving[] = {
 TEST(corpus_tables_serve_their_snapshot)
 {
     if (!find_corpus()) {
-        fprintf(stderr, "  delta corpus not found ($VT_DELTA_CORPUS, ../shared/delta-tables, "
-                        "/work/shared/delta-tables)\n");
         CHECK(false);
         return;
     }
