@@ -12,17 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import server_block, sql, write_parquet
+from conftest import delta_corpus, server_block, sql, write_parquet
 from s3_fixtures import moto  # noqa: F401 (fixture)
 
 
 def corpus_dir():
-    repo = Path(__file__).resolve().parents[2]
-    for cand in (os.environ.get("VT_DELTA_CORPUS"), repo.parent / "shared" / "delta-tables",
-                 Path("/work/shared/delta-tables")):
-        if cand and Path(cand).is_dir():
-            return Path(cand)
-    return None
+    return delta_corpus()
 
 
 def block(name, kind, location, s3=None, **extra):
