@@ -130,6 +130,12 @@ int64_t http_req_queue_us(const struct http_request *req);
 bool http_request_id_ok(const char *id);
 /* Monotonic ms deadline from server.request_timeout_ms (0 = none). */
 int64_t http_req_deadline(const struct http_request *req);
+/* The Origin rule of http/hosts.h: true when the request has no Origin or
+ * one the server allows (loopback, server.allowed_origins, `extra` (a
+ * route's own list, may be NULL), or a listed host's own origin). Routes a
+ * browser page could call with side effects (MCP) answer 403 otherwise. The
+ * Host rule runs for every request before routing (421 host_not_allowed). */
+bool http_req_origin_ok(const struct http_request *req, const struct strvec *extra);
 /* True when the request carries Content-Type: application/json (parameters allowed). */
 bool http_req_is_json(const struct http_request *req);
 

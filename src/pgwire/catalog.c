@@ -13,7 +13,7 @@
  * macros on each worker connection, named "vt:<name>" (a dataset name cannot
  * hold a colon, so nothing collides), filled from the datasets pinned when a
  * catalog statement starts and refreshed only when a generation changed. The
- * SQL gate maps PostgreSQL's names onto them (sql_pg_names): pg_class and
+ * SQL gate maps PostgreSQL's names onto them (dialect.c): pg_class and
  * pg_catalog.pg_class read "vt:pg_class" AS pg_class; format_type(...) calls
  * "vt:format_type"(...); 'trips'::regclass calls "vt:regclass_in"('trips').
  * Catalog tables this file does not define are unknown relations (42P01).
@@ -24,7 +24,6 @@
 #include <xxhash.h>
 
 #include "pgwire/pgwire.h"
-#include "sql/sql.h"
 #include "util/strbuf.h"
 
 #define OID_PG_CATALOG 11
@@ -69,7 +68,7 @@ static const char *lookup(const char *const *list, const char *name, const char 
     return NULL;
 }
 
-static const char *pg_relation(const char *schema, const char *name)
+const char *pgw_catalog_relation(const char *schema, const char *name)
 {
     if (!strcmp(schema, "information_schema"))
         return lookup(info_relations, name, "vt:is_");
@@ -137,7 +136,7 @@ static const char *const functions[][2] = {
     {NULL, NULL},
 };
 
-static const char *pg_function(const char *name)
+const char *pgw_catalog_function(const char *name)
 {
     for (size_t i = 0; functions[i][0]; i++)
         if (!strcmp(functions[i][0], name))
@@ -168,19 +167,13 @@ static const char *const casts[][3] = {
     {NULL, NULL, NULL},
 };
 
-static const char *pg_cast(const char *type_name, bool input)
+const char *pgw_catalog_cast(const char *type_name, bool input)
 {
     for (size_t i = 0; casts[i][0]; i++)
         if (!strcmp(casts[i][0], type_name))
             return casts[i][input ? 1 : 2];
     return NULL;
 }
-
-const struct sql_pg_names pgw_pg_names = {
-    .relation = pg_relation,
-    .function = pg_function,
-    .cast = pg_cast,
-};
 
 /* ------------------------------------------------------------ the tables */
 

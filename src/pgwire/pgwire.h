@@ -311,10 +311,21 @@ char *pgw_normalize(const char *s, size_t n);
 
 /* ------------------------------------------------ the catalog (catalog.c) */
 
-/* PostgreSQL's names for the SQL gate (sql.h: sql_pg_names), mapped onto the
- * catalog pgw_catalog_sync keeps on each worker connection. */
-struct sql_pg_names;
-extern const struct sql_pg_names pgw_pg_names;
+/* PostgreSQL's dialect for the SQL gate (dialect.c; sql.h: struct
+ * sql_dialect): its names mapped onto the catalog pgw_catalog_sync keeps on
+ * each worker connection. */
+struct sql_dialect;
+extern const struct sql_dialect pgw_dialect;
+
+/* What stands for a PostgreSQL name in this catalog ("vt:..." names, static
+ * storage), or NULL when the catalog has nothing for it: a relation of
+ * pg_catalog or information_schema; a function (the name of one DuckDB has
+ * with PostgreSQL's meaning, or one of ours); a cast to a type DuckDB lacks
+ * (`input`: the operand is a string constant or a parameter, which reads as
+ * a name; otherwise a value shows as its name). */
+const char *pgw_catalog_relation(const char *schema, const char *name);
+const char *pgw_catalog_function(const char *name);
+const char *pgw_catalog_cast(const char *type_name, bool input);
 
 /* A dataset as the catalog shows it. */
 struct pgw_cat_table {

@@ -985,9 +985,9 @@ static bool is_dataset(void *ctx, const char *name)
 }
 
 static const struct sql_gate_options gate_simple = {.allow_params = false, .lookups = true,
-                                                     .pg = &pgw_pg_names};
+                                                     .dialect = &pgw_dialect};
 static const struct sql_gate_options gate_extended = {.allow_params = true, .lookups = true,
-                                                       .pg = &pgw_pg_names};
+                                                       .dialect = &pgw_dialect};
 
 /* Runs a checked statement: the snapshot is taken (or was pinned at Bind),
  * the sink decides the messages. Returns true when it ended well; false

@@ -68,39 +68,74 @@ struct sql_checked {
     size_t n_depends_on;
     /* With sql_gate_options.lookups, when the statement is one (else NULL). */
     struct sql_lookup *lookup;
-    /* With sql_pg_names only: */
-    bool reads_catalog;         /* names a catalog relation or calls a catalog function */
+    /* With a dialect only (sql_gate_options.dialect): */
+    bool reads_catalog;         /* a hook mapped a name onto the dialect's own objects */
     char *rewritten;            /* the statement DuckDB runs (names mapped; malloc'd), or
                                  * NULL when it runs as written */
 };
 
-/* PostgreSQL's names, for the pgwire front end: PostgreSQL clients write
- * `public.trips`, `pg_catalog.pg_class`, `information_schema.columns`,
- * `format_type(...)`, `x::regclass`. With these the gate accepts them and
- * maps each to what stands for it on the worker's connection (pgwire's
- * catalog: temporary tables and macros named so no dataset can collide):
- *   public.X                  the dataset X (a qualified name never means a CTE)
- *   pg_catalog.X, X           relation("pg_catalog", X) when it gives one
- *                             (unqualified: after CTEs, before datasets, as
- *                             PostgreSQL's search_path puts pg_catalog first)
- *   information_schema.X      relation("information_schema", X)
- *   [pg_catalog.]f(...)       function(f) when it gives one, else the allowlist
- *   CAST(x AS t), x::t        cast(t, input) for types DuckDB lacks (regclass,
- *                             name, ...): a call of that function on x
- *   COLLATE "default", "C"    dropped (DuckDB's default collation is binary)
- * Every other schema is unknown (42P01). The mapped tree goes back to SQL
- * through DuckDB's json_deserialize_sql (sql_checked.rewritten). */
-struct sql_pg_names {
-    const char *(*relation)(const char *schema, const char *name);
-    const char *(*function)(const char *name);
-    /* input: the operand is a string constant or a parameter */
-    const char *(*cast)(const char *type_name, bool input);
+/* ------------------------------------------------------------ dialect hooks
+ *
+ * A front end that speaks another SQL dialect (pgwire: PostgreSQL's names,
+ * src/pgwire/dialect.c) plugs into the gate's walk at fixed points. A hook
+ * sees one node of DuckDB's parse tree (jansson objects, as
+ * json_serialize_sql writes them) and may rewrite it in place; the gate goes
+ * on with what the hook left, and when anything changed the whole tree goes
+ * back to SQL through DuckDB's json_deserialize_sql (sql_checked.rewritten),
+ * so what runs is what was checked. The hook's answer says what the gate
+ * still checks:
+ *
+ *   SQL_HOOK_CHECK    the node as it now is, by the usual rules
+ *   SQL_HOOK_OWN      the node now reads an object of the dialect's own: a
+ *                     relation or function named "vt:..." (a name no dataset
+ *                     and no allowlisted function can have; the gate refuses
+ *                     OWN for any other name). Its arguments are still walked.
+ *   SQL_HOOK_AGAIN    (expressions) the node was replaced: walk it again
+ *   SQL_HOOK_DATASET  (base tables) the reference names the dataset in its
+ *                     table_name (schema removed), never a CTE
+ *   SQL_HOOK_REFUSED  refused; the hook set the error (sql_walk_error)
+ *
+ * Hooks run on the gate's thread, inside one check; they keep no state
+ * between checks except through `before`'s return value. */
+
+struct json_t;
+struct sql_walk;                /* the walk in progress (opaque) */
+
+enum sql_hook {
+    SQL_HOOK_CHECK,
+    SQL_HOOK_OWN,
+    SQL_HOOK_AGAIN,
+    SQL_HOOK_DATASET,
+    SQL_HOOK_REFUSED,
 };
+
+struct sql_dialect {
+    /* Every expression node, before the gate looks at it (a FUNCTION's
+     * EXPORT_STATE is refused before the hook sees it). */
+    enum sql_hook (*expr)(struct sql_walk *w, struct json_t *e);
+    /* Every BASE_TABLE and TABLE_FUNCTION reference, after its AT clause
+     * and sample were checked. */
+    enum sql_hook (*table)(struct sql_walk *w, struct json_t *ref);
+    /* Around the walk of the statement's root query node: `before` may
+     * return state (e.g. the output column names as written), `after` gets it
+     * back whether the walk passed (ok) or not and frees it. */
+    void *(*before)(struct json_t *node);
+    void (*after)(struct sql_walk *w, struct json_t *node, void *state, bool ok);
+};
+
+/* For hooks: whether `name` is a CTE visible where the walk is; whether it
+ * is a dataset; that the hook changed the tree (`own`: onto its own
+ * objects, sql_checked.reads_catalog); the error to set before
+ * SQL_HOOK_REFUSED. */
+bool sql_walk_in_scope(const struct sql_walk *w, const char *name);
+bool sql_walk_is_dataset(const struct sql_walk *w, const char *name);
+void sql_walk_changed(struct sql_walk *w, bool own);
+struct vt_error *sql_walk_error(struct sql_walk *w);
 
 struct sql_gate_options {
     bool allow_params;          /* $1 parameters, bound by the caller (extended protocol) */
     bool lookups;               /* describe equality lookups (sql_checked.lookup) */
-    const struct sql_pg_names *pg; /* NULL: the plain gate of /sql, MCP, saved queries */
+    const struct sql_dialect *dialect; /* NULL: the plain gate of /sql, MCP, saved queries */
 };
 
 /* Checks `sql` (parsed on `con`, any connection of the process database).
@@ -138,7 +173,7 @@ struct sql_snapshot {
     struct exec_pin pins[SQL_MAX_DATASETS];
     struct exec_view views[SQL_MAX_DATASETS]; /* views[i] reads pins[i] */
     size_t n;
-    /* With sql_pg_names (sql_snapshot_take_opts): see sql_checked. */
+    /* With a dialect (sql_snapshot_take_opts): see sql_checked. */
     bool reads_catalog;
     char *rewritten;
     struct sql_lookup *lookup;

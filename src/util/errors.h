@@ -46,6 +46,8 @@
       "request header fields too large")                                                   \
     X(REQUEST_HEAD_TIMEOUT, 408, "request_timeout", "57014", -32600,                       \
       "the request head did not arrive in time")                                           \
+    X(HOST_NOT_ALLOWED, 421, "host_not_allowed", "08004", -32600,                          \
+      "this server does not answer for that Host (server.allowed_hosts)")                  \
     /* datasets */                                                                         \
     X(DATASET_NOT_FOUND, 404, "dataset_not_found", "42P01", 0, "no such dataset")                      \
     X(DATASET_NOT_READY, 503, "dataset_not_ready", "55000", 0, "dataset is not published yet")         \

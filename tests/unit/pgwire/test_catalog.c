@@ -1,5 +1,5 @@
 /* pgwire's catalog (src/pgwire/catalog.c) through the SQL gate's PostgreSQL
- * names (sql_pg_names) on a real DuckDB: the exact statements psql 15 sends
+ * names (the pgwire dialect) on a real DuckDB: the exact statements psql 15 sends
  * for \dt, \d name, \l, \dn, and common driver type lookups, normalized
  * (pgw_normalize), checked and mapped by the gate, then run; answers are
  * checked against what PostgreSQL says for the same table. Also what the
@@ -70,7 +70,7 @@ static char *run_pg(const char *sql, enum vt_err *out_code, char *msg, size_t ms
 {
     setup();
     char *norm = pgw_normalize(sql, strlen(sql));
-    struct sql_gate_options o = {.allow_params = true, .pg = &pgw_pg_names};
+    struct sql_gate_options o = {.allow_params = true, .dialect = &pgw_dialect};
     struct sql_checked chk;
     struct vt_error err = {0};
     *out_code = sql_gate_check_opts(con, norm ? norm : sql, &o, is_dataset, NULL, &chk, &err);
@@ -387,7 +387,7 @@ TEST(params_and_big_integers_survive_the_mapping)
     CHECK_EQ_STR(rows, "18446744073709551615|170141183460469231731687303715884105727|10\n");
     free(rows);
     setup();
-    struct sql_gate_options o = {.allow_params = true, .pg = &pgw_pg_names};
+    struct sql_gate_options o = {.allow_params = true, .dialect = &pgw_dialect};
     struct sql_checked chk;
     struct vt_error err = {0};
     CHECK_EQ_INT(sql_gate_check_opts(con, "SELECT * FROM public.trips WHERE id = $1", &o,

@@ -1,0 +1,493 @@
+/*
+ * PostgreSQL's dialect for the SQL gate (sql.h: struct sql_dialect). The
+ * gate walks DuckDB's parse tree of a statement and calls these hooks on
+ * table references and expressions; they map the names PostgreSQL clients
+ * write onto what stands for them on a worker's connection (catalog.c: the
+ * "vt:" tables and macros) and leave everything else to the gate's rules:
+ *
+ *   public.X, "public"."X"       the dataset X (a qualified name never means
+ *                                a CTE); public.X.col as X.col
+ *   pg_catalog.X, X              catalog.c's relation for X when it has one
+ *                                (unqualified: after CTEs, before datasets, as
+ *                                PostgreSQL's search_path puts pg_catalog
+ *                                first)
+ *   information_schema.X         catalog.c's relation for it
+ *   [pg_catalog.]f(...)          catalog.c's function for f when it has one,
+ *                                else the allowlist decides
+ *   CAST(x AS t), x::t           a call for types DuckDB lacks (regclass,
+ *                                name, oid vectors ...)
+ *   current_user, user, ...      keywords in PostgreSQL: calls
+ *   COLLATE "default", "C"       dropped (DuckDB's default is binary)
+ *   unaliased output columns     PostgreSQL's names (count, version, ?column?)
+ *
+ * Every other schema is unknown (42P01). Lexical spellings DuckDB's parser
+ * cannot read at all (OPERATOR(pg_catalog.~) ...) are lexer.c's
+ * pgw_normalize, before the gate.
+ */
+#include <ctype.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pgwire/pgwire.h"
+#include "sql/sql.h"
+
+static const char *str(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static void set_str(json_t *o, const char *key, const char *v)
+{
+    json_object_set_new(o, key, json_string(v));
+}
+
+static enum sql_hook refused(struct sql_walk *w, enum vt_err code, const char *fmt,
+                             const char *what)
+{
+    vt_error_set(sql_walk_error(w), code, fmt, what);
+    return SQL_HOOK_REFUSED;
+}
+
+/* Makes the empty object e a call of fn with one argument `arg` (or none);
+ * takes the references to alias and arg. */
+static void make_call(json_t *e, const char *fn, json_t *alias, json_t *arg)
+{
+    set_str(e, "class", "FUNCTION");
+    set_str(e, "type", "FUNCTION");
+    json_object_set_new(e, "alias", alias ? alias : json_string(""));
+    json_object_set_new(e, "query_location", json_integer(0));
+    set_str(e, "function_name", fn);
+    set_str(e, "schema", "");
+    json_t *kids = json_array();
+    if (arg)
+        json_array_append_new(kids, arg);
+    json_object_set_new(e, "children", kids);
+    json_object_set_new(e, "filter", json_null());
+    json_t *ob = json_object();
+    set_str(ob, "type", "ORDER_MODIFIER");
+    json_object_set_new(ob, "orders", json_array());
+    json_object_set_new(e, "order_bys", ob);
+    json_object_set_new(e, "distinct", json_false());
+    json_object_set_new(e, "is_operator", json_false());
+    json_object_set_new(e, "export_state", json_false());
+    set_str(e, "catalog", "");
+}
+
+/* Replaces node e by the contents of `with`, keeping e's alias when it has
+ * one. */
+static void replace_node(json_t *e, json_t *with)
+{
+    json_t *alias = json_incref(json_object_get(e, "alias"));
+    json_t *copy = json_copy(with);
+    json_object_clear(e);
+    if (copy)
+        json_object_update(e, copy);
+    json_decref(copy);
+    if (json_is_string(alias) && *json_string_value(alias))
+        json_object_set(e, "alias", alias);
+    json_decref(alias);
+}
+
+/* ------------------------------------------------------------ expressions */
+
+/* A function call: catalog functions become the function standing for it;
+ * a pg_catalog qualifier goes. */
+static enum sql_hook function(struct sql_walk *w, json_t *e)
+{
+    const char *name = str(e, "function_name");
+    const char *schema = str(e, "schema");
+    const char *catalog = str(e, "catalog");
+    if (!name || (catalog && *catalog))
+        return SQL_HOOK_CHECK;
+    bool pgq = schema && !strcmp(schema, "pg_catalog");
+    if (schema && *schema && !pgq)
+        return SQL_HOOK_CHECK;
+    const char *fn = pgw_catalog_function(name);
+    if (fn && !strcmp(fn, name) && !pgq) /* as it is (unnest of = ANY) */
+        return SQL_HOOK_OWN;
+    if (fn) {
+        bool own = !strncmp(fn, "vt:", 3);
+        set_str(e, "function_name", fn);
+        set_str(e, "schema", "");
+        sql_walk_changed(w, own);
+        return own ? SQL_HOOK_OWN : SQL_HOOK_CHECK;
+    }
+    if (pgq) {
+        set_str(e, "schema", "");
+        sql_walk_changed(w, false);
+    }
+    return SQL_HOOK_CHECK;
+}
+
+/* CAST(x AS regclass) and friends become fn(x). */
+static enum sql_hook cast(struct sql_walk *w, json_t *e)
+{
+    const json_t *ct = json_object_get(e, "cast_type");
+    const char *id = ct ? str(ct, "id") : NULL;
+    const json_t *info = ct ? json_object_get(ct, "type_info") : NULL;
+    const char *tname = json_is_object(info) ? str(info, "user_type_name") : NULL;
+    const char *tschema = json_is_object(info) ? str(info, "schema") : NULL;
+    if (!id || strcmp(id, "USER") != 0 || !tname ||
+        (tschema && *tschema && strcmp(tschema, "pg_catalog") != 0))
+        return SQL_HOOK_CHECK;
+    const json_t *operand = json_object_get(e, "child");
+    const char *ocls = json_is_object(operand) ? str(operand, "class") : NULL;
+    const json_t *oval = ocls && !strcmp(ocls, "CONSTANT") ? json_object_get(operand, "value")
+                                                          : NULL;
+    const json_t *otype = json_is_object(oval) ? json_object_get(oval, "type") : NULL;
+    const char *oid = json_is_object(otype) ? str(otype, "id") : NULL;
+    bool input = (ocls && !strcmp(ocls, "PARAMETER")) ||
+                 (oid && (!strcmp(oid, "VARCHAR") || !strcmp(oid, "STRING_LITERAL")));
+    const char *fn = pgw_catalog_cast(tname, input);
+    if (!fn)
+        return SQL_HOOK_CHECK;
+    json_t *child = json_incref(json_object_get(e, "child"));
+    json_t *alias = json_incref(json_object_get(e, "alias"));
+    json_object_clear(e);
+    make_call(e, fn, alias, child);
+    sql_walk_changed(w, true);
+    return SQL_HOOK_OWN;
+}
+
+static enum sql_hook collate(struct sql_walk *w, json_t *e)
+{
+    const char *c = str(e, "collation");
+    static const char *const plain[] = {"default", "pg_catalog.default", "C", "POSIX",
+                                        "ucs_basic", "pg_catalog.C", NULL};
+    json_t *child = json_object_get(e, "child");
+    for (size_t i = 0; c && plain[i] && json_is_object(child); i++)
+        if (!strcmp(c, plain[i])) {
+            json_incref(child);
+            replace_node(e, child);
+            json_decref(child);
+            sql_walk_changed(w, false);
+            return SQL_HOOK_AGAIN;
+        }
+    return SQL_HOOK_CHECK;
+}
+
+/* current_user, session_user, user, current_catalog, current_schema:
+ * keywords in PostgreSQL (a column of that name needs quotes there), column
+ * references that DuckDB binds to its own functions. `public.t.c` (and
+ * `pg_catalog.t.c`) as `t.c`: the table goes by its plain name. */
+static enum sql_hook column(struct sql_walk *w, json_t *e)
+{
+    json_t *names = json_object_get(e, "column_names");
+    size_t n = json_array_size(names);
+    const char *first = n ? json_string_value(json_array_get(names, 0)) : NULL;
+    if (!first)
+        return SQL_HOOK_CHECK;
+    if (n >= 3 && (!strcmp(first, "public") || !strcmp(first, "pg_catalog") ||
+                   !strcmp(first, "information_schema"))) {
+        json_array_remove(names, 0);
+        sql_walk_changed(w, false);
+        return SQL_HOOK_CHECK;
+    }
+    if (n != 1)
+        return SQL_HOOK_CHECK;
+    static const char *const kw[] = {"current_user", "session_user", "user", "current_role",
+                                     "current_catalog", "current_schema", NULL};
+    for (size_t i = 0; kw[i]; i++)
+        if (!strcmp(first, kw[i])) {
+            const char *fn = pgw_catalog_function(kw[i]);
+            if (!fn)
+                break;
+            json_t *alias = json_incref(json_object_get(e, "alias"));
+            json_object_clear(e);
+            make_call(e, fn, alias, NULL);
+            sql_walk_changed(w, true);
+            return SQL_HOOK_OWN;
+        }
+    return SQL_HOOK_CHECK;
+}
+
+static enum sql_hook expr(struct sql_walk *w, json_t *e)
+{
+    const char *cls = str(e, "class");
+    if (!cls)
+        return SQL_HOOK_CHECK;
+    if (!strcmp(cls, "FUNCTION"))
+        return function(w, e);
+    if (!strcmp(cls, "CAST"))
+        return cast(w, e);
+    if (!strcmp(cls, "COLLATE"))
+        return collate(w, e);
+    if (!strcmp(cls, "COLUMN_REF"))
+        return column(w, e);
+    return SQL_HOOK_CHECK;
+}
+
+/* ----------------------------------------------------------------- tables */
+
+/* A base table as PostgreSQL resolves it. */
+static enum sql_hook base_table(struct sql_walk *w, json_t *ref)
+{
+    char name[256], schema[64];
+    snprintf(name, sizeof name, "%s", str(ref, "table_name") ? str(ref, "table_name") : "");
+    const char *sch = str(ref, "schema_name");
+    const char *catalog = str(ref, "catalog_name");
+    snprintf(schema, sizeof schema, "%s", sch ? sch : "");
+    if (catalog && *catalog)
+        return refused(w, VT_ERR_SQL_UNKNOWN_TABLE,
+                       "table %s: database-qualified names are not supported", name);
+    const char *rel = NULL;
+    if (*schema) {
+        if (!strcmp(schema, "pg_catalog") || !strcmp(schema, "information_schema")) {
+            rel = pgw_catalog_relation(schema, name);
+            if (!rel) {
+                char what[330];
+                snprintf(what, sizeof what, "%s.%s", schema, name);
+                return refused(w, VT_ERR_SQL_UNKNOWN_TABLE,
+                               "relation \"%s\" does not exist (this catalog emulates the "
+                               "common tables only)",
+                               what);
+            }
+        } else if (strcmp(schema, "public") != 0) {
+            return refused(w, VT_ERR_SQL_UNKNOWN_TABLE,
+                           "schema \"%s\" does not exist (datasets are tables in schema public)",
+                           schema);
+        }
+    } else {
+        if (sql_walk_in_scope(w, name))
+            return SQL_HOOK_CHECK;
+        rel = pgw_catalog_relation("pg_catalog", name);
+    }
+    if (rel) {
+        set_str(ref, "table_name", rel);
+        set_str(ref, "schema_name", "");
+        const char *alias = str(ref, "alias");
+        if (!alias || !*alias)
+            set_str(ref, "alias", name);
+        sql_walk_changed(w, true);
+        return SQL_HOOK_OWN;
+    }
+    if (*schema) { /* public.X */
+        set_str(ref, "schema_name", "");
+        sql_walk_changed(w, false);
+    }
+    if (!sql_walk_is_dataset(w, name))
+        return refused(w, VT_ERR_SQL_UNKNOWN_TABLE,
+                       "relation \"%s\" does not exist (tables are the datasets, in schema "
+                       "public)",
+                       name);
+    return SQL_HOOK_DATASET;
+}
+
+/* `generate_series(...) s` names the column s too, as PostgreSQL does for a
+ * function returning one column (psql's \d reads `prattrs[s]`);
+ * pg_catalog.generate_series is generate_series. */
+static enum sql_hook table_function(struct sql_walk *w, json_t *ref)
+{
+    json_t *fn = json_object_get(ref, "function");
+    const char *alias = str(ref, "alias");
+    json_t *cols = json_object_get(ref, "column_name_alias");
+    const char *fname = json_is_object(fn) ? str(fn, "function_name") : NULL;
+    if (alias && *alias && json_is_array(cols) && json_array_size(cols) == 0 && fname &&
+        (!strcmp(fname, "generate_series") || !strcmp(fname, "unnest") ||
+         !strcmp(fname, "range"))) {
+        json_array_append_new(cols, json_string(alias));
+        sql_walk_changed(w, false);
+    }
+    const char *schema = json_is_object(fn) ? str(fn, "schema") : NULL;
+    const char *catalog = json_is_object(fn) ? str(fn, "catalog") : NULL;
+    if (schema && !strcmp(schema, "pg_catalog") && (!catalog || !*catalog)) {
+        set_str(fn, "schema", "");
+        sql_walk_changed(w, false);
+    }
+    return SQL_HOOK_CHECK;
+}
+
+static enum sql_hook table(struct sql_walk *w, json_t *ref)
+{
+    const char *type = str(ref, "type");
+    if (type && !strcmp(type, "BASE_TABLE"))
+        return base_table(w, ref);
+    if (type && !strcmp(type, "TABLE_FUNCTION"))
+        return table_function(w, ref);
+    return SQL_HOOK_CHECK;
+}
+
+/* ------------------------------------------------- PostgreSQL's column names
+ *
+ * PostgreSQL names an unaliased output column after what it computes
+ * (FigureColname: count(*) is "count", version() is "version", x::int is
+ * "x", 1 is "?column?"); DuckDB names it after the expression's text
+ * ("count_star()"). Drivers that hand rows out as dictionaries (psycopg's
+ * dict_row, node pg) make that name part of the application, so the
+ * outermost select list gets PostgreSQL's names as aliases. */
+
+static const char *cast_type_name(const json_t *ct)
+{
+    static const char *const map[][2] = {
+        {"INTEGER", "int4"}, {"BIGINT", "int8"}, {"SMALLINT", "int2"}, {"BOOLEAN", "bool"},
+        {"DOUBLE", "float8"}, {"FLOAT", "float4"}, {"VARCHAR", "text"}, {"DATE", "date"},
+        {"TIMESTAMP", "timestamp"}, {"TIMESTAMP WITH TIME ZONE", "timestamptz"},
+        {"DECIMAL", "numeric"}, {"INTERVAL", "interval"}, {"BLOB", "bytea"},
+        {"UUID", "uuid"}, {"TIME", "time"}, {"LIST", "array"}, {NULL, NULL},
+    };
+    const char *id = ct ? str(ct, "id") : NULL;
+    if (!id)
+        return NULL;
+    if (!strcmp(id, "USER")) {
+        const json_t *info = json_object_get(ct, "type_info");
+        return json_is_object(info) ? str(info, "user_type_name") : NULL;
+    }
+    for (size_t i = 0; map[i][0]; i++)
+        if (!strcmp(map[i][0], id))
+            return map[i][1];
+    return NULL;
+}
+
+/* PostgreSQL's name for expression e; strength as FigureColname's: 2 a
+ * name from a column or function, 1 from a type, 0 none ("?column?"). */
+static int figure(const json_t *e, const char **out)
+{
+    *out = NULL;
+    const char *cls = json_is_object(e) ? str(e, "class") : NULL;
+    if (!cls)
+        return 0;
+    if (!strcmp(cls, "COLUMN_REF")) {
+        const json_t *n = json_object_get(e, "column_names");
+        size_t k = json_array_size(n);
+        *out = k ? json_string_value(json_array_get(n, k - 1)) : NULL;
+        return *out ? 2 : 0;
+    }
+    if (!strcmp(cls, "FUNCTION") || !strcmp(cls, "WINDOW")) {
+        const char *fn = str(e, "function_name");
+        if (!fn || json_is_true(json_object_get(e, "is_operator")))
+            return 0;
+        if (!strcmp(fn, "count_star"))
+            fn = "count";
+        else if (!strcmp(fn, "list_value"))
+            fn = "array";
+        else if (!strcmp(fn, "row") || !strcmp(fn, "struct_pack"))
+            fn = "row";
+        else if (!strcmp(fn, "regexp_full_match") || !strcmp(fn, "~~") || !strcmp(fn, "!~~") ||
+                 !strcmp(fn, "~~*") || !strcmp(fn, "!~~*") || !isalpha((unsigned char)fn[0]))
+            return 0;
+        *out = fn;
+        return 2;
+    }
+    if (!strcmp(cls, "CAST")) {
+        int st = figure(json_object_get(e, "child"), out);
+        if (st >= 2)
+            return st;
+        *out = cast_type_name(json_object_get(e, "cast_type"));
+        return *out ? 1 : 0;
+    }
+    if (!strcmp(cls, "CASE")) {
+        *out = "case";
+        return 1;
+    }
+    if (!strcmp(cls, "OPERATOR")) {
+        const char *t = str(e, "type");
+        if (t && !strcmp(t, "OPERATOR_COALESCE")) {
+            *out = "coalesce";
+            return 2;
+        }
+        return 0;
+    }
+    if (!strcmp(cls, "SUBQUERY")) {
+        const char *t = str(e, "subquery_type");
+        if (t && !strcmp(t, "EXISTS")) {
+            *out = "exists";
+            return 2;
+        }
+        return -1; /* PostgreSQL looks inside: leave DuckDB's name */
+    }
+    return 0;
+}
+
+/* The outermost SELECT's list: the names PostgreSQL would give. */
+static json_t *outer_select_list(json_t *node)
+{
+    while (json_is_object(node)) {
+        const char *t = str(node, "type");
+        if (t && !strcmp(t, "SELECT_NODE"))
+            return json_object_get(node, "select_list");
+        if (t && !strcmp(t, "SET_OPERATION_NODE")) {
+            json_t *l = json_object_get(node, "left");
+            json_t *ch = json_object_get(node, "children");
+            node = json_is_object(l) ? l : json_array_get(ch, 0);
+            continue;
+        }
+        if (t && !strcmp(t, "RECURSIVE_CTE_NODE")) {
+            node = json_object_get(node, "left");
+            continue;
+        }
+        return NULL;
+    }
+    return NULL;
+}
+
+struct colnames {
+    size_t n;
+    char *names[];
+};
+
+/* The names, computed before the walk maps anything (version() must be
+ * named "version", not after what stands for it). */
+static void *colnames_before(json_t *node)
+{
+    json_t *list = outer_select_list(node);
+    size_t n = json_array_size(list);
+    if (!n)
+        return NULL;
+    struct colnames *c = calloc(1, sizeof *c + n * sizeof c->names[0]);
+    if (!c)
+        return NULL;
+    c->n = n;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(list, i);
+        const char *alias = str(e, "alias");
+        const char *cls = str(e, "class");
+        if ((alias && *alias) || !cls || !strcmp(cls, "STAR"))
+            continue;
+        const char *nm;
+        int st = figure(e, &nm);
+        if (st < 0)
+            continue;
+        if (!strcmp(cls, "COLUMN_REF")) {
+            /* a plain column keeps its name; the keywords become calls */
+            const json_t *cn = json_object_get(e, "column_names");
+            if (json_array_size(cn) != 1)
+                continue;
+        }
+        c->names[i] = strdup(st > 0 && nm ? nm : "?column?");
+    }
+    return c;
+}
+
+/* Sets the names as aliases where DuckDB's own name differs. */
+static void colnames_after(struct sql_walk *w, json_t *node, void *state, bool ok)
+{
+    struct colnames *c = state;
+    if (!c)
+        return;
+    json_t *list = ok ? outer_select_list(node) : NULL;
+    for (size_t i = 0; i < c->n && i < json_array_size(list); i++) {
+        if (!c->names[i])
+            continue;
+        json_t *e = json_array_get(list, i);
+        const char *cls = str(e, "class");
+        const json_t *cn = json_object_get(e, "column_names");
+        if (cls && !strcmp(cls, "COLUMN_REF") && json_array_size(cn) == 1 &&
+            !strcmp(json_string_value(json_array_get(cn, 0)), c->names[i]))
+            continue; /* a column: DuckDB names it the same */
+        set_str(e, "alias", c->names[i]);
+        sql_walk_changed(w, false);
+    }
+    for (size_t i = 0; i < c->n; i++)
+        free(c->names[i]);
+    free(c);
+}
+
+const struct sql_dialect pgw_dialect = {
+    .expr = expr,
+    .table = table,
+    .before = colnames_before,
+    .after = colnames_after,
+};
