@@ -797,12 +797,10 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
         } else if (code == 404) {
             oc->not_found = true;
             /* An object a listing named (sent with its ETag) that is gone
-             * was almost always deleted meanwhile; one named by a Delta log
-             * (no ETag) is missing from the table. */
+             * was almost always deleted meanwhile; one a Delta log names
+             * (no ETag) is simply not there. */
             rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
-                              "%s %s (HTTP 404 %s)%s", target,
-                              r->key && *r->key && !r->if_match ? "is missing" : "not found",
-                              what[0] ? what : "NoSuchKey",
+                              "%s not found (HTTP 404 %s)%s", target, what[0] ? what : "NoSuchKey",
                               r->key && *r->key && r->if_match
                                   ? ": deleted after it was listed? retry the reload"
                                   : "");

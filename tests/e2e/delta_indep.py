@@ -11,7 +11,7 @@ the protocol (PROTOCOL.md), sharing no code with vitrine's reader.
   rows         DuckDB read_parquet over each active file with file_row_number,
                minus the deleted positions, partition values added as text
 
-indep_sql(table_dir) returns a statement creating table `indep` and the list
+indep_sql(table_dir) returns a statement creating view `indep` and the list
 of (logical name, name in indep) for the schema's columns; compare_sql()
 writes the multiset comparison against a served export.
 """
@@ -155,7 +155,7 @@ def lit(v):
 
 
 def indep_sql(table_dir):
-    """CREATE TABLE indep ... and [(logical, physical)] for the schema's columns."""
+    """CREATE VIEW indep ... and [(logical, physical)] for the schema's columns."""
     adds, meta = replay(table_dir)
     schema = json.loads(meta["schemaString"])
     mode = (meta.get("configuration") or {}).get("delta.columnMapping.mode", "none")
@@ -182,29 +182,33 @@ def indep_sql(table_dir):
         selects.append(f"(SELECT {star}{''.join(', ' + e for e in extra)} FROM (SELECT * FROM "
                        f"read_parquet({lit(str(path))}, file_row_number = true, "
                        f"hive_partitioning = false){where}))")
-    return "CREATE TABLE indep AS " + " UNION ALL BY NAME ".join(selects), cols
+    return "CREATE VIEW indep AS " + " UNION ALL BY NAME ".join(selects), cols
 
 
-def compare_sql(export, served_cols, cols, indep_cols):
-    """A SELECT of (only in the export, only in indep, rows) for one export.
+def compare_sql(export, served_cols, cols, indep_cols, detail=False):
+    """A SELECT list comparing one export with table indep as multisets of
+    rows (each value cast to the served type, then to text): the sums of the
+    rows' hashes and the row counts, (mine, indep, rows mine, rows indep);
+    detail: (only in the export, only in indep) by EXCEPT ALL instead.
     served_cols: [(name, type)] of the served schema; cols: (logical,
-    physical); indep_cols: the columns table indep has (lowercase)."""
+    physical); indep_cols: {lowercase name: type} of table indep."""
     phys = dict(cols)
     mine, ind = [], []
     for name, typ in served_cols:
         mine.append(f'CAST("{name}" AS VARCHAR)')
         p = phys.get(name, name)
         if p.lower() in indep_cols:
-            if typ == "BLOB":
-                ind.append(f'CAST(encode(CAST("{p}" AS VARCHAR)) AS VARCHAR)'
-                           if indep_cols[p.lower()] == "VARCHAR" else
-                           f'CAST(CAST("{p}" AS BLOB) AS VARCHAR)')
+            if typ == "BLOB" and indep_cols[p.lower()] == "VARCHAR":
+                ind.append(f'CAST(encode("{p}") AS VARCHAR)')  # partition text
             else:
                 ind.append(f'CAST(CAST("{p}" AS {typ}) AS VARCHAR)')
         else:
             ind.append("NULL::VARCHAR")
     m, i = ", ".join(mine), ", ".join(ind)
     src = f"read_parquet({lit(str(export))})"
-    return (f"(SELECT count(*) FROM (SELECT {m} FROM {src} EXCEPT ALL SELECT {i} FROM indep)), "
-            f"(SELECT count(*) FROM (SELECT {i} FROM indep EXCEPT ALL SELECT {m} FROM {src})), "
-            f"(SELECT count(*) FROM {src})")
+    if detail:
+        return (f"(SELECT count(*) FROM (SELECT {m} FROM {src} EXCEPT ALL SELECT {i} FROM indep)), "
+                f"(SELECT count(*) FROM (SELECT {i} FROM indep EXCEPT ALL SELECT {m} FROM {src}))")
+    hm, hi = f"hash({m}, 0)", f"hash({i}, 0)"
+    return (f"(SELECT sum({hm})::HUGEINT FROM {src}), (SELECT sum({hi})::HUGEINT FROM indep), "
+            f"(SELECT count(*) FROM {src}), (SELECT count(*) FROM indep)")
