@@ -33,9 +33,8 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-static void tail_job(struct http_request *req, duckdb_connection con)
+static void tail_job(struct http_request *req)
 {
-    (void)con;
     struct http_stream *st = http_reply_stream(req, 200, "text/plain", false);
     if (!st)
         return;
