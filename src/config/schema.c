@@ -676,12 +676,14 @@ const struct cfg_key cfg_schema[] = {
      .doc = "Where DuckDB spills sorts, joins and group-bys that do not fit in memory_limit."},
     {"server", "allowed_roots", CFG_T_STRVEC, C(server.allowed_roots), .flags = CFG_PATHS,
      .def = "[]",
-     .def_doc = "empty: the config file's directory and the saved-queries and storage "
+     .def_doc = "empty: the config file's directory, the directory of each of its local "
+                "datasets (also those a config reload adds) and the saved-queries and storage "
                 "directories (the working directory when there is no config file)",
      .doc = "Every local path a build reads (symbolic links resolved, Delta data files too) "
             "must lie inside one of these directories, and so must the location a request "
             "registers or persists; datasets of the config file may also read their own "
-            "location. Relative entries are relative to the config file."},
+            "location, as written or through its links. Relative entries are relative to the "
+            "config file."},
     {"server", "allowed_s3_endpoints", CFG_T_STRVEC, C(server.allowed_s3_endpoints),
      .check = check_url, .def = "[]",
      .def_doc = "empty: only the endpoints named by the config file's datasets",
