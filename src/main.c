@@ -350,7 +350,7 @@ static int serve(const char *config_path, int port_override, int role_override)
 
     if (cfg.server.pgwire.enabled) {
         struct pgw_server_options po = {.cfg = &cfg, .catalog = app.catalog,
-                                        .pool = app.queries};
+                                        .pool = app.queries, .auth = &app.auth};
         pg = pgw_server_start(&po, &err);
         if (!pg)
             goto fail;

@@ -58,6 +58,10 @@
                                                 * row limit */
 #define VT_PGWIRE_OUT_FLUSH_BYTES (64 * 1024)  /* output buffered before a write */
 #define VT_PGWIRE_STARTUP_TIMEOUT_SECS 10      /* startup and authentication must finish */
+#define VT_PGWIRE_MAX_PASSWORD_BYTES 16384    /* a password message (bearer tokens are long) */
+#define VT_PGWIRE_AUTH_MAX_FAILURES 10         /* failed passwords from one address within */
+#define VT_PGWIRE_AUTH_WINDOW_SECS 60          /* this window block it ... */
+#define VT_PGWIRE_AUTH_BLOCK_SECS 60           /* ... for this long */
 #define VT_PGWIRE_MAX_STATEMENTS_PER_QUERY 1024 /* statements in one simple Query */
 #define VT_PGWIRE_CONNECTION_HEADROOM 16       /* sockets past max_connections accepted to
                                                 * answer "too many clients" / CancelRequest */
