@@ -8,6 +8,7 @@ Screenshots of every tab go to tests/e2e/artifacts/explorer/ (git-ignored).
 """
 import base64
 import csv
+from decimal import Decimal
 import hashlib
 import io
 import json
@@ -45,16 +46,25 @@ def explorer_config(trips, **server):
             + dataset_block("stations", trips / "extra.parquet"))
 
 
+def exact(r):
+    """An API answer with its numbers as written (Decimal): the page shows
+    42.40 as 42.40 (issue 21 item 8), not as the float 42.4."""
+    return json.loads(r.text, parse_float=Decimal)
+
+
 def js_text(v):
-    """A JSON value as the page prints it (String(v) in JavaScript)."""
+    """A JSON value as the page prints it: the server's own text for numbers,
+    String(v) in JavaScript otherwise."""
     if v is None:
         return "null"
+    if isinstance(v, Decimal):
+        return str(v)
     if v is True or v is False:
         return "true" if v else "false"
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     if isinstance(v, (dict, list)):
-        return json.dumps(v, separators=(",", ":"))
+        return json.dumps(v, separators=(",", ":"), default=str)
     return str(v)
 
 
@@ -136,13 +146,13 @@ def test_builder_query_matches_the_api(vt, trips):
                 "page_size": 7}
     assert json.loads(out["requestText"]) == expected  # the JSON shown is the JSON sent
     assert json.loads(out["sentBody"]) == expected
-    api = s.post("/api/v1/datasets/trips/query", expected).json()
+    api = exact(s.post("/api/v1/datasets/trips/query", expected))
     assert len(api["data"]) == 7
     assert out["page1"] == as_table(api["data"], expected["columns"])
     assert re.search(r"first byte [\d.]+ ms.*total [\d.]+ ms.*\d+ B.*7 rows", out["timing"]), out["timing"]
     # paging: page 2 of the same request
     assert json.loads(out["page2Body"]) == dict(expected, page=2)
-    api2 = s.post("/api/v1/datasets/trips/query", dict(expected, page=2)).json()
+    api2 = exact(s.post("/api/v1/datasets/trips/query", dict(expected, page=2)))
     assert out["page2"] == as_table(api2["data"], expected["columns"])
     assert out["page2"] != out["page1"]
     # Arrow: the same rows decoded in the page from the IPC stream
@@ -153,11 +163,11 @@ def test_builder_query_matches_the_api(vt, trips):
     err = s.post("/api/v1/datasets/trips/query", bad).json()
     assert err["error"] in out["errorText"] and err["code"] in out["errorText"]
     # downloads: CSV and JSON of the page shown, Parquet of the whole dataset
-    small = s.post("/api/v1/datasets/trips/query", {"page_size": 3, "order_by": [{"col": "fare"}]}).json()
+    small = exact(s.post("/api/v1/datasets/trips/query", {"page_size": 3, "order_by": [{"col": "fare"}]}))
     cols = list(small["data"][0].keys())
     got_csv = list(csv.reader(io.StringIO(base64.b64decode(out["downloads"]["csv"]["b64"]).decode())))
     assert got_csv == [cols] + [["" if r[c] is None else js_text(r[c]) for c in cols] for r in small["data"]]
-    assert json.loads(base64.b64decode(out["downloads"]["json"]["b64"])) == small["data"]
+    assert json.loads(base64.b64decode(out["downloads"]["json"]["b64"]), parse_float=Decimal) == small["data"]
     assert out["downloads"]["parquet"]["name"] == "trips.parquet"
     parquet = s.get("/api/v1/datasets/trips/all.parquet").content
     assert base64.b64decode(out["downloads"]["parquet"]["b64"]) == parquet
@@ -182,7 +192,7 @@ def test_builder_distinct_limit_and_having(vt, trips):
         out = drive("build", url=s.url("/explore/"), dataset="trips", build=build)
         assert console_errors(out) == [], out["console"]
         assert json.loads(out["sentBody"]) == expected
-        api = s.post("/api/v1/datasets/trips/query", expected).json()["data"]
+        api = exact(s.post("/api/v1/datasets/trips/query", expected))["data"]
         assert api and out["table"] == as_table(api, list(api[0].keys()))
 
 
@@ -196,7 +206,7 @@ def test_group_by_is_charted(vt, trips):
     req = json.loads(out["sentBody"])
     assert req["group_by"] == ["payment"]
     assert req["aggregations"] == [{"op": "avg", "col": "fare", "alias": "avg_fare"}, {"op": "count"}]
-    api = s.post("/api/v1/datasets/trips/query", req).json()["data"]
+    api = exact(s.post("/api/v1/datasets/trips/query", req))["data"]
     assert out["table"] == as_table(api, ["payment", "avg_fare", "count"])
     for kind in ("bar", "line"):
         c = out[kind]
@@ -266,7 +276,7 @@ def test_sql_tab_and_hidden_save_controls(vt, trips):
     out = drive("sql", url=s.url("/explore/"), sql=sql, token=TOKEN, save=save)
     assert console_errors(out, hidden_queries=not has_queries) == [], out["console"]
     assert json.loads(out["sentBody"])["sql"] == sql
-    api = s.post("/api/v1/sql", {"sql": sql, "max_rows": 1000}).json()["data"]
+    api = exact(s.post("/api/v1/sql", {"sql": sql, "max_rows": 1000}))["data"]
     assert out["table"] == as_table(api, ["payment", "n", "total"])
     # save-as-dataset follows POST /queries: hidden while the server hides it
     assert out["saveForm"] == has_queries

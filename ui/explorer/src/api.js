@@ -108,7 +108,7 @@ export class Num {
   }
 
   toJSON() {
-    return Number(this.text);
+    return typeof JSON.rawJSON === 'function' ? JSON.rawJSON(this.text) : Number(this.text);
   }
 }
 
