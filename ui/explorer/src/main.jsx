@@ -171,9 +171,15 @@ function App({ settings, oauth2, signInError }) {
   useShortcuts(openHelp);
 
   useEffect(() => {
+    // hashchange for links and typed URLs; popstate for back and forward
+    // over the entries the tabs push (pushState fires no hashchange).
     const f = () => setRoute(parseHash());
     addEventListener('hashchange', f);
-    return () => removeEventListener('hashchange', f);
+    addEventListener('popstate', f);
+    return () => {
+      removeEventListener('hashchange', f);
+      removeEventListener('popstate', f);
+    };
   }, []);
 
   const refresh = useCallback(async () => {

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { call, apiUrl, snippets } from './api.js';
 import { ErrorBox, saveBlob } from './ui.jsx';
 import { Results, columnsOf, decodeArrow, exportAll } from './results.jsx';
-import { hashOf } from './route.js';
+import { hashOf, pushRoute } from './route.js';
 
 export const OPS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'like', 'ilike', 'in', 'between', 'is_null', 'is_not_null'];
 const AGGS = ['count', 'sum', 'avg', 'min', 'max', 'count_distinct', 'median', 'quantile', 'stddev'];
@@ -248,7 +248,7 @@ export function QueryTab({ datasets, selected, params = {}, onSelect }) {
       const q = JSON.stringify(req);
       ranQ.current = q;
       const h = hashOf('query', selected, { q, fmt: fmt === 'arrow' ? 'arrow' : '' });
-      if (location.hash !== h) history.pushState(null, '', h);
+      if (location.hash !== h) pushRoute(h);
     }
     if (abort.current) abort.current.abort();
     const ctl = new AbortController();

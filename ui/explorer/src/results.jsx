@@ -50,20 +50,20 @@ export async function exportAll(dataset, req, kind) {
   delete body.page;
   delete body.page_size;
   delete body.include_total;
-  const path = `/datasets/${encodeURIComponent(dataset)}/query/stream`;
-  try {
-    const r = await call(path, { json: body, query: { format: kind }, accept: 'blob' });
-    saveBlob(r.data, `${dataset}.${kind === 'csv' ? 'csv' : 'ndjson'}`);
+  const name = `${dataset}.${kind === 'csv' ? 'csv' : 'ndjson'}`;
+  const type = kind === 'csv' ? 'text/csv' : 'application/x-ndjson';
+  const r = await call(`/datasets/${encodeURIComponent(dataset)}/query/stream`,
+    { json: body, query: { format: kind }, accept: 'arrow' });
+  const ct = r.headers.get('Content-Type') || '';
+  if (!ct.startsWith('application/vnd.apache.arrow')) {
+    saveBlob(new Blob([r.data], { type: ct || type }), name);
     return;
-  } catch (e) {
-    if (e.status !== 400) throw e;
   }
-  const r = await call(path, { json: body, accept: 'arrow' });
   const t = await decodeArrow(r.data);
   const text = kind === 'csv'
     ? csvOf(t.columns, t.rows)
     : t.rows.map((row) => JSON.stringify(row, (k, x) => (typeof x === 'bigint' ? x.toString() : x))).join('\n') + '\n';
-  saveBlob(new Blob([text], { type: kind === 'csv' ? 'text/csv' : 'application/x-ndjson' }), `${dataset}.${kind === 'csv' ? 'csv' : 'ndjson'}`);
+  saveBlob(new Blob([text], { type }), name);
 }
 
 export function ResultTable({ columns, rows, onSort, sorted, onRow, selectedRow }) {

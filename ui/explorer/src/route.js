@@ -37,3 +37,10 @@ export function hashOf(tab, name, params = {}) {
   return `#/${tab}${name ? `/${encodeURIComponent(name)}` : ''}${q ? `?${q}` : ''}`;
 }
 
+
+// A new history entry for a tab's state (a query that ran): the app hears of
+// it as it does of back and forward (popstate), so its route stays the URL.
+export function pushRoute(hash) {
+  history.pushState(null, '', hash);
+  dispatchEvent(new PopStateEvent('popstate'));
+}

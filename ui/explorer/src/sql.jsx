@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { call, getSettings } from './api.js';
 import { ErrorBox, StateBadge, fmtInt } from './ui.jsx';
 import { Results, columnsOf, decodeArrow } from './results.jsx';
-import { hashOf } from './route.js';
+import { hashOf, pushRoute } from './route.js';
 
 const HISTORY_KEY = 'vitrine.sql.history';
 const HISTORY_MAX = 50;
@@ -122,7 +122,7 @@ export function SqlTab({ datasets, params = {}, queriesAvailable, onChanged }) {
     if (push) {
       ran.current = text;
       const h = hashOf('sql', null, { sql: text });
-      if (location.hash !== h) window.history.pushState(null, '', h);
+      if (location.hash !== h) pushRoute(h);
     }
     try {
       const body = { sql: text, max_rows: Number(maxRows) || undefined };
