@@ -1,4 +1,4 @@
-// The docs site's only script (vanilla, no jQuery): the search dialog (s or
+// The docs site's only script (plain DOM, no library): the search dialog (s or
 // /, Escape closes; the mkdocs search plugin fills the results), and the
 // current section marked in the page's table of contents.
 (function () {
