@@ -9,6 +9,7 @@
 
 #include <duckdb.h>
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "auth/auth.h"
@@ -21,6 +22,8 @@
 #include "http/server.h"
 #include "util/jsonw.h"
 
+struct cluster;
+
 struct api_app {
     const struct vt_config *cfg;
     struct auth_policy auth;    /* X-Admin-Token and bearer tokens ([auth]) */
@@ -30,6 +33,8 @@ struct api_app {
     const char *runtime_dir;    /* private scratch space of this process */
     struct eng_sampler *sampler;/* DuckDB memory for the metrics (NULL: metrics off) */
     int64_t started_at_us;      /* wall clock at start (process_start_time_seconds) */
+    struct cluster *cluster;    /* [cluster] writer or reader; NULL standalone */
+    atomic_bool draining;       /* SIGTERM seen: /readyz answers 503 */
 };
 
 /* The static rows of routes.def (under server.prefix). */
@@ -123,6 +128,13 @@ void api_queries_list(struct http_request *req);
 void api_queries_delete(struct http_request *req);
 /* The build's version and git commit ("" when unknown), as /version says. */
 void api_build_info(const char **out_version, const char **out_git_sha);
+
+/* On a cluster reader: answers an admin or write call (409 not_writer, or
+ * relayed to cluster.writer_url) and returns true; false elsewhere. */
+bool api_writer_only(struct http_request *req);
+/* SIGHUP: registers the config file's datasets that are not registered yet
+ * (what POST /api/v1/config/reload does), logging the outcome. */
+void api_config_reload_signal(struct api_app *app);
 
 /* Helpers shared by handlers. */
 /* The JSON object of the request body (415 / 400 invalid_json / 400

@@ -139,6 +139,10 @@ static void add_refreshed_at(struct api_sink *a)
         time_format_rfc3339(gen->published_at_us, ts);
         http_add_header(a->req, "X-Dataset-Refreshed-At", ts);
     }
+    /* Which generation answered: the same id on every replica of a cluster;
+     * ?generation=<it> pins the next pages to it. */
+    if (gen)
+        http_add_header(a->req, "X-Dataset-Generation", gen->id);
 }
 
 static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt_error *err)

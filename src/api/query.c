@@ -164,6 +164,7 @@ static void start(struct http_request *req, enum query_mode mode, bool get)
     struct exec_request rq = {
         .kind = mode == QUERY_COUNT ? EXEC_COUNT : EXEC_ROWS,
         .dataset = http_req_param(req, 0),
+        .generation = http_req_query(req, "generation"),
         .body = body,
         .opts = {.mode = mode, .max_page_size = api_app(req)->cfg->server.max_page_size},
         .caps = {.max_rows = EXEC_NO_CAP}, /* paging bounds a page, nothing a stream */

@@ -143,7 +143,8 @@ static enum vt_err plan_rows(struct exec_call *c, int64_t deadline, struct vt_er
     if (c->planned)
         return VT_ERR_OK;
     if (!c->pin.gen &&
-        exec_pin(c->rq.catalog, c->rq.dataset, deadline, &c->pin, err) != VT_ERR_OK)
+        exec_pin_at(c->rq.catalog, c->rq.dataset, c->rq.generation, deadline, &c->pin, err) !=
+            VT_ERR_OK)
         return err->code;
     c->ds = c->pin.ds;
     c->gen = c->pin.gen;

@@ -224,13 +224,15 @@ bool pgw_show(struct pgw_session *s, const struct pgw_stmt *st, bool describe);
 /* The settings as the catalog shows them (out has room for PGW_N_SETTINGS). */
 size_t pgw_settings_catalog(const struct pgw_session *s, struct pgw_cat_setting *out);
 struct pgw_format pgw_session_format(const struct pgw_session *s);
+/* A setting's value as current_setting() shows it (NULL: no such setting). */
+const char *pgw_session_setting(const struct pgw_session *s, const char *name);
 /* The deadline of a statement starting now (monotonic ms; 0 none):
  * request_timeout_ms, or statement_timeout when lower. */
 int64_t pgw_statement_deadline(const struct pgw_session *s);
 
-/* run.c: the gate's options (PostgreSQL's dialect; parameters in the
- * extended protocol only). */
-extern const struct sql_gate_options pgw_gate_simple, pgw_gate_extended;
+/* run.c: the gate's options for s (PostgreSQL's dialect, which reads the
+ * session's settings; parameters in the extended protocol only). */
+struct sql_gate_options pgw_gate_options(struct pgw_session *s, bool params);
 bool pgw_is_dataset(void *ctx, const char *name);
 
 enum pgw_sink_mode { PGW_SINK_SIMPLE, PGW_SINK_PORTAL, PGW_SINK_COPY, PGW_SINK_EXPLAIN };
@@ -253,6 +255,7 @@ struct pgw_sink {
     struct pgw_copy_options copy;
     bool copy_header;
     bool describe;                  /* EXPLAIN: RowDescription first */
+    bool header_due;                /* COPY binary: the file header not sent yet */
 };
 
 /* COPY: the sink's options from the statement; the end (the binary
@@ -304,13 +307,16 @@ bool pgw_portal_rows(struct pgw_session *s, struct pgw_portal *p, uint64_t limit
                      uint64_t *out_n);
 /* DECLARE (bound: the portal whose parameters the query's $n take, in the
  * extended protocol; NULL in a simple Query), FETCH/MOVE (describe: a
- * RowDescription first), CLOSE; the RowDescription a FETCH sends. false
- * after an error was reported. */
+ * RowDescription first; formats: the result formats the FETCH's Bind asked
+ * for, NULL in a simple Query), CLOSE; the RowDescription a FETCH sends.
+ * false after an error was reported. */
 bool pgw_cursor_declare(struct pgw_session *s, const struct pgw_stmt *st,
                         const struct pgw_portal *bound);
-bool pgw_cursor_fetch(struct pgw_session *s, const struct pgw_stmt *st, bool describe);
+bool pgw_cursor_fetch(struct pgw_session *s, const struct pgw_stmt *st, bool describe,
+                      const int16_t *formats, size_t nformats);
 bool pgw_cursor_close(struct pgw_session *s, const struct pgw_stmt *st);
-bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st);
+bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st, const int16_t *formats,
+                         size_t nformats);
 
 /* fastpath.c: an equality lookup answered from the dataset's index. 1:
  * answered (rows sent, or an error reported: *out_ok false); 0: not from the

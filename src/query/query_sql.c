@@ -688,7 +688,7 @@ static duckdb_type list_child_type(const struct query_value *v)
         {"DATE[]", DUCKDB_TYPE_DATE},       {"TIMESTAMP[]", DUCKDB_TYPE_TIMESTAMP},
         {"TIMESTAMPTZ[]", DUCKDB_TYPE_TIMESTAMP_TZ}, {"TIME[]", DUCKDB_TYPE_TIME},
         {"INTERVAL[]", DUCKDB_TYPE_INTERVAL}, {"UUID[]", DUCKDB_TYPE_UUID},
-        {"BLOB[]", DUCKDB_TYPE_BLOB},
+        {"BLOB[]", DUCKDB_TYPE_BLOB},       {"NULL[]", DUCKDB_TYPE_SQLNULL},
     };
     for (size_t i = 0; v->cast && i < sizeof named / sizeof named[0]; i++)
         if (!strcmp(v->cast, named[i].cast))

@@ -64,6 +64,14 @@
       "the source changed under the published generation; reload the dataset")            \
     X(BUILD_FAILED, 422, "build_failed", "XX000", 0, "dataset build failed")                           \
     X(BUSY, 409, "busy", "55006", 0, "dataset is already building")                                    \
+    X(GENERATION_NOT_AVAILABLE, 409, "generation_not_available", "55000", 0,                \
+      "this replica does not have that generation yet; retry")                             \
+    X(GENERATION_GONE, 410, "generation_gone", "55000", 0,                                  \
+      "that generation was replaced and collected; restart the read")                      \
+    X(NOT_WRITER, 409, "not_writer", "25006", 0,                                            \
+      "this replica is a reader; send admin and write calls to the writer")                \
+    X(PUBLISH_FAILED, 503, "publish_failed", "58030", 0,                                    \
+      "the generation could not be published to the shared storage")                       \
     X(INVALID_CONFIG, 400, "invalid_config", "F0000", 0, "invalid configuration")                      \
     X(NO_CONFIG_FILE, 400, "no_config_file", "F0000", 0, "server was not started from a config file")  \
     /* saved queries (POST/DELETE /api/v1/queries) */                                   \
