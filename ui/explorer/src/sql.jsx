@@ -135,8 +135,10 @@ export function SqlTab({ datasets, params = {}, queriesAvailable, onChanged }) {
       }
     } catch (e) {
       setResult(null);
-      setError(e);
       const pos = errorPosition(e.message, text);
+      // The position is shown (and selected in the editor): DuckDB's copy of
+      // the line with a caret under it is left out of the message.
+      setError(pos ? { message: e.message.split('\nLINE ')[0].trim(), code: e.code, status: e.status } : e);
       setWhere(pos);
       if (pos && editor.current) editor.current.mark(pos.line, pos.column, pos.length);
     } finally {
