@@ -762,7 +762,8 @@ const struct cfg_key cfg_schema[] = {
      .def = "\"vitrine\"", .doc = "User name clients must present."},
     {"server.pgwire", "password", CFG_T_STR, C(server.pgwire.password), .flags = CFG_NONEMPTY,
      .def_doc = "unset", .example = "\"change-me\"",
-     .doc = "Cleartext password; optional on loopback, required on any other address."},
+     .doc = "Cleartext password; optional on loopback, required on any other address. With "
+            "[auth] enabled a bearer token is a password too (the HTTP permission map applies)."},
     {"server.pgwire", "tls_cert", CFG_T_PATH, C(server.pgwire.tls_cert), .def_doc = "unset",
      .example = "\"certs/server.pem\"", .doc = "PEM certificate (with tls_key)."},
     {"server.pgwire", "tls_key", CFG_T_PATH, C(server.pgwire.tls_key), .def_doc = "unset",

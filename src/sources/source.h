@@ -42,6 +42,8 @@ struct source_file {
     char *path;                 /* local path DuckDB reads */
     int64_t size;               /* bytes */
     char **partition_values;    /* n_partitions entries (NULL entry = SQL NULL), or NULL */
+    uint64_t dv;                /* its deletion vector's number in the statements (dvset.c), 0:
+                                 * none; registered by the snapshot, removed on release */
 };
 
 struct source_snapshot {
@@ -77,6 +79,12 @@ struct source_snapshot {
      * until source_snapshot_settle(). */
     struct range_cache_lease *holds;
 };
+
+/* The SQL functions the snapshots' statements call (vt_dv_deleted, which
+ * drops rows deletion vectors removed): registered once per database, before
+ * any build reads a source. */
+#define SOURCE_DV_FUNCTION "vt_dv_deleted"
+enum vt_err source_functions_register(duckdb_database db, struct vt_error *err);
 
 /* What requests may reach (policy.c): local roots, S3 endpoints, credential
  * variables, from the config. */
