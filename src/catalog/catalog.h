@@ -155,6 +155,17 @@ enum vt_err cat_generation_plan_lazy(const struct cat_generation *gen,
                                      const struct query_request *req, struct arena *arena,
                                      const struct eng_job *job, struct source_lazy_plan *out,
                                      struct vt_error *err);
+/* A lazy generation's local files changed under it (VT_ERR_SOURCE_CHANGED
+ * from the plan above, issue 21 item 4): while it is still its dataset's
+ * current generation, the dataset is rebuilt (at most once every couple of
+ * seconds per generation; refresh_source "schedule"). Any thread. */
+void cat_generation_source_changed(const struct cat_generation *gen);
+/* A statement over a lazy generation failed in DuckDB (`err`, code
+ * VT_ERR_QUERY_FAILED): when its files changed, err becomes
+ * VT_ERR_SOURCE_CHANGED and the dataset is rebuilt; otherwise the message
+ * loses file paths and SQL text (DuckDB's I/O errors name the generation's
+ * internal files), which go to the log. No-op for other generations. */
+void cat_generation_read_failed(const struct cat_generation *gen, struct vt_error *err);
 /* Everything a statement over the whole generation reads made local (S3
  * lazy generations: every object of it through the range cache), held until
  * cat_generation_read_release(*out_holds). A no-op for other generations. */

@@ -859,6 +859,10 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
             if (stop_requested(plan, &why))
                 err = why;
         }
+        /* A lazy generation's files changed under it, or DuckDB's message
+         * names its internal files: the catalog says what the client sees. */
+        if (plan->kind != EXEC_SQL && plan->gen)
+            cat_generation_read_failed(plan->gen, &err);
         sink->ops->fail(sink, &err);
         source_lazy_read_release(holds);
         return;
@@ -868,6 +872,8 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
         deliver_count(plan, &res, sink, &err);
     else
         deliver_rows(plan, &res, sink, &err, &early);
+    if (plan->kind != EXEC_SQL && plan->gen)
+        cat_generation_read_failed(plan->gen, &err);
     duckdb_destroy_result(&res);
     if (!cached)
         duckdb_destroy_prepare(&ps);
