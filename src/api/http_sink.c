@@ -121,6 +121,15 @@ static const struct query_request *query_of(const struct api_sink *a)
     return a->sink.call ? a->sink.call->query : NULL;
 }
 
+void api_sink_set_total(struct api_sink *a, int64_t total)
+{
+    char n[24];
+    a->has_total = true;
+    a->total = total;
+    snprintf(n, sizeof n, "%lld", (long long)total);
+    http_add_header(a->req, "X-Total-Count", n);
+}
+
 /* Which publish of the dataset the answer reads (a query of one dataset). */
 static void add_refreshed_at(struct api_sink *a)
 {
@@ -130,6 +139,10 @@ static void add_refreshed_at(struct api_sink *a)
         time_format_rfc3339(gen->published_at_us, ts);
         http_add_header(a->req, "X-Dataset-Refreshed-At", ts);
     }
+    /* Which generation answered: the same id on every replica of a cluster;
+     * ?generation=<it> pins the next pages to it. */
+    if (gen)
+        http_add_header(a->req, "X-Dataset-Generation", gen->id);
 }
 
 static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt_error *err)
@@ -188,6 +201,10 @@ static void finish(struct api_sink *a, const struct vt_error *err)
     if (a->stream) {
         http_stream_end(a->stream, ok);
         a->stream = NULL;
+    } else if (err && err->code == VT_ERR_NOT_MODIFIED) {
+        /* GET .../query?q=: the ETag matched (query.c); no body */
+        sb_release(&a->buf);
+        http_reply_buffer(a->req, 304, content_type(a), &a->buf, false);
     } else if (!ok) {
         http_reply_vterr(a->req, err);
     } else {
@@ -201,9 +218,12 @@ static const char *trailer(struct api_sink *a, char *buf, size_t cap)
 {
     const struct exec_call *c = a->sink.call;
     const struct query_request *q = query_of(a);
-    if (a->kind == API_REPLY_PAGE)
-        snprintf(buf, cap, "\"page\":%lld,\"page_size\":%lld", q ? (long long)q->page : 1LL,
-                 q ? (long long)q->page_size : 0LL);
+    if (a->kind == API_REPLY_PAGE) {
+        int n = snprintf(buf, cap, "\"page\":%lld,\"page_size\":%lld",
+                         q ? (long long)q->page : 1LL, q ? (long long)q->page_size : 0LL);
+        if (a->has_total && n > 0 && (size_t)n < cap)
+            snprintf(buf + n, cap - (size_t)n, ",\"total\":%lld", (long long)a->total);
+    }
     else if (a->kind == API_REPLY_SQL && c)
         snprintf(buf, cap, "\"max_rows\":%lld,\"truncated\":%s",
                  (long long)c->rq.caps.max_rows, c->truncated ? "true" : "false");

@@ -167,10 +167,17 @@ static enum vt_err check_function(struct walk *w, const json_t *e, bool table)
     if (!name)
         return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "%s", "a function call without a name");
     /* DuckDB's parser itself writes main.list_value for [..], main.struct_pack
-     * for {..}, main.map and main.row: that qualification, on those, is the
-     * only one allowed. */
-    bool constructor = !strcmp(name, "list_value") || !strcmp(name, "struct_pack") ||
-                       !strcmp(name, "map") || !strcmp(name, "row");
+     * for {..}, main.map, main.row, and for SQL's special forms EXTRACT(f
+     * FROM x) main.date_part, SUBSTRING(x FROM a FOR b) main.substring,
+     * POSITION(a IN b) main.position, TRIM(BOTH c FROM x) main.trim,
+     * x AT TIME ZONE z main.timezone: that qualification, on those, is the
+     * only one allowed (the name is still checked against the allowlist). */
+    static const char *const parser_names[] = {"list_value", "struct_pack", "map", "row",
+                                               "date_part", "substring", "position", "trim",
+                                               "timezone", NULL};
+    bool constructor = false;
+    for (size_t i = 0; parser_names[i] && !constructor; i++)
+        constructor = !strcmp(name, parser_names[i]);
     bool parser_qualified = constructor && schema && !strcmp(schema, "main") &&
                             (!catalog || !*catalog);
     if (((schema && *schema) || (catalog && *catalog)) && !parser_qualified)
@@ -187,6 +194,12 @@ static enum vt_err check_function(struct walk *w, const json_t *e, bool table)
 }
 
 /* ------------------------------------------------------- dialect hooks */
+
+void *sql_walk_context(const struct sql_walk *sw)
+{
+    const struct walk *w = (const struct walk *)sw;
+    return w->opts ? w->opts->dialect_ctx : NULL;
+}
 
 bool sql_walk_in_scope(const struct sql_walk *sw, const char *name)
 {
@@ -430,6 +443,20 @@ static enum vt_err walk_table(struct walk *w, const json_t *ref, int depth)
             switch (w->dialect->table((struct sql_walk *)w, (json_t *)ref)) {
             case SQL_HOOK_CHECK:
                 break;
+            case SQL_HOOK_AGAIN: /* now another kind of reference (a subquery) */
+                if (!(type = str(ref, "type")) || !strcmp(type, "TABLE_FUNCTION"))
+                    return refuse(w, VT_ERR_INTERNAL, "%s",
+                                  "a dialect hook left a table function as it was");
+                return walk_table(w, ref, depth + 1);
+            case SQL_HOOK_OWN: { /* now a base table of the dialect's own */
+                const char *t = str(ref, "table_name"), *sch = str(ref, "schema_name");
+                if (!(type = str(ref, "type")) || strcmp(type, "BASE_TABLE") != 0 || !t ||
+                    strncmp(t, "vt:", 3) != 0 || (sch && *sch))
+                    return refuse(w, VT_ERR_INTERNAL, "%s",
+                                  "a dialect hook claimed a table it may not own");
+                w->changed = w->catalog = true;
+                return VT_ERR_OK;
+            }
             case SQL_HOOK_REFUSED:
                 return hook_refused(w);
             default:
