@@ -236,7 +236,7 @@ static void sink_end(struct exec_sink *s)
 {
     struct api_sink *a = sink_of(s);
     struct vt_error err = {0};
-    if (a->kind != API_REPLY_COUNT) {
+    if (a->kind != API_REPLY_COUNT && a->fmt->end) {
         char t[128];
         a->fmt->end(a->enc, trailer(a, t, sizeof t), body(a), &err);
     }

@@ -127,17 +127,6 @@ static enum vt_err csv_chunk(void *st, duckdb_data_chunk chunk, struct strbuf *o
                          : VT_ERR_OK;
 }
 
-static enum vt_err csv_end(void *st, const char *trailer, struct strbuf *out,
-                           struct vt_error *err)
-{
-    (void)st;
-    (void)trailer;
-    (void)out;
-    (void)err;
-    return VT_ERR_OK;
-}
-
-
 const struct enc_format enc_csv = {
     .name = "csv",
     .media_type = "text/csv",
@@ -149,6 +138,5 @@ const struct enc_format enc_csv = {
     .text_columns = true,
     .begin = csv_begin,
     .chunk = csv_chunk,
-    .end = csv_end,
     .release = csv_release,
 };

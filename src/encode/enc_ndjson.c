@@ -51,16 +51,6 @@ static enum vt_err ndjson_row(void *st, const char *obj, size_t len, struct strb
     return VT_ERR_OK;
 }
 
-static enum vt_err ndjson_end(void *st, const char *trailer, struct strbuf *out,
-                              struct vt_error *err)
-{
-    (void)st;
-    (void)trailer;
-    (void)out;
-    (void)err;
-    return VT_ERR_OK;
-}
-
 static void ndjson_release(void *st)
 {
     struct json_rows **rows = st;
@@ -80,6 +70,5 @@ const struct enc_format enc_ndjson = {
     .begin = ndjson_begin,
     .chunk = ndjson_chunk,
     .row = ndjson_row,
-    .end = ndjson_end,
     .release = ndjson_release,
 };

@@ -58,7 +58,8 @@ struct enc_format {
     enum vt_err (*row)(void *st, const char *obj, size_t len, struct strbuf *out,
                        struct vt_error *err);
     /* The tail; `trailer` is the document's other top-level fields
-     * ("\"page\":1,\"page_size\":10"; NULL: none), written by documents only. */
+     * ("\"page\":1,\"page_size\":10"; NULL: none), written by documents only.
+     * NULL: the format has no tail. */
     enum vt_err (*end)(void *st, const char *trailer, struct strbuf *out, struct vt_error *err);
     void (*release)(void *st);  /* NULL-safe */
 };

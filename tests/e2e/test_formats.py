@@ -16,6 +16,7 @@ import pytest
 import requests
 
 from conftest import Server, dataset_block, server_block, sql, write_parquet
+from test_differential import blob_from_text  # DuckDB's text form of a BLOB
 
 J = {"Content-Type": "application/json"}
 
@@ -162,20 +163,6 @@ def test_csv_sql_is_duckdbs_csv(srv):
 
 # ----------------------------------------------------------------- NDJSON
 
-def blob_of_duck(s):
-    """DuckDB's text form of a BLOB: printable bytes as is, others \\xHH."""
-    out = bytearray()
-    i = 0
-    while i < len(s):
-        if s[i] == "\\" and s[i + 1] == "x":
-            out.append(int(s[i + 2:i + 4], 16))
-            i += 4
-        else:
-            out += s[i].encode()
-            i += 1
-    return bytes(out)
-
-
 def days_of_duck(s):
     return 0 if s == "00:00:00" else int(s.split()[0])
 
@@ -200,7 +187,7 @@ def same_as_to_json(ours, duck):
         elif k == "flt":
             assert struct.pack("<f", float(a)) == struct.pack("<f", float(b)), k
         elif k == "bl":
-            assert base64.b64decode(a) == blob_of_duck(b), k
+            assert base64.b64decode(a) == blob_from_text(b), k
         elif k == "iv":
             assert days_of_iso(a) == days_of_duck(b), k
         else:
