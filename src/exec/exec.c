@@ -157,8 +157,7 @@ enum vt_err exec_pin_at(struct cat_catalog *cat, const char *name, const char *g
     out->ds = name ? cat_dataset_get(cat, name) : NULL;
     out->gen = NULL;
     if (!out->ds)
-        return vt_error_set(err, VT_ERR_DATASET_NOT_FOUND, "no dataset named \"%s\"",
-                            name ? name : "");
+        return cat_unknown_name(cat, name, err);
     out->gen = cat_dataset_acquire_id(out->ds, generation, deadline_ms, err);
     if (!out->gen) {
         cat_dataset_put(out->ds);
@@ -971,6 +970,10 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
             if (stop_requested(plan, &why))
                 err = why;
         }
+        /* A lazy generation's files changed under it, or DuckDB's message
+         * names its internal files: the catalog says what the client sees. */
+        if (plan->kind != EXEC_SQL && plan->gen)
+            cat_generation_read_failed(plan->gen, &err);
         sink->ops->fail(sink, &err);
         source_lazy_read_release(holds);
         return;
@@ -980,6 +983,8 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
         deliver_count(plan, &res, sink, &err);
     else
         deliver_rows(plan, &res, sink, &err, &early);
+    if (plan->kind != EXEC_SQL && plan->gen)
+        cat_generation_read_failed(plan->gen, &err);
     duckdb_destroy_result(&res);
     if (!cached)
         duckdb_destroy_prepare(&ps);
