@@ -102,3 +102,60 @@ ssize_t mcp_header_decode(const char *v, char *out, size_t cap)
     out[k] = '\0';
     return (ssize_t)k;
 }
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+size_t mcp_cursor_encode(const char *key, char *out, size_t cap)
+{
+    size_t n = strlen(key), need = 3 + (n * 4 + 2) / 3 + 1;
+    if (cap < need)
+        return 0;
+    memcpy(out, "v1.", 3);
+    size_t k = 3;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        acc = acc << 8 | (unsigned char)key[i];
+        bits += 8;
+        while (bits >= 6) {
+            bits -= 6;
+            out[k++] = b64url[acc >> bits & 63];
+        }
+    }
+    if (bits > 0)
+        out[k++] = b64url[acc << (6 - bits) & 63];
+    out[k] = '\0';
+    return k;
+}
+
+ssize_t mcp_cursor_decode(const char *cursor, char *out, size_t cap)
+{
+    if (strncmp(cursor, "v1.", 3) != 0)
+        return -1;
+    const char *b = cursor + 3;
+    size_t bl = strlen(b);
+    if (bl % 4 == 1)
+        return -1; /* no whole byte ends there */
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < bl; i++) {
+        const char *q = memchr(b64url, b[i], 64);
+        if (!q || !b[i])
+            return -1;
+        acc = acc << 6 | (uint32_t)(q - b64url);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (k + 1 >= cap)
+                return -1;
+            out[k++] = (char)(acc >> bits & 0xFF);
+        }
+    }
+    if (bits > 0 && (acc & ((1u << bits) - 1)) != 0)
+        return -1; /* non-canonical: stray low bits */
+    if (memchr(out, '\0', k))
+        return -1;
+    out[k] = '\0';
+    return (ssize_t)k;
+}
