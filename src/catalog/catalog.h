@@ -392,6 +392,14 @@ bool cat_dataset_from_config(const struct cat_dataset *ds);
 int cat_dataset_config(struct cat_dataset *ds, struct vt_dataset_config *out);
 /* The names of every registered dataset, in registration order. */
 void cat_names(struct cat_catalog *cat, struct strvec *out);
+/* Whether the set of dataset names is known: always, except on a reader
+ * before it has read the shared catalog. Until then an unknown name is
+ * DATASET_NOT_READY (503, retry elsewhere), not DATASET_NOT_FOUND (404). */
+bool cat_names_known(struct cat_catalog *cat);
+void cat_set_names_known(struct cat_catalog *cat, bool known);
+/* The error for a name that is not registered: 404, or 503 while the names
+ * are not known yet. Returns the code. */
+enum vt_err cat_unknown_name(struct cat_catalog *cat, const char *name, struct vt_error *err);
 /* Drops the previous generations kept past their time (called now and then). */
 void cat_expire_previous(struct cat_catalog *cat);
 

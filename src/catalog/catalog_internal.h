@@ -93,6 +93,7 @@ struct cat_catalog {
     atomic_bool keep_storage;       /* shutting down: storage generations stay on disk
                                      * (materialize.reuse_on_start serves them next time) */
     struct cat_hooks hooks;         /* the cluster's (zero: standalone) */
+    atomic_bool names_unknown;      /* a reader that has not read the shared catalog yet */
 };
 
 struct cat_dataset *cat_dataset_new(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
