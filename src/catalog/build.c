@@ -44,6 +44,20 @@ char *cat_error_text(const char *msg)
     return strndup(msg, bytes);
 }
 
+/* Runs one statement of the build; on failure records DuckDB's message as
+ * build_failed in err, frees the result and returns false. */
+static bool run_build_sql(duckdb_connection con, const char *sql, duckdb_result *res,
+                          struct vt_error *err)
+{
+    if (duckdb_query(con, sql, res) == DuckDBSuccess)
+        return true;
+    char text[VT_ERROR_MSG_MAX];
+    vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
+                 eng_error_text(duckdb_result_error(res), text, sizeof text));
+    duckdb_destroy_result(res);
+    return false;
+}
+
 /* Reads the schema of a generation's relation: names and type text from
  * information_schema, DuckDB type ids from a zero-row prepared statement. */
 static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen,
@@ -83,13 +97,8 @@ static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen
      * every attached database and make a concurrent CHECKPOINT fail). */
     snprintf(sql, sizeof sql, "DESCRIBE %s", gen->relation);
     duckdb_result res;
-    if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
-        char text[VT_ERROR_MSG_MAX];
-        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
-                     eng_error_text(duckdb_result_error(&res), text, sizeof text));
-        duckdb_destroy_result(&res);
+    if (!run_build_sql(con, sql, &res, err))
         return VT_ERR_BUILD_FAILED;
-    }
     idx_t rows = duckdb_row_count(&res);
     for (idx_t i = 0; i < n; i++) {
         char *type_text = i < rows ? duckdb_value_varchar(&res, 1, i) : NULL;
@@ -119,13 +128,8 @@ static enum vt_err count_rows(duckdb_connection con, struct cat_generation *gen,
     char sql[160];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", gen->relation);
     duckdb_result res;
-    if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
-        char text[VT_ERROR_MSG_MAX];
-        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
-                     eng_error_text(duckdb_result_error(&res), text, sizeof text));
-        duckdb_destroy_result(&res);
+    if (!run_build_sql(con, sql, &res, err))
         return VT_ERR_BUILD_FAILED;
-    }
     gen->rows = duckdb_value_int64(&res, 0, 0);
     duckdb_destroy_result(&res);
     return VT_ERR_OK;
