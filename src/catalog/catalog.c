@@ -841,6 +841,7 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     struct cat_generation *gen = &both->pub;
     gen->priv = &both->priv;
     atomic_init(&gen->priv->refs, 1);
+    gen->priv->delta_version = -1;
     gen->priv->catalog = cat;
     pthread_mutex_init(&gen->priv->export_mu, NULL);
     pthread_cond_init(&gen->priv->export_cv, NULL);
@@ -905,6 +906,8 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
             return NULL;
         }
         gen->priv->source_bytes = gen->priv->snapshot.total_bytes;
+        if (cfg->kind == CFG_SOURCE_DELTA && gen->priv->snapshot.version)
+            gen->priv->delta_version = strtoll(gen->priv->snapshot.version, NULL, 10);
         if (gen->priv->snapshot.version)
             gen->priv->source_version = strdup(gen->priv->snapshot.version);
         if (cat_attach_generation(cat, con, gen, !gen->lazy, err) != VT_ERR_OK) {
@@ -1557,10 +1560,12 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
     st->last_error = ds->last_error ? strdup(ds->last_error) : NULL;
     st->source_bytes = -1;
     st->lazy_metadata_bytes = -1;
+    st->delta_version = -1;
     memcpy(st->builds, ds->builds, sizeof st->builds);
     if (ds->current) {
         struct cat_generation *gen = ds->current;
         st->source_bytes = gen->priv->source_bytes;
+        st->delta_version = gen->priv->delta_version;
         if (gen->priv->snapshot.lazy)
             st->lazy_metadata_bytes = (int64_t)source_lazy_bytes(gen->priv->snapshot.lazy);
         const struct cat_fastpath *fp = cat_generation_fastpath(gen);

@@ -18,6 +18,10 @@ int64_t time_wall_us(void);
 /* Formats a wall-clock time (µs since epoch) as RFC 3339 UTC with milliseconds,
  * e.g. 2026-11-22T06:11:28.123Z. `out` needs 32 bytes. */
 void time_format_rfc3339(int64_t wall_us, char out[32]);
+/* Parses "YYYY-MM-DD", or RFC 3339 "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)"
+ * ('T' or a space; a date alone is midnight UTC) into ms since the epoch.
+ * False on anything else (out of range fields, trailing text). */
+bool time_parse_rfc3339(const char *s, int64_t *out_ms);
 /* One wait on `cv` (holding `mu`) until signalled or until the monotonic
  * deadline_ms (0 = no deadline). False when the deadline had already passed,
  * without waiting; callers loop on their own condition. */
