@@ -29,23 +29,11 @@ int64_t time_wall_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static bool digits_at(const char *s, int n, int *out)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return true;
-}
-
 bool time_parse_rfc3339(const char *s, int64_t *out_ms)
 {
     int y, mo, d, h = 0, mi = 0, sec = 0, ms = 0;
-    if (!digits_at(s, 4, &y) || s[4] != '-' || !digits_at(s + 5, 2, &mo) || s[7] != '-' ||
-        !digits_at(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > 31)
+    if (!time_digits(s, 4, &y) || s[4] != '-' || !time_digits(s + 5, 2, &mo) || s[7] != '-' ||
+        !time_digits(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > 31)
         return false;
     static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -54,8 +42,8 @@ bool time_parse_rfc3339(const char *s, int64_t *out_ms)
     const char *p = s + 10;
     int64_t off_min = 0;
     if (*p) {
-        if ((*p != 'T' && *p != 't' && *p != ' ') || !digits_at(p + 1, 2, &h) || p[3] != ':' ||
-            !digits_at(p + 4, 2, &mi) || p[6] != ':' || !digits_at(p + 7, 2, &sec) || h > 23 ||
+        if ((*p != 'T' && *p != 't' && *p != ' ') || !time_digits(p + 1, 2, &h) || p[3] != ':' ||
+            !time_digits(p + 4, 2, &mi) || p[6] != ':' || !time_digits(p + 7, 2, &sec) || h > 23 ||
             mi > 59 || sec > 60)
             return false;
         p += 9;
@@ -74,7 +62,7 @@ bool time_parse_rfc3339(const char *s, int64_t *out_ms)
             p++;
         } else if (*p == '+' || *p == '-') {
             int oh, om;
-            if (!digits_at(p + 1, 2, &oh) || p[3] != ':' || !digits_at(p + 4, 2, &om) ||
+            if (!time_digits(p + 1, 2, &oh) || p[3] != ':' || !time_digits(p + 4, 2, &om) ||
                 oh > 23 || om > 59)
                 return false;
             off_min = (*p == '-' ? -1 : 1) * (oh * 60 + om);

@@ -41,4 +41,18 @@ static inline int64_t time_days_from_civil(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
+/* True when s[0..n) are all ASCII digits, with their decimal value in *out
+ * (n small enough not to overflow an int). Shared by the date parsers. */
+static inline bool time_digits(const char *s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
 #endif
