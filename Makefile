@@ -278,6 +278,9 @@ FUZZ_LIBS_fuzz_jwks            := -ljansson -lcrypto
 FUZZ_SRC_fuzz_pgwire           := src/pgwire/proto.c src/pgwire/lexer.c src/util/strbuf.c \
                                   src/util/errors.c
 FUZZ_LIBS_fuzz_pgwire          := -isystem $(DUCKDB_DIR)
+# JSON span reader of src/explore, with jansson as its oracle.
+FUZZ_SRC_fuzz_explore_jspan    := src/explore/jspan.c
+FUZZ_LIBS_fuzz_explore_jspan   := -ljansson
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 define FUZZ_RULE
