@@ -256,6 +256,10 @@ FUZZ_SRC_fuzz_delta_log        := src/sources/delta_log.c src/sources/delta_sche
 FUZZ_LIBS_fuzz_delta_log       := -ljansson
 FUZZ_SRC_fuzz_delta_dv         := src/sources/delta_dv.c src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_delta_dv        := -isystem $(DUCKDB_DIR) -lroaring -lz
+FUZZ_SRC_fuzz_variant          := src/sources/variant.c src/encode/json_format.c src/encode/dtoa.c \
+                                  src/util/strbuf.c src/util/errors.c
+FUZZ_LIBS_fuzz_variant         := -DVT_NO_OVERREAD -isystem $(DUCKDB_DIR) -L$(DUCKDB_DIR) -lduckdb \
+                                  -Wl,-rpath,$(abspath $(DUCKDB_DIR))
 FUZZ_SRC_fuzz_lazy_stats       := src/sources/lazy_stats.c
 FUZZ_LIBS_fuzz_lazy_stats      := -lm
 FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c
