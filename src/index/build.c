@@ -428,6 +428,15 @@ struct index_fastpath *index_builder_finish(struct index_builder *b, char *note,
     fp->index->n_rows = b->n_rows;
     fp->index->n_cols = b->n_cols;
     fp->index->store = &fp->store;
+    /* The last row block first: blocks are contiguous in the store. */
+    if (b->rows) {
+        fp->rows = calloc(1, sizeof *fp->rows);
+        if (!fp->rows || ix_rowstore_builder_finish(b->rows, fp->rows) != 0) {
+            free(fp->rows);
+            fp->rows = NULL;
+        }
+        b->rows = NULL;
+    }
     for (size_t i = 0; i < b->n_cols; i++) {
         struct cand *k = &b->cands[i];
         if (!k->col)
@@ -439,14 +448,6 @@ struct index_fastpath *index_builder_finish(struct index_builder *b, char *note,
             k->col = NULL;
         }
         cand_drop(k);
-    }
-    if (b->rows) {
-        fp->rows = calloc(1, sizeof *fp->rows);
-        if (!fp->rows || ix_rowstore_builder_finish(b->rows, fp->rows) != 0) {
-            free(fp->rows);
-            fp->rows = NULL;
-        }
-        b->rows = NULL;
     }
     fp->cols = b->cols;
     fp->n_cols = b->n_cols;
