@@ -227,8 +227,7 @@ struct index_builder *index_builder_create(size_t n_cols, const char *const *nam
                 want = false;
             }
         } else {
-            /* the JSON alias is a VARCHAR too, but not an identifier */
-            want = index_type_eligible(t) && !col->json_alias;
+            want = index_type_eligible(t);
         }
         if (!want)
             continue;

@@ -21,7 +21,7 @@ static size_t cell_room(const struct ix_col *c, const struct index_cell *cell)
         case DUCKDB_TYPE_BLOB: return json_base64_max(n);
         case DUCKDB_TYPE_BIT: return 8 * n + 2;
         case DUCKDB_TYPE_BIGNUM: return json_bignum_max(n);
-        default: return c->ck == IX_CK_JSON ? n : json_string_max(n);
+        default: return c->ck == IX_CK_JSON ? n : json_string_max(n); /* JSON alias: either */
         }
     }
     return JSON_FMT_MAX_INTERVAL + 8;
@@ -65,7 +65,7 @@ static char *cell_json(char *o, const struct ix_col *c, const struct index_cell 
     duckdb_string_t s = cell->v.s;
     const char *p = duckdb_string_t_data(&s);
     size_t n = duckdb_string_t_length(s);
-    if (c->ck == IX_CK_JSON) {
+    if (c->ck == IX_CK_JSON || (c->json_alias && json_is_valid(p, n))) {
         if (n)
             memcpy(o, p, n);
         return o + n;

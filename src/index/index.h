@@ -34,7 +34,7 @@
  *
  *  - The row store: every row as typed cells (the values as DuckDB holds
  *    them, not JSON text), IX_BLOCK_ROWS rows to a zstd-compressed block.
- *    Nested types and the JSON alias are kept as their JSON text.
+ *    Nested types (lists, structs, maps, unions) are kept as their JSON text.
  *
  * Memory. The bulk (row blocks, posting lists, frames, buckets) is written
  * to one unnamed file per generation in the runtime directory and read with

@@ -85,8 +85,9 @@ enum ix_ck {
     IX_CK_F64,      /* 8 bytes */
     IX_CK_128,      /* 16 bytes: HUGEINT, UHUGEINT, UUID, DECIMAL(>18) */
     IX_CK_INTERVAL, /* three zigzag varints */
-    IX_CK_BYTES,    /* varint length + bytes: VARCHAR, BLOB, BIT, BIGNUM, ENUM text */
-    IX_CK_JSON,     /* varint length + JSON text (nested types, JSON alias) */
+    IX_CK_BYTES,    /* varint length + bytes: VARCHAR (JSON alias too), BLOB, BIT,
+                     * BIGNUM, ENUM text */
+    IX_CK_JSON,     /* varint length + JSON text (nested types) */
 };
 
 struct ix_col {

@@ -70,8 +70,10 @@ void ix_col_setup(struct ix_col *c, duckdb_logical_type t)
         c->ck = IX_CK_BYTES;
         break;
     case DUCKDB_TYPE_VARCHAR:
+        /* the JSON alias too: its raw text (cells.c writes it as the JSON
+         * encoder does: verbatim when valid, else as a string) */
         c->json_alias = is_json_alias(t);
-        c->ck = c->json_alias ? IX_CK_JSON : IX_CK_BYTES;
+        c->ck = IX_CK_BYTES;
         break;
     case DUCKDB_TYPE_SQLNULL: c->ck = IX_CK_NULL; break;
     case DUCKDB_TYPE_DECIMAL:
