@@ -8,9 +8,10 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 packages=(
     build-essential pkg-config git ca-certificates curl
     libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev zlib1g-dev
-    libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev
-    python3 python3-pytest python3-requests python3-jwt python3-cryptography
-    python3-psycopg python3-psycopg2
+    libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev libsystemd-dev systemd
+    python3 python3-pytest python3-pytest-xdist python3-requests python3-jwt python3-cryptography
+    python3-psycopg python3-psycopg2 python3-sqlalchemy
+    default-jdk-headless libpostgresql-jdbc-java
     nginx wrk postgresql-client postgresql-contrib brotli zstd gdb valgrind linux-perf
     clang libclang-rt-14-dev
     prometheus python3-jsonschema chromium
@@ -67,4 +68,14 @@ if [ -f "$swagger/package-lock.json" ] &&
    { [ ! -f "$swagger/node_modules/.package-lock.json" ] ||
      [ "$swagger/package-lock.json" -nt "$swagger/node_modules/.package-lock.json" ]; }; then
     (cd "$swagger" && npm ci --silent --no-audit --no-fund --ignore-scripts)
+fi
+
+# The Kubernetes schema validator of `make deploy-check` (deploy/check:
+# kubernetes-models and its KEDA and prometheus-operator models, pinned by
+# package-lock.json).
+deploycheck="$top/deploy/check"
+if [ -f "$deploycheck/package-lock.json" ] &&
+   { [ ! -f "$deploycheck/node_modules/.package-lock.json" ] ||
+     [ "$deploycheck/package-lock.json" -nt "$deploycheck/node_modules/.package-lock.json" ]; }; then
+    (cd "$deploycheck" && npm ci --silent --no-audit --no-fund --ignore-scripts)
 fi

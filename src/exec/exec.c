@@ -134,12 +134,18 @@ static struct exec_session *session(void)
 enum vt_err exec_pin(struct cat_catalog *cat, const char *name, int64_t deadline_ms,
                      struct exec_pin *out, struct vt_error *err)
 {
+    return exec_pin_at(cat, name, NULL, deadline_ms, out, err);
+}
+
+enum vt_err exec_pin_at(struct cat_catalog *cat, const char *name, const char *generation,
+                        int64_t deadline_ms, struct exec_pin *out, struct vt_error *err)
+{
     out->ds = name ? cat_dataset_get(cat, name) : NULL;
     out->gen = NULL;
     if (!out->ds)
         return vt_error_set(err, VT_ERR_DATASET_NOT_FOUND, "no dataset named \"%s\"",
                             name ? name : "");
-    out->gen = cat_dataset_acquire(out->ds, deadline_ms, err);
+    out->gen = cat_dataset_acquire_id(out->ds, generation, deadline_ms, err);
     if (!out->gen) {
         cat_dataset_put(out->ds);
         out->ds = NULL;
@@ -719,9 +725,13 @@ void exec_shape_release(struct exec_shape *s)
         if (s->types && s->types[i])
             duckdb_destroy_logical_type(&s->types[i]);
     }
+    for (size_t i = 0; s->param_logical && i < s->nparams; i++)
+        if (s->param_logical[i])
+            duckdb_destroy_logical_type(&s->param_logical[i]);
     free(s->names);
     free(s->types);
     free(s->param_types);
+    free(s->param_logical);
     memset(s, 0, sizeof *s);
 }
 
@@ -741,11 +751,15 @@ enum vt_err exec_describe(const struct exec_plan *plan, duckdb_connection con,
     out->nparams = duckdb_nparams(ps);
     out->ncols = duckdb_prepared_statement_column_count(ps);
     out->param_types = calloc(out->nparams ? out->nparams : 1, sizeof *out->param_types);
+    out->param_logical = calloc(out->nparams ? out->nparams : 1, sizeof *out->param_logical);
     out->names = calloc(out->ncols ? out->ncols : 1, sizeof *out->names);
     out->types = calloc(out->ncols ? out->ncols : 1, sizeof *out->types);
-    bool ok = out->param_types && out->names && out->types;
-    for (size_t i = 0; ok && i < out->nparams; i++)
+    bool ok = out->param_types && out->param_logical && out->names && out->types;
+    for (size_t i = 0; ok && i < out->nparams; i++) {
         out->param_types[i] = duckdb_param_type(ps, (idx_t)i + 1);
+        if (out->param_types[i] != DUCKDB_TYPE_INVALID)
+            out->param_logical[i] = duckdb_param_logical_type(ps, (idx_t)i + 1);
+    }
     for (size_t i = 0; ok && i < out->ncols; i++) {
         char *n = (char *)duckdb_prepared_statement_column_name(ps, (idx_t)i);
         out->names[i] = strdup(n ? n : "?column?");
@@ -760,142 +774,4 @@ enum vt_err exec_describe(const struct exec_plan *plan, duckdb_connection con,
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
     }
     return VT_ERR_OK;
-}
-
-/* ------------------------------------------------- the bounded JSON sink */
-
-static struct exec_json_sink *json_sink_of(struct exec_sink *s)
-{
-    return (struct exec_json_sink *)((char *)s - offsetof(struct exec_json_sink, sink));
-}
-
-/* Whole rows only: cut `out` back to the last complete row and stop. */
-static enum vt_err json_sink_cap(struct exec_json_sink *j, size_t keep_len, uint64_t keep_rows,
-                                 struct vt_error *err)
-{
-    j->out->len = keep_len;
-    if (j->out->buf)
-        j->out->buf[keep_len] = '\0';
-    j->out->overflow = false;
-    j->rows = keep_rows;
-    j->truncated = true;
-    return vt_error_set(err, VT_ERR_CLIENT_GONE, "result capped");
-}
-
-static enum vt_err json_sink_begin(struct exec_sink *s, duckdb_result *res, struct vt_error *err)
-{
-    struct exec_json_sink *j = json_sink_of(s);
-    if (res) {
-        char ebuf[256];
-        j->enc = json_rows_create_for_result(res, ebuf, sizeof ebuf);
-        if (!j->enc)
-            return vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", ebuf);
-    }
-    j->start = j->out->len;
-    return sb_addc(j->out, '[') == 0 ? VT_ERR_OK : vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
-}
-
-static enum vt_err json_sink_chunk(struct exec_sink *s, duckdb_data_chunk chunk,
-                                   struct vt_error *err)
-{
-    struct exec_json_sink *j = json_sink_of(s);
-    uint64_t n = duckdb_data_chunk_get_size(chunk);
-    if (j->max_rows && j->rows >= j->max_rows)
-        return n ? json_sink_cap(j, j->out->len, j->rows, err) : VT_ERR_OK;
-    uint64_t take = n;
-    if (j->max_rows && j->max_rows - j->rows < n)
-        take = j->max_rows - j->rows;
-    /* The whole chunk in one call (the encoder's fast loop); only a chunk
-     * that crosses the byte cap is undone and redone row by row to find the
-     * last whole row that fits, which happens at most once per run. */
-    size_t before = j->out->len;
-    if (json_rows_encode_range(j->enc, chunk, 0, take, j->out) != 0)
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
-    if (!j->max_bytes || j->out->len - j->start <= j->max_bytes) {
-        j->rows += take;
-        return take < n ? json_sink_cap(j, j->out->len, j->rows, err) : VT_ERR_OK;
-    }
-    j->out->len = before;
-    json_rows_rewind(j->enc, j->rows);
-    for (uint64_t i = 0; i < take; i++) {
-        size_t row_start = j->out->len;
-        if (json_rows_encode_range(j->enc, chunk, i, 1, j->out) != 0)
-            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
-        if (j->out->len - j->start > j->max_bytes)
-            return json_sink_cap(j, row_start, j->rows, err);
-        j->rows++;
-    }
-    return VT_ERR_OK; /* not reached: row by row crosses the cap as the chunk did */
-}
-
-static enum vt_err json_sink_row(struct exec_sink *s, const char *obj, size_t len,
-                                 struct vt_error *err)
-{
-    struct exec_json_sink *j = json_sink_of(s);
-    if (j->max_rows && j->rows >= j->max_rows)
-        return json_sink_cap(j, j->out->len, j->rows, err);
-    size_t before = j->out->len;
-    if ((j->rows && sb_addc(j->out, ',') != 0) || sb_add(j->out, obj, len) != 0)
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
-    if (j->max_bytes && j->out->len - j->start > j->max_bytes)
-        return json_sink_cap(j, before, j->rows, err);
-    j->rows++;
-    return VT_ERR_OK;
-}
-
-static enum vt_err json_sink_count(struct exec_sink *s, uint64_t n, struct vt_error *err)
-{
-    (void)err;
-    json_sink_of(s)->count = n;
-    return VT_ERR_OK;
-}
-
-static void json_sink_close_array(struct exec_json_sink *j)
-{
-    if (j->out->len > j->start && j->out->buf[j->start] == '[')
-        sb_addc(j->out, ']');
-}
-
-static void json_sink_end(struct exec_sink *s)
-{
-    struct exec_json_sink *j = json_sink_of(s);
-    json_sink_close_array(j);
-    j->ended = true;
-}
-
-static void json_sink_fail(struct exec_sink *s, const struct vt_error *err)
-{
-    struct exec_json_sink *j = json_sink_of(s);
-    if (j->truncated && err->code == VT_ERR_CLIENT_GONE) {
-        /* Capped on purpose: a complete, shorter answer. */
-        json_sink_close_array(j);
-        j->ended = true;
-        return;
-    }
-    j->err = *err;
-}
-
-static const struct exec_sink_ops json_sink_ops = {
-    .begin = json_sink_begin,
-    .chunk = json_sink_chunk,
-    .json_row = json_sink_row,
-    .count = json_sink_count,
-    .end = json_sink_end,
-    .fail = json_sink_fail,
-};
-
-void exec_json_sink_init(struct exec_json_sink *s, struct strbuf *out, uint64_t max_rows,
-                         size_t max_bytes)
-{
-    memset(s, 0, sizeof *s);
-    s->sink.ops = &json_sink_ops;
-    s->out = out;
-    s->max_rows = max_rows;
-    s->max_bytes = max_bytes;
-}
-
-void exec_json_sink_release(struct exec_json_sink *s)
-{
-    json_rows_destroy(s->enc);
-    s->enc = NULL;
 }

@@ -60,7 +60,9 @@
 #include <unistd.h>
 
 #include "http/compress.h"
+#include "http/cors.h"
 #include "http/encoding.h"
+#include "http/hosts.h"
 #include "http/router.h"
 #include "metrics/metrics.h"
 #include "util/limits.h"
@@ -134,6 +136,9 @@ struct http_request {
     size_t target_len;
     pthread_mutex_t reply_mu;   /* installing a reply vs. shutdown taking over */
     bool detached;              /* shutdown answered for it: the job's reply goes nowhere */
+    /* Shutdown cancelled its job: job_done answers 503 (the shutdown thread
+     * never writes a request whose job may still be running on a worker). */
+    atomic_bool shutdown_cancelled;
     atomic_bool client_gone;    /* noticed by the reaper or the completion callback */
     atomic_bool mhd_suspended;  /* we suspended the connection and MHD has not called
                                  * back since (MHD_stop_daemon must not see one) */
@@ -174,6 +179,7 @@ struct http_server {
     struct http_server_options opts;
     const struct vt_config *cfg;
     struct http_router *router;
+    struct http_hosts hosts;    /* Host/Origin rules (DNS rebinding) */
     const struct http_route *rows; /* the router's rows: a route's metrics slot is its index */
     size_t n_rows;
     struct MHD_Daemon *daemon;
@@ -315,11 +321,28 @@ const char *http_req_query(const struct http_request *req, const char *key)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+const char *http_req_query_n(const struct http_request *req, const char *key, size_t *out_len)
+{
+    const char *v = NULL;
+    size_t n = 0;
+    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, key, strlen(key), &v,
+                                      &n) != MHD_YES)
+        v = NULL;
+    *out_len = v ? n : 0;
+    return v;
+}
+
 const char *http_req_body(const struct http_request *req, size_t *out_len)
 {
     if (out_len)
         *out_len = req->body.len;
     return req->body.buf ? req->body.buf : "";
+}
+
+bool http_req_origin_ok(const struct http_request *req, const struct strvec *extra)
+{
+    return http_hosts_origin_ok(&req->srv->hosts, http_req_header(req, "Origin"),
+                                http_req_header(req, "Host"), extra);
 }
 
 bool http_req_is_json(const struct http_request *req)
@@ -741,12 +764,13 @@ void http_stream_end(struct http_stream *st, bool ok)
 
 static void job_run(struct eng_job *job, duckdb_connection con)
 {
+    (void)con; /* the job's code below takes it from the engine when it must */
     struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
     req->queue_us = time_mono_us() - req->defer_us;
     if (atomic_load(&job->timed_out) || atomic_load(&job->cancelled))
         return;
     log_set_request_id(req->id);
-    req->job_fn(req, con);
+    req->job_fn(req);
     log_set_request_id(NULL);
 }
 
@@ -754,7 +778,10 @@ static void job_done(struct eng_job *job)
 {
     struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
     if (!req->stream) {
-        if (atomic_load(&job->timed_out))
+        if (atomic_load(&req->shutdown_cancelled) && (!req->response || req->status >= 400)) {
+            http_add_header(req, "Connection", "close");
+            http_reply_error(req, VT_ERR_SHUTTING_DOWN, NULL);
+        } else if (atomic_load(&job->timed_out))
             http_reply_error(req, VT_ERR_TIMEOUT, "request timed out");
         else if (!req->response)
             http_reply_error(req, VT_ERR_INTERNAL, "the handler produced no reply");
@@ -907,13 +934,14 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
     req->conn = conn;
     atomic_init(&req->refs, 1);
     pthread_mutex_init(&req->reply_mu, NULL);
+    /* The process tag first: the id is built from it. */
+    pthread_once(&process_tag_once, make_process_tag);
     new_request_id(req->id, atomic_fetch_add(&srv->next_id, 1) + 1);
     req->start_us = time_mono_us();
     req->start_ms = req->start_us / 1000;
     int64_t timeout = srv->cfg->server.request_timeout_ms;
     req->deadline_ms = timeout > 0 ? req->start_ms + timeout : 0;
     req->method = HTTP_OTHER;
-    pthread_once(&process_tag_once, make_process_tag);
     arena_init(&req->arena, REQUEST_ARENA_MAX);
     sb_init(&req->body, (size_t)srv->cfg->server.max_body_bytes);
     const union MHD_ConnectionInfo *ci =
@@ -1131,10 +1159,62 @@ static void add_allow(struct strbuf *allow, unsigned methods)
     }
 }
 
+/* CORS (cors.h): the headers of an allowed origin, and the answer to its
+ * preflight. True when the request was answered here. */
+static bool cors(struct http_request *req)
+{
+    const struct strvec *allowed = &req->srv->cfg->server.cors_origins;
+    const char *origin = allowed->len ? http_req_header(req, "Origin") : NULL;
+    if (!origin)
+        return false;
+    http_add_header(req, "Vary", "Origin");
+    if (!http_cors_allowed(allowed, origin))
+        return false;
+    http_add_header(req, "Access-Control-Allow-Origin", origin);
+    if (req->method != HTTP_OPTIONS || !http_req_header(req, "Access-Control-Request-Method")) {
+        http_add_header(req, "Access-Control-Expose-Headers", HTTP_CORS_EXPOSE_HEADERS);
+        return false;
+    }
+    /* A preflight: the methods of the routes at this path (a route the
+     * authorize hook hides, as it would without credentials, is not there). */
+    unsigned methods = 0;
+    size_t pos = 0;
+    const char *params[HTTP_MAX_PARAMS];
+    const struct http_route *r;
+    while ((r = http_router_next(req->srv->router, &req->segs, &pos, &req->arena, params))) {
+        if (r->perm != AUTH_PERM_PUBLIC && req->srv->opts.authorize) {
+            const char *msg = NULL;
+            req->route = r;
+            memcpy(req->params, params, sizeof params);
+            enum vt_err rc = req->srv->opts.authorize(req, r, &msg);
+            req->route = NULL;
+            memset(req->params, 0, sizeof req->params);
+            if (rc == VT_ERR_NOT_FOUND)
+                continue;
+        }
+        methods |= r->methods & HTTP_GET ? r->methods | HTTP_HEAD : r->methods;
+    }
+    if (!methods)
+        return false; /* no such route: 404 as usual */
+    struct strbuf allow;
+    sb_init(&allow, 256);
+    add_allow(&allow, methods);
+    http_add_header(req, "Access-Control-Allow-Methods", allow.buf ? allow.buf : "");
+    sb_release(&allow);
+    http_add_header(req, "Access-Control-Allow-Headers", HTTP_CORS_ALLOW_HEADERS);
+    http_add_header(req, "Access-Control-Max-Age", HTTP_CORS_MAX_AGE);
+    struct strbuf empty;
+    sb_init(&empty, 0);
+    http_reply_buffer(req, 204, "text/plain", &empty, false);
+    return true;
+}
+
 static void dispatch(struct http_request *req)
 {
     struct http_server *srv = req->srv;
     const struct http_path path = req->segs;
+    if (cors(req))
+        return;
     const char *prefix = srv->cfg->server.prefix ? srv->cfg->server.prefix : "";
     size_t plen = strlen(prefix);
     size_t tlen = strcspn(req->target, "?");
@@ -1251,6 +1331,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         enum vt_err rc = check_head(req, version, &msg);
         if (rc != VT_ERR_OK)
             return reply_and_close(req, rc, msg);
+        if (!http_hosts_host_ok(&srv->hosts, http_req_header(req, "Host"))) {
+            /* DNS rebinding: no route answers a name we are not known by. */
+            label_route(req);
+            return reply_and_close(req, VT_ERR_HOST_NOT_ALLOWED, NULL);
+        }
         if (content_length_too_big(req)) {
             /* Refuse before reading any of the body. */
             req->body_too_large = true;
@@ -1520,7 +1605,8 @@ static void *reaper_main(void *arg)
 
 /* ----------------------------------------------------------- lifecycle */
 
-static int open_listener(const struct vt_config *cfg, int *out_port, struct vt_error *err)
+static int open_listener(const struct vt_config *cfg, int *out_port, bool *out_loopback,
+                         struct vt_error *err)
 {
     char port[16];
     snprintf(port, sizeof port, "%d", cfg->server.port);
@@ -1551,9 +1637,20 @@ static int open_listener(const struct vt_config *cfg, int *out_port, struct vt_e
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     *out_port = cfg->server.port;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        *out_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                   : ((struct sockaddr_in *)&ss)->sin_port);
+    *out_loopback = false;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET6) {
+            const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&ss;
+            *out_port = ntohs(a6->sin6_port);
+            *out_loopback = IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr) ||
+                            (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr) &&
+                             a6->sin6_addr.s6_addr[12] == 127);
+        } else {
+            const struct sockaddr_in *a4 = (const struct sockaddr_in *)&ss;
+            *out_port = ntohs(a4->sin_port);
+            *out_loopback = (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
+        }
+    }
     return fd;
 }
 
@@ -1617,7 +1714,11 @@ struct http_server *http_server_start(const struct http_server_options *opts,
         server_free(srv);
         return NULL;
     }
-    srv->listen_fd = open_listener(cfg, &srv->port, err);
+    bool loopback = false;
+    srv->listen_fd = open_listener(cfg, &srv->port, &loopback, err);
+    srv->hosts = (struct http_hosts){.allowed_hosts = &cfg->server.allowed_hosts,
+                                     .allowed_origins = &cfg->server.allowed_origins,
+                                     .loopback_listener = loopback};
     if (srv->listen_fd < 0) {
         server_free(srv);
         return NULL;
@@ -1709,12 +1810,18 @@ static bool wait_in_flight(struct http_server *srv, int64_t until)
 
 /* After the drain: cancel every job, answer every request still waiting
  * (503 for one whose job has not replied, a truncated end for a stream) and
- * resume its connection, so that none is suspended when MHD stops. */
+ * resume its connection, so that none is suspended when MHD stops. A request
+ * whose job is outstanding is answered by that job's completion (job_done,
+ * on its worker, once the interrupted job returns): its handler may be
+ * writing the request's headers and arena right now, so this thread must not
+ * (doing so crashed the server under load). */
 static void take_over_remaining(struct http_server *srv, struct eng_pool *pool)
 {
     pthread_mutex_lock(&srv->mu);
     for (struct http_request *r = srv->active; r; r = r->next) {
-        if (r->job_outstanding) {
+        bool outstanding = r->job_outstanding;
+        if (outstanding) {
+            atomic_store(&r->shutdown_cancelled, true);
             atomic_store(&r->job.cancelled, true);
             if (r->job_pool)
                 eng_pool_interrupt(r->job_pool, &r->job);
@@ -1725,7 +1832,7 @@ static void take_over_remaining(struct http_server *srv, struct eng_pool *pool)
             stream_abort(r, true);
             continue;
         }
-        if (!r->suspended)
+        if (!r->suspended || outstanding)
             continue;
         http_add_header(r, "Connection", "close");
         http_reply_error(r, VT_ERR_SHUTTING_DOWN, NULL);

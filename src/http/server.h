@@ -5,8 +5,8 @@
  * server.max_body_bytes, 413 before any handler runs) and route them. A handler
  * runs on the epoll thread, so it must not block: it either replies at once
  * (probes, status) or defers its work to an engine pool with http_defer(); the
- * connection is suspended, the job runs on a worker with its own DuckDB
- * connection and replies from there, which resumes the connection.
+ * connection is suspended, the job runs on a worker of that pool and replies
+ * from there, which resumes the connection.
  *
  * Replies are one of: a buffer (JSON, compressed by Accept-Encoding when
  * allowed), a file range (sent with sendfile), or a stream that a worker
@@ -46,8 +46,10 @@ struct http_server;
 struct http_stream;
 
 typedef void (*http_handler_fn)(struct http_request *req);
-/* Runs on a worker thread with that worker's DuckDB connection. */
-typedef void (*http_job_fn)(struct http_request *req, duckdb_connection con);
+/* Runs on a worker thread of the pool it was deferred to. It gets no DuckDB
+ * connection: what runs DuckDB below the front ends (src/exec, the catalog)
+ * takes the worker's own (eng_worker_connection). */
+typedef void (*http_job_fn)(struct http_request *req);
 
 #define HTTP_MAX_PARAMS 2
 
@@ -115,6 +117,8 @@ const char *http_req_route(const struct http_request *req);    /* matched patter
 const char *http_req_param(const struct http_request *req, size_t i); /* {x} captures */
 const char *http_req_header(const struct http_request *req, const char *name);
 const char *http_req_query(const struct http_request *req, const char *key);
+/* The same, with the decoded value's length (a %00 in it is a NUL byte). */
+const char *http_req_query_n(const struct http_request *req, const char *key, size_t *out_len);
 const char *http_req_body(const struct http_request *req, size_t *out_len);
 struct arena *http_req_arena(struct http_request *req);
 /* The request id: the client's X-Request-Id when it is a sane token (1 to
@@ -130,6 +134,12 @@ int64_t http_req_queue_us(const struct http_request *req);
 bool http_request_id_ok(const char *id);
 /* Monotonic ms deadline from server.request_timeout_ms (0 = none). */
 int64_t http_req_deadline(const struct http_request *req);
+/* The Origin rule of http/hosts.h: true when the request has no Origin or
+ * one the server allows (loopback, server.allowed_origins, `extra` (a
+ * route's own list, may be NULL), or a listed host's own origin). Routes a
+ * browser page could call with side effects (MCP) answer 403 otherwise. The
+ * Host rule runs for every request before routing (421 host_not_allowed). */
+bool http_req_origin_ok(const struct http_request *req, const struct strvec *extra);
 /* True when the request carries Content-Type: application/json (parameters allowed). */
 bool http_req_is_json(const struct http_request *req);
 

@@ -46,6 +46,8 @@
       "request header fields too large")                                                   \
     X(REQUEST_HEAD_TIMEOUT, 408, "request_timeout", "57014", -32600,                       \
       "the request head did not arrive in time")                                           \
+    X(HOST_NOT_ALLOWED, 421, "host_not_allowed", "08004", -32600,                          \
+      "this server does not answer for that Host (server.allowed_hosts)")                  \
     /* datasets */                                                                         \
     X(DATASET_NOT_FOUND, 404, "dataset_not_found", "42P01", 0, "no such dataset")                      \
     X(DATASET_NOT_READY, 503, "dataset_not_ready", "55000", 0, "dataset is not published yet")         \
@@ -62,6 +64,14 @@
       "the source changed under the published generation; reload the dataset")            \
     X(BUILD_FAILED, 422, "build_failed", "XX000", 0, "dataset build failed")                           \
     X(BUSY, 409, "busy", "55006", 0, "dataset is already building")                                    \
+    X(GENERATION_NOT_AVAILABLE, 409, "generation_not_available", "55000", 0,                \
+      "this replica does not have that generation yet; retry")                             \
+    X(GENERATION_GONE, 410, "generation_gone", "55000", 0,                                  \
+      "that generation was replaced and collected; restart the read")                      \
+    X(NOT_WRITER, 409, "not_writer", "25006", 0,                                            \
+      "this replica is a reader; send admin and write calls to the writer")                \
+    X(PUBLISH_FAILED, 503, "publish_failed", "58030", 0,                                    \
+      "the generation could not be published to the shared storage")                       \
     X(INVALID_CONFIG, 400, "invalid_config", "F0000", 0, "invalid configuration")                      \
     X(NO_CONFIG_FILE, 400, "no_config_file", "F0000", 0, "server was not started from a config file")  \
     /* saved queries (POST/DELETE /api/v1/queries) */                                   \
@@ -95,6 +105,8 @@
     /* ranges and conditional requests */                                                  \
     X(RANGE_NOT_SATISFIABLE, 416, "range_not_satisfiable", "22003", 0, "range not satisfiable")        \
     X(PRECONDITION_FAILED, 412, "precondition_failed", "55000", 0, "precondition failed")              \
+    /* not an error: a conditional GET's answer (the HTTP sinks send an empty 304) */           \
+    X(NOT_MODIFIED, 304, "not_modified", "00000", 0, "not modified")                                   \
     /* auth */                                                                             \
     X(UNAUTHORIZED, 401, "unauthorized", "28000", 0, "missing or invalid credentials")                 \
     X(FORBIDDEN, 403, "forbidden", "42501", 0, "forbidden")                                            \
@@ -117,6 +129,9 @@
     X(PG_NO_PORTAL, 400, "no_portal", "34000", 0, "portal does not exist")                 \
     X(PG_DUPLICATE_STATEMENT, 400, "duplicate_statement", "42P05", 0,                      \
       "prepared statement already exists")                                                 \
+    X(PG_DUPLICATE_CURSOR, 400, "duplicate_cursor", "42P03", 0, "cursor already exists")  \
+    X(PG_NO_TRANSACTION, 400, "no_active_transaction", "25P01", 0,                         \
+      "this can only be used in transaction blocks")                                       \
     X(PG_TX_ABORTED, 400, "transaction_aborted", "25P02", 0,                               \
       "current transaction is aborted, commands ignored until end of transaction block")   \
     X(PG_INVALID_TEXT, 400, "invalid_text_representation", "22P02", 0,                     \

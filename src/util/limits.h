@@ -50,6 +50,7 @@
 #define VT_PGWIRE_MAX_STATEMENTS 256           /* named prepared statements per connection */
 #define VT_PGWIRE_MAX_PORTALS 64               /* open portals per connection */
 #define VT_PGWIRE_MAX_PARAMS 4096              /* parameters of one statement */
+#define VT_PGWIRE_MAX_ARRAY_ITEMS 65536       /* elements of one array parameter */
 #define VT_PGWIRE_MAX_SESSION_BYTES (8 * 1024 * 1024) /* statement texts, portals' bound
                                                 * values, names kept per connection */
 #define VT_PGWIRE_MAX_SUSPENDED_BYTES (16 * 1024 * 1024) /* rows held, all portals of a
@@ -106,6 +107,7 @@
 #define VT_S3_LOW_SPEED_SECS 30                 /* ... sustained for this long */
 #define VT_S3_DOWNLOAD_THREADS 4                /* parallel object downloads per resolve */
 #define VT_S3_MAX_OBJECT_BYTES ((int64_t)64 * 1024 * 1024 * 1024) /* one downloaded object */
+#define VT_S3_MAX_PUT_BYTES ((int64_t)5 * 1024 * 1024 * 1024) /* S3's limit of one PUT */
 /* The byte-range cache of lazy S3 datasets (src/sources/rangecache.c): the
  * default budget when source_context.cache_max_bytes is 0. */
 #define VT_S3_CACHE_DEFAULT_MAX_BYTES ((int64_t)4 * 1024 * 1024 * 1024)
@@ -137,5 +139,14 @@
 #define VT_AUTH_RETRY_AFTER_SECS 2              /* Retry-After of a 503 for want of keys */
 #define VT_AUTH_CACHE_ENTRIES 4096              /* verified tokens kept */
 #define VT_AUTH_CACHE_MAX_BYTES (16 * 1024 * 1024) /* their total size */
+
+/* The cluster (src/cluster): shared generations on S3. */
+#define VT_CLUSTER_MAX_MANIFEST_BYTES (1024 * 1024)      /* one manifest.json or CURRENT */
+#define VT_CLUSTER_MAX_CATALOG_BYTES (16 * 1024 * 1024)  /* the shared catalog.json */
+#define VT_CLUSTER_FORWARD_TIMEOUT_MS 30000     /* a forwarded admin call without a deadline */
+#define VT_CLUSTER_FORWARD_MAX_BYTES (8 * 1024 * 1024) /* the writer's answer relayed */
+#define VT_CLUSTER_CAS_ATTEMPTS 8               /* compare-and-swap of CURRENT/catalog */
+#define VT_CLUSTER_RETRY_MIN_MS 1000            /* a failed publish or import: first retry */
+#define VT_CLUSTER_RETRY_MAX_MS 60000           /* ... doubling up to this */
 
 #endif

@@ -111,6 +111,15 @@ class Moto:
     def delete(self, bucket, key):
         self._req("DELETE", f"/{bucket}/{_quote_key(key)}")
 
+    def get(self, bucket, key):
+        return self._req("GET", f"/{bucket}/{_quote_key(key)}")
+
+    def list_keys(self, bucket, prefix=""):
+        """Every key under prefix (one page of up to 1000 is enough for tests)."""
+        import re
+        xml = self._req("GET", f"/{bucket}?list-type=2&prefix={urllib.parse.quote(prefix)}")
+        return re.findall(r"<Key>([^<]*)</Key>", xml.decode())
+
     def upload_file(self, bucket, key, path):
         self.put(bucket, key, Path(path).read_bytes())
 
