@@ -116,7 +116,7 @@ struct ix_rowstore {
     uint64_t disk_bytes;
 };
 
-/* Per-thread decoding state: the last block read and decoded. */
+/* Per-thread decoding state: the last block read, and its row decoded last. */
 struct ix_cursor {
     void *dctx;                 /* ZSTD_DCtx */
     const struct ix_rowstore *rs;
@@ -126,11 +126,10 @@ struct ix_cursor {
     size_t packed_cap;
     char *block;
     size_t block_len, block_cap;
-    /* decoded rows of the block: n_rows_in_block * n_cols cells */
+    /* the decoded row of the block (its index in the block, or SIZE_MAX) */
     struct index_cell *cells;
     size_t cells_cap;
-    size_t rows_decoded;
-    /* a sorted copy of a strbuf-sized scratch for callers */
+    size_t row_decoded;
 };
 
 struct ix_rowstore_builder;
@@ -147,7 +146,8 @@ size_t ix_rowstore_memory(const struct ix_rowstore *rs);
  * NULL when out of memory. */
 struct ix_cursor *ix_cursor_get(void);
 /* Decodes row `pos` into the cursor: *out_cells points to n_cols cells,
- * valid until the cursor's next use. gen: the fast path's id. */
+ * valid until the cursor's next use (the next row read by this thread).
+ * gen: the fast path's id. */
 enum ix_read ix_rowstore_row(const struct ix_rowstore *rs, uint64_t gen, struct ix_cursor *cur,
                              uint32_t pos, bool nowait, const struct index_cell **out_cells);
 /* Whether row `pos` is in the block the cursor holds (no read needed). */

@@ -211,27 +211,19 @@ static int frames_finish(struct ix_keys_builder *k, size_t n_rows, struct ix_sto
     return 0;
 }
 
-/* Decodes frame f (its bytes at p) into out (sortable keys). */
-static int frame_decode(const struct index_column *c, size_t f, const unsigned char *p,
-                        size_t len, uint64_t *out, size_t *out_m)
+/* w bits at bit offset `bit` of p (LSB first); p has 16 readable bytes of
+ * slack past its end. */
+static inline uint64_t get_bits(const unsigned char *p, uint64_t bit, unsigned w)
 {
-    size_t first = f * IX_FRAME_ROWS;
-    size_t m = c->n_values - first < IX_FRAME_ROWS ? c->n_values - first : IX_FRAME_ROWS;
-    if (len < 1)
-        return -1;
-    unsigned w = p[0];
-    if (w > 64 || len < 1 + ((m - 1) * w + 7) / 8)
-        return -1;
-    out[0] = c->frame_key[f];
-    uint64_t bit = 0;
-    for (size_t i = 1; i < m; i++, bit += w) {
-        uint64_t delta = 0;
-        for (unsigned b = 0; b < w; b++)
-            delta |= (uint64_t)(p[1 + (bit + b) / 8] >> ((bit + b) % 8) & 1) << b;
-        out[i] = out[i - 1] + delta;
-    }
-    *out_m = m;
-    return 0;
+    if (w == 0)
+        return 0;
+    uint64_t byte = bit >> 3, lo;
+    unsigned sh = (unsigned)(bit & 7);
+    memcpy(&lo, p + byte, 8);
+    uint64_t v = lo >> sh;
+    if (w + sh > 64)
+        v |= (uint64_t)p[byte + 8] << (64 - sh);
+    return w == 64 ? v : v & (((uint64_t)1 << w) - 1);
 }
 
 static enum ix_read frames_lookup(const struct index_column *c, const struct ix_store *store,
@@ -265,36 +257,50 @@ static enum ix_read frames_lookup(const struct index_column *c, const struct ix_
         return IX_READ_OK;
     }
     uint64_t off = c->frame_off[f0], len = c->frame_off[f1] - off;
-    unsigned char *bytes = malloc(len + 8);
-    uint64_t vals[IX_FRAME_ROWS];
+    unsigned char small[1 + IX_FRAME_ROWS * 8 + 16];
+    unsigned char *bytes = len + 16 <= sizeof small ? small : malloc(len + 16);
     if (!bytes)
         return IX_READ_ERROR;
+    memset(bytes + len, 0, 16);
     enum ix_read rd = ix_store_read(store, off, len, bytes, nowait);
     size_t cap = 0;
-    for (size_t f = f0; rd == IX_READ_OK && f < f1; f++) {
-        size_t m;
-        if (frame_decode(c, f, bytes + (c->frame_off[f] - off), c->frame_off[f + 1] - c->frame_off[f],
-                         vals, &m) != 0) {
+    bool past = false;
+    for (size_t f = f0; rd == IX_READ_OK && f < f1 && !past; f++) {
+        const unsigned char *p = bytes + (c->frame_off[f] - off);
+        size_t flen = c->frame_off[f + 1] - c->frame_off[f];
+        size_t first = f * IX_FRAME_ROWS;
+        size_t m = c->n_values - first < IX_FRAME_ROWS ? c->n_values - first : IX_FRAME_ROWS;
+        unsigned w = flen ? p[0] : 65;
+        if (w > 64 || flen < 1 + ((m - 1) * w + 7) / 8) {
             rd = IX_READ_ERROR;
             break;
         }
+        /* values never decrease: skip to k, stop past it */
+        uint64_t v = c->frame_key[f];
         for (size_t i = 0; i < m; i++) {
-            if (vals[i] != k)
+            if (i)
+                v += get_bits(p + 1, (uint64_t)(i - 1) * w, w);
+            if (v < k)
                 continue;
+            if (v > k) {
+                past = true;
+                break;
+            }
             if (out->n == cap) {
                 cap = cap ? cap * 2 : 4;
-                uint32_t *p = realloc(out->rows, cap * sizeof *p);
-                if (!p) {
+                uint32_t *q = realloc(out->owned ? out->rows : NULL, cap * sizeof *q);
+                if (!q) {
                     rd = IX_READ_ERROR;
                     break;
                 }
-                out->rows = p;
+                out->rows = q;
                 out->owned = true;
             }
-            out->rows[out->n++] = (uint32_t)(f * IX_FRAME_ROWS + i);
+            out->rows[out->n++] = (uint32_t)(first + i);
         }
     }
-    free(bytes);
+    if (bytes != small)
+        free(bytes);
     if (rd != IX_READ_OK)
         ix_hits_free(out);
     else if (out->n > limit)
