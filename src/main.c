@@ -349,7 +349,7 @@ static int serve(const char *config_path, int port_override, int role_override)
     uint64_t index_budget =
         config_parse_size_bytes(cfg.server.index_memory_limit, eng_available_memory());
     index_budget_set(index_budget > SIZE_MAX ? SIZE_MAX : (size_t)index_budget);
-    log_info("index memory budget %.0f MiB (server.index_memory_limit = \"%s\")",
+    log_info("index memory budget %.1f MiB (server.index_memory_limit = \"%s\")",
              index_budget == UINT64_MAX ? -1.0 : index_budget / 1048576.0,
              cfg.server.index_memory_limit);
 
