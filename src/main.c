@@ -33,6 +33,7 @@
 #include "pgwire/pgwire.h"
 #include "quack/quack.h"
 #include "saved/saved.h"
+#include "sources/source.h"
 #include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -298,6 +299,9 @@ static int serve(const char *config_path, int port_override, int role_override)
 
     if (eng_open(&cfg, &db, &err) != VT_ERR_OK)
         goto fail;
+    /* The SQL functions source statements call (deletion vectors). */
+    if (source_functions_register(db, &err) != VT_ERR_OK)
+        goto fail;
     /* DuckDB reads and writes files only where this configuration says
      * (defence in depth under the SQL gate): the config's directories and
      * sources, and this process's runtime directory. */
@@ -355,7 +359,7 @@ static int serve(const char *config_path, int port_override, int role_override)
 
     if (cfg.server.pgwire.enabled) {
         struct pgw_server_options po = {.cfg = &cfg, .catalog = app.catalog,
-                                        .pool = app.queries};
+                                        .pool = app.queries, .auth = &app.auth};
         pg = pgw_server_start(&po, &err);
         if (!pg)
             goto fail;

@@ -278,9 +278,17 @@ int config_dataset_resolve_paths(struct vt_dataset_config *ds, const char *dir);
 
 /* The directories local sources may be read from (the source policy's
  * roots): server.allowed_roots, or by default the config file's directory
- * (the working directory without one) and the saved-queries and storage
- * directories. Appends them as written; 0, or -1 out of memory. */
+ * (the working directory without one), the saved-queries and storage
+ * directories and the directory of every local dataset of the config file
+ * (config_location_root). Appends them as written, each once; 0, or -1 out of
+ * memory. */
 int config_source_roots(const struct vt_config *cfg, struct strvec *out);
+/* The directory of a local location, as written: the location itself when
+ * it is a directory, else the part before the last '/' that precedes any
+ * glob character ("/d/x/y*.parquet" gives /d/x, "/d/a.parquet" gives /d).
+ * NULL (nothing to add) for S3 and other URLs, relative paths and "/".
+ * Caller frees. */
+char *config_location_root(const char *location);
 /* The local directories this configuration reads and writes: the source
  * roots above, the saved-queries, storage and temp directories (also when
  * allowed_roots leaves them out), and the directory of every local source of

@@ -684,12 +684,14 @@ const struct cfg_key cfg_schema[] = {
      .doc = "Where DuckDB spills sorts, joins and group-bys that do not fit in memory_limit."},
     {"server", "allowed_roots", CFG_T_STRVEC, C(server.allowed_roots), .flags = CFG_PATHS,
      .def = "[]",
-     .def_doc = "empty: the config file's directory and the saved-queries and storage "
+     .def_doc = "empty: the config file's directory, the directory of each of its local "
+                "datasets (also those a config reload adds) and the saved-queries and storage "
                 "directories (the working directory when there is no config file)",
      .doc = "Every local path a build reads (symbolic links resolved, Delta data files too) "
             "must lie inside one of these directories, and so must the location a request "
             "registers or persists; datasets of the config file may also read their own "
-            "location. Relative entries are relative to the config file."},
+            "location, as written or through its links. Relative entries are relative to the "
+            "config file."},
     {"server", "allowed_s3_endpoints", CFG_T_STRVEC, C(server.allowed_s3_endpoints),
      .check = check_url, .def = "[]",
      .def_doc = "empty: only the endpoints named by the config file's datasets",
@@ -753,7 +755,9 @@ const struct cfg_key cfg_schema[] = {
     {"server.quack", "allow_other_hostname", CFG_T_BOOL, C(server.quack.allow_other_hostname),
      .def = "false", .doc = "Allow a non-local uri host (put a TLS-terminating proxy in front)."},
     {"server.quack", "read_only", CFG_T_BOOL, C(server.quack.read_only), .def = "true",
-     .doc = "Reject CREATE, INSERT, UPDATE, DELETE, COPY, DROP, ALTER, LOAD and INSTALL."},
+     .doc = "Every query passes the SQL gate of /api/v1/sql first: one read-only SELECT over "
+            "the datasets (CREATE, INSERT, UPDATE, DELETE, COPY, DROP, ALTER, LOAD, INSTALL "
+            "and anything else are refused)."},
     {"server.quack", NULL, CFG_T_RULE, .rule = rule_quack,
      .doc = "A uri host other than localhost needs allow_other_hostname = true."},
 
@@ -768,7 +772,8 @@ const struct cfg_key cfg_schema[] = {
      .def = "\"vitrine\"", .doc = "User name clients must present."},
     {"server.pgwire", "password", CFG_T_STR, C(server.pgwire.password), .flags = CFG_NONEMPTY,
      .def_doc = "unset", .example = "\"change-me\"",
-     .doc = "Cleartext password; optional on loopback, required on any other address."},
+     .doc = "Cleartext password; optional on loopback, required on any other address. With "
+            "[auth] enabled a bearer token is a password too (the HTTP permission map applies)."},
     {"server.pgwire", "tls_cert", CFG_T_PATH, C(server.pgwire.tls_cert), .def_doc = "unset",
      .example = "\"certs/server.pem\"", .doc = "PEM certificate (with tls_key)."},
     {"server.pgwire", "tls_key", CFG_T_PATH, C(server.pgwire.tls_key), .def_doc = "unset",

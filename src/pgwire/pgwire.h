@@ -37,6 +37,7 @@
 #include "util/errors.h"
 #include "util/strbuf.h"
 
+struct auth_policy;
 struct cat_catalog;
 struct eng_pool;
 
@@ -48,6 +49,7 @@ struct pgw_server_options {
     const struct vt_config *cfg;   /* server.pgwire, server.request_timeout_ms */
     struct cat_catalog *catalog;
     struct eng_pool *pool;         /* the query pool (shared with HTTP) */
+    const struct auth_policy *auth; /* [auth]: bearer tokens as passwords (may be NULL) */
 };
 
 /* Binds, loads the TLS certificate when configured and starts the listener

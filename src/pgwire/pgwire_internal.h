@@ -23,6 +23,31 @@
 #include "util/strbuf.h"
 
 struct pgw_session;
+struct auth_policy;
+
+/* login.c: who may open a session (listener thread only). */
+struct pgw_login;
+struct pgw_login *pgw_login_create(const struct pgwire_config *pg,
+                                   const struct auth_policy *auth);
+void pgw_login_destroy(struct pgw_login *l);
+/* Whether clients must send a password (the static one or a bearer token). */
+bool pgw_login_needs_password(const struct pgw_login *l);
+/* The startup warning when the listener at `where` is open without
+ * credentials (or its static password bypasses [auth]). */
+void pgw_login_describe(const struct pgw_login *l, const char *where);
+/* PG_TOO_MANY_FAILURES while the address is blocked (before any password
+ * is read), else VT_ERR_OK. */
+enum vt_err pgw_login_admit(struct pgw_login *l, const char *peer, struct vt_error *err);
+/* The password (or bearer token) of `user` from `peer`: VT_ERR_OK (and, for
+ * a token, *out_valid_until: its expiry, Unix seconds; 0 none),
+ * PG_PASSWORD_FAILED (counted against the address), PG_TOO_MANY_FAILURES,
+ * AUTH_UNAVAILABLE (no signing keys yet). */
+enum vt_err pgw_login_check(struct pgw_login *l, const char *peer, const char *user,
+                            const char *password, int64_t *out_valid_until,
+                            struct vt_error *err);
+/* A name a client sent, for a log line: control bytes, quotes and
+ * backslashes as \xNN (out: cap bytes; 4 per input byte at most). */
+void pgw_log_name(const char *in, char *out, size_t cap);
 
 enum pgw_phase {
     PGW_PH_STARTUP,         /* waiting for SSLRequest / GSSENCRequest / StartupMessage */
@@ -52,6 +77,8 @@ struct pgw_conn {
     int64_t last_active_ms;
     int64_t deadline_ms;            /* startup must finish by then */
     int32_t pid, secret;            /* BackendKeyData */
+    int64_t accepted_ms;            /* monotonic: the oldest pre-auth one is evicted first */
+    int64_t valid_until;            /* logged in with a bearer token: its expiry (Unix s) */
     char user[64];
     void *startup_copy;             /* startup parameters while the password is awaited */
     struct pgw_session *session;
@@ -320,10 +347,12 @@ bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st, const
 
 /* fastpath.c: an equality lookup answered from the dataset's index. 1:
  * answered (rows sent, or an error reported: *out_ok false); 0: not from the
- * index (nothing sent: run the SQL). */
+ * index (nothing sent: run the SQL). told (may be NULL): the column types
+ * the client was told, which the answer must have. */
 int pgw_fast_lookup(struct pgw_session *s, const struct sql_lookup *l,
                     const struct exec_snapshot *snap, const struct query_value *params,
-                    size_t nparams, bool describe, uint64_t *out_rows, bool *out_ok);
+                    size_t nparams, bool describe, const uint32_t *told, size_t ntold,
+                    uint64_t *out_rows, bool *out_ok);
 
 /* statements.c */
 void pgw_simple_query(struct pgw_session *s, const char *sql, size_t len);

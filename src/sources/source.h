@@ -42,6 +42,8 @@ struct source_file {
     char *path;                 /* local path DuckDB reads */
     int64_t size;               /* bytes */
     char **partition_values;    /* n_partitions entries (NULL entry = SQL NULL), or NULL */
+    uint64_t dv;                /* its deletion vector's number in the statements (dvset.c), 0:
+                                 * none; registered by the snapshot, removed on release */
 };
 
 struct source_snapshot {
@@ -78,6 +80,12 @@ struct source_snapshot {
     struct range_cache_lease *holds;
 };
 
+/* The SQL functions the snapshots' statements call (vt_dv_deleted, which
+ * drops rows deletion vectors removed): registered once per database, before
+ * any build reads a source. */
+#define SOURCE_DV_FUNCTION "vt_dv_deleted"
+enum vt_err source_functions_register(duckdb_database db, struct vt_error *err);
+
 /* What requests may reach (policy.c): local roots, S3 endpoints, credential
  * variables, from the config. */
 struct source_policy;
@@ -90,8 +98,17 @@ void source_policy_destroy(struct source_policy *p);
 enum vt_err source_policy_check(const struct source_policy *p,
                                 const struct vt_dataset_config *ds, struct vt_error *err);
 /* The directory a config file's dataset may read besides the roots (its
- * location up to the first wildcard, after links); NULL for S3. Caller frees. */
+ * location up to the first wildcard, as written and after links: an opaque
+ * string for source_context.extra_root); NULL for S3. Caller frees. */
 char *source_policy_extra_root(const char *location);
+/* A dataset a config reload adds: its directory joins the roots (when
+ * server.allowed_roots is empty), its s3.endpoint and s3.*_env names the
+ * allowed ones. Safe while builds run. */
+void source_policy_add_dataset(struct source_policy *p, const struct vt_dataset_config *ds);
+/* Whether DuckDB may open `real_path` itself (inside the directories it was
+ * confined to at start); a file it may not is read through a link in the
+ * build's pin directory. True without a policy. */
+bool source_policy_engine_reads(const struct source_policy *p, const char *real_path);
 
 struct source_context {
     const char *cache_dir;      /* the S3 range cache's directory (bounded, rangecache.h) */
@@ -162,6 +179,11 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
                              struct arena *arena, int64_t deadline_ms, const atomic_bool *cancel,
                              struct source_lazy_plan *out, struct vt_error *err);
 void source_lazy_plan_release(struct source_lazy_plan *plan);
+/* Whether a local file of the generation changed since it was built
+ * (rewritten in place, replaced or gone: source_lazy_plan answers such a
+ * request VT_ERR_SOURCE_CHANGED): true and err set (a message without paths)
+ * for the first one found. Stats every local file. */
+bool source_lazy_changed(const struct source_lazy *lz, struct vt_error *err);
 /* Every byte of an S3 lazy generation local (an export, a SQL statement
  * over its view), held until released; nothing to do for local files. */
 enum vt_err source_lazy_read_all(const struct source_lazy *lz, int64_t deadline_ms,

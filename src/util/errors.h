@@ -120,6 +120,10 @@
     X(PG_PROTOCOL, 400, "protocol_violation", "08P01", -32600, "protocol violation")       \
     X(PG_PASSWORD_FAILED, 401, "password_failed", "28P01", 0, "password authentication failed") \
     X(PG_CANCELLED, 499, "cancelled", "57014", 0, "canceling statement due to user request") \
+    X(PG_TOO_MANY_FAILURES, 429, "too_many_failures", "28000", 0,                          \
+      "too many failed password attempts from this address")                               \
+    X(PG_TOKEN_EXPIRED, 401, "token_expired", "28000", 0,                                  \
+      "the bearer token this session logged in with has expired")                          \
     X(PG_IDLE_TIMEOUT, 408, "idle_timeout", "57P05", 0,                                    \
       "terminating connection due to idle-session timeout")                                \
     X(PG_UNKNOWN_SETTING, 400, "unknown_setting", "42704", 0,                               \

@@ -58,6 +58,10 @@
                                                 * row limit */
 #define VT_PGWIRE_OUT_FLUSH_BYTES (64 * 1024)  /* output buffered before a write */
 #define VT_PGWIRE_STARTUP_TIMEOUT_SECS 10      /* startup and authentication must finish */
+#define VT_PGWIRE_MAX_PASSWORD_BYTES 16384    /* a password message (bearer tokens are long) */
+#define VT_PGWIRE_AUTH_MAX_FAILURES 10         /* failed passwords from one address within */
+#define VT_PGWIRE_AUTH_WINDOW_SECS 60          /* this window block it ... */
+#define VT_PGWIRE_AUTH_BLOCK_SECS 60           /* ... for this long */
 #define VT_PGWIRE_MAX_STATEMENTS_PER_QUERY 1024 /* statements in one simple Query */
 #define VT_PGWIRE_CONNECTION_HEADROOM 16       /* sockets past max_connections accepted to
                                                 * answer "too many clients" / CancelRequest */
@@ -91,6 +95,9 @@
 #define VT_DELTA_MAX_COLUMNS 10000              /* fields of one struct in a schema */
 #define VT_DELTA_MAX_PATH_BYTES 4096            /* one decoded data file path */
 #define VT_DELTA_MAX_CHECKPOINT_PARTS 100000    /* parts of a multi-part checkpoint, sidecars */
+#define VT_DELTA_MAX_DV_BYTES (64 * 1024 * 1024) /* one serialized deletion vector */
+#define VT_DELTA_MAX_DV_ROWS ((uint64_t)1 << 32) /* positions one vector may hold (no stated cardinality) */
+#define VT_DELTA_MAX_STATS_BYTES (1024 * 1024)  /* one add.stats JSON text kept for planning */
 
 /* S3 client (src/sources/s3*.c) */
 #define VT_S3_MAX_LIST_KEYS 1000000             /* keys gathered by one listing */
