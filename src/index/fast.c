@@ -320,6 +320,23 @@ static bool settle(enum vt_err rc, struct vt_error *err)
     return false;
 }
 
+/* The rows the positional terms find, checked against every term when some
+ * term is verified on the row cells (too many to check: another path). */
+static enum step matched_rows(const struct index_fastpath *fp, const struct index_fast_query *q,
+                              const struct index_term *pos_terms, size_t n_pos, bool need_verify,
+                              struct ix_hits *rows)
+{
+    bool cand;
+    enum step st = match(fp->index, pos_terms, n_pos, q->nowait, rows, &cand);
+    if (st != STEP_OK || !need_verify)
+        return st;
+    if (q->max_rows != SIZE_MAX && rows->n > q->max_rows * FAST_VERIFY_PER_ROW)
+        return STEP_ELSEWHERE;
+    if (too_many_blocks(rows->rows, rows->n))
+        return STEP_NO;
+    return verify(fp, q->terms, q->n_terms, q->nowait, rows);
+}
+
 enum index_fast index_fast_answer(const struct index_fastpath *fp, const struct index_fast_query *q,
                                   const struct index_fast_sink *sink, struct arena *arena,
                                   struct vt_error *out_err)
@@ -358,16 +375,7 @@ enum index_fast index_fast_answer(const struct index_fastpath *fp, const struct 
         } else if (n_pos == 0 || (need_verify && !fp->rows)) {
             goto out; /* dense columns only, more than one term: DuckDB */
         } else {
-            bool cand;
-            enum step st = match(ix, pos_terms, n_pos, q->nowait, &rows, &cand);
-            if (st == STEP_OK && need_verify) {
-                if (q->max_rows != SIZE_MAX && rows.n > q->max_rows * FAST_VERIFY_PER_ROW)
-                    st = STEP_ELSEWHERE;
-                else if (too_many_blocks(rows.rows, rows.n))
-                    st = STEP_NO;
-                else
-                    st = verify(fp, q->terms, q->n_terms, q->nowait, &rows);
-            }
+            enum step st = matched_rows(fp, q, pos_terms, n_pos, need_verify, &rows);
             if (st != STEP_OK) {
                 result = st == STEP_ELSEWHERE ? INDEX_FAST_ELSEWHERE : INDEX_FAST_NO;
                 goto out;
@@ -381,16 +389,7 @@ enum index_fast index_fast_answer(const struct index_fastpath *fp, const struct 
     if (!q->empty) {
         if (n_pos == 0)
             goto out; /* dense columns only: DuckDB */
-        bool cand;
-        enum step st = match(ix, pos_terms, n_pos, q->nowait, &rows, &cand);
-        if (st == STEP_OK && need_verify) {
-            if (q->max_rows != SIZE_MAX && rows.n > q->max_rows * FAST_VERIFY_PER_ROW)
-                st = STEP_ELSEWHERE;
-            else if (too_many_blocks(rows.rows, rows.n))
-                st = STEP_NO;
-            else
-                st = verify(fp, q->terms, q->n_terms, q->nowait, &rows);
-        }
+        enum step st = matched_rows(fp, q, pos_terms, n_pos, need_verify, &rows);
         if (st != STEP_OK) {
             result = st == STEP_ELSEWHERE ? INDEX_FAST_ELSEWHERE : INDEX_FAST_NO;
             goto out;
