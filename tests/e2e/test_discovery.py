@@ -7,7 +7,7 @@ from conftest import dataset_block, server_block, write_parquet
 STATUS_FIELDS = {"name", "state", "kind", "residency", "storage_bytes", "generation_id",
                  "last_refresh_at", "last_refresh_duration_ms", "next_refresh_at",
                  "refresh_source", "consecutive_failures", "last_error", "rows", "columns",
-                 "lazy", "depends_on", "index"}
+                 "lazy", "depends_on", "index", "delta_version"}
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
