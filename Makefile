@@ -271,7 +271,8 @@ FUZZ_SRC_fuzz_jwt              := src/auth/jwt.c src/auth/claims.c src/util/strv
 FUZZ_LIBS_fuzz_jwt             := -ljansson -lm
 FUZZ_SRC_fuzz_jwks             := src/auth/jwk.c src/auth/jwt.c src/util/errors.c
 FUZZ_LIBS_fuzz_jwks            := -ljansson -lcrypto
-FUZZ_SRC_fuzz_pgwire           := src/pgwire/proto.c src/pgwire/lexer.c src/util/strbuf.c \
+FUZZ_SRC_fuzz_pgwire           := src/pgwire/proto.c src/pgwire/lexer.c src/pgwire/params.c \
+                                  src/encode/json_format.c src/util/arena.c src/util/strbuf.c \
                                   src/util/errors.c
 FUZZ_LIBS_fuzz_pgwire          := -isystem $(DUCKDB_DIR)
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))

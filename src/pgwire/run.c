@@ -263,18 +263,13 @@ static enum vt_err sink_chunk(struct exec_sink *b, duckdb_data_chunk chunk, stru
     k->sent += k->mode == PGW_SINK_COPY || k->mode == PGW_SINK_EXPLAIN ? n : send;
     if (send < n) {
         /* Past the Execute's row limit: held for the next Execute. */
-        struct pgw_portal *p = k->portal;
         k->suspended = true;
-        if (pgw_rows_data(k->enc, chunk, send, n - send, &p->held) != 0)
-            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
-        p->held_rows += n - send;
-        s->held += p->held.len - p->held_counted;
-        p->held_counted = p->held.len;
-        if (s->held > VT_PGWIRE_MAX_SUSPENDED_BYTES) {
-            p->held_truncated = true;
-            return VT_ERR_RESULT_CAPPED;
-        }
+        enum vt_err rc2 = pgw_held_add(s, k->portal, k->enc, chunk, send, n - send, err);
+        if (rc2 != VT_ERR_OK)
+            return rc2;
     }
+    if (k->discard)
+        sb_reset(s->out);
     if (pgw_flush_if_full(s) != 0)
         return vt_error_set(err, VT_ERR_CLIENT_GONE, NULL);
     return VT_ERR_OK;
