@@ -342,6 +342,13 @@ def test_psql_describe_commands(srv):
     assert "List of schemas" in out and "public | vitrine" in out
     assert "Did not find any relations." in out  # \dv and \di: none
     assert "List of installed extensions" in out and "List of data types" in out
+    # the rest of psql's describe commands answer too (mostly empty lists)
+    more = [r"\d+ trips", r"\dt+", r"\l+", r"\dn+", r"\ds", r"\dm", r"\dp", r"\dg", r"\dE",
+            r"\dD", r"\dc", r"\dC", r"\do", r"\dL", r"\db", r"\des", r"\dRp", r"\dy",
+            r"\dconfig", r"\drds", r"\dA", r"\dF"]
+    out = psql(srv, *[a for c in more for a in ("-c", c)])
+    assert "List of languages" in out and "Access privileges" in out
+    assert "Table \"public.trips\"" in out and "List of access methods" in out
 
 
 # ------------------------------------------------------------ psqlODBC
@@ -366,6 +373,11 @@ def test_psqlodbc(srv):
     assert [c[3] for c in cols][:3] == ["trip_id", "station", "fare"] and len(cols) == 11, cols
     assert dict((c[3], c[5]) for c in cols)["pickup_at"] == "timestamp"
     assert "card|1667" in lines and "cash|3333" in lines and "4.50" in lines, out
+    # UseDeclareFetch: the driver reads results through DECLARE/FETCH 2 at a time
+    r = subprocess.run(["isql", "-k", conn + "UseDeclareFetch=1;Fetch=2;", "-b", "-v", "-d|"],
+                       input="SELECT trip_id FROM trips WHERE trip_id < 5 ORDER BY 1\n",
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.split() == ["0", "1", "2", "3", "4"], r.stdout + r.stderr
 
 
 # ------------------------------------------------------ small statements
