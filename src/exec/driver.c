@@ -172,6 +172,21 @@ static enum vt_err plan_sql(struct exec_call *c, duckdb_connection con, struct v
 {
     if (c->planned)
         return VT_ERR_OK;
+    if (c->rq.snapshot) { /* the front end's own (exec_request.snapshot) */
+        c->plan = (struct exec_plan){
+            .kind = EXEC_SQL,
+            .sql = c->rq.sql,
+            .params = c->rq.params,
+            .nparams = c->rq.nparams,
+            .views = c->rq.snapshot->views,
+            .nviews = c->rq.snapshot->n,
+            .arena = c->rq.arena,
+            .timing = c->rq.timing,
+            .one_off = c->rq.one_off,
+        };
+        c->planned = true;
+        return VT_ERR_OK;
+    }
     if (!c->snap && !(c->snap = arena_calloc(c->rq.arena, sizeof *c->snap)))
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
     int64_t t0 = c->rq.timing ? time_mono_us() : 0;
@@ -190,6 +205,7 @@ static enum vt_err plan_sql(struct exec_call *c, duckdb_connection con, struct v
         .nviews = c->snap->n,
         .arena = c->rq.arena,
         .timing = c->rq.timing,
+        .one_off = c->rq.one_off,
     };
     c->planned = true;
     return VT_ERR_OK;
