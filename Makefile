@@ -73,7 +73,7 @@ $(BUILD)/ui/explorer.stamp: $(UI_EXPLORER_SRC) $(wildcard ui/explorer/node_modul
 	fi
 	@touch $@
 
-UI_DOCS_SRC := $(wildcard docs/*.md docs/*/*.md) ui/docs/mkdocs.yml
+UI_DOCS_SRC := $(wildcard docs/*.md docs/*/*.md) ui/docs/mkdocs.yml $(wildcard ui/docs/theme/*.* ui/docs/theme/*/*)
 # (mkdocs itself too: a site built empty before it was installed is rebuilt after)
 $(BUILD)/ui/docs.stamp: $(UI_DOCS_SRC) $(wildcard /usr/bin/mkdocs)
 	@mkdir -p $(BUILD)/ui

@@ -56,7 +56,9 @@ struct lstat {
 struct lfile {
     char *path;                 /* what DuckDB reads */
     int64_t size;
-    int64_t mtime;              /* local files read in place: seen at build */
+    int64_t mtime;              /* local files: what stat said at build (changed()) */
+    int64_t ino, dev;
+    bool local;                 /* a local file (pinned or in place), stat'ed at build */
     int64_t rows;
     size_t rg0, n_rg;           /* its row groups in lazy->rgs */
     char **pvals;               /* borrowed from the snapshot's files */
@@ -293,8 +295,13 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
                 rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
                 break;
             }
-        } else if (!f->pinned && stat(f->path, &st) == 0) {
+        } else if (stat(f->path, &st) == 0) {
+            /* Pinned or not: a pin (hard link, kept-open file) shares the
+             * inode, so a file rewritten in place changes under it too. */
             f->mtime = (int64_t)st.st_mtime * 1000000000LL + st.st_mtim.tv_nsec;
+            f->ino = (int64_t)st.st_ino;
+            f->dev = (int64_t)st.st_dev;
+            f->local = true;
         }
         size_t pl = strlen(f->path);
         sorted[i] = f->path ? malloc(pl + 1 + sizeof(size_t)) : NULL;
@@ -660,15 +667,38 @@ static void add_relation(const struct source_lazy *lz, const char *const *paths,
     sb_adds(sb, ") AS \"lazy\"");
 }
 
-/* A local file read in place (it could not be pinned) changed since the
- * build: its rows are not the generation's any more. */
+/* A local file changed since the build (issue 21 item 4): rewritten in place
+ * (size or modification time: also under a pin, which shares the inode),
+ * replaced by another file (inode; a file read in place or through a
+ * symbolic link), or gone. Its footers and statistics are not the file's any
+ * more: counts from them and reads through them would disagree. */
 static bool changed(const struct lfile *f)
 {
-    if (f->pinned || !f->mtime)
+    if (!f->local)
         return false;
     struct stat st;
     return stat(f->path, &st) != 0 || st.st_size != f->size ||
-           (int64_t)st.st_mtime * 1000000000LL + st.st_mtim.tv_nsec != f->mtime;
+           (int64_t)st.st_mtime * 1000000000LL + st.st_mtim.tv_nsec != f->mtime ||
+           (int64_t)st.st_ino != f->ino || (int64_t)st.st_dev != f->dev;
+}
+
+static enum vt_err changed_error(const struct lfile *f, struct vt_error *err)
+{
+    /* The path is for the log, never for the client. */
+    log_info("lazy source file %s changed since its generation was built", f->path);
+    return vt_error_set(err, VT_ERR_SOURCE_CHANGED,
+                        "the dataset's source files changed since it was published; it is "
+                        "being rebuilt, retry shortly");
+}
+
+bool source_lazy_changed(const struct source_lazy *lz, struct vt_error *err)
+{
+    for (size_t i = 0; lz && i < lz->n_files; i++)
+        if (changed(&lz->files[i])) {
+            changed_error(&lz->files[i], err);
+            return true;
+        }
+    return false;
 }
 
 /* The columns a request reads (lazy column indexes): what it returns, filters,
@@ -813,10 +843,7 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
         if (read_rg == 0 && lz->files[i].n_rg > 0)
             continue; /* every row group ruled out */
         if (changed(&lz->files[i]))
-            return vt_error_set(err, VT_ERR_SOURCE_CHANGED,
-                                "%s changed under the published generation; reload the "
-                                "dataset",
-                                lz->files[i].path);
+            return changed_error(&lz->files[i], err);
         out->row_groups_read += read_rg;
         known += file_known;
         all_known = all_known && file_decided;

@@ -179,6 +179,11 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
                              struct arena *arena, int64_t deadline_ms, const atomic_bool *cancel,
                              struct source_lazy_plan *out, struct vt_error *err);
 void source_lazy_plan_release(struct source_lazy_plan *plan);
+/* Whether a local file of the generation changed since it was built
+ * (rewritten in place, replaced or gone: source_lazy_plan answers such a
+ * request VT_ERR_SOURCE_CHANGED): true and err set (a message without paths)
+ * for the first one found. Stats every local file. */
+bool source_lazy_changed(const struct source_lazy *lz, struct vt_error *err);
 /* Every byte of an S3 lazy generation local (an export, a SQL statement
  * over its view), held until released; nothing to do for local files. */
 enum vt_err source_lazy_read_all(const struct source_lazy *lz, int64_t deadline_ms,
