@@ -1024,27 +1024,7 @@ static int put_binary_scalar(struct pgw_rows *r, const struct col *c, const void
     size_t w = fixed_binary(c, data, i, b);
     if (w)
         return sb_add(o, b, w);
-    switch (c->k) {
-    case EK_BOOL: b[0] = ((const bool *)data)[i] ? 1 : 0; return sb_add(o, b, 1);
-    case EK_I8: be16(b, (uint16_t)((const int8_t *)data)[i]); return sb_add(o, b, 2);
-    case EK_I16: be16(b, (uint16_t)((const int16_t *)data)[i]); return sb_add(o, b, 2);
-    case EK_U8: be16(b, ((const uint8_t *)data)[i]); return sb_add(o, b, 2);
-    case EK_I32: be32w(b, (uint32_t)((const int32_t *)data)[i]); return sb_add(o, b, 4);
-    case EK_U16: be32w(b, ((const uint16_t *)data)[i]); return sb_add(o, b, 4);
-    case EK_I64: be64(b, (uint64_t)((const int64_t *)data)[i]); return sb_add(o, b, 8);
-    case EK_U32: be64(b, ((const uint32_t *)data)[i]); return sb_add(o, b, 8);
-    case EK_F32: {
-        uint32_t u;
-        memcpy(&u, &((const float *)data)[i], 4);
-        be32w(b, u);
-        return sb_add(o, b, 4);
-    }
-    case EK_F64: {
-        uint64_t u;
-        memcpy(&u, &((const double *)data)[i], 8);
-        be64(b, u);
-        return sb_add(o, b, 8);
-    }
+    switch (c->k) { /* the fixed-size types were written above */
     case EK_U64: case EK_I128: case EK_U128: case EK_DEC16: case EK_DEC32: case EK_DEC64:
     case EK_DEC128: case EK_BIGNUM: {
         sb_reset(&r->scratch);
@@ -1052,31 +1032,12 @@ static int put_binary_scalar(struct pgw_rows *r, const struct col *c, const void
             return -1;
         return pgw_numeric_binary(o, r->scratch.buf ? r->scratch.buf : "", r->scratch.len);
     }
-    case EK_DATE: {
-        int32_t d = ((const int32_t *)data)[i];
-        int32_t v = d == INT32_MAX ? INT32_MAX
-                    : (d == -INT32_MAX || d == INT32_MIN) ? INT32_MIN
-                                                          : d - PG_EPOCH_DAYS;
-        be32w(b, (uint32_t)v);
-        return sb_add(o, b, 4);
-    }
-    case EK_TIME: be64(b, (uint64_t)((const int64_t *)data)[i]); return sb_add(o, b, 8);
     case EK_TIMETZ: {
         uint64_t bits = ((const uint64_t *)data)[i];
         int32_t offset = 57599 - (int32_t)(bits & 0xffffff);
         be64(b, bits >> 24);
         be32w(b + 8, (uint32_t)(-offset)); /* PostgreSQL counts seconds west */
         return sb_add(o, b, 12);
-    }
-    case EK_TS: case EK_TSTZ: {
-        int64_t v = ((const int64_t *)data)[i];
-        if (c->k == EK_TS)
-            v = ts_us(c, v);
-        int64_t pg = v == INT64_MAX ? INT64_MAX
-                     : (v == -INT64_MAX || v == INT64_MIN) ? INT64_MIN
-                                                           : v - PG_EPOCH_US;
-        be64(b, (uint64_t)pg);
-        return sb_add(o, b, 8);
     }
     case EK_INTERVAL: {
         const duckdb_interval *v = &((const duckdb_interval *)data)[i];
