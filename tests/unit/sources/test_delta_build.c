@@ -520,7 +520,7 @@ TEST(protocol_features)
         {"{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,\"readerFeatures\":[\"deletionVectors\",\"timestampNtz\"]}}\n",
          VT_ERR_OK, NULL},
         {"{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,\"readerFeatures\":[\"variantType\"]}}\n",
-         VT_ERR_SOURCE_UNSUPPORTED, "variantType"},
+         VT_ERR_OK, NULL},
         {"{\"protocol\":{\"minReaderVersion\":4,\"minWriterVersion\":7}}\n",
          VT_ERR_SOURCE_UNSUPPORTED, "reader version 4"},
         {"{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,\"readerFeatures\":[\"timestampNtz\",\"v2Checkpoint\",\"vacuumProtocolCheck\",\"columnMapping\",\"typeWidening\"]}}\n",
@@ -549,11 +549,26 @@ TEST(protocol_features)
     CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_SOURCE_UNAVAILABLE);
     CHECK_CONTAINS(vt_error_message(&err), "deletion vector");
     CHECK_CONTAINS(vt_error_message(&err), "f1.parquet");
-    /* A variant column is refused with the column named. */
-    char *mv = tb_meta("[" F("v", "\"variant\"") "]", NULL, NULL);
-    commit3(dir, 0, PROTO1, mv, a1);
-    CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_SOURCE_UNSUPPORTED);
-    CHECK_CONTAINS(vt_error_message(&err), "variant");
+    /* A variant column is served as JSON; stored in a shape other than the
+     * unshredded (metadata, value) group, reading it fails naming the
+     * feature. */
+    char *mv = tb_meta("[" F("id", "\"long\"") "," F("v", "\"variant\"") "]", NULL, NULL);
+    tb_parquet(dir, "f2.parquet", "SELECT 1::BIGINT AS id, 5 AS v");
+    char *a2 = tb_add("f2.parquet", NULL, 1);
+    commit3(dir, 0, PROTO1, mv, a2);
+    CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_OK);
+    CHECK_EQ_STR(snap.schema_types[1], "JSON");
+    td_exec(&T, "DROP TABLE IF EXISTS mine");
+    duckdb_result r;
+    struct strbuf q;
+    sb_init(&q, 0);
+    sb_addf(&q, "CREATE TABLE mine AS %s", snap.select_sql);
+    CHECK(duckdb_query(T.con, q.buf, &r) == DuckDBError);
+    CHECK_CONTAINS(duckdb_result_error(&r), "variantShredding-preview");
+    duckdb_destroy_result(&r);
+    sb_release(&q);
+    td_release(&snap);
+    free(a2);
     free(mv);
     free(meta);
     free(a1);
