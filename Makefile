@@ -23,7 +23,7 @@ endif
 CFLAGS  := -std=c17 -g -fno-omit-frame-pointer -pthread $(OPT) $(WARN) $(DEFS) -Isrc -isystem $(DUCKDB_DIR) -MMD -MP
 CXXFLAGS:= -std=c++17 -g -fno-omit-frame-pointer -pthread $(OPT) -Wall -Wextra -Werror -Isrc -MMD -MP
 RPATH   := -Wl,-rpath,'$$ORIGIN/../third_party/duckdb:$$ORIGIN/../../third_party/duckdb:$$ORIGIN/../../../third_party/duckdb'
-LDLIBS  := -L$(DUCKDB_DIR) -lduckdb $(RPATH) -lmicrohttpd -ljansson -lcurl -lz -lbrotlienc -lbrotlidec \
+LDLIBS  := -L$(DUCKDB_DIR) -lduckdb $(RPATH) -ljansson -lcurl -lz -lbrotlienc -lbrotlidec \
            -lzstd -lxxhash -lexpat -lssl -lcrypto -lsystemd -ldouble-conversion -lroaring -lstdc++ -lpthread -lm
 LDFLAGS := -pthread $(SANLD)
 
