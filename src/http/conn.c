@@ -806,6 +806,33 @@ static void adopt(struct http_loop *l, struct http_conn *c)
     }
 }
 
+/* Takes what other threads handed this loop: new connections (adopted) and
+ * connections to look at again (looked at when `run`, else only released,
+ * as when stopping). */
+static void take_handoffs(struct http_loop *l, bool run)
+{
+    pthread_mutex_lock(&l->mu);
+    struct http_conn *in = l->incoming, *wakes = l->wakes;
+    l->incoming = NULL;
+    l->wakes = NULL;
+    for (struct http_conn *w = wakes; w; w = w->wake_next)
+        w->queued = false;
+    pthread_mutex_unlock(&l->mu);
+    while (in) {
+        struct http_conn *c = in;
+        in = c->next;
+        c->next = NULL;
+        adopt(l, c);
+    }
+    while (wakes) {
+        struct http_conn *c = wakes;
+        wakes = c->wake_next;
+        if (run)
+            woken(c);
+        conn_unref(c);
+    }
+}
+
 static void *loop_main(void *arg)
 {
     struct http_loop *l = arg;
@@ -829,26 +856,7 @@ static void *loop_main(void *arg)
             }
             on_event(evs[i].data.ptr, evs[i].events);
         }
-        /* New connections and wakes from other threads. */
-        pthread_mutex_lock(&l->mu);
-        struct http_conn *in = l->incoming, *wakes = l->wakes;
-        l->incoming = NULL;
-        l->wakes = NULL;
-        for (struct http_conn *w = wakes; w; w = w->wake_next)
-            w->queued = false;
-        pthread_mutex_unlock(&l->mu);
-        while (in) {
-            struct http_conn *c = in;
-            in = c->next;
-            c->next = NULL;
-            adopt(l, c);
-        }
-        while (wakes) {
-            struct http_conn *c = wakes;
-            wakes = c->wake_next;
-            woken(c);
-            conn_unref(c);
-        }
+        take_handoffs(l, true);
         now = time_mono_ms();
         if (now >= next_tick) {
             check_deadlines(l, now);
@@ -856,23 +864,7 @@ static void *loop_main(void *arg)
         }
     }
     /* Stopping: every connection closes (requests complete as shutdown). */
-    pthread_mutex_lock(&l->mu);
-    struct http_conn *in = l->incoming, *wakes = l->wakes;
-    l->incoming = NULL;
-    l->wakes = NULL;
-    pthread_mutex_unlock(&l->mu);
-    while (in) {
-        struct http_conn *c = in;
-        in = c->next;
-        c->next = NULL;
-        adopt(l, c);
-    }
-    while (wakes) {
-        struct http_conn *c = wakes;
-        wakes = c->wake_next;
-        c->queued = false;
-        conn_unref(c);
-    }
+    take_handoffs(l, false);
     while (l->conns)
         conn_close(l->conns, "shutdown");
     return NULL;
