@@ -694,6 +694,14 @@ const struct cfg_key cfg_schema[] = {
             "logged at start). Resident datasets, sorts and group-bys count against it; above "
             "it large operators spill to temp_directory. The rest is left for the index, row "
             "stores and response buffers, which DuckDB does not count."},
+    {"server", "index_memory_limit", CFG_T_STR, C(server.index_memory_limit),
+     .flags = CFG_NONEMPTY, .check = check_memory_limit, .def = "\"10%\"",
+     .doc = "Memory that the index fast paths of all datasets may hold together: a size "
+            "(\"512MiB\") or a share of the memory available (\"10%\"). What stays in memory "
+            "is the index's directories and distinct keys (about 1 MiB per million rows for "
+            "key lookups); the rows and posting lists live in one file per generation in the "
+            "runtime directory, read through the page cache. A build that does not fit leaves "
+            "its largest structures out (logged; /status shows index.memory_bytes)."},
     {"server", "s3_cache_mb", CFG_T_INT, C(server.s3_cache_mb), RANGE(1, INT64_MAX),
      .def = "4096",
      .doc = "Budget in MiB of the local cache of S3 byte ranges that lazy datasets read "
