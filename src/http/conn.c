@@ -732,7 +732,21 @@ static void woken(struct http_conn *c)
     }
 }
 
+static void handle_event(struct http_conn *c, uint32_t ev);
+
+/* An epoll event. Closing the connection drops the loop's reference; this
+ * one keeps `c` alive until the handling (which checks c->closed on the
+ * way out) is done. */
 static void on_event(struct http_conn *c, uint32_t ev)
+{
+    pthread_mutex_lock(&c->loop->mu);
+    c->refs++;
+    pthread_mutex_unlock(&c->loop->mu);
+    handle_event(c, ev);
+    conn_unref(c);
+}
+
+static void handle_event(struct http_conn *c, uint32_t ev)
 {
     if (ev & EPOLLERR) {
         conn_close(c, c->req ? "client-abort" : NULL);
