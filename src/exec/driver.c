@@ -72,19 +72,33 @@ static enum vt_err caps_chunk(struct exec_sink *s, duckdb_data_chunk chunk, stru
     return rc;
 }
 
+/* Whether the call already handed max_rows rows on (then it is cut). */
+static bool at_row_cap(struct exec_call *c)
+{
+    if (c->rq.caps.max_rows >= 0 && c->rows >= (uint64_t)c->rq.caps.max_rows) {
+        c->truncated = true;
+        return true;
+    }
+    return false;
+}
+
+/* What the inner sink answered for one row, the row counted when taken. */
+static enum vt_err row_taken(struct exec_call *c, enum vt_err rc)
+{
+    rc = seen(c, rc);
+    if (rc == VT_ERR_OK)
+        c->rows++;
+    return rc;
+}
+
 static enum vt_err caps_json_row(struct exec_sink *s, const char *obj, size_t len,
                                  struct vt_error *err)
 {
     struct exec_call *c = call_of(s);
     struct exec_sink *k = inner(c);
-    if (c->rq.caps.max_rows >= 0 && c->rows >= (uint64_t)c->rq.caps.max_rows) {
-        c->truncated = true;
+    if (at_row_cap(c))
         return VT_ERR_RESULT_CAPPED;
-    }
-    enum vt_err rc = seen(c, k->ops->json_row(k, obj, len, err));
-    if (rc == VT_ERR_OK)
-        c->rows++;
-    return rc;
+    return row_taken(c, k->ops->json_row(k, obj, len, err));
 }
 
 /* A row of typed cells (sinks with `row`; exec renders JSON for the others). */
@@ -93,14 +107,9 @@ static enum vt_err caps_row(struct exec_sink *s, const struct index_row *row,
 {
     struct exec_call *c = call_of(s);
     struct exec_sink *k = inner(c);
-    if (c->rq.caps.max_rows >= 0 && c->rows >= (uint64_t)c->rq.caps.max_rows) {
-        c->truncated = true;
+    if (at_row_cap(c))
         return VT_ERR_RESULT_CAPPED;
-    }
-    enum vt_err rc = seen(c, k->ops->row ? k->ops->row(k, row, err) : VT_ERR_INTERNAL);
-    if (rc == VT_ERR_OK)
-        c->rows++;
-    return rc;
+    return row_taken(c, k->ops->row ? k->ops->row(k, row, err) : VT_ERR_INTERNAL);
 }
 
 static enum vt_err caps_count(struct exec_sink *s, uint64_t n, struct vt_error *err)
@@ -199,24 +208,34 @@ static enum vt_err plan_sql(struct exec_call *c, duckdb_connection con, struct v
 {
     if (c->planned)
         return VT_ERR_OK;
-    if (!c->snap && !(c->snap = arena_calloc(c->rq.arena, sizeof *c->snap)))
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
-    int64_t t0 = c->rq.timing ? time_mono_us() : 0;
-    enum vt_err rc = exec_snapshot_take_opts(c->rq.catalog, con, c->rq.sql, c->rq.gate,
-                                             c->rq.caps.deadline_ms, c->snap, err);
-    if (c->rq.timing)
-        c->rq.timing->plan_us += time_mono_us() - t0;
-    if (rc != VT_ERR_OK)
-        return rc;
+    /* A front end that took its snapshot itself (exec_request.snapshot)
+     * already passed the gate with it. */
+    const struct exec_snapshot *snap = c->rq.snapshot;
+    const char *sql = c->rq.sql;
+    if (!snap) {
+        if (!c->snap && !(c->snap = arena_calloc(c->rq.arena, sizeof *c->snap)))
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        int64_t t0 = c->rq.timing ? time_mono_us() : 0;
+        enum vt_err rc = exec_snapshot_take_opts(c->rq.catalog, con, c->rq.sql, c->rq.gate,
+                                                 c->rq.caps.deadline_ms, c->snap, err);
+        if (c->rq.timing)
+            c->rq.timing->plan_us += time_mono_us() - t0;
+        if (rc != VT_ERR_OK)
+            return rc;
+        snap = c->snap;
+        if (c->snap->rewritten)
+            sql = c->snap->rewritten;
+    }
     c->plan = (struct exec_plan){
         .kind = EXEC_SQL,
-        .sql = c->snap->rewritten ? c->snap->rewritten : c->rq.sql,
+        .sql = sql,
         .params = c->rq.params,
         .nparams = c->rq.nparams,
-        .views = c->snap->views,
-        .nviews = c->snap->n,
+        .views = snap->views,
+        .nviews = snap->n,
         .arena = c->rq.arena,
         .timing = c->rq.timing,
+        .one_off = c->rq.one_off,
         .text_columns = c->rq.text_columns,
     };
     c->planned = true;
