@@ -74,6 +74,13 @@ struct vt_dataset_config {
                                  * local path from a config file is resolved against the
                                  * file's directory (config_dataset_resolve_paths) */
     char *sql;                  /* kind = query */
+    /* kind = delta, time travel: the table version to serve when
+     * source_version_set (set by the config rules when the key is given, so a
+     * zeroed struct means "the latest"), or the latest version committed at
+     * or before source_timestamp (RFC 3339). */
+    int64_t source_version;
+    bool source_version_set;
+    char *source_timestamp;
     struct strvec depends_on;   /* kind = query */
     struct strvec columns;      /* projection at load; empty = all */
     bool dict_encode;
@@ -137,6 +144,8 @@ struct server_config {
                                  * absolute path; default <config_dir>/storage */
     char *memory_limit;         /* DuckDB memory_limit: a size ("8GB") or a share of RAM
                                  * ("50%", the default; eng_open resolves it) */
+    char *index_memory_limit;   /* memory of every index fast path together: a size or a
+                                 * share of RAM ("10%"), resolved at start */
     int64_t s3_cache_mb;        /* budget of the S3 range cache of lazy datasets */
     char *temp_directory;       /* DuckDB spill directory, resolved against the config
                                  * file's directory; NULL = a private temp dir */
@@ -313,6 +322,11 @@ int64_t config_parse_duration_ms(const char *s);
 /* The inverse for display and persistence: 5400000 -> "1h 30m", 0 -> "0s".
  * `out` needs 64 bytes. */
 void config_format_duration(int64_t ms, char out[64]);
+
+/* A size as server.memory_limit takes it ("8GB", "512 MiB", "1.5GB", a bare
+ * number of bytes) in bytes, or a percentage of `available`. UINT64_MAX when
+ * it does not parse (or a percentage of an unknown amount). */
+uint64_t config_parse_size_bytes(const char *s, uint64_t available);
 
 /* Resolves which config file to use: --config, $VITRINE_CONFIG_FILE,
  * ./datasets.toml, $HOME/datasets.toml. Returns a malloc'd path or NULL. */

@@ -117,7 +117,7 @@ static enum vt_err set_option(duckdb_config config, const char *name, const char
 
 /* Memory this process may use: physical memory, or the cgroup's limit when
  * that is lower (a container). */
-static uint64_t available_memory(void)
+uint64_t eng_available_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
@@ -146,7 +146,7 @@ static const char *memory_limit_setting(const char *limit, char *buf, size_t cap
     if (!n || limit[n - 1] != '%')
         return limit;
     double share = strtod(limit, NULL) / 100.0;
-    uint64_t avail = available_memory();
+    uint64_t avail = eng_available_memory();
     if (!avail)
         return NULL; /* unknown: DuckDB's own default */
     uint64_t mib = (uint64_t)((double)avail * share) / (1024 * 1024);

@@ -87,6 +87,22 @@ static enum vt_err caps_json_row(struct exec_sink *s, const char *obj, size_t le
     return rc;
 }
 
+/* A row of typed cells (sinks with `row`; exec renders JSON for the others). */
+static enum vt_err caps_row(struct exec_sink *s, const struct index_row *row,
+                            struct vt_error *err)
+{
+    struct exec_call *c = call_of(s);
+    struct exec_sink *k = inner(c);
+    if (c->rq.caps.max_rows >= 0 && c->rows >= (uint64_t)c->rq.caps.max_rows) {
+        c->truncated = true;
+        return VT_ERR_RESULT_CAPPED;
+    }
+    enum vt_err rc = seen(c, k->ops->row ? k->ops->row(k, row, err) : VT_ERR_INTERNAL);
+    if (rc == VT_ERR_OK)
+        c->rows++;
+    return rc;
+}
+
 static enum vt_err caps_count(struct exec_sink *s, uint64_t n, struct vt_error *err)
 {
     struct exec_sink *k = inner(call_of(s));
@@ -116,8 +132,18 @@ static const struct exec_sink_ops caps_ops = {
     .fail = caps_fail,
 };
 
-/* Without json_row the fast path must not offer rows: the caps sink has it
- * only when the front end's sink has. */
+/* A sink that takes typed cells gets them (with the same caps). */
+static const struct exec_sink_ops caps_ops_cells = {
+    .begin = caps_begin,
+    .chunk = caps_chunk,
+    .row = caps_row,
+    .count = caps_count,
+    .end = caps_end,
+    .fail = caps_fail,
+};
+
+/* Without json_row (or row) the fast path must not offer rows: the caps sink
+ * has them only when the front end's sink has. */
 static const struct exec_sink_ops caps_ops_chunks = {
     .begin = caps_begin,
     .chunk = caps_chunk,
@@ -173,24 +199,34 @@ static enum vt_err plan_sql(struct exec_call *c, duckdb_connection con, struct v
 {
     if (c->planned)
         return VT_ERR_OK;
-    if (!c->snap && !(c->snap = arena_calloc(c->rq.arena, sizeof *c->snap)))
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
-    int64_t t0 = c->rq.timing ? time_mono_us() : 0;
-    enum vt_err rc = exec_snapshot_take_opts(c->rq.catalog, con, c->rq.sql, c->rq.gate,
-                                             c->rq.caps.deadline_ms, c->snap, err);
-    if (c->rq.timing)
-        c->rq.timing->plan_us += time_mono_us() - t0;
-    if (rc != VT_ERR_OK)
-        return rc;
+    /* A front end that took its snapshot itself (exec_request.snapshot)
+     * already passed the gate with it. */
+    const struct exec_snapshot *snap = c->rq.snapshot;
+    const char *sql = c->rq.sql;
+    if (!snap) {
+        if (!c->snap && !(c->snap = arena_calloc(c->rq.arena, sizeof *c->snap)))
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        int64_t t0 = c->rq.timing ? time_mono_us() : 0;
+        enum vt_err rc = exec_snapshot_take_opts(c->rq.catalog, con, c->rq.sql, c->rq.gate,
+                                                 c->rq.caps.deadline_ms, c->snap, err);
+        if (c->rq.timing)
+            c->rq.timing->plan_us += time_mono_us() - t0;
+        if (rc != VT_ERR_OK)
+            return rc;
+        snap = c->snap;
+        if (c->snap->rewritten)
+            sql = c->snap->rewritten;
+    }
     c->plan = (struct exec_plan){
         .kind = EXEC_SQL,
-        .sql = c->snap->rewritten ? c->snap->rewritten : c->rq.sql,
+        .sql = sql,
         .params = c->rq.params,
         .nparams = c->rq.nparams,
-        .views = c->snap->views,
-        .nviews = c->snap->n,
+        .views = snap->views,
+        .nviews = snap->n,
         .arena = c->rq.arena,
         .timing = c->rq.timing,
+        .one_off = c->rq.one_off,
         .text_columns = c->rq.text_columns,
     };
     c->planned = true;
@@ -204,7 +240,9 @@ void exec_call_start(struct exec_call *c, const struct exec_request *rq)
     if (c->rq.body)
         json_incref(c->rq.body);
     c->rq.sink->call = c;
-    c->caps.ops = rq->sink->ops->json_row ? &caps_ops : &caps_ops_chunks;
+    c->caps.ops = rq->sink->ops->row        ? &caps_ops_cells
+                  : rq->sink->ops->json_row ? &caps_ops
+                                            : &caps_ops_chunks;
     c->caps.call = c;
     if (!c->rq.queue) {
         exec_call_resume(c, NULL);
