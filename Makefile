@@ -40,7 +40,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(shell find tools -name '*.c' 2>/dev/null | sort)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
 
-.PHONY: all deps unit e2e check run bench clean fuzz hostile fuzz-smoke fuzz-run-one docs-config
+.PHONY: all deps unit e2e contract-check check run bench clean fuzz hostile fuzz-smoke fuzz-run-one docs-config
 all: $(BUILD)/vitrine $(TOOL_BIN)
 
 deps: $(DUCKDB_DIR)/libduckdb.so
@@ -176,11 +176,24 @@ unit: $(UNIT_BIN)
 # port 0 in its own tmp_path), then the tests marked `serial` alone: those
 # assert wall-clock bounds (a scrape under a millisecond, a flood answered
 # within 100 ms) that a neighbour test would blur.
+# Both passes record every response they get into $(CONTRACT_DIR)
+# (tests/e2e/contract_rec.py); `make contract-check` afterwards validates them
+# against the OpenAPI document each server served (not yet part of check: the
+# document still lacks a few statuses, see issue 28 item 6).
 E2E_JOBS ?= 2
+CONTRACT_DIR = $(abspath $(BUILD))/contract
 e2e: all $(UNIT_BIN)
-	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x -p xdist -n $(E2E_JOBS) \
-	    -m 'not serial' tests/e2e $(PYTEST_ARGS)
-	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x -m serial tests/e2e $(PYTEST_ARGS)
+	rm -rf $(CONTRACT_DIR)
+	VT_CONTRACT_DIR=$(CONTRACT_DIR) VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x \
+	    -p xdist -n $(E2E_JOBS) -m 'not serial' tests/e2e $(PYTEST_ARGS)
+	VT_CONTRACT_DIR=$(CONTRACT_DIR) VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x \
+	    -m serial tests/e2e $(PYTEST_ARGS)
+
+# The contract checked from outside (issue 28 item 6): the responses the last
+# e2e run recorded, validated by Stoplight Prism's response validator against
+# the document their server served (tests/e2e/contract/validate.cjs).
+contract-check:
+	cd tests/e2e && node contract/validate.cjs $(CONTRACT_DIR)
 
 # Unit tests first, then the black-box tests, one after the other (the
 # black-box tests measure time-outs and must not share the CPU with them).
