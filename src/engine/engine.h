@@ -63,7 +63,8 @@ struct eng_job {
 
 struct eng_pool;
 
-/* Opens the process database with the settings DESIGN.md lists. */
+/* Opens the process database with the settings docs/architecture.md lists
+ * ("DuckDB settings"). */
 enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struct vt_error *err);
 void eng_close(duckdb_database *db);
 /* A connection to `db` with the session settings every connection of the
