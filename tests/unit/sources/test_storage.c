@@ -64,7 +64,8 @@ static void write_parquet(const char *rel, const char *select)
 
 static struct storage *open_root(const char *sub)
 {
-    char path[512];
+    /* Static: the storage borrows its location (messages name it). */
+    static char path[512];
     snprintf(path, sizeof path, "%s%s%s", root, *sub ? "/" : "", sub);
     struct vt_dataset_config ds = {.name = "t", .location = path};
     struct storage *st = NULL;
@@ -415,6 +416,7 @@ TEST(policy_roots_follow_the_config_and_links)
 
     struct vt_config cfg;
     config_init_defaults(&cfg);
+    free(cfg.dir); /* config_init_defaults set the working directory */
     cfg.dir = strdup(conf);
     cfg.datasets = calloc(2, sizeof *cfg.datasets);
     cfg.n_datasets = 2;
