@@ -376,6 +376,7 @@ struct pgw_cat_table {
     const char *relation;           /* its pinned generation (column names and types) */
     const char *generation;         /* changes whenever the table may have changed */
     int64_t rows;                   /* pg_class.reltuples */
+    int64_t bytes;                  /* its source files (pg_relation_size); -1 unknown */
     const bool *nullable;           /* per column, or NULL (attnotnull) */
     size_t ncols;
     const char *description;        /* obj_description, or NULL */
