@@ -63,6 +63,15 @@ struct eng_job {
 
 struct eng_pool;
 
+/* The SQL functions vitrine defines for every connection of the database
+ * (functions.c): bounded wrappers in the database's main schema in front of
+ * the built-ins whose cost one call's arguments choose (edit distances,
+ * padding, bitstring, list builders, printf/format widths, the recursive JSON
+ * functions), each refusing a call past its limit (util/limits.h VT_SQL_*),
+ * and PostgreSQL's to_char(timestamp, text), to_timestamp(text, text) and
+ * overlay. eng_open installs them. */
+enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err);
+
 /* Opens the process database with the settings DESIGN.md lists. */
 enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struct vt_error *err);
 void eng_close(duckdb_database *db);
