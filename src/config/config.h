@@ -137,6 +137,8 @@ struct server_config {
     int64_t s3_cache_mb;        /* budget of the S3 range cache of lazy datasets */
     char *temp_directory;       /* DuckDB spill directory, resolved against the config
                                  * file's directory; NULL = a private temp dir */
+    char *max_temp_directory_size; /* DuckDB's cap on spilled bytes: a size or a share of the
+                                 * temp directory's free space ("25%", the default) */
     /* Confinement of runtime registrations (src/sources/ enforces them).
      * Empty lists mean the defaults documented in docs/configuration.md. */
     struct strvec allowed_roots;           /* absolute paths (resolved against the

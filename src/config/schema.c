@@ -550,8 +550,11 @@ const struct cfg_key cfg_schema[] = {
      .doc = "DuckDB's memory limit: a size (\"8GB\", \"512MiB\") or a share of the memory "
             "available (\"50%\" of RAM, or of the cgroup limit when lower; the value used is "
             "logged at start). Resident datasets, sorts and group-bys count against it; above "
-            "it large operators spill to temp_directory. The rest is left for the index, row "
-            "stores and response buffers, which DuckDB does not count."},
+            "it large operators spill to temp_directory. Memory DuckDB takes outside that pool "
+            "(lists and strings that functions build, C++ objects) is held to a budget of this "
+            "limit plus a quarter (at least 128 MiB more): a statement that would pass it fails "
+            "with an out-of-memory error. The rest is left for the index, row stores and "
+            "response buffers."},
     {"server", "s3_cache_mb", CFG_T_INT, C(server.s3_cache_mb), RANGE(1, INT64_MAX),
      .def = "4096",
      .doc = "Budget in MiB of the local cache of S3 byte ranges that lazy datasets read "
@@ -560,6 +563,12 @@ const struct cfg_key cfg_schema[] = {
     {"server", "temp_directory", CFG_T_PATH, C(server.temp_directory),
      .def_doc = "a private directory under $TMPDIR, removed at exit", .example = "\"tmp\"",
      .doc = "Where DuckDB spills sorts, joins and group-bys that do not fit in memory_limit."},
+    {"server", "max_temp_directory_size", CFG_T_STR, C(server.max_temp_directory_size),
+     .flags = CFG_NONEMPTY, .check = check_memory_limit, .def = "\"25%\"",
+     .doc = "The most DuckDB may spill to temp_directory, all statements together: a size "
+            "(\"20GB\") or a share of that file system's free space at start (the value used "
+            "is logged). A statement that would spill past it fails with an out-of-memory "
+            "error instead of filling the disk."},
     {"server", "allowed_roots", CFG_T_STRVEC, C(server.allowed_roots), .flags = CFG_PATHS,
      .def = "[]",
      .def_doc = "empty: the config file's directory and the saved-queries and storage "

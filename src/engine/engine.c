@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -138,20 +140,73 @@ static uint64_t available_memory(void)
     return total;
 }
 
-/* server.memory_limit as DuckDB takes it: a share ("50%") becomes MiB of the
- * available memory; a size is passed as written. */
-static const char *memory_limit_setting(const char *limit, char *buf, size_t cap)
+/* A size as DuckDB reads it ("8GB" = 8e9, "512 MiB", "1.5GB", "100000" bytes),
+ * in bytes; 0 when it does not parse. */
+static uint64_t size_bytes(const char *s)
 {
-    size_t n = strlen(limit);
-    if (!n || limit[n - 1] != '%')
-        return limit;
-    double share = strtod(limit, NULL) / 100.0;
-    uint64_t avail = available_memory();
-    if (!avail)
-        return NULL; /* unknown: DuckDB's own default */
-    uint64_t mib = (uint64_t)((double)avail * share) / (1024 * 1024);
-    snprintf(buf, cap, "%lluMiB", (unsigned long long)(mib ? mib : 1));
+    char *end;
+    double v = strtod(s, &end);
+    while (*end == ' ')
+        end++;
+    static const struct {
+        const char *unit;
+        double mult;
+    } units[] = {{"", 1},        {"b", 1},          {"byte", 1},     {"bytes", 1},
+                 {"kb", 1e3},    {"mb", 1e6},       {"gb", 1e9},     {"tb", 1e12},
+                 {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0},
+                 {"tib", 1099511627776.0}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcasecmp(end, units[i].unit) == 0)
+            return v > 0 ? (uint64_t)(v * units[i].mult) : 0;
+    return 0;
+}
+
+/* A size setting as DuckDB takes it: a share ("50%") becomes MiB of `whole`
+ * (0: unknown, then NULL: DuckDB's own default); a size is passed as
+ * written. *out_bytes gets the value in bytes (0 when unknown). */
+static const char *size_setting(const char *value, uint64_t whole, char *buf, size_t cap,
+                                uint64_t *out_bytes)
+{
+    size_t n = strlen(value);
+    *out_bytes = 0;
+    if (!n || value[n - 1] != '%') {
+        *out_bytes = size_bytes(value);
+        return value;
+    }
+    double share = strtod(value, NULL) / 100.0;
+    if (!whole)
+        return NULL;
+    uint64_t mib = (uint64_t)((double)whole * share) / (1024 * 1024);
+    mib = mib ? mib : 1;
+    snprintf(buf, cap, "%lluMiB", (unsigned long long)mib);
+    *out_bytes = mib * 1024 * 1024;
     return buf;
+}
+
+/* Free bytes of the file system holding `path` (or its nearest existing
+ * parent: the spill directory is made later); 0 when unknown. */
+static uint64_t free_space(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (;;) {
+        struct statvfs st;
+        if (statvfs(dir, &st) == 0)
+            return (uint64_t)st.f_bavail * (uint64_t)st.f_frsize;
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+            return 0;
+        *slash = '\0';
+    }
+}
+
+/* The allocation budget for a buffer pool of `limit` bytes: the pool plus a
+ * quarter for what DuckDB allocates beside it (vectors in flight, plans,
+ * function results), at least 128 MiB. */
+static int64_t budget_for(uint64_t limit)
+{
+    uint64_t extra = limit / 4 > 128u * 1024 * 1024 ? limit / 4 : 128u * 1024 * 1024;
+    return (int64_t)(limit + extra);
 }
 
 enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struct vt_error *err)
@@ -167,15 +222,25 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
     /* Return freed memory to the OS from background threads (flat RSS). */
     if (!rc)
         rc = set_option(config, "allocator_background_threads", "true", err);
-    char limit_buf[32];
+    char limit_buf[32], temp_buf[32];
+    uint64_t limit_bytes = 0, temp_bytes = 0;
     const char *limit = cfg->server.memory_limit
-                            ? memory_limit_setting(cfg->server.memory_limit, limit_buf,
-                                                   sizeof limit_buf)
+                            ? size_setting(cfg->server.memory_limit, available_memory(),
+                                           limit_buf, sizeof limit_buf, &limit_bytes)
                             : NULL;
     if (!rc && limit)
         rc = set_option(config, "memory_limit", limit, err);
     if (!rc && cfg->server.temp_directory)
         rc = set_option(config, "temp_directory", cfg->server.temp_directory, err);
+    /* Spilling is capped too: one anonymous ORDER BY could otherwise fill
+     * the disk (DuckDB's default is 90% of the free space). */
+    const char *temp_max = cfg->server.max_temp_directory_size && cfg->server.temp_directory
+                               ? size_setting(cfg->server.max_temp_directory_size,
+                                              free_space(cfg->server.temp_directory), temp_buf,
+                                              sizeof temp_buf, &temp_bytes)
+                               : NULL;
+    if (!rc && temp_max)
+        rc = set_option(config, "max_temp_directory_size", temp_max, err);
     if (rc) {
         duckdb_destroy_config(&config);
         return rc;
@@ -189,9 +254,17 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
         return VT_ERR_INTERNAL;
     }
     duckdb_destroy_config(&config);
+    eng_budget_set(limit_bytes ? budget_for(limit_bytes) : 0);
+    if (limit_bytes)
+        eng_budget_watch(256 * 1024 * 1024);
     if (limit)
-        log_info("DuckDB memory_limit %s (server.memory_limit = \"%s\")", limit,
-                 cfg->server.memory_limit);
+        log_info("DuckDB memory_limit %s (server.memory_limit = \"%s\"), allocation budget "
+                 "%.0f MiB",
+                 limit, cfg->server.memory_limit,
+                 (double)eng_budget_get() / (1024.0 * 1024.0));
+    if (temp_max)
+        log_info("DuckDB max_temp_directory_size %s (server.max_temp_directory_size = \"%s\")",
+                 temp_max, cfg->server.max_temp_directory_size);
     /* Our SQL functions, for every connection of the database. */
     duckdb_connection con;
     if (duckdb_connect(*out_db, &con) != DuckDBSuccess) {
@@ -209,6 +282,9 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
     duckdb_disconnect(&con);
     if (rc != VT_ERR_OK)
         duckdb_close(out_db);
+    else if (!eng_budget_active() && eng_budget_get() > 0)
+        log_warn("the allocation budget does not see DuckDB's allocations (a DuckDB library "
+                 "other than 1.4.4's?): memory outside DuckDB's buffer pool is not bounded");
     return rc;
 }
 

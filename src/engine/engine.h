@@ -72,6 +72,25 @@ struct eng_pool;
  * overlay. eng_open installs them. */
 enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err);
 
+/* The allocation budget (budget.cc): every allocation DuckDB makes through
+ * its allocator (buffer pool, vectors, strings, lists, hash tables) and every
+ * C++ operator new of the process is counted, and past the budget DuckDB's
+ * allocations fail (an Out of Memory Error for the statement that asked;
+ * operator new refuses only requests of 64 KiB or more). eng_open sets it
+ * to server.memory_limit plus a quarter (at least 128 MiB more); 0 = none.
+ * active: the count sees DuckDB's allocations at all (it takes the place of
+ * DuckDB's allocator functions by symbol interposition). */
+void eng_budget_set(int64_t bytes);
+int64_t eng_budget_get(void);
+int64_t eng_budget_used(void);
+int64_t eng_budget_peak(bool reset); /* highest count since the last reset */
+int64_t eng_budget_refused(void);    /* allocations refused since start */
+bool eng_budget_active(void);
+/* Starts (once) the thread that has DuckDB's allocator return freed pages
+ * to the system whenever the process's RSS exceeds the counted memory by
+ * more than `slack` bytes (freed memory otherwise stays resident ~1 s). */
+void eng_budget_watch(int64_t slack);
+
 /* Opens the process database with the settings DESIGN.md lists. */
 enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struct vt_error *err);
 void eng_close(duckdb_database *db);
