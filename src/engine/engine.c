@@ -28,6 +28,14 @@
 #include "util/timeutil.h"
 
 #define WATCHDOG_PERIOD_MS 5
+/* A job still running this long after its deadline's interrupt is inside
+ * something DuckDB does not interrupt: its worker is replaced (retire). */
+#define ENG_OVERRUN_GRACE_MS 250
+/* A job queued LONG_WAIT_MS while every worker has run its job for BUSY_MS
+ * gets an overflow worker; one idle EXTRA_IDLE_MS ends. */
+#define LONG_WAIT_MS 50
+#define BUSY_MS 250
+#define EXTRA_IDLE_MS 2000
 
 struct eng_worker {
     struct eng_pool *pool;
@@ -36,13 +44,23 @@ struct eng_worker {
     struct eng_job *current;    /* guarded by pool->mu */
     int index;
     bool stream_lane;           /* runs STREAM jobs only */
+    int64_t interrupted_ms;     /* when the watchdog interrupted `current` (0: not) */
+    int64_t started_ms;         /* when it took `current` */
+    bool retired;               /* left its slot to a new worker; ends after its job */
+    bool quit;                  /* not needed (any more): ends without taking a job */
+    bool extra;                 /* an overflow worker for LONG jobs (pool->extras) */
+    bool overrun_told;          /* eng_job.overrun was called for `current` */
+    bool current_long;          /* `current` counts in running_long */
+    struct eng_worker *next;    /* pool->retired / pool->graveyard */
 };
 
 struct eng_pool {
     char name[32];
+    duckdb_database db;         /* for replacement workers' connections */
     pthread_mutex_t mu;
     pthread_cond_t cv;          /* general workers wait here */
     pthread_cond_t cv_stream;   /* stream-lane workers wait here */
+    pthread_cond_t cv_retired;  /* a retired worker ended (destroy waits) */
     struct eng_job *head[ENG_JOB_CLASSES], *tail[ENG_JOB_CLASSES];
     int queued;
     int running;
@@ -51,7 +69,13 @@ struct eng_pool {
     int n_stream;               /* stream-lane workers (the last ones) */
     bool stopping;
     int n;
-    struct eng_worker *workers;
+    struct eng_worker **workers; /* n slots; a slot's worker may be replaced */
+    struct eng_worker *retired; /* still running the job they overran */
+    int n_retired;
+    struct eng_worker *graveyard; /* ended: joined and disconnected by the watchdog */
+    struct eng_worker *extras;  /* overflow workers for LONG jobs (at most n) */
+    int n_extra;
+    int64_t retirements;        /* since start, for the log and tests */
     pthread_t watchdog;
     bool watchdog_started;
     struct eng_pool *next_live; /* live_pools, under live_mu */
@@ -395,6 +419,10 @@ static struct eng_job *take(struct eng_pool *pool, const struct eng_worker *w)
 {
     if (w->stream_lane)
         return pool->head[ENG_JOB_STREAM] ? pop(pool, ENG_JOB_STREAM) : NULL;
+    if (w->extra) /* past the cap: anything that waits */
+        return pool->head[ENG_JOB_LONG]    ? pop(pool, ENG_JOB_LONG)
+               : pool->head[ENG_JOB_SHORT] ? pop(pool, ENG_JOB_SHORT)
+                                           : NULL;
     /* Long jobs first while fewer than long_cap run (else they would starve
      * under a steady flow of short ones), short jobs on the other workers. */
     const struct eng_job *l = pool->head[ENG_JOB_LONG];
@@ -406,27 +434,116 @@ static struct eng_job *take(struct eng_pool *pool, const struct eng_worker *w)
     return NULL;
 }
 
+static void *worker_main(void *arg);
+
+/* A worker for slot `index` with a connection of its own, started; NULL
+ * with err set. */
+static struct eng_worker *worker_start(struct eng_pool *pool, int index, bool stream_lane,
+                                       bool extra, struct vt_error *err)
+{
+    struct eng_worker *w = calloc(1, sizeof *w);
+    if (!w) {
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        return NULL;
+    }
+    w->pool = pool;
+    w->stream_lane = stream_lane;
+    w->extra = extra;
+    w->index = index;
+    if (eng_connect(pool->db, &w->con, err) != VT_ERR_OK) {
+        free(w);
+        return NULL;
+    }
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        duckdb_disconnect(&w->con);
+        free(w);
+        vt_error_set(err, VT_ERR_INTERNAL, "cannot start worker thread");
+        return NULL;
+    }
+    return w;
+}
+
+/* A retired (or unneeded) worker whose thread is ending: off the retired
+ * list, onto the graveyard, where the watchdog joins the thread and closes
+ * its connection after the thread's own data (exec's and the gate's
+ * prepared statements) is freed. Under pool->mu. */
+static void bury_later(struct eng_pool *pool, struct eng_worker *w)
+{
+    for (struct eng_worker **p = &pool->retired; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    pool->n_retired--;
+    w->next = pool->graveyard;
+    pool->graveyard = w;
+    pthread_cond_broadcast(&pool->cv_retired);
+}
+
 static void *worker_main(void *arg)
 {
     struct eng_worker *w = arg;
     struct eng_pool *pool = w->pool;
     char tname[16];
-    snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name, w->stream_lane ? "s" : "", w->index);
+    snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name,
+             w->stream_lane ? "s" : w->extra ? "x" : "", w->index);
     pthread_setname_np(pthread_self(), tname);
     pthread_cond_t *cv = w->stream_lane ? &pool->cv_stream : &pool->cv;
     for (;;) {
         pthread_mutex_lock(&pool->mu);
-        struct eng_job *job;
-        while (!(job = take(pool, w)) && !pool->stopping)
-            pthread_cond_wait(cv, &pool->mu);
+        struct eng_job *job = NULL;
+        int64_t idle_until = time_mono_ms() + EXTRA_IDLE_MS;
+        while (!w->quit && !(job = take(pool, w)) && !pool->stopping) {
+            if (!w->extra) {
+                pthread_cond_wait(cv, &pool->mu);
+            } else if (time_cond_wait(cv, &pool->mu, idle_until) != 0 &&
+                       time_mono_ms() >= idle_until) {
+                w->quit = true; /* idle: the overflow is over */
+            }
+        }
+        if (w->quit && w->extra) {
+            for (struct eng_worker **p = &pool->extras; *p; p = &(*p)->next)
+                if (*p == w) {
+                    *p = w->next;
+                    break;
+                }
+            pool->n_extra--;
+            w->next = pool->graveyard;
+            pool->graveyard = w;
+            pthread_cond_broadcast(&pool->cv_retired);
+            pthread_mutex_unlock(&pool->mu);
+            return NULL;
+        }
+        if (w->quit) {
+            bury_later(pool, w);
+            pthread_mutex_unlock(&pool->mu);
+            return NULL;
+        }
+        if (!job && w->extra) {
+            for (struct eng_worker **p = &pool->extras; *p; p = &(*p)->next)
+                if (*p == w) {
+                    *p = w->next;
+                    break;
+                }
+            pool->n_extra--;
+            w->next = pool->graveyard;
+            pool->graveyard = w;
+            pthread_cond_broadcast(&pool->cv_retired);
+            pthread_mutex_unlock(&pool->mu);
+            return NULL;
+        }
         if (!job) {
             pthread_mutex_unlock(&pool->mu);
             break;
         }
-        bool is_long = job->cls == ENG_JOB_LONG;
+        bool is_long = job->cls == ENG_JOB_LONG && !w->extra; /* extras are past the cap */
         pool->running++;
         pool->running_long += is_long;
         w->current = job;
+        w->current_long = is_long;
+        w->interrupted_ms = 0;
+        w->started_ms = time_mono_ms();
+        w->overrun_told = false;
         pthread_mutex_unlock(&pool->mu);
 
         if (deadline_passed(job, time_mono_ms()))
@@ -435,8 +552,20 @@ static void *worker_main(void *arg)
 
         pthread_mutex_lock(&pool->mu);
         w->current = NULL;
+        if (w->retired) {
+            /* Its slot has a new worker; the counts were given back when it
+             * was retired. */
+            bury_later(pool, w);
+            pthread_mutex_unlock(&pool->mu);
+            if (job->done)
+                job->done(job);
+            return NULL;
+        }
         pool->running--;
         pool->running_long -= is_long;
+        if (w->extra && pool->stopping) {
+            w->quit = true; /* ends at the top of the loop */
+        }
         /* A long job may have waited for this slot on an idle worker. */
         if (is_long && pool->head[ENG_JOB_LONG])
             pthread_cond_signal(&pool->cv);
@@ -445,6 +574,82 @@ static void *worker_main(void *arg)
             job->done(job);
     }
     return NULL;
+}
+
+/* Joins the workers that ended after their retirement and closes their
+ * connections. */
+static void bury(struct eng_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    struct eng_worker *dead = pool->graveyard;
+    pool->graveyard = NULL;
+    pthread_mutex_unlock(&pool->mu);
+    while (dead) {
+        struct eng_worker *next = dead->next;
+        pthread_join(dead->thread, NULL);
+        duckdb_disconnect(&dead->con);
+        free(dead);
+        dead = next;
+    }
+}
+
+/* Worker `w` (slot i) still runs a job ENG_OVERRUN_GRACE_MS after its
+ * deadline's interrupt: DuckDB is inside something it does not interrupt.
+ * Give its slot to a new worker so the pool keeps its size, let the job
+ * finish on the old thread, and tell the job's owner it may answer now. */
+static void retire(struct eng_pool *pool, int i, struct eng_worker *w, struct eng_job *job)
+{
+    struct vt_error err = {0};
+    struct eng_worker *fresh = worker_start(pool, i, w->stream_lane, false, &err);
+    if (!fresh) {
+        log_warn("pool %s: cannot replace a worker stuck past its deadline: %s", pool->name,
+                 vt_error_message(&err));
+        return;
+    }
+    pthread_mutex_lock(&pool->mu);
+    bool still = w->current == job && !w->retired && pool->workers[i] == w && !pool->stopping;
+    struct eng_worker *gone = still ? w : fresh;
+    gone->next = pool->retired;
+    pool->retired = gone;
+    pool->n_retired++;
+    if (still) {
+        w->retired = true;
+        pool->workers[i] = fresh;
+        pool->retirements++;
+        pool->running--;
+        pool->running_long -= w->current_long;
+    } else {
+        fresh->quit = true; /* it finished meanwhile: the new worker is not needed */
+    }
+    pthread_cond_broadcast(&pool->cv);
+    pthread_cond_broadcast(&pool->cv_stream);
+    pthread_mutex_unlock(&pool->mu);
+    if (!still)
+        return;
+    log_warn("pool %s: a job ran %d ms past its deadline without stopping; worker %d "
+             "replaced (the old one ends when DuckDB returns)",
+             pool->name, ENG_OVERRUN_GRACE_MS, i);
+    if (job->overrun)
+        job->overrun(job);
+}
+
+/* Starts an overflow worker (pool->n_extra already counts it). */
+static void add_extra(struct eng_pool *pool)
+{
+    struct vt_error err = {0};
+    struct eng_worker *x = worker_start(pool, 0, false, true, &err);
+    pthread_mutex_lock(&pool->mu);
+    if (!x) {
+        pool->n_extra--;
+    } else {
+        x->next = pool->extras;
+        pool->extras = x;
+        pthread_cond_broadcast(&pool->cv);
+    }
+    pthread_mutex_unlock(&pool->mu);
+    if (!x)
+        log_warn("pool %s: cannot start an overflow worker: %s", pool->name,
+                 vt_error_message(&err));
 }
 
 static void *watchdog_main(void *arg)
@@ -461,15 +666,80 @@ static void *watchdog_main(void *arg)
          * an idle worker now (it only answers 504). */
         if (pool->head[ENG_JOB_LONG] && deadline_passed(pool->head[ENG_JOB_LONG], now))
             pthread_cond_broadcast(&pool->cv);
+        int stuck = -1;
         for (int i = 0; i < pool->n; i++) {
-            struct eng_job *job = pool->workers[i].current;
+            struct eng_worker *w = pool->workers[i];
+            struct eng_job *job = w->current;
             int64_t deadline = job ? atomic_load(&job->deadline_ms) : 0;
             if (deadline && now >= deadline && !atomic_load(&job->timed_out)) {
                 atomic_store(&job->timed_out, true);
-                duckdb_interrupt(pool->workers[i].con);
+                duckdb_interrupt(w->con);
+                w->interrupted_ms = now;
+            } else if (deadline && now >= deadline && !w->interrupted_ms) {
+                w->interrupted_ms = now; /* timed out at dequeue, or by an owner */
+            } else if (deadline && w->interrupted_ms &&
+                       now - w->interrupted_ms >= ENG_OVERRUN_GRACE_MS && stuck < 0 &&
+                       !pool->stopping && pool->n_retired < pool->n) {
+                stuck = i;
             }
         }
+        /* Overflow workers: interrupted at the deadline like the others; one
+         * stuck past it has no slot to give back, its owner is told. */
+        struct eng_job *tell[8];
+        size_t ntell = 0;
+        for (struct eng_worker *x = pool->extras; x; x = x->next) {
+            struct eng_job *job = x->current;
+            int64_t deadline = job ? atomic_load(&job->deadline_ms) : 0;
+            if (!deadline || now < deadline)
+                continue;
+            if (!atomic_load(&job->timed_out)) {
+                atomic_store(&job->timed_out, true);
+                duckdb_interrupt(x->con);
+                x->interrupted_ms = now;
+            } else if (!x->interrupted_ms) {
+                x->interrupted_ms = now;
+            } else if (now - x->interrupted_ms >= ENG_OVERRUN_GRACE_MS && !x->overrun_told &&
+                       ntell < sizeof tell / sizeof tell[0] && job->overrun) {
+                x->overrun_told = true;
+                tell[ntell++] = job;
+            }
+        }
+        /* A job that waited LONG_WAIT_MS while every worker is held by a
+         * job running for BUSY_MS or more (not merely busy with many short
+         * ones) gets an overflow worker, up to max(n, 4) of them: a short
+         * statement never waits for long ones to end. */
+        bool all_held = true, long_held = pool->running_long >= pool->long_cap;
+        for (int i = 0; i < pool->n; i++) {
+            const struct eng_worker *x = pool->workers[i];
+            if (x->stream_lane)
+                continue;
+            bool old = x->current && now - x->started_ms >= BUSY_MS;
+            all_held = all_held && old;
+            if (x->current && x->current_long && !old)
+                long_held = false;
+        }
+        const struct eng_job *lh = pool->head[ENG_JOB_LONG], *sh = pool->head[ENG_JOB_SHORT];
+        bool waited = (lh && (long_held || all_held) && now - lh->enqueued_ms >= LONG_WAIT_MS) ||
+                      (sh && all_held && now - sh->enqueued_ms >= LONG_WAIT_MS);
+        bool overflow = waited && !pool->stopping && pool->n_extra < (pool->n < 4 ? 4 : pool->n);
+        if (overflow)
+            pool->n_extra++; /* reserved; the worker joins the list below */
+        struct eng_worker *w = stuck >= 0 ? pool->workers[stuck] : NULL;
+        struct eng_job *stuck_job = w ? w->current : NULL;
+        bool dead = pool->graveyard != NULL;
         pthread_mutex_unlock(&pool->mu);
+        /* Called while the job runs: pool->mu is not held (the owner's
+         * answer takes its own locks). The job cannot end meanwhile: it
+         * ends only after its worker takes pool->mu, and done() comes last;
+         * an owner must cope with a call racing the end of run(). */
+        for (size_t k = 0; k < ntell; k++)
+            tell[k]->overrun(tell[k]);
+        if (overflow)
+            add_extra(pool);
+        if (w)
+            retire(pool, stuck, w, stuck_job);
+        if (dead)
+            bury(pool);
         if (stop)
             break;
     }
@@ -495,9 +765,11 @@ struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream
         return NULL;
     }
     snprintf(pool->name, sizeof pool->name, "%s", name);
+    pool->db = db;
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
     pthread_cond_init(&pool->cv_stream, NULL);
+    pthread_cond_init(&pool->cv_retired, NULL);
     int reserve = threads / 4 > 1 ? threads / 4 : 1;
     pool->long_cap = threads > reserve ? threads - reserve : 1;
     pool->n_stream = stream_threads;
@@ -509,20 +781,13 @@ struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream
         return NULL;
     }
     for (int i = 0; i < total; i++) {
-        struct eng_worker *w = &pool->workers[i];
-        w->pool = pool;
-        w->stream_lane = i >= threads;
-        w->index = w->stream_lane ? i - threads : i;
-        if (eng_connect(db, &w->con, err) != VT_ERR_OK) {
+        bool stream_lane = i >= threads;
+        struct eng_worker *w = worker_start(pool, stream_lane ? i - threads : i, stream_lane, false, err);
+        if (!w) {
             eng_pool_destroy(pool);
             return NULL;
         }
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-            duckdb_disconnect(&w->con);
-            vt_error_set(err, VT_ERR_INTERNAL, "cannot start worker thread");
-            eng_pool_destroy(pool);
-            return NULL;
-        }
+        pool->workers[i] = w;
         pool->n++;
     }
     if (pthread_create(&pool->watchdog, NULL, watchdog_main, pool) == 0)
@@ -560,8 +825,12 @@ void eng_pool_interrupt(struct eng_pool *pool, struct eng_job *job)
 {
     pthread_mutex_lock(&pool->mu);
     for (int i = 0; i < pool->n; i++)
-        if (pool->workers[i].current == job)
-            duckdb_interrupt(pool->workers[i].con);
+        if (pool->workers[i]->current == job)
+            duckdb_interrupt(pool->workers[i]->con);
+    for (int list = 0; list < 2; list++)
+        for (struct eng_worker *w = list ? pool->extras : pool->retired; w; w = w->next)
+            if (w->current == job)
+                duckdb_interrupt(w->con);
     pthread_mutex_unlock(&pool->mu);
 }
 
@@ -569,10 +838,16 @@ void eng_pool_interrupt_all(struct eng_pool *pool)
 {
     pthread_mutex_lock(&pool->mu);
     for (int i = 0; i < pool->n; i++)
-        if (pool->workers[i].current) {
-            atomic_store(&pool->workers[i].current->cancelled, true);
-            duckdb_interrupt(pool->workers[i].con);
+        if (pool->workers[i]->current) {
+            atomic_store(&pool->workers[i]->current->cancelled, true);
+            duckdb_interrupt(pool->workers[i]->con);
         }
+    for (int list = 0; list < 2; list++)
+        for (struct eng_worker *w = list ? pool->extras : pool->retired; w; w = w->next)
+            if (w->current) {
+                atomic_store(&w->current->cancelled, true);
+                duckdb_interrupt(w->con);
+            }
     pthread_mutex_unlock(&pool->mu);
 }
 
@@ -589,6 +864,14 @@ int eng_pool_load(struct eng_pool *pool)
     return n;
 }
 
+int64_t eng_pool_retirements(struct eng_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    int64_t n = pool->retirements;
+    pthread_mutex_unlock(&pool->mu);
+    return n;
+}
+
 void eng_pool_destroy(struct eng_pool *pool)
 {
     if (!pool)
@@ -600,14 +883,32 @@ void eng_pool_destroy(struct eng_pool *pool)
     pthread_cond_broadcast(&pool->cv_stream);
     pthread_mutex_unlock(&pool->mu);
     for (int i = 0; i < pool->n; i++) {
-        pthread_join(pool->workers[i].thread, NULL);
-        duckdb_disconnect(&pool->workers[i].con);
+        pthread_join(pool->workers[i]->thread, NULL);
+        duckdb_disconnect(&pool->workers[i]->con);
+        free(pool->workers[i]);
     }
     if (pool->watchdog_started)
         pthread_join(pool->watchdog, NULL);
+    /* Workers retired while stuck in DuckDB: interrupted already; wait a
+     * bounded time. One still running after it keeps the pool alive (the
+     * process is ending). */
+    pthread_mutex_lock(&pool->mu);
+    int64_t until = time_mono_ms() + (int64_t)VT_SHUTDOWN_JOIN_SECS * 1000;
+    pthread_cond_broadcast(&pool->cv); /* idle overflow workers end */
+    while ((pool->n_retired > 0 || pool->n_extra > 0) && time_mono_ms() < until)
+        time_cond_wait(&pool->cv_retired, &pool->mu, until);
+    bool left = pool->n_retired > 0 || pool->n_extra > 0;
+    pthread_mutex_unlock(&pool->mu);
+    bury(pool);
+    if (left) {
+        log_warn("pool %s: %d worker(s) still inside DuckDB at shutdown", pool->name,
+                 pool->n_retired + pool->n_extra);
+        return;
+    }
     pthread_mutex_destroy(&pool->mu);
     pthread_cond_destroy(&pool->cv);
     pthread_cond_destroy(&pool->cv_stream);
+    pthread_cond_destroy(&pool->cv_retired);
     free(pool->workers);
     free(pool);
 }

@@ -53,6 +53,14 @@ enum eng_job_class { ENG_JOB_SHORT, ENG_JOB_LONG, ENG_JOB_STREAM, ENG_JOB_CLASSE
 struct eng_job {
     eng_job_fn run;
     void (*done)(struct eng_job *job);
+    /* Optional: called (on the watchdog's thread, while run() is still
+     * going) when the job is still running ~250 ms after its deadline's
+     * interrupt. DuckDB interrupts between vectors, not inside one call of a
+     * function, so this can happen; the pool has then already given the
+     * job's slot to a new worker (the job finishes on the old thread, which
+     * ends after done()). The owner may answer its client now (504), as
+     * long as what run() and done() still touch stays valid. */
+    void (*overrun)(struct eng_job *job);
     _Atomic int64_t deadline_ms; /* time_mono_ms() value; 0 = none */
     atomic_bool timed_out;      /* set by the watchdog (or at dequeue) */
     atomic_bool cancelled;      /* set by the owner: stop as soon as possible */
@@ -130,6 +138,8 @@ void eng_pool_interrupt_all(struct eng_pool *pool);
 /* Stops accepting jobs, runs what is queued, joins the threads. */
 void eng_pool_destroy(struct eng_pool *pool);
 int eng_pool_threads(const struct eng_pool *pool); /* every lane */
+/* Workers replaced because their job would not stop (see eng_job.overrun). */
+int64_t eng_pool_retirements(struct eng_pool *pool);
 /* Jobs queued + running (for metrics and drain). */
 int eng_pool_load(struct eng_pool *pool);
 

@@ -105,56 +105,77 @@ static void pass_strings(duckdb_vector from, duckdb_vector out, idx_t n)
 
 /* ------------------------------------------------------------- checkers */
 
-/* "vt:cap"(n BIGINT, limit BIGINT, what VARCHAR) -> n, or an error when
- * n > limit. */
+/* The name a checker was given (its last argument), for messages. */
+static void what_of(duckdb_data_chunk in, idx_t col, idx_t row, char *out, size_t cap)
+{
+    const char *w;
+    uint32_t wl;
+    arg_text(duckdb_data_chunk_get_vector(in, col), row, &w, &wl);
+    snprintf(out, cap, "%.*s", (int)wl, w);
+}
+
+/* "vt:cap"(n BIGINT, call_limit BIGINT, vector_limit BIGINT, what VARCHAR)
+ * -> n, or an error when one n passes call_limit or the n of the whole
+ * vector together pass vector_limit. */
 static void cap_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
 {
     idx_t n = duckdb_data_chunk_get_size(in);
     duckdb_vector v = duckdb_data_chunk_get_vector(in, 0);
-    duckdb_vector lv = duckdb_data_chunk_get_vector(in, 1);
-    duckdb_vector wv = duckdb_data_chunk_get_vector(in, 2);
-    int64_t *x = duckdb_vector_get_data(v), *lim = duckdb_vector_get_data(lv);
+    int64_t *x = duckdb_vector_get_data(v);
+    int64_t *lim = duckdb_vector_get_data(duckdb_data_chunk_get_vector(in, 1));
+    int64_t *vlim = duckdb_vector_get_data(duckdb_data_chunk_get_vector(in, 2));
     uint64_t *valid = duckdb_vector_get_validity(v);
+    double total = 0;
     for (idx_t i = 0; i < n; i++) {
-        if (duckdb_validity_row_is_valid(valid, i) && x[i] > lim[i]) {
-            const char *w;
-            uint32_t wl;
-            arg_text(wv, i, &w, &wl);
+        if (!duckdb_validity_row_is_valid(valid, i) || x[i] <= 0)
+            continue;
+        total += (double)x[i];
+        if (x[i] > lim[i] || total > (double)vlim[i]) {
             char what[64];
-            snprintf(what, sizeof what, "%.*s", (int)wl, w);
-            fail(info, what, "%" PRId64 " is over the limit of %" PRId64, x[i], lim[i]);
+            what_of(in, 3, i, what, sizeof what);
+            if (x[i] > lim[i])
+                fail(info, what, "%" PRId64 " is over the limit of %" PRId64, x[i], lim[i]);
+            else
+                fail(info, what, "%.0f for %llu rows together is over the limit of %" PRId64
+                     " for one vector of rows", total, (unsigned long long)(i + 1), vlim[i]);
             return;
         }
     }
     pass_through(v, out, n, sizeof(int64_t));
 }
 
-/* "vt:pair"(a VARCHAR, b VARCHAR, limit BIGINT, what VARCHAR) -> b, or an
- * error when bytes(a) * bytes(b) > limit (the cells of an edit-distance
- * table). */
+/* "vt:pair"(a VARCHAR, b VARCHAR, call_limit BIGINT, vector_limit BIGINT,
+ * what VARCHAR) -> b, or an error when bytes(a) * bytes(b) (the cells of an
+ * edit-distance table) passes call_limit, or their sum over the vector
+ * passes vector_limit. */
 static void pair_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
 {
     idx_t n = duckdb_data_chunk_get_size(in);
     duckdb_vector av = duckdb_data_chunk_get_vector(in, 0);
     duckdb_vector bv = duckdb_data_chunk_get_vector(in, 1);
     int64_t *lim = duckdb_vector_get_data(duckdb_data_chunk_get_vector(in, 2));
-    duckdb_vector wv = duckdb_data_chunk_get_vector(in, 3);
+    int64_t *vlim = duckdb_vector_get_data(duckdb_data_chunk_get_vector(in, 3));
     duckdb_string_t *a = duckdb_vector_get_data(av), *b = duckdb_vector_get_data(bv);
     uint64_t *avalid = duckdb_vector_get_validity(av), *bvalid = duckdb_vector_get_validity(bv);
+    double total = 0;
     for (idx_t i = 0; i < n; i++) {
         if (!duckdb_validity_row_is_valid(avalid, i) || !duckdb_validity_row_is_valid(bvalid, i))
             continue;
         uint64_t la = duckdb_string_t_length(a[i]), lb = duckdb_string_t_length(b[i]);
-        if (la * lb > (uint64_t)lim[i]) {
-            const char *w;
-            uint32_t wl;
-            arg_text(wv, i, &w, &wl);
+        total += (double)la * (double)lb;
+        if (la * lb > (uint64_t)lim[i] || total > (double)vlim[i]) {
             char what[64];
-            snprintf(what, sizeof what, "%.*s", (int)wl, w);
-            fail(info, what,
-                 "strings of %" PRIu64 " and %" PRIu64 " bytes are over the limit of %" PRId64
-                 " for the product of their lengths",
-                 la, lb, lim[i]);
+            what_of(in, 4, i, what, sizeof what);
+            if (la * lb > (uint64_t)lim[i])
+                fail(info, what,
+                     "strings of %" PRIu64 " and %" PRIu64 " bytes are over the limit of %" PRId64
+                     " for the product of their lengths",
+                     la, lb, lim[i]);
+            else
+                fail(info, what,
+                     "%llu rows compare %.0f pairs of bytes together, over the limit of %" PRId64
+                     " for one vector of rows",
+                     (unsigned long long)(i + 1), total, vlim[i]);
             return;
         }
     }
@@ -218,6 +239,23 @@ static void json_depth_fn(duckdb_function_info info, duckdb_data_chunk in, duckd
  * elements. BIGINT, and TIMESTAMP (WITH TIME ZONE) with an INTERVAL step,
  * whose length counts a month as 28 days (the count is never under the
  * real one). A zero step is handed on for the built-in to refuse. */
+static bool range_ok(duckdb_function_info info, double count, double total, idx_t i)
+{
+    if (count > VT_SQL_MAX_LIST_ELEMENTS) {
+        fail(info, "range", "a list of about %.0f elements is over the limit of %d", count,
+             VT_SQL_MAX_LIST_ELEMENTS);
+        return false;
+    }
+    if (total > VT_SQL_MAX_LIST_ELEMENTS_VECTOR) {
+        fail(info, "range",
+             "lists of about %.0f elements for %llu rows together are over the limit of %d "
+             "for one vector of rows",
+             total, (unsigned long long)(i + 1), VT_SQL_MAX_LIST_ELEMENTS_VECTOR);
+        return false;
+    }
+    return true;
+}
+
 static void range_step_int(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
 {
     idx_t n = duckdb_data_chunk_get_size(in);
@@ -228,16 +266,16 @@ static void range_step_int(duckdb_function_info info, duckdb_data_chunk in, duck
     int64_t *s = duckdb_vector_get_data(sv);
     uint64_t *va = duckdb_vector_get_validity(av), *vb = duckdb_vector_get_validity(bv);
     uint64_t *vs = duckdb_vector_get_validity(sv);
+    double total = 0;
     for (idx_t i = 0; i < n; i++) {
         if (!duckdb_validity_row_is_valid(va, i) || !duckdb_validity_row_is_valid(vb, i) ||
             !duckdb_validity_row_is_valid(vs, i) || s[i] == 0)
             continue;
         double count = ((double)b[i] - (double)a[i]) / (double)s[i];
-        if (count > VT_SQL_MAX_LIST_ELEMENTS) {
-            fail(info, "range", "a list of %.0f elements is over the limit of %d", count,
-                 VT_SQL_MAX_LIST_ELEMENTS);
+        if (count > 0)
+            total += count;
+        if (!range_ok(info, count, total, i))
             return;
-        }
     }
     pass_through(sv, out, n, sizeof(int64_t));
 }
@@ -252,6 +290,7 @@ static void range_step_ts(duckdb_function_info info, duckdb_data_chunk in, duckd
     duckdb_interval *s = duckdb_vector_get_data(sv);
     uint64_t *va = duckdb_vector_get_validity(av), *vb = duckdb_vector_get_validity(bv);
     uint64_t *vs = duckdb_vector_get_validity(sv);
+    double total = 0;
     for (idx_t i = 0; i < n; i++) {
         if (!duckdb_validity_row_is_valid(va, i) || !duckdb_validity_row_is_valid(vb, i) ||
             !duckdb_validity_row_is_valid(vs, i))
@@ -261,11 +300,10 @@ static void range_step_ts(duckdb_function_info info, duckdb_data_chunk in, duckd
         if (step == 0)
             continue;
         double count = ((double)b[i] - (double)a[i]) / step;
-        if (count > VT_SQL_MAX_LIST_ELEMENTS) {
-            fail(info, "range", "a list of about %.0f elements is over the limit of %d", count,
-                 VT_SQL_MAX_LIST_ELEMENTS);
+        if (count > 0)
+            total += count;
+        if (!range_ok(info, count, total, i))
             return;
-        }
     }
     pass_through(sv, out, n, sizeof(duckdb_interval));
 }
@@ -283,27 +321,34 @@ static void repeat_n_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_
     duckdb_logical_type t = duckdb_vector_get_column_type(xv);
     duckdb_type id = duckdb_get_type_id(t);
     duckdb_destroy_logical_type(&t);
+    bool list = id == DUCKDB_TYPE_LIST;
+    double limit = list ? VT_SQL_MAX_LIST_ELEMENTS : VT_SQL_MAX_REPEAT_BYTES;
+    double vlimit = list ? VT_SQL_MAX_LIST_ELEMENTS_VECTOR : VT_SQL_MAX_REPEAT_BYTES_VECTOR;
+    double sum = 0;
     for (idx_t i = 0; i < n; i++) {
         if (!duckdb_validity_row_is_valid(vx, i) || !duckdb_validity_row_is_valid(vn, i) ||
             cnt[i] <= 0)
             continue;
         double total;
-        double limit;
         if (id == DUCKDB_TYPE_VARCHAR || id == DUCKDB_TYPE_BLOB) {
             duckdb_string_t *s = (duckdb_string_t *)duckdb_vector_get_data(xv) + i;
             total = (double)duckdb_string_t_length(*s) * (double)cnt[i];
-            limit = VT_SQL_MAX_REPEAT_BYTES;
-        } else if (id == DUCKDB_TYPE_LIST) {
+        } else if (list) {
             duckdb_list_entry *e = (duckdb_list_entry *)duckdb_vector_get_data(xv) + i;
             total = (double)e->length * (double)cnt[i];
-            limit = VT_SQL_MAX_LIST_ELEMENTS;
         } else {
             total = (double)cnt[i];
-            limit = VT_SQL_MAX_REPEAT_BYTES;
         }
-        if (total > limit) {
-            fail(info, "repeat", "a result of %.0f %s is over the limit of %.0f", total,
-                 id == DUCKDB_TYPE_LIST ? "elements" : "bytes", limit);
+        sum += total;
+        if (total > limit || sum > vlimit) {
+            if (total > limit)
+                fail(info, "repeat", "a result of %.0f %s is over the limit of %.0f", total,
+                     list ? "elements" : "bytes", limit);
+            else
+                fail(info, "repeat",
+                     "results of %.0f %s for %llu rows together are over the limit of %.0f for "
+                     "one vector of rows",
+                     sum, list ? "elements" : "bytes", (unsigned long long)(i + 1), vlimit);
             return;
         }
     }
@@ -875,7 +920,7 @@ static void to_timestamp_fn(duckdb_function_info info, duckdb_data_chunk in, duc
 /* ------------------------------------------------------------ registration */
 
 struct overload {
-    duckdb_type params[4];      /* DUCKDB_TYPE_INVALID ends the list */
+    duckdb_type params[5];      /* DUCKDB_TYPE_INVALID ends the list */
     duckdb_type ret;
     duckdb_scalar_function_t fn;
 };
@@ -888,7 +933,7 @@ static enum vt_err register_set(duckdb_connection con, const char *name,
     for (size_t i = 0; i < n && ok; i++) {
         duckdb_scalar_function f = duckdb_create_scalar_function();
         duckdb_scalar_function_set_name(f, name);
-        for (size_t k = 0; k < 4 && ov[i].params[k] != DUCKDB_TYPE_INVALID; k++) {
+        for (size_t k = 0; k < 5 && ov[i].params[k] != DUCKDB_TYPE_INVALID; k++) {
             duckdb_logical_type t = ltype(ov[i].params[k]);
             duckdb_scalar_function_add_parameter(f, t);
             duckdb_destroy_logical_type(&t);
@@ -917,21 +962,22 @@ static enum vt_err register_set(duckdb_connection con, const char *name,
 #define TSTZ DUCKDB_TYPE_TIMESTAMP_TZ
 #define INTERVAL DUCKDB_TYPE_INTERVAL
 
-static const struct overload cap_ov[] = {{{BIGINT, BIGINT, VARCHAR, X}, BIGINT, cap_fn}};
-static const struct overload pair_ov[] = {{{VARCHAR, VARCHAR, BIGINT, VARCHAR}, VARCHAR, pair_fn}};
-static const struct overload json_depth_ov[] = {{{VARCHAR, VARCHAR, X, X}, VARCHAR, json_depth_fn}};
+static const struct overload cap_ov[] = {{{BIGINT, BIGINT, BIGINT, VARCHAR, X}, BIGINT, cap_fn}};
+static const struct overload pair_ov[] = {
+    {{VARCHAR, VARCHAR, BIGINT, BIGINT, VARCHAR}, VARCHAR, pair_fn}};
+static const struct overload json_depth_ov[] = {{{VARCHAR, VARCHAR, X, X, X}, VARCHAR, json_depth_fn}};
 static const struct overload range_ov[] = {
-    {{BIGINT, BIGINT, BIGINT, X}, BIGINT, range_step_int},
-    {{TS, TS, INTERVAL, X}, INTERVAL, range_step_ts},
-    {{TSTZ, TSTZ, INTERVAL, X}, INTERVAL, range_step_ts},
+    {{BIGINT, BIGINT, BIGINT, X, X}, BIGINT, range_step_int},
+    {{TS, TS, INTERVAL, X, X}, INTERVAL, range_step_ts},
+    {{TSTZ, TSTZ, INTERVAL, X, X}, INTERVAL, range_step_ts},
 };
 static const struct overload repeat_ov[] = {
-    {{DUCKDB_TYPE_ANY, BIGINT, X, X}, BIGINT, repeat_n_fn}};
-static const struct overload printf_ov[] = {{{VARCHAR, X, X, X}, VARCHAR, printf_fmt_fn}};
-static const struct overload format_ov[] = {{{VARCHAR, X, X, X}, VARCHAR, format_fmt_fn}};
-static const struct overload to_char_ov[] = {{{TS, VARCHAR, X, X}, VARCHAR, to_char_fn}};
+    {{DUCKDB_TYPE_ANY, BIGINT, X, X, X}, BIGINT, repeat_n_fn}};
+static const struct overload printf_ov[] = {{{VARCHAR, X, X, X, X}, VARCHAR, printf_fmt_fn}};
+static const struct overload format_ov[] = {{{VARCHAR, X, X, X, X}, VARCHAR, format_fmt_fn}};
+static const struct overload to_char_ov[] = {{{TS, VARCHAR, X, X, X}, VARCHAR, to_char_fn}};
 static const struct overload to_timestamp_ov[] = {
-    {{VARCHAR, VARCHAR, X, X}, TSTZ, to_timestamp_fn}};
+    {{VARCHAR, VARCHAR, X, X, X}, TSTZ, to_timestamp_fn}};
 
 #undef X
 #undef BIGINT
@@ -940,24 +986,29 @@ static const struct overload to_timestamp_ov[] = {
 #undef TSTZ
 #undef INTERVAL
 
-/* The macros, one CREATE each. @L@ names are replaced by the limits. */
+/* The macros, one CREATE each. @PAIR@, @PAD@, @BITS@ and @LIST@ become
+ * "<limit per call>, <limit per vector>" (util/limits.h). */
 static const char *const macros[] = {
     /* edit distances: O(len(a) * len(b)) time (and memory for damerau) */
-    "levenshtein(a, b) AS system.main.levenshtein(a, \"vt:pair\"(a, b, @PAIR@, 'levenshtein'))",
-    "editdist3(a, b) AS system.main.editdist3(a, \"vt:pair\"(a, b, @PAIR@, 'editdist3'))",
-    "damerau_levenshtein(a, b) AS system.main.damerau_levenshtein(a, \"vt:pair\"(a, b, @PAIR@, "
-    "'damerau_levenshtein'))",
-    "jaro_similarity(a, b) AS system.main.jaro_similarity(a, \"vt:pair\"(a, b, @PAIR@, "
-    "'jaro_similarity')), (a, b, c) AS system.main.jaro_similarity(a, \"vt:pair\"(a, b, @PAIR@, "
-    "'jaro_similarity'), c)",
-    "jaro_winkler_similarity(a, b) AS system.main.jaro_winkler_similarity(a, \"vt:pair\"(a, b, "
-    "@PAIR@, 'jaro_winkler_similarity')), (a, b, c) AS system.main.jaro_winkler_similarity(a, "
-    "\"vt:pair\"(a, b, @PAIR@, 'jaro_winkler_similarity'), c)",
+    "levenshtein(a, b) AS "
+    "system.main.levenshtein(a, \"vt:pair\"(a, b, @PAIR@, 'levenshtein'))",
+    "editdist3(a, b) AS "
+    "system.main.editdist3(a, \"vt:pair\"(a, b, @PAIR@, 'editdist3'))",
+    "damerau_levenshtein(a, b) AS "
+    "system.main.damerau_levenshtein(a, \"vt:pair\"(a, b, @PAIR@, 'damerau_levenshtein'))",
+    "jaro_similarity(a, b) AS "
+    "system.main.jaro_similarity(a, \"vt:pair\"(a, b, @PAIR@, 'jaro_similarity')), "
+    "(a, b, c) AS "
+    "system.main.jaro_similarity(a, \"vt:pair\"(a, b, @PAIR@, 'jaro_similarity'), c)",
+    "jaro_winkler_similarity(a, b) AS "
+    "system.main.jaro_winkler_similarity(a, \"vt:pair\"(a, b, @PAIR@, 'jaro_winkler_similarity')), "
+    "(a, b, c) AS "
+    "system.main.jaro_winkler_similarity(a, \"vt:pair\"(a, b, @PAIR@, 'jaro_winkler_similarity'), c)",
     /* builders that go element by element */
     "lpad(s, n, p) AS system.main.lpad(s, CAST(\"vt:cap\"(n, @PAD@, 'lpad') AS INTEGER), p)",
     "rpad(s, n, p) AS system.main.rpad(s, CAST(\"vt:cap\"(n, @PAD@, 'rpad') AS INTEGER), p)",
-    "bitstring(s, n) AS system.main.bitstring(s, CAST(\"vt:cap\"(n, @BITS@, 'bitstring') AS "
-    "INTEGER))",
+    "bitstring(s, n) AS "
+    "system.main.bitstring(s, CAST(\"vt:cap\"(n, @BITS@, 'bitstring') AS INTEGER))",
     "repeat(x, n) AS system.main.repeat(x, \"vt:repeat_n\"(x, n))",
     "list_resize(l, n) AS system.main.list_resize(l, \"vt:cap\"(n, @LIST@, 'list_resize')), "
     "(l, n, v) AS system.main.list_resize(l, \"vt:cap\"(n, @LIST@, 'list_resize'), v)",
@@ -966,7 +1017,8 @@ static const char *const macros[] = {
     "range(a) AS system.main.range(\"vt:cap\"(a, @LIST@, 'range')), "
     "(a, b) AS system.main.range(a, b, \"vt:range_step\"(a, b, 1)), "
     "(a, b, c) AS system.main.range(a, b, \"vt:range_step\"(a, b, c))",
-    "generate_series(a) AS system.main.generate_series(\"vt:cap\"(a, @LIST@, 'generate_series')), "
+    "generate_series(a) AS "
+    "system.main.generate_series(\"vt:cap\"(a, @LIST@, 'generate_series')), "
     "(a, b) AS system.main.generate_series(a, b, \"vt:range_step\"(a, b, 1)), "
     "(a, b, c) AS system.main.generate_series(a, b, \"vt:range_step\"(a, b, c))",
     /* recursive over the document: the stack overflows on deep nesting */
@@ -1013,17 +1065,19 @@ static void substitute(struct strbuf *out, const char *text)
 {
     static const struct {
         const char *key;
-        long long value;
+        long long call, vector;
     } limits[] = {
-        {"@PAIR@", VT_SQL_MAX_EDIT_CELLS}, {"@PAD@", VT_SQL_MAX_PAD_CHARS},
-        {"@BITS@", VT_SQL_MAX_BITS},       {"@LIST@", VT_SQL_MAX_LIST_ELEMENTS},
+        {"@PAIR@", VT_SQL_MAX_EDIT_CELLS, VT_SQL_MAX_EDIT_CELLS_VECTOR},
+        {"@PAD@", VT_SQL_MAX_PAD_CHARS, VT_SQL_MAX_PAD_CHARS_VECTOR},
+        {"@BITS@", VT_SQL_MAX_BITS, VT_SQL_MAX_BITS_VECTOR},
+        {"@LIST@", VT_SQL_MAX_LIST_ELEMENTS, VT_SQL_MAX_LIST_ELEMENTS_VECTOR},
     };
     for (const char *p = text; *p;) {
         bool hit = false;
         for (size_t k = 0; k < sizeof limits / sizeof limits[0] && !hit; k++) {
             size_t kl = strlen(limits[k].key);
             if (!strncmp(p, limits[k].key, kl)) {
-                sb_addf(out, "%lld", limits[k].value);
+                sb_addf(out, "%lld, %lld", limits[k].call, limits[k].vector);
                 p += kl;
                 hit = true;
             }

@@ -166,6 +166,7 @@ struct http_request {
     struct http_stream *stream;
     void *user;
     void (*on_release)(void *user); /* the handler's cleanup, at the very end */
+    void (*timeout_reply)(struct http_request *req); /* http_set_timeout_reply */
     /* active-request list (for shutdown) */
     struct http_request *prev, *next;
 };
@@ -476,6 +477,11 @@ static void log_error_reply(struct http_request *req, int status, enum vt_err co
 
 void http_reply_error(struct http_request *req, enum vt_err code, const char *message)
 {
+    pthread_mutex_lock(&req->reply_mu);
+    bool detached = req->detached;
+    pthread_mutex_unlock(&req->reply_mu);
+    if (detached)
+        return; /* answered already (a deadline overrun, shutdown): not logged twice */
     struct strbuf body;
     sb_init(&body, 0);
     const char *msg = message ? message : vt_err_default_message(code);
@@ -750,12 +756,57 @@ static void job_run(struct eng_job *job, duckdb_connection con)
     log_set_request_id(NULL);
 }
 
+static void stream_abort(struct http_request *r, bool resume);
+
+/* The answer to a request past its deadline: the handler's own form
+ * (http_set_timeout_reply: MCP's JSON-RPC result) or the 504 body. */
+static void reply_timeout(struct http_request *req)
+{
+    if (req->timeout_reply)
+        req->timeout_reply(req);
+    else
+        http_reply_error(req, VT_ERR_TIMEOUT, "request timed out");
+}
+
+/* The job of `job` is stuck in DuckDB past its deadline (engine.h,
+ * eng_job.overrun; its worker was replaced): answer now, as shutdown does,
+ * so the client gets its 504 on time; the job's own reply, when it comes,
+ * goes nowhere. The job holds its reference to req until done(). */
+static void job_overrun(struct eng_job *job)
+{
+    struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
+    if (req->stream) {
+        stream_abort(req, true);
+        return;
+    }
+    pthread_mutex_lock(&req->reply_mu);
+    bool open = req->suspended && !req->detached;
+    pthread_mutex_unlock(&req->reply_mu);
+    if (!open)
+        return;
+    reply_timeout(req);
+    pthread_mutex_lock(&req->reply_mu);
+    bool resume = req->suspended && !req->detached;
+    if (resume) {
+        req->detached = true;
+        req->suspended = false;
+    }
+    pthread_mutex_unlock(&req->reply_mu);
+    if (resume)
+        MHD_resume_connection(req->conn);
+}
+
 static void job_done(struct eng_job *job)
 {
     struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
     if (!req->stream) {
-        if (atomic_load(&job->timed_out))
-            http_reply_error(req, VT_ERR_TIMEOUT, "request timed out");
+        /* Past the deadline: the handler's answer stands when it gave one
+         * that is not an error (it finished) or its own timeout answer;
+         * otherwise (it never ran, or DuckDB's interrupt surfaced as some
+         * other failure) the timeout answer. */
+        if (atomic_load(&job->timed_out) &&
+            (!req->response || (req->status >= 400 && req->err_code != VT_ERR_TIMEOUT)))
+            reply_timeout(req);
         else if (!req->response)
             http_reply_error(req, VT_ERR_INTERNAL, "the handler produced no reply");
         /* Shutdown may have answered and resumed it already. */
@@ -785,6 +836,7 @@ void http_defer_as(struct http_request *req, struct eng_pool *pool, http_job_fn 
     req->job.cls = cls;
     req->job.run = job_run;
     req->job.done = job_done;
+    req->job.overrun = job_overrun;
     atomic_store(&req->job.deadline_ms, req->deadline_ms);
     req->job_fn = fn;
     req->job_pool = pool;
@@ -806,6 +858,11 @@ void http_defer_as(struct http_request *req, struct eng_pool *pool, http_job_fn 
         http_reply_error(req, VT_ERR_UNAVAILABLE, "server is overloaded; retry later");
         MHD_resume_connection(req->conn);
     }
+}
+
+void http_set_timeout_reply(struct http_request *req, void (*fn)(struct http_request *req))
+{
+    req->timeout_reply = fn;
 }
 
 const struct eng_job *http_req_job(const struct http_request *req)

@@ -201,6 +201,8 @@ struct mcp_call {
     struct exec_json_sink sink;
     bool sink_ready;
     int64_t requested_page_size;
+    char *timeout_body;         /* the whole reply past the deadline (arena), made
+                                 * before the job runs: see defer() */
 };
 
 static void call_release(struct mcp_call *c)
@@ -608,6 +610,48 @@ static void finish_run(struct mcp_call *c)
     }
 }
 
+/* The reply past the deadline, from the pool's watchdog thread while the
+ * job may still run (or from the job's end): only the body made beforehand
+ * is read, never the call's message. */
+static void timeout_reply(struct http_request *req)
+{
+    struct mcp_call *c = http_req_user(req);
+    struct strbuf body;
+    sb_init(&body, 0);
+    sb_adds(&body, c && c->timeout_body ? c->timeout_body : "");
+    http_reply_json(req, 200, &body);
+}
+
+/* http_defer_as with the MCP form of a timeout: a tool result with isError
+ * for tools/call, a JSON-RPC error for resources/read; never the REST 504. */
+static void defer(struct mcp_call *c, http_job_fn fn, enum eng_job_class cls)
+{
+#define TIMEOUT_MSG "request timed out (server.request_timeout_ms); narrow the query or ask " \
+                    "for fewer rows"
+    struct strbuf sb;
+    sb_init(&sb, 0);
+    if (c->tool) {
+        result_open(&sb, c, false);
+        result_sep(&sb);
+        sb_adds(&sb, "\"content\":[{\"type\":\"text\",\"text\":");
+        sb_add_json_string(&sb, TIMEOUT_MSG " (code: timeout)",
+                           sizeof TIMEOUT_MSG " (code: timeout)" - 1);
+        sb_adds(&sb, "}],\"isError\":true}}");
+    } else {
+        sb_adds(&sb, "{\"jsonrpc\":\"2.0\",\"id\":");
+        add_id(&sb, c->id);
+        sb_addf(&sb, ",\"error\":{\"code\":%d,\"message\":", RPC_INTERNAL);
+        sb_add_json_string(&sb, TIMEOUT_MSG, sizeof TIMEOUT_MSG - 1);
+        sb_adds(&sb, ",\"data\":{\"code\":\"timeout\"}}}");
+    }
+    if (!sb.overflow && sb.buf)
+        c->timeout_body = arena_strdup(http_req_arena(c->req), sb.buf);
+    sb_release(&sb);
+    http_set_timeout_reply(c->req, timeout_reply);
+    http_defer_as(c->req, c->app->queries, fn, cls);
+#undef TIMEOUT_MSG
+}
+
 /* Pins the dataset and builds the plan (describe needs the pin only).
  * deadline 0: do not wait for a lazy build (*out_not_ready asks for a
  * worker). On failure the reply is sent. */
@@ -701,7 +745,7 @@ static void start_data(struct mcp_call *c)
     bool not_ready;
     if (!prepare_data(c, 0, &not_ready)) {
         if (not_ready) {
-            http_defer_as(c->req, c->app->queries, data_job, ENG_JOB_LONG);
+            defer(c, data_job, ENG_JOB_LONG);
             return;
         }
         call_release(c);
@@ -717,7 +761,7 @@ static void start_data(struct mcp_call *c)
         call_release(c);
         return;
     }
-    http_defer_as(c->req, c->app->queries, data_job, exec_job_class(&c->plan));
+    defer(c, data_job, exec_job_class(&c->plan));
 }
 
 /* ------------------------------------------------------- the sql tool */
@@ -786,7 +830,7 @@ static void start_sql(struct mcp_call *c)
         send_error(c->req, 500, c->id, RPC_INTERNAL, "out of memory", NULL);
         return;
     }
-    http_defer_as(c->req, c->app->queries, sql_job, ENG_JOB_LONG);
+    defer(c, sql_job, ENG_JOB_LONG);
 }
 
 static void do_tools_call(struct mcp_call *c)
