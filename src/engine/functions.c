@@ -814,7 +814,7 @@ static bool pg_parse(const char *in, size_t inlen, const char *f, size_t n, stru
             else
                 ok = false;
         } else if (IS("YYYY")) {
-            ok = read_digits(&s, end, 6, &t->year), used = 4;
+            ok = read_digits(&s, end, 4, &t->year), used = 4;
         } else if (IS("YY")) {
             ok = read_digits(&s, end, 2, &t->year), used = 2;
             t->year += t->year < 70 ? 2000 : 1900;

@@ -15,7 +15,8 @@
  * that read or build aggregate states (finalize, combine, cast_to_type: a
  * state is a raw struct whose strings are pointers, so a forged one reads or
  * crashes the process; EXPORT_STATE is refused by gate.c); plus the window
- * functions, which duckdb_functions() does not list, and PostgreSQL's
+ * functions and unnest/unlist in a select list, which duckdb_functions() does
+ * not list as scalars, pg_typeof (it names its argument's type), and PostgreSQL's
  * to_char and overlay, which vitrine defines (engine/functions.c; so does
  * to_timestamp(text, fmt)). Some names here are bounded wrappers of the
  * built-in of that name (functions.c): a call past their limits is refused
@@ -122,7 +123,7 @@ static const char *const allowed[] = {
     "mismatches", "mod", "mode", "month", "monthname", "multiply", "nanosecond", "nextafter",
     "nfc_normalize", "normalized_interval", "not_ilike_escape", "not_like_escape", "now",
     "nth_value", "ntile", "nullif", "octet_length", "ord", "overlay", "parse_dirname", "parse_dirpath",
-    "parse_filename", "parse_path", "percent_rank", "pi", "position", "pow", "power", "prefix",
+    "parse_filename", "parse_path", "percent_rank", "pg_typeof", "pi", "position", "pow", "power", "prefix",
     "printf", "product", "quantile", "quantile_cont", "quantile_disc", "quarter", "radians",
     "random", "range", "rank", "reduce", "regexp_escape", "regexp_extract",
     "regexp_extract_all", "regexp_full_match", "regexp_matches", "regexp_replace",
@@ -144,7 +145,7 @@ static const char *const allowed[] = {
     "to_milliseconds", "to_minutes", "to_months", "to_quarters", "to_seconds", "to_timestamp",
     "to_weeks", "to_years", "today", "transaction_timestamp", "translate", "trim", "trunc",
     "try_strptime", "typeof", "ucase", "unbin", "unhex", "unicode", "union_extract",
-    "union_tag", "union_value", "unpivot_list", "upper", "url_decode", "url_encode", "uuid",
+    "union_tag", "union_value", "unlist", "unnest", "unpivot_list", "upper", "url_decode", "url_encode", "uuid",
     "uuid_extract_timestamp", "uuid_extract_version", "uuidv4", "uuidv7", "var_pop", "var_samp",
     "variance", "variant_extract", "variant_typeof", "vector_type", "wavg", "week", "weekday",
     "weekofyear", "weighted_avg", "xor", "year", "yearweek", "|", "||", "~", "~~", "~~*", "~~~",

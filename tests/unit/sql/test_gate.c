@@ -213,7 +213,7 @@ TEST(allowlist_is_real_and_safe)
     CHECK(n > 500);
     static const char *const windows[] = {"row_number", "rank", "dense_rank", "percent_rank",
                                           "cume_dist", "ntile", "lag", "lead", "first_value",
-                                          "last_value", "nth_value", "fill", NULL};
+                                          "last_value", "nth_value", "fill", "unlist", NULL};
     duckdb_prepared_statement ps;
     duckdb_prepare(con, "SELECT count(*) FROM duckdb_functions() WHERE function_name = $1", &ps);
     for (size_t i = 0; i < n; i++) {
