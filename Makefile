@@ -172,8 +172,15 @@ unit: $(UNIT_BIN)
 	@fail=0; for t in $(UNIT_BIN); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
 # Black-box tests: the real binary on 127.0.0.1, driven by pytest and real clients.
+# E2E_JOBS pytest workers (pytest-xdist; every test starts its own servers on
+# port 0 in its own tmp_path), then the tests marked `serial` alone: those
+# assert wall-clock bounds (a scrape under a millisecond, a flood answered
+# within 100 ms) that a neighbour test would blur.
+E2E_JOBS ?= 2
 e2e: all $(UNIT_BIN)
-	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x tests/e2e $(PYTEST_ARGS)
+	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x -p xdist -n $(E2E_JOBS) \
+	    -m 'not serial' tests/e2e $(PYTEST_ARGS)
+	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x -m serial tests/e2e $(PYTEST_ARGS)
 
 # Unit tests first, then the black-box tests, one after the other (the
 # black-box tests measure time-outs and must not share the CPU with them).
@@ -216,6 +223,7 @@ FUZZ_FLAGS := -std=c17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,
 FUZZ_SRC_fuzz_http_range       := src/http/range.c
 FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
+FUZZ_SRC_fuzz_http_host        := src/http/hosts.c src/util/strvec.c
 FUZZ_SRC_fuzz_http_path        := src/http/router.c src/util/arena.c src/util/errors.c
 FUZZ_LIBS_fuzz_http_path       := -isystem $(DUCKDB_DIR)
 FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
@@ -274,15 +282,16 @@ FUZZ_SECONDS ?= 30
 DICT_fuzz_http_range       := tests/fuzz/http.dict
 DICT_fuzz_http_accept      := tests/fuzz/http.dict
 DICT_fuzz_http_conditional := tests/fuzz/http.dict
+DICT_fuzz_http_host        := tests/fuzz/http.dict
 DICT_fuzz_delta_log        := tests/fuzz/delta.dict
 DICT_fuzz_s3_list_xml      := tests/fuzz/s3.dict
 DICT_fuzz_jwks             := tests/fuzz/jwt.dict
-fuzz-smoke: fuzz
-	@set -e; for t in $(FUZZ_TARGETS); do \
-	    work=$(FUZZ_BUILD)/smoke/$$t; rm -rf $$work; mkdir -p $$work; \
-	    if [ -d tests/fuzz/corpus/$$t ]; then cp tests/fuzz/corpus/$$t/* $$work/ 2>/dev/null || true; fi; \
-	    $(MAKE) --no-print-directory fuzz-run-one T=$$t WORK=$$work; \
-	done
+# Targets run side by side under `make -j2 fuzz-smoke` (each is one process).
+fuzz-smoke: $(addprefix fuzz-smoke-,$(FUZZ_TARGETS))
+fuzz-smoke-%: $(FUZZ_BUILD)/%
+	@work=$(FUZZ_BUILD)/smoke/$*; rm -rf $$work; mkdir -p $$work; \
+	if [ -d tests/fuzz/corpus/$* ]; then cp tests/fuzz/corpus/$*/* $$work/ 2>/dev/null || true; fi; \
+	$(MAKE) --no-print-directory fuzz-run-one T=$* WORK=$$work
 
 # One target: prints its run count, and the whole log when it fails.
 fuzz-run-one:

@@ -9,7 +9,7 @@ packages=(
     build-essential pkg-config git ca-certificates curl
     libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev zlib1g-dev
     libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev
-    python3 python3-pytest python3-requests python3-jwt python3-cryptography
+    python3 python3-pytest python3-pytest-xdist python3-requests python3-jwt python3-cryptography
     python3-psycopg python3-psycopg2
     nginx wrk postgresql-client postgresql-contrib brotli zstd gdb valgrind linux-perf
     clang libclang-rt-14-dev

@@ -233,10 +233,15 @@ static int serve(const char *config_path, int port_override)
     if (n_saved)
         log_info("%s: %zu saved quer%s", cfg.server.saved_queries_dir, n_saved,
                  n_saved == 1 ? "y" : "ies");
-    if (cfg.server.backend == CFG_BACKEND_DATAFUSION)
-        log_warn("server.backend = \"datafusion\"%s: this build has only the DuckDB engine; "
-                 "running DuckDB",
-                 cfg.server.backend_set ? "" : " (the default)");
+    /* The spec's default engine is a hint here: said once, at INFO, when the
+     * key is not set (every default config would warn otherwise); a WARN only
+     * when the operator asked for datafusion explicitly. */
+    if (cfg.server.backend == CFG_BACKEND_DATAFUSION && cfg.server.backend_set)
+        log_warn("server.backend = \"datafusion\": this build has only the DuckDB engine; "
+                 "running DuckDB");
+    else if (cfg.server.backend == CFG_BACKEND_DATAFUSION)
+        log_info("engine: DuckDB (server.backend is not set; its default, \"datafusion\", is "
+                 "a hint this build answers with DuckDB)");
 
     /* Signals go to the main thread only: block them before any thread starts. */
     sigset_t sigs;
@@ -267,7 +272,6 @@ static int serve(const char *config_path, int port_override)
 
     if (eng_open(&cfg, &db, &err) != VT_ERR_OK)
         goto fail;
-    app.db = db;
     /* DuckDB reads and writes files only where this configuration says
      * (defence in depth under the SQL gate): the config's directories and
      * sources, and this process's runtime directory. */

@@ -32,9 +32,8 @@ static void reply_build_failure(struct http_request *req, const struct vt_error 
 
 /* ----------------------------------------------------------------- reload */
 
-static void reload_job(struct http_request *req, duckdb_connection con)
+static void reload_job(struct http_request *req)
 {
-    (void)con;
     struct api_app *app = api_app(req);
     const char *name = http_req_param(req, 0);
     struct vt_error err = {0};
@@ -121,9 +120,8 @@ static bool dataset_from_body(struct http_request *req, struct vt_dataset_config
     return true;
 }
 
-static void register_job(struct http_request *req, duckdb_connection con)
+static void register_job(struct http_request *req)
 {
-    (void)con;
     struct api_app *app = api_app(req);
     struct vt_dataset_config ds;
     if (!dataset_from_body(req, &ds))
@@ -164,9 +162,8 @@ void api_datasets_register(struct http_request *req)
 
 static pthread_mutex_t persist_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void persist_job(struct http_request *req, duckdb_connection con)
+static void persist_job(struct http_request *req)
 {
-    (void)con;
     struct api_app *app = api_app(req);
     const char *path = app->cfg->path;
     struct vt_dataset_config ds;
@@ -277,9 +274,8 @@ void api_datasets_persist(struct http_request *req)
 
 /* ---------------------------------------------------------- config reload */
 
-static void config_reload_job(struct http_request *req, duckdb_connection con)
+static void config_reload_job(struct http_request *req)
 {
-    (void)con;
     struct api_app *app = api_app(req);
     struct vt_config cfg;
     struct vt_error err = {0};

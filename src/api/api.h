@@ -23,7 +23,6 @@
 struct api_app {
     const struct vt_config *cfg;
     struct auth_policy auth;    /* X-Admin-Token and bearer tokens ([auth]) */
-    duckdb_database db;
     struct cat_catalog *catalog;
     struct eng_pool *queries;   /* server.workers threads */
     struct eng_pool *admin_pool;/* admin operations that wait for builds */
@@ -77,6 +76,10 @@ void api_dataset_query(struct http_request *req);
 void api_dataset_query_stream(struct http_request *req);
 void api_dataset_count(struct http_request *req);
 void api_sql(struct http_request *req);
+/* The MCP endpoint and its protected-resource metadata (routes.c: src/mcp
+ * with what it serves from). */
+void api_mcp(struct http_request *req);
+void api_mcp_resource(struct http_request *req);
 /* Embedded UIs (ui_mounts.c): assets through src/ui; the Explorer's
  * settings document (explorer_config.c). */
 void api_explorer_asset(struct http_request *req);
@@ -113,11 +116,6 @@ void api_build_info(const char **out_version, const char **out_git_sha);
  * limit_exceeded on failure). An empty body is {} when empty_is_object. */
 json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_error *err);
 struct api_app *api_app(struct http_request *req);
-/* Writes one status entry object. */
-void api_write_status(struct jw *w, const struct cat_status *st);
-/* Writes the schema description of GET /schema (and MCP describe_dataset):
- * name, rows, columns [{name,type,logical,nullable}], indexed, sample. */
-void api_write_schema(struct jw *w, const char *name, const struct cat_generation *gen);
 /* Looks up the {name} parameter; replies 404 and returns NULL when unknown. */
 struct cat_dataset *api_dataset_or_404(struct http_request *req);
 /* The {name} dataset and its current generation (waiting for a lazy build up
@@ -139,7 +137,6 @@ struct api_sink {
     enum query_mode mode;
     enum api_format format;
     bool paged;
-    int64_t page, page_size;
     const char *content_type;
     bool compressible;
     struct strbuf buf;              /* the body until it spills */
@@ -147,29 +144,41 @@ struct api_sink {
     uint64_t rows;                  /* JSON rows from the index fast path */
     struct json_rows *enc;
     struct arrow_duckdb_stream arrow;
-    /* /sql: {"data":[...],"max_rows":n,"truncated":b}, at most sql_cap rows */
+    /* /sql: {"data":[...],"max_rows":n,"truncated":b} (the call's caps) */
     bool sql;
-    int64_t sql_cap;
-    uint64_t sql_rows;
-    bool truncated;
     /* Where the time went (the plan points here); sent as Server-Timing
      * with the reply, or with the first bytes of a stream. */
     struct exec_timing timing;
 };
 
-/* mode QUERY_COUNT always answers JSON; page/page_size go into the JSON tail
- * or the X-Page headers (QUERY_PAGED only). */
+/* mode QUERY_COUNT always answers JSON; a paged reply takes page/page_size
+ * from the call's validated query (the JSON tail or the X-Page headers). */
 void api_sink_init(struct api_sink *a, struct http_request *req, enum query_mode mode,
-                   enum api_format format, int64_t page, int64_t page_size);
-/* The /sql reply: JSON {"data":[...],"max_rows":max_rows,"truncated":b} or
- * an Arrow stream, with at most max_rows rows: the sink cuts the chunk that
- * passes the cap and ends the run there (truncated: more rows existed). */
-void api_sink_init_sql(struct api_sink *a, struct http_request *req, enum api_format format,
-                       int64_t max_rows);
+                   enum api_format format);
+/* The /sql reply: JSON {"data":[...],"max_rows":n,"truncated":b} or an
+ * Arrow stream, within the call's caps (max_rows). */
+void api_sink_init_sql(struct api_sink *a, struct http_request *req, enum api_format format);
 void api_sink_release(struct api_sink *a);
 /* ?format=json|arrow, else Accept negotiation (Arrow when the client names it
  * with q > 0 and does not prefer JSON). INVALID_QUERY for another format. */
 enum vt_err api_choose_format(struct http_request *req, enum api_format *out,
                               struct vt_error *err);
+
+/* ------------------------------------------- HTTP requests over the driver
+ * (query.c) An HTTP request the execution driver runs: the call and its
+ * sink live in the request's arena and are released with the request. */
+struct api_call {
+    struct exec_call call;
+    struct api_sink sink;
+    struct http_request *req;
+};
+
+/* A zeroed call for `req` (NULL out of memory: the 500 is replied), whose
+ * release hook is registered. Init c->sink (api_sink_init*), then start. */
+struct api_call *api_call_new(struct http_request *req);
+/* Fills in what every HTTP request gives the driver (the catalog, the sink,
+ * the arena, Server-Timing, the request deadline, the query pool as the
+ * queue) and starts the call; the sink replies. */
+void api_call_start(struct api_call *c, struct exec_request *rq);
 
 #endif

@@ -19,9 +19,8 @@
 
 #define PARQUET_CONTENT_TYPE "application/vnd.apache.parquet"
 
-static void export_job(struct http_request *req, duckdb_connection con)
+static void export_job(struct http_request *req)
 {
-    (void)con;
     struct cat_dataset *ds;
     struct cat_generation *gen = api_generation_or_reply(req, &ds);
     if (!gen)

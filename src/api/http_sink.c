@@ -16,6 +16,7 @@
 #include "api/api.h"
 #include "encode/arrow_duckdb.h"
 #include "encode/json_rows.h"
+#include "util/timeutil.h"
 
 #define SPILL_BYTES (256 * 1024)
 
@@ -104,15 +105,34 @@ static enum vt_err commit(struct api_sink *a, struct vt_error *err)
     return VT_ERR_OK;
 }
 
+/* The validated query of the call (paged replies), or NULL. */
+static const struct query_request *query_of(const struct api_sink *a)
+{
+    return a->sink.call ? a->sink.call->query : NULL;
+}
+
 static void write_page_tail(struct api_sink *a)
 {
-    sb_addf(body(a), "],\"page\":%lld,\"page_size\":%lld}", (long long)a->page,
-            (long long)a->page_size);
+    const struct query_request *q = query_of(a);
+    sb_addf(body(a), "],\"page\":%lld,\"page_size\":%lld}", q ? (long long)q->page : 1LL,
+            q ? (long long)q->page_size : 0LL);
+}
+
+/* Which publish of the dataset the answer reads (a query of one dataset). */
+static void add_refreshed_at(struct api_sink *a)
+{
+    const struct cat_generation *gen = a->sink.call ? a->sink.call->gen : NULL;
+    if (gen && gen->published_at_us > 0) {
+        char ts[32];
+        time_format_rfc3339(gen->published_at_us, ts);
+        http_add_header(a->req, "X-Dataset-Refreshed-At", ts);
+    }
 }
 
 static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt_error *err)
 {
     struct api_sink *a = sink_of(s);
+    add_refreshed_at(a);
     if (a->format == API_FORMAT_JSON) {
         if (res) {
             char ebuf[256];
@@ -123,11 +143,12 @@ static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt
         sb_adds(body(a), "{\"data\":[");
         return VT_ERR_OK;
     }
-    if (a->paged) {
+    const struct query_request *q = query_of(a);
+    if (a->paged && q) {
         char n[32];
-        snprintf(n, sizeof n, "%lld", (long long)a->page);
+        snprintf(n, sizeof n, "%lld", (long long)q->page);
         http_add_header(a->req, "X-Page", n);
-        snprintf(n, sizeof n, "%lld", (long long)a->page_size);
+        snprintf(n, sizeof n, "%lld", (long long)q->page_size);
         http_add_header(a->req, "X-Page-Size", n);
     }
     if (arrow_duckdb_begin(&a->arrow, res, body(a), err) != VT_ERR_OK)
@@ -138,28 +159,6 @@ static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt
 static enum vt_err sink_chunk(struct exec_sink *s, duckdb_data_chunk chunk, struct vt_error *err)
 {
     struct api_sink *a = sink_of(s);
-    if (a->sql) {
-        /* At most sql_cap rows: a chunk that goes past it is cut (the rows
-         * beyond are proof of truncation) and the run ends there. */
-        uint64_t n = duckdb_data_chunk_get_size(chunk);
-        uint64_t room = a->sql_rows < (uint64_t)a->sql_cap ? (uint64_t)a->sql_cap - a->sql_rows : 0;
-        bool cut = n > room;
-        if (cut) {
-            a->truncated = true;
-            n = room;
-            duckdb_data_chunk_set_size(chunk, n);
-        }
-        enum vt_err rc = VT_ERR_OK;
-        if (n && a->format == API_FORMAT_JSON &&
-            json_rows_encode_chunk(a->enc, chunk, body(a)) != 0)
-            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
-        else if (n && a->format == API_FORMAT_ARROW)
-            rc = arrow_duckdb_write_chunk(&a->arrow, chunk, body(a), err);
-        a->sql_rows += n;
-        if (rc == VT_ERR_OK)
-            rc = commit(a, err);
-        return rc == VT_ERR_OK && cut ? VT_ERR_RESULT_CAPPED : rc;
-    }
     if (a->format == API_FORMAT_JSON) {
         if (json_rows_encode_chunk(a->enc, chunk, body(a)) != 0)
             return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
@@ -186,6 +185,7 @@ static enum vt_err sink_json_row(struct exec_sink *s, const char *obj, size_t le
 static enum vt_err sink_count(struct exec_sink *s, uint64_t n, struct vt_error *err)
 {
     (void)err;
+    add_refreshed_at(sink_of(s));
     sb_addf(body(sink_of(s)), "{\"count\":%llu}", (unsigned long long)n);
     return VT_ERR_OK;
 }
@@ -194,7 +194,8 @@ static enum vt_err sink_count(struct exec_sink *s, uint64_t n, struct vt_error *
 static void finish(struct api_sink *a, const struct vt_error *err)
 {
     bool ok = err == NULL || err->code == VT_ERR_OK;
-    if (!a->stream)
+    /* A request refused before it ran has nothing to time. */
+    if (!a->stream && a->sink.call && a->sink.call->planned)
         add_server_timing(a);
     if (a->stream) {
         http_stream_end(a->stream, ok);
@@ -213,8 +214,9 @@ static void sink_end(struct exec_sink *s)
     struct vt_error err = {0};
     if (a->mode != QUERY_COUNT) {
         if (a->format == API_FORMAT_JSON && a->sql)
-            sb_addf(body(a), "],\"max_rows\":%lld,\"truncated\":%s}", (long long)a->sql_cap,
-                    a->truncated ? "true" : "false");
+            sb_addf(body(a), "],\"max_rows\":%lld,\"truncated\":%s}",
+                    (long long)a->sink.call->rq.caps.max_rows,
+                    a->sink.call->truncated ? "true" : "false");
         else if (a->format == API_FORMAT_JSON)
             write_page_tail(a);
         else if (arrow_duckdb_end(&a->arrow, body(a)) != 0)
@@ -250,15 +252,13 @@ static const struct exec_sink_ops arrow_ops = {
 };
 
 void api_sink_init(struct api_sink *a, struct http_request *req, enum query_mode mode,
-                   enum api_format format, int64_t page, int64_t page_size)
+                   enum api_format format)
 {
     memset(a, 0, sizeof *a);
     a->req = req;
     a->mode = mode;
     a->format = mode == QUERY_COUNT ? API_FORMAT_JSON : format;
     a->paged = mode == QUERY_PAGED;
-    a->page = page;
-    a->page_size = page_size;
     bool json = a->format == API_FORMAT_JSON;
     a->sink.ops = json ? &json_ops : &arrow_ops;
     a->content_type = json ? "application/json" : API_ARROW_CONTENT_TYPE;
@@ -266,12 +266,10 @@ void api_sink_init(struct api_sink *a, struct http_request *req, enum query_mode
     sb_init(&a->buf, 0);
 }
 
-void api_sink_init_sql(struct api_sink *a, struct http_request *req, enum api_format format,
-                       int64_t max_rows)
+void api_sink_init_sql(struct api_sink *a, struct http_request *req, enum api_format format)
 {
-    api_sink_init(a, req, QUERY_STREAM, format, 0, 0);
+    api_sink_init(a, req, QUERY_STREAM, format);
     a->sql = true;
-    a->sql_cap = max_rows;
 }
 
 void api_sink_release(struct api_sink *a)

@@ -19,7 +19,6 @@
 
 #include "api/api.h"
 #include "api/openapi_schemas.h"
-#include "mcp/mcp.h"
 #include "ui/ui.h"
 
 #ifndef VT_VERSION
@@ -155,12 +154,12 @@ static const struct op_doc docs[] = {
       {415, NULL, 0, 0, NULL},
       {503, NULL, 0, H_RETRY, "A dataset it reads is not published yet."},
       {504, NULL, 0, 0, NULL}}},
-    {mcp_handle, "mcp", "JsonRpcRequest", true, 0, false,
+    {api_mcp, "mcp", "JsonRpcRequest", true, 0, false,
      {{200, "JsonRpcResponse", M_JSON, 0, "A JSON-RPC response (tool errors are results with isError)."},
       {202, NULL, 0, 0, "A notification was accepted (no body)."},
       {400, "JsonRpcResponse", M_JSON, 0, "Not a JSON-RPC request (JSON-RPC error -32700/-32600), or an unsupported MCP-Protocol-Version."},
       {413, NULL, 0, 0, NULL}}},
-    {mcp_protected_resource, "mcp", NULL, false, 0, false,
+    {api_mcp_resource, "mcp", NULL, false, 0, false,
      {{200, "ProtectedResourceMetadata", M_JSON, 0, "OAuth 2.0 Protected Resource Metadata."}}},
     {api_metrics, "operations", NULL, false, 0, false,
      {{200, "Metrics", M_PROM, 0, "Prometheus text format 0.0.4."}}},

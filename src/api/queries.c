@@ -97,7 +97,7 @@ static void undo_create(struct api_app *app, const struct create_call *c)
     }
 }
 
-static void create_job(struct http_request *req, duckdb_connection con)
+static void create_job(struct http_request *req)
 {
     struct create_call *c = http_req_user(req);
     struct api_app *app = api_app(req);
@@ -111,8 +111,9 @@ static void create_job(struct http_request *req, duckdb_connection con)
         http_reply_vterr(req, &err);
         return;
     }
-    if (cat_query_infer(app->catalog, con, ds, false, &err) != VT_ERR_OK ||
-        cat_query_describe(app->catalog, con, ds, deadline, &err) != VT_ERR_OK) {
+    /* On the admin pool's worker: the catalog binds on its connection. */
+    if (cat_query_infer(app->catalog, NULL, ds, false, &err) != VT_ERR_OK ||
+        cat_query_describe(app->catalog, NULL, ds, deadline, &err) != VT_ERR_OK) {
         http_reply_vterr(req, &err);
         return;
     }
@@ -245,9 +246,8 @@ void api_queries_list(struct http_request *req)
 
 /* ---------------------------------------------------------------- delete */
 
-static void delete_job(struct http_request *req, duckdb_connection con)
+static void delete_job(struct http_request *req)
 {
-    (void)con;
     struct api_app *app = api_app(req);
     const char *name = http_req_param(req, 0);
     struct strvec deps = {0};

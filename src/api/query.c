@@ -1,36 +1,22 @@
 /*
  * POST /api/v1/datasets/{name}/query, /query/stream and /count: the HTTP
- * front end of the execution layer (src/exec). A handler pins the dataset's
- * current generation for the request's whole life (so a reload never mixes
- * two versions into one response), validates the body, picks the sink
- * (JSON page, Arrow page, Arrow stream, count; http_sink.c) and hands the
- * plan to exec:
+ * front end of the execution driver (src/exec). A handler negotiates the
+ * format, reads the JSON body, picks the sink (JSON page, Arrow page, Arrow
+ * stream, count; http_sink.c) and hands the request to the driver, which
+ * pins the dataset's current generation for the request's whole life (so a
+ * reload never mixes two versions into one response), validates the body,
+ * answers from the index fast path on the HTTP thread when it can (point
+ * lookups, indexed counts: no worker, no DuckDB) and otherwise queues a job
+ * on the query pool (api_call_start: the HTTP side of every driver call).
  *
- *  - on the HTTP thread, when the index fast path can answer with a few rows
- *    (point lookups, indexed counts): no worker, no DuckDB;
- *  - otherwise as a job on the query pool, with that worker's connection.
- *
- * Errors before execution are replied here with the code's HTTP status;
- * errors during execution are the sink's to report.
+ * Errors of the protocol (format, body) are replied here; every other error
+ * reaches the sink, which replies it with the code's HTTP status.
  */
 #include <strings.h>
 
 #include "api/api.h"
 #include "http/encoding.h"
 #include "util/timeutil.h"
-
-/* An index answer of at most this many rows is written on the HTTP thread. */
-#define INLINE_MAX_ROWS 64
-
-struct query_call {
-    enum query_mode mode;
-    enum api_format format;
-    struct exec_pin pin;
-    struct query_request qr;
-    bool prepared;
-    struct api_sink sink;
-    struct exec_plan plan;
-};
 
 enum vt_err api_choose_format(struct http_request *req, enum api_format *out,
                               struct vt_error *err)
@@ -57,114 +43,88 @@ enum vt_err api_choose_format(struct http_request *req, enum api_format *out,
     return VT_ERR_OK;
 }
 
-/* Everything before execution: dataset, generation, format, body, plan.
- * `deadline` = 0 means do not wait for a lazy build (the HTTP thread must not
- * block): *out_not_ready then asks the caller to retry on a worker. */
-static enum vt_err call_prepare(struct http_request *req, struct query_call *c, int64_t deadline,
-                                bool *out_not_ready, struct vt_error *err)
-{
-    *out_not_ready = false;
-    struct api_app *app = api_app(req);
-    if (exec_pin(app->catalog, http_req_param(req, 0), deadline, &c->pin, err) != VT_ERR_OK) {
-        *out_not_ready = deadline == 0 && err->code == VT_ERR_DATASET_NOT_READY;
-        return err->code;
-    }
-    c->format = API_FORMAT_ARROW;
-    if (c->mode == QUERY_COUNT)
-        c->format = API_FORMAT_JSON;
-    else if (c->mode == QUERY_PAGED && api_choose_format(req, &c->format, err) != VT_ERR_OK)
-        return err->code;
-    int64_t start_us = time_mono_us();
-    json_t *body = api_json_body(req, true, err);
-    if (!body)
-        return err->code;
-    struct query_options opts = {.mode = c->mode, .max_page_size = app->cfg->server.max_page_size};
-    enum vt_err rc = exec_parse_query(body, c->pin.gen, &opts, http_req_arena(req), &c->qr, err);
-    json_decref(body);
-    int64_t parsed_us = time_mono_us();
-    if (rc != VT_ERR_OK)
-        return rc;
-    if (c->pin.gen->published_at_us > 0) {
-        char ts[32];
-        time_format_rfc3339(c->pin.gen->published_at_us, ts);
-        http_add_header(req, "X-Dataset-Refreshed-At", ts);
-    }
-    api_sink_init(&c->sink, req, c->mode, c->format, c->qr.page, c->qr.page_size);
-    /* The plan phase starts with the body: JSON parsing and validation. */
-    c->sink.timing.plan_us = parsed_us - start_us;
-    c->plan = (struct exec_plan){
-        .kind = c->mode == QUERY_COUNT ? EXEC_COUNT : EXEC_ROWS,
-        .query = &c->qr,
-        .gen = c->pin.gen,
-        .arena = http_req_arena(req),
-        .timing = &c->sink.timing,
-    };
-    c->prepared = true;
-    return VT_ERR_OK;
-}
+/* ---------------------------------------------------- the driver's HTTP side */
 
-static void call_release(struct query_call *c)
-{
-    if (c->prepared)
-        api_sink_release(&c->sink);
-    c->prepared = false;
-    exec_unpin(&c->pin);
-}
-
-/* The request is gone: release what it pinned even if its job never ran. */
 static void call_on_release(void *user)
 {
-    call_release(user);
+    struct api_call *c = user;
+    exec_call_release(&c->call);
+    api_sink_release(&c->sink);
 }
 
-static void query_job(struct http_request *req, duckdb_connection con)
+struct api_call *api_call_new(struct http_request *req)
 {
-    struct query_call *c = http_req_user(req);
-    if (!c->prepared) {
-        struct vt_error err = {0};
-        bool not_ready;
-        exec_unpin(&c->pin);
-        if (call_prepare(req, c, http_req_deadline(req), &not_ready, &err) != VT_ERR_OK) {
-            http_reply_vterr(req, &err);
-            call_release(c);
-            return;
-        }
+    struct api_call *c = arena_calloc(http_req_arena(req), sizeof *c);
+    if (!c) {
+        http_reply_error(req, VT_ERR_OUT_OF_MEMORY, NULL);
+        return NULL;
     }
-    c->plan.job = http_req_job(req);
-    exec_run(&c->plan, &c->sink.sink, con);
-    call_release(c);
+    c->req = req;
+    http_req_set_user(req, c);
+    http_req_on_release(req, call_on_release);
+    return c;
 }
+
+static void call_job(struct http_request *req)
+{
+    struct api_call *c = http_req_user(req);
+    exec_call_resume(&c->call, http_req_job(req));
+}
+
+/* The queue of every HTTP call: a job of its class on the query pool (the
+ * connection is suspended meanwhile; a full pool is a 503, a job still
+ * queued at the deadline a 504, both answered by the HTTP layer). */
+static void call_queue(struct exec_call *call, enum eng_job_class cls)
+{
+    struct api_call *c = call->rq.user;
+    http_defer_as(c->req, api_app(c->req)->queries, call_job, cls);
+}
+
+void api_call_start(struct api_call *c, struct exec_request *rq)
+{
+    rq->catalog = api_app(c->req)->catalog;
+    rq->sink = &c->sink.sink;
+    rq->arena = http_req_arena(c->req);
+    rq->timing = &c->sink.timing;
+    rq->caps.deadline_ms = http_req_deadline(c->req);
+    rq->queue = call_queue;
+    rq->user = c;
+    exec_call_start(&c->call, rq);
+}
+
+/* ------------------------------------------------- /query, /stream, /count */
 
 static void start(struct http_request *req, enum query_mode mode)
 {
-    struct query_call *c = arena_calloc(http_req_arena(req), sizeof *c);
-    if (!c) {
-        http_reply_error(req, VT_ERR_OUT_OF_MEMORY, NULL);
+    struct api_call *c = api_call_new(req);
+    if (!c)
         return;
-    }
-    c->mode = mode;
-    http_req_set_user(req, c);
-    http_req_on_release(req, call_on_release);
     struct vt_error err = {0};
-    bool not_ready = false;
-    if (call_prepare(req, c, 0, &not_ready, &err) != VT_ERR_OK) {
-        if (not_ready) {
-            /* A worker may wait for the first build of a lazy dataset. */
-            http_defer_as(req, api_app(req)->queries, query_job,
-                          mode == QUERY_STREAM ? ENG_JOB_STREAM : ENG_JOB_LONG);
-            return;
-        }
+    enum api_format format = API_FORMAT_ARROW;
+    if (mode == QUERY_COUNT)
+        format = API_FORMAT_JSON;
+    else if (mode == QUERY_PAGED && api_choose_format(req, &format, &err) != VT_ERR_OK) {
         http_reply_vterr(req, &err);
-        call_release(c);
         return;
     }
-    /* The fast path on the HTTP thread: a published generation whose index
-     * answers with a few rows needs no worker at all. */
-    if (exec_try_fast(&c->plan, &c->sink.sink, INLINE_MAX_ROWS) == EXEC_FAST_DONE) {
-        call_release(c);
+    api_sink_init(&c->sink, req, mode, format);
+    int64_t t0 = time_mono_us();
+    json_t *body = api_json_body(req, true, &err);
+    if (!body) {
+        http_reply_vterr(req, &err);
         return;
     }
-    http_defer_as(req, api_app(req)->queries, query_job, exec_job_class(&c->plan));
+    /* The plan phase starts with the body: JSON parsing, then validation. */
+    c->sink.timing.plan_us = time_mono_us() - t0;
+    struct exec_request rq = {
+        .kind = mode == QUERY_COUNT ? EXEC_COUNT : EXEC_ROWS,
+        .dataset = http_req_param(req, 0),
+        .body = body,
+        .opts = {.mode = mode, .max_page_size = api_app(req)->cfg->server.max_page_size},
+        .caps = {.max_rows = EXEC_NO_CAP}, /* paging bounds a page, nothing a stream */
+    };
+    api_call_start(c, &rq);
+    json_decref(body); /* the call holds its own reference */
 }
 
 void api_dataset_query(struct http_request *req)

@@ -43,12 +43,12 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
     if (n < cap)
         out[n++] = (struct config_mount){
             cfg->mcp.enabled, cfg->mcp.path,
-            {"", HTTP_POST, mcp_handle, AUTH_PERM_READ,
+            {"", HTTP_POST, api_mcp, AUTH_PERM_READ,
              "MCP endpoint for AI agents (JSON-RPC 2.0, Streamable HTTP, stateless).", false}};
     if (n < cap)
         out[n++] = (struct config_mount){
             cfg->mcp.enabled && cfg->auth.enabled, "/.well-known/oauth-protected-resource",
-            {"", HTTP_GET, mcp_protected_resource, AUTH_PERM_PUBLIC,
+            {"", HTTP_GET, api_mcp_resource, AUTH_PERM_PUBLIC,
              "OAuth 2.0 Protected Resource Metadata (RFC 9728) for MCP clients.", true}};
     /* Embedded UIs: {base} redirects to {base}/, {base}/{*} serves files. */
     const struct {
@@ -202,7 +202,7 @@ enum vt_err api_authorize(struct http_request *req, const struct http_route *rou
         struct strbuf sb;
         sb_init(&sb, 8192);
         auth_challenge_format(p, route->perm, &d, &sb);
-        if (route->handler == mcp_handle)
+        if (route->handler == api_mcp)
             add_resource_metadata(req, &sb);
         if (sb.buf)
             http_add_header(req, "WWW-Authenticate", sb.buf);
@@ -219,4 +219,18 @@ enum vt_err api_authorize(struct http_request *req, const struct http_route *rou
 struct api_app *api_app(struct http_request *req)
 {
     return http_app(req);
+}
+
+/* The MCP endpoint is a front end of its own (src/mcp); it gets what it
+ * serves from here. */
+void api_mcp(struct http_request *req)
+{
+    const struct api_app *app = api_app(req);
+    struct mcp_env env = {.cfg = app->cfg, .catalog = app->catalog, .queries = app->queries};
+    mcp_handle(req, &env);
+}
+
+void api_mcp_resource(struct http_request *req)
+{
+    mcp_protected_resource(req, api_app(req)->cfg);
 }

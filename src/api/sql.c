@@ -8,67 +8,20 @@
  *   response  {"data": [...], "max_rows": n, "truncated": bool}, or an Arrow
  *             IPC stream by the same negotiation as /query
  *
- * On a query worker: the gate checks the statement and names the datasets it
- * reads; each is pinned at the generation current now (one snapshot for the
- * whole statement, whatever reloads happen meanwhile); exec makes each name a
- * temporary view of the worker's connection over that generation and runs
- * the statement as written; the sink stops the run once it has max_rows rows
- * (and one more tells it the result was truncated). request_timeout_ms
- * interrupts it (504); results stream.
+ * The driver (src/exec) does the rest on a query worker: the gate checks the
+ * statement and names the datasets it reads; each is pinned at the
+ * generation current now (one snapshot for the whole statement, whatever
+ * reloads happen meanwhile); exec makes each name a temporary view of the
+ * worker's connection over that generation and runs the statement as
+ * written; the caps stop the run at max_rows rows (one more tells the result
+ * was truncated). request_timeout_ms interrupts it (504); results stream.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
-#include "sql/sql.h"
 #include "util/timeutil.h"
-
-struct sql_call {
-    char *text;                 /* the statement (owned) */
-    int64_t max_rows;
-    enum api_format format;
-    struct sql_snapshot snap;
-    struct api_sink sink;
-    bool sink_ready;
-};
-
-static void sql_call_release(void *user)
-{
-    struct sql_call *c = user;
-    sql_snapshot_release(&c->snap);
-    if (c->sink_ready)
-        api_sink_release(&c->sink);
-    c->sink_ready = false;
-    free(c->text);
-    c->text = NULL;
-}
-
-static void sql_job(struct http_request *req, duckdb_connection con)
-{
-    struct sql_call *c = http_req_user(req);
-    struct api_app *app = api_app(req);
-    struct vt_error err = {0};
-    int64_t t0 = time_mono_us();
-    if (sql_snapshot_take(app->catalog, con, c->text, http_req_deadline(req), &c->snap, &err) !=
-        VT_ERR_OK) {
-        http_reply_vterr(req, &err);
-        return;
-    }
-    api_sink_init_sql(&c->sink, req, c->format, c->max_rows);
-    c->sink_ready = true;
-    c->sink.timing.plan_us = time_mono_us() - t0; /* the SQL gate and the snapshot */
-    struct exec_plan plan = {
-        .timing = &c->sink.timing,
-        .kind = EXEC_SQL,
-        .sql = c->text,
-        .views = c->snap.views,
-        .nviews = c->snap.n,
-        .arena = http_req_arena(req),
-        .job = http_req_job(req),
-    };
-    exec_run(&plan, &c->sink.sink, con);
-}
 
 void api_sql(struct http_request *req)
 {
@@ -111,18 +64,20 @@ void api_sql(struct http_request *req)
         http_reply_vterr(req, &err);
         return;
     }
-    struct sql_call *c = arena_calloc(http_req_arena(req), sizeof *c);
-    char *text = strdup(json_string_value(sql));
+    /* The statement lives as long as the request (the call reads it). */
+    char *text = arena_strdup(http_req_arena(req), json_string_value(sql));
     json_decref(body);
-    if (!c || !text) {
-        free(text);
-        http_reply_error(req, VT_ERR_OUT_OF_MEMORY, NULL);
+    struct api_call *c = text ? api_call_new(req) : NULL;
+    if (!c) {
+        if (!text)
+            http_reply_error(req, VT_ERR_OUT_OF_MEMORY, NULL);
         return;
     }
-    c->text = text;
-    c->max_rows = max_rows;
-    c->format = format;
-    http_req_set_user(req, c);
-    http_req_on_release(req, sql_call_release);
-    http_defer_as(req, app->queries, sql_job, ENG_JOB_LONG);
+    api_sink_init_sql(&c->sink, req, format);
+    struct exec_request rq = {
+        .kind = EXEC_SQL,
+        .sql = text,
+        .caps = {.max_rows = max_rows},
+    };
+    api_call_start(c, &rq);
 }

@@ -109,6 +109,11 @@ struct cat_status {
     uint64_t builds[5][2];
 };
 
+struct jw;
+/* The catalog as JSON (describe.c). One status entry object, as GET
+ * /datasets lists them. */
+void cat_write_status(struct jw *w, const struct cat_status *st);
+
 struct cat_catalog;
 
 struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
@@ -161,6 +166,10 @@ void cat_generation_read_release(void *holds);
 const struct cat_fastpath *cat_generation_fastpath(const struct cat_generation *gen);
 /* Whether column `col` of the generation has an equality index. */
 bool cat_generation_is_indexed(const struct cat_generation *gen, size_t col);
+/* The schema description of a generation (describe.c), as GET /schema and
+ * the MCP describe_dataset tool show it: name, rows, columns
+ * [{name,type,logical,nullable}], indexed, sample. */
+void cat_write_schema(struct jw *w, const char *name, const struct cat_generation *gen);
 void cat_generation_release(struct cat_generation *gen);
 /* How many generations have been dropped since the process started: caches
  * keyed by generation (exec's prepared statements) drop theirs when it moves. */
@@ -233,14 +242,16 @@ enum vt_err cat_check_source(struct cat_catalog *cat, const struct vt_dataset_co
  * reads. With config_only, only datasets of the config file count (config
  * datasets cannot depend on runtime ones). A dependency cycle is
  * DEPENDENCY_CYCLE; the gate's own codes otherwise (SQL_*). `con` is any
- * connection of the process database (NULL: a short-lived one). */
+ * connection of the process database (NULL: the calling pool worker's, or
+ * a short-lived one elsewhere). */
 enum vt_err cat_query_infer(struct cat_catalog *cat, duckdb_connection con,
                             struct vt_dataset_config *cfg, bool config_only, struct vt_error *err);
 /* Binds cfg->sql over the current generations of cfg->depends_on (waiting
  * until deadline_ms for lazy first builds) without running it: QUERY_FAILED
  * with DuckDB's message when it does not bind, UNKNOWN_COLUMN when
  * materialize.sort_by or index.columns name a column it does not return,
- * DATASET_NOT_READY / DATASET_FAILED for an upstream that has no generation. */
+ * DATASET_NOT_READY / DATASET_FAILED for an upstream that has no generation.
+ * `con` NULL: the calling pool worker's connection. */
 enum vt_err cat_query_describe(struct cat_catalog *cat, duckdb_connection con,
                                const struct vt_dataset_config *cfg, int64_t deadline_ms,
                                struct vt_error *err);

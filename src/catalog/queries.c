@@ -100,6 +100,8 @@ enum vt_err cat_query_infer(struct cat_catalog *cat, duckdb_connection con,
                             struct vt_dataset_config *cfg, bool config_only, struct vt_error *err)
 {
     duckdb_connection own = NULL;
+    if (!con)
+        con = eng_worker_connection();
     if (!con) {
         if (duckdb_connect(cat->db, &own) != DuckDBSuccess)
             return vt_error_set(err, VT_ERR_INTERNAL, "cannot connect to DuckDB");
@@ -155,6 +157,8 @@ enum vt_err cat_query_describe(struct cat_catalog *cat, duckdb_connection con,
                                const struct vt_dataset_config *cfg, int64_t deadline_ms,
                                struct vt_error *err)
 {
+    if (!con && !(con = eng_worker_connection()))
+        return vt_error_set(err, VT_ERR_INTERNAL, "no connection to describe the query on");
     struct cat_upstreams ups = {0};
     enum vt_err rc = cat_bind_upstreams(cat, con, cfg, deadline_ms, &ups, err);
     if (rc)

@@ -145,6 +145,10 @@ struct server_config {
                                             * config file's directory) */
     struct strvec allowed_s3_endpoints;    /* http(s):// URLs as in s3.endpoint */
     struct strvec allowed_credential_envs; /* environment variable names */
+    /* DNS rebinding (src/http/hosts.h): Host names answered besides the
+     * loopback ones, and browser Origins allowed on MCP. */
+    struct strvec allowed_hosts;           /* "name", "*.suffix" or "*" */
+    struct strvec allowed_origins;         /* "scheme://host[:port]" or "*" */
     struct startup_config startup;
     struct quack_config quack;
     struct pgwire_config pgwire;

@@ -121,6 +121,59 @@ static bool check_url(const struct cfg_blk *b, const struct cfg_key *k, void *fi
     return check_each(b, k, field, is_url, "expected an http:// or https:// URL", true);
 }
 
+/* A server.allowed_hosts item: "*", "*.suffix" or a host name or address
+ * without scheme, port or path (the port never decides: see http/hosts.h). */
+static bool is_host_pattern(const char *s)
+{
+    if (!strcmp(s, "*"))
+        return true;
+    if (!strncmp(s, "*.", 2))
+        s += 2;
+    if (!*s)
+        return false;
+    if (s[0] == '[') {
+        size_t n = strlen(s);
+        return n > 2 && s[n - 1] == ']' && strspn(s + 1, "0123456789abcdefABCDEF:.") == n - 2;
+    }
+    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~") ==
+           strlen(s);
+}
+
+static bool check_host_pattern(const struct cfg_blk *b, const struct cfg_key *k, void *field)
+{
+    return check_each(b, k, field, is_host_pattern,
+                      "expected a host name or address without scheme or port, \"*.suffix\" "
+                      "or \"*\"",
+                      true);
+}
+
+/* A server.allowed_origins item: "*" or scheme://host[:port] without a path. */
+static bool is_origin(const char *s)
+{
+    if (!strcmp(s, "*"))
+        return true;
+    const char *sep = strstr(s, "://");
+    if (!sep || sep == s || !sep[3] || strspn(s, "abcdefghijklmnopqrstuvwxyz+-.") != (size_t)(sep - s))
+        return false;
+    const char *auth = sep + 3;
+    size_t n = strlen(auth);
+    if (n && auth[n - 1] == '/')
+        n--;
+    for (size_t i = 0; i < n; i++)
+        if (auth[i] == '/' || auth[i] == '?' || auth[i] == '#' || auth[i] == '@' ||
+            (unsigned char)auth[i] <= ' ')
+            return false;
+    return n > 0;
+}
+
+static bool check_origin(const struct cfg_blk *b, const struct cfg_key *k, void *field)
+{
+    return check_each(b, k, field, is_origin,
+                      "expected an origin such as \"https://app.example.com\" (scheme, host, "
+                      "optional port, no path) or \"*\"",
+                      true);
+}
+
 static bool check_env_name(const struct cfg_blk *b, const struct cfg_key *k, void *field)
 {
     return check_each(b, k, field, valid_env_name,
@@ -498,8 +551,8 @@ const struct cfg_key cfg_schema[] = {
      .doc = "The HTTP service: listener, limits, time-outs, memory and the places it may read."},
     {"server", "backend", CFG_T_ENUM, C(server.backend), .names = backend_names,
      .def = "\"datafusion\"",
-     .doc = "Engine hint. This build has only the DuckDB engine: any value runs DuckDB, and "
-            "\"datafusion\" logs a warning."},
+     .doc = "Engine hint. This build has only the DuckDB engine: any value runs DuckDB; "
+            "\"datafusion\" set explicitly logs a warning (left unset, one INFO line)."},
     {"server", NULL, CFG_T_RULE, .rule = rule_backend_set},
     {"server", "listen", CFG_T_STR, C(server.listen), .flags = CFG_NONEMPTY,
      .def = "\"127.0.0.1\"", .doc = "Bind address of the HTTP listener."},
@@ -589,6 +642,20 @@ const struct cfg_key cfg_schema[] = {
                 "datasets",
      .doc = "Environment variables that runtime registrations may name in s3.*_env, besides "
             "the standard AWS_* ones and those the config file's datasets name."},
+    {"server", "allowed_hosts", CFG_T_STRVEC, C(server.allowed_hosts),
+     .check = check_host_pattern, .def = "[]",
+     .def_doc = "empty: loopback names only on a loopback listener, any name otherwise",
+     .doc = "Host names the server answers besides localhost, 127.0.0.0/8 and [::1] "
+            "(\"name\", \"*.suffix\" for the names under suffix, \"*\" for any); any other "
+            "Host gets 421 host_not_allowed on every route (DNS-rebinding protection). Behind a "
+            "proxy that keeps the public Host, list that name. On a listener that is not "
+            "loopback, IP addresses are always answered and an empty list answers any name."},
+    {"server", "allowed_origins", CFG_T_STRVEC, C(server.allowed_origins),
+     .check = check_origin, .def = "[]",
+     .def_doc = "empty: loopback origins, and a listed host's own origin",
+     .doc = "Browser origins (scheme://host[:port], or \"*\" for any) allowed to call MCP "
+            "besides the loopback ones and the own origin of a host named in allowed_hosts; "
+            "a request with any other Origin gets 403."},
     {"server", "startup", CFG_T_TABLE, .doc = "How startup builds run and when /readyz turns ready."},
     {"server", "quack", CFG_T_TABLE,
      .doc = "Experimental DuckDB Quack server, started after the datasets are registered."},
@@ -758,8 +825,8 @@ const struct cfg_key cfg_schema[] = {
     {"mcp", "max_bytes", CFG_T_INT, C(mcp.max_bytes), RANGE(1024, 67108864), .def = "262144",
      .doc = "Most bytes of rows in one result (whole rows only)."},
     {"mcp", "allowed_origins", CFG_T_STRVEC, C(mcp.allowed_origins), .def = "[]",
-     .doc = "Browser Origin values allowed besides the server's own (DNS-rebinding "
-            "protection: any other Origin is 403)."},
+     .doc = "Browser origins allowed to call MCP, added to server.allowed_origins "
+            "(DNS-rebinding protection: any other Origin is 403)."},
     {"", NULL, CFG_T_RULE, .rule = rule_mounts,
      .doc = "Two enabled UIs (swagger, metrics, docs, explorer, mcp) cannot share a path."},
 

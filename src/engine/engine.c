@@ -434,6 +434,14 @@ static struct eng_job *take(struct eng_pool *pool, const struct eng_worker *w)
     return NULL;
 }
 
+/* The connection of the pool worker running on this thread (NULL elsewhere). */
+static _Thread_local duckdb_connection worker_con;
+
+duckdb_connection eng_worker_connection(void)
+{
+    return worker_con;
+}
+
 static void *worker_main(void *arg);
 
 /* A worker for slot `index` with a connection of its own, started; NULL
@@ -484,6 +492,7 @@ static void *worker_main(void *arg)
 {
     struct eng_worker *w = arg;
     struct eng_pool *pool = w->pool;
+    worker_con = w->con;
     char tname[16];
     snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name,
              w->stream_lane ? "s" : w->extra ? "x" : "", w->index);

@@ -131,6 +131,11 @@ struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream
 /* Queues a job. Returns false when the queue is full or the pool is stopping
  * (the caller answers 503). */
 bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job);
+/* The DuckDB connection of the pool worker this thread is (every job's run()
+ * gets it too), or NULL on any other thread. The execution layer (src/exec)
+ * and the catalog take it from here, so the code above them (the HTTP job
+ * callbacks, the front ends) never holds a connection. */
+duckdb_connection eng_worker_connection(void);
 /* Interrupts the running job (if `job` is running) — used on client disconnect. */
 void eng_pool_interrupt(struct eng_pool *pool, struct eng_job *job);
 /* Interrupts every running job (shutdown after the grace period). */

@@ -1,22 +1,47 @@
 /*
- * exec: the one execution path. Every front end (HTTP /query, /count and
- * /query/stream today; /sql, the MCP tools and the PostgreSQL listener next)
- * parses its own protocol into a plan, pins the generations the plan reads,
- * picks a sink, and hands all three to this module. exec answers from the
- * index fast path when it can, else runs ONE prepared DuckDB statement and
- * streams its chunks to the sink. Front ends then only map the one error
- * table's codes to their form (HTTP status, JSON-RPC, SQLSTATE; errors.h).
+ * exec: the one execution path. Every front end (HTTP /query, /count,
+ * /query/stream and /sql, the MCP tools, the PostgreSQL listener, quack's
+ * check) parses its own protocol into an exec_request, picks a sink, and
+ * hands both to the driver (exec_call_*, below). The driver does the rest,
+ * the same way for all of them:
  *
- *   front end                        exec                         sink
- *   ---------                        ----                         ----
- *   exec_pin(name)      ──► generation with one reference
- *   exec_parse_query(json, gen) ──► validated query_request
- *   exec_try_fast(plan, sink, 64)    index + row store, no DuckDB ──► begin(NULL), json_row…, end
- *     (any thread; EXEC_FAST_NO/_TOO_BIG: nothing was sent)
- *   exec_run(plan, sink, con)        fast path, else SQL:         ──► begin(res), chunk…, end
- *     (an engine worker, with its own connection)                     or count(n), end
- *                                                                     or fail(err)
- *   exec_unpin()
+ *   pin          the dataset's current generation (EXEC_ROWS, EXEC_COUNT), or
+ *   snapshot     the SQL gate (src/sql) on the statement, then every dataset
+ *                it reads pinned at its current generation (EXEC_SQL)
+ *   validate     the query body against the pinned schema (query.h)
+ *   fast path    the index answers equality lookups without DuckDB
+ *                (exec_try_fast; on the front end's own thread when the
+ *                answer is small)
+ *   queue        everything else goes to a query-pool worker, as a job of the
+ *                class the plan calls for (exec_job_class)
+ *   run          ONE prepared DuckDB statement, streamed chunk by chunk into
+ *                the sink, within the caps (rows, bytes, deadline)
+ *   release      every pin, whatever happened
+ *
+ * Front ends then only map the one error table's codes to their form (HTTP
+ * status, JSON-RPC, SQLSTATE; errors.h), in their sink's fail op: every
+ * error of a call, from a dataset that does not exist to a query DuckDB
+ * refused, reaches the sink.
+ *
+ *   front end                              exec                       sink
+ *   ---------                              ----                       ----
+ *   exec_call_start(call, &request) ─► pin, validate, fast path ─► begin(NULL), json_row…, end
+ *        (the front end's thread;           or request.queue(call, class)
+ *         never blocks)
+ *   [a query worker] exec_call_resume(call, job)
+ *                                    ─► pin (may wait), gate+snapshot, fast path or SQL
+ *                                                                   ─► begin(res), chunk…, end
+ *                                                                      or count(n), end
+ *                                                                      or fail(err)
+ *   exec_call_release(call)          ─► unpin (always, once)
+ *
+ * No DuckDB connection is ever seen above exec: the driver takes the calling
+ * worker's own (eng_worker_connection).
+ *
+ * Below the driver are the primitives it is made of (exec_pin,
+ * exec_parse_query, exec_try_fast, exec_run, exec_describe, the snapshot):
+ * public for the PostgreSQL listener's extended protocol (Parse, Bind,
+ * Describe and Execute are separate messages) and for tests and tools.
  *
  * The sink contract. exec calls, in order, either
  *     begin, then any number of chunk (begin got the DuckDB result) or
@@ -25,13 +50,16 @@
  *  or count, then end (EXEC_COUNT);
  *  or fail, at any point, instead of end.
  * Exactly one of end/fail is called, always (a run that cannot start still
- * calls fail). A sink op returns VT_ERR_OK to go on, VT_ERR_RESULT_CAPPED to
- * say it has all the rows it wants (exec stops fetching and calls end: a
- * capped result is a success); any other code stops the run: exec stops fetching (dropping the DuckDB result cancels the rest of the
- * query) and calls fail with the error the op set (VT_ERR_CLIENT_GONE when the
- * consumer left: nothing is reported to anyone). What fail does is the sink's
- * business: a sink that has sent nothing yet reports the error; one that
- * already streamed part of a result can only cut it short.
+ * calls fail; the one exception is a call whose queued job the queue dropped,
+ * see exec_request.queue). A sink op returns VT_ERR_OK to go on, or
+ * VT_ERR_RESULT_CAPPED, without setting err, to say the result was cut:
+ * exec stops fetching and calls end (a capped result is a success; the
+ * driver then sets exec_call.truncated). Any other code stops the run: exec
+ * stops fetching (dropping the DuckDB result cancels the rest of the query)
+ * and calls fail with the error the op set (VT_ERR_CLIENT_GONE when the
+ * consumer left: nothing is reported to anyone). What fail does is the
+ * sink's business: a sink that has sent nothing yet reports the error; one
+ * that already streamed part of a result can only cut it short.
  *
  * Cancellation and deadlines belong to the engine job that runs the plan
  * (plan->job): the engine's watchdog interrupts the running DuckDB statement
@@ -48,9 +76,10 @@
  * statements: the same request shape with new values only binds and
  * executes). Nothing about it is visible to front ends.
  *
- * Memory: the plan, the query request and everything they point to belong to
- * the caller (the per-request arena); exec allocates its own temporaries from
- * plan->arena or frees them before returning.
+ * Memory: the request, the plan and everything they point to belong to the
+ * caller (the per-request arena) and must outlive the call; exec allocates
+ * its own temporaries from the request's arena or frees them before
+ * returning.
  */
 #ifndef VT_EXEC_EXEC_H
 #define VT_EXEC_EXEC_H
@@ -65,6 +94,7 @@
 #include "catalog/catalog.h"
 #include "engine/engine.h"
 #include "query/query.h"
+#include "sql/sql.h"
 #include "util/arena.h"
 #include "util/errors.h"
 #include "util/strbuf.h"
@@ -93,8 +123,14 @@ struct exec_sink_ops {
     void (*fail)(struct exec_sink *s, const struct vt_error *err);
 };
 
+struct exec_call;
+
 struct exec_sink {
     const struct exec_sink_ops *ops;
+    /* The driver's call this sink serves (set by exec_call_start; NULL when
+     * a sink is handed to exec_run directly): a sink reads the validated
+     * query, the generation and the caps from it (exec_call, below). */
+    struct exec_call *call;
 };
 
 /* ---------------------------------------------------------------- plans */
@@ -240,19 +276,23 @@ void exec_plan_cache_stats(uint64_t *out_hits, uint64_t *out_misses, uint64_t *o
 
 /* ------------------------------------------------------- a bounded JSON sink
  * For front ends that answer with one bounded JSON document (MCP tool
- * results): rows go into `out` as a JSON array of objects, up to max_rows rows
- * and about max_bytes bytes (whole rows only); past either cap the run is
- * stopped and `truncated` is set. A failure leaves `err` set and `out` holding
- * whatever was written. The counts path sets `count`. */
+ * results): rows go into `out` as a JSON array of objects. Under the driver,
+ * the call's caps.max_rows is the driver's and caps.max_bytes this sink's:
+ * whole rows only, the row that would pass about max_bytes bytes is left out
+ * and the result is cut there (RESULT_CAPPED: the call says truncated). A
+ * failure leaves `err` set and `out` holding whatever was written; ended
+ * says end was called. The counts path sets `count`. */
 struct exec_json_sink {
     struct exec_sink sink;
     struct strbuf *out;             /* the array is appended here */
-    uint64_t max_rows;              /* 0 = no row cap */
-    size_t max_bytes;               /* 0 = no byte cap */
+    size_t max_bytes;               /* 0 = no byte cap (set from the call's caps at begin) */
+    /* Optional: called once the sink has ended or failed (the result is
+     * complete), with `user` for the owner. */
+    void (*done)(struct exec_json_sink *s);
+    void *user;
     /* results */
     uint64_t rows;
     uint64_t count;
-    bool truncated;
     bool ended;
     struct vt_error err;
     /* private */
@@ -260,8 +300,161 @@ struct exec_json_sink {
     size_t start;
 };
 
-void exec_json_sink_init(struct exec_json_sink *s, struct strbuf *out, uint64_t max_rows,
-                         size_t max_bytes);
+void exec_json_sink_init(struct exec_json_sink *s, struct strbuf *out);
 void exec_json_sink_release(struct exec_json_sink *s);
+
+/* ------------------------------------------------------------- snapshots
+ *
+ * What the driver does with user SQL, public for the PostgreSQL listener's
+ * extended protocol (its Parse, Bind and Execute are separate messages):
+ * check it with the gate, then pin each dataset it reads at its current
+ * generation (one snapshot for the whole statement, whatever reloads happen
+ * meanwhile) and name those generations as the views exec_run makes on the
+ * worker's connection (snapshot.c). */
+
+#define EXEC_MAX_DATASETS 64    /* datasets one statement may read */
+
+struct exec_snapshot {
+    struct exec_pin pins[EXEC_MAX_DATASETS];
+    struct exec_view views[EXEC_MAX_DATASETS]; /* views[i] reads pins[i] */
+    size_t n;
+    /* With a dialect (exec_snapshot_take_opts): see sql_checked. */
+    bool reads_catalog;
+    char *rewritten;
+    struct sql_lookup *lookup;
+};
+
+/* Gate + pins, on a query worker (`con` is its connection; deadline_ms as in
+ * exec_pin: how long a lazy dataset's first build may be waited for). On
+ * VT_ERR_OK the caller runs an EXEC_SQL plan with views/n and then releases
+ * the snapshot; on failure nothing is held. `out` must be zeroed the first
+ * time; release makes it reusable. */
+enum vt_err exec_snapshot_take(struct cat_catalog *cat, duckdb_connection con, const char *sql,
+                               int64_t deadline_ms, struct exec_snapshot *out,
+                               struct vt_error *err);
+/* The same with gate options (NULL = exec_snapshot_take). */
+enum vt_err exec_snapshot_take_opts(struct cat_catalog *cat, duckdb_connection con,
+                                    const char *sql, const struct sql_gate_options *opts,
+                                    int64_t deadline_ms, struct exec_snapshot *out,
+                                    struct vt_error *err);
+/* Pins `names` (the depends_on of a statement the gate passed earlier: a
+ * prepared statement bound later) into `out` as exec_snapshot_take does. */
+enum vt_err exec_snapshot_pin(struct cat_catalog *cat, char *const *names, size_t n,
+                              int64_t deadline_ms, struct exec_snapshot *out,
+                              struct vt_error *err);
+void exec_snapshot_release(struct exec_snapshot *s);
+/* exec_snapshot_take (and _take_opts with NULL options) remembers, per
+ * thread, the gate's answers for the statements it let through while the
+ * catalog's set of names is unchanged (cat_names_epoch); a thread that goes
+ * on after its work (tests, tools) frees them. */
+void exec_snapshot_thread_release(void);
+
+/* The gate alone, as the driver runs it (the plain gate of /sql, with the
+ * catalog's dataset names), on `con`. For an entry point that runs the
+ * statement itself (quack). */
+enum vt_err exec_sql_check(struct cat_catalog *cat, duckdb_connection con, const char *sql,
+                           struct vt_error *err);
+
+/* ============================================================= the driver */
+
+#define EXEC_NO_CAP (-1)
+
+/* The limits of one call, decided by the front end from its configuration
+ * (and the client's request, never above it). */
+struct exec_caps {
+    /* Rows handed to the sink at most; EXEC_NO_CAP (negative): none, and
+     * explicitly so (a zeroed struct caps at 0 rows). The driver cuts the
+     * chunk that passes it; a result with more rows ends there with
+     * exec_call.truncated set. Paging (/query's page_size) is the query's
+     * own business and not a cap. */
+    int64_t max_rows;
+    /* Bytes a bounded sink writes at most (0: no cap): whole rows only; the
+     * sink enforces it (exec_json_sink) and the call says truncated. */
+    size_t max_bytes;
+    /* Monotonic ms (time_mono_ms; 0: none): how long the driver may wait
+     * for what it pins (a lazy dataset's first build, S3 objects made
+     * local). The statement itself is bounded by the engine job's deadline,
+     * which the queue sets from the same value. */
+    int64_t deadline_ms;
+};
+
+/* What a front end asks for. Every pointer must stay valid until
+ * exec_call_release. */
+struct exec_request {
+    enum exec_kind kind;
+    struct cat_catalog *catalog;
+    /* EXEC_ROWS, EXEC_COUNT: the dataset and the query body (a JSON object;
+     * NULL = {}), validated against the pinned generation with `opts`
+     * (opts.mode QUERY_COUNT for EXEC_COUNT). The call holds a reference to
+     * body until it is released. */
+    const char *dataset;
+    json_t *body;
+    struct query_options opts;
+    /* EXEC_SQL: the statement, checked by the gate (gate options NULL: the
+     * plain gate of /sql) with every dataset it reads pinned for the run,
+     * and its parameters when the gate options allow them. */
+    const char *sql;
+    const struct sql_gate_options *gate;
+    const struct query_value *params;
+    size_t nparams;
+
+    struct exec_caps caps;
+    struct exec_sink *sink;
+    struct arena *arena;            /* the request's lifetime */
+    struct exec_timing *timing;     /* NULL: not measured */
+    /* How the call reaches a query worker when it must wait or run DuckDB.
+     * The hook queues a job of class `cls` (that job runs
+     * exec_call_resume(call, its eng_job)) or, when it cannot (pool full),
+     * calls exec_call_refuse(call, err). A queue may also drop the job
+     * (cancelled or past its deadline while queued) after answering the
+     * client itself: the sink then never hears of it. NULL: the calling
+     * thread is a query worker itself and may block; exec_call_start runs
+     * the whole call there. */
+    void (*queue)(struct exec_call *call, enum eng_job_class cls);
+    void *user;                     /* the front end's, for its hook and sink */
+};
+
+/* One call, from start to release; the front end embeds it in its
+ * per-request state (zeroed). Fields above `private` are read-only for the
+ * front end and its sink, and valid once set. */
+struct exec_call {
+    struct exec_request rq;
+    /* EXEC_ROWS, EXEC_COUNT: the pinned dataset and generation (NULL until
+     * pinned) and the validated query (NULL until validated). */
+    struct cat_dataset *ds;
+    struct cat_generation *gen;
+    const struct query_request *query;
+    /* Past validation (pin or snapshot, gate, query): from here on a
+     * failure is the run's, not the request's (HTTP times only runs). */
+    bool planned;
+    /* The result: rows handed to the sink, and whether the caps cut it. */
+    uint64_t rows;
+    bool truncated;
+    /* private */
+    struct exec_pin pin;
+    struct query_request qr;
+    struct exec_snapshot *snap;
+    struct exec_plan plan;
+    struct exec_sink caps;          /* the sink exec_run sees: the caps in front of rq.sink */
+    bool finished, released;
+};
+
+/* Starts a call on the front end's thread (or, with rq->queue NULL, runs it
+ * whole on this worker thread). Copies *rq into the call. Never blocks when
+ * rq->queue is set: the dataset is pinned only if it is ready, the query
+ * validated and the index fast path tried with at most EXEC_INLINE_MAX_ROWS
+ * rows; anything else is queued. Either way the sink hears the outcome. */
+#define EXEC_INLINE_MAX_ROWS 64
+void exec_call_start(struct exec_call *call, const struct exec_request *rq);
+/* On a query worker, from the job rq.queue submitted (job: that job, whose
+ * flags stop the run; NULL when there is none): finishes the call. */
+void exec_call_resume(struct exec_call *call, const struct eng_job *job);
+/* The queue hook could not queue the call: the sink fails with err. */
+void exec_call_refuse(struct exec_call *call, const struct vt_error *err);
+/* Releases what the call holds (NULL-safe, idempotent). The driver calls it
+ * itself as soon as the sink's end or fail returned (so `gen` and `query`
+ * are valid inside the sink's ops, not after); the front end calls it when
+ * its request is freed, for a call that never ran (a job the queue dropped). */
+void exec_call_release(struct exec_call *call);
 
 #endif

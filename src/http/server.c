@@ -61,6 +61,7 @@
 
 #include "http/compress.h"
 #include "http/encoding.h"
+#include "http/hosts.h"
 #include "http/router.h"
 #include "metrics/metrics.h"
 #include "util/limits.h"
@@ -134,6 +135,9 @@ struct http_request {
     size_t target_len;
     pthread_mutex_t reply_mu;   /* installing a reply vs. shutdown taking over */
     bool detached;              /* shutdown answered for it: the job's reply goes nowhere */
+    /* Shutdown cancelled its job: job_done answers 503 (the shutdown thread
+     * never writes a request whose job may still be running on a worker). */
+    atomic_bool shutdown_cancelled;
     atomic_bool client_gone;    /* noticed by the reaper or the completion callback */
     atomic_bool mhd_suspended;  /* we suspended the connection and MHD has not called
                                  * back since (MHD_stop_daemon must not see one) */
@@ -166,7 +170,8 @@ struct http_request {
     struct http_stream *stream;
     void *user;
     void (*on_release)(void *user); /* the handler's cleanup, at the very end */
-    void (*timeout_reply)(struct http_request *req); /* http_set_timeout_reply */
+    char *timeout_body;         /* http_set_timeout_body (arena), NULL: the 504 body */
+    int timeout_status;
     /* active-request list (for shutdown) */
     struct http_request *prev, *next;
 };
@@ -175,6 +180,7 @@ struct http_server {
     struct http_server_options opts;
     const struct vt_config *cfg;
     struct http_router *router;
+    struct http_hosts hosts;    /* Host/Origin rules (DNS rebinding) */
     const struct http_route *rows; /* the router's rows: a route's metrics slot is its index */
     size_t n_rows;
     struct MHD_Daemon *daemon;
@@ -321,6 +327,12 @@ const char *http_req_body(const struct http_request *req, size_t *out_len)
     if (out_len)
         *out_len = req->body.len;
     return req->body.buf ? req->body.buf : "";
+}
+
+bool http_req_origin_ok(const struct http_request *req, const struct strvec *extra)
+{
+    return http_hosts_origin_ok(&req->srv->hosts, http_req_header(req, "Origin"),
+                                http_req_header(req, "Host"), extra);
 }
 
 bool http_req_is_json(const struct http_request *req)
@@ -747,31 +759,59 @@ void http_stream_end(struct http_stream *st, bool ok)
 
 static void job_run(struct eng_job *job, duckdb_connection con)
 {
+    (void)con; /* the job's code below takes it from the engine when it must */
     struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
     req->queue_us = time_mono_us() - req->defer_us;
     if (atomic_load(&job->timed_out) || atomic_load(&job->cancelled))
         return;
     log_set_request_id(req->id);
-    req->job_fn(req, con);
+    req->job_fn(req);
     log_set_request_id(NULL);
 }
 
 static void stream_abort(struct http_request *r, bool resume);
 
-/* The answer to a request past its deadline: the handler's own form
- * (http_set_timeout_reply: MCP's JSON-RPC result) or the 504 body. */
+/* The answer to a request past its deadline: the handler's own body
+ * (http_set_timeout_body: MCP's JSON-RPC result) or the 504 body. Built
+ * from what the request holds for it alone, never from its header list or
+ * arena: job_overrun calls it while the handler's job may still write
+ * those. */
 static void reply_timeout(struct http_request *req)
 {
-    if (req->timeout_reply)
-        req->timeout_reply(req);
-    else
-        http_reply_error(req, VT_ERR_TIMEOUT, "request timed out");
+    static const char def[] = "{\"error\":\"request timed out\",\"code\":\"timeout\"}";
+    const char *body = req->timeout_body ? req->timeout_body : def;
+    int status = req->timeout_body ? req->timeout_status : vt_err_status(VT_ERR_TIMEOUT);
+    size_t len = strlen(body);
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return;
+    memcpy(copy, body, len + 1);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, copy, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(copy);
+        return;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(resp, "X-Request-Id", req->id);
+    pthread_mutex_lock(&req->reply_mu);
+    bool detached = req->detached;
+    pthread_mutex_unlock(&req->reply_mu);
+    if (detached) {
+        MHD_destroy_response(resp);
+        return;
+    }
+    log_error_reply(req, status, VT_ERR_TIMEOUT, "request timed out");
+    if (set_response(req, status, resp, len))
+        req->err_code = VT_ERR_TIMEOUT;
 }
 
 /* The job of `job` is stuck in DuckDB past its deadline (engine.h,
- * eng_job.overrun; its worker was replaced): answer now, as shutdown does,
- * so the client gets its 504 on time; the job's own reply, when it comes,
- * goes nowhere. The job holds its reference to req until done(). */
+ * eng_job.overrun; its worker was replaced): answer now so the client gets
+ * its timeout on time. Only reply_timeout's own response is built here
+ * (never the request's headers or arena, which the job may be writing);
+ * the job's own reply, when it comes, goes nowhere (detached). The job
+ * holds its reference to req until done(). */
 static void job_overrun(struct eng_job *job)
 {
     struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
@@ -804,8 +844,11 @@ static void job_done(struct eng_job *job)
          * that is not an error (it finished) or its own timeout answer;
          * otherwise (it never ran, or DuckDB's interrupt surfaced as some
          * other failure) the timeout answer. */
-        if (atomic_load(&job->timed_out) &&
-            (!req->response || (req->status >= 400 && req->err_code != VT_ERR_TIMEOUT)))
+        if (atomic_load(&req->shutdown_cancelled) && (!req->response || req->status >= 400)) {
+            http_add_header(req, "Connection", "close");
+            http_reply_error(req, VT_ERR_SHUTTING_DOWN, NULL);
+        } else if (atomic_load(&job->timed_out) &&
+                   (!req->response || (req->status >= 400 && req->err_code != VT_ERR_TIMEOUT)))
             reply_timeout(req);
         else if (!req->response)
             http_reply_error(req, VT_ERR_INTERNAL, "the handler produced no reply");
@@ -860,9 +903,10 @@ void http_defer_as(struct http_request *req, struct eng_pool *pool, http_job_fn 
     }
 }
 
-void http_set_timeout_reply(struct http_request *req, void (*fn)(struct http_request *req))
+void http_set_timeout_body(struct http_request *req, int status, const char *json)
 {
-    req->timeout_reply = fn;
+    req->timeout_body = json ? arena_strdup(&req->arena, json) : NULL;
+    req->timeout_status = status;
 }
 
 const struct eng_job *http_req_job(const struct http_request *req)
@@ -964,13 +1008,14 @@ static struct http_request *request_new(struct http_server *srv, struct MHD_Conn
     req->conn = conn;
     atomic_init(&req->refs, 1);
     pthread_mutex_init(&req->reply_mu, NULL);
+    /* The process tag first: the id is built from it. */
+    pthread_once(&process_tag_once, make_process_tag);
     new_request_id(req->id, atomic_fetch_add(&srv->next_id, 1) + 1);
     req->start_us = time_mono_us();
     req->start_ms = req->start_us / 1000;
     int64_t timeout = srv->cfg->server.request_timeout_ms;
     req->deadline_ms = timeout > 0 ? req->start_ms + timeout : 0;
     req->method = HTTP_OTHER;
-    pthread_once(&process_tag_once, make_process_tag);
     arena_init(&req->arena, REQUEST_ARENA_MAX);
     sb_init(&req->body, (size_t)srv->cfg->server.max_body_bytes);
     const union MHD_ConnectionInfo *ci =
@@ -1308,6 +1353,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         enum vt_err rc = check_head(req, version, &msg);
         if (rc != VT_ERR_OK)
             return reply_and_close(req, rc, msg);
+        if (!http_hosts_host_ok(&srv->hosts, http_req_header(req, "Host"))) {
+            /* DNS rebinding: no route answers a name we are not known by. */
+            label_route(req);
+            return reply_and_close(req, VT_ERR_HOST_NOT_ALLOWED, NULL);
+        }
         if (content_length_too_big(req)) {
             /* Refuse before reading any of the body. */
             req->body_too_large = true;
@@ -1577,7 +1627,8 @@ static void *reaper_main(void *arg)
 
 /* ----------------------------------------------------------- lifecycle */
 
-static int open_listener(const struct vt_config *cfg, int *out_port, struct vt_error *err)
+static int open_listener(const struct vt_config *cfg, int *out_port, bool *out_loopback,
+                         struct vt_error *err)
 {
     char port[16];
     snprintf(port, sizeof port, "%d", cfg->server.port);
@@ -1608,9 +1659,20 @@ static int open_listener(const struct vt_config *cfg, int *out_port, struct vt_e
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     *out_port = cfg->server.port;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        *out_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                   : ((struct sockaddr_in *)&ss)->sin_port);
+    *out_loopback = false;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET6) {
+            const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&ss;
+            *out_port = ntohs(a6->sin6_port);
+            *out_loopback = IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr) ||
+                            (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr) &&
+                             a6->sin6_addr.s6_addr[12] == 127);
+        } else {
+            const struct sockaddr_in *a4 = (const struct sockaddr_in *)&ss;
+            *out_port = ntohs(a4->sin_port);
+            *out_loopback = (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
+        }
+    }
     return fd;
 }
 
@@ -1674,7 +1736,11 @@ struct http_server *http_server_start(const struct http_server_options *opts,
         server_free(srv);
         return NULL;
     }
-    srv->listen_fd = open_listener(cfg, &srv->port, err);
+    bool loopback = false;
+    srv->listen_fd = open_listener(cfg, &srv->port, &loopback, err);
+    srv->hosts = (struct http_hosts){.allowed_hosts = &cfg->server.allowed_hosts,
+                                     .allowed_origins = &cfg->server.allowed_origins,
+                                     .loopback_listener = loopback};
     if (srv->listen_fd < 0) {
         server_free(srv);
         return NULL;
@@ -1766,12 +1832,18 @@ static bool wait_in_flight(struct http_server *srv, int64_t until)
 
 /* After the drain: cancel every job, answer every request still waiting
  * (503 for one whose job has not replied, a truncated end for a stream) and
- * resume its connection, so that none is suspended when MHD stops. */
+ * resume its connection, so that none is suspended when MHD stops. A request
+ * whose job is outstanding is answered by that job's completion (job_done,
+ * on its worker, once the interrupted job returns): its handler may be
+ * writing the request's headers and arena right now, so this thread must not
+ * (doing so crashed the server under load). */
 static void take_over_remaining(struct http_server *srv, struct eng_pool *pool)
 {
     pthread_mutex_lock(&srv->mu);
     for (struct http_request *r = srv->active; r; r = r->next) {
-        if (r->job_outstanding) {
+        bool outstanding = r->job_outstanding;
+        if (outstanding) {
+            atomic_store(&r->shutdown_cancelled, true);
             atomic_store(&r->job.cancelled, true);
             if (r->job_pool)
                 eng_pool_interrupt(r->job_pool, &r->job);
@@ -1782,7 +1854,7 @@ static void take_over_remaining(struct http_server *srv, struct eng_pool *pool)
             stream_abort(r, true);
             continue;
         }
-        if (!r->suspended)
+        if (!r->suspended || outstanding)
             continue;
         http_add_header(r, "Connection", "close");
         http_reply_error(r, VT_ERR_SHUTTING_DOWN, NULL);

@@ -5,8 +5,8 @@
  * server.max_body_bytes, 413 before any handler runs) and route them. A handler
  * runs on the epoll thread, so it must not block: it either replies at once
  * (probes, status) or defers its work to an engine pool with http_defer(); the
- * connection is suspended, the job runs on a worker with its own DuckDB
- * connection and replies from there, which resumes the connection.
+ * connection is suspended, the job runs on a worker of that pool and replies
+ * from there, which resumes the connection.
  *
  * Replies are one of: a buffer (JSON, compressed by Accept-Encoding when
  * allowed), a file range (sent with sendfile), or a stream that a worker
@@ -46,8 +46,10 @@ struct http_server;
 struct http_stream;
 
 typedef void (*http_handler_fn)(struct http_request *req);
-/* Runs on a worker thread with that worker's DuckDB connection. */
-typedef void (*http_job_fn)(struct http_request *req, duckdb_connection con);
+/* Runs on a worker thread of the pool it was deferred to. It gets no DuckDB
+ * connection: what runs DuckDB below the front ends (src/exec, the catalog)
+ * takes the worker's own (eng_worker_connection). */
+typedef void (*http_job_fn)(struct http_request *req);
 
 #define HTTP_MAX_PARAMS 2
 
@@ -130,6 +132,12 @@ int64_t http_req_queue_us(const struct http_request *req);
 bool http_request_id_ok(const char *id);
 /* Monotonic ms deadline from server.request_timeout_ms (0 = none). */
 int64_t http_req_deadline(const struct http_request *req);
+/* The Origin rule of http/hosts.h: true when the request has no Origin or
+ * one the server allows (loopback, server.allowed_origins, `extra` (a
+ * route's own list, may be NULL), or a listed host's own origin). Routes a
+ * browser page could call with side effects (MCP) answer 403 otherwise. The
+ * Host rule runs for every request before routing (421 host_not_allowed). */
+bool http_req_origin_ok(const struct http_request *req, const struct strvec *extra);
 /* True when the request carries Content-Type: application/json (parameters allowed). */
 bool http_req_is_json(const struct http_request *req);
 
@@ -194,8 +202,9 @@ bool http_job_should_stop(struct http_request *req);
 const struct eng_job *http_req_job(const struct http_request *req);
 /* How this request answers when it passes its deadline before its handler
  * answered (the job never ran, or it was stuck in DuckDB: the answer then
- * comes from the pool's watchdog thread): `fn` replies in the handler's own
- * form (MCP: a JSON-RPC result). Default: 504 with the standard body. */
-void http_set_timeout_reply(struct http_request *req, void (*fn)(struct http_request *req));
+ * comes from the pool's watchdog thread, made from this body alone): status
+ * and JSON body in the handler's own form (MCP: a JSON-RPC result), copied.
+ * Call before http_defer. Default: 504 with the standard body. */
+void http_set_timeout_body(struct http_request *req, int status, const char *json);
 
 #endif

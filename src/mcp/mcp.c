@@ -13,8 +13,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "api/api.h"
-#include "sql/sql.h"
+#include "catalog/catalog.h"
+#include "exec/exec.h"
+#include "util/jsonw.h"
 #include "util/limits.h"
 #include "util/log.h"
 
@@ -183,7 +184,7 @@ static const struct tool {
 
 struct mcp_call {
     struct http_request *req;
-    struct api_app *app;
+    struct mcp_env env;
     json_t *msg;                /* owned */
     json_t *id;                 /* borrowed; NULL for notifications */
     const char *method;
@@ -193,27 +194,20 @@ struct mcp_call {
     const struct tool *tool;    /* NULL for resources/read */
     const char *dataset;
     json_t *args;
-    struct exec_pin pin;
-    struct query_request qr;
-    struct exec_plan plan;
-    struct sql_snapshot *snap;  /* the sql tool (arena) */
+    struct exec_pin pin;        /* describe_dataset */
+    struct exec_call call;      /* the other data tools, resources/read, sql */
     struct strbuf rows;
     struct exec_json_sink sink;
-    bool sink_ready;
     int64_t requested_page_size;
-    char *timeout_body;         /* the whole reply past the deadline (arena), made
-                                 * before the job runs: see defer() */
+    int64_t max_rows;           /* the sql tool's row cap */
 };
 
 static void call_release(struct mcp_call *c)
 {
-    if (c->sink_ready)
-        exec_json_sink_release(&c->sink);
-    c->sink_ready = false;
+    exec_call_release(&c->call);
+    exec_json_sink_release(&c->sink);
     sb_release(&c->rows);
     exec_unpin(&c->pin);
-    if (c->snap)
-        sql_snapshot_release(c->snap);
     json_decref(c->msg);
     c->msg = NULL;
 }
@@ -353,11 +347,12 @@ static void send_vterr(struct mcp_call *c, const struct vt_error *err)
     sb_init(&msg, 0);
     sb_adds(&msg, vt_error_message(err));
     if (err->code == VT_ERR_DATASET_NOT_FOUND) {
-        add_dataset_names(&msg, c->app->catalog);
-    } else if (err->code == VT_ERR_UNKNOWN_COLUMN && c->pin.gen) {
+        add_dataset_names(&msg, c->env.catalog);
+    } else if (err->code == VT_ERR_UNKNOWN_COLUMN && c->call.gen) {
+        const struct cat_generation *gen = c->call.gen; /* pinned until the sink returns */
         sb_adds(&msg, "; the columns are:");
-        for (size_t i = 0; i < c->pin.gen->n_cols && i < 200; i++)
-            sb_addf(&msg, "%s %s", i ? "," : "", c->pin.gen->cols[i].name);
+        for (size_t i = 0; i < gen->n_cols && i < 200; i++)
+            sb_addf(&msg, "%s %s", i ? "," : "", gen->cols[i].name);
         sb_adds(&msg, ".");
     } else if (err->code == VT_ERR_DATASET_NOT_READY) {
         sb_adds(&msg, " Retry in a few seconds.");
@@ -413,9 +408,9 @@ static void do_empty(struct mcp_call *c)
 
 /* Listed and callable only when the operator asked for it twice: [sql] on
  * for the server and [mcp] expose_sql for agents. */
-static bool sql_tool_available(const struct api_app *app)
+static bool sql_tool_available(const struct mcp_env *env)
 {
-    return app->cfg->mcp.expose_sql && app->cfg->sql.enabled;
+    return env->cfg->mcp.expose_sql && env->cfg->sql.enabled;
 }
 
 static void do_tools_list(struct mcp_call *c)
@@ -427,7 +422,7 @@ static void do_tools_list(struct mcp_call *c)
     sb_adds(&sb, "\"tools\":[");
     for (size_t i = 0; i < N_TOOLS; i++) {
         const struct tool *t = &tools[i];
-        if (t->id == TOOL_SQL && !sql_tool_available(c->app))
+        if (t->id == TOOL_SQL && !sql_tool_available(&c->env))
             continue;
         sb_addf(&sb, "%s{\"name\":\"%s\",\"title\":\"%s\",\"description\":", i ? "," : "",
                 t->name, t->title);
@@ -443,7 +438,7 @@ static void do_tools_list(struct mcp_call *c)
 static void do_resources_list(struct mcp_call *c)
 {
     struct cat_status *list;
-    size_t n = cat_status_list(c->app->catalog, &list);
+    size_t n = cat_status_list(c->env.catalog, &list);
     struct strbuf sb;
     sb_init(&sb, 0);
     result_open(&sb, c, true);
@@ -474,7 +469,7 @@ static void do_resources_list(struct mcp_call *c)
 static void do_list_datasets(struct mcp_call *c)
 {
     struct cat_status *list;
-    size_t n = cat_status_list(c->app->catalog, &list);
+    size_t n = cat_status_list(c->env.catalog, &list);
     struct strbuf s;
     sb_init(&s, 0);
     struct jw w;
@@ -483,7 +478,7 @@ static void do_list_datasets(struct mcp_call *c)
     jw_key(&w, "datasets");
     jw_arr_begin(&w);
     for (size_t i = 0; i < n; i++)
-        api_write_status(&w, &list[i]);
+        cat_write_status(&w, &list[i]);
     jw_arr_end(&w);
     jw_obj_end(&w);
     cat_status_list_free(list, n);
@@ -495,7 +490,8 @@ static void do_list_datasets(struct mcp_call *c)
 
 static void write_query_result(struct mcp_call *c)
 {
-    const struct api_app *app = c->app;
+    const struct vt_config *cfg = c->env.cfg;
+    const struct query_request *qr = c->call.query;
     struct strbuf s;
     sb_init(&s, 0);
     sb_adds(&s, "{\"dataset\":");
@@ -503,24 +499,24 @@ static void write_query_result(struct mcp_call *c)
     sb_adds(&s, ",\"rows\":");
     sb_add(&s, c->rows.buf ? c->rows.buf : "[]", c->rows.buf ? c->rows.len : 2);
     uint64_t got = c->sink.rows;
-    int64_t offset = c->qr.offset < 0 ? 0 : c->qr.offset;
-    bool byte_cut = c->sink.truncated;
-    bool row_cut = c->requested_page_size > c->qr.page_size && (int64_t)got == c->qr.page_size;
+    int64_t offset = qr->offset < 0 ? 0 : qr->offset;
+    bool byte_cut = c->call.truncated;
+    bool row_cut = c->requested_page_size > qr->page_size && (int64_t)got == qr->page_size;
     sb_addf(&s, ",\"row_count\":%llu,\"page\":%lld,\"page_size\":%lld,\"truncated\":%s,"
                 "\"caps\":{\"max_rows\":%lld,\"max_bytes\":%lld},\"next\":",
-            (unsigned long long)got, (long long)c->qr.page, (long long)c->qr.page_size,
-            byte_cut || row_cut ? "true" : "false", (long long)app->cfg->mcp.max_rows,
-            (long long)app->cfg->mcp.max_bytes);
+            (unsigned long long)got, (long long)qr->page, (long long)qr->page_size,
+            byte_cut || row_cut ? "true" : "false", (long long)cfg->mcp.max_rows,
+            (long long)cfg->mcp.max_bytes);
     /* More rows may follow when this page is full (or was cut): `next` is
      * the arguments that start right after the last row returned. A page of
      * size P starting at offset + got needs P to divide it: the largest P up
      * to `got` that does is gcd(offset, got). */
-    bool more = (int64_t)got == c->qr.page_size || byte_cut;
-    if (c->qr.limit >= 0 && offset + (int64_t)got >= c->qr.limit)
+    bool more = (int64_t)got == qr->page_size || byte_cut;
+    if (qr->limit >= 0 && offset + (int64_t)got >= qr->limit)
         more = false; /* the request's limit is reached */
     if (more && got > 0) {
         int64_t start = offset + (int64_t)got;
-        int64_t p = byte_cut ? (int64_t)got : c->qr.page_size;
+        int64_t p = byte_cut ? (int64_t)got : qr->page_size;
         if (start % p != 0) {
             int64_t a = offset, b = p;
             while (b) {
@@ -547,17 +543,18 @@ static void write_query_result(struct mcp_call *c)
 
 static void write_resource(struct mcp_call *c)
 {
+    const struct cat_generation *gen = c->call.gen;
     struct strbuf s;
     sb_init(&s, 0);
     struct jw w;
     jw_init(&w, &s);
     jw_obj_begin(&w);
     jw_kstr(&w, "name", c->dataset);
-    jw_kint(&w, "rows", c->pin.gen->rows);
+    jw_kint(&w, "rows", gen->rows);
     jw_key(&w, "columns");
     jw_arr_begin(&w);
-    for (size_t i = 0; i < c->pin.gen->n_cols; i++) {
-        const struct cat_column *col = &c->pin.gen->cols[i];
+    for (size_t i = 0; i < gen->n_cols; i++) {
+        const struct cat_column *col = &gen->cols[i];
         jw_obj_begin(&w);
         jw_kstr(&w, "name", col->name);
         jw_kstr(&w, "type", col->type_sql);
@@ -568,9 +565,9 @@ static void write_resource(struct mcp_call *c)
     jw_arr_end(&w);
     jw_key(&w, "indexed");
     jw_arr_begin(&w);
-    for (size_t i = 0; i < c->pin.gen->n_cols; i++)
-        if (cat_generation_is_indexed(c->pin.gen, i))
-            jw_str(&w, c->pin.gen->cols[i].name);
+    for (size_t i = 0; i < gen->n_cols; i++)
+        if (cat_generation_is_indexed(gen, i))
+            jw_str(&w, gen->cols[i].name);
     jw_arr_end(&w);
     jw_key(&w, "sample_rows");
     jw_raw(&w, c->rows.buf ? c->rows.buf : "[]");
@@ -588,16 +585,32 @@ static void write_resource(struct mcp_call *c)
     send_result(c->req, &sb);
 }
 
-/* The run is over (fast path or worker): answer from the sink. */
-static void finish_run(struct mcp_call *c)
+static void write_sql_result(struct mcp_call *c)
 {
-    if (!c->sink.ended) {
+    struct strbuf s;
+    sb_init(&s, 0);
+    sb_adds(&s, "{\"rows\":");
+    sb_add(&s, c->rows.buf ? c->rows.buf : "[]", c->rows.buf ? c->rows.len : 2);
+    sb_addf(&s, ",\"row_count\":%llu,\"truncated\":%s,\"caps\":{\"max_rows\":%lld,"
+                "\"max_bytes\":%lld}}",
+            (unsigned long long)c->sink.rows, c->call.truncated ? "true" : "false",
+            (long long)c->max_rows, (long long)c->env.cfg->mcp.max_bytes);
+    send_tool_result(c, s.buf, s.len);
+    sb_release(&s);
+}
+
+/* The sink is done (end or fail; on the HTTP thread after the fast path, else
+ * on the worker): the answer. */
+static void sink_done(struct exec_json_sink *sink)
+{
+    struct mcp_call *c = sink->user;
+    if (!c->sink.ended)
         send_vterr(c, &c->sink.err);
-        return;
-    }
-    if (!c->tool) {
+    else if (!c->tool)
         write_resource(c);
-    } else if (c->tool->id == TOOL_COUNT) {
+    else if (c->tool->id == TOOL_SQL)
+        write_sql_result(c);
+    else if (c->tool->id == TOOL_COUNT) {
         struct strbuf s;
         sb_init(&s, 0);
         sb_adds(&s, "{\"dataset\":");
@@ -610,20 +623,17 @@ static void finish_run(struct mcp_call *c)
     }
 }
 
-/* The reply past the deadline, from the pool's watchdog thread while the
- * job may still run (or from the job's end): only the body made beforehand
- * is read, never the call's message. */
-static void timeout_reply(struct http_request *req)
+static void call_job(struct http_request *req)
 {
     struct mcp_call *c = http_req_user(req);
-    struct strbuf body;
-    sb_init(&body, 0);
-    sb_adds(&body, c && c->timeout_body ? c->timeout_body : "");
-    http_reply_json(req, 200, &body);
+    exec_call_resume(&c->call, http_req_job(req));
 }
 
-/* http_defer_as with the MCP form of a timeout: a tool result with isError
- * for tools/call, a JSON-RPC error for resources/read; never the REST 504. */
+/* A job on the query pool that answers in MCP's form when it passes its
+ * deadline (a tool result with isError for tools/call, a JSON-RPC error for
+ * resources/read), never with the REST 504 body: the reply is made here,
+ * before the job runs, since the server may have to send it while the job
+ * is still inside DuckDB. */
 static void defer(struct mcp_call *c, http_job_fn fn, enum eng_job_class cls)
 {
 #define TIMEOUT_MSG "request timed out (server.request_timeout_ms); narrow the query or ask " \
@@ -644,33 +654,82 @@ static void defer(struct mcp_call *c, http_job_fn fn, enum eng_job_class cls)
         sb_add_json_string(&sb, TIMEOUT_MSG, sizeof TIMEOUT_MSG - 1);
         sb_adds(&sb, ",\"data\":{\"code\":\"timeout\"}}}");
     }
-    if (!sb.overflow && sb.buf)
-        c->timeout_body = arena_strdup(http_req_arena(c->req), sb.buf);
-    sb_release(&sb);
-    http_set_timeout_reply(c->req, timeout_reply);
-    http_defer_as(c->req, c->app->queries, fn, cls);
 #undef TIMEOUT_MSG
+    if (!sb.overflow && sb.buf)
+        http_set_timeout_body(c->req, 200, sb.buf);
+    sb_release(&sb);
+    http_defer_as(c->req, c->env.queries, fn, cls);
 }
 
-/* Pins the dataset and builds the plan (describe needs the pin only).
- * deadline 0: do not wait for a lazy build (*out_not_ready asks for a
- * worker). On failure the reply is sent. */
-static bool prepare_data(struct mcp_call *c, int64_t deadline, bool *out_not_ready)
+/* The driver's queue: a job on the query pool, as for POST /query. */
+static void call_queue(struct exec_call *call, enum eng_job_class cls)
 {
-    *out_not_ready = false;
+    struct mcp_call *c = call->rq.user;
+    defer(c, call_job, cls);
+}
+
+/* Hands a request to the driver; the sink answers (sink_done). The request
+ * ends with the HTTP request (call_on_release). */
+static void start_call(struct mcp_call *c, struct exec_request *rq)
+{
+    sb_init(&c->rows, 0);
+    exec_json_sink_init(&c->sink, &c->rows);
+    c->sink.done = sink_done;
+    c->sink.user = c;
+    rq->catalog = c->env.catalog;
+    rq->sink = &c->sink.sink;
+    rq->arena = http_req_arena(c->req);
+    rq->caps.max_bytes = (size_t)c->env.cfg->mcp.max_bytes;
+    rq->caps.deadline_ms = http_req_deadline(c->req);
+    rq->queue = call_queue;
+    rq->user = c;
+    exec_call_start(&c->call, rq);
+}
+
+static void describe(struct mcp_call *c)
+{
+    struct strbuf s;
+    sb_init(&s, 0);
+    struct jw w;
+    jw_init(&w, &s);
+    cat_write_schema(&w, c->dataset, c->pin.gen);
+    send_tool_result(c, s.buf, s.len);
+    sb_release(&s);
+}
+
+/* describe_dataset reads the catalog only: pinned here, or on a worker that
+ * may wait for a lazy first build. */
+static bool pin_for_describe(struct mcp_call *c, int64_t deadline)
+{
     struct vt_error err = {0};
-    exec_unpin(&c->pin);
-    if (exec_pin(c->app->catalog, c->dataset, deadline, &c->pin, &err) != VT_ERR_OK) {
-        if (deadline == 0 && err.code == VT_ERR_DATASET_NOT_READY) {
-            *out_not_ready = true;
-            return false;
-        }
-        send_vterr(c, &err);
-        return false;
-    }
-    if (c->tool && c->tool->id == TOOL_DESCRIBE)
+    if (exec_pin(c->env.catalog, c->dataset, deadline, &c->pin, &err) == VT_ERR_OK)
         return true;
-    const struct vt_config *cfg = c->app->cfg;
+    if (deadline != 0 || err.code != VT_ERR_DATASET_NOT_READY)
+        send_vterr(c, &err);
+    return false;
+}
+
+static void describe_job(struct http_request *req)
+{
+    struct mcp_call *c = http_req_user(req);
+    if (pin_for_describe(c, http_req_deadline(req)))
+        describe(c);
+}
+
+/* tools/call of a data tool, or resources/read. */
+static void start_data(struct mcp_call *c)
+{
+    const struct vt_config *cfg = c->env.cfg;
+    if (c->tool && c->tool->id == TOOL_DESCRIBE) {
+        struct vt_error err = {0};
+        if (exec_pin(c->env.catalog, c->dataset, 0, &c->pin, &err) == VT_ERR_OK)
+            describe(c);
+        else if (err.code == VT_ERR_DATASET_NOT_READY)
+            defer(c, describe_job, ENG_JOB_LONG);
+        else
+            send_vterr(c, &err);
+        return;
+    }
     json_t *body = json_deep_copy(c->args);
     enum query_mode mode = c->tool && c->tool->id == TOOL_COUNT ? QUERY_COUNT : QUERY_PAGED;
     if (!c->tool) { /* resources/read: a few sample rows */
@@ -683,135 +742,29 @@ static bool prepare_data(struct mcp_call *c, int64_t deadline, bool *out_not_rea
     int64_t default_ps = cfg->mcp.max_rows < 100 ? cfg->mcp.max_rows : 100;
     c->requested_page_size = json_is_integer(ps) ? json_integer_value(ps) : default_ps;
     static const char *const extra[] = {"name", NULL};
-    struct query_options opts = {.mode = mode,
-                                 .max_page_size = cfg->mcp.max_rows < cfg->server.max_page_size
-                                                      ? cfg->mcp.max_rows
-                                                      : cfg->server.max_page_size,
-                                 .extra_fields = extra};
     if (!json_is_integer(ps) && mode == QUERY_PAGED)
         json_object_set_new(body, "page_size", json_integer(default_ps));
-    enum vt_err rc =
-        exec_parse_query(body, c->pin.gen, &opts, http_req_arena(c->req), &c->qr, &err);
-    json_decref(body);
-    if (rc != VT_ERR_OK) {
-        send_vterr(c, &err);
-        return false;
-    }
-    sb_init(&c->rows, 0);
-    exec_json_sink_init(&c->sink, &c->rows, (uint64_t)cfg->mcp.max_rows,
-                        (size_t)cfg->mcp.max_bytes);
-    c->sink_ready = true;
-    c->plan = (struct exec_plan){
+    struct exec_request rq = {
         .kind = mode == QUERY_COUNT ? EXEC_COUNT : EXEC_ROWS,
-        .query = &c->qr,
-        .gen = c->pin.gen,
-        .arena = http_req_arena(c->req),
+        .dataset = c->dataset,
+        .body = body,
+        .opts = {.mode = mode,
+                 .max_page_size = cfg->mcp.max_rows < cfg->server.max_page_size
+                                      ? cfg->mcp.max_rows
+                                      : cfg->server.max_page_size,
+                 .extra_fields = extra},
+        .caps = {.max_rows = cfg->mcp.max_rows},
     };
-    return true;
-}
-
-static void describe(struct mcp_call *c)
-{
-    struct strbuf s;
-    sb_init(&s, 0);
-    struct jw w;
-    jw_init(&w, &s);
-    api_write_schema(&w, c->dataset, c->pin.gen);
-    send_tool_result(c, s.buf, s.len);
-    sb_release(&s);
-}
-
-static void data_job(struct http_request *req, duckdb_connection con)
-{
-    struct mcp_call *c = http_req_user(req);
-    bool not_ready;
-    if (!c->pin.gen && !prepare_data(c, http_req_deadline(req), &not_ready)) {
-        call_release(c);
-        return;
-    }
-    if (c->tool && c->tool->id == TOOL_DESCRIBE) {
-        describe(c);
-    } else {
-        c->plan.job = http_req_job(req);
-        exec_run(&c->plan, &c->sink.sink, con);
-        finish_run(c);
-    }
-    call_release(c);
-}
-
-/* tools/call of a data tool, or resources/read. */
-static void start_data(struct mcp_call *c)
-{
-    bool not_ready;
-    if (!prepare_data(c, 0, &not_ready)) {
-        if (not_ready) {
-            defer(c, data_job, ENG_JOB_LONG);
-            return;
-        }
-        call_release(c);
-        return;
-    }
-    if (c->tool && c->tool->id == TOOL_DESCRIBE) {
-        describe(c);
-        call_release(c);
-        return;
-    }
-    if (exec_try_fast(&c->plan, &c->sink.sink, INLINE_MAX_ROWS) == EXEC_FAST_DONE) {
-        finish_run(c);
-        call_release(c);
-        return;
-    }
-    defer(c, data_job, exec_job_class(&c->plan));
+    start_call(c, &rq);
+    json_decref(body); /* the call holds its own reference */
 }
 
 /* ------------------------------------------------------- the sql tool */
 
-static void sql_job(struct http_request *req, duckdb_connection con)
-{
-    struct mcp_call *c = http_req_user(req);
-    const struct vt_config *cfg = c->app->cfg;
-    const char *text = json_string_value(json_object_get(c->args, "sql"));
-    struct vt_error err = {0};
-    if (sql_snapshot_take(c->app->catalog, con, text, http_req_deadline(req), c->snap, &err) !=
-        VT_ERR_OK) {
-        send_vterr(c, &err);
-        call_release(c);
-        return;
-    }
-    int64_t max_rows = cfg->mcp.max_rows < cfg->sql.max_rows ? cfg->mcp.max_rows
-                                                              : cfg->sql.max_rows;
-    sb_init(&c->rows, 0);
-    exec_json_sink_init(&c->sink, &c->rows, (uint64_t)max_rows, (size_t)cfg->mcp.max_bytes);
-    c->sink_ready = true;
-    c->plan = (struct exec_plan){
-        .kind = EXEC_SQL,
-        .sql = text,
-        .views = c->snap->views,
-        .nviews = c->snap->n,
-        .arena = http_req_arena(req),
-        .job = http_req_job(req),
-    };
-    exec_run(&c->plan, &c->sink.sink, con);
-    if (!c->sink.ended) {
-        send_vterr(c, &c->sink.err);
-    } else {
-        struct strbuf s;
-        sb_init(&s, 0);
-        sb_adds(&s, "{\"rows\":");
-        sb_add(&s, c->rows.buf ? c->rows.buf : "[]", c->rows.buf ? c->rows.len : 2);
-        sb_addf(&s, ",\"row_count\":%llu,\"truncated\":%s,\"caps\":{\"max_rows\":%lld,"
-                    "\"max_bytes\":%lld}}",
-                (unsigned long long)c->sink.rows, c->sink.truncated ? "true" : "false",
-                (long long)max_rows, (long long)cfg->mcp.max_bytes);
-        send_tool_result(c, s.buf, s.len);
-        sb_release(&s);
-    }
-    call_release(c);
-}
-
 /* tools/call sql: the statement is gated and run on a query worker. */
 static void start_sql(struct mcp_call *c)
 {
+    const struct vt_config *cfg = c->env.cfg;
     json_t *sql = json_object_get(c->args, "sql");
     if (!json_is_string(sql) || json_string_length(sql) == 0) {
         send_tool_error(c, "sql (a non-empty string) is required", "invalid_query");
@@ -825,12 +778,13 @@ static void start_sql(struct mcp_call *c)
         send_tool_error(c, "the statement is too long", "limit_exceeded");
         return;
     }
-    c->snap = arena_calloc(http_req_arena(c->req), sizeof *c->snap);
-    if (!c->snap) {
-        send_error(c->req, 500, c->id, RPC_INTERNAL, "out of memory", NULL);
-        return;
-    }
-    defer(c, sql_job, ENG_JOB_LONG);
+    c->max_rows = cfg->mcp.max_rows < cfg->sql.max_rows ? cfg->mcp.max_rows : cfg->sql.max_rows;
+    struct exec_request rq = {
+        .kind = EXEC_SQL,
+        .sql = json_string_value(sql), /* in msg, which lives as long as the request */
+        .caps = {.max_rows = c->max_rows},
+    };
+    start_call(c, &rq);
 }
 
 static void do_tools_call(struct mcp_call *c)
@@ -843,7 +797,7 @@ static void do_tools_call(struct mcp_call *c)
     }
     const char *tn = json_string_value(name);
     for (size_t i = 0; i < N_TOOLS; i++)
-        if (!strcmp(tools[i].name, tn) && (tools[i].id != TOOL_SQL || sql_tool_available(c->app)))
+        if (!strcmp(tools[i].name, tn) && (tools[i].id != TOOL_SQL || sql_tool_available(&c->env)))
             c->tool = &tools[i];
     if (!c->tool) {
         struct strbuf m;
@@ -893,7 +847,7 @@ static void do_resources_read(struct mcp_call *c)
     const char *u = json_is_string(uri) ? json_string_value(uri) : NULL;
     size_t pl = strlen(RESOURCE_PREFIX);
     if (!u || strncmp(u, RESOURCE_PREFIX, pl) != 0 || !u[pl] ||
-        !cat_has_dataset(c->app->catalog, u + pl)) {
+        !cat_has_dataset(c->env.catalog, u + pl)) {
         send_error(c->req, 200, c->id,
                    c->modern ? RPC_INVALID_PARAMS : MCP_RESOURCE_NOT_FOUND_LEGACY,
                    "Resource not found", NULL);
@@ -906,24 +860,6 @@ static void do_resources_read(struct mcp_call *c)
 }
 
 /* ------------------------------------------------------- the transport */
-
-/* Origin check against DNS rebinding: a browser page may only call us from
- * our own origin or one the operator lists. */
-static bool origin_allowed(struct http_request *req, const struct vt_config *cfg)
-{
-    const char *origin = http_req_header(req, "Origin");
-    if (!origin)
-        return true;
-    for (size_t i = 0; i < cfg->mcp.allowed_origins.len; i++)
-        if (!strcasecmp(origin, cfg->mcp.allowed_origins.items[i]))
-            return true;
-    const char *host = http_req_header(req, "Host");
-    const char *p = strstr(origin, "://");
-    if (!host || !p)
-        return false;
-    p += 3;
-    return strcasecmp(p, host) == 0;
-}
 
 /* Modern requests: the standard headers must be there and match the body. */
 static bool headers_match(struct mcp_call *c, const char *version)
@@ -954,10 +890,11 @@ static bool headers_match(struct mcp_call *c, const char *version)
     return false;
 }
 
-void mcp_handle(struct http_request *req)
+void mcp_handle(struct http_request *req, const struct mcp_env *menv)
 {
-    struct api_app *app = api_app(req);
-    if (!origin_allowed(req, app->cfg)) {
+    /* DNS rebinding: a browser page may call us only from an origin the
+     * server allows (http/hosts.h), mcp.allowed_origins added. */
+    if (!http_req_origin_ok(req, &menv->cfg->mcp.allowed_origins)) {
         send_error(req, 403, NULL, RPC_INVALID_REQUEST, "Origin not allowed", NULL);
         return;
     }
@@ -993,7 +930,7 @@ void mcp_handle(struct http_request *req)
         return;
     }
     c->req = req;
-    c->app = app;
+    c->env = *menv;
     c->msg = msg;
     c->id = id;
     c->method = env.method;
@@ -1061,9 +998,8 @@ void mcp_handle(struct http_request *req)
     call_release(c);
 }
 
-void mcp_protected_resource(struct http_request *req)
+void mcp_protected_resource(struct http_request *req, const struct vt_config *cfg)
 {
-    const struct vt_config *cfg = api_app(req)->cfg;
     const char *host = http_req_header(req, "Host");
     struct strbuf s;
     sb_init(&s, 0);

@@ -38,16 +38,28 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "config/config.h"
 #include "http/server.h"
+
+struct cat_catalog;
 
 #define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
 
-/* The handler of POST (and GET, answered 405) {prefix}{mcp.path}. */
-void mcp_handle(struct http_request *req);
+/* What the endpoint serves from: the configuration, the catalog and the
+ * query pool the execution driver queues its jobs on (copied per request;
+ * the pointers live as long as the server). */
+struct mcp_env {
+    const struct vt_config *cfg;
+    struct cat_catalog *catalog;
+    struct eng_pool *queries;
+};
+
+/* Answers POST {prefix}{mcp.path} (the API's route handler calls it). */
+void mcp_handle(struct http_request *req, const struct mcp_env *env);
 
 /* GET /.well-known/oauth-protected-resource (RFC 9728), when bearer auth is
  * on: names the configured issuer for MCP clients that must sign in. */
-void mcp_protected_resource(struct http_request *req);
+void mcp_protected_resource(struct http_request *req, const struct vt_config *cfg);
 
 /* ---- the message envelope (envelope.c; pure, fuzzed) ---- */
 

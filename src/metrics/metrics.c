@@ -23,7 +23,7 @@
 /* The statuses vitrine sends, each with a slot; anything else is "other". */
 static const int known_status[] = {0,   200, 201, 202, 204, 206, 301, 302, 304, 400, 401,
                                    403, 404, 405, 406, 408, 409, 410, 411, 412, 413, 414,
-                                   415, 416, 417, 422, 429, 431, 500, 501, 502, 503, 504, 505};
+                                   415, 416, 417, 421, 422, 429, 431, 500, 501, 502, 503, 504, 505};
 #define N_KNOWN_STATUS (sizeof known_status / sizeof known_status[0])
 #define STATUS_SLOTS (N_KNOWN_STATUS + 1) /* + other */
 

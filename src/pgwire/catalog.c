@@ -13,7 +13,7 @@
  * macros on each worker connection, named "vt:<name>" (a dataset name cannot
  * hold a colon, so nothing collides), filled from the datasets pinned when a
  * catalog statement starts and refreshed only when a generation changed. The
- * SQL gate maps PostgreSQL's names onto them (sql_pg_names): pg_class and
+ * SQL gate maps PostgreSQL's names onto them (dialect.c): pg_class and
  * pg_catalog.pg_class read "vt:pg_class" AS pg_class; format_type(...) calls
  * "vt:format_type"(...); 'trips'::regclass calls "vt:regclass_in"('trips').
  * Catalog tables this file does not define are unknown relations (42P01).
@@ -23,8 +23,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "pgwire/pgwire.h"
-#include "sql/sql.h"
+#include "pgwire/pgwire_internal.h"
 #include "util/strbuf.h"
 
 #define OID_PG_CATALOG 11
@@ -36,44 +35,86 @@
 
 /* ------------------------------------------------------------ the names */
 
-static const char *const relations[] = {
-    "pg_am", "pg_attrdef", "pg_attribute", "pg_class", "pg_collation", "pg_constraint",
-    "pg_database", "pg_depend", "pg_description", "pg_enum", "pg_extension", "pg_index",
-    "pg_inherits", "pg_namespace", "pg_policy", "pg_proc", "pg_publication",
-    "pg_publication_namespace", "pg_publication_rel", "pg_range", "pg_roles", "pg_user",
-    "pg_settings", "pg_statistic_ext", "pg_tables", "pg_tablespace", "pg_trigger", "pg_type",
-    "pg_views", "pg_matviews", "pg_sequences", "pg_rewrite", "pg_partitioned_table",
-    "pg_foreign_table", "pg_event_trigger", "pg_stat_activity", "pg_language", "pg_indexes",
-    NULL,
+/* Relations: PostgreSQL's name and ours ("vt:" + name; "vt:is_" + name for
+ * information_schema). */
+#define R(n) {n, "vt:" n}
+#define I(n) {n, "vt:is_" n}
+
+static const char *const relations[][2] = {
+    R("pg_am"), R("pg_attrdef"), R("pg_attribute"), R("pg_class"), R("pg_collation"),
+    R("pg_constraint"), R("pg_database"), R("pg_depend"), R("pg_description"), R("pg_enum"),
+    R("pg_extension"), R("pg_index"), R("pg_inherits"), R("pg_namespace"), R("pg_policy"),
+    R("pg_proc"), R("pg_publication"), R("pg_publication_namespace"), R("pg_publication_rel"),
+    R("pg_range"), R("pg_roles"), R("pg_user"), R("pg_settings"), R("pg_statistic_ext"),
+    R("pg_tables"), R("pg_tablespace"), R("pg_trigger"), R("pg_type"), R("pg_views"),
+    R("pg_matviews"), R("pg_sequences"), R("pg_sequence"), R("pg_rewrite"),
+    R("pg_partitioned_table"), R("pg_foreign_table"), R("pg_event_trigger"),
+    R("pg_stat_activity"), R("pg_language"), R("pg_indexes"), R("pg_auth_members"),
+    R("pg_authid"), R("pg_shdescription"), R("pg_stat_user_tables"), R("pg_stat_all_tables"),
+    R("pg_stat_sys_tables"), R("pg_statio_user_tables"), R("pg_statio_all_tables"),
+    R("pg_stat_user_indexes"), R("pg_stat_all_indexes"), R("pg_statio_user_indexes"),
+    R("pg_stat_database"), R("pg_opclass"), R("pg_opfamily"), R("pg_operator"),
+    R("pg_aggregate"), R("pg_cast"), R("pg_conversion"), R("pg_ts_config"), R("pg_ts_dict"),
+    R("pg_ts_parser"), R("pg_ts_template"), R("pg_foreign_server"),
+    R("pg_foreign_data_wrapper"), R("pg_user_mapping"), R("pg_user_mappings"), R("pg_locks"),
+    R("pg_prepared_xacts"), R("pg_prepared_statements"), R("pg_cursors"),
+    R("pg_timezone_names"), R("pg_timezone_abbrevs"), R("pg_available_extensions"),
+    R("pg_available_extension_versions"), R("pg_replication_slots"), R("pg_stat_replication"),
+    R("pg_default_acl"), R("pg_init_privs"), R("pg_stats"), R("pg_policies"), R("pg_rules"),
+    R("pg_shdepend"), R("pg_db_role_setting"), R("pg_group"), R("pg_amop"), R("pg_amproc"),
+    R("pg_subscription"), R("pg_publication_tables"), R("pg_largeobject_metadata"),
+    R("pg_seclabel"), R("pg_shseclabel"), R("pg_statistic_ext_data"), R("pg_transform"),
+    R("pg_stat_ssl"), R("pg_stat_gssapi"), R("pg_stat_bgwriter"), R("pg_stat_archiver"),
 };
 
-static const char *const info_relations[] = {
-    "tables", "columns", "schemata", "views", "table_constraints", "key_column_usage",
-    "routines", "referential_constraints", "check_constraints", NULL,
+static const char *const info_relations[][2] = {
+    I("tables"), I("columns"), I("schemata"), I("views"), I("table_constraints"),
+    I("key_column_usage"), I("routines"), I("referential_constraints"), I("check_constraints"),
+    I("sequences"), I("parameters"), I("constraint_column_usage"),
+    I("constraint_table_usage"), I("triggers"), I("table_privileges"), I("role_table_grants"),
+    I("column_privileges"), I("role_column_grants"), I("usage_privileges"),
+    I("role_usage_grants"), I("enabled_roles"), I("applicable_roles"), I("character_sets"),
+    I("collations"), I("domains"), I("element_types"), I("attributes"),
+    I("user_defined_types"), I("view_table_usage"), I("view_column_usage"),
+    I("information_schema_catalog_name"), I("column_udt_usage"), I("domain_constraints"),
+    I("routine_privileges"), I("foreign_tables"), I("foreign_servers"),
 };
 
-/* The names handed out: "vt:" + name, or "vt:is_" + name for
- * information_schema. Static storage, built once per name list. */
-static const char *lookup(const char *const *list, const char *name, const char *prefix)
+/* Set-returning functions called in FROM, read as tables. */
+static const char *const table_functions[][2] = {
+    {"pg_get_keywords", "vt:pg_get_keywords"},
+    {"pg_show_all_settings", "vt:pg_settings"},
+    {"pg_timezone_names", "vt:pg_timezone_names"},
+    {"pg_timezone_abbrevs", "vt:pg_timezone_abbrevs"},
+    {"pg_cursor", "vt:pg_cursors"},
+    {"pg_prepared_statement", "vt:pg_prepared_statements"},
+    {"pg_available_extensions", "vt:pg_available_extensions"},
+    {"pg_listening_channels", "vt:listening_channels"},
+};
+
+#undef R
+#undef I
+
+static const char *find(const char *const (*list)[2], size_t n, const char *name)
 {
-    static char names[2][64][48];
-    int which = list == relations ? 0 : 1;
-    for (size_t i = 0; list[i]; i++) {
-        if (!strcmp(list[i], name)) {
-            char *slot = names[which][i];
-            if (!slot[0])
-                snprintf(slot, sizeof names[0][0], "%s%s", prefix, list[i]);
-            return slot;
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(list[i][0], name))
+            return list[i][1];
     return NULL;
 }
 
-static const char *pg_relation(const char *schema, const char *name)
+#define FIND(list, name) find(list, sizeof list / sizeof list[0], name)
+
+const char *pgw_catalog_relation(const char *schema, const char *name)
 {
     if (!strcmp(schema, "information_schema"))
-        return lookup(info_relations, name, "vt:is_");
-    return lookup(relations, name, "vt:");
+        return FIND(info_relations, name);
+    return FIND(relations, name);
+}
+
+const char *pgw_catalog_table_function(const char *name)
+{
+    return FIND(table_functions, name);
 }
 
 /* Catalog functions: PostgreSQL name -> ours. Functions DuckDB has with the
@@ -82,6 +123,7 @@ static const char *pg_relation(const char *schema, const char *name)
 static const char *const functions[][2] = {
     {"version", "vt:version"},
     {"current_setting", "vt:current_setting"},
+    {"set_config", "vt:set_config"},
     {"current_database", "vt:current_database"},
     {"current_catalog", "vt:current_database"},
     {"current_schema", "vt:current_schema"},
@@ -94,6 +136,11 @@ static const char *const functions[][2] = {
     {"pg_table_is_visible", "vt:visible"},
     {"pg_type_is_visible", "vt:visible"},
     {"pg_function_is_visible", "vt:visible"},
+    {"pg_opclass_is_visible", "vt:visible"},
+    {"pg_collation_is_visible", "vt:visible"},
+    {"pg_conversion_is_visible", "vt:visible"},
+    {"pg_operator_is_visible", "vt:visible"},
+    {"pg_ts_config_is_visible", "vt:visible"},
     {"format_type", "vt:format_type"},
     {"pg_get_expr", "vt:null2"},
     {"pg_get_constraintdef", "vt:null2"},
@@ -102,47 +149,102 @@ static const char *const functions[][2] = {
     {"pg_get_triggerdef", "vt:null2"},
     {"pg_get_ruledef", "vt:null2"},
     {"pg_get_partkeydef", "vt:null2"},
+    {"pg_get_partition_constraintdef", "vt:null2"},
     {"pg_get_statisticsobjdef_columns", "vt:null2"},
+    {"pg_get_function_result", "vt:null2"},
+    {"pg_get_function_arguments", "vt:null2"},
+    {"pg_get_function_identity_arguments", "vt:null2"},
+    {"pg_get_functiondef", "vt:null2"},
+    {"pg_get_serial_sequence", "vt:null2"},
     {"pg_tablespace_location", "vt:null2"},
     {"obj_description", "vt:obj_description"},
     {"col_description", "vt:null2"},
     {"shobj_description", "vt:null2"},
     {"pg_encoding_to_char", "vt:pg_encoding_to_char"},
+    {"pg_client_encoding", "vt:utf8"},
+    {"getdatabaseencoding", "vt:utf8"},
     {"has_table_privilege", "vt:has_privilege"},
     {"has_schema_privilege", "vt:has_privilege"},
     {"has_database_privilege", "vt:has_privilege"},
     {"has_column_privilege", "vt:has_privilege"},
     {"has_any_column_privilege", "vt:has_privilege"},
+    {"has_function_privilege", "vt:has_privilege"},
+    {"has_sequence_privilege", "vt:has_privilege"},
+    {"has_type_privilege", "vt:has_privilege"},
+    {"has_language_privilege", "vt:has_privilege"},
+    {"has_tablespace_privilege", "vt:has_privilege"},
+    {"has_server_privilege", "vt:has_privilege"},
+    {"has_foreign_data_wrapper_privilege", "vt:has_privilege"},
     {"pg_has_role", "vt:has_privilege"},
     {"pg_relation_is_publishable", "vt:false1"},
+    {"pg_is_other_temp_schema", "vt:false1"},
     {"pg_is_in_recovery", "vt:false0"},
+    {"pg_is_wal_replay_paused", "vt:false0"},
+    {"pg_my_temp_schema", "vt:zero0"},
     {"pg_backend_pid", "vt:pg_backend_pid"},
     {"array_upper", "vt:array_upper"},
     {"array_lower", "vt:array_lower"},
+    {"array_ndims", "vt:array_ndims"},
+    {"array_dims", "vt:array_dims"},
     {"to_regclass", "vt:to_regclass"},
     {"to_regtype", "vt:to_regtype"},
     {"to_regnamespace", "vt:to_regnamespace"},
-    {"pg_relation_size", "vt:null2"},
-    {"pg_total_relation_size", "vt:null2"},
-    {"pg_table_size", "vt:null2"},
-    {"pg_indexes_size", "vt:null2"},
+    {"to_regproc", "vt:regproc_in"},
+    {"to_regprocedure", "vt:regproc_in"},
+    {"to_regrole", "vt:regrole_in"},
+    {"pg_relation_size", "vt:nullint"},
+    {"pg_total_relation_size", "vt:nullint"},
+    {"pg_table_size", "vt:nullint"},
+    {"pg_indexes_size", "vt:nullint"},
+    {"pg_database_size", "vt:nullint"},
+    {"pg_tablespace_size", "vt:nullint"},
+    {"pg_column_size", "vt:nullint"},
+    {"pg_size_pretty", "vt:pg_size_pretty"},
+    {"pg_stat_get_numscans", "vt:zero1"},
+    {"pg_stat_get_tuples_returned", "vt:zero1"},
+    {"pg_stat_get_tuples_fetched", "vt:zero1"},
+    {"pg_stat_get_tuples_inserted", "vt:zero1"},
+    {"pg_stat_get_tuples_updated", "vt:zero1"},
+    {"pg_stat_get_tuples_deleted", "vt:zero1"},
+    {"pg_stat_get_tuples_hot_updated", "vt:zero1"},
+    {"pg_stat_get_dead_tuples", "vt:zero1"},
+    {"pg_stat_get_blocks_fetched", "vt:zero1"},
+    {"pg_stat_get_blocks_hit", "vt:zero1"},
+    {"pg_stat_get_live_tuples", "vt:live_tuples"},
+    {"pg_stat_get_last_vacuum_time", "vt:nullts1"},
+    {"pg_stat_get_last_autovacuum_time", "vt:nullts1"},
+    {"pg_stat_get_last_analyze_time", "vt:nullts1"},
+    {"pg_stat_get_last_autoanalyze_time", "vt:nullts1"},
     {"pg_postmaster_start_time", "vt:pg_postmaster_start_time"},
+    {"pg_conf_load_time", "vt:pg_postmaster_start_time"},
+    {"txid_current", "vt:txid_current"},
+    {"pg_current_xact_id", "vt:txid_current"},
+    {"txid_current_if_assigned", "vt:nullint0"},
+    {"pg_current_xact_id_if_assigned", "vt:nullint0"},
+    {"inet_server_addr", "vt:inet_server_addr"},
+    {"inet_server_port", "vt:inet_server_port"},
+    {"inet_client_addr", "vt:inet_client_addr"},
+    {"inet_client_port", "vt:inet_client_port"},
+    {"statement_timestamp", "vt:now"},
+    {"transaction_timestamp", "vt:now"},
+    {"clock_timestamp", "vt:now"},
+    {"timeofday", "vt:timeofday"},
     {"quote_ident", "vt:quote_ident"},
+    {"quote_literal", "vt:quote_literal"},
+    {"quote_nullable", "vt:quote_nullable"},
+    {"parse_ident", "vt:parse_ident"},
+    {"_pg_expandarray", "vt:_pg_expandarray"},
     {"unnest", "unnest"}, /* x = ANY(array): DuckDB's plan calls it as a scalar */
     /* PostgreSQL's regular-expression operators match anywhere in the
      * string; DuckDB's parser makes `~` a full match. */
     {"regexp_full_match", "regexp_matches"},
     {"~*", "vt:imatch"},
     {"!~*", "vt:inotmatch"},
-    {NULL, NULL},
 };
 
-static const char *pg_function(const char *name)
+const char *pgw_catalog_function(const char *name)
 {
-    for (size_t i = 0; functions[i][0]; i++)
-        if (!strcmp(functions[i][0], name))
-            return functions[i][1];
-    return NULL;
+    return FIND(functions, name);
 }
 
 /* Casts to types DuckDB does not have: type, the function for a string
@@ -168,7 +270,7 @@ static const char *const casts[][3] = {
     {NULL, NULL, NULL},
 };
 
-static const char *pg_cast(const char *type_name, bool input)
+const char *pgw_catalog_cast(const char *type_name, bool input)
 {
     for (size_t i = 0; casts[i][0]; i++)
         if (!strcmp(casts[i][0], type_name))
@@ -176,305 +278,7 @@ static const char *pg_cast(const char *type_name, bool input)
     return NULL;
 }
 
-const struct sql_pg_names pgw_pg_names = {
-    .relation = pg_relation,
-    .function = pg_function,
-    .cast = pg_cast,
-};
-
 /* ------------------------------------------------------------ the tables */
-
-/* Created once per worker connection. Column lists are PostgreSQL 15's
- * (every column psql and the common drivers read); oid columns are BIGINT. */
-static const char catalog_ddl[] =
-    "CREATE TEMP TABLE \"vt:settings\"(name VARCHAR, display VARCHAR, setting VARCHAR, "
-    "  description VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_namespace\"(oid BIGINT, nspname VARCHAR, nspowner BIGINT, "
-    "  nspacl VARCHAR[]);\n"
-    "INSERT INTO \"vt:pg_namespace\" VALUES (11, 'pg_catalog', 10, NULL), "
-    "  (2200, 'public', 10, NULL), (13000, 'information_schema', 10, NULL);\n"
-    "CREATE TEMP TABLE \"vt:pg_class\"(oid BIGINT, relname VARCHAR, relnamespace BIGINT, "
-    "  reltype BIGINT, reloftype BIGINT, relowner BIGINT, relam BIGINT, relfilenode BIGINT, "
-    "  reltablespace BIGINT, relpages INTEGER, reltuples FLOAT, relallvisible INTEGER, "
-    "  reltoastrelid BIGINT, relhasindex BOOLEAN, relisshared BOOLEAN, relpersistence VARCHAR, "
-    "  relkind VARCHAR, relnatts SMALLINT, relchecks SMALLINT, relhasrules BOOLEAN, "
-    "  relhastriggers BOOLEAN, relhassubclass BOOLEAN, relrowsecurity BOOLEAN, "
-    "  relforcerowsecurity BOOLEAN, relispopulated BOOLEAN, relreplident VARCHAR, "
-    "  relispartition BOOLEAN, relrewrite BIGINT, relfrozenxid BIGINT, relminmxid BIGINT, "
-    "  relacl VARCHAR[], reloptions VARCHAR[], relpartbound VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_attribute\"(attrelid BIGINT, attname VARCHAR, atttypid BIGINT, "
-    "  attstattarget INTEGER, attlen SMALLINT, attnum SMALLINT, attndims INTEGER, "
-    "  attcacheoff INTEGER, atttypmod INTEGER, attbyval BOOLEAN, attalign VARCHAR, "
-    "  attstorage VARCHAR, attcompression VARCHAR, attnotnull BOOLEAN, atthasdef BOOLEAN, "
-    "  atthasmissing BOOLEAN, attidentity VARCHAR, attgenerated VARCHAR, attisdropped BOOLEAN, "
-    "  attislocal BOOLEAN, attinhcount INTEGER, attcollation BIGINT, attacl VARCHAR[], "
-    "  attoptions VARCHAR[], attfdwoptions VARCHAR[], attmissingval VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_type\"(oid BIGINT, typname VARCHAR, typnamespace BIGINT, "
-    "  typowner BIGINT, typlen SMALLINT, typbyval BOOLEAN, typtype VARCHAR, typcategory VARCHAR, "
-    "  typispreferred BOOLEAN, typisdefined BOOLEAN, typdelim VARCHAR, typrelid BIGINT, "
-    "  typsubscript VARCHAR, typelem BIGINT, typarray BIGINT, typinput VARCHAR, "
-    "  typoutput VARCHAR, typreceive VARCHAR, typsend VARCHAR, typmodin VARCHAR, "
-    "  typmodout VARCHAR, typanalyze VARCHAR, typalign VARCHAR, typstorage VARCHAR, "
-    "  typnotnull BOOLEAN, typbasetype BIGINT, typtypmod INTEGER, typndims INTEGER, "
-    "  typcollation BIGINT, typdefaultbin VARCHAR, typdefault VARCHAR, typacl VARCHAR[]);\n"
-    "CREATE TEMP TABLE \"vt:typnames\"(oid BIGINT, sqlname VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_database\"(oid BIGINT, datname VARCHAR, datdba BIGINT, "
-    "  encoding INTEGER, datlocprovider VARCHAR, datistemplate BOOLEAN, datallowconn BOOLEAN, "
-    "  datconnlimit INTEGER, datfrozenxid BIGINT, datminmxid BIGINT, dattablespace BIGINT, "
-    "  datcollate VARCHAR, datctype VARCHAR, daticulocale VARCHAR, datcollversion VARCHAR, "
-    "  datacl VARCHAR[]);\n"
-    "CREATE TEMP TABLE \"vt:pg_roles\"(rolname VARCHAR, rolsuper BOOLEAN, rolinherit BOOLEAN, "
-    "  rolcreaterole BOOLEAN, rolcreatedb BOOLEAN, rolcanlogin BOOLEAN, rolreplication BOOLEAN, "
-    "  rolconnlimit INTEGER, rolpassword VARCHAR, rolvaliduntil TIMESTAMPTZ, "
-    "  rolbypassrls BOOLEAN, rolconfig VARCHAR[], oid BIGINT);\n"
-    "CREATE TEMP VIEW \"vt:pg_user\" AS SELECT rolname AS usename, oid AS usesysid, "
-    "  rolcreatedb AS usecreatedb, rolsuper AS usesuper, rolreplication AS userepl, "
-    "  rolbypassrls AS usebypassrls, '********' AS passwd, rolvaliduntil AS valuntil, "
-    "  rolconfig AS useconfig FROM \"vt:pg_roles\";\n"
-    "CREATE TEMP TABLE \"vt:pg_am\"(oid BIGINT, amname VARCHAR, amhandler VARCHAR, "
-    "  amtype VARCHAR);\n"
-    "INSERT INTO \"vt:pg_am\" VALUES (2, 'heap', 'heap_tableam_handler', 't');\n"
-    "CREATE TEMP TABLE \"vt:pg_tablespace\"(oid BIGINT, spcname VARCHAR, spcowner BIGINT, "
-    "  spcacl VARCHAR[], spcoptions VARCHAR[]);\n"
-    "INSERT INTO \"vt:pg_tablespace\" VALUES (1663, 'pg_default', 10, NULL, NULL);\n"
-    /* What datasets never have: empty, with the columns clients select. */
-    "CREATE TEMP TABLE \"vt:pg_attrdef\"(oid BIGINT, adrelid BIGINT, adnum SMALLINT, "
-    "  adbin VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_collation\"(oid BIGINT, collname VARCHAR, "
-    "  collnamespace BIGINT, collowner BIGINT, collprovider VARCHAR, collisdeterministic "
-    "  BOOLEAN, collencoding INTEGER, collcollate VARCHAR, collctype VARCHAR, "
-    "  colliculocale VARCHAR, collversion VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_constraint\"(oid BIGINT, conname VARCHAR, connamespace BIGINT, "
-    "  contype VARCHAR, condeferrable BOOLEAN, condeferred BOOLEAN, convalidated BOOLEAN, "
-    "  conrelid BIGINT, contypid BIGINT, conindid BIGINT, conparentid BIGINT, "
-    "  confrelid BIGINT, confupdtype VARCHAR, confdeltype VARCHAR, confmatchtype VARCHAR, "
-    "  conislocal BOOLEAN, coninhcount INTEGER, connoinherit BOOLEAN, conkey SMALLINT[], "
-    "  confkey SMALLINT[], conpfeqop BIGINT[], conppeqop BIGINT[], conffeqop BIGINT[], "
-    "  confdelsetcols SMALLINT[], conexclop BIGINT[], conbin VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_depend\"(classid BIGINT, objid BIGINT, objsubid INTEGER, "
-    "  refclassid BIGINT, refobjid BIGINT, refobjsubid INTEGER, deptype VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_description\"(objoid BIGINT, classoid BIGINT, "
-    "  objsubid INTEGER, description VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_enum\"(oid BIGINT, enumtypid BIGINT, enumsortorder FLOAT, "
-    "  enumlabel VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_extension\"(oid BIGINT, extname VARCHAR, extowner BIGINT, "
-    "  extnamespace BIGINT, extrelocatable BOOLEAN, extversion VARCHAR, extconfig BIGINT[], "
-    "  extcondition VARCHAR[]);\n"
-    "CREATE TEMP TABLE \"vt:pg_index\"(indexrelid BIGINT, indrelid BIGINT, indnatts SMALLINT, "
-    "  indnkeyatts SMALLINT, indisunique BOOLEAN, indnullsnotdistinct BOOLEAN, "
-    "  indisprimary BOOLEAN, indisexclusion BOOLEAN, indimmediate BOOLEAN, "
-    "  indisclustered BOOLEAN, indisvalid BOOLEAN, indcheckxmin BOOLEAN, indisready BOOLEAN, "
-    "  indislive BOOLEAN, indisreplident BOOLEAN, indkey SMALLINT[], indcollation BIGINT[], "
-    "  indclass BIGINT[], indoption SMALLINT[], indexprs VARCHAR, indpred VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_inherits\"(inhrelid BIGINT, inhparent BIGINT, "
-    "  inhseqno INTEGER, inhdetachpending BOOLEAN);\n"
-    "CREATE TEMP TABLE \"vt:pg_policy\"(oid BIGINT, polname VARCHAR, polrelid BIGINT, "
-    "  polcmd VARCHAR, polpermissive BOOLEAN, polroles BIGINT[], polqual VARCHAR, "
-    "  polwithcheck VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_proc\"(oid BIGINT, proname VARCHAR, pronamespace BIGINT, "
-    "  proowner BIGINT, prolang BIGINT, prokind VARCHAR, proretset BOOLEAN, "
-    "  prorettype BIGINT, proargtypes VARCHAR, proargnames VARCHAR[], prosrc VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_publication\"(oid BIGINT, pubname VARCHAR, pubowner BIGINT, "
-    "  puballtables BOOLEAN, pubinsert BOOLEAN, pubupdate BOOLEAN, pubdelete BOOLEAN, "
-    "  pubtruncate BOOLEAN, pubviaroot BOOLEAN);\n"
-    "CREATE TEMP TABLE \"vt:pg_publication_namespace\"(oid BIGINT, pnpubid BIGINT, "
-    "  pnnspid BIGINT);\n"
-    "CREATE TEMP TABLE \"vt:pg_publication_rel\"(oid BIGINT, prpubid BIGINT, prrelid BIGINT, "
-    "  prqual VARCHAR, prattrs SMALLINT[]);\n"
-    "CREATE TEMP TABLE \"vt:pg_range\"(rngtypid BIGINT, rngsubtype BIGINT, "
-    "  rngmultitypid BIGINT, rngcollation BIGINT, rngsubopc BIGINT, rngcanonical VARCHAR, "
-    "  rngsubdiff VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_statistic_ext\"(oid BIGINT, stxrelid BIGINT, stxname VARCHAR, "
-    "  stxnamespace BIGINT, stxowner BIGINT, stxstattarget INTEGER, stxkeys SMALLINT[], "
-    "  stxkind VARCHAR[], stxexprs VARCHAR);\n"
-    "CREATE TEMP TABLE \"vt:pg_trigger\"(oid BIGINT, tgrelid BIGINT, tgparentid BIGINT, "
-    "  tgname VARCHAR, tgfoid BIGINT, tgtype SMALLINT, tgenabled VARCHAR, tgisinternal BOOLEAN);\n"
-    "CREATE TEMP TABLE \"vt:pg_rewrite\"(oid BIGINT, rulename VARCHAR, ev_class BIGINT, "
-    "  ev_type VARCHAR, ev_enabled VARCHAR, is_instead BOOLEAN);\n"
-    "CREATE TEMP TABLE \"vt:pg_partitioned_table\"(partrelid BIGINT, partstrat VARCHAR, "
-    "  partnatts SMALLINT, partdefid BIGINT);\n"
-    "CREATE TEMP TABLE \"vt:pg_foreign_table\"(ftrelid BIGINT, ftserver BIGINT, "
-    "  ftoptions VARCHAR[]);\n"
-    "CREATE TEMP TABLE \"vt:pg_event_trigger\"(oid BIGINT, evtname VARCHAR, evtevent VARCHAR, "
-    "  evtowner BIGINT, evtfoid BIGINT, evtenabled VARCHAR, evttags VARCHAR[]);\n"
-    "CREATE TEMP TABLE \"vt:pg_language\"(oid BIGINT, lanname VARCHAR, lanowner BIGINT, "
-    "  lanispl BOOLEAN, lanpltrusted BOOLEAN);\n"
-    "CREATE TEMP TABLE \"vt:pg_stat_activity\"(datid BIGINT, datname VARCHAR, pid INTEGER, "
-    "  usename VARCHAR, application_name VARCHAR, client_addr VARCHAR, state VARCHAR, "
-    "  query VARCHAR);\n"
-    "CREATE TEMP VIEW \"vt:pg_views\" AS SELECT CAST(NULL AS VARCHAR) AS schemaname, "
-    "  CAST(NULL AS VARCHAR) AS viewname, CAST(NULL AS VARCHAR) AS viewowner, "
-    "  CAST(NULL AS VARCHAR) AS definition WHERE false;\n"
-    "CREATE TEMP VIEW \"vt:pg_matviews\" AS SELECT CAST(NULL AS VARCHAR) AS schemaname, "
-    "  CAST(NULL AS VARCHAR) AS matviewname, CAST(NULL AS VARCHAR) AS matviewowner, "
-    "  CAST(NULL AS VARCHAR) AS tablespace, false AS hasindexes, false AS ispopulated, "
-    "  CAST(NULL AS VARCHAR) AS definition WHERE false;\n"
-    "CREATE TEMP VIEW \"vt:pg_sequences\" AS SELECT CAST(NULL AS VARCHAR) AS schemaname, "
-    "  CAST(NULL AS VARCHAR) AS sequencename WHERE false;\n"
-    "CREATE TEMP VIEW \"vt:pg_indexes\" AS SELECT CAST(NULL AS VARCHAR) AS schemaname, "
-    "  CAST(NULL AS VARCHAR) AS tablename, CAST(NULL AS VARCHAR) AS indexname, "
-    "  CAST(NULL AS VARCHAR) AS tablespace, CAST(NULL AS VARCHAR) AS indexdef WHERE false;\n"
-    "CREATE TEMP VIEW \"vt:pg_tables\" AS SELECT n.nspname AS schemaname, c.relname AS "
-    "  tablename, r.rolname AS tableowner, CAST(NULL AS VARCHAR) AS tablespace, "
-    "  c.relhasindex AS hasindexes, c.relhasrules AS hasrules, c.relhastriggers AS "
-    "  hastriggers, c.relrowsecurity AS rowsecurity FROM \"vt:pg_class\" c JOIN "
-    "  \"vt:pg_namespace\" n ON n.oid = c.relnamespace LEFT JOIN \"vt:pg_roles\" r ON "
-    "  r.oid = c.relowner WHERE c.relkind IN ('r', 'p');\n"
-    "CREATE TEMP VIEW \"vt:pg_settings\" AS SELECT display AS name, setting, "
-    "  CAST(NULL AS VARCHAR) AS unit, 'Client Connection Defaults' AS category, "
-    "  description AS short_desc, 'user' AS context, 'string' AS vartype, "
-    "  'default' AS source, setting AS boot_val, setting AS reset_val "
-    "  FROM \"vt:settings\" WHERE name NOT LIKE 'vt.%';\n"
-    /* information_schema */
-    "CREATE TEMP VIEW \"vt:is_schemata\" AS SELECT (SELECT setting FROM \"vt:settings\" "
-    "  WHERE name = 'vt.database') AS catalog_name, nspname AS schema_name, "
-    "  (SELECT setting FROM \"vt:settings\" WHERE name = 'vt.user') AS schema_owner, "
-    "  CAST(NULL AS VARCHAR) AS default_character_set_catalog, CAST(NULL AS VARCHAR) AS "
-    "  default_character_set_schema, CAST(NULL AS VARCHAR) AS default_character_set_name, "
-    "  CAST(NULL AS VARCHAR) AS sql_path FROM \"vt:pg_namespace\";\n"
-    "CREATE TEMP VIEW \"vt:is_tables\" AS SELECT (SELECT setting FROM \"vt:settings\" WHERE "
-    "  name = 'vt.database') AS table_catalog, 'public' AS table_schema, c.relname AS "
-    "  table_name, 'BASE TABLE' AS table_type, CAST(NULL AS VARCHAR) AS "
-    "  self_referencing_column_name, CAST(NULL AS VARCHAR) AS reference_generation, "
-    "  CAST(NULL AS VARCHAR) AS user_defined_type_catalog, CAST(NULL AS VARCHAR) AS "
-    "  user_defined_type_schema, CAST(NULL AS VARCHAR) AS user_defined_type_name, "
-    "  'NO' AS is_insertable_into, 'NO' AS is_typed, CAST(NULL AS VARCHAR) AS commit_action "
-    "  FROM \"vt:pg_class\" c WHERE c.relkind = 'r';\n"
-    "CREATE TEMP VIEW \"vt:is_columns\" AS SELECT (SELECT setting FROM \"vt:settings\" WHERE "
-    "  name = 'vt.database') AS table_catalog, 'public' AS table_schema, c.relname AS "
-    "  table_name, a.attname AS column_name, CAST(a.attnum AS INTEGER) AS ordinal_position, "
-    "  CAST(NULL AS VARCHAR) AS column_default, CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' "
-    "  END AS is_nullable, CASE WHEN t.typelem <> 0 THEN 'ARRAY' ELSE "
-    "  (SELECT sqlname FROM \"vt:typnames\" x WHERE x.oid = a.atttypid) END AS data_type, "
-    "  CAST(NULL AS INTEGER) AS character_maximum_length, CAST(NULL AS INTEGER) AS "
-    "  character_octet_length, CASE WHEN a.atttypid = 1700 AND a.atttypmod >= 4 THEN "
-    "  CAST(((a.atttypmod - 4) >> 16) AS INTEGER) WHEN a.atttypid IN (20, 21, 23) THEN "
-    "  CAST(a.attlen * 8 - 1 AS INTEGER) WHEN a.atttypid = 700 THEN 24 WHEN a.atttypid = 701 "
-    "  THEN 53 END AS numeric_precision, CASE WHEN a.atttypid IN (20, 21, 23, 700, 701) OR "
-    "  (a.atttypid = 1700 AND a.atttypmod >= 4) THEN 2 END AS numeric_precision_radix, CASE "
-    "  WHEN a.atttypid = 1700 AND a.atttypmod >= 4 THEN CAST(((a.atttypmod - 4) & 65535) AS "
-    "  INTEGER) WHEN a.atttypid IN (20, 21, 23) THEN 0 END AS numeric_scale, CASE WHEN "
-    "  a.atttypid IN (1082, 1083, 1114, 1184, 1266) THEN 6 END AS datetime_precision, "
-    "  CAST(NULL AS VARCHAR) AS interval_type, (SELECT setting FROM \"vt:settings\" WHERE "
-    "  name = 'vt.database') AS udt_catalog, 'pg_catalog' AS udt_schema, t.typname AS "
-    "  udt_name, 'NO' AS is_identity, 'NEVER' AS is_generated, 'NO' AS is_updatable "
-    "  FROM \"vt:pg_attribute\" a JOIN \"vt:pg_class\" c ON c.oid = a.attrelid "
-    "  LEFT JOIN \"vt:pg_type\" t ON t.oid = a.atttypid;\n"
-    "CREATE TEMP VIEW \"vt:is_views\" AS SELECT CAST(NULL AS VARCHAR) AS table_catalog, "
-    "  CAST(NULL AS VARCHAR) AS table_schema, CAST(NULL AS VARCHAR) AS table_name, "
-    "  CAST(NULL AS VARCHAR) AS view_definition WHERE false;\n"
-    "CREATE TEMP VIEW \"vt:is_table_constraints\" AS SELECT CAST(NULL AS VARCHAR) AS "
-    "  constraint_catalog, CAST(NULL AS VARCHAR) AS constraint_schema, CAST(NULL AS VARCHAR) "
-    "  AS constraint_name, CAST(NULL AS VARCHAR) AS table_catalog, CAST(NULL AS VARCHAR) AS "
-    "  table_schema, CAST(NULL AS VARCHAR) AS table_name, CAST(NULL AS VARCHAR) AS "
-    "  constraint_type WHERE false;\n"
-    "CREATE TEMP VIEW \"vt:is_key_column_usage\" AS SELECT CAST(NULL AS VARCHAR) AS "
-    "  constraint_name, CAST(NULL AS VARCHAR) AS table_schema, CAST(NULL AS VARCHAR) AS "
-    "  table_name, CAST(NULL AS VARCHAR) AS column_name, CAST(NULL AS INTEGER) AS "
-    "  ordinal_position WHERE false;\n"
-    "CREATE TEMP VIEW \"vt:is_referential_constraints\" AS SELECT CAST(NULL AS VARCHAR) AS "
-    "  constraint_name, CAST(NULL AS VARCHAR) AS unique_constraint_name WHERE false;\n"
-    "CREATE TEMP VIEW \"vt:is_check_constraints\" AS SELECT CAST(NULL AS VARCHAR) AS "
-    "  constraint_name, CAST(NULL AS VARCHAR) AS check_clause WHERE false;\n"
-    "CREATE TEMP VIEW \"vt:is_routines\" AS SELECT CAST(NULL AS VARCHAR) AS routine_name, "
-    "  CAST(NULL AS VARCHAR) AS routine_schema, CAST(NULL AS VARCHAR) AS routine_type "
-    "  WHERE false;\n"
-    /* functions */
-    "CREATE TEMP MACRO \"vt:setting\"(n) AS (SELECT setting FROM \"vt:settings\" WHERE "
-    "  name = lower(CAST(n AS VARCHAR)));\n"
-    "CREATE TEMP MACRO \"vt:current_setting\"(n) AS CASE WHEN \"vt:setting\"(n) IS NULL THEN "
-    "  error('unrecognized configuration parameter \"' || CAST(n AS VARCHAR) || '\"') ELSE "
-    "  \"vt:setting\"(n) END, (n, missing_ok) AS CASE WHEN \"vt:setting\"(n) IS NULL AND NOT "
-    "  missing_ok THEN error('unrecognized configuration parameter \"' || CAST(n AS VARCHAR) "
-    "  || '\"') ELSE \"vt:setting\"(n) END;\n"
-    "CREATE TEMP MACRO \"vt:version\"() AS \"vt:setting\"('vt.version');\n"
-    "CREATE TEMP MACRO \"vt:current_database\"() AS \"vt:setting\"('vt.database');\n"
-    "CREATE TEMP MACRO \"vt:current_user\"() AS \"vt:setting\"('vt.user');\n"
-    "CREATE TEMP MACRO \"vt:current_schema\"() AS 'public';\n"
-    "CREATE TEMP MACRO \"vt:current_schemas\"(implicit) AS CASE WHEN implicit THEN "
-    "  ['pg_catalog', 'public'] ELSE ['public'] END;\n"
-    "CREATE TEMP MACRO \"vt:pg_get_userbyid\"(o) AS COALESCE((SELECT rolname FROM "
-    "  \"vt:pg_roles\" WHERE oid = o), 'unknown (OID=' || CAST(o AS VARCHAR) || ')');\n"
-    "CREATE TEMP MACRO \"vt:visible\"(o) AS true;\n"
-    "CREATE TEMP MACRO \"vt:null2\"(a) AS CAST(NULL AS VARCHAR), (a, b) AS CAST(NULL AS "
-    "  VARCHAR), (a, b, c) AS CAST(NULL AS VARCHAR);\n"
-    "CREATE TEMP MACRO \"vt:false0\"() AS false;\n"
-    "CREATE TEMP MACRO \"vt:false1\"(a) AS false;\n"
-    "CREATE TEMP MACRO \"vt:has_privilege\"(a, b) AS upper(CAST(b AS VARCHAR)) IN ('SELECT', "
-    "  'USAGE', 'CONNECT', 'REFERENCES'), (a, b, c) AS upper(CAST(c AS VARCHAR)) IN "
-    "  ('SELECT', 'USAGE', 'CONNECT', 'REFERENCES', 'MEMBER'), (a, b, c, d) AS "
-    "  upper(CAST(d AS VARCHAR)) IN ('SELECT', 'USAGE', 'REFERENCES');\n"
-    "CREATE TEMP MACRO \"vt:obj_description\"(o) AS CAST(NULL AS VARCHAR), (o, c) AS "
-    "  (SELECT description FROM \"vt:pg_description\" WHERE objoid = o AND objsubid = 0 "
-    "  LIMIT 1);\n"
-    "CREATE TEMP MACRO \"vt:pg_encoding_to_char\"(e) AS CASE WHEN e = 6 THEN 'UTF8' WHEN "
-    "  e = 0 THEN 'SQL_ASCII' ELSE '' END;\n"
-    "CREATE TEMP MACRO \"vt:pg_backend_pid\"() AS CAST(\"vt:setting\"('vt.pid') AS "
-    "  INTEGER);\n"
-    "CREATE TEMP MACRO \"vt:pg_postmaster_start_time\"() AS CAST(\"vt:setting\"('vt.started') "
-    "  AS TIMESTAMPTZ);\n"
-    "CREATE TEMP MACRO \"vt:array_upper\"(a, d) AS CASE WHEN d = 1 AND len(a) > 0 THEN "
-    "  len(a) END;\n"
-    "CREATE TEMP MACRO \"vt:array_lower\"(a, d) AS CASE WHEN d = 1 AND len(a) > 0 THEN 1 END;\n"
-    "CREATE TEMP MACRO \"vt:quote_ident\"(s) AS CASE WHEN regexp_full_match(CAST(s AS "
-    "  VARCHAR), '[a-z_][a-z0-9_$]*') THEN CAST(s AS VARCHAR) ELSE '\"' || "
-    "  replace(CAST(s AS VARCHAR), '\"', '\"\"') || '\"' END;\n"
-    "CREATE TEMP MACRO \"vt:format_type\"(o, m) AS CASE WHEN o IS NULL THEN NULL "
-    "  WHEN o = 1700 AND m >= 4 THEN 'numeric(' || CAST(((m - 4) >> 16) AS VARCHAR) || ',' "
-    "  || CAST(((m - 4) & 65535) AS VARCHAR) || ')' "
-    "  WHEN (SELECT typelem FROM \"vt:pg_type\" WHERE oid = o) <> 0 THEN (SELECT sqlname FROM "
-    "  \"vt:typnames\" WHERE oid = (SELECT typelem FROM \"vt:pg_type\" WHERE oid = o)) || '[]' "
-    "  ELSE COALESCE((SELECT sqlname FROM \"vt:typnames\" WHERE oid = o), '?\?\?') END;\n"
-    /* unqualified "x" or "schema.x", quotes stripped */
-    "CREATE TEMP MACRO \"vt:relname\"(s) AS replace(regexp_replace(CAST(s AS VARCHAR), "
-    "  '^\\s*(\"?(public|pg_catalog)\"?\\.)?\"?', ''), '\"', '');\n"
-    /* PostgreSQL's own catalog tables have fixed OIDs that drivers look up
-     * ('pg_class'::regclass); they are not rows of pg_class here. */
-    "CREATE TEMP TABLE \"vt:catalog_oids\"(relname VARCHAR, oid BIGINT);\n"
-    "INSERT INTO \"vt:catalog_oids\" VALUES ('pg_type', 1247), ('pg_attribute', 1249), "
-    "  ('pg_proc', 1255), ('pg_class', 1259), ('pg_authid', 1260), ('pg_database', 1262), "
-    "  ('pg_namespace', 2615), ('pg_description', 2609), ('pg_constraint', 2606), "
-    "  ('pg_index', 2610), ('pg_attrdef', 2604), ('pg_inherits', 2611), ('pg_am', 2601), "
-    "  ('pg_collation', 3456), ('pg_roles', 12001), ('pg_settings', 12002);\n"
-    "CREATE TEMP MACRO \"vt:to_regclass\"(s) AS COALESCE((SELECT oid FROM \"vt:pg_class\" "
-    "  WHERE relname = \"vt:relname\"(s)), (SELECT oid FROM \"vt:catalog_oids\" WHERE relname "
-    "  = \"vt:relname\"(s)));\n"
-    "CREATE TEMP MACRO \"vt:to_regtype\"(s) AS (SELECT t.oid FROM \"vt:pg_type\" t LEFT JOIN "
-    "  \"vt:typnames\" n ON n.oid = t.oid WHERE t.typname = lower(\"vt:relname\"(s)) OR "
-    "  n.sqlname = lower(\"vt:relname\"(s)) LIMIT 1);\n"
-    "CREATE TEMP MACRO \"vt:to_regnamespace\"(s) AS (SELECT oid FROM \"vt:pg_namespace\" "
-    "  WHERE nspname = replace(CAST(s AS VARCHAR), '\"', ''));\n"
-    /* casts: a string in (a constant or a parameter) reads as the OID, any
-     * other value shows as the name, as PostgreSQL's reg* types print */
-    "CREATE TEMP MACRO \"vt:regclass_in\"(s) AS CASE WHEN TRY_CAST(s AS BIGINT) IS NOT NULL "
-    "  THEN TRY_CAST(s AS BIGINT) WHEN \"vt:to_regclass\"(s) IS NULL THEN error('relation \"' "
-    "  || CAST(s AS VARCHAR) || '\" does not exist') ELSE \"vt:to_regclass\"(s) END;\n"
-    "CREATE TEMP MACRO \"vt:regclass_out\"(o) AS COALESCE((SELECT relname FROM "
-    "  \"vt:pg_class\" WHERE oid = o), (SELECT relname FROM \"vt:catalog_oids\" WHERE oid = "
-    "  o), CAST(o AS VARCHAR));\n"
-    "CREATE TEMP MACRO \"vt:regtype_in\"(s) AS CASE WHEN TRY_CAST(s AS BIGINT) IS NOT NULL "
-    "  THEN TRY_CAST(s AS BIGINT) WHEN \"vt:to_regtype\"(s) IS NULL THEN error('type \"' || "
-    "  CAST(s AS VARCHAR) || '\" does not exist') ELSE \"vt:to_regtype\"(s) END;\n"
-    "CREATE TEMP MACRO \"vt:regtype_out\"(o) AS COALESCE(\"vt:format_type\"(o, -1), "
-    "  CAST(o AS VARCHAR));\n"
-    "CREATE TEMP MACRO \"vt:regnamespace_in\"(s) AS CASE WHEN TRY_CAST(s AS BIGINT) IS NOT "
-    "  NULL THEN TRY_CAST(s AS BIGINT) WHEN \"vt:to_regnamespace\"(s) IS NULL THEN "
-    "  error('schema \"' || CAST(s AS VARCHAR) || '\" does not exist') ELSE "
-    "  \"vt:to_regnamespace\"(s) END;\n"
-    "CREATE TEMP MACRO \"vt:regnamespace_out\"(o) AS COALESCE((SELECT nspname FROM "
-    "  \"vt:pg_namespace\" WHERE oid = o), CAST(o AS VARCHAR));\n"
-    "CREATE TEMP MACRO \"vt:regrole_in\"(s) AS CASE WHEN TRY_CAST(s AS BIGINT) IS NOT NULL "
-    "  THEN TRY_CAST(s AS BIGINT) ELSE (SELECT oid FROM \"vt:pg_roles\" WHERE rolname = "
-    "  replace(CAST(s AS VARCHAR), '\"', '')) END;\n"
-    "CREATE TEMP MACRO \"vt:regrole_out\"(o) AS COALESCE((SELECT rolname FROM "
-    "  \"vt:pg_roles\" WHERE oid = o), CAST(o AS VARCHAR));\n"
-    "CREATE TEMP MACRO \"vt:regproc_in\"(s) AS regexp_replace(CAST(s AS VARCHAR), "
-    "  '^pg_catalog\\.', '');\n"
-    "CREATE TEMP MACRO \"vt:regproc_out\"(s) AS CAST(s AS VARCHAR);\n"
-    "CREATE TEMP MACRO \"vt:text\"(s) AS CAST(s AS VARCHAR);\n"
-    "CREATE TEMP MACRO \"vt:imatch\"(s, p) AS regexp_matches(s, p, 'i');\n"
-    "CREATE TEMP MACRO \"vt:inotmatch\"(s, p) AS NOT regexp_matches(s, p, 'i');\n"
-    "CREATE TEMP MACRO \"vt:int8\"(s) AS CAST(s AS BIGINT);\n";
 
 /* The types this server sends (types.c) and their arrays: oid, typname,
  * typlen, typbyval, typcategory, typelem, typarray, in/out/recv/send stem,
@@ -543,9 +347,9 @@ static enum vt_err run(duckdb_connection con, const char *sql, struct vt_error *
     return VT_ERR_OK;
 }
 
-static enum vt_err create_catalog(duckdb_connection con, struct vt_error *err)
+static enum vt_err create_objects(duckdb_connection con, struct vt_error *err)
 {
-    if (run(con, catalog_ddl, err) != VT_ERR_OK)
+    if (run(con, pgw_catalog_ddl, err) != VT_ERR_OK)
         return err->code;
     struct strbuf q;
     sb_init(&q, 0);
@@ -587,6 +391,19 @@ static enum vt_err create_catalog(duckdb_connection con, struct vt_error *err)
                                 : run(con, q.buf, err);
     sb_release(&q);
     return rc;
+}
+
+/* All of it or nothing: a connection where it failed can try again. */
+static enum vt_err create_catalog(duckdb_connection con, struct vt_error *err)
+{
+    if (run(con, "BEGIN TRANSACTION", err) != VT_ERR_OK)
+        return err->code;
+    if (create_objects(con, err) != VT_ERR_OK) {
+        struct vt_error ignored = {0};
+        run(con, "ROLLBACK", &ignored);
+        return err->code;
+    }
+    return run(con, "COMMIT", err);
 }
 
 /* The OIDs of the tables: stable for a name (a hash), distinct within one

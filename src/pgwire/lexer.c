@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pgwire/pgwire.h"
 #include "util/strbuf.h"
@@ -367,6 +368,155 @@ static bool tx_modes(const char *s, const struct toks *k, size_t i)
 static enum vt_err read_copy(const char *s, size_t len, const struct toks *k,
                              struct pgw_stmt *st, struct vt_error *err);
 
+/* The text of s from pos to its end, trimmed (malloc'd; NULL when empty or
+ * out of memory). */
+static char *rest_from(const char *s, size_t len, size_t pos)
+{
+    while (pos < len && isspace((unsigned char)s[pos]))
+        pos++;
+    size_t end = len;
+    while (end > pos && isspace((unsigned char)s[end - 1]))
+        end--;
+    return end > pos ? strndup(s + pos, end - pos) : NULL;
+}
+
+/* EXPLAIN [ANALYZE] [VERBOSE] query | EXPLAIN (option [value], ...) query */
+static enum vt_err read_explain(const char *s, size_t len, struct pgw_stmt *st,
+                                struct vt_error *err)
+{
+    struct pgw_token t;
+    size_t pos = pgw_lex(s, len, 0, &t); /* EXPLAIN */
+    size_t before = pos;
+    pos = pgw_lex(s, len, pos, &t);
+    if (tok_punct(s, &t, '(')) {
+        bool want_value = false;
+        const char *opt = NULL;
+        for (;;) {
+            pos = pgw_lex(s, len, pos, &t);
+            if (t.kind == PGW_TOK_END || t.kind == PGW_TOK_BAD)
+                return VT_ERR_OK;
+            if (tok_punct(s, &t, ')'))
+                break;
+            if (tok_punct(s, &t, ',')) {
+                want_value = false;
+                continue;
+            }
+            if (!want_value) {
+                opt = s + t.pos;
+                if (pgw_tok_word(s, &t, "analyze") || pgw_tok_word(s, &t, "analyse"))
+                    st->analyze = true;
+                want_value = true;
+            } else if (opt && (!strncasecmp(opt, "analy", 5)) &&
+                       (pgw_tok_word(s, &t, "false") || pgw_tok_word(s, &t, "off") ||
+                        (t.kind == PGW_TOK_NUMBER && s[t.pos] == '0'))) {
+                st->analyze = false;
+            }
+        }
+        before = pos;
+    } else {
+        while (pgw_tok_word(s, &t, "analyze") || pgw_tok_word(s, &t, "analyse") ||
+               pgw_tok_word(s, &t, "verbose")) {
+            if (!pgw_tok_word(s, &t, "verbose"))
+                st->analyze = true;
+            before = pos;
+            pos = pgw_lex(s, len, pos, &t);
+        }
+    }
+    if (!(st->query = rest_from(s, len, before)))
+        return vt_error_set(err, VT_ERR_SQL_SYNTAX, "EXPLAIN needs a statement");
+    st->kind = PGW_STMT_EXPLAIN;
+    return VT_ERR_OK;
+}
+
+/* DECLARE name [BINARY] [ASENSITIVE | INSENSITIVE] [[NO] SCROLL] CURSOR
+ * [{WITH | WITHOUT} HOLD] FOR query */
+static enum vt_err read_declare(const char *s, size_t len, struct pgw_stmt *st,
+                                struct vt_error *err)
+{
+    struct pgw_token t;
+    size_t pos = pgw_lex(s, len, 0, &t); /* DECLARE */
+    pos = pgw_lex(s, len, pos, &t);
+    if (t.kind != PGW_TOK_IDENT && t.kind != PGW_TOK_QIDENT)
+        return VT_ERR_OK;
+    tok_name(s, &t, st->name, sizeof st->name);
+    bool no = false, cursor = false;
+    for (;;) {
+        pos = pgw_lex(s, len, pos, &t);
+        if (pgw_tok_word(s, &t, "binary")) {
+            st->binary = true;
+        } else if (pgw_tok_word(s, &t, "asensitive") || pgw_tok_word(s, &t, "insensitive")) {
+        } else if (pgw_tok_word(s, &t, "no")) {
+            no = true;
+        } else if (pgw_tok_word(s, &t, "scroll")) {
+            if (!no)
+                return vt_error_set(err, VT_ERR_NOT_IMPLEMENTED,
+                                    "scrollable cursors are not supported (a cursor reads "
+                                    "forward only; declare it NO SCROLL)");
+            no = false;
+        } else if (pgw_tok_word(s, &t, "cursor") && !cursor) {
+            cursor = true;
+        } else if (cursor && (pgw_tok_word(s, &t, "with") || pgw_tok_word(s, &t, "without"))) {
+            bool with = pgw_tok_word(s, &t, "with");
+            pos = pgw_lex(s, len, pos, &t);
+            if (!pgw_tok_word(s, &t, "hold"))
+                return VT_ERR_OK;
+            st->hold = with;
+        } else if (cursor && pgw_tok_word(s, &t, "for")) {
+            break;
+        } else {
+            return VT_ERR_OK; /* not a cursor declaration: the gate refuses it */
+        }
+    }
+    if (!(st->query = rest_from(s, len, pos)))
+        return vt_error_set(err, VT_ERR_SQL_SYNTAX, "DECLARE CURSOR needs a query");
+    st->kind = PGW_STMT_DECLARE;
+    return VT_ERR_OK;
+}
+
+/* FETCH/MOVE [direction] [FROM | IN] cursor. Forward directions only: NEXT,
+ * n, ALL, FORWARD [n | ALL], ABSOLUTE/RELATIVE are refused like backward ones. */
+static enum vt_err read_fetch(const char *s, const struct toks *k, struct pgw_stmt *st,
+                              struct vt_error *err)
+{
+    const struct pgw_token *t = k->t;
+    size_t n = k->n, i = 1;
+    st->count = 1;
+    if (i < n && (pgw_tok_word(s, &t[i], "next") || pgw_tok_word(s, &t[i], "forward"))) {
+        bool forward = pgw_tok_word(s, &t[i], "forward");
+        i++;
+        if (forward && i < n && pgw_tok_word(s, &t[i], "all")) {
+            st->count = PGW_FETCH_ALL;
+            i++;
+        } else if (forward && i < n && t[i].kind == PGW_TOK_NUMBER) {
+            st->count = strtoll(s + t[i].pos, NULL, 10);
+            i++;
+        }
+    } else if (i < n && pgw_tok_word(s, &t[i], "all")) {
+        st->count = PGW_FETCH_ALL;
+        i++;
+    } else if (i < n && t[i].kind == PGW_TOK_NUMBER) {
+        st->count = strtoll(s + t[i].pos, NULL, 10);
+        i++;
+    } else if (i < n && t[i].kind == PGW_TOK_OP && t[i].len == 1 && s[t[i].pos] == '-') {
+        st->backward = true;
+    } else if (i < n && (pgw_tok_word(s, &t[i], "prior") || pgw_tok_word(s, &t[i], "first") ||
+                         pgw_tok_word(s, &t[i], "last") || pgw_tok_word(s, &t[i], "absolute") ||
+                         pgw_tok_word(s, &t[i], "relative") ||
+                         pgw_tok_word(s, &t[i], "backward"))) {
+        st->backward = true;
+    }
+    if (st->backward || st->count < 0)
+        return vt_error_set(err, VT_ERR_NOT_IMPLEMENTED,
+                            "cursor can only scan forward (FETCH NEXT, n, ALL or FORWARD)");
+    if (i < n && (pgw_tok_word(s, &t[i], "from") || pgw_tok_word(s, &t[i], "in")))
+        i++;
+    if (i + 1 != n || k->more || (t[i].kind != PGW_TOK_IDENT && t[i].kind != PGW_TOK_QIDENT))
+        return VT_ERR_OK;
+    tok_name(s, &t[i], st->name, sizeof st->name);
+    st->kind = pgw_tok_word(s, &t[0], "fetch") ? PGW_STMT_FETCH : PGW_STMT_MOVE;
+    return VT_ERR_OK;
+}
+
 enum vt_err pgw_stmt_read(const char *s, size_t len, struct pgw_stmt *out, struct vt_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -383,14 +533,29 @@ enum vt_err pgw_stmt_read(const char *s, size_t len, struct pgw_stmt *out, struc
         return k.more && pgw_tok_word(s, &t[0], "copy") ? read_copy(s, len, &k, out, err)
                                                        : VT_ERR_OK;
     size_t i = 1;
-    if (pgw_tok_word(s, &t[0], "declare") || pgw_tok_word(s, &t[0], "fetch") ||
-        pgw_tok_word(s, &t[0], "move") ||
-        (pgw_tok_word(s, &t[0], "close") && k.n == 2))
-        return vt_error_set(err, VT_ERR_NOT_IMPLEMENTED,
-                            "%.*s: server-side cursors (DECLARE ... CURSOR, FETCH, MOVE, CLOSE) "
-                            "are not supported; read large results with a row limit on "
-                            "Execute (extended protocol) or with a client-side cursor",
-                            (int)t[0].len, s + t[0].pos);
+    if (pgw_tok_word(s, &t[0], "declare"))
+        return read_declare(s, len, out, err);
+    if (pgw_tok_word(s, &t[0], "explain"))
+        return read_explain(s, len, out, err);
+    if (pgw_tok_word(s, &t[0], "fetch") || pgw_tok_word(s, &t[0], "move"))
+        return read_fetch(s, &k, out, err);
+    if (pgw_tok_word(s, &t[0], "close")) {
+        if (k.n == 2 && pgw_tok_word(s, &t[1], "all")) {
+            out->all = true;
+            set_kind(out, PGW_STMT_CLOSE);
+        } else if (k.n == 2 && (t[1].kind == PGW_TOK_IDENT || t[1].kind == PGW_TOK_QIDENT)) {
+            tok_name(s, &t[1], out->name, sizeof out->name);
+            set_kind(out, PGW_STMT_CLOSE);
+        }
+        return VT_ERR_OK;
+    }
+    if (pgw_tok_word(s, &t[0], "listen")) {
+        if (k.n == 2 && (t[1].kind == PGW_TOK_IDENT || t[1].kind == PGW_TOK_QIDENT)) {
+            tok_name(s, &t[1], out->name, sizeof out->name);
+            set_kind(out, PGW_STMT_LISTEN);
+        }
+        return VT_ERR_OK;
+    }
     if (pgw_tok_word(s, &t[0], "begin")) {
         i = skip_work(s, &k, 1);
         if (tx_modes(s, &k, i))
@@ -552,8 +717,8 @@ enum vt_err pgw_stmt_read(const char *s, size_t len, struct pgw_stmt *out, struc
 
 void pgw_stmt_release(struct pgw_stmt *st)
 {
-    free(st->copy_query);
-    st->copy_query = NULL;
+    free(st->query);
+    st->query = NULL;
 }
 
 /* COPY options after TO STDOUT: the legacy list (CSV, HEADER, DELIMITER 'x',
@@ -584,9 +749,7 @@ static enum vt_err copy_options(const char *s, const struct pgw_token *t, size_t
         if (pgw_tok_word(s, o, "csv")) {
             st->copy_format = PGW_COPY_CSV;
         } else if (pgw_tok_word(s, o, "binary")) {
-            return vt_error_set(err, VT_ERR_NOT_IMPLEMENTED,
-                                "COPY ... TO STDOUT (FORMAT binary) is not supported; use text "
-                                "or csv");
+            st->copy_format = PGW_COPY_BINARY;
         } else if (pgw_tok_word(s, o, "format") && arg) {
             i++;
             tok_name(s, arg, str, sizeof str);
@@ -597,9 +760,12 @@ static enum vt_err copy_options(const char *s, const struct pgw_token *t, size_t
                 st->copy_format = PGW_COPY_CSV;
             else if (!strcasecmp(str, "text"))
                 st->copy_format = PGW_COPY_TEXT;
+            else if (!strcasecmp(str, "binary"))
+                st->copy_format = PGW_COPY_BINARY;
             else
                 return vt_error_set(err, VT_ERR_NOT_IMPLEMENTED,
-                                    "COPY format \"%s\" is not supported; use text or csv", str);
+                                    "COPY format \"%s\" is not supported; use text, csv or "
+                                    "binary", str);
         } else if (pgw_tok_word(s, o, "header")) {
             st->copy_header = true;
             if (paren && arg) {
@@ -633,8 +799,8 @@ static enum vt_err copy_options(const char *s, const struct pgw_token *t, size_t
             }
         } else {
             return vt_error_set(err, VT_ERR_NOT_IMPLEMENTED,
-                                "COPY option \"%.*s\" is not supported (supported: FORMAT text "
-                                "or csv, HEADER, DELIMITER, NULL)",
+                                "COPY option \"%.*s\" is not supported (supported: FORMAT "
+                                "text, csv or binary, HEADER, DELIMITER, NULL)",
                                 (int)o->len, s + o->pos);
         }
     }
@@ -642,6 +808,10 @@ static enum vt_err copy_options(const char *s, const struct pgw_token *t, size_t
         return vt_error_set(err, VT_ERR_SQL_SYNTAX, "syntax error in COPY options");
     if (st->copy_format == PGW_COPY_CSV && !delimiter_set)
         st->copy_delimiter = ',';
+    if (st->copy_format == PGW_COPY_BINARY && (delimiter_set || st->copy_header ||
+                                               st->copy_null[0]))
+        return vt_error_set(err, VT_ERR_SQL_SYNTAX,
+                            "cannot specify DELIMITER, NULL or HEADER in BINARY mode");
     return VT_ERR_OK;
 }
 
@@ -752,8 +922,8 @@ static enum vt_err read_copy(const char *s, size_t len, const struct toks *k,
         return rc;
     }
     (void)k;
-    st->copy_query = sb_detach(&q, NULL);
-    if (!st->copy_query)
+    st->query = sb_detach(&q, NULL);
+    if (!st->query)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
     st->kind = PGW_STMT_COPY_OUT;
     return VT_ERR_OK;

@@ -265,14 +265,22 @@ enum pgw_stmt_kind {
     PGW_STMT_DISCARD_ALL,
     PGW_STMT_DEALLOCATE,    /* name = the statement, all = DEALLOCATE ALL */
     PGW_STMT_RESET,         /* name, or all = RESET ALL */
+    PGW_STMT_LISTEN,        /* LISTEN name (no notifications are ever sent) */
     PGW_STMT_UNLISTEN,      /* UNLISTEN * or UNLISTEN name */
     PGW_STMT_SET,           /* SET [SESSION|LOCAL] name {TO|=} value: name, value */
     PGW_STMT_SET_TRANSACTION, /* SET TRANSACTION ..., SET SESSION CHARACTERISTICS ... */
     PGW_STMT_SHOW,          /* SHOW name, SHOW ALL */
     PGW_STMT_COPY_OUT,      /* COPY (query) TO STDOUT ..., COPY table [(cols)] TO STDOUT ... */
+    PGW_STMT_EXPLAIN,       /* EXPLAIN [ANALYZE] [VERBOSE] query: query */
+    PGW_STMT_DECLARE,       /* DECLARE name [BINARY] ... CURSOR [WITH HOLD] FOR query */
+    PGW_STMT_FETCH,         /* FETCH [NEXT | n | ALL | FORWARD [n | ALL]] [FROM | IN] name */
+    PGW_STMT_MOVE,          /* MOVE, with FETCH's directions */
+    PGW_STMT_CLOSE,         /* CLOSE name | CLOSE ALL */
 };
 
-enum pgw_copy_format { PGW_COPY_TEXT, PGW_COPY_CSV };
+enum pgw_copy_format { PGW_COPY_TEXT, PGW_COPY_CSV, PGW_COPY_BINARY };
+
+#define PGW_FETCH_ALL INT64_MAX /* FETCH ALL, FORWARD ALL */
 
 #define PGW_NAME_MAX 64         /* NAMEDATALEN: longer names are truncated */
 #define PGW_SET_VALUE_MAX 1024
@@ -283,9 +291,17 @@ struct pgw_stmt {
     char value[PGW_SET_VALUE_MAX];  /* SET: list items joined by ", " (strings unquoted) */
     bool is_default;                /* SET name TO DEFAULT */
     bool all;
-    /* COPY ... TO STDOUT: the query to run (malloc'd: `SELECT cols FROM table`
-     * is made from the tokens for the table form), and the output options. */
-    char *copy_query;
+    /* COPY ... TO STDOUT, EXPLAIN, DECLARE: the query to run (malloc'd; for
+     * COPY table [(cols)], `SELECT cols FROM table` made from the tokens). */
+    char *query;
+    /* FETCH/MOVE: rows (PGW_FETCH_ALL for ALL); a direction that is not
+     * forward is `backward`. DECLARE: BINARY, WITH HOLD. EXPLAIN: ANALYZE. */
+    int64_t count;
+    bool backward;
+    bool binary;
+    bool hold;
+    bool analyze;
+    /* COPY output options */
     enum pgw_copy_format copy_format;
     bool copy_header;
     char copy_delimiter;
@@ -295,8 +311,9 @@ struct pgw_stmt {
 /* Recognises the statement in [pos, pos+len) of s. Anything it does not
  * recognise exactly is PGW_STMT_SQL (the gate decides: writes, DDL and other
  * SETs are refused there with 25006). PG_PROTOCOL-free: errors in COPY
- * options (unsupported format or option) come back as err with 0A000/42601
- * codes and the kind PGW_STMT_SQL is never returned for them. */
+ * options (unsupported option), cursor statements (SCROLL, a direction that
+ * is not forward) come back as err with 0A000/42601 codes and the kind
+ * PGW_STMT_SQL is never returned for them. */
 enum vt_err pgw_stmt_read(const char *s, size_t len, struct pgw_stmt *out, struct vt_error *err);
 void pgw_stmt_release(struct pgw_stmt *st);
 
@@ -309,12 +326,41 @@ void pgw_stmt_release(struct pgw_stmt *st);
  * result. */
 char *pgw_normalize(const char *s, size_t n);
 
+/* PostgreSQL's array input syntax, one dimension: `{a, "b c", NULL}`, with an
+ * optional `[1:3]=` prefix. item() is called for each element, unescaped and
+ * NUL-terminated (valid during the call; is_null for an unquoted NULL); it
+ * returns false to stop (having set err, or not: PG_INVALID_TEXT then).
+ * PG_INVALID_TEXT for malformed text, NOT_IMPLEMENTED for nested arrays. */
+typedef bool (*pgw_array_item_fn)(void *ctx, const char *s, size_t n, bool is_null);
+enum vt_err pgw_array_parse(const char *s, size_t n, pgw_array_item_fn item, void *ctx,
+                            struct vt_error *err);
+
 /* ------------------------------------------------ the catalog (catalog.c) */
 
-/* PostgreSQL's names for the SQL gate (sql.h: sql_pg_names), mapped onto the
- * catalog pgw_catalog_sync keeps on each worker connection. */
-struct sql_pg_names;
-extern const struct sql_pg_names pgw_pg_names;
+/* PostgreSQL's dialect for the SQL gate (dialect.c; sql.h: struct
+ * sql_dialect): its names mapped onto the catalog pgw_catalog_sync keeps on
+ * each worker connection. */
+struct sql_dialect;
+extern const struct sql_dialect pgw_dialect;
+
+/* A PostgreSQL date/time template (to_char, to_timestamp: 'YYYY-MM-DD
+ * HH24:MI:SS.US') as DuckDB's strftime/strptime format ('%Y-%m-%d
+ * %H:%M:%S.%f'); false for patterns without an equivalent or when cap is too
+ * small. */
+bool pgw_datetime_format(const char *pg, size_t n, char *out, size_t cap);
+
+/* What stands for a PostgreSQL name in this catalog ("vt:..." names, static
+ * storage), or NULL when the catalog has nothing for it: a relation of
+ * pg_catalog or information_schema; a function (the name of one DuckDB has
+ * with PostgreSQL's meaning, or one of ours); a cast to a type DuckDB lacks
+ * (`input`: the operand is a string constant or a parameter, which reads as
+ * a name; otherwise a value shows as its name). */
+const char *pgw_catalog_relation(const char *schema, const char *name);
+const char *pgw_catalog_function(const char *name);
+const char *pgw_catalog_cast(const char *type_name, bool input);
+/* The relation standing for a set-returning catalog function called in FROM
+ * (pg_get_keywords()), or NULL. */
+const char *pgw_catalog_table_function(const char *name);
 
 /* A dataset as the catalog shows it. */
 struct pgw_cat_table {
@@ -411,6 +457,10 @@ struct pgw_copy_options {
 int pgw_rows_copy(struct pgw_rows *r, duckdb_data_chunk chunk, const struct pgw_copy_options *o,
                   struct strbuf *out);
 
+/* The same rows in COPY's binary format (a tuple per row: field count, then
+ * each field's length or -1 and its binary value), in one CopyData message. */
+int pgw_rows_copy_binary(struct pgw_rows *r, duckdb_data_chunk chunk, struct strbuf *out);
+
 /* RowDescription for a result: names[i] with types[i]. */
 void pgw_write_row_description(struct strbuf *out, size_t ncol, const char *const *names,
                                const duckdb_logical_type *types, const int16_t *formats,
@@ -431,6 +481,9 @@ int pgw_numeric_binary(struct strbuf *out, const char *text, size_t len);
  * size. */
 struct query_value;
 struct arena;
+/* Arrays (an array type's OID, text '{a,"b c",NULL}' or binary) become
+ * QUERY_VALUE_LIST values of their elements (NULL elements included; one
+ * dimension; at most VT_PGWIRE_MAX_ARRAY_ITEMS), cast "<element type>[]". */
 enum vt_err pgw_param_decode(const struct pgw_value *v, uint32_t oid, struct arena *a,
                              struct query_value *out, struct vt_error *err);
 

@@ -7,8 +7,7 @@
  * PostgreSQL type of their own here: they are json, written by the JSON
  * encoder every HTTP response uses (json_rows_encode_cells).
  *
- * Also the other direction: parameter values of a Bind (text or binary) as
- * query values the SQL path binds.
+ * The other direction, parameter values of a Bind, is params.c.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -1192,8 +1191,10 @@ static int put_value(struct pgw_rows *r, const struct col *c, const struct vv *v
 
 #define MAX_STACK_COLS 64
 
-int pgw_rows_data(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from, uint64_t count,
-                  struct strbuf *out)
+/* Rows [from, from + count) of the chunk: DataRow messages (datarow), or
+ * COPY binary tuples (the same body without the message header). */
+static int encode_rows(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from,
+                       uint64_t count, struct strbuf *out, bool datarow)
 {
     idx_t n = duckdb_data_chunk_get_size(chunk);
     if (from >= n)
@@ -1207,17 +1208,19 @@ int pgw_rows_data(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from, ui
     if (!v)
         return -1;
     views(r, chunk, v);
+    size_t head = datarow ? 5 : 0;
     int rc = 0;
     for (idx_t i = from; i < from + count && rc == 0; i++) {
         size_t start = out->len;
-        char *p = room(out, 7);
+        char *p = room(out, head + 2);
         if (!p) {
             rc = -1;
             break;
         }
-        p[0] = 'D';
-        be16(p + 5, (uint16_t)r->ncol);
-        out->len += 7;
+        if (datarow)
+            p[0] = 'D';
+        be16(p + head, (uint16_t)r->ncol);
+        out->len += head + 2;
         for (size_t c = 0; c < r->ncol && rc == 0; c++) {
             const struct col *col = &r->cols[c];
             char *lp = room(out, 4);
@@ -1236,11 +1239,28 @@ int pgw_rows_data(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from, ui
             if (rc == 0)
                 be32w(out->buf + at, (uint32_t)(out->len - at - 4));
         }
-        if (rc == 0)
+        if (rc == 0 && datarow)
             be32w(out->buf + start + 1, (uint32_t)(out->len - start - 1));
     }
     if (v != stack)
         free(v);
+    return out->overflow ? -1 : rc;
+}
+
+int pgw_rows_data(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from, uint64_t count,
+                  struct strbuf *out)
+{
+    return encode_rows(r, chunk, from, count, out, true);
+}
+
+int pgw_rows_copy_binary(struct pgw_rows *r, duckdb_data_chunk chunk, struct strbuf *out)
+{
+    idx_t n = duckdb_data_chunk_get_size(chunk);
+    if (!n)
+        return 0;
+    size_t m = pgw_msg_begin(out, 'd');
+    int rc = encode_rows(r, chunk, 0, n, out, false);
+    pgw_msg_end(out, m);
     return out->overflow ? -1 : rc;
 }
 
@@ -1349,366 +1369,4 @@ void pgw_write_row_description(struct strbuf *out, size_t ncol, const char *cons
         pgw_put_i16(out, f);
     }
     pgw_msg_end(out, m);
-}
-
-/* ---------------------------------------------------------- parameters */
-
-static uint64_t rd_be(const unsigned char *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static bool utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c == 0)
-            return false;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        int len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-        if (!len || i + (size_t)len > n)
-            return false;
-        uint32_t cp = c & (0x7F >> len);
-        for (int k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return false;
-            cp = cp << 6 | (s[i + k] & 0x3F);
-        }
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += (size_t)len;
-    }
-    return true;
-}
-
-static enum vt_err text_value(const unsigned char *s, size_t n, struct arena *a,
-                              struct query_value *out, struct vt_error *err)
-{
-    if (!utf8_valid(s, n))
-        return vt_error_set(err, VT_ERR_PG_INVALID_TEXT,
-                            "invalid byte sequence for encoding \"UTF8\" in a parameter");
-    char *copy = arena_strndup(a, (const char *)s, n);
-    if (!copy)
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
-    out->kind = QUERY_VALUE_VARCHAR;
-    out->u.s.ptr = copy;
-    out->u.s.len = n;
-    out->cast = "VARCHAR";
-    return VT_ERR_OK;
-}
-
-static enum vt_err bad_text(struct vt_error *err, const char *type, const unsigned char *s,
-                            size_t n)
-{
-    return vt_error_set(err, VT_ERR_PG_INVALID_TEXT, "invalid input syntax for type %s: \"%.*s\"",
-                        type, (int)(n > 64 ? 64 : n), (const char *)s);
-}
-
-/* bytea input: hex (\x...) or the escape format (\\ and \ooo). */
-static enum vt_err bytea_text(const unsigned char *s, size_t n, struct arena *a,
-                              struct query_value *out, struct vt_error *err)
-{
-    unsigned char *b = arena_alloc(a, n + 1);
-    if (!b)
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
-    size_t o = 0;
-    if (n >= 2 && s[0] == '\\' && s[1] == 'x') {
-        for (size_t i = 2; i < n;) {
-            if (isspace(s[i])) {
-                i++;
-                continue;
-            }
-            if (i + 1 >= n || !isxdigit(s[i]) || !isxdigit(s[i + 1]))
-                return bad_text(err, "bytea", s, n);
-            char h[3] = {(char)s[i], (char)s[i + 1], 0};
-            b[o++] = (unsigned char)strtoul(h, NULL, 16);
-            i += 2;
-        }
-    } else {
-        for (size_t i = 0; i < n;) {
-            if (s[i] != '\\') {
-                b[o++] = s[i++];
-            } else if (i + 1 < n && s[i + 1] == '\\') {
-                b[o++] = '\\';
-                i += 2;
-            } else if (i + 3 < n + 0 && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
-                       s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-                b[o++] = (unsigned char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 +
-                                         (s[i + 3] - '0'));
-                i += 4;
-            } else {
-                return bad_text(err, "bytea", s, n);
-            }
-        }
-    }
-    out->kind = QUERY_VALUE_BLOB;
-    out->u.s.ptr = (const char *)b;
-    out->u.s.len = o;
-    out->cast = "BLOB";
-    return VT_ERR_OK;
-}
-
-/* A text form DuckDB reads for the temporal and other binary inputs. */
-static enum vt_err formatted(struct arena *a, const char *text, size_t n, struct query_value *out,
-                             struct vt_error *err)
-{
-    return text_value((const unsigned char *)text, n, a, out, err);
-}
-
-enum vt_err pgw_param_decode(const struct pgw_value *v, uint32_t oid, struct arena *a,
-                             struct query_value *out, struct vt_error *err)
-{
-    memset(out, 0, sizeof *out);
-    if (v->len < 0) {
-        out->kind = QUERY_VALUE_NULL;
-        out->cast = "NULL";
-        return VT_ERR_OK;
-    }
-    const unsigned char *s = v->data ? v->data : (const unsigned char *)"";
-    size_t n = (size_t)v->len;
-    if (v->format == 0) {
-        switch (oid) {
-        case PGW_OID_INT2: case PGW_OID_INT4: case PGW_OID_INT8: case PGW_OID_OID: {
-            char buf[32];
-            size_t b = 0, e = n;
-            while (b < e && isspace(s[b]))
-                b++;
-            while (e > b && isspace(s[e - 1]))
-                e--;
-            if (e - b == 0 || e - b >= sizeof buf)
-                return bad_text(err, "integer", s, n);
-            memcpy(buf, s + b, e - b);
-            buf[e - b] = '\0';
-            char *end;
-            errno = 0;
-            long long x = strtoll(buf, &end, 10);
-            if (*end || errno || !(isdigit((unsigned char)buf[0]) || buf[0] == '-' || buf[0] == '+'))
-                return bad_text(err, "integer", s, n);
-            out->kind = QUERY_VALUE_INT64;
-            out->u.i = x;
-            out->cast = "BIGINT";
-            return VT_ERR_OK;
-        }
-        case PGW_OID_FLOAT4: case PGW_OID_FLOAT8: {
-            char buf[64];
-            if (n == 0 || n >= sizeof buf)
-                return bad_text(err, "double precision", s, n);
-            memcpy(buf, s, n);
-            buf[n] = '\0';
-            char *end;
-            double d;
-            if (!strcasecmp(buf, "nan"))
-                d = NAN;
-            else if (!strcasecmp(buf, "infinity") || !strcasecmp(buf, "inf"))
-                d = INFINITY;
-            else if (!strcasecmp(buf, "-infinity") || !strcasecmp(buf, "-inf"))
-                d = -INFINITY;
-            else {
-                d = strtod(buf, &end);
-                if (end == buf || *end)
-                    return bad_text(err, "double precision", s, n);
-            }
-            out->kind = QUERY_VALUE_DOUBLE;
-            out->u.d = d;
-            out->cast = "DOUBLE";
-            return VT_ERR_OK;
-        }
-        case PGW_OID_BOOL: {
-            char buf[8];
-            size_t b = 0, e = n;
-            while (b < e && isspace(s[b]))
-                b++;
-            while (e > b && isspace(s[e - 1]))
-                e--;
-            if (e - b == 0 || e - b >= sizeof buf)
-                return bad_text(err, "boolean", s, n);
-            for (size_t i = 0; i < e - b; i++)
-                buf[i] = (char)tolower(s[b + i]);
-            buf[e - b] = '\0';
-            static const char *const yes[] = {"t", "true", "y", "yes", "on", "1", NULL};
-            static const char *const no[] = {"f", "false", "n", "no", "off", "0", NULL};
-            int val = -1;
-            for (int i = 0; yes[i] && val < 0; i++)
-                if (!strcmp(buf, yes[i]))
-                    val = 1;
-            for (int i = 0; no[i] && val < 0; i++)
-                if (!strcmp(buf, no[i]))
-                    val = 0;
-            if (val < 0)
-                return bad_text(err, "boolean", s, n);
-            out->kind = QUERY_VALUE_BOOL;
-            out->u.b = val == 1;
-            out->cast = "BOOLEAN";
-            return VT_ERR_OK;
-        }
-        case PGW_OID_BYTEA:
-            return bytea_text(s, n, a, out, err);
-        default:
-            return text_value(s, n, a, out, err);
-        }
-    }
-    /* binary */
-    char buf[96];
-    switch (oid) {
-    case PGW_OID_BOOL:
-        if (n != 1)
-            goto size;
-        out->kind = QUERY_VALUE_BOOL;
-        out->u.b = s[0] != 0;
-        out->cast = "BOOLEAN";
-        return VT_ERR_OK;
-    case PGW_OID_INT2: case PGW_OID_INT4: case PGW_OID_INT8: case PGW_OID_OID: {
-        int want = oid == PGW_OID_INT2 ? 2 : oid == PGW_OID_INT8 ? 8 : 4;
-        if ((int)n != want)
-            goto size;
-        uint64_t u = rd_be(s, want);
-        int64_t x = want == 2 ? (int16_t)u : want == 4 ? (oid == PGW_OID_OID ? (int64_t)(uint32_t)u
-                                                                             : (int32_t)u)
-                                           : (int64_t)u;
-        out->kind = QUERY_VALUE_INT64;
-        out->u.i = x;
-        out->cast = "BIGINT";
-        return VT_ERR_OK;
-    }
-    case PGW_OID_FLOAT4: case PGW_OID_FLOAT8: {
-        if (n != (oid == PGW_OID_FLOAT4 ? 4u : 8u))
-            goto size;
-        double d;
-        if (n == 4) {
-            uint32_t u = (uint32_t)rd_be(s, 4);
-            float f;
-            memcpy(&f, &u, 4);
-            d = f;
-        } else {
-            uint64_t u = rd_be(s, 8);
-            memcpy(&d, &u, 8);
-        }
-        out->kind = QUERY_VALUE_DOUBLE;
-        out->u.d = d;
-        out->cast = "DOUBLE";
-        return VT_ERR_OK;
-    }
-    case PGW_OID_BYTEA: {
-        char *b = arena_alloc(a, n ? n : 1);
-        if (!b)
-            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
-        memcpy(b, s, n);
-        out->kind = QUERY_VALUE_BLOB;
-        out->u.s.ptr = b;
-        out->u.s.len = n;
-        out->cast = "BLOB";
-        return VT_ERR_OK;
-    }
-    case PGW_OID_JSONB:
-        if (n < 1 || s[0] != 1)
-            return vt_error_set(err, VT_ERR_PG_PROTOCOL, "unsupported jsonb version number");
-        return text_value(s + 1, n - 1, a, out, err);
-    case PGW_OID_DATE: {
-        if (n != 4)
-            goto size;
-        int32_t d = (int32_t)rd_be(s, 4);
-        int64_t days = d == INT32_MAX ? INT32_MAX : d == INT32_MIN ? -INT32_MAX
-                                                                   : (int64_t)d + PG_EPOCH_DAYS;
-        char *e = json_fmt_date(buf, (int32_t)days);
-        return formatted(a, buf + 1, (size_t)(e - buf) - 2, out, err);
-    }
-    case PGW_OID_TIMESTAMP: case PGW_OID_TIMESTAMPTZ: {
-        if (n != 8)
-            goto size;
-        int64_t t = (int64_t)rd_be(s, 8);
-        int64_t us = t == INT64_MAX ? INT64_MAX : t == INT64_MIN ? -INT64_MAX : t + PG_EPOCH_US;
-        char *e = json_fmt_timestamp(buf, us, JSON_TS_US, oid == PGW_OID_TIMESTAMPTZ);
-        return formatted(a, buf + 1, (size_t)(e - buf) - 2, out, err);
-    }
-    case PGW_OID_TIME: {
-        if (n != 8)
-            goto size;
-        char *e = put_time_us(buf, (int64_t)rd_be(s, 8));
-        return formatted(a, buf, (size_t)(e - buf), out, err);
-    }
-    case PGW_OID_INTERVAL: {
-        if (n != 16)
-            goto size;
-        int len = snprintf(buf, sizeof buf, "%d months %d days %lld microseconds",
-                           (int32_t)rd_be(s + 12, 4), (int32_t)rd_be(s + 8, 4),
-                           (long long)(int64_t)rd_be(s, 8));
-        return formatted(a, buf, (size_t)len, out, err);
-    }
-    case PGW_OID_UUID: {
-        if (n != 16)
-            goto size;
-        static const char hex[] = "0123456789abcdef";
-        char *o = buf;
-        for (int i = 0; i < 16; i++) {
-            if (i == 4 || i == 6 || i == 8 || i == 10)
-                *o++ = '-';
-            *o++ = hex[s[i] >> 4];
-            *o++ = hex[s[i] & 15];
-        }
-        return formatted(a, buf, (size_t)(o - buf), out, err);
-    }
-    case PGW_OID_NUMERIC: {
-        if (n < 8)
-            goto size;
-        int nd = (int16_t)rd_be(s, 2), weight = (int16_t)rd_be(s + 2, 2);
-        unsigned sign = (unsigned)rd_be(s + 4, 2), dscale = (unsigned)rd_be(s + 6, 2);
-        if (nd < 0 || n != 8 + 2 * (size_t)nd || dscale > 16383 ||
-            (sign != 0 && sign != 0x4000 && sign != 0xC000))
-            return vt_error_set(err, VT_ERR_PG_PROTOCOL, "invalid numeric in a parameter");
-        if (sign == 0xC000)
-            return formatted(a, "NaN", 3, out, err);
-        struct strbuf t;
-        sb_init(&t, 0);
-        if (sign == 0x4000)
-            sb_addc(&t, '-');
-        /* integer part: groups with weight >= 0 */
-        if (weight < 0)
-            sb_addc(&t, '0');
-        for (int g = 0; g <= weight; g++) {
-            unsigned d = g < nd ? (unsigned)rd_be(s + 8 + 2 * g, 2) : 0;
-            if (d > 9999) {
-                sb_release(&t);
-                return vt_error_set(err, VT_ERR_PG_PROTOCOL, "invalid numeric in a parameter");
-            }
-            if (g == 0)
-                sb_addf(&t, "%u", d);
-            else
-                sb_addf(&t, "%04u", d);
-        }
-        if (dscale) {
-            sb_addc(&t, '.');
-            unsigned written = 0;
-            for (int g = weight + 1; written < dscale; g++) {
-                unsigned d = g >= 0 && g < nd ? (unsigned)rd_be(s + 8 + 2 * g, 2) : 0;
-                char gd[5];
-                snprintf(gd, sizeof gd, "%04u", d > 9999 ? 0 : d);
-                for (int k = 0; k < 4 && written < dscale; k++, written++)
-                    sb_addc(&t, gd[k]);
-            }
-        }
-        enum vt_err rc = t.overflow ? vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL)
-                                    : formatted(a, t.buf, t.len, out, err);
-        sb_release(&t);
-        return rc;
-    }
-    case 0:
-    case PGW_OID_TEXT: case PGW_OID_VARCHAR: case PGW_OID_NAME: case PGW_OID_UNKNOWN:
-    case PGW_OID_JSON: case PGW_OID_CHAR: case 1042 /* bpchar */:
-        return text_value(s, n, a, out, err);
-    default:
-        return vt_error_set(err, VT_ERR_NOT_IMPLEMENTED,
-                            "binary parameters of type %u are not supported; send them as text",
-                            oid);
-    }
-size:
-    return vt_error_set(err, VT_ERR_PG_PROTOCOL,
-                        "incorrect binary data format in a parameter of type %u", oid);
 }

@@ -86,6 +86,11 @@
  *    col. Aliases must be unique and must not equal a group column.
  *  - Paging: offset = (page-1)*page_size; the hard `limit` caps the total, so
  *    page 3 of size 10 with limit 25 returns 5 rows and page 4 returns none.
+ *    Pages partition the result: a paged group_by or distinct query is
+ *    ordered after its order_by by its key (the group columns; for distinct
+ *    every column), as a hash aggregate's output order changes from run to
+ *    run; other queries keep DuckDB's order (insertion order, which DuckDB
+ *    preserves, and its sort of that order for order_by with ties).
  *    An offset past 2^62 (DuckDB's maximum) returns no rows instead of failing.
  *
  * Errors: functions return VT_ERR_OK or a 400 code (VT_ERR_INTERNAL or

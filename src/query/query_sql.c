@@ -279,16 +279,44 @@ static void add_agg_expr(struct bctx *b, const struct query_agg *ag)
     sb_addc(&b->sb, ')');
 }
 
+/* Whether order_by already names column `col` (not an aggregation). */
+static bool ordered_by(const struct query_request *r, size_t col)
+{
+    for (size_t i = 0; i < r->norder; i++)
+        if (!r->order[i].ref.is_agg && r->order[i].ref.idx == col)
+            return true;
+    return false;
+}
+
 static void add_order(struct bctx *b)
 {
     const struct query_request *r = b->req;
-    for (size_t i = 0; i < r->norder; i++) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->norder; i++, n++) {
         const struct query_order *o = &r->order[i];
-        sb_adds(&b->sb, i ? ", " : " ORDER BY ");
+        sb_adds(&b->sb, n ? ", " : " ORDER BY ");
         sb_add_sql_ident(&b->sb, o->ref.is_agg ? r->aggs[o->ref.idx].alias
                                                : colname(b, o->ref.idx));
         /* NULLs last both ways, written out so no setting can change it. */
         sb_adds(&b->sb, o->desc ? " DESC NULLS LAST" : " ASC NULLS LAST");
+    }
+    /* Pages must partition the result. A hash aggregate (group_by, distinct)
+     * hands out its rows in an order that changes from one run to the next,
+     * so page 2 repeated rows of page 1 and dropped others (issue 21 item 5):
+     * paged, such queries are ordered by their key after order_by (the group
+     * columns, unique per row; for distinct every column). A plain query
+     * keeps DuckDB's scan order (insertion order is preserved), and is not
+     * sorted. */
+    if (r->mode != QUERY_PAGED || (r->ngroup == 0 && !r->distinct))
+        return;
+    size_t nkey = r->ngroup > 0 ? r->ngroup : r->ncolumns;
+    for (size_t k = 0; k < nkey; k++) {
+        size_t col = r->ngroup > 0 ? r->group_by[k] : r->columns[k];
+        if (ordered_by(r, col))
+            continue;
+        sb_adds(&b->sb, n++ ? ", " : " ORDER BY ");
+        sb_add_sql_ident(&b->sb, colname(b, col));
+        sb_adds(&b->sb, " ASC NULLS LAST");
     }
 }
 
@@ -435,36 +463,64 @@ static duckdb_value item_value(const struct query_value *v)
         return duckdb_create_double(v->u.d);
     case QUERY_VALUE_VARCHAR:
         return duckdb_create_varchar_length(v->u.s.ptr, v->u.s.len);
+    case QUERY_VALUE_BLOB:
+        return duckdb_create_blob((const uint8_t *)v->u.s.ptr, v->u.s.len);
+    case QUERY_VALUE_NULL:
+        return duckdb_create_null_value();
     default:
         return NULL;
     }
 }
 
-static duckdb_state bind_list(duckdb_prepared_statement stmt, idx_t at,
-                              const struct query_value *v)
+/* The element type of a list: its cast names it ("DATE[]": items given as
+ * text are cast by DuckDB), else its first item's kind. */
+static duckdb_type list_child_type(const struct query_value *v)
 {
-    size_t n = v->u.list.n;
-    if (n == 0)
-        return DuckDBError; /* never built: empty lists are written as false */
-    static const duckdb_type child_type[] = {
+    static const struct {
+        const char *cast;
+        duckdb_type t;
+    } named[] = {
+        {"BOOLEAN[]", DUCKDB_TYPE_BOOLEAN}, {"BIGINT[]", DUCKDB_TYPE_BIGINT},
+        {"DOUBLE[]", DUCKDB_TYPE_DOUBLE},   {"VARCHAR[]", DUCKDB_TYPE_VARCHAR},
+        {"DATE[]", DUCKDB_TYPE_DATE},       {"TIMESTAMP[]", DUCKDB_TYPE_TIMESTAMP},
+        {"TIMESTAMPTZ[]", DUCKDB_TYPE_TIMESTAMP_TZ}, {"TIME[]", DUCKDB_TYPE_TIME},
+        {"INTERVAL[]", DUCKDB_TYPE_INTERVAL}, {"UUID[]", DUCKDB_TYPE_UUID},
+        {"BLOB[]", DUCKDB_TYPE_BLOB},
+    };
+    for (size_t i = 0; v->cast && i < sizeof named / sizeof named[0]; i++)
+        if (!strcmp(v->cast, named[i].cast))
+            return named[i].t;
+    static const duckdb_type by_kind[] = {
         [QUERY_VALUE_BOOL] = DUCKDB_TYPE_BOOLEAN,
         [QUERY_VALUE_INT64] = DUCKDB_TYPE_BIGINT,
         [QUERY_VALUE_DOUBLE] = DUCKDB_TYPE_DOUBLE,
         [QUERY_VALUE_VARCHAR] = DUCKDB_TYPE_VARCHAR,
     };
-    enum query_value_kind kind = v->u.list.items[0].kind;
-    if (kind >= QUERY_VALUE_LIST) /* lists of lists, NULL or BLOB items: never built */
+    if (v->u.list.n == 0 || v->u.list.items[0].kind >= QUERY_VALUE_LIST)
+        return DUCKDB_TYPE_INVALID;
+    return by_kind[v->u.list.items[0].kind];
+}
+
+/* A list parameter: the query compiler's IN lists (items of one kind) and
+ * pgwire's array parameters (NULL items, empty arrays, a typed cast). */
+static duckdb_state bind_list(duckdb_prepared_statement stmt, idx_t at,
+                              const struct query_value *v)
+{
+    size_t n = v->u.list.n;
+    duckdb_type child = list_child_type(v);
+    if (child == DUCKDB_TYPE_INVALID)
         return DuckDBError;
-    duckdb_value *items = calloc(n, sizeof *items);
+    duckdb_value *items = calloc(n ? n : 1, sizeof *items);
     if (!items)
         return DuckDBError;
     duckdb_state st = DuckDBSuccess;
     for (size_t k = 0; k < n && st == DuckDBSuccess; k++) {
-        if (v->u.list.items[k].kind != kind || !(items[k] = item_value(&v->u.list.items[k])))
+        if (v->u.list.items[k].kind == QUERY_VALUE_LIST ||
+            !(items[k] = item_value(&v->u.list.items[k])))
             st = DuckDBError;
     }
     if (st == DuckDBSuccess) {
-        duckdb_logical_type t = duckdb_create_logical_type(child_type[kind]);
+        duckdb_logical_type t = duckdb_create_logical_type(child);
         duckdb_value list = duckdb_create_list_value(t, items, (idx_t)n);
         st = list ? duckdb_bind_value(stmt, at, list) : DuckDBError;
         duckdb_destroy_value(&list);

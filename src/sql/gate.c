@@ -8,10 +8,10 @@
  * class must be known: a DuckDB upgrade that adds something makes the gate
  * refuse it until this file learns it.
  *
- * With sql_pg_names (the PostgreSQL listener) the same walk also maps
- * PostgreSQL's names in place (sql.h) and the mapped tree goes back to SQL
- * through json_deserialize_sql: the decisions are the same walk's, only the
- * names DuckDB resolves change.
+ * With a dialect (sql.h: the PostgreSQL listener's names) the same walk
+ * calls the dialect's hooks, which may map names in place; the mapped tree
+ * goes back to SQL through json_deserialize_sql: the decisions are the same
+ * walk's, only the names DuckDB resolves change.
  */
 #include <ctype.h>
 #include <jansson.h>
@@ -47,10 +47,14 @@ struct walk {
     const char *scope[MAX_SCOPE]; /* visible CTE names, innermost last */
     size_t n_scope;
     const struct sql_gate_options *opts;
-    const struct sql_pg_names *pg; /* opts->pg */
-    bool changed;               /* pg: the tree was mapped */
-    bool catalog;               /* pg: a catalog name was mapped */
+    const struct sql_dialect *dialect; /* opts->dialect */
+    bool changed;               /* a hook mapped the tree */
+    bool catalog;               /* a hook mapped a name onto the dialect's own objects */
 };
+
+/* The hooks' view of the walk (sql.h). */
+bool sql_walk_in_scope(const struct sql_walk *sw, const char *name);
+bool sql_walk_is_dataset(const struct sql_walk *sw, const char *name);
 
 static enum vt_err refuse(struct walk *w, enum vt_err code, const char *fmt, const char *what)
 {
@@ -60,6 +64,7 @@ static enum vt_err refuse(struct walk *w, enum vt_err code, const char *fmt, con
 static enum vt_err walk_node(struct walk *w, const json_t *node, int depth);
 static enum vt_err walk_table(struct walk *w, const json_t *ref, int depth);
 static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth);
+static enum vt_err walk_any(struct walk *w, const json_t *v, int depth);
 
 static const char *str(const json_t *o, const char *key)
 {
@@ -87,6 +92,19 @@ static enum vt_err known_keys(struct walk *w, const json_t *o, const char *const
     return VT_ERR_OK;
 }
 
+/* Every member of object o, as walk_any. */
+static enum vt_err walk_members(struct walk *w, const json_t *o, int depth)
+{
+    const char *k;
+    const json_t *x;
+    json_object_foreach((json_t *)o, k, x) {
+        enum vt_err rc = walk_any(w, x, depth + 1);
+        if (rc)
+            return rc;
+    }
+    return VT_ERR_OK;
+}
+
 /* Expressions anywhere below `v`: objects with a "class" are expressions,
  * query wrappers ({"node": ...}) are subqueries, arrays hold either. */
 static enum vt_err walk_any(struct walk *w, const json_t *v, int depth)
@@ -110,29 +128,11 @@ static enum vt_err walk_any(struct walk *w, const json_t *v, int depth)
     const json_t *node = json_object_get(v, "node");
     if (json_is_object(node) && json_object_get(node, "type"))
         return walk_node(w, node, depth + 1);
-    const char *type = str(v, "type");
-    if (type && (!strcmp(type, "ORDER_MODIFIER") || !strcmp(type, "LIMIT_MODIFIER") ||
-                 !strcmp(type, "DISTINCT_MODIFIER") || !strcmp(type, "LIMIT_PERCENT_MODIFIER"))) {
-        const char *k;
-        const json_t *x;
-        json_object_foreach((json_t *)v, k, x) {
-            enum vt_err rc = walk_any(w, x, depth + 1);
-            if (rc)
-                return rc;
-        }
-        return VT_ERR_OK;
-    }
-    /* Order terms ({"type": "ASCENDING", "expression": ...}), sample
-     * options, CASE checks ({"when_expr", "then_expr"}), value objects of
-     * constants: walk what they hold. */
-    const char *k;
-    const json_t *x;
-    json_object_foreach((json_t *)v, k, x) {
-        enum vt_err rc = walk_any(w, x, depth + 1);
-        if (rc)
-            return rc;
-    }
-    return VT_ERR_OK;
+    /* Modifiers (ORDER, LIMIT, DISTINCT), order terms ({"type":
+     * "ASCENDING", "expression": ...}), sample options, CASE checks
+     * ({"when_expr", "then_expr"}), value objects of constants: walk what
+     * they hold. */
+    return walk_members(w, v, depth);
 }
 
 static bool in_scope(const struct walk *w, const char *name)
@@ -159,52 +159,8 @@ static enum vt_err add_dependency(struct walk *w, const char *name)
     return VT_ERR_OK;
 }
 
-static void set_str(json_t *o, const char *key, const char *v)
-{
-    json_object_set_new(o, key, json_string(v));
-}
-
-/* pg: a catalog function becomes the function standing for it; a
- * pg_catalog-qualified one loses its qualifier. */
-static enum vt_err pg_function(struct walk *w, json_t *e, bool table, bool *out_done)
-{
-    *out_done = false;
-    const char *name = str(e, "function_name");
-    const char *schema = str(e, "schema");
-    const char *catalog = str(e, "catalog");
-    if (!name || (catalog && *catalog))
-        return VT_ERR_OK;
-    bool pgq = schema && !strcmp(schema, "pg_catalog");
-    if (schema && *schema && !pgq)
-        return VT_ERR_OK;
-    const char *fn = table ? NULL : w->pg->function(name);
-    if (fn && !strcmp(fn, name) && !pgq) { /* allowed as it is (unnest of = ANY) */
-        *out_done = true;
-        return VT_ERR_OK;
-    }
-    if (fn) {
-        w->catalog |= strncmp(fn, "vt:", 3) == 0;
-        set_str(e, "function_name", fn);
-        set_str(e, "schema", "");
-        w->changed = true;
-        *out_done = true;
-        return VT_ERR_OK;
-    }
-    if (pgq) {
-        set_str(e, "schema", "");
-        w->changed = true;
-    }
-    return VT_ERR_OK;
-}
-
 static enum vt_err check_function(struct walk *w, const json_t *e, bool table)
 {
-    if (w->pg) {
-        bool done;
-        enum vt_err rc = pg_function(w, (json_t *)e, table, &done);
-        if (rc || done)
-            return rc;
-    }
     const char *name = str(e, "function_name");
     const char *schema = str(e, "schema");
     const char *catalog = str(e, "catalog");
@@ -237,95 +193,56 @@ static enum vt_err check_function(struct walk *w, const json_t *e, bool table)
     return VT_ERR_OK;
 }
 
-/* Makes the empty object e a call of fn with one argument `arg` (or none);
- * takes the references to alias and arg. */
-static void make_call(json_t *e, const char *fn, json_t *alias, json_t *arg)
+/* ------------------------------------------------------- dialect hooks */
+
+bool sql_walk_in_scope(const struct sql_walk *sw, const char *name)
 {
-    set_str(e, "class", "FUNCTION");
-    set_str(e, "type", "FUNCTION");
-    json_object_set_new(e, "alias", alias ? alias : json_string(""));
-    json_object_set_new(e, "query_location", json_integer(0));
-    set_str(e, "function_name", fn);
-    set_str(e, "schema", "");
-    json_t *kids = json_array();
-    if (arg)
-        json_array_append_new(kids, arg);
-    json_object_set_new(e, "children", kids);
-    json_object_set_new(e, "filter", json_null());
-    json_t *ob = json_object();
-    set_str(ob, "type", "ORDER_MODIFIER");
-    json_object_set_new(ob, "orders", json_array());
-    json_object_set_new(e, "order_bys", ob);
-    json_object_set_new(e, "distinct", json_false());
-    json_object_set_new(e, "is_operator", json_false());
-    json_object_set_new(e, "export_state", json_false());
-    set_str(e, "catalog", "");
+    return in_scope((const struct walk *)sw, name);
 }
 
-/* Replaces node e by the contents of `with` (a reference is taken), keeping
- * e's alias when it has one. */
-static void replace_node(json_t *e, json_t *with)
+bool sql_walk_is_dataset(const struct sql_walk *sw, const char *name)
 {
-    json_t *alias = json_incref(json_object_get(e, "alias"));
-    json_t *copy = json_copy(with);
-    json_object_clear(e);
-    if (copy)
-        json_object_update(e, copy);
-    json_decref(copy);
-    if (json_is_string(alias) && *json_string_value(alias))
-        json_object_set(e, "alias", alias);
-    json_decref(alias);
+    const struct walk *w = (const struct walk *)sw;
+    return w->is_dataset(w->ctx, name);
 }
 
-/* pg: CAST(x AS regclass) and friends become fn(x); COLLATE "default"/"C"
- * is dropped. *out_redo: e is now another node, to walk again. */
-static enum vt_err pg_expr(struct walk *w, json_t *e, const char *cls, int depth, bool *out_redo,
-                           bool *out_done)
+void sql_walk_changed(struct sql_walk *sw, bool own)
 {
-    *out_redo = *out_done = false;
-    if (!strcmp(cls, "COLLATE")) {
-        const char *c = str(e, "collation");
-        static const char *const plain[] = {"default", "pg_catalog.default", "C", "POSIX",
-                                            "ucs_basic", "pg_catalog.C", NULL};
-        json_t *child = json_object_get(e, "child");
-        for (size_t i = 0; c && plain[i] && json_is_object(child); i++)
-            if (!strcmp(c, plain[i])) {
-                json_incref(child);
-                replace_node(e, child);
-                json_decref(child);
-                w->changed = true;
-                *out_redo = true;
-                return VT_ERR_OK;
-            }
-        return VT_ERR_OK;
-    }
-    const json_t *ct = json_object_get(e, "cast_type");
-    const char *id = ct ? str(ct, "id") : NULL;
-    const json_t *info = ct ? json_object_get(ct, "type_info") : NULL;
-    const char *tname = json_is_object(info) ? str(info, "user_type_name") : NULL;
-    const char *tschema = json_is_object(info) ? str(info, "schema") : NULL;
-    if (!id || strcmp(id, "USER") != 0 || !tname ||
-        (tschema && *tschema && strcmp(tschema, "pg_catalog") != 0))
-        return VT_ERR_OK;
-    const json_t *operand = json_object_get(e, "child");
-    const char *ocls = json_is_object(operand) ? str(operand, "class") : NULL;
-    const json_t *oval = ocls && !strcmp(ocls, "CONSTANT") ? json_object_get(operand, "value")
-                                                          : NULL;
-    const json_t *otype = json_is_object(oval) ? json_object_get(oval, "type") : NULL;
-    const char *oid = json_is_object(otype) ? str(otype, "id") : NULL;
-    bool input = (ocls && !strcmp(ocls, "PARAMETER")) ||
-                 (oid && (!strcmp(oid, "VARCHAR") || !strcmp(oid, "STRING_LITERAL")));
-    const char *fn = w->pg->cast(tname, input);
-    if (!fn)
-        return VT_ERR_OK;
-    json_t *child = json_incref(json_object_get(e, "child"));
-    json_t *alias = json_incref(json_object_get(e, "alias"));
-    json_object_clear(e);
-    make_call(e, fn, alias, child);
-    w->changed = w->catalog = true;
-    /* Walk the operand only: fn is ours, not the allowlist's. */
-    *out_done = true;
-    return child ? walk_any(w, child, depth + 1) : VT_ERR_OK;
+    struct walk *w = (struct walk *)sw;
+    w->changed = true;
+    w->catalog |= own;
+}
+
+struct vt_error *sql_walk_error(struct sql_walk *sw)
+{
+    return ((struct walk *)sw)->err;
+}
+
+static enum vt_err hook_refused(struct walk *w)
+{
+    if (w->err->code == VT_ERR_OK)
+        return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "%s", "refused by the SQL dialect");
+    return w->err->code;
+}
+
+/* What a hook may call its own: "vt:" names (no dataset and no allowlisted
+ * function has a colon), and unnest, which DuckDB's parser itself writes
+ * for `x = ANY(array)` (a scalar use of the table function). */
+static bool own_name(const char *name)
+{
+    return name && (!strncmp(name, "vt:", 3) || !strcmp(name, "unnest"));
+}
+
+/* An expression a hook mapped onto its own function: the name is the
+ * hook's, the arguments are the user's. */
+static enum vt_err walk_own(struct walk *w, const json_t *e, int depth)
+{
+    const char *cls = str(e, "class");
+    if (!cls || strcmp(cls, "FUNCTION") != 0 || !own_name(str(e, "function_name")))
+        return refuse(w, VT_ERR_INTERNAL, "%s", "a dialect hook claimed a name it may not own");
+    if (!strncmp(str(e, "function_name"), "vt:", 3))
+        w->changed = w->catalog = true;
+    return walk_members(w, e, depth);
 }
 
 /* Whether a serialized type (or any type nested in it) is an aggregate
@@ -361,6 +278,22 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
     const char *cls = str(e, "class");
     if (!cls)
         return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "%s", "an expression without a class");
+    if (w->dialect && w->dialect->expr && !json_is_true(json_object_get(e, "export_state"))) {
+        switch (w->dialect->expr((struct sql_walk *)w, (json_t *)e)) {
+        case SQL_HOOK_CHECK:
+            if (!(cls = str(e, "class")))
+                return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "%s", "an expression without a class");
+            break;
+        case SQL_HOOK_AGAIN:
+            return walk_expr(w, e, depth + 1);
+        case SQL_HOOK_OWN:
+            return walk_own(w, e, depth);
+        case SQL_HOOK_REFUSED:
+            return hook_refused(w);
+        default:
+            return refuse(w, VT_ERR_INTERNAL, "%s", "a dialect hook gave a table answer");
+        }
+    }
     static const char *const plain[] = {"COLUMN_REF", "CONSTANT",   "COMPARISON", "CONJUNCTION",
                                         "OPERATOR",   "CASE",       "CAST",       "BETWEEN",
                                         "STAR",       "LAMBDA",     "COLLATE",    "LAMBDA_REF",
@@ -388,109 +321,13 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
                           "parameters ($1, ?) are not supported here; write the values");
         known = true;
     }
-    if (w->pg && !strcmp(cls, "COLUMN_REF")) {
-        /* current_user, session_user, user, current_catalog, current_schema:
-         * keywords in PostgreSQL (a column of that name needs quotes there),
-         * column references that DuckDB binds to its own functions. */
-        const json_t *names = json_object_get(e, "column_names");
-        const char *one = json_array_size(names) == 1 ? json_string_value(json_array_get(names, 0))
-                                                      : NULL;
-        static const char *const kw[] = {"current_user", "session_user", "user", "current_role",
-                                         "current_catalog", "current_schema", NULL};
-        for (size_t i = 0; one && kw[i]; i++)
-            if (!strcmp(one, kw[i])) {
-                const char *fn = w->pg->function(kw[i]);
-                if (!fn)
-                    break;
-                json_t *alias = json_incref(json_object_get(e, "alias"));
-                json_object_clear((json_t *)e);
-                make_call((json_t *)e, fn, alias, NULL);
-                w->changed = w->catalog = true;
-                return VT_ERR_OK;
-            }
-    }
-    if (w->pg && (!strcmp(cls, "CAST") || !strcmp(cls, "COLLATE"))) {
-        bool redo, done;
-        enum vt_err rc = pg_expr(w, (json_t *)e, cls, depth, &redo, &done);
-        if (rc || done)
-            return rc;
-        if (redo)
-            return walk_expr(w, e, depth + 1);
-    }
     if (!known)
         return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "unsupported SQL expression: %s", cls);
     if (!strcmp(cls, "CAST") && names_aggregate_state(json_object_get(e, "cast_type"), depth))
         return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION, "%s",
                       "casts to aggregate states are not allowed");
     /* Children of every known class: walk all members generically. */
-    const char *k;
-    const json_t *x;
-    json_object_foreach((json_t *)e, k, x) {
-        enum vt_err rc = walk_any(w, x, depth + 1);
-        if (rc)
-            return rc;
-    }
-    return VT_ERR_OK;
-}
-
-/* pg: a base table as PostgreSQL resolves it (sql.h). */
-static enum vt_err pg_table(struct walk *w, json_t *ref, int depth)
-{
-    char name[256], schema[64];
-    snprintf(name, sizeof name, "%s", str(ref, "table_name"));
-    const char *sch = str(ref, "schema_name");
-    const char *catalog = str(ref, "catalog_name");
-    snprintf(schema, sizeof schema, "%s", sch ? sch : "");
-    if (catalog && *catalog)
-        return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE,
-                      "table %s: database-qualified names are not supported", name);
-    if (!json_is_null(json_object_get(ref, "at_clause")))
-        return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "table %s: AT (time travel) is not supported",
-                      name);
-    enum vt_err rc = walk_any(w, json_object_get(ref, "sample"), depth + 1);
-    if (rc)
-        return rc;
-    const char *rel = NULL;
-    if (*schema) {
-        if (!strcmp(schema, "pg_catalog") || !strcmp(schema, "information_schema")) {
-            rel = w->pg->relation(schema, name);
-            if (!rel) {
-                char what[330];
-                snprintf(what, sizeof what, "%s.%s", schema, name);
-                return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE,
-                              "relation \"%s\" does not exist (this catalog emulates the "
-                              "common tables only)",
-                              what);
-            }
-        } else if (strcmp(schema, "public") != 0) {
-            return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE,
-                          "schema \"%s\" does not exist (datasets are tables in schema public)",
-                          schema);
-        }
-    } else {
-        if (in_scope(w, name))
-            return VT_ERR_OK;
-        rel = w->pg->relation("pg_catalog", name);
-    }
-    if (rel) {
-        set_str(ref, "table_name", rel);
-        set_str(ref, "schema_name", "");
-        const char *alias = str(ref, "alias");
-        if (!alias || !*alias)
-            set_str(ref, "alias", name);
-        w->changed = w->catalog = true;
-        return VT_ERR_OK;
-    }
-    if (*schema) { /* public.X */
-        set_str(ref, "schema_name", "");
-        w->changed = true;
-    }
-    if (!w->is_dataset(w->ctx, name))
-        return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE,
-                      "relation \"%s\" does not exist (tables are the datasets, in schema "
-                      "public)",
-                      name);
-    return add_dependency(w, name);
+    return walk_members(w, e, depth);
 }
 
 static enum vt_err walk_table(struct walk *w, const json_t *ref, int depth)
@@ -515,18 +352,47 @@ static enum vt_err walk_table(struct walk *w, const json_t *ref, int depth)
         const char *catalog = str(ref, "catalog_name");
         if (!name)
             return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE, "%s", "a table without a name");
-        if (w->pg)
-            return pg_table(w, (json_t *)ref, depth);
-        if ((schema && *schema) || (catalog && *catalog))
-            return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE,
-                          "table %s: schema- or catalog-qualified names are not allowed "
-                          "(datasets are plain names)",
-                          name);
         if (!json_is_null(json_object_get(ref, "at_clause")))
             return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "table %s: AT (time travel) is not supported",
                           name);
         if ((rc = walk_any(w, json_object_get(ref, "sample"), depth + 1)))
             return rc;
+        if (w->dialect && w->dialect->table) {
+            switch (w->dialect->table((struct sql_walk *)w, (json_t *)ref)) {
+            case SQL_HOOK_CHECK:
+                break;
+            case SQL_HOOK_OWN:
+                if (!(name = str(ref, "table_name")) || strncmp(name, "vt:", 3) != 0 ||
+                    ((schema = str(ref, "schema_name")) && *schema) ||
+                    ((catalog = str(ref, "catalog_name")) && *catalog))
+                    return refuse(w, VT_ERR_INTERNAL, "%s",
+                                  "a dialect hook claimed a table it may not own");
+                w->changed = w->catalog = true;
+                return VT_ERR_OK;
+            case SQL_HOOK_DATASET:
+                name = str(ref, "table_name");
+                if (!name || ((schema = str(ref, "schema_name")) && *schema) ||
+                    ((catalog = str(ref, "catalog_name")) && *catalog) ||
+                    !w->is_dataset(w->ctx, name))
+                    return refuse(w, VT_ERR_INTERNAL, "%s",
+                                  "a dialect hook named a table that is not a dataset");
+                return add_dependency(w, name);
+            case SQL_HOOK_REFUSED:
+                return hook_refused(w);
+            default:
+                return refuse(w, VT_ERR_INTERNAL, "%s", "a dialect hook gave an expression answer");
+            }
+            name = str(ref, "table_name");
+            schema = str(ref, "schema_name");
+            catalog = str(ref, "catalog_name");
+            if (!name)
+                return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE, "%s", "a table without a name");
+        }
+        if ((schema && *schema) || (catalog && *catalog))
+            return refuse(w, VT_ERR_SQL_UNKNOWN_TABLE,
+                          "table %s: schema- or catalog-qualified names are not allowed "
+                          "(datasets are plain names)",
+                          name);
         if (in_scope(w, name))
             return VT_ERR_OK;
         if (!w->is_dataset(w->ctx, name))
@@ -567,19 +433,32 @@ static enum vt_err walk_table(struct walk *w, const json_t *ref, int depth)
                                            NULL};
         if ((rc = known_keys(w, ref, keys, "table function")))
             return rc;
-        const json_t *fn = json_object_get(ref, "function");
-        /* pg: `generate_series(...) s` names the column s too, as PostgreSQL
-         * does for a function returning one column (psql's \d reads
-         * `prattrs[s]`). */
-        const char *alias = str(ref, "alias");
-        const json_t *cols = json_object_get(ref, "column_name_alias");
-        const char *fname = json_is_object(fn) ? str(fn, "function_name") : NULL;
-        if (w->pg && alias && *alias && json_is_array(cols) && json_array_size(cols) == 0 &&
-            fname && (!strcmp(fname, "generate_series") || !strcmp(fname, "unnest") ||
-                      !strcmp(fname, "range"))) {
-            json_array_append_new((json_t *)cols, json_string(alias));
-            w->changed = true;
+        if (w->dialect && w->dialect->table) {
+            switch (w->dialect->table((struct sql_walk *)w, (json_t *)ref)) {
+            case SQL_HOOK_CHECK:
+                break;
+            case SQL_HOOK_AGAIN: /* now another kind of reference (a subquery) */
+                if (!(type = str(ref, "type")) || !strcmp(type, "TABLE_FUNCTION"))
+                    return refuse(w, VT_ERR_INTERNAL, "%s",
+                                  "a dialect hook left a table function as it was");
+                return walk_table(w, ref, depth + 1);
+            case SQL_HOOK_OWN: { /* now a base table of the dialect's own */
+                const char *t = str(ref, "table_name"), *sch = str(ref, "schema_name");
+                if (!(type = str(ref, "type")) || strcmp(type, "BASE_TABLE") != 0 || !t ||
+                    strncmp(t, "vt:", 3) != 0 || (sch && *sch))
+                    return refuse(w, VT_ERR_INTERNAL, "%s",
+                                  "a dialect hook claimed a table it may not own");
+                w->changed = w->catalog = true;
+                return VT_ERR_OK;
+            }
+            case SQL_HOOK_REFUSED:
+                return hook_refused(w);
+            default:
+                return refuse(w, VT_ERR_INTERNAL, "%s",
+                              "a dialect hook claimed a table function");
+            }
         }
+        const json_t *fn = json_object_get(ref, "function");
         const char *cls = json_is_object(fn) ? str(fn, "class") : NULL;
         if (!cls || strcmp(cls, "FUNCTION") != 0)
             return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "%s", "an unsupported table function call");
@@ -1028,178 +907,6 @@ static char *serialize(duckdb_connection con, const char *sql, struct vt_error *
     return out;
 }
 
-/* ------------------------------------------------- PostgreSQL's column names
- *
- * PostgreSQL names an unaliased output column after what it computes
- * (FigureColname: count(*) is "count", version() is "version", x::int is
- * "x", 1 is "?column?"); DuckDB names it after the expression's text
- * ("count_star()"). Drivers that hand rows out as dictionaries (psycopg's
- * dict_row, node pg) make that name part of the application, so in pg mode
- * the outermost select list gets PostgreSQL's names as aliases. */
-
-static const char *cast_type_name(const json_t *ct)
-{
-    static const char *const map[][2] = {
-        {"INTEGER", "int4"}, {"BIGINT", "int8"}, {"SMALLINT", "int2"}, {"BOOLEAN", "bool"},
-        {"DOUBLE", "float8"}, {"FLOAT", "float4"}, {"VARCHAR", "text"}, {"DATE", "date"},
-        {"TIMESTAMP", "timestamp"}, {"TIMESTAMP WITH TIME ZONE", "timestamptz"},
-        {"DECIMAL", "numeric"}, {"INTERVAL", "interval"}, {"BLOB", "bytea"},
-        {"UUID", "uuid"}, {"TIME", "time"}, {"LIST", "array"}, {NULL, NULL},
-    };
-    const char *id = ct ? str(ct, "id") : NULL;
-    if (!id)
-        return NULL;
-    if (!strcmp(id, "USER")) {
-        const json_t *info = json_object_get(ct, "type_info");
-        return json_is_object(info) ? str(info, "user_type_name") : NULL;
-    }
-    for (size_t i = 0; map[i][0]; i++)
-        if (!strcmp(map[i][0], id))
-            return map[i][1];
-    return NULL;
-}
-
-/* PostgreSQL's name for expression e; strength as FigureColname's: 2 a
- * name from a column or function, 1 from a type, 0 none ("?column?"). */
-static int pg_figure(const json_t *e, const char **out)
-{
-    *out = NULL;
-    const char *cls = json_is_object(e) ? str(e, "class") : NULL;
-    if (!cls)
-        return 0;
-    if (!strcmp(cls, "COLUMN_REF")) {
-        const json_t *n = json_object_get(e, "column_names");
-        size_t k = json_array_size(n);
-        *out = k ? json_string_value(json_array_get(n, k - 1)) : NULL;
-        return *out ? 2 : 0;
-    }
-    if (!strcmp(cls, "FUNCTION") || !strcmp(cls, "WINDOW")) {
-        const char *fn = str(e, "function_name");
-        if (!fn || json_is_true(json_object_get(e, "is_operator")))
-            return 0;
-        if (!strcmp(fn, "count_star"))
-            fn = "count";
-        else if (!strcmp(fn, "list_value"))
-            fn = "array";
-        else if (!strcmp(fn, "row") || !strcmp(fn, "struct_pack"))
-            fn = "row";
-        else if (!strcmp(fn, "regexp_full_match") || !strcmp(fn, "~~") || !strcmp(fn, "!~~") ||
-                 !strcmp(fn, "~~*") || !strcmp(fn, "!~~*") || !isalpha((unsigned char)fn[0]))
-            return 0;
-        *out = fn;
-        return 2;
-    }
-    if (!strcmp(cls, "CAST")) {
-        int st = pg_figure(json_object_get(e, "child"), out);
-        if (st >= 2)
-            return st;
-        *out = cast_type_name(json_object_get(e, "cast_type"));
-        return *out ? 1 : 0;
-    }
-    if (!strcmp(cls, "CASE")) {
-        *out = "case";
-        return 1;
-    }
-    if (!strcmp(cls, "OPERATOR")) {
-        const char *t = str(e, "type");
-        if (t && !strcmp(t, "OPERATOR_COALESCE")) {
-            *out = "coalesce";
-            return 2;
-        }
-        return 0;
-    }
-    if (!strcmp(cls, "SUBQUERY")) {
-        const char *t = str(e, "subquery_type");
-        if (t && !strcmp(t, "EXISTS")) {
-            *out = "exists";
-            return 2;
-        }
-        return -1; /* PostgreSQL looks inside: leave DuckDB's name */
-    }
-    return 0;
-}
-
-/* The outermost SELECT's list: the names PostgreSQL would give. */
-static json_t *outer_select_list(json_t *node)
-{
-    while (json_is_object(node)) {
-        const char *t = str(node, "type");
-        if (t && !strcmp(t, "SELECT_NODE"))
-            return json_object_get(node, "select_list");
-        if (t && !strcmp(t, "SET_OPERATION_NODE")) {
-            json_t *l = json_object_get(node, "left");
-            json_t *ch = json_object_get(node, "children");
-            node = json_is_object(l) ? l : json_array_get(ch, 0);
-            continue;
-        }
-        if (t && !strcmp(t, "RECURSIVE_CTE_NODE")) {
-            node = json_object_get(node, "left");
-            continue;
-        }
-        return NULL;
-    }
-    return NULL;
-}
-
-/* Computes the names before the walk maps anything (version() must be named
- * "version", not after what stands for it). */
-static char **pg_colnames_before(json_t *node, size_t *out_n)
-{
-    json_t *list = outer_select_list(node);
-    size_t n = json_array_size(list);
-    *out_n = 0;
-    if (!n)
-        return NULL;
-    char **names = calloc(n, sizeof *names);
-    if (!names)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        json_t *e = json_array_get(list, i);
-        const char *alias = str(e, "alias");
-        const char *cls = str(e, "class");
-        if ((alias && *alias) || !cls || !strcmp(cls, "STAR"))
-            continue;
-        const char *nm;
-        int st = pg_figure(e, &nm);
-        if (st < 0)
-            continue;
-        if (!strcmp(cls, "COLUMN_REF")) {
-            /* a plain column keeps its name; the keywords become calls */
-            const json_t *cn = json_object_get(e, "column_names");
-            if (json_array_size(cn) != 1)
-                continue;
-        }
-        names[i] = strdup(st > 0 && nm ? nm : "?column?");
-    }
-    *out_n = n;
-    return names;
-}
-
-/* Sets the names as aliases where DuckDB's own name differs. */
-static void pg_colnames_apply(struct walk *w, json_t *node, char **names, size_t n)
-{
-    json_t *list = outer_select_list(node);
-    for (size_t i = 0; i < n && i < json_array_size(list); i++) {
-        if (!names[i])
-            continue;
-        json_t *e = json_array_get(list, i);
-        const char *cls = str(e, "class");
-        const json_t *cn = json_object_get(e, "column_names");
-        if (cls && !strcmp(cls, "COLUMN_REF") && json_array_size(cn) == 1 &&
-            !strcmp(json_string_value(json_array_get(cn, 0)), names[i]))
-            continue; /* a column: DuckDB names it the same */
-        set_str(e, "alias", names[i]);
-        w->changed = true;
-    }
-}
-
-static void free_names(char **names, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-}
-
 /* ------------------------------------------- exact integers for rewriting
  *
  * jansson keeps integers as int64; DuckDB's trees hold larger ones
@@ -1320,7 +1027,7 @@ static char *deserialize(duckdb_connection con, const char *json, struct vt_erro
         if (!out)
             vt_error_set(err, VT_ERR_INTERNAL, "json_deserialize_sql returned nothing");
     } else {
-        vt_error_set(err, VT_ERR_SQL_SYNTAX, "this statement cannot be run with PostgreSQL "
+        vt_error_set(err, VT_ERR_SQL_SYNTAX, "this statement cannot be run with the dialect's "
                      "names mapped: %s", duckdb_result_error(&res));
     }
     duckdb_destroy_result(&res);
@@ -1338,7 +1045,7 @@ enum vt_err sql_gate_check_opts(duckdb_connection con, const char *sql,
                                 void *ctx, struct sql_checked *out, struct vt_error *err)
 {
     memset(out, 0, sizeof *out);
-    const struct sql_pg_names *pg = opts ? opts->pg : NULL;
+    const struct sql_dialect *dialect = opts ? opts->dialect : NULL;
     if (!sql || !*sql)
         return vt_error_set(err, VT_ERR_SQL_SYNTAX, "empty SQL statement");
     if (strlen(sql) > VT_MAX_SQL_BYTES)
@@ -1350,7 +1057,7 @@ enum vt_err sql_gate_check_opts(duckdb_connection con, const char *sql,
     json_error_t jerr;
     json_t *root;
     char nonce[17] = "";
-    if (pg) {
+    if (dialect) {
         unsigned char rnd[8] = {0};
         if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
             free(text);
@@ -1394,14 +1101,12 @@ enum vt_err sql_gate_check_opts(duckdb_connection con, const char *sql,
     } else {
         const json_t *node = json_object_get(json_array_get(stmts, 0), "node");
         struct walk w = {.is_dataset = is_dataset, .ctx = ctx, .err = err, .out = out,
-                         .opts = opts, .pg = pg};
-        size_t ncol = 0;
-        char **names = pg && node ? pg_colnames_before((json_t *)node, &ncol) : NULL;
+                         .opts = opts, .dialect = dialect};
+        void *state = dialect && dialect->before && node ? dialect->before((json_t *)node) : NULL;
         rc = node ? walk_node(&w, node, 0)
                   : vt_error_set(err, VT_ERR_SQL_SYNTAX, "no statement");
-        if (rc == VT_ERR_OK && names)
-            pg_colnames_apply(&w, (json_t *)node, names, ncol);
-        free_names(names, ncol);
+        if (dialect && dialect->after && node)
+            dialect->after((struct sql_walk *)&w, (json_t *)node, state, rc == VT_ERR_OK);
         if (rc == VT_ERR_OK && opts && opts->lookups)
             out->lookup = recognize_lookup(node, out);
         out->reads_catalog = w.catalog;

@@ -25,9 +25,11 @@
  * (later CTEs of its WITH, the main query; itself when recursive), and names
  * in strings or comments are not references at all.
  *
- * Running it against pinned generations is the executor's job (exec: each
- * dependency is a temporary view, on the worker's own connection, over the
- * generation pinned for the request), so the statement runs as written.
+ * The gate is pure: it knows no catalog, pins nothing and runs nothing.
+ * Running a statement it passed against pinned generations is the
+ * executor's job (src/exec, exec_snapshot_*: each dependency is a temporary
+ * view, on the worker's own connection, over the generation pinned for the
+ * request), so the statement runs as written.
  */
 #ifndef VT_SQL_SQL_H
 #define VT_SQL_SQL_H
@@ -36,10 +38,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "exec/exec.h"
 #include "util/errors.h"
-
-struct cat_catalog;
 
 /* Whether `name` is a registered dataset (exact spelling). */
 typedef bool (*sql_is_dataset_fn)(void *ctx, const char *name);
@@ -68,39 +67,76 @@ struct sql_checked {
     size_t n_depends_on;
     /* With sql_gate_options.lookups, when the statement is one (else NULL). */
     struct sql_lookup *lookup;
-    /* With sql_pg_names only: */
-    bool reads_catalog;         /* names a catalog relation or calls a catalog function */
+    /* With a dialect only (sql_gate_options.dialect): */
+    bool reads_catalog;         /* a hook mapped a name onto the dialect's own objects */
     char *rewritten;            /* the statement DuckDB runs (names mapped; malloc'd), or
                                  * NULL when it runs as written */
 };
 
-/* PostgreSQL's names, for the pgwire front end: PostgreSQL clients write
- * `public.trips`, `pg_catalog.pg_class`, `information_schema.columns`,
- * `format_type(...)`, `x::regclass`. With these the gate accepts them and
- * maps each to what stands for it on the worker's connection (pgwire's
- * catalog: temporary tables and macros named so no dataset can collide):
- *   public.X                  the dataset X (a qualified name never means a CTE)
- *   pg_catalog.X, X           relation("pg_catalog", X) when it gives one
- *                             (unqualified: after CTEs, before datasets, as
- *                             PostgreSQL's search_path puts pg_catalog first)
- *   information_schema.X      relation("information_schema", X)
- *   [pg_catalog.]f(...)       function(f) when it gives one, else the allowlist
- *   CAST(x AS t), x::t        cast(t, input) for types DuckDB lacks (regclass,
- *                             name, ...): a call of that function on x
- *   COLLATE "default", "C"    dropped (DuckDB's default collation is binary)
- * Every other schema is unknown (42P01). The mapped tree goes back to SQL
- * through DuckDB's json_deserialize_sql (sql_checked.rewritten). */
-struct sql_pg_names {
-    const char *(*relation)(const char *schema, const char *name);
-    const char *(*function)(const char *name);
-    /* input: the operand is a string constant or a parameter */
-    const char *(*cast)(const char *type_name, bool input);
+/* ------------------------------------------------------------ dialect hooks
+ *
+ * A front end that speaks another SQL dialect (pgwire: PostgreSQL's names,
+ * src/pgwire/dialect.c) plugs into the gate's walk at fixed points. A hook
+ * sees one node of DuckDB's parse tree (jansson objects, as
+ * json_serialize_sql writes them) and may rewrite it in place; the gate goes
+ * on with what the hook left, and when anything changed the whole tree goes
+ * back to SQL through DuckDB's json_deserialize_sql (sql_checked.rewritten),
+ * so what runs is what was checked. The hook's answer says what the gate
+ * still checks:
+ *
+ *   SQL_HOOK_CHECK    the node as it now is, by the usual rules
+ *   SQL_HOOK_OWN      the node now reads an object of the dialect's own: a
+ *                     relation or function named "vt:..." (a name no dataset
+ *                     and no allowlisted function can have; the gate refuses
+ *                     OWN for any other name). Its arguments are still walked.
+ *                     A table function may become such a base table.
+ *   SQL_HOOK_AGAIN    the node was replaced: walk it again (an expression, or
+ *                     a table function now another kind of table reference)
+ *   SQL_HOOK_DATASET  (base tables) the reference names the dataset in its
+ *                     table_name (schema removed), never a CTE
+ *   SQL_HOOK_REFUSED  refused; the hook set the error (sql_walk_error)
+ *
+ * Hooks run on the gate's thread, inside one check; they keep no state
+ * between checks except through `before`'s return value. */
+
+struct json_t;
+struct sql_walk;                /* the walk in progress (opaque) */
+
+enum sql_hook {
+    SQL_HOOK_CHECK,
+    SQL_HOOK_OWN,
+    SQL_HOOK_AGAIN,
+    SQL_HOOK_DATASET,
+    SQL_HOOK_REFUSED,
 };
+
+struct sql_dialect {
+    /* Every expression node, before the gate looks at it (a FUNCTION's
+     * EXPORT_STATE is refused before the hook sees it). */
+    enum sql_hook (*expr)(struct sql_walk *w, struct json_t *e);
+    /* Every BASE_TABLE and TABLE_FUNCTION reference, after its AT clause
+     * and sample were checked. */
+    enum sql_hook (*table)(struct sql_walk *w, struct json_t *ref);
+    /* Around the walk of the statement's root query node: `before` may
+     * return state (e.g. the output column names as written), `after` gets it
+     * back whether the walk passed (ok) or not and frees it. */
+    void *(*before)(struct json_t *node);
+    void (*after)(struct sql_walk *w, struct json_t *node, void *state, bool ok);
+};
+
+/* For hooks: whether `name` is a CTE visible where the walk is; whether it
+ * is a dataset; that the hook changed the tree (`own`: onto its own
+ * objects, sql_checked.reads_catalog); the error to set before
+ * SQL_HOOK_REFUSED. */
+bool sql_walk_in_scope(const struct sql_walk *w, const char *name);
+bool sql_walk_is_dataset(const struct sql_walk *w, const char *name);
+void sql_walk_changed(struct sql_walk *w, bool own);
+struct vt_error *sql_walk_error(struct sql_walk *w);
 
 struct sql_gate_options {
     bool allow_params;          /* $1 parameters, bound by the caller (extended protocol) */
     bool lookups;               /* describe equality lookups (sql_checked.lookup) */
-    const struct sql_pg_names *pg; /* NULL: the plain gate of /sql, MCP, saved queries */
+    const struct sql_dialect *dialect; /* NULL: the plain gate of /sql, MCP, saved queries */
 };
 
 /* Checks `sql` (parsed on `con`, any connection of the process database).
@@ -123,51 +159,6 @@ void sql_thread_release(void);
  * its thread goes on (builders, registration), forget it: its address may
  * be reused by the next connection. */
 void sql_gate_forget(duckdb_connection con);
-
-/* ------------------------------------------- running a checked statement
- *
- * What every front end does with user SQL (POST /sql, the MCP sql tool, the
- * PostgreSQL listener): check it with the gate, then pin each dataset it
- * reads at its current generation (one snapshot for the whole statement,
- * whatever reloads happen meanwhile) and name those generations as the
- * views exec makes on the worker's connection. snapshot.c. */
-
-#define SQL_MAX_DATASETS 64     /* datasets one statement may read */
-
-struct sql_snapshot {
-    struct exec_pin pins[SQL_MAX_DATASETS];
-    struct exec_view views[SQL_MAX_DATASETS]; /* views[i] reads pins[i] */
-    size_t n;
-    /* With sql_pg_names (sql_snapshot_take_opts): see sql_checked. */
-    bool reads_catalog;
-    char *rewritten;
-    struct sql_lookup *lookup;
-};
-
-/* Gate + pins, on a query worker (`con` is its connection; deadline_ms as in
- * exec_pin: how long a lazy dataset's first build may be waited for). On
- * VT_ERR_OK the caller runs an EXEC_SQL plan with views/n and then releases
- * the snapshot; on failure nothing is held. `out` must be zeroed the first
- * time; release makes it reusable. */
-enum vt_err sql_snapshot_take(struct cat_catalog *cat, duckdb_connection con, const char *sql,
-                              int64_t deadline_ms, struct sql_snapshot *out,
-                              struct vt_error *err);
-/* Pins `names` (the depends_on of a statement the gate passed earlier: a
- * prepared statement bound later) into `out` as sql_snapshot_take does. */
-enum vt_err sql_snapshot_pin(struct cat_catalog *cat, char *const *names, size_t n,
-                             int64_t deadline_ms, struct sql_snapshot *out, struct vt_error *err);
-/* The same with gate options (NULL = sql_snapshot_take). */
-enum vt_err sql_snapshot_take_opts(struct cat_catalog *cat, duckdb_connection con,
-                                   const char *sql, const struct sql_gate_options *opts,
-                                   int64_t deadline_ms, struct sql_snapshot *out,
-                                   struct vt_error *err);
-void sql_snapshot_release(struct sql_snapshot *s);
-/* sql_snapshot_take (and _take_opts with NULL options) remembers, per
- * thread, the gate's answers for the statements it let through while the
- * catalog's set of names is unchanged
- * (cat_names_epoch); a thread that goes on after its work (tests, tools)
- * frees them. */
-void sql_snapshot_thread_release(void);
 
 /* The allowlist (allowlist.c). */
 bool sql_function_allowed(const char *name);

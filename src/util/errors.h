@@ -46,6 +46,8 @@
       "request header fields too large")                                                   \
     X(REQUEST_HEAD_TIMEOUT, 408, "request_timeout", "57014", -32600,                       \
       "the request head did not arrive in time")                                           \
+    X(HOST_NOT_ALLOWED, 421, "host_not_allowed", "08004", -32600,                          \
+      "this server does not answer for that Host (server.allowed_hosts)")                  \
     /* datasets */                                                                         \
     X(DATASET_NOT_FOUND, 404, "dataset_not_found", "42P01", 0, "no such dataset")                      \
     X(DATASET_NOT_READY, 503, "dataset_not_ready", "55000", 0, "dataset is not published yet")         \
@@ -117,6 +119,9 @@
     X(PG_NO_PORTAL, 400, "no_portal", "34000", 0, "portal does not exist")                 \
     X(PG_DUPLICATE_STATEMENT, 400, "duplicate_statement", "42P05", 0,                      \
       "prepared statement already exists")                                                 \
+    X(PG_DUPLICATE_CURSOR, 400, "duplicate_cursor", "42P03", 0, "cursor already exists")  \
+    X(PG_NO_TRANSACTION, 400, "no_active_transaction", "25P01", 0,                         \
+      "this can only be used in transaction blocks")                                       \
     X(PG_TX_ABORTED, 400, "transaction_aborted", "25P02", 0,                               \
       "current transaction is aborted, commands ignored until end of transaction block")   \
     X(PG_INVALID_TEXT, 400, "invalid_text_representation", "22P02", 0,                     \

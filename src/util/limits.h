@@ -73,6 +73,7 @@
 #define VT_PGWIRE_MAX_STATEMENTS 256           /* named prepared statements per connection */
 #define VT_PGWIRE_MAX_PORTALS 64               /* open portals per connection */
 #define VT_PGWIRE_MAX_PARAMS 4096              /* parameters of one statement */
+#define VT_PGWIRE_MAX_ARRAY_ITEMS 65536       /* elements of one array parameter */
 #define VT_PGWIRE_MAX_SESSION_BYTES (8 * 1024 * 1024) /* statement texts, portals' bound
                                                 * values, names kept per connection */
 #define VT_PGWIRE_MAX_SUSPENDED_BYTES (16 * 1024 * 1024) /* rows held, all portals of a

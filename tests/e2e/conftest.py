@@ -27,6 +27,12 @@ VITRINE = BUILD / "vitrine"
 VTSQL = BUILD / "vt-sql"
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "serial: asserts wall-clock bounds; `make e2e` runs these alone, after the "
+                   "parallel pass")
+
+
 def sql(*statements, db=None):
     """Runs statements with DuckDB; returns the rows of the last as lists of text."""
     cmd = [str(VTSQL)]

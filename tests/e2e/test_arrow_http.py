@@ -858,7 +858,7 @@ def test_sigterm_with_streams_in_flight(vt, tmp_path):
         first = reader.raw.read(64 * 1024)
         quitter = socket.create_connection(("127.0.0.1", s.port), timeout=30)
         body = b"{}"
-        quitter.sendall((f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        quitter.sendall((f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                          f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
         assert quitter.recv(65536)
         s.proc.send_signal(signal.SIGTERM)

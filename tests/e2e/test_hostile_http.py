@@ -45,8 +45,8 @@ def json_error(data):
     return int(head.split(b" ")[1]), b["code"], head
 
 
-PIPELINED = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-POST = b"POST /api/v1/datasets/x/count HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+PIPELINED = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+POST = b"POST /api/v1/datasets/x/count HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
 
 # (name, request, status, code): each is answered once with the JSON error and
 # the connection closed; the pipelined GET behind it is never answered.
@@ -68,29 +68,29 @@ FRAMING = [
     ("missing_host", b"GET /healthz HTTP/1.1\r\n\r\n", 400, "malformed_request"),
     ("two_hosts", b"GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400,
      "malformed_request"),
-    ("cr_in_value", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: a\rb\r\n\r\n", 400,
+    ("cr_in_value", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: a\rb\r\n\r\n", 400,
      "malformed_request"),
-    ("ctl_in_value", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: a\x01b\r\n\r\n", 400,
+    ("ctl_in_value", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: a\x01b\r\n\r\n", 400,
      "malformed_request"),
     # Long values are checked eight bytes at a time: a control byte inside a
     # word, in the tail, and DEL.
-    ("ctl_in_long_value", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: " + b"v" * 13 + b"\x01" +
+    ("ctl_in_long_value", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: " + b"v" * 13 + b"\x01" +
      b"v" * 30 + b"\r\n\r\n", 400, "malformed_request"),
-    ("ctl_in_long_value_tail", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: " + b"v" * 42 +
+    ("ctl_in_long_value_tail", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: " + b"v" * 42 +
      b"\x1f" + b"v" * 2 + b"\r\n\r\n", 400, "malformed_request"),
-    ("del_in_long_value", b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: " + b"v" * 24 + b"\x7f" +
+    ("del_in_long_value", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: " + b"v" * 24 + b"\x7f" +
      b"v" * 24 + b"\r\n\r\n", 400, "malformed_request"),
-    ("space_in_target", b"GET /hea lthz HTTP/1.1\r\nHost: a\r\n\r\n", 400,
+    ("space_in_target", b"GET /hea lthz HTTP/1.1\r\nHost: localhost\r\n\r\n", 400,
      "malformed_request"),
-    ("long_query_string", b"GET /healthz?" + b"a" * 9000 + b" HTTP/1.1\r\nHost: a\r\n\r\n", 414,
+    ("long_query_string", b"GET /healthz?" + b"a" * 9000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n", 414,
      "uri_too_long"),
-    ("long_escaped_path", b"GET /" + b"%41" * 3000 + b" HTTP/1.1\r\nHost: a\r\n\r\n", 414,
+    ("long_escaped_path", b"GET /" + b"%41" * 3000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n", 414,
      "uri_too_long"),
-    ("bad_percent_escape", b"GET /api/v1/datasets/%zz/status HTTP/1.1\r\nHost: a\r\n\r\n", 400,
+    ("bad_percent_escape", b"GET /api/v1/datasets/%zz/status HTTP/1.1\r\nHost: localhost\r\n\r\n", 400,
      "malformed_request"),
     ("content_encoding", POST + b"Content-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}", 415,
      "unsupported_content_encoding"),
-    ("absolute_form_garbage", b"GET healthz HTTP/1.1\r\nHost: a\r\n\r\n", 400,
+    ("absolute_form_garbage", b"GET healthz HTTP/1.1\r\nHost: localhost\r\n\r\n", 400,
      "malformed_request"),
 ]
 
@@ -126,8 +126,8 @@ MHD_OWN = [
     ("chunk_size_overflow", POST + b"Transfer-Encoding: chunked\r\n\r\n" + b"F" * 20 +
      b"\r\n{}\r\n0\r\n\r\n"),
     ("bad_chunk_size", POST + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"),
-    ("header_line_without_colon", b"GET /healthz HTTP/1.1\r\nHost: a\r\nnocolon\r\n\r\n"),
-    ("http_2_0_version", b"GET /healthz HTTP/2.0\r\nHost: a\r\n\r\n"),
+    ("header_line_without_colon", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nnocolon\r\n\r\n"),
+    ("http_2_0_version", b"GET /healthz HTTP/2.0\r\nHost: localhost\r\n\r\n"),
 ]
 
 
@@ -142,13 +142,13 @@ def test_framing_mhd_rejects_closes_without_a_second_request(plain, name, req):
 
 def test_long_values_with_tabs_and_high_bytes_pass(plain):
     value = b"\tab\tc" + b"x" * 40 + b"\x80\xff\xfe~ !" * 5
-    out = raw(plain.port, b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: " + value +
+    out = raw(plain.port, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: " + value +
               b"\r\nConnection: close\r\n\r\n")
     assert out.startswith(b"HTTP/1.1 200"), out[:300]
 
 
 def test_percent_encoded_slash_stays_in_the_segment(plain):
-    out = raw(plain.port, b"GET /api/v1/datasets/a%2Fb/status HTTP/1.1\r\nHost: a\r\n"
+    out = raw(plain.port, b"GET /api/v1/datasets/a%2Fb/status HTTP/1.1\r\nHost: localhost\r\n"
                           b"Connection: close\r\n\r\n")
     status, code, _ = json_error(out)
     assert (status, code) == (404, "dataset_not_found"), out
@@ -157,7 +157,7 @@ def test_percent_encoded_slash_stays_in_the_segment(plain):
 
 def test_url_at_the_limit_passes(plain):
     path = b"/healthz?" + b"a" * (8192 - len(b"/healthz?"))
-    out = raw(plain.port, b"GET " + path + b" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+    out = raw(plain.port, b"GET " + path + b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
     assert out.startswith(b"HTTP/1.1 200"), out[:200]
 
 
@@ -166,7 +166,7 @@ def test_slow_request_head_is_cut_at_the_deadline(plain):
     deadline (VT_REQUEST_HEAD_TIMEOUT_SECS = 10) closes it with a 408."""
     s = socket.create_connection(("127.0.0.1", plain.port), timeout=2)
     t0 = time.monotonic()
-    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 40
+    head = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + b"a" * 40
     got = b""
     for b in head:
         try:
@@ -231,13 +231,14 @@ def _open_idle(src, port, n):
     return socks
 
 
+@pytest.mark.serial
 def test_connection_flood_from_one_address_does_not_starve_others(plain):
     assert _raise_nofile(12000) >= 9000
     flood = _open_idle("127.0.0.1", plain.port, 4200)
     try:
         time.sleep(1.0)
         t0 = time.monotonic()
-        out = raw(plain.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        out = raw(plain.port, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
                   src="127.0.0.2")
         elapsed = time.monotonic() - t0
         assert out.startswith(b"HTTP/1.1 200"), out[:200]
@@ -247,6 +248,7 @@ def test_connection_flood_from_one_address_does_not_starve_others(plain):
             s.close()
 
 
+@pytest.mark.serial
 def test_global_connection_cap_answers_503_fast(plain):
     """VT_MAX_CONNECTIONS (4096) idle connections from many addresses (256 per
     address, the per-client cap): the next connection gets a 503 at once."""
@@ -257,7 +259,7 @@ def test_global_connection_cap_answers_503_fast(plain):
             flood += _open_idle(f"127.0.0.{i}", plain.port, 256)
         time.sleep(1.5)
         t0 = time.monotonic()
-        out = raw(plain.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        out = raw(plain.port, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
                   src="127.0.1.1", timeout=5)
         elapsed = time.monotonic() - t0
         assert out.startswith(b"HTTP/1.1 503"), out[:200]
@@ -289,7 +291,7 @@ def big(tmp_path_factory):
 
 def _post(path, body):
     b = json.dumps(body).encode()
-    return (b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    return (b"POST " + path + b" HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Content-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b)
 
 
@@ -310,7 +312,7 @@ def test_clients_leaving_big_sorts_never_wedge_the_workers(big):
     half = []
     for _ in range(4):
         s = socket.create_connection(("127.0.0.1", big.port))
-        s.sendall(b"POST /api/v1/datasets/big/query HTTP/1.1\r\nHost: x\r\n")
+        s.sendall(b"POST /api/v1/datasets/big/query HTTP/1.1\r\nHost: localhost\r\n")
         half.append(s)
     try:
         for _ in range(4):
@@ -327,7 +329,7 @@ def test_clients_leaving_big_sorts_never_wedge_the_workers(big):
             ok, t = _answers_within(big.port, _post(path, body).replace(
                 b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1), 1.0)
             assert ok and t < 1.0, (path, t, big.log()[-3000:])
-        ok, t = _answers_within(big.port, b"GET /api/v1/datasets/big/schema HTTP/1.1\r\nHost: x"
+        ok, t = _answers_within(big.port, b"GET /api/v1/datasets/big/schema HTTP/1.1\r\nHost: localhost"
                                 b"\r\nConnection: close\r\n\r\n", 1.0)
         assert ok and t < 1.0, t
     finally:

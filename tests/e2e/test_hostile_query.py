@@ -14,6 +14,7 @@ worker for minutes, answered wrongly, or was silently misread before.
   its overflow is a clear 400, not a wrong number.
 """
 import concurrent.futures
+import pytest
 import json
 import socket
 import time
@@ -50,6 +51,7 @@ WEDGES = [
 ]
 
 
+@pytest.mark.serial
 def test_backtracking_patterns_answer_at_once(vt, datadir):
     s = start(vt, datadir, request_timeout_ms=30000)
     for ds, body in WEDGES:
@@ -121,7 +123,7 @@ def test_deadline_interrupts_quickly(vt, datadir):
 
 def raw_post(s, path, body, headers=()):
     data = body.encode() if isinstance(body, str) else body
-    lines = [f"POST {s.prefix}{path} HTTP/1.1", "Host: x", "Content-Type: application/json",
+    lines = [f"POST {s.prefix}{path} HTTP/1.1", "Host: localhost", "Content-Type: application/json",
              f"Content-Length: {len(data)}", "Connection: close", *headers, "", ""]
     with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
         c.sendall("\r\n".join(lines).encode() + data)

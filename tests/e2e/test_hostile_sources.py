@@ -21,6 +21,10 @@ import pytest
 from conftest import dataset_block, server_block, write_parquet
 from s3_fixtures import moto  # noqa: F401 (fixture)
 
+# Its checks bound how fast a refusal or a build answers (under a second or
+# two): run alone, after the parallel pass.
+pytestmark = pytest.mark.serial
+
 TOKEN = "s3cret-token"
 ADMIN = {"X-Admin-Token": TOKEN}
 

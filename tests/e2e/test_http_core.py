@@ -124,7 +124,7 @@ def test_body_over_limit_413_by_content_length(vt):
 def test_body_over_limit_413_before_body_is_read(vt):
     s = vt(server_block(max_body_bytes=1000))
     # Announce a huge body but send none of it: the 413 must come anyway.
-    head = (b"POST /api/v1/datasets/x/query HTTP/1.1\r\nHost: x\r\n"
+    head = (b"POST /api/v1/datasets/x/query HTTP/1.1\r\nHost: localhost\r\n"
             b"Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n")
     resp = raw_request(s.port, head, timeout=5)
     assert resp.startswith(b"HTTP/1.1 413"), resp[:200]

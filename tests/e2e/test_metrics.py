@@ -219,6 +219,7 @@ def test_cardinality_bounded_under_random_404s(vt):
     assert len(text) < 64 * 1024
 
 
+@pytest.mark.serial
 def test_scrape_of_100_datasets_under_a_millisecond(vt, datadir):
     write_parquet(datadir / "x.parquet", "SELECT range AS id FROM range(10)")
     blocks = "".join(dataset_block(f"ds_{i:03d}", datadir / "x.parquet", **{"index.mode": "none"})

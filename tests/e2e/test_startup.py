@@ -133,8 +133,21 @@ def test_on_start_lazy_builds_on_first_request(vt, datadir):
 
 def test_datafusion_backend_is_a_hint(vt):
     s = vt(server_block(backend="datafusion"))
-    assert "only the DuckDB engine" in s.log()
+    warns = [l for l in s.log().splitlines() if "only the DuckDB engine" in l]
+    assert len(warns) == 1 and " WARN " in warns[0], warns
     assert s.get("/version").json()["backend"] == "DuckDB"
+
+
+def test_default_backend_is_said_once_at_info(vt):
+    """Issue 21 item 9: a config without server.backend (every default
+    config) must not warn on each start: one INFO line names the engine."""
+    s = vt(server_block())
+    log = s.log().splitlines()
+    assert not [l for l in log if " WARN " in l and "backend" in l], log
+    info = [l for l in log if "server.backend" in l]
+    assert len(info) == 1 and " INFO " in info[0], info
+    s2 = vt(server_block(backend="duckdb"))
+    assert "server.backend" not in s2.log()
 
 
 def test_relative_location_resolves_against_config_dir(vt, tmp_path):

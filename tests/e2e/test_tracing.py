@@ -34,6 +34,19 @@ def wait_log(s, pattern, timeout=10):
     raise AssertionError(f"{pattern!r} not in log:\n{s.log()[-4000:]}")
 
 
+def test_first_request_after_start_has_an_id(vt):
+    """Issue 21 item 6: the process tag our ids are made of was set up after
+    the first id was made, so the first request of a process had an empty
+    id (no X-Request-Id, "id=" in its access line)."""
+    s = vt(server_block(), wait="listening")
+    r = s.get("/healthz")
+    rid = r.headers.get("X-Request-Id", "")
+    assert OUR_ID.match(rid), repr(rid)
+    m = wait_log(s, r"GET /healthz 200 .* id=(\S*)")
+    assert m.group(1) == rid
+    assert OUR_ID.match(s.get("/healthz").headers["X-Request-Id"])
+
+
 def test_client_id_echoed_when_sane_else_ours(vt, datadir):
     s = start_server(vt, datadir)
     for good in ["abc-123", "0f8e2a4c-9b1d-4e5f-8a7b-1c2d3e4f5a6b", "trace:span/1+2=3@x_y.z",

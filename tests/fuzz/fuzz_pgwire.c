@@ -111,7 +111,7 @@ static void sql_text(const unsigned char *data, size_t size)
         struct pgw_stmt st;
         struct vt_error err = {0};
         if (pgw_stmt_read(s + sp[i].pos, sp[i].len, &st, &err) == VT_ERR_OK &&
-            st.kind == PGW_STMT_COPY_OUT && !st.copy_query)
+            st.kind == PGW_STMT_COPY_OUT && !st.query)
             abort();
         pgw_stmt_release(&st);
     }

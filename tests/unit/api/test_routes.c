@@ -75,7 +75,7 @@ static void get(int port, const char *method, const char *path, const char *extr
         return;
     }
     char req[512];
-    int n = snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%s\r\n",
+    int n = snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n%s\r\n",
                      method, path, extra);
     if (write(fd, req, (size_t)n) == n) {
         size_t got = 0;

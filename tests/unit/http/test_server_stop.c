@@ -33,9 +33,8 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-static void tail_job(struct http_request *req, duckdb_connection con)
+static void tail_job(struct http_request *req)
 {
-    (void)con;
     struct http_stream *st = http_reply_stream(req, 200, "text/plain", false);
     if (!st)
         return;
@@ -63,7 +62,7 @@ static size_t fetch(int port, const char *path, char *buf, size_t cap)
         return 0;
     }
     char req[256];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", path);
     if (write(fd, req, (size_t)n) != n) {
         close(fd);
         return 0;

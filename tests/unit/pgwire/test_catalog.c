@@ -1,5 +1,5 @@
 /* pgwire's catalog (src/pgwire/catalog.c) through the SQL gate's PostgreSQL
- * names (sql_pg_names) on a real DuckDB: the exact statements psql 15 sends
+ * names (the pgwire dialect) on a real DuckDB: the exact statements psql 15 sends
  * for \dt, \d name, \l, \dn, and common driver type lookups, normalized
  * (pgw_normalize), checked and mapped by the gate, then run; answers are
  * checked against what PostgreSQL says for the same table. Also what the
@@ -70,7 +70,7 @@ static char *run_pg(const char *sql, enum vt_err *out_code, char *msg, size_t ms
 {
     setup();
     char *norm = pgw_normalize(sql, strlen(sql));
-    struct sql_gate_options o = {.allow_params = true, .pg = &pgw_pg_names};
+    struct sql_gate_options o = {.allow_params = true, .dialect = &pgw_dialect};
     struct sql_checked chk;
     struct vt_error err = {0};
     *out_code = sql_gate_check_opts(con, norm ? norm : sql, &o, is_dataset, NULL, &chk, &err);
@@ -359,10 +359,15 @@ TEST(pg_mode_still_refuses)
         {"SELECT * FROM memory.main.trips", VT_ERR_SQL_UNKNOWN_TABLE},
         {"SELECT * FROM \"vt:pg_class\"", VT_ERR_SQL_UNKNOWN_TABLE},
         {"SELECT \"vt:version\"()", VT_ERR_SQL_FORBIDDEN_FUNCTION},
-        {"SELECT * FROM information_schema.sequences", VT_ERR_SQL_UNKNOWN_TABLE},
+        {"SELECT * FROM information_schema.no_such_view", VT_ERR_SQL_UNKNOWN_TABLE},
+        {"SELECT * FROM pg_catalog.pg_stat_statements", VT_ERR_SQL_UNKNOWN_TABLE},
         {"SELECT pg_catalog.read_csv('/etc/passwd')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
         {"SELECT * FROM read_csv('/etc/passwd')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
-        {"SELECT set_config('a', 'b', false)", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+        {"SELECT pg_read_file('/etc/passwd')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+        {"SELECT pg_sleep(10)", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+        {"SELECT * FROM \"vt:pg_get_keywords\"", VT_ERR_SQL_UNKNOWN_TABLE},
+        {"SELECT * FROM pg_get_keywords('x')", VT_ERR_SQL_SYNTAX},
+        {"SELECT * FROM read_csv_auto('/etc/passwd') s", VT_ERR_SQL_FORBIDDEN_FUNCTION},
         {"SET search_path = x", VT_ERR_SQL_NOT_READ_ONLY},
         {"DELETE FROM trips", VT_ERR_SQL_NOT_READ_ONLY},
         {"SELECT * FROM nope", VT_ERR_SQL_UNKNOWN_TABLE},
@@ -387,7 +392,7 @@ TEST(params_and_big_integers_survive_the_mapping)
     CHECK_EQ_STR(rows, "18446744073709551615|170141183460469231731687303715884105727|10\n");
     free(rows);
     setup();
-    struct sql_gate_options o = {.allow_params = true, .pg = &pgw_pg_names};
+    struct sql_gate_options o = {.allow_params = true, .dialect = &pgw_dialect};
     struct sql_checked chk;
     struct vt_error err = {0};
     CHECK_EQ_INT(sql_gate_check_opts(con, "SELECT * FROM public.trips WHERE id = $1", &o,

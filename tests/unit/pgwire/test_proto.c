@@ -283,9 +283,47 @@ TEST(session_statements)
     CHECK(st.is_default);
     kind_of("SET extra_float_digits = -2", &st);
     CHECK_EQ_STR(st.value, "-2");
+    /* cursors, EXPLAIN, LISTEN */
+    CHECK_EQ_INT(kind_of("DECLARE \"C1\" BINARY NO SCROLL CURSOR WITH HOLD FOR SELECT 1; ", &st),
+                 PGW_STMT_DECLARE);
+    CHECK_EQ_STR(st.name, "C1");
+    CHECK_EQ_STR(st.query, "SELECT 1;");
+    CHECK(st.binary && st.hold);
+    pgw_stmt_release(&st);
+    CHECK_EQ_INT(kind_of("declare c cursor for with x as (select 1) select * from x", &st),
+                 PGW_STMT_DECLARE);
+    CHECK(!st.binary && !st.hold);
+    CHECK_EQ_STR(st.query, "with x as (select 1) select * from x");
+    pgw_stmt_release(&st);
+    CHECK_EQ_INT(kind_of("FETCH FORWARD 2000 FROM \"c\"", &st), PGW_STMT_FETCH);
+    CHECK_EQ_INT(st.count, 2000);
+    CHECK_EQ_STR(st.name, "c");
+    CHECK_EQ_INT(kind_of("fetch c", &st), PGW_STMT_FETCH);
+    CHECK_EQ_INT(st.count, 1);
+    CHECK_EQ_INT(kind_of("FETCH ALL IN c", &st), PGW_STMT_FETCH);
+    CHECK(st.count == PGW_FETCH_ALL);
+    CHECK_EQ_INT(kind_of("MOVE 5 c", &st), PGW_STMT_MOVE);
+    CHECK_EQ_INT(st.count, 5);
+    CHECK_EQ_INT(kind_of("CLOSE c", &st), PGW_STMT_CLOSE);
+    CHECK_EQ_INT(kind_of("CLOSE ALL", &st), PGW_STMT_CLOSE);
+    CHECK(st.all);
+    CHECK_EQ_INT(kind_of("LISTEN events", &st), PGW_STMT_LISTEN);
+    CHECK_EQ_INT(kind_of("EXPLAIN ANALYZE SELECT 1", &st), PGW_STMT_EXPLAIN);
+    CHECK(st.analyze);
+    CHECK_EQ_STR(st.query, "SELECT 1");
+    pgw_stmt_release(&st);
+    CHECK_EQ_INT(kind_of("EXPLAIN (ANALYZE false, FORMAT text) SELECT 2", &st), PGW_STMT_EXPLAIN);
+    CHECK(!st.analyze);
+    CHECK_EQ_STR(st.query, "SELECT 2");
+    pgw_stmt_release(&st);
     struct vt_error err = {0};
-    CHECK_EQ_INT(pgw_stmt_read("DECLARE c CURSOR FOR SELECT 1", 29, &st, &err),
+    CHECK_EQ_INT(pgw_stmt_read("DECLARE c SCROLL CURSOR FOR SELECT 1", 36, &st, &err),
                  VT_ERR_NOT_IMPLEMENTED);
+    vt_error_clear(&err);
+    CHECK_EQ_INT(pgw_stmt_read("FETCH BACKWARD 1 FROM c", 23, &st, &err),
+                 VT_ERR_NOT_IMPLEMENTED);
+    vt_error_clear(&err);
+    CHECK_EQ_INT(pgw_stmt_read("FETCH -1 FROM c", 15, &st, &err), VT_ERR_NOT_IMPLEMENTED);
 }
 
 TEST(copy_statements)
@@ -293,13 +331,13 @@ TEST(copy_statements)
     struct pgw_stmt st;
     CHECK_EQ_INT(kind_of("COPY (SELECT a, 'x;)' FROM t WHERE (a > 1)) TO STDOUT", &st),
                  PGW_STMT_COPY_OUT);
-    CHECK_EQ_STR(st.copy_query, "SELECT a, 'x;)' FROM t WHERE (a > 1)");
+    CHECK_EQ_STR(st.query, "SELECT a, 'x;)' FROM t WHERE (a > 1)");
     CHECK_EQ_INT(st.copy_format, PGW_COPY_TEXT);
     CHECK_EQ_INT(st.copy_delimiter, '\t');
     pgw_stmt_release(&st);
     CHECK_EQ_INT(kind_of("copy public.trips (id, \"Name\") to stdout with csv header", &st),
                  PGW_STMT_COPY_OUT);
-    CHECK_EQ_STR(st.copy_query, "SELECT id, \"Name\" FROM public.trips");
+    CHECK_EQ_STR(st.query, "SELECT id, \"Name\" FROM public.trips");
     CHECK_EQ_INT(st.copy_format, PGW_COPY_CSV);
     CHECK(st.copy_header);
     CHECK_EQ_INT(st.copy_delimiter, ',');
@@ -311,9 +349,15 @@ TEST(copy_statements)
     CHECK_EQ_STR(st.copy_null, "NA");
     CHECK(!st.copy_header);
     pgw_stmt_release(&st);
+    CHECK_EQ_INT(kind_of("COPY t TO STDOUT (FORMAT binary)", &st), PGW_STMT_COPY_OUT);
+    CHECK_EQ_INT(st.copy_format, PGW_COPY_BINARY);
+    pgw_stmt_release(&st);
+    CHECK_EQ_INT(kind_of("COPY (SELECT 1) TO STDOUT WITH BINARY", &st), PGW_STMT_COPY_OUT);
+    CHECK_EQ_INT(st.copy_format, PGW_COPY_BINARY);
+    pgw_stmt_release(&st);
     struct vt_error err = {0};
-    CHECK_EQ_INT(pgw_stmt_read("COPY t TO STDOUT (FORMAT binary)", 32, &st, &err),
-                 VT_ERR_NOT_IMPLEMENTED);
+    CHECK_EQ_INT(pgw_stmt_read("COPY t TO STDOUT (FORMAT binary, HEADER)", 40, &st, &err),
+                 VT_ERR_SQL_SYNTAX);
     vt_error_clear(&err);
     CHECK_EQ_INT(pgw_stmt_read("COPY t TO STDOUT (FREEZE)", 25, &st, &err),
                  VT_ERR_NOT_IMPLEMENTED);

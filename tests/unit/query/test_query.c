@@ -408,7 +408,7 @@ TEST(enum_compares_as_varchar)
               "\"val\":\"ok\"},{\"col\":\"count_e\",\"op\":\"gt\",\"val\":0}]}",
               "SELECT * FROM (SELECT \"cat\", min(\"e\") AS \"min_e\", count(\"e\") AS \"count_e\" FROM " REL
               " GROUP BY \"cat\") AS \"q\" WHERE CAST(\"min_e\" AS VARCHAR) > CAST(? AS VARCHAR)"
-              " AND \"count_e\" > CAST(? AS BIGINT) LIMIT 100");
+              " AND \"count_e\" > CAST(? AS BIGINT) ORDER BY \"cat\" ASC NULLS LAST LIMIT 100");
 }
 
 TEST(order_by_multi_key)
@@ -424,6 +424,17 @@ TEST(distinct)
     CHECK_SQL("{\"columns\":[\"cat\"],\"distinct\":true,\"order_by\":[{\"col\":\"cat\"}]}",
               "SELECT DISTINCT \"cat\" FROM " REL " ORDER BY \"cat\" ASC NULLS LAST LIMIT 100");
     CHECK_SQL_BOUND("{\"columns\":[\"cat\"],\"distinct\":false}", "SELECT \"cat\" FROM " REL, 100);
+    /* Paged, a distinct query is ordered by all its columns after order_by,
+     * so pages partition the result (issue 21 item 5); streamed, it is not. */
+    CHECK_SQL("{\"columns\":[\"cat\",\"id\"],\"distinct\":true,\"page\":3,\"page_size\":10}",
+              "SELECT DISTINCT \"cat\", \"id\" FROM " REL
+              " ORDER BY \"cat\" ASC NULLS LAST, \"id\" ASC NULLS LAST LIMIT 10 OFFSET 20");
+    CHECK_SQL("{\"columns\":[\"cat\",\"id\"],\"distinct\":true,"
+              "\"order_by\":[{\"col\":\"id\",\"dir\":\"desc\"}]}",
+              "SELECT DISTINCT \"cat\", \"id\" FROM " REL
+              " ORDER BY \"id\" DESC NULLS LAST, \"cat\" ASC NULLS LAST LIMIT 100");
+    CHECK_SQL_MODE("{\"columns\":[\"cat\"],\"distinct\":true}", QUERY_STREAM,
+                   "SELECT DISTINCT \"cat\" FROM " REL);
 }
 
 TEST(group_by_with_implicit_count)
@@ -431,7 +442,8 @@ TEST(group_by_with_implicit_count)
     struct compiled *c = compile("{\"group_by\":[\"cat\",\"b\"],\"columns\":[\"ignored\"]}");
     CHECK_EQ_INT(c->code, VT_ERR_OK);
     CHECK_EQ_STR(c->plan.sql, "SELECT * FROM (SELECT \"cat\", \"b\", count(*) AS \"count\" FROM " REL
-                              " GROUP BY \"cat\", \"b\") AS \"q\" LIMIT 100");
+                              " GROUP BY \"cat\", \"b\") AS \"q\""
+                              " ORDER BY \"cat\" ASC NULLS LAST, \"b\" ASC NULLS LAST LIMIT 100");
     CHECK_EQ_INT(c->plan.nout, 3);
     CHECK_EQ_STR(c->plan.out_names[0], "cat");
     CHECK_EQ_STR(c->plan.out_names[1], "b");
@@ -470,7 +482,8 @@ TEST(aggregations_having_order)
     CHECK_SQL("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"sum\",\"col\":\"price\","
               "\"alias\":\"price\"}],\"order_by\":[{\"col\":\"price\"}]}",
               "SELECT * FROM (SELECT \"cat\", sum(\"price\") AS \"price\" FROM " REL
-              " GROUP BY \"cat\") AS \"q\" ORDER BY \"price\" ASC NULLS LAST LIMIT 100");
+              " GROUP BY \"cat\") AS \"q\" ORDER BY \"price\" ASC NULLS LAST,"
+              " \"cat\" ASC NULLS LAST LIMIT 100");
 }
 
 TEST(null_fields_mean_absent)

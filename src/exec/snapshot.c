@@ -1,5 +1,7 @@
 /*
- * A checked statement and the generations it reads (sql.h).
+ * A checked statement and the generations it reads (exec.h, "snapshots"):
+ * the SQL gate (src/sql) on the statement, then a pin on each dataset it
+ * reads.
  *
  * The gate's answer depends on the statement's text and on the set of
  * registered names only, so each thread remembers the last statements it let
@@ -17,7 +19,7 @@
 #include <xxhash.h>
 
 #include "catalog/catalog.h"
-#include "sql/sql.h"
+#include "exec/exec.h"
 
 #define MEMO_ENTRIES 64
 
@@ -67,7 +69,7 @@ static struct memo_table *memo_table(void)
     return t;
 }
 
-void sql_snapshot_thread_release(void)
+void exec_snapshot_thread_release(void)
 {
     pthread_once(&memo_once, memo_key_init);
     struct memo_table *t = pthread_getspecific(memo_key);
@@ -105,7 +107,7 @@ static bool is_dataset(void *ctx, const char *name)
     return cat_has_dataset(ctx, name);
 }
 
-void sql_snapshot_release(struct sql_snapshot *s)
+void exec_snapshot_release(struct exec_snapshot *s)
 {
     for (size_t i = 0; i < s->n; i++)
         exec_unpin(&s->pins[i]);
@@ -117,19 +119,19 @@ void sql_snapshot_release(struct sql_snapshot *s)
     s->lookup = NULL;
 }
 
-enum vt_err sql_snapshot_take(struct cat_catalog *cat, duckdb_connection con, const char *sql,
-                              int64_t deadline_ms, struct sql_snapshot *out,
+enum vt_err exec_snapshot_take(struct cat_catalog *cat, duckdb_connection con, const char *sql,
+                              int64_t deadline_ms, struct exec_snapshot *out,
                               struct vt_error *err)
 {
-    return sql_snapshot_take_opts(cat, con, sql, NULL, deadline_ms, out, err);
+    return exec_snapshot_take_opts(cat, con, sql, NULL, deadline_ms, out, err);
 }
 
-enum vt_err sql_snapshot_take_opts(struct cat_catalog *cat, duckdb_connection con,
+enum vt_err exec_snapshot_take_opts(struct cat_catalog *cat, duckdb_connection con,
                                    const char *sql, const struct sql_gate_options *opts,
-                                   int64_t deadline_ms, struct sql_snapshot *out,
+                                   int64_t deadline_ms, struct exec_snapshot *out,
                                    struct vt_error *err)
 {
-    sql_snapshot_release(out);
+    exec_snapshot_release(out);
     struct sql_checked chk;
     if (checked(cat, con, sql, opts, &chk, err) != VT_ERR_OK)
         return err->code;
@@ -138,32 +140,32 @@ enum vt_err sql_snapshot_take_opts(struct cat_catalog *cat, duckdb_connection co
     chk.rewritten = NULL;
     out->lookup = chk.lookup;
     chk.lookup = NULL;
-    enum vt_err rc = sql_snapshot_pin(cat, chk.depends_on, chk.n_depends_on, deadline_ms, out,
+    enum vt_err rc = exec_snapshot_pin(cat, chk.depends_on, chk.n_depends_on, deadline_ms, out,
                                       err);
     sql_checked_release(&chk);
     return rc;
 }
 
-enum vt_err sql_snapshot_pin(struct cat_catalog *cat, char *const *names, size_t n,
-                             int64_t deadline_ms, struct sql_snapshot *out, struct vt_error *err)
+enum vt_err exec_snapshot_pin(struct cat_catalog *cat, char *const *names, size_t n,
+                             int64_t deadline_ms, struct exec_snapshot *out, struct vt_error *err)
 {
-    if (n > SQL_MAX_DATASETS) {
-        sql_snapshot_release(out);
+    if (n > EXEC_MAX_DATASETS) {
+        exec_snapshot_release(out);
         return vt_error_set(err, VT_ERR_LIMIT_EXCEEDED,
                             "the statement reads %zu datasets; at most %d are allowed", n,
-                            SQL_MAX_DATASETS);
+                            EXEC_MAX_DATASETS);
     }
     for (size_t i = 0; i < n; i++) {
         struct exec_pin *p = &out->pins[out->n];
         if (exec_pin(cat, names[i], deadline_ms, p, err) != VT_ERR_OK) {
-            sql_snapshot_release(out);
+            exec_snapshot_release(out);
             return err->code;
         }
         /* A statement reads the generation through its whole view: a lazy
          * S3 one has its objects made local first (and held) for it. */
         if (cat_generation_read_all(p->gen, deadline_ms, &p->reads, err) != VT_ERR_OK) {
             exec_unpin(p);
-            sql_snapshot_release(out);
+            exec_snapshot_release(out);
             return err->code;
         }
         out->views[out->n].name = cat_dataset_name(p->ds);
@@ -216,4 +218,14 @@ static enum vt_err checked(struct cat_catalog *cat, duckdb_connection con, const
     if (slot == t->n)
         t->n++;
     return rc;
+}
+
+enum vt_err exec_sql_check(struct cat_catalog *cat, duckdb_connection con, const char *sql,
+                           struct vt_error *err)
+{
+    struct sql_checked chk;
+    if (checked(cat, con, sql, NULL, &chk, err) != VT_ERR_OK)
+        return err->code;
+    sql_checked_release(&chk);
+    return VT_ERR_OK;
 }
