@@ -368,7 +368,8 @@ static bool printf_format_ok(const char *f, size_t n, char *why, size_t cap)
             continue;
         while (i < n && !isalpha((unsigned char)f[i])) {
             if (f[i] == '*') {
-                snprintf(why, cap, "a width or precision taken from an argument (*)");
+                snprintf(why, cap, "a width or precision taken from an argument (*): its limit "
+                                   "cannot be checked");
                 return false;
             }
             if (isdigit((unsigned char)f[i])) {
@@ -381,8 +382,8 @@ static bool printf_format_ok(const char *f, size_t n, char *why, size_t cap)
                 if (i < n && f[i] == '$')
                     ; /* a position, not a width */
                 else if (v > VT_SQL_MAX_FORMAT_WIDTH) {
-                    snprintf(why, cap, "a width or precision of %" PRIu64 " (at most %d)", v,
-                             VT_SQL_MAX_FORMAT_WIDTH);
+                    snprintf(why, cap, "a width or precision of %" PRIu64 ", over the limit of %d",
+                             v, VT_SQL_MAX_FORMAT_WIDTH);
                     return false;
                 }
                 i--;
@@ -407,7 +408,8 @@ static bool fmt_format_ok(const char *f, size_t n, char *why, size_t cap)
         size_t j = i + 1;
         while (j < n && f[j] != '}') {
             if (f[j] == '{') {
-                snprintf(why, cap, "a width or precision taken from an argument ({:{}})");
+                snprintf(why, cap, "a width or precision taken from an argument ({:{}}): its "
+                                   "limit cannot be checked");
                 return false;
             }
             j++;
@@ -423,7 +425,7 @@ static bool fmt_format_ok(const char *f, size_t n, char *why, size_t cap)
                 k++;
             }
             if (v > VT_SQL_MAX_FORMAT_WIDTH) {
-                snprintf(why, cap, "a width or precision of %" PRIu64 " (at most %d)", v,
+                snprintf(why, cap, "a width or precision of %" PRIu64 ", over the limit of %d", v,
                          VT_SQL_MAX_FORMAT_WIDTH);
                 return false;
             }
