@@ -311,6 +311,12 @@ void cat_unregistered(struct cat_catalog *cat, struct cat_dataset *ds)
 {
     pthread_mutex_lock(&ds->mu);
     ds->registered = false;
+    /* A build still running for it would only publish into nothing (and
+     * hold a builder): cancel it, DuckDB interrupted. */
+    if (ds->build_job) {
+        atomic_store(&ds->build_job->cancelled, true);
+        eng_pool_interrupt(cat->builders, ds->build_job);
+    }
     pthread_mutex_unlock(&ds->mu);
     cat_scheduler_cancel(cat->sched, ds->cfg.name);
     cat_dataset_put(ds);
@@ -1016,6 +1022,9 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     pthread_mutex_lock(&ds->mu);
     ds->state = CAT_BUILDING; /* already, since it was queued */
     ds->building = true;
+    ds->build_job = job;
+    if (!ds->registered && !startup)
+        atomic_store(&job->cancelled, true); /* deleted while it was queued */
     struct vt_dataset_config cfg;
     int copied = config_dataset_copy(&cfg, &ds->cfg);
     pthread_mutex_unlock(&ds->mu);
@@ -1054,7 +1063,13 @@ static void build_run(struct eng_job *job, duckdb_connection con)
         char d[64];
         config_format_duration(timeout, d);
         vt_error_clear(&err);
-        if (atomic_load(&job->cancelled))
+        pthread_mutex_lock(&ds->mu);
+        bool deleted = !ds->registered;
+        pthread_mutex_unlock(&ds->mu);
+        if (atomic_load(&job->cancelled) && deleted)
+            vt_error_set(&err, VT_ERR_TIMEOUT, "build of %s cancelled: the dataset was deleted",
+                         cfg.name);
+        else if (atomic_load(&job->cancelled))
             vt_error_set(&err, VT_ERR_TIMEOUT, "build of %s cancelled (the server is stopping)",
                          cfg.name);
         else if (by_request)
@@ -1112,6 +1127,7 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     if ((unsigned)bj->source < 5)
         ds->builds[bj->source][gen ? 0 : 1]++;
     ds->building = false;
+    ds->build_job = NULL;
     ds->build_queued = false;
     pthread_cond_broadcast(&ds->built_cv);
     pthread_mutex_unlock(&ds->mu);

@@ -913,8 +913,10 @@ const struct cfg_key cfg_schema[] = {
      .doc = "s3.endpoint is an http:// or https:// URL; http:// needs s3.allow_http = true."},
     {"dataset", "refresh", CFG_T_TABLE, D(refresh.set), .flags = CFG_SETS,
      .doc = "When the dataset rebuilds by itself."},
-    {"dataset.refresh", "interval", CFG_T_DURATION, D(refresh.interval_ms), .min = 1,
-     .def_doc = "unset: no schedule", .example = "\"1h\"", .doc = "Rebuild this often."},
+    {"dataset.refresh", "interval", CFG_T_DURATION, D(refresh.interval_ms), .min = 1000,
+     .def_doc = "unset: no schedule", .example = "\"1h\"",
+     .doc = "Rebuild this often; at least 1s (a shorter schedule would rebuild without "
+            "pause)."},
     {"dataset.refresh", "on_upstream_reload", CFG_T_BOOL, D(refresh.on_upstream_reload),
      .flags = CFG_QUERY_ONLY, .def = "false", .example = "true",
      .doc = "Kind query: rebuild after a dataset it depends on is reloaded."},
