@@ -78,6 +78,7 @@ struct eng_pool {
     int64_t retirements;        /* since start, for the log and tests */
     pthread_t watchdog;
     bool watchdog_started;
+    bool watchdog_stop;         /* set by eng_pool_destroy once the workers are gone */
     struct eng_pool *next_live; /* live_pools, under live_mu */
 };
 
@@ -683,7 +684,7 @@ static void *watchdog_main(void *arg)
         nanosleep(&period, NULL);
         int64_t now = time_mono_ms();
         pthread_mutex_lock(&pool->mu);
-        bool stop = pool->stopping && pool->running == 0 && pool->queued == 0;
+        bool stop = pool->watchdog_stop;
         /* A LONG job held back by the cap whose deadline passed is taken by
          * an idle worker now (it only answers 504). */
         if (pool->head[ENG_JOB_LONG] && deadline_passed(pool->head[ENG_JOB_LONG], now))
@@ -904,24 +905,28 @@ void eng_pool_destroy(struct eng_pool *pool)
     pthread_cond_broadcast(&pool->cv);
     pthread_cond_broadcast(&pool->cv_stream);
     pthread_mutex_unlock(&pool->mu);
-    for (int i = 0; i < pool->n; i++) {
+    for (int i = 0; i < pool->n; i++)
         pthread_join(pool->workers[i]->thread, NULL);
-        duckdb_disconnect(&pool->workers[i]->con);
-        free(pool->workers[i]);
-    }
-    if (pool->watchdog_started)
-        pthread_join(pool->watchdog, NULL);
-    /* Workers retired while stuck in DuckDB: interrupted already; wait a
-     * bounded time. One still running after it keeps the pool alive (the
-     * process is ending). */
+    /* Workers retired while stuck in DuckDB, and overflow workers: the
+     * watchdog still interrupts them at their deadlines; wait a bounded
+     * time. One still running after it keeps the pool alive (the process is
+     * ending). */
     pthread_mutex_lock(&pool->mu);
     int64_t until = time_mono_ms() + (int64_t)VT_SHUTDOWN_JOIN_SECS * 1000;
     pthread_cond_broadcast(&pool->cv); /* idle overflow workers end */
     while ((pool->n_retired > 0 || pool->n_extra > 0) && time_mono_ms() < until)
         time_cond_wait(&pool->cv_retired, &pool->mu, until);
     bool left = pool->n_retired > 0 || pool->n_extra > 0;
+    pool->watchdog_stop = true;
     pthread_mutex_unlock(&pool->mu);
+    /* The watchdog reads the workers: it goes before they do. */
+    if (pool->watchdog_started)
+        pthread_join(pool->watchdog, NULL);
     bury(pool);
+    for (int i = 0; i < pool->n; i++) {
+        duckdb_disconnect(&pool->workers[i]->con);
+        free(pool->workers[i]);
+    }
     if (left) {
         log_warn("pool %s: %d worker(s) still inside DuckDB at shutdown", pool->name,
                  pool->n_retired + pool->n_extra);

@@ -28,6 +28,7 @@ import requests
 
 from conftest import Server, dataset_block, server_block, write_parquet
 from pgwire_util import pg_port
+from test_arrow_http import asan_env
 
 MIB = 1024 * 1024
 LIMIT_MIB = 256                  # memory_limit below
@@ -81,7 +82,7 @@ def srv(tmp_path_factory):
     cfg = (server_block(memory_limit=f"{LIMIT_MIB}MiB", request_timeout_ms=1500, workers=2) +
            "[sql]\nenabled = true\nmax_rows = 10\n[mcp]\nenabled = true\nexpose_sql = true\n"
            "[server.pgwire]\nenabled = true\nport = 0\n" + dataset_block("t", f))
-    s = Server(d, cfg)
+    s = Server(d, cfg, env=asan_env())  # RSS means what the server holds, under ASan too
     s.start()
     s.wait_ready()
     s.pg = pg_port(s)
