@@ -24,7 +24,7 @@ CFLAGS  := -std=c17 -g -fno-omit-frame-pointer -pthread $(OPT) $(WARN) $(DEFS) -
 CXXFLAGS:= -std=c++17 -g -fno-omit-frame-pointer -pthread $(OPT) -Wall -Wextra -Werror -Isrc -MMD -MP
 RPATH   := -Wl,-rpath,'$$ORIGIN/../third_party/duckdb:$$ORIGIN/../../third_party/duckdb:$$ORIGIN/../../../third_party/duckdb'
 LDLIBS  := -L$(DUCKDB_DIR) -lduckdb $(RPATH) -lmicrohttpd -ljansson -lcurl -lz -lbrotlienc -lbrotlidec \
-           -lzstd -lxxhash -lexpat -lssl -lcrypto -ldouble-conversion -lstdc++ -lpthread -lm
+           -lzstd -lxxhash -lexpat -lssl -lcrypto -lsystemd -ldouble-conversion -lstdc++ -lpthread -lm
 LDFLAGS := -pthread $(SANLD)
 
 LIB_C    := $(filter-out src/main.c,$(shell find src -name '*.c' | sort))
@@ -141,7 +141,7 @@ $(BUILDINFO_H): FORCE
 	fi
 $(BUILD)/obj/src/api/probes.o: $(BUILDINFO_H)
 $(BUILD)/obj/src/api/probes.o: CFLAGS += -include $(BUILDINFO_H)
-.PHONY: FORCE
+.PHONY: FORCE deploy-check soak
 FORCE:
 
 $(BUILD)/obj/%.o: %.cc
@@ -186,7 +186,22 @@ e2e: all $(UNIT_BIN)
 # black-box tests measure time-outs and must not share the CPU with them).
 check: all $(UNIT_BIN)
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory deploy-check
 	@$(MAKE) --no-print-directory e2e
+
+# The deployment files (deploy/): the Kubernetes manifests are the Helm chart
+# rendered and pass the API schemas, the configs they carry pass check-config,
+# the systemd unit passes systemd-analyze verify (deploy/check.sh).
+deploy-check: $(BUILD)/vitrine
+	@./deploy/check.sh $(abspath $(BUILD))
+
+# The soak (not part of check; minutes): mixed HTTP, pgwire and MCP load with
+# reloads on a writer and readers, RSS/fds/threads slopes, S3 faults, a full
+# disk and kill -9 in every write path (tests/soak/soak.py; SOAK_SECS=1800
+# for the 30-minute run).
+SOAK_SECS ?= 300
+soak: all
+	VITRINE_BUILD=$(abspath $(BUILD)) SOAK_SECS=$(SOAK_SECS) $(PYTHON) tests/soak/soak.py
 
 # The attack catalogue (issue 10): every tests/e2e/test_hostile_*.py against
 # fresh servers. Part of `make check` too; this runs it alone (under 5 minutes).

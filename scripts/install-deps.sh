@@ -8,9 +8,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 packages=(
     build-essential pkg-config git ca-certificates curl
     libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev zlib1g-dev
-    libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev
+    libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev libsystemd-dev systemd
     python3 python3-pytest python3-pytest-xdist python3-requests python3-jwt python3-cryptography
-    python3-psycopg python3-psycopg2
+    python3-venv
+    python3-psycopg python3-psycopg2 python3-sqlalchemy
+    default-jdk-headless libpostgresql-jdbc-java
     nginx wrk postgresql-client postgresql-contrib brotli zstd gdb valgrind linux-perf
     clang libclang-rt-14-dev
     prometheus python3-jsonschema chromium
@@ -41,6 +43,26 @@ fi
 
 "$top/scripts/fetch-duckdb.sh"
 
+# moto_server, the S3 server of the S3 tests (tests/e2e/s3_fixtures.py). It is
+# not a Debian package: the development machines have it in their image's
+# pyenv Python (/root/.pyenv/shims/moto_server). Elsewhere it is installed
+# from PyPI into a venv in the git-ignored third_party/moto, when pip can
+# reach its index; without it the S3 tests fail saying so.
+moto_version=5.2.1
+if [ -z "${VT_MOTO_SERVER:-}" ] && ! command -v moto_server >/dev/null &&
+   [ ! -x "$top/third_party/moto/bin/moto_server" ] && [ ! -x /root/.pyenv/shims/moto_server ]; then
+    if python3 -m venv "$top/third_party/moto" &&
+       "$top/third_party/moto/bin/pip" install --quiet --disable-pip-version-check \
+           --timeout 20 --retries 1 "moto[server]==$moto_version"; then
+        echo "moto_server $moto_version installed in third_party/moto"
+    else
+        rm -rf "$top/third_party/moto"
+        echo "warning: moto_server is not installed (pip could not reach PyPI?): the S3 tests" \
+             "will fail until it is (pip install 'moto[server]==$moto_version', then set" \
+             "VT_MOTO_SERVER to its moto_server)" >&2
+    fi
+fi
+
 # npm test clients, pinned by package-lock.json; reinstalled when the lock
 # file is newer than what node_modules was installed from.
 e2e="$top/tests/e2e"
@@ -67,4 +89,14 @@ if [ -f "$swagger/package-lock.json" ] &&
    { [ ! -f "$swagger/node_modules/.package-lock.json" ] ||
      [ "$swagger/package-lock.json" -nt "$swagger/node_modules/.package-lock.json" ]; }; then
     (cd "$swagger" && npm ci --silent --no-audit --no-fund --ignore-scripts)
+fi
+
+# The Kubernetes schema validator of `make deploy-check` (deploy/check:
+# kubernetes-models and its KEDA and prometheus-operator models, pinned by
+# package-lock.json).
+deploycheck="$top/deploy/check"
+if [ -f "$deploycheck/package-lock.json" ] &&
+   { [ ! -f "$deploycheck/node_modules/.package-lock.json" ] ||
+     [ "$deploycheck/package-lock.json" -nt "$deploycheck/node_modules/.package-lock.json" ]; }; then
+    (cd "$deploycheck" && npm ci --silent --no-audit --no-fund --ignore-scripts)
 fi

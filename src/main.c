@@ -25,9 +25,11 @@
 
 #include "api/api.h"
 #include "catalog/catalog.h"
+#include "cluster/cluster.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "http/server.h"
+#include "notify/notify.h"
 #include "pgwire/pgwire.h"
 #include "quack/quack.h"
 #include "saved/saved.h"
@@ -43,13 +45,14 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: vitrine [--config FILE] [--port N]  serve the datasets of a config file\n"
+            "usage: vitrine [--config FILE] [--port N] [--role R]  serve the datasets of a config file\n"
             "       vitrine init [DIR]          write a commented datasets.toml into DIR (default .)\n"
             "       vitrine check-config FILE   validate a config file and exit\n"
             "       vitrine --version           print the version\n"
             "       vitrine --help              this text\n"
             "\n"
-            "--port overrides server.port (0 picks a free port; the log says which).\n"
+            "--port overrides server.port (0 picks a free port; the log says which);\n"
+            "--role overrides cluster.role (standalone, writer or reader).\n"
             "Config file resolution: --config, $VITRINE_CONFIG_FILE, ./datasets.toml,\n"
             "$HOME/datasets.toml. Environment: ADMIN_TOKEN (admin endpoints),\n"
             "VITRINE_LOG (error|warn|info|debug), AWS_* (S3 credentials).\n");
@@ -204,7 +207,16 @@ static bool bounded_teardown(struct api_app *app, duckdb_database *db)
     return done;
 }
 
-static int serve(const char *config_path, int port_override)
+/* /readyz's answer, for the systemd notifier. */
+static bool app_ready(void *ctx, int64_t *out_datasets)
+{
+    struct api_app *app = ctx;
+    if (cluster_role(app->cluster) == CFG_ROLE_READER)
+        return cluster_reader_ready(app->cluster, out_datasets);
+    return cat_ready(app->catalog, out_datasets);
+}
+
+static int serve(const char *config_path, int port_override, int role_override)
 {
     struct vt_config cfg;
     struct vt_error err = {0};
@@ -221,14 +233,26 @@ static int serve(const char *config_path, int port_override)
     }
     if (port_override >= 0)
         cfg.server.port = port_override;
+    if (role_override >= 0) {
+        cfg.cluster.role = (enum cfg_cluster_role)role_override;
+        if (cfg.cluster.role != CFG_ROLE_STANDALONE && !cfg.cluster.storage) {
+            log_error("--role %s needs cluster.storage in the config file",
+                      config_cluster_role_name(cfg.cluster.role));
+            config_free(&cfg);
+            return 1;
+        }
+    }
+    bool reader = cfg.cluster.role == CFG_ROLE_READER;
     /* Saved queries of kind "query" (server.saved_queries_dir): a file that
      * does not read, or names a dataset the config has, is skipped with an
-     * error naming it; only an unreadable directory stops the start. */
+     * error naming it; only an unreadable directory stops the start. A
+     * reader's datasets, saved queries included, are the writer's. */
     struct saved_file *saved = NULL;
     size_t n_saved = 0;
     struct strvec skipped = {0};
     enum vt_err saved_rc =
-        saved_load(cfg.server.saved_queries_dir, &cfg, &saved, &n_saved, &skipped, &err);
+        reader ? VT_ERR_OK
+               : saved_load(cfg.server.saved_queries_dir, &cfg, &saved, &n_saved, &skipped, &err);
     for (size_t i = 0; i < skipped.len; i++)
         log_error("%s", skipped.items[i]);
     strvec_free(&skipped);
@@ -255,6 +279,7 @@ static int serve(const char *config_path, int port_override)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
@@ -266,6 +291,7 @@ static int serve(const char *config_path, int port_override)
     struct api_app app = {.cfg = &cfg, .started_at_us = time_wall_us()};
     struct http_server *srv = NULL;
     struct pgw_server *pg = NULL;
+    struct notify *notifier = NULL;
     char *runtime_dir = make_runtime_dir();
     if (!runtime_dir) {
         log_error("cannot create a runtime directory: %s", strerror(errno));
@@ -327,7 +353,7 @@ static int serve(const char *config_path, int port_override)
 
     if (cfg.server.pgwire.enabled) {
         struct pgw_server_options po = {.cfg = &cfg, .catalog = app.catalog,
-                                        .pool = app.queries};
+                                        .pool = app.queries, .auth = &app.auth};
         pg = pgw_server_start(&po, &err);
         if (!pg)
             goto fail;
@@ -354,6 +380,13 @@ static int serve(const char *config_path, int port_override)
              http_server_port(srv), cfg.server.prefix ? cfg.server.prefix : "", workers);
 
     log_start_flusher();
+    /* [cluster]: the writer publishes what it builds, a reader imports what
+     * the writer published (hooks installed before the catalog starts). */
+    struct cluster_options co = {.cfg = &cfg, .catalog = app.catalog, .runtime_dir = runtime_dir,
+                                 .http_port = http_server_port(srv)};
+    app.cluster = cluster_create(&co, &err);
+    if (!app.cluster && cfg.cluster.role != CFG_ROLE_STANDALONE)
+        goto fail;
     /* Datasets build in the background; requests meanwhile get 503. */
     struct vt_dataset_config *restored = calloc(n_saved ? n_saved : 1, sizeof *restored);
     for (size_t i = 0; restored && i < n_saved; i++)
@@ -366,17 +399,59 @@ static int serve(const char *config_path, int port_override)
     /* Quack (when enabled) loads its extension now and serves once the
      * datasets are registered and built; it says so when it cannot. */
     struct quack_server *quack = quack_start(&cfg, db, app.catalog);
+    if (cluster_start(app.cluster, &err) != VT_ERR_OK)
+        log_error("%s", vt_error_message(&err));
+    notifier = notify_start(app_ready, &app, http_server_port(srv), cfg.server.prefix);
 
     int sig = 0;
-    sigwait(&sigs, &sig);
-    log_info("received %s: draining (up to %lld s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+    for (;;) {
+        sigwait(&sigs, &sig);
+        if (sig != SIGHUP)
+            break;
+        /* SIGHUP: the config file's new datasets, as POST /config/reload. */
+        notify_reloading(notifier);
+        if (reader)
+            log_info("SIGHUP: a reader's datasets come from the writer; nothing to reload");
+        else
+            api_config_reload_signal(&app);
+        notify_reloaded(notifier);
+    }
+    /* Not ready from now on (the balancer takes this process out), but
+     * everything else is served for the drain delay; then the listeners
+     * close and in-flight work gets shutdown_timeout_secs. */
+    atomic_store(&app.draining, true);
+    notify_stopping(notifier);
+    log_info("received %s: not ready; serving %lld s more, then draining (up to %lld s)",
+             sig == SIGTERM ? "SIGTERM" : "SIGINT", (long long)cfg.server.drain_delay_secs,
              (long long)cfg.server.shutdown_timeout_secs);
+    if (cfg.server.drain_delay_secs > 0) {
+        /* A second SIGTERM or SIGINT cuts the delay short. */
+        struct timespec delay = {.tv_sec = (time_t)cfg.server.drain_delay_secs};
+        sigset_t stop_sigs;
+        sigemptyset(&stop_sigs);
+        sigaddset(&stop_sigs, SIGTERM);
+        sigaddset(&stop_sigs, SIGINT);
+        int64_t until = time_mono_ms() + cfg.server.drain_delay_secs * 1000;
+        while (time_mono_ms() < until) {
+            int64_t left = until - time_mono_ms();
+            delay.tv_sec = (time_t)(left / 1000);
+            delay.tv_nsec = (long)(left % 1000) * 1000000L;
+            if (sigtimedwait(&sigs, NULL, &delay) > 0) {
+                log_info("second signal: ending the drain delay");
+                break;
+            }
+        }
+    }
     int64_t drain_until = time_mono_ms() + cfg.server.shutdown_timeout_secs * 1000;
     quack_stop(quack);
     pgw_server_shutdown(pg);
     bool clean = http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
     clean = pgw_server_destroy(pg, drain_until) && clean;
     pg = NULL;
+    notify_stop(notifier);
+    notifier = NULL;
+    /* No more polling, publishing or collecting (its S3 requests are cut). */
+    cluster_stop(app.cluster);
     /* Builds are cancelled with the catalog; queries were interrupted above. */
     if (app.admin_pool)
         eng_pool_interrupt_all(app.admin_pool);
@@ -400,12 +475,15 @@ static int serve(const char *config_path, int port_override)
 fail:
     log_error("%s", vt_error_message(&err));
 out:
+    notify_stop(notifier);
+    cluster_stop(app.cluster);
     pgw_server_destroy(pg, 0);
     saved_files_free(saved, n_saved);
     eng_sampler_stop(app.sampler);
     eng_pool_destroy(app.admin_pool);
     eng_pool_destroy(app.queries);
     cat_destroy(app.catalog);
+    cluster_destroy(app.cluster);
     auth_bearer_destroy(app.auth.bearer);
     eng_close(&db);
     if (runtime_dir)
@@ -423,7 +501,7 @@ int main(int argc, char **argv)
 {
     log_init_from_env();
     const char *config_arg = NULL;
-    int port = -1;
+    int port = -1, role = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -460,6 +538,15 @@ int main(int argc, char **argv)
             config_arg = a + 9;
             continue;
         }
+        if (!strcmp(a, "--role") || !strncmp(a, "--role=", 7)) {
+            const char *v = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
+            role = v ? config_cluster_role_parse(v) : -1;
+            if (role < 0) {
+                fprintf(stderr, "vitrine: --role needs standalone, writer or reader\n");
+                return 2;
+            }
+            continue;
+        }
         if (!strcmp(a, "--port") || !strncmp(a, "--port=", 7)) {
             const char *v = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
             char *end = NULL;
@@ -480,7 +567,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "vitrine: cannot read config file %s\n", config_arg);
         return 1;
     }
-    int rc = serve(path, port);
+    int rc = serve(path, port, role);
     free(path);
     return rc;
 }

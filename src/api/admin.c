@@ -66,6 +66,8 @@ static void reload_job(struct http_request *req)
 
 void api_dataset_reload(struct http_request *req)
 {
+    if (api_writer_only(req))
+        return;
     if (!cat_has_dataset(api_app(req)->catalog, http_req_param(req, 0))) {
         api_dataset_or_404(req);
         return;
@@ -75,6 +77,8 @@ void api_dataset_reload(struct http_request *req)
 
 void api_reload_all(struct http_request *req)
 {
+    if (api_writer_only(req))
+        return;
     struct strvec enqueued, skipped;
     cat_reload_all(api_app(req)->catalog, &enqueued, &skipped);
     struct strbuf body;
@@ -155,6 +159,8 @@ static void register_job(struct http_request *req)
 
 void api_datasets_register(struct http_request *req)
 {
+    if (api_writer_only(req))
+        return;
     http_defer(req, api_app(req)->admin_pool, register_job);
 }
 
@@ -269,6 +275,8 @@ static void defer_config_file_job(struct http_request *req, http_job_fn job, con
 
 void api_datasets_persist(struct http_request *req)
 {
+    if (api_writer_only(req))
+        return;
     defer_config_file_job(req, persist_job, "persist to");
 }
 
@@ -358,5 +366,36 @@ static void config_reload_job(struct http_request *req)
 
 void api_config_reload(struct http_request *req)
 {
+    if (api_writer_only(req))
+        return;
     defer_config_file_job(req, config_reload_job, "reload");
+}
+
+void api_config_reload_signal(struct api_app *app)
+{
+    if (!app->cfg->path) {
+        log_info("SIGHUP: no config file to reload");
+        return;
+    }
+    struct vt_config cfg;
+    struct vt_error err = {0};
+    if (config_load_file(app->cfg->path, &cfg, &err) != VT_ERR_OK) {
+        log_error("SIGHUP: %s", vt_error_message(&err));
+        return;
+    }
+    size_t registered = 0;
+    for (size_t i = 0; i < cfg.n_datasets; i++) {
+        if (cat_has_dataset(app->catalog, cfg.datasets[i].name))
+            continue;
+        struct cat_build_result *r = NULL;
+        vt_error_clear(&err);
+        if (cat_register_dataset(app->catalog, &cfg.datasets[i], true, &r, &err) == VT_ERR_OK)
+            registered++;
+        else
+            log_error("SIGHUP: dataset %s: %s", cfg.datasets[i].name, vt_error_message(&err));
+        cat_build_result_put(r);
+    }
+    log_info("SIGHUP: config %s reloaded: %zu new dataset%s registered (building)",
+             app->cfg->path, registered, registered == 1 ? "" : "s");
+    config_free(&cfg);
 }

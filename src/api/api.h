@@ -9,6 +9,7 @@
 
 #include <duckdb.h>
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "auth/auth.h"
@@ -17,8 +18,11 @@
 #include "encode/arrow_duckdb.h"
 #include "engine/engine.h"
 #include "exec/exec.h"
+#include "http/conditional.h"
 #include "http/server.h"
 #include "util/jsonw.h"
+
+struct cluster;
 
 struct api_app {
     const struct vt_config *cfg;
@@ -29,6 +33,8 @@ struct api_app {
     const char *runtime_dir;    /* private scratch space of this process */
     struct eng_sampler *sampler;/* DuckDB memory for the metrics (NULL: metrics off) */
     int64_t started_at_us;      /* wall clock at start (process_start_time_seconds) */
+    struct cluster *cluster;    /* [cluster] writer or reader; NULL standalone */
+    atomic_bool draining;       /* SIGTERM seen: /readyz answers 503 */
 };
 
 /* The static rows of routes.def (under server.prefix). */
@@ -75,6 +81,18 @@ void api_dataset_parquet(struct http_request *req);
 void api_dataset_query(struct http_request *req);
 void api_dataset_query_stream(struct http_request *req);
 void api_dataset_count(struct http_request *req);
+/* GET .../query?q=<query JSON>: the POST's answer as a URL (query.c). */
+void api_dataset_query_get(struct http_request *req);
+/* GET .../summary and POST .../facets (explore.c, over src/explore). */
+void api_dataset_summary(struct http_request *req);
+void api_dataset_facets(struct http_request *req);
+/* W/"<generation id>-<xxh3 of what>": a weak ETag for an answer that is a
+ * function of the generation and `what` (a query, a column list). */
+void api_weak_etag(const char *gen_id, const char *what, size_t what_len,
+                   char out[HTTP_ETAG_MAX]);
+/* Adds ETag and Cache-Control: no-cache; answers 304 (true) when the
+ * request's If-None-Match matches. */
+bool api_not_modified(struct http_request *req, const char *etag);
 void api_sql(struct http_request *req);
 /* The MCP endpoint and its protected-resource metadata (routes.c: src/mcp
  * with what it serves from). */
@@ -111,10 +129,21 @@ void api_queries_delete(struct http_request *req);
 /* The build's version and git commit ("" when unknown), as /version says. */
 void api_build_info(const char **out_version, const char **out_git_sha);
 
+/* On a cluster reader: answers an admin or write call (409 not_writer, or
+ * relayed to cluster.writer_url) and returns true; false elsewhere. */
+bool api_writer_only(struct http_request *req);
+/* SIGHUP: registers the config file's datasets that are not registered yet
+ * (what POST /api/v1/config/reload does), logging the outcome. */
+void api_config_reload_signal(struct api_app *app);
+
 /* Helpers shared by handlers. */
 /* The JSON object of the request body (415 / 400 invalid_json / 400
  * limit_exceeded on failure). An empty body is {} when empty_is_object. */
 json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_error *err);
+/* The JSON object in the query parameter `key` (GET /query?q=...), URL-
+ * decoded; absent or empty is {}. 400 invalid_json / limit_exceeded as for
+ * bodies. */
+json_t *api_json_query_param(struct http_request *req, const char *key, struct vt_error *err);
 struct api_app *api_app(struct http_request *req);
 /* Looks up the {name} parameter; replies 404 and returns NULL when unknown. */
 struct cat_dataset *api_dataset_or_404(struct http_request *req);
@@ -149,6 +178,9 @@ struct api_sink {
     /* Where the time went (the plan points here); sent as Server-Timing
      * with the reply, or with the first bytes of a stream. */
     struct exec_timing timing;
+    /* "include_total": the JSON tail's "total" (and X-Total-Count) */
+    bool has_total;
+    int64_t total;
 };
 
 /* mode QUERY_COUNT always answers JSON; a paged reply takes page/page_size
@@ -159,6 +191,8 @@ void api_sink_init(struct api_sink *a, struct http_request *req, enum query_mode
  * Arrow stream, within the call's caps (max_rows). */
 void api_sink_init_sql(struct api_sink *a, struct http_request *req, enum api_format format);
 void api_sink_release(struct api_sink *a);
+/* The request's total row count: X-Total-Count, and "total" in a JSON page. */
+void api_sink_set_total(struct api_sink *a, int64_t total);
 /* ?format=json|arrow, else Accept negotiation (Arrow when the client names it
  * with q > 0 and does not prefer JSON). INVALID_QUERY for another format. */
 enum vt_err api_choose_format(struct http_request *req, enum api_format *out,

@@ -8,6 +8,7 @@
  * containers: {} is 1, {"a":[1]} is 2; scalars add nothing.
  */
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -45,6 +46,33 @@ static int json_depth(const json_t *v, int depth)
     return max;
 }
 
+/* text[0..len) as one JSON object; `what` names it in messages. */
+static json_t *parse_object(const char *text, size_t len, const char *what, struct vt_error *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        vt_error_set(err, json_error_code(&jerr) == json_error_duplicate_key
+                              ? VT_ERR_DUPLICATE_KEY : VT_ERR_INVALID_JSON,
+                     "invalid JSON%s at line %d, column %d: %s", what, jerr.line, jerr.column,
+                     jerr.text);
+        return NULL;
+    }
+    if (json_depth(root, 1) > VT_MAX_JSON_DEPTH) {
+        json_decref(root);
+        vt_error_set(err, VT_ERR_LIMIT_EXCEEDED, "JSON nesting deeper than %d levels",
+                     VT_MAX_JSON_DEPTH);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        vt_error_set(err, VT_ERR_INVALID_JSON, "%s must be a JSON object",
+                     what[0] ? what + 4 : "request body");
+        return NULL;
+    }
+    return root;
+}
+
 json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_error *err)
 {
     size_t len;
@@ -59,25 +87,20 @@ json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_
                      "request body must be sent with Content-Type: application/json");
         return NULL;
     }
-    json_error_t jerr;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        vt_error_set(err, json_error_code(&jerr) == json_error_duplicate_key
-                              ? VT_ERR_DUPLICATE_KEY : VT_ERR_INVALID_JSON,
-                     "invalid JSON at line %d, column %d: %s", jerr.line, jerr.column,
-                     jerr.text);
+    return parse_object(body, len, "", err);
+}
+
+json_t *api_json_query_param(struct http_request *req, const char *key, struct vt_error *err)
+{
+    size_t len;
+    const char *text = http_req_query_n(req, key, &len);
+    if (!text || len == 0)
+        return json_object();
+    char what[48];
+    snprintf(what, sizeof what, " in ?%s", key);
+    if (memchr(text, '\0', len)) {
+        vt_error_set(err, VT_ERR_INVALID_JSON, "invalid JSON%s: it holds a NUL byte", what);
         return NULL;
     }
-    if (json_depth(root, 1) > VT_MAX_JSON_DEPTH) {
-        json_decref(root);
-        vt_error_set(err, VT_ERR_LIMIT_EXCEEDED, "JSON nesting deeper than %d levels",
-                     VT_MAX_JSON_DEPTH);
-        return NULL;
-    }
-    if (!json_is_object(root)) {
-        json_decref(root);
-        vt_error_set(err, VT_ERR_INVALID_JSON, "request body must be a JSON object");
-        return NULL;
-    }
-    return root;
+    return parse_object(text, len, what, err);
 }

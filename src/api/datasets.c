@@ -65,12 +65,14 @@ struct cat_generation *api_generation_or_reply(struct http_request *req,
     if (!ds)
         return NULL;
     struct vt_error err = {0};
-    struct cat_generation *gen = cat_dataset_acquire(ds, http_req_deadline(req), &err);
+    struct cat_generation *gen = cat_dataset_acquire_id(ds, http_req_query(req, "generation"),
+                                                        http_req_deadline(req), &err);
     if (!gen) {
         cat_dataset_put(ds);
         http_reply_vterr(req, &err);
         return NULL;
     }
+    http_add_header(req, "X-Dataset-Generation", gen->id);
     *out_ds = ds;
     return gen;
 }

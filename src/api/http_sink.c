@@ -114,8 +114,20 @@ static const struct query_request *query_of(const struct api_sink *a)
 static void write_page_tail(struct api_sink *a)
 {
     const struct query_request *q = query_of(a);
-    sb_addf(body(a), "],\"page\":%lld,\"page_size\":%lld}", q ? (long long)q->page : 1LL,
+    sb_addf(body(a), "],\"page\":%lld,\"page_size\":%lld", q ? (long long)q->page : 1LL,
             q ? (long long)q->page_size : 0LL);
+    if (a->has_total)
+        sb_addf(body(a), ",\"total\":%lld", (long long)a->total);
+    sb_addc(body(a), '}');
+}
+
+void api_sink_set_total(struct api_sink *a, int64_t total)
+{
+    char n[24];
+    a->has_total = true;
+    a->total = total;
+    snprintf(n, sizeof n, "%lld", (long long)total);
+    http_add_header(a->req, "X-Total-Count", n);
 }
 
 /* Which publish of the dataset the answer reads (a query of one dataset). */
@@ -127,6 +139,10 @@ static void add_refreshed_at(struct api_sink *a)
         time_format_rfc3339(gen->published_at_us, ts);
         http_add_header(a->req, "X-Dataset-Refreshed-At", ts);
     }
+    /* Which generation answered: the same id on every replica of a cluster;
+     * ?generation=<it> pins the next pages to it. */
+    if (gen)
+        http_add_header(a->req, "X-Dataset-Generation", gen->id);
 }
 
 static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt_error *err)
@@ -200,6 +216,10 @@ static void finish(struct api_sink *a, const struct vt_error *err)
     if (a->stream) {
         http_stream_end(a->stream, ok);
         a->stream = NULL;
+    } else if (err && err->code == VT_ERR_NOT_MODIFIED) {
+        /* GET .../query?q=: the ETag matched (query.c); no body */
+        sb_release(&a->buf);
+        http_reply_buffer(a->req, 304, a->content_type, &a->buf, false);
     } else if (!ok) {
         http_reply_vterr(a->req, err);
     } else {

@@ -39,11 +39,16 @@
 #define H_RETRY 8u       /* Retry-After */
 #define H_RANGE 16u      /* ETag, Content-Range (206) */
 #define H_LOCATION 32u
+#define H_CACHE 64u      /* ETag (weak, per generation) and Cache-Control */
+#define H_TOTAL 128u     /* X-Total-Count (include_total) */
 
 /* Parameters beyond the path's. */
 #define P_FORMAT 1u      /* ?format=json|arrow (and Accept) */
 #define P_RANGE 2u       /* Range, If-None-Match, If-Match */
 #define P_ASYNC 4u       /* ?async=true|false */
+#define P_Q 8u           /* ?q=<query JSON> */
+#define P_COLUMNS 16u    /* ?columns=a,b */
+#define P_INM 32u        /* If-None-Match */
 
 struct op_resp {
     int status;
@@ -112,8 +117,28 @@ static const struct op_doc docs[] = {
       {404, NULL, 0, 0, "No such dataset."},
       {503, NULL, 0, H_RETRY, "Not published yet, or its build failed."}}},
     {api_dataset_query, "query", "QueryRequest", false, P_FORMAT, false,
-     {{200, "QueryPage", M_JSON | M_ARROW, H_TIMING | H_REFRESHED | H_PAGE,
+     {{200, "QueryPage", M_JSON | M_ARROW, H_TIMING | H_REFRESHED | H_PAGE | H_TOTAL,
        "One page: JSON {data, page, page_size}, or an Arrow IPC stream (?format=arrow or Accept)."},
+      R_DATA_ERRORS}},
+    {api_dataset_query_get, "query", NULL, false, P_FORMAT | P_Q | P_INM, false,
+     {{200, "QueryPage", M_JSON | M_ARROW, H_TIMING | H_REFRESHED | H_PAGE | H_CACHE | H_TOTAL,
+       "The answer POST .../query gives for the body in ?q, with a weak ETag of the generation, "
+       "the format and q (Cache-Control: no-cache: revalidate, then reuse)."},
+      {304, NULL, 0, H_CACHE, "If-None-Match matched: the dataset was not reloaded since."},
+      {400, NULL, 0, 0, "Invalid ?q: not JSON, or the code says which rule (invalid_query, unknown_column, ...)."},
+      {404, NULL, 0, 0, "No such dataset."},
+      {503, NULL, 0, H_RETRY, "The dataset is not published yet (or failed to build), or the server is overloaded."},
+      {504, NULL, 0, 0, "The request took longer than server.request_timeout_ms."}}},
+    {api_dataset_summary, "datasets", NULL, false, P_COLUMNS | P_INM, false,
+     {{200, "Summary", M_JSON, H_CACHE,
+       "Statistics per column, computed once per generation (the first call scans the data)."},
+      {304, NULL, 0, H_CACHE, "If-None-Match matched: the dataset was not reloaded since."},
+      {400, NULL, 0, 0, "columns names a column the dataset does not have, or is malformed."},
+      {404, NULL, 0, 0, "No such dataset."},
+      {503, NULL, 0, H_RETRY, "Not published yet, or its build failed."},
+      {504, NULL, 0, 0, NULL}}},
+    {api_dataset_facets, "query", "FacetsRequest", true, 0, false,
+     {{200, "Facets", M_JSON, 0, "The top values of each column among the selected rows."},
       R_DATA_ERRORS}},
     {api_dataset_query_stream, "query", "QueryRequest", false, 0, false,
      {{200, "ArrowStream", M_ARROW, H_TIMING,
@@ -237,6 +262,80 @@ static const char *status_text(int status)
     return "Response.";
 }
 
+/* The error codes an error response shows as examples: per handler and
+ * status, else per status. Swagger UI shows a response's own examples, so
+ * each status lists what it can really carry (not invalid_query for all). */
+static const struct {
+    http_handler_fn handler;    /* NULL: any */
+    int status;
+    const char *codes;          /* space-separated, from src/util/errors.h */
+} error_codes[] = {
+    {api_dataset_query, 400, "invalid_query unknown_column unknown_field unknown_operator "
+                             "invalid_operator invalid_value invalid_aggregation invalid_order "
+                             "invalid_having invalid_combination pattern_too_complex "
+                             "limit_exceeded invalid_json duplicate_key"},
+    {api_dataset_query_get, 400, "invalid_query unknown_column invalid_json limit_exceeded"},
+    {api_dataset_query_stream, 400, "invalid_query unknown_column invalid_value invalid_json"},
+    {api_dataset_count, 400, "invalid_query unknown_column invalid_value invalid_json"},
+    {api_dataset_facets, 400, "invalid_query unknown_column unknown_field invalid_value "
+                              "limit_exceeded invalid_json"},
+    {api_dataset_summary, 400, "unknown_column invalid_query"},
+    {api_sql, 400, "sql_syntax sql_not_read_only sql_unknown_table sql_forbidden_function "
+                   "query_failed invalid_json"},
+    {api_queries_create, 400, "invalid_field invalid_name sql_syntax sql_not_read_only "
+                              "sql_unknown_table query_failed"},
+    {api_datasets_register, 400, "dataset_exists invalid_name source_unavailable source_empty "
+                                 "source_not_allowed invalid_config"},
+    {api_datasets_persist, 400, "dataset_exists invalid_name source_unavailable no_config_file "
+                                "invalid_config"},
+    {api_config_reload, 400, "no_config_file invalid_config"},
+    {api_dataset_reload, 409, "busy"},
+    {api_queries_create, 409, "name_taken"},
+    {api_queries_delete, 403, "not_deletable"},
+    {NULL, 400, "bad_request invalid_json"},
+    {NULL, 401, "unauthorized invalid_token"},
+    {NULL, 403, "admin_disabled insufficient_scope"},
+    {NULL, 404, "dataset_not_found not_found"},
+    {NULL, 409, "busy"},
+    {NULL, 412, "precondition_failed"},
+    {NULL, 413, "body_too_large"},
+    {NULL, 415, "unsupported_media_type"},
+    {NULL, 416, "range_not_satisfiable"},
+    {NULL, 422, "build_failed"},
+    {NULL, 503, "dataset_not_ready dataset_failed unavailable"},
+    {NULL, 504, "timeout"},
+};
+
+/* {"<code>": {"summary", "value": {"error", "code"}}, ...} for a response. */
+static json_t *error_examples(http_handler_fn handler, int status)
+{
+    const char *codes = NULL;
+    for (size_t i = 0; i < sizeof error_codes / sizeof error_codes[0] && !codes; i++)
+        if (error_codes[i].status == status && error_codes[i].handler == handler)
+            codes = error_codes[i].codes;
+    for (size_t i = 0; i < sizeof error_codes / sizeof error_codes[0] && !codes; i++)
+        if (error_codes[i].status == status && !error_codes[i].handler)
+            codes = error_codes[i].codes;
+    if (!codes)
+        return NULL;
+    json_t *ex = json_object();
+    for (const char *p = codes; *p;) {
+        size_t n = strcspn(p, " ");
+        for (int e = 0; e < VT_ERR__COUNT; e++) {
+            const char *c = vt_err_code((enum vt_err)e);
+            if (strlen(c) == n && !strncmp(c, p, n))
+                json_object_set_new(
+                    ex, c,
+                    json_pack("{s:s,s:{s:s,s:s}}", "summary", c, "value", "error",
+                              vt_err_default_message((enum vt_err)e), "code", c));
+        }
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+    return ex;
+}
+
 static json_t *ref(const char *kind, const char *name)
 {
     char buf[128];
@@ -317,10 +416,16 @@ static void add_headers(json_t *resp, unsigned h)
     }
     if (h & H_LOCATION)
         json_object_set_new(hs, "Location", ref("headers", "Location"));
+    if (h & H_CACHE) {
+        json_object_set_new(hs, "ETag", ref("headers", "WeakETag"));
+        json_object_set_new(hs, "Cache-Control", ref("headers", "Cache-Control"));
+    }
+    if (h & H_TOTAL)
+        json_object_set_new(hs, "X-Total-Count", ref("headers", "X-Total-Count"));
     json_object_set_new(resp, "headers", hs);
 }
 
-static json_t *response(const struct op_resp *r)
+static json_t *response(const struct op_resp *r, http_handler_fn handler)
 {
     json_t *o = json_object();
     json_object_set_new(o, "description",
@@ -335,9 +440,13 @@ static json_t *response(const struct op_resp *r)
     if (!schema || !media)
         return o;
     json_t *content = json_object();
-    if (media & M_JSON)
-        json_object_set_new(content, "application/json",
-                            json_pack("{s:o}", "schema", ref("schemas", schema)));
+    if (media & M_JSON) {
+        json_t *mt = json_pack("{s:o}", "schema", ref("schemas", schema));
+        json_t *ex = r->status >= 400 && !r->schema ? error_examples(handler, r->status) : NULL;
+        if (ex)
+            json_object_set_new(mt, "examples", ex);
+        json_object_set_new(content, "application/json", mt);
+    }
     if (media & M_ARROW)
         json_object_set_new(content, API_ARROW_CONTENT_TYPE,
                             json_pack("{s:o}", "schema", ref("schemas", "ArrowStream")));
@@ -450,6 +559,27 @@ static json_t *operation(const struct http_route *r, const char *method, const s
                               "true: answer 202 at once while the dataset builds; false "
                               "(default): wait for the build.",
                               "schema", "type", "boolean", "default", 0));
+    if (d && (d->params & P_Q))
+        json_array_append_new(
+            params, json_pack("{s:s,s:s,s:s,s:{s:s},s:s}", "name", "q", "in", "query",
+                              "description",
+                              "The query request of POST .../query as URL-encoded JSON "
+                              "(absent: {}, the first page of every row).",
+                              "schema", "type", "string", "example",
+                              "{\"columns\":[\"trip_id\",\"fare\"],\"page_size\":5}"));
+    if (d && (d->params & P_COLUMNS))
+        json_array_append_new(
+            params, json_pack("{s:s,s:s,s:s,s:{s:s}}", "name", "columns", "in", "query",
+                              "description",
+                              "The columns to describe, comma-separated (or a JSON array of "
+                              "names); absent: every column.",
+                              "schema", "type", "string"));
+    if (d && (d->params & P_INM))
+        json_array_append_new(params, json_pack("{s:s,s:s,s:s,s:{s:s}}", "name", "If-None-Match",
+                                                "in", "header", "description",
+                                                "An ETag from an earlier answer: 304 when the "
+                                                "dataset was not reloaded since.",
+                                                "schema", "type", "string"));
     if (d && (d->params & P_RANGE)) {
         json_array_append_new(params, json_pack("{s:s,s:s,s:s,s:{s:s}}", "name", "Range", "in",
                                                 "header", "description",
@@ -488,35 +618,35 @@ static json_t *operation(const struct http_route *r, const char *method, const s
     const struct ui_bundle *bundle = bundle_of(r->handler);
     if (bundle && !bundle->n) {
         struct op_resp none = {404, NULL, 0, 0, "This build does not include this UI."};
-        json_object_set_new(responses, "404", response(&none));
+        json_object_set_new(responses, "404", response(&none, r->handler));
     } else if (bundle && !strstr(r->pattern, "{*}")) {
         /* A UI's mount point only redirects to {base}/. */
         struct op_resp moved = {301, NULL, 0, H_LOCATION, "To the UI's page: {base}/."};
-        json_object_set_new(responses, "301", response(&moved));
+        json_object_set_new(responses, "301", response(&moved, r->handler));
     } else if (d) {
         for (size_t i = 0; i < MAX_RESP && d->resp[i].status; i++) {
             bool head = !strcmp(method, "head");
             if (head && (d->resp[i].status == 206 || d->resp[i].status == 416))
                 continue; /* Range applies to GET only (RFC 9110): HEAD answers 200 */
             snprintf(code, sizeof code, "%d", d->resp[i].status);
-            json_t *resp = response(&d->resp[i]);
+            json_t *resp = response(&d->resp[i], r->handler);
             if (!strcmp(method, "head"))
                 json_object_del(resp, "content");
             json_object_set_new(responses, code, resp);
         }
     } else {
         struct op_resp ok = {200, NULL, 0, 0, "OK (this route has no documented schema yet)."};
-        json_object_set_new(responses, "200", response(&ok));
+        json_object_set_new(responses, "200", response(&ok, r->handler));
     }
     if (r401) {
         struct op_resp e = {401, NULL, 0, 0, "Missing or invalid credentials."};
-        json_object_set_new(responses, "401", response(&e));
+        json_object_set_new(responses, "401", response(&e, r->handler));
     }
     if (r403) {
         struct op_resp e = {403, NULL, 0, 0,
                             "Not allowed: ADMIN_TOKEN unset (admin_disabled), or a token without "
                             "the scope (insufficient_scope)."};
-        json_object_set_new(responses, "403", response(&e));
+        json_object_set_new(responses, "403", response(&e, r->handler));
     }
     json_object_set_new(op, "responses", responses);
     return op;

@@ -20,8 +20,7 @@ static const char openapi_components_json[] = OPENAPI_JSON({
       "required": ["error", "code"],
       "properties": {
         "error": {"type": "string", "description": "A message for people."},
-        "code": {"type": "string", "description": "A stable snake_case code for programs.",
-                 "examples": ["invalid_query", "dataset_not_found", "timeout"]}
+        "code": {"type": "string", "description": "A stable snake_case code for programs (each response lists the ones it can carry as examples)."}
       }
     },
     "Health": {
@@ -115,10 +114,29 @@ static const char openapi_components_json[] = OPENAPI_JSON({
     "Aggregation": {
       "type": "object", "required": ["op"], "additionalProperties": false,
       "properties": {
-        "op": {"enum": ["count", "sum", "avg", "min", "max"]},
+        "op": {"enum": ["count", "sum", "avg", "min", "max", "count_distinct", "median", "quantile",
+                        "stddev"],
+               "description": "count_distinct: non-null distinct values; median and quantile: interpolated (DuckDB quantile_cont) over numbers, dates, times and timestamps; stddev: sample standard deviation."},
         "col": {"type": "string", "description": "Omitted for a plain count."},
-        "alias": {"type": "string", "description": "Default: count, or {op}_{col}."}
+        "alias": {"type": "string", "description": "Default: count, or {op}_{col}."},
+        "q": {"type": "number", "minimum": 0, "maximum": 1,
+              "description": "quantile only (required there): 0.95 is the 95th percentile."}
       }
+    },
+    "GroupBy": {
+      "oneOf": [
+        {"type": "string", "description": "A column."},
+        {"type": "object", "required": ["col"], "additionalProperties": false,
+         "properties": {
+           "col": {"type": "string"},
+           "bucket": {"enum": ["minute", "hour", "day", "week", "month", "year"],
+                      "description": "Truncate a date or timestamp (minute and hour also a time); weeks start on Monday; the result keeps the column's type."},
+           "width": {"type": "number", "exclusiveMinimum": 0,
+                     "description": "Bucket a number by its lower bound floor(v / width) * width."},
+           "alias": {"type": "string", "description": "The output column's name (default: col)."}
+         }}
+      ],
+      "examples": ["payment", {"col": "pickup_at", "bucket": "hour"}, {"col": "fare", "width": 5}]
     },
     "QueryRequest": {
       "type": "object", "additionalProperties": false,
@@ -129,7 +147,7 @@ static const char openapi_components_json[] = OPENAPI_JSON({
         "predicates": {"type": "array", "items": {"$ref": "#/components/schemas/Predicate"},
                        "description": "Row filters, ANDed."},
         "order_by": {"type": "array", "items": {"$ref": "#/components/schemas/OrderBy"}},
-        "group_by": {"type": "array", "items": {"type": "string"}},
+        "group_by": {"type": "array", "items": {"$ref": "#/components/schemas/GroupBy"}},
         "aggregations": {"type": "array", "items": {"$ref": "#/components/schemas/Aggregation"},
                          "description": "Requires group_by."},
         "having": {"type": "array", "items": {"$ref": "#/components/schemas/Predicate"},
@@ -139,7 +157,9 @@ static const char openapi_components_json[] = OPENAPI_JSON({
                   "description": "Hard cap on rows across all pages (and on the whole stream)."},
         "page": {"type": "integer", "default": 1, "description": "1-based; values below 1 become 1."},
         "page_size": {"type": "integer", "default": 1000,
-                      "description": "Clamped to [1, server.max_page_size]."}
+                      "description": "Clamped to [1, server.max_page_size]."},
+        "include_total": {"type": "boolean", "default": false,
+                          "description": "Paged queries: add total (rows over all pages, capped by limit) to the answer, and X-Total-Count."}
       },
       "examples": [{"columns": ["trip_id", "fare"],
                     "predicates": [{"col": "payment", "op": "eq", "val": "card"}],
@@ -155,9 +175,90 @@ static const char openapi_components_json[] = OPENAPI_JSON({
       "type": "object", "required": ["data", "page", "page_size"],
       "properties": {
         "data": {"type": "array", "items": {"type": "object"},
-                 "description": "Rows as objects, column names verbatim. No total count."},
+                 "description": "Rows as objects, column names verbatim."},
         "page": {"type": "integer"},
-        "page_size": {"type": "integer", "description": "The effective (clamped) page size."}
+        "page_size": {"type": "integer", "description": "The effective (clamped) page size."},
+        "total": {"type": "integer", "minimum": 0,
+                  "description": "With include_total: the rows of every page together."}
+      }
+    },
+    "FacetsRequest": {
+      "type": "object", "required": ["columns"], "additionalProperties": false,
+      "properties": {
+        "predicates": {"type": "array", "items": {"$ref": "#/components/schemas/Predicate"},
+                       "description": "The rows to count in, as /query selects them."},
+        "columns": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 32},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10,
+                  "description": "Values shown per column."}
+      },
+      "examples": [{"columns": ["payment", "passengers"],
+                    "predicates": [{"col": "fare", "op": "gt", "val": 20}], "limit": 5}]
+    },
+    "Facets": {
+      "type": "object", "required": ["name", "rows", "facets"],
+      "properties": {
+        "name": {"type": "string"},
+        "rows": {"type": "integer", "minimum": 0, "description": "Rows the predicates select."},
+        "facets": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "required": ["column", "values", "distinct", "other_values", "other_rows"],
+            "properties": {
+              "column": {"type": "string"},
+              "values": {"type": "array",
+                         "description": "Most frequent first; ties by value; null is a value (sorted last).",
+                         "items": {"type": "object", "required": ["value", "count"],
+                                   "properties": {"value": {}, "count": {"type": "integer"}}}},
+              "distinct": {"type": "integer", "minimum": 0, "description": "Distinct values among the rows (null counts as one)."},
+              "other_values": {"type": "integer", "minimum": 0, "description": "Values not shown."},
+              "other_rows": {"type": "integer", "minimum": 0, "description": "Rows holding them."}
+            }
+          }
+        }
+      }
+    },
+    "HistogramBucket": {
+      "type": "object", "required": ["lo", "hi", "count"],
+      "properties": {"lo": {"description": "Inclusive; a value of the column's kind (a number, date or timestamp)."},
+                     "hi": {"description": "Exclusive."},
+                     "count": {"type": "integer", "minimum": 0}}
+    },
+    "ColumnSummary": {
+      "type": "object",
+      "required": ["name", "type", "logical", "count", "null_count", "approx_distinct", "min", "max",
+                   "mean", "stddev", "top_values", "histogram"],
+      "properties": {
+        "name": {"type": "string"},
+        "type": {"type": "string"},
+        "logical": {"enum": ["bool", "int", "float", "decimal", "string", "date", "time",
+                             "timestamp", "binary", "list", "struct", "other"]},
+        "count": {"type": "integer", "minimum": 0, "description": "Non-null values."},
+        "null_count": {"type": "integer", "minimum": 0},
+        "approx_distinct": {"type": "integer", "minimum": 0,
+                            "description": "Distinct non-null values (HyperLogLog; exact when top_values is given)."},
+        "min": {"description": "null for types without an order, or no values."},
+        "max": {},
+        "mean": {"type": ["number", "null"], "description": "Numbers only."},
+        "stddev": {"type": ["number", "null"], "description": "Sample standard deviation; numbers only."},
+        "top_values": {"type": ["array", "null"],
+                       "description": "The 10 most frequent values (most first), for columns with at most 100 distinct values; else null.",
+                       "items": {"type": "object", "required": ["value", "count"],
+                                 "properties": {"value": {}, "count": {"type": "integer"}}}},
+        "histogram": {"type": ["object", "null"],
+                      "description": "Numbers, dates, times and timestamps: equal-width buckets of a readable width (at most about 20) covering [min, max].",
+                      "required": ["buckets"],
+                      "properties": {"buckets": {"type": "array",
+                                                 "items": {"$ref": "#/components/schemas/HistogramBucket"}}}}
+      }
+    },
+    "Summary": {
+      "type": "object", "required": ["name", "rows", "generation", "columns"],
+      "properties": {
+        "name": {"type": "string"},
+        "rows": {"type": "integer", "minimum": 0},
+        "generation": {"type": "string", "description": "The generation summarised (ULID)."},
+        "columns": {"type": "array", "items": {"$ref": "#/components/schemas/ColumnSummary"}}
       }
     },
     "Count": {
@@ -368,7 +469,13 @@ static const char openapi_components_json[] = OPENAPI_JSON({
                     "schema": {"type": "integer"}},
     "ETag": {"description": "The generation id of the export.", "schema": {"type": "string"}},
     "Content-Range": {"description": "bytes <start>-<end>/<total>", "schema": {"type": "string"}},
-    "Location": {"description": "Where the resource is.", "schema": {"type": "string"}}
+    "Location": {"description": "Where the resource is.", "schema": {"type": "string"}},
+    "WeakETag": {"description": "W/\"<generation>-<hash of the request>\": send it back in If-None-Match to get 304 while the dataset is unchanged.",
+                 "schema": {"type": "string"}},
+    "Cache-Control": {"description": "no-cache: caches keep the answer but revalidate it (If-None-Match) before each use.",
+                      "schema": {"type": "string"}},
+    "X-Total-Count": {"description": "With include_total: the rows of every page together.",
+                      "schema": {"type": "integer"}}
   },
   "securitySchemes": {
     "adminToken": {

@@ -4,6 +4,7 @@
  * HTTP thread without touching DuckDB, so they stay fast under any load.
  */
 #include "api/api.h"
+#include "cluster/cluster.h"
 
 #ifndef VT_VERSION
 #define VT_VERSION "0.0.0"
@@ -20,7 +21,16 @@ void api_healthz(struct http_request *req)
 void api_readyz(struct http_request *req)
 {
     int64_t datasets = 0;
-    bool ready = cat_ready(api_app(req)->catalog, &datasets);
+    struct api_app *app = api_app(req);
+    /* A reader is ready once it has loaded what the writer published; any
+     * process stops being ready the moment it is told to stop (SIGTERM), so
+     * the balancer takes it out while it still serves (the drain delay). */
+    bool ready = cluster_role(app->cluster) == CFG_ROLE_READER
+                     ? cluster_reader_ready(app->cluster, &datasets)
+                     : cat_ready(app->catalog, &datasets);
+    bool draining = atomic_load(&app->draining);
+    if (draining)
+        ready = false;
     struct strbuf body;
     sb_init(&body, 0);
     struct jw w;
@@ -28,6 +38,8 @@ void api_readyz(struct http_request *req)
     jw_obj_begin(&w);
     jw_kstr(&w, "status", ready ? "ready" : "not_ready");
     jw_kint(&w, "datasets", ready ? datasets : 0);
+    if (draining)
+        jw_kstr(&w, "reason", "shutting_down");
     jw_obj_end(&w);
     if (!ready)
         http_add_header(req, "Retry-After", "2");

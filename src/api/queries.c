@@ -195,6 +195,8 @@ static enum vt_err parse_async(struct http_request *req, bool *out, struct vt_er
 
 void api_queries_create(struct http_request *req)
 {
+    if (api_writer_only(req))
+        return;
     struct vt_error err = {0};
     bool async;
     if (parse_async(req, &async, &err) != VT_ERR_OK) {
@@ -297,5 +299,7 @@ static void delete_job(struct http_request *req)
 
 void api_queries_delete(struct http_request *req)
 {
+    if (api_writer_only(req))
+        return;
     http_defer(req, api_app(req)->admin_pool, delete_job);
 }

@@ -11,10 +11,18 @@
  *
  * Errors of the protocol (format, body) are replied here; every other error
  * reaches the sink, which replies it with the code's HTTP status.
+ *
+ * GET .../query?q=<URL-encoded query JSON> is the same paged query as a URL
+ * (shareable, cacheable): once the driver has pinned the generation, its weak
+ * ETag (the generation, the format and q) is set, and If-None-Match answers
+ * 304 before anything runs. "include_total" counts the request's rows first,
+ * on the same worker, right before the page runs (explore_total).
  */
+#include <stdio.h>
 #include <strings.h>
 
 #include "api/api.h"
+#include "explore/explore.h"
 #include "http/encoding.h"
 #include "util/timeutil.h"
 
@@ -94,7 +102,44 @@ void api_call_start(struct api_call *c, struct exec_request *rq)
 
 /* ------------------------------------------------- /query, /stream, /count */
 
-static void start(struct http_request *req, enum query_mode mode)
+/* GET: the ETag of this generation's answer to this URL; 304 when the
+ * client has it. */
+static enum vt_err get_checked(struct exec_call *call, struct vt_error *err)
+{
+    struct api_call *c = call->rq.user;
+    size_t qlen;
+    const char *q = http_req_query_n(c->req, "q", &qlen);
+    struct strbuf key;
+    sb_init(&key, 0);
+    sb_addf(&key, "%d:", (int)c->sink.format);
+    sb_add(&key, q ? q : "", qlen);
+    char etag[HTTP_ETAG_MAX];
+    api_weak_etag(call->gen->id, key.buf ? key.buf : "", key.len, etag);
+    sb_release(&key);
+    http_add_header(c->req, "Vary", "Accept");
+    http_add_header(c->req, "ETag", etag);
+    http_add_header(c->req, "Cache-Control", "no-cache");
+    if (http_etag_list_match_weak(http_req_header(c->req, "If-None-Match"), etag))
+        return vt_error_set(err, VT_ERR_NOT_MODIFIED, NULL);
+    return VT_ERR_OK;
+}
+
+/* "include_total": the total first, on the worker that runs the page. */
+static enum vt_err total_before_run(struct exec_call *call, const struct eng_job *job,
+                                    struct vt_error *err)
+{
+    (void)job;
+    struct api_call *c = call->rq.user;
+    if (!call->query->include_total)
+        return VT_ERR_OK;
+    int64_t total;
+    if (explore_total(&call->plan, &total, err) != VT_ERR_OK)
+        return err->code;
+    api_sink_set_total(&c->sink, total);
+    return VT_ERR_OK;
+}
+
+static void start(struct http_request *req, enum query_mode mode, bool get)
 {
     struct api_call *c = api_call_new(req);
     if (!c)
@@ -109,7 +154,7 @@ static void start(struct http_request *req, enum query_mode mode)
     }
     api_sink_init(&c->sink, req, mode, format);
     int64_t t0 = time_mono_us();
-    json_t *body = api_json_body(req, true, &err);
+    json_t *body = get ? api_json_query_param(req, "q", &err) : api_json_body(req, true, &err);
     if (!body) {
         http_reply_vterr(req, &err);
         return;
@@ -119,9 +164,15 @@ static void start(struct http_request *req, enum query_mode mode)
     struct exec_request rq = {
         .kind = mode == QUERY_COUNT ? EXEC_COUNT : EXEC_ROWS,
         .dataset = http_req_param(req, 0),
+        .generation = http_req_query(req, "generation"),
         .body = body,
         .opts = {.mode = mode, .max_page_size = api_app(req)->cfg->server.max_page_size},
         .caps = {.max_rows = EXEC_NO_CAP}, /* paging bounds a page, nothing a stream */
+        .checked = get ? get_checked : NULL,
+        /* (only asked for on paged queries: a worker, never the inline path) */
+        .before_run = mode == QUERY_PAGED && json_is_true(json_object_get(body, "include_total"))
+                          ? total_before_run
+                          : NULL,
     };
     api_call_start(c, &rq);
     json_decref(body); /* the call holds its own reference */
@@ -129,15 +180,20 @@ static void start(struct http_request *req, enum query_mode mode)
 
 void api_dataset_query(struct http_request *req)
 {
-    start(req, QUERY_PAGED);
+    start(req, QUERY_PAGED, false);
+}
+
+void api_dataset_query_get(struct http_request *req)
+{
+    start(req, QUERY_PAGED, true);
 }
 
 void api_dataset_query_stream(struct http_request *req)
 {
-    start(req, QUERY_STREAM);
+    start(req, QUERY_STREAM, false);
 }
 
 void api_dataset_count(struct http_request *req)
 {
-    start(req, QUERY_COUNT);
+    start(req, QUERY_COUNT, false);
 }

@@ -116,6 +116,8 @@ static void generation_free(struct cat_generation *gen)
         cat_storage_remove_dir(gen->priv->storage_dir);
     }
     free(gen->priv->storage_dir);
+    free(gen->priv->source_version);
+    free(gen->priv->export_remote);
     free(gen);
 }
 
@@ -206,6 +208,7 @@ struct cat_dataset *cat_dataset_new(struct cat_catalog *cat, const struct vt_dat
 static void dataset_free(struct cat_dataset *ds)
 {
     cat_generation_release(ds->current);
+    cat_generation_release(ds->previous);
     config_dataset_free(&ds->cfg);
     free(ds->last_error);
     pthread_mutex_destroy(&ds->mu);
@@ -609,7 +612,7 @@ enum vt_err cat_query_select_sql(const struct vt_dataset_config *cfg, bool sorte
 /* Each generation is its own in-memory database: dropping it (DETACH)
  * returns all its memory at once, and builds of different datasets do not
  * contend on one catalog. COMPRESS keeps resident tables compressed. */
-static enum vt_err attach_generation(struct cat_catalog *cat, duckdb_connection con,
+enum vt_err cat_attach_generation(struct cat_catalog *cat, duckdb_connection con,
                                      struct cat_generation *gen, bool compress,
                                      struct vt_error *err)
 {
@@ -628,7 +631,7 @@ static enum vt_err attach_generation(struct cat_catalog *cat, duckdb_connection 
 /* In-memory compression happens at checkpoint. A transaction of another
  * connection on this database (there should be none; it is new) makes it
  * fail: retry briefly rather than fail the build. */
-static enum vt_err checkpoint_generation(duckdb_connection con, struct cat_generation *gen,
+enum vt_err cat_checkpoint_generation(duckdb_connection con, struct cat_generation *gen,
                                          struct vt_error *err)
 {
     struct strbuf sql;
@@ -652,7 +655,7 @@ static enum vt_err checkpoint_generation(duckdb_connection con, struct cat_gener
 }
 
 /* CREATE TABLE|VIEW <relation> AS <select> */
-static enum vt_err create_relation(duckdb_connection con, struct cat_generation *gen, bool view,
+enum vt_err cat_create_relation(duckdb_connection con, struct cat_generation *gen, bool view,
                                    const char *select, struct vt_error *err)
 {
     struct strbuf sql;
@@ -664,7 +667,7 @@ static enum vt_err create_relation(duckdb_connection con, struct cat_generation 
     return rc;
 }
 
-static void set_generation_id(struct cat_generation *gen, const char *id)
+void cat_set_generation_id(struct cat_generation *gen, const char *id)
 {
     snprintf(gen->id, sizeof gen->id, "%s", id);
     snprintf(gen->priv->db_name, sizeof gen->priv->db_name, "g_%s", gen->id);
@@ -698,13 +701,13 @@ static bool reuse_storage(struct cat_catalog *cat, duckdb_connection con,
         cat_storage_release(&w);
         return false;
     }
-    set_generation_id(gen, id);
+    cat_set_generation_id(gen, id);
     struct vt_error err = {0};
     struct strbuf read;
     sb_init(&read, 0);
     cat_storage_read_sql(&w, &read);
-    enum vt_err rc = attach_generation(cat, con, gen, false, &err);
-    if (!rc && (rc = create_relation(con, gen, true, read.buf, &err)) != VT_ERR_OK)
+    enum vt_err rc = cat_attach_generation(cat, con, gen, false, &err);
+    if (!rc && (rc = cat_create_relation(con, gen, true, read.buf, &err)) != VT_ERR_OK)
         cat_detach_database(cat, con, gen->priv->db_name);
     sb_release(&read);
     if (rc) {
@@ -713,7 +716,7 @@ static bool reuse_storage(struct cat_catalog *cat, duckdb_connection con,
         cat_storage_release(&w);
         char fresh[27];
         ulid_new(fresh);
-        set_generation_id(gen, fresh);
+        cat_set_generation_id(gen, fresh);
         return false;
     }
     gen->lazy = true;
@@ -769,9 +772,9 @@ static enum vt_err build_query(struct cat_catalog *cat, duckdb_connection con,
     if (!rc && build_stopped(job))
         rc = vt_error_set(err, VT_ERR_TIMEOUT, "the build ran out of time");
     if (!rc && residency == CFG_RESIDENCY_MEMORY) {
-        rc = attach_generation(cat, con, gen, true, err);
-        if (!rc && (rc = create_relation(con, gen, false, select.buf, err)) == VT_ERR_OK)
-            rc = checkpoint_generation(con, gen, err);
+        rc = cat_attach_generation(cat, con, gen, true, err);
+        if (!rc && (rc = cat_create_relation(con, gen, false, select.buf, err)) == VT_ERR_OK)
+            rc = cat_checkpoint_generation(con, gen, err);
         cat_unbind_upstreams(con, &ups);
         sb_release(&select);
         return rc;
@@ -798,12 +801,12 @@ static enum vt_err build_query(struct cat_catalog *cat, duckdb_connection con,
     sb_init(&read, 0);
     if (!rc) {
         cat_storage_read_sql(&w, &read);
-        rc = attach_generation(cat, con, gen, !lazy, err);
+        rc = cat_attach_generation(cat, con, gen, !lazy, err);
     }
     if (!rc)
-        rc = create_relation(con, gen, lazy, read.buf, err);
+        rc = cat_create_relation(con, gen, lazy, read.buf, err);
     if (!rc && !lazy)
-        rc = checkpoint_generation(con, gen, err);
+        rc = cat_checkpoint_generation(con, gen, err);
     sb_release(&read);
     if (!rc && lazy) {
         gen->lazy = true;
@@ -849,11 +852,31 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     pthread_cond_init(&gen->priv->export_cv, NULL);
     char id[27];
     ulid_new(id);
-    set_generation_id(gen, id);
+    cat_set_generation_id(gen, id);
 
     bool reused = false;
     enum vt_err rc;
-    if (cfg->kind == CFG_SOURCE_QUERY) {
+    /* A reader imports what the writer published instead (shared.c). */
+    struct cat_import imp = {0};
+    bool imported = cat->hooks.import != NULL;
+    if (imported) {
+        if (cat->hooks.import(cat->hooks.ctx, job, cfg, &imp, err) != VT_ERR_OK) {
+            cat_import_release(&imp);
+            generation_free(gen);
+            return NULL;
+        }
+        cat_set_generation_id(gen, imp.id);
+        if (imp.lazy_source)
+            cfg = imp.lazy_source; /* the shared files, read like any lazy S3 source */
+    }
+    if (imported && !imp.lazy_source) {
+        if (cat_import_files(cat, con, gen, &imp, err) != VT_ERR_OK) {
+            cat_detach_database(cat, con, gen->priv->db_name);
+            cat_import_release(&imp);
+            generation_free(gen);
+            return NULL;
+        }
+    } else if (cfg->kind == CFG_SOURCE_QUERY) {
         rc = build_query(cat, con, cfg, gen, may_reuse, job, t0, &reused, err);
         if (rc) {
             cat_detach_database(cat, con, gen->priv->db_name);
@@ -877,16 +900,21 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
             .cancel = bounds->cancel,
         };
         if (decide_lazy(cat, cfg, &ctx, &gen->lazy, out_access_denied, err) != VT_ERR_OK) {
+            cat_import_release(&imp);
             generation_free(gen);
             return NULL;
         }
         ctx.for_lazy = gen->lazy;
         if (source_resolve(cfg, &ctx, &gen->priv->snapshot, out_access_denied, err)) {
+            cat_import_release(&imp);
             generation_free(gen);
             return NULL;
         }
         gen->priv->source_bytes = gen->priv->snapshot.total_bytes;
-        if (attach_generation(cat, con, gen, !gen->lazy, err) != VT_ERR_OK) {
+        if (gen->priv->snapshot.version)
+            gen->priv->source_version = strdup(gen->priv->snapshot.version);
+        if (cat_attach_generation(cat, con, gen, !gen->lazy, err) != VT_ERR_OK) {
+            cat_import_release(&imp);
             generation_free(gen);
             return NULL;
         }
@@ -894,12 +922,13 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         sb_init(&sql, 0);
         rc = source_select_sql(&gen->priv->snapshot, &cfg->columns, &sql, err);
         if (!rc)
-            rc = create_relation(con, gen, gen->lazy, sql.buf, err);
+            rc = cat_create_relation(con, gen, gen->lazy, sql.buf, err);
         sb_release(&sql);
         if (!rc && !gen->lazy)
-            rc = checkpoint_generation(con, gen, err);
+            rc = cat_checkpoint_generation(con, gen, err);
         if (rc) {
             cat_detach_database(cat, con, gen->priv->db_name);
+            cat_import_release(&imp);
             generation_free(gen);
             return NULL;
         }
@@ -922,10 +951,28 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         source_snapshot_settle(&gen->priv->snapshot);
     if (rc) {
         cat_detach_database(cat, con, gen->priv->db_name);
+        cat_import_release(&imp);
         generation_free(gen);
         return NULL;
     }
-    if (!reused) {
+    if (imported) {
+        /* The writer's times and its Parquet bytes, so that every replica
+         * reports and serves the same. */
+        gen->priv->build_ms = imp.build_ms;
+        gen->published_at_us = imp.published_at_us;
+        if (imp.export_file) {
+            struct stat st;
+            if (stat(imp.export_file, &st) == 0)
+                cat_generation_set_export(gen, imp.export_file, (uint64_t)st.st_size);
+            free(imp.export_file);
+            imp.export_file = NULL;
+        }
+        gen->priv->imported = true;
+        gen->priv->imported_source = imp.refresh_source;
+        gen->priv->export_remote = imp.export_remote;
+        imp.export_remote = NULL;
+        cat_import_release(&imp);
+    } else if (!reused) {
         gen->priv->build_ms = time_mono_ms() - t0;
         if (!gen->published_at_us)
             gen->published_at_us = time_wall_us();
@@ -940,10 +987,19 @@ static void publish(struct cat_dataset *ds, struct cat_generation *gen,
     pthread_mutex_lock(&ds->mu);
     struct cat_generation *old = ds->current;
     ds->current = gen;
+    /* The replaced generation stays readable for a while (?generation=),
+     * when the cluster asks for it; the one before it goes now. */
+    int64_t keep = ds->catalog->hooks.keep_previous_ms;
+    if (keep > 0 && old) {
+        struct cat_generation *older = ds->previous;
+        ds->previous = old;
+        ds->previous_until_ms = time_mono_ms() + keep;
+        old = older;
+    }
     ds->state = CAT_PUBLISHED;
     ds->last_refresh_at_us = gen->published_at_us;
     ds->last_refresh_duration_ms = gen->priv->build_ms;
-    ds->refresh_source = source;
+    ds->refresh_source = gen->priv->imported ? gen->priv->imported_source : source;
     ds->consecutive_failures = 0;
     free(ds->last_error);
     ds->last_error = NULL;
@@ -1056,6 +1112,14 @@ static void build_run(struct eng_job *job, duckdb_connection con)
         gen = build_generation(cat, con, &cfg, &bounds, startup, job, &access_denied, &err);
         free(extra);
     }
+    /* A writer publishes the generation to the shared storage before it
+     * serves it: a failure fails the build, and every replica keeps the
+     * same previous generation. */
+    if (gen && copied == 0 && cat->hooks.publish &&
+        cat->hooks.publish(cat->hooks.ctx, con, job, &cfg, gen, bj->source, &err) != VT_ERR_OK) {
+        cat_generation_release(gen);
+        gen = NULL;
+    }
     atomic_store(&job->deadline_ms, 0);
     if (!gen && copied == 0 && build_stopped(job)) {
         /* Whatever the interrupted step said (DuckDB says "Interrupted"),
@@ -1137,7 +1201,7 @@ static void build_run(struct eng_job *job, duckdb_connection con)
         cat_build_result_complete(bj->result, gen != NULL, rows, columns, build_ms, &err);
     if (bj->source == CAT_REFRESH_STARTUP)
         cat_startup_done(cat, bj->ds);
-    if (!skipped)
+    if (!skipped && !cat->hooks.no_builds)
         cat_scheduler_build_finished(cat->sched, ds, gen != NULL);
     log_set_request_id(NULL);
 }
@@ -1386,6 +1450,14 @@ static void start_infer(struct cat_catalog *cat, struct cat_dataset **eager, siz
 void cat_start(struct cat_catalog *cat, const struct vt_dataset_config *saved, size_t n_saved)
 {
     const struct vt_config *cfg = cat->cfg;
+    if (cat->hooks.no_builds) {
+        /* A reader: its datasets are the writer's (the cluster registers
+         * them from the shared catalog). */
+        pthread_mutex_lock(&cat->state_mu);
+        cat->registering = false;
+        pthread_mutex_unlock(&cat->state_mu);
+        return;
+    }
     /* Eager datasets build in topological order of depends_on (a query
      * dataset after the datasets it reads), independent ones in parallel. */
     size_t cap = cfg->n_datasets + n_saved;
@@ -1514,10 +1586,11 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
         st->columns = (int64_t)gen->n_cols;
         /* The spec reports generation_id and storage_bytes for storage-backed
          * (lazy) generations only; resident ones are null. */
-        if (gen->lazy) {
+        if (gen->lazy || ds->catalog->hooks.report_every_generation) {
             st->has_generation = true;
             memcpy(st->generation_id, gen->id, sizeof st->generation_id);
-            st->storage_bytes = gen->priv->source_bytes;
+            if (gen->lazy)
+                st->storage_bytes = gen->priv->source_bytes;
         }
     }
     strvec_copy(&st->depends_on, &ds->cfg.depends_on);

@@ -294,6 +294,96 @@ bool cat_saved_of(struct cat_catalog *cat, const char *name, struct cat_saved_su
 void cat_saved_list_free(struct cat_saved_summary *list, size_t n);
 const char *cat_saved_name(enum cat_saved k);
 
+/* ------------------------------------------ cluster hooks (src/cluster)
+ *
+ * The catalog knows nothing of S3 or roles: the cluster module plugs in
+ * here. A writer publishes every generation it builds before it serves it
+ * (an error fails the build: the previous generation keeps serving, as
+ * everywhere else); a reader builds no generation from a source but imports
+ * what the writer published. */
+
+/* A generation built by another process: what to load and how it was made. */
+struct cat_import {
+    char id[27];                /* the writer's generation id (kept as is) */
+    bool lazy;                  /* served from files, not loaded into memory */
+    /* Local Parquet files to load (resident), or to serve as a view (lazy
+     * with casts). */
+    struct strvec files;
+    /* Lazy without casts: the shared files as a lazy source (kind parquet,
+     * an s3:// location and its s3 block): range reads, pruning. */
+    struct vt_dataset_config *lazy_source;
+    /* Columns written as another type (HUGEINT as DECIMAL(38,0)) and read
+     * back as their own. */
+    struct strvec cast_names, cast_types;
+    int64_t published_at_us;    /* the writer's publish time */
+    int64_t build_ms;           /* the writer's build duration */
+    enum cat_refresh_source refresh_source; /* the writer's trigger */
+    /* A local file holding exactly the generation's Parquet (the writer's
+     * bytes), served as its export; ownership passes to the generation. */
+    char *export_file;
+    /* Else where the cluster fetches those bytes from when the export is
+     * first asked for (hooks.fetch_export); ownership passes too. */
+    char *export_remote;
+};
+void cat_import_release(struct cat_import *imp);
+
+struct cat_hooks {
+    void *ctx;
+    /* Writer: called on the build's thread (with its connection, bounded by
+     * the build's job: deadline, cancel) after `gen` is built and before it
+     * is published locally. source = the build's trigger. */
+    enum vt_err (*publish)(void *ctx, duckdb_connection con, const struct eng_job *job,
+                           const struct vt_dataset_config *cfg, struct cat_generation *gen,
+                           enum cat_refresh_source source, struct vt_error *err);
+    /* Reader: replaces reading the source. Fills *imp with the generation to
+     * load for the dataset (the one the cluster last saw in CURRENT). */
+    enum vt_err (*import)(void *ctx, const struct eng_job *job,
+                          const struct vt_dataset_config *cfg, struct cat_import *imp,
+                          struct vt_error *err);
+    /* Fetches the Parquet bytes of an imported generation (its
+     * cat_import.export_remote) into `path`, for its export. */
+    enum vt_err (*fetch_export)(void *ctx, const char *remote, const char *path,
+                                struct vt_error *err);
+    /* Every status reports its generation id (not only lazy ones). */
+    bool report_every_generation;
+    /* A replaced generation stays readable this long (?generation= pins). */
+    int64_t keep_previous_ms;
+    /* No refresh timers, cascades or startup builds (readers). */
+    bool no_builds;
+};
+/* Before cat_start. */
+void cat_set_hooks(struct cat_catalog *cat, const struct cat_hooks *hooks);
+
+/* The generation `id` of the dataset (the current one, or the previous one
+ * while it is kept) with a reference; id NULL = cat_dataset_acquire. When it
+ * has neither: GENERATION_NOT_AVAILABLE (409; newer than the current one:
+ * not loaded here yet) or GENERATION_GONE (410; older: collected). */
+struct cat_generation *cat_dataset_acquire_id(struct cat_dataset *ds, const char *id,
+                                              int64_t deadline_ms, struct vt_error *err);
+/* What the writer publishes of a generation beside its relation. */
+const char *cat_generation_source_version(const struct cat_generation *gen);
+int64_t cat_generation_build_ms(const struct cat_generation *gen);
+/* Hands `path` (a file of exactly this generation's Parquet, owned by the
+ * catalog from now on, removed with the generation) to the export. */
+void cat_generation_set_export(struct cat_generation *gen, const char *path, uint64_t size);
+/* Readers: registers a dataset the writer published, without building it
+ * (a build imports it: cat_reload); replaces nothing. DATASET_EXISTS. */
+enum vt_err cat_register_remote(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
+                                enum cat_saved saved, struct vt_error *err);
+/* Readers: removes a dataset the writer no longer has (dependents or not). */
+bool cat_unregister_name(struct cat_catalog *cat, const char *name);
+/* The current generation id of a dataset ("" when none). */
+bool cat_current_id(struct cat_catalog *cat, const char *name, char out[27]);
+/* How the dataset came to be (for the shared catalog). */
+enum cat_saved cat_dataset_saved(struct cat_dataset *ds);
+bool cat_dataset_from_config(const struct cat_dataset *ds);
+/* A copy of the dataset's configuration (free with config_dataset_free). */
+int cat_dataset_config(struct cat_dataset *ds, struct vt_dataset_config *out);
+/* The names of every registered dataset, in registration order. */
+void cat_names(struct cat_catalog *cat, struct strvec *out);
+/* Drops the previous generations kept past their time (called now and then). */
+void cat_expire_previous(struct cat_catalog *cat);
+
 const char *cat_state_name(enum cat_state s);
 const char *cat_refresh_source_name(enum cat_refresh_source s);
 const char *cat_logical_name(enum cat_logical l);

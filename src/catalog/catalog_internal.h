@@ -30,6 +30,11 @@ struct cat_generation_private {
     char *export_path;
     uint64_t export_size;
     struct cat_fastpath *_Atomic fastpath; /* NULL until built (or never) */
+    bool imported;              /* built by a cluster's writer, loaded here */
+    enum cat_refresh_source imported_source; /* the writer's trigger of it */
+    char *export_remote;        /* imported: where its Parquet bytes are (hooks.fetch_export) */
+    char *source_version;       /* the source's version when built (Delta version, listing
+                                 * digest), or NULL */
 };
 
 struct cat_dataset {
@@ -41,6 +46,9 @@ struct cat_dataset {
     enum cat_state state;           /* building from enqueue to publish (cat_mark_building) */
     enum cat_state state_before_build; /* restored when a queued build never runs */
     struct cat_generation *current; /* one reference held by the dataset */
+    struct cat_generation *previous;/* the one it replaced, kept until previous_until_ms
+                                     * (hooks.keep_previous_ms; ?generation= pins) */
+    int64_t previous_until_ms;
     bool build_queued;              /* a build is queued or running */
     bool building;                  /* a build is running */
     struct eng_job *build_job;      /* the running build's job while building (mu): deleting
@@ -82,6 +90,7 @@ struct cat_catalog {
     _Atomic uint64_t names_epoch;   /* moves at every registration and unregistration */
     atomic_bool keep_storage;       /* shutting down: storage generations stay on disk
                                      * (materialize.reuse_on_start serves them next time) */
+    struct cat_hooks hooks;         /* the cluster's (zero: standalone) */
 };
 
 struct cat_dataset *cat_dataset_new(struct cat_catalog *cat, const struct vt_dataset_config *cfg,
@@ -160,6 +169,20 @@ void cat_startup_done(struct cat_catalog *cat, struct cat_dataset *ds);
 void cat_start_builds(struct cat_catalog *cat, struct cat_dataset **items, size_t n,
                       enum cat_refresh_source source);
 void cat_detach_database(struct cat_catalog *cat, duckdb_connection con, const char *db_name);
+
+/* Generation building blocks (catalog.c), shared with shared.c. */
+void cat_set_generation_id(struct cat_generation *gen, const char *id);
+enum vt_err cat_attach_generation(struct cat_catalog *cat, duckdb_connection con,
+                                  struct cat_generation *gen, bool compress, struct vt_error *err);
+enum vt_err cat_checkpoint_generation(duckdb_connection con, struct cat_generation *gen,
+                                      struct vt_error *err);
+enum vt_err cat_create_relation(duckdb_connection con, struct cat_generation *gen, bool view,
+                                const char *select, struct vt_error *err);
+/* An imported generation's relation from local Parquet files (shared.c):
+ * a compressed table, or a view for a lazy one. */
+enum vt_err cat_import_files(struct cat_catalog *cat, duckdb_connection con,
+                             struct cat_generation *gen, const struct cat_import *imp,
+                             struct vt_error *err);
 
 void cat_fastpath_free(struct cat_fastpath *fp);
 /* Queues the build of the index fast path of a published generation. */

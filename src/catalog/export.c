@@ -38,19 +38,26 @@ static void export_run(struct eng_job *job, duckdb_connection con)
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/%s.parquet", cat->export_dir, gen->id);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    /* A lazy S3 generation's objects, whole, for the copy. */
     void *reads = NULL;
     struct vt_error err = {0};
-    enum vt_err rc = cat_generation_read_all(gen, 0, &reads, &err);
-    struct strbuf sql;
-    sb_init(&sql, 0);
-    sb_addf(&sql, "COPY (SELECT * FROM %s) TO ", gen->relation);
-    sb_add_sql_string(&sql, tmp);
-    sb_adds(&sql, " (FORMAT parquet)");
+    enum vt_err rc = VT_ERR_OK;
     int64_t t0 = time_mono_ms();
-    if (rc == VT_ERR_OK)
-        rc = eng_exec(con, sql.buf, VT_ERR_INTERNAL, &err);
-    sb_release(&sql);
+    if (gen->priv->export_remote && cat->hooks.fetch_export) {
+        /* Imported from a cluster's writer: its own bytes, so that every
+         * replica serves the same file under the same ETag. */
+        rc = cat->hooks.fetch_export(cat->hooks.ctx, gen->priv->export_remote, tmp, &err);
+    } else {
+        /* A lazy S3 generation's objects, whole, for the copy. */
+        rc = cat_generation_read_all(gen, 0, &reads, &err);
+        struct strbuf sql;
+        sb_init(&sql, 0);
+        sb_addf(&sql, "COPY (SELECT * FROM %s) TO ", gen->relation);
+        sb_add_sql_string(&sql, tmp);
+        sb_adds(&sql, " (FORMAT parquet)");
+        if (rc == VT_ERR_OK)
+            rc = eng_exec(con, sql.buf, VT_ERR_INTERNAL, &err);
+        sb_release(&sql);
+    }
     struct stat st;
     if (rc == VT_ERR_OK && rename(tmp, path) != 0)
         rc = vt_error_set(&err, VT_ERR_INTERNAL, "cannot rename export: %s", strerror(errno));

@@ -77,7 +77,11 @@ enum vt_err cat_register_dataset(struct cat_catalog *cat, const struct vt_datase
         cat_dataset_put(ds);
         return VT_ERR_DATASET_EXISTS;
     }
-    /* What a request brings may reach only what the config allows. */
+    /* A dataset of the config file (a config reload) widens the roots with
+     * its directory; what a request brings may reach only what the config
+     * allows. */
+    if (from_config)
+        source_policy_add_dataset(cat->policy, cfg);
     if (!from_config && source_policy_check(cat->policy, cfg, err) != VT_ERR_OK) {
         cat_unregister(cat, ds);
         cat_dataset_put(ds);

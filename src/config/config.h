@@ -36,6 +36,7 @@ enum cfg_s3_partitioning {
 };
 enum cfg_readiness { CFG_READINESS_ALL, CFG_READINESS_ANY };
 enum cfg_backend { CFG_BACKEND_DATAFUSION, CFG_BACKEND_DUCKDB };
+enum cfg_cluster_role { CFG_ROLE_STANDALONE, CFG_ROLE_WRITER, CFG_ROLE_READER };
 
 struct refresh_config {
     bool set;                   /* a refresh block was given */
@@ -127,6 +128,8 @@ struct server_config {
     int64_t force_lazy_above_mb;/* default 0 = off */
     int64_t request_timeout_ms; /* default 30000; 0 disables */
     int64_t shutdown_timeout_secs; /* default 30 */
+    int64_t drain_delay_secs;   /* default 0: after SIGTERM /readyz is 503 and everything else
+                                 * is served this long before the listeners close */
     char *environment;          /* NULL = unset */
     char *environment_color;    /* NULL = inferred, see config_environment_color() */
     char *saved_queries_dir;    /* resolved absolute path; default <config_dir>/datasets.d */
@@ -149,6 +152,7 @@ struct server_config {
      * loopback ones, and browser Origins allowed on MCP. */
     struct strvec allowed_hosts;           /* "name", "*.suffix" or "*" */
     struct strvec allowed_origins;         /* "scheme://host[:port]" or "*" */
+    struct strvec cors_origins;            /* origins browsers may read answers from; "*" any */
     struct startup_config startup;
     struct quack_config quack;
     struct pgwire_config pgwire;
@@ -205,6 +209,20 @@ struct mcp_config {
     struct strvec allowed_origins; /* Origin values allowed besides the server's own */
 };
 
+/* [cluster]: one writer and stateless readers sharing generations on S3
+ * (src/cluster/cluster.h). */
+struct cluster_config {
+    enum cfg_cluster_role role; /* default standalone */
+    char *storage;              /* s3://bucket/prefix; required for writer and reader */
+    int64_t poll_interval_ms;   /* readers poll CURRENT this often; default 2000 */
+    char *writer_url;           /* readers forward admin calls here; NULL: answer 409 */
+    char *advertise_url;        /* the writer's URL as readers name it; NULL: host:port */
+    int64_t pin_secs;           /* the previous generation stays readable this long */
+    int64_t gc_grace_secs;      /* the writer deletes replaced generations after this */
+    int64_t gc_interval_secs;   /* how often the writer collects */
+    struct s3_config s3;        /* endpoint, region, allow_http, addressing_style, creds */
+};
+
 struct vt_config {
     char *path;                 /* absolute path of the file read; NULL when none */
     char *dir;                  /* its directory; cwd when none */
@@ -218,6 +236,7 @@ struct vt_config {
     struct datafusion_config datafusion;
     struct sql_config sql;
     struct mcp_config mcp;
+    struct cluster_config cluster;
     struct vt_dataset_config *datasets;
     size_t n_datasets;
 };
@@ -259,9 +278,17 @@ int config_dataset_resolve_paths(struct vt_dataset_config *ds, const char *dir);
 
 /* The directories local sources may be read from (the source policy's
  * roots): server.allowed_roots, or by default the config file's directory
- * (the working directory without one) and the saved-queries and storage
- * directories. Appends them as written; 0, or -1 out of memory. */
+ * (the working directory without one), the saved-queries and storage
+ * directories and the directory of every local dataset of the config file
+ * (config_location_root). Appends them as written, each once; 0, or -1 out of
+ * memory. */
 int config_source_roots(const struct vt_config *cfg, struct strvec *out);
+/* The directory of a local location, as written: the location itself when
+ * it is a directory, else the part before the last '/' that precedes any
+ * glob character ("/d/x/y*.parquet" gives /d/x, "/d/a.parquet" gives /d).
+ * NULL (nothing to add) for S3 and other URLs, relative paths and "/".
+ * Caller frees. */
+char *config_location_root(const char *location);
 /* The local directories this configuration reads and writes: the source
  * roots above, the saved-queries, storage and temp directories (also when
  * allowed_roots leaves them out), and the directory of every local source of
@@ -301,5 +328,9 @@ const char *config_template_text(void);
 char *config_reference_markdown(void);
 
 const char *config_source_kind_name(enum cfg_source_kind k);
+/* "standalone", "writer", "reader". */
+const char *config_cluster_role_name(enum cfg_cluster_role r);
+/* Parses a role name (--role); -1 when unknown. */
+int config_cluster_role_parse(const char *s);
 
 #endif

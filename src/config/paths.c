@@ -76,6 +76,26 @@ static int add_location_dir(struct strvec *out, const char *loc)
     return rc;
 }
 
+char *config_location_root(const char *loc)
+{
+    if (loc && strncmp(loc, "file://", 7) == 0)
+        loc += 7;
+    if (!loc || loc[0] != '/')
+        return NULL; /* s3:// and the like are not directories */
+    size_t n = strcspn(loc, "*?[{");
+    struct stat st;
+    if (!loc[n] && stat(loc, &st) == 0 && S_ISDIR(st.st_mode)) {
+        size_t len = strlen(loc);
+        while (len > 1 && loc[len - 1] == '/')
+            len--;
+        return len > 1 ? strndup(loc, len) : NULL;
+    }
+    while (n > 0 && loc[n - 1] != '/')
+        n--;
+    /* "/x.parquet" would make the whole file system a root: never. */
+    return n > 1 ? strndup(loc, n - 1) : NULL;
+}
+
 int config_source_roots(const struct vt_config *cfg, struct strvec *out)
 {
     const struct strvec *roots = &cfg->server.allowed_roots;
@@ -89,8 +109,18 @@ int config_source_roots(const struct vt_config *cfg, struct strvec *out)
     if (!cfg->dir)
         defaults[0] = getcwd(cwd, sizeof cwd);
     for (size_t i = 0; i < 3; i++)
-        if (defaults[i] && *defaults[i] && strvec_push(out, defaults[i]) != 0)
+        if (defaults[i] && *defaults[i] && strvec_find(out, defaults[i]) < 0 &&
+            strvec_push(out, defaults[i]) != 0)
             return -1;
+    /* The directories of the config file's own datasets: a file beside one
+     * may be registered (issue 21 item 3). */
+    for (size_t i = 0; i < cfg->n_datasets; i++) {
+        char *d = config_location_root(cfg->datasets[i].location);
+        int rc = d && strvec_find(out, d) < 0 ? strvec_push(out, d) : 0;
+        free(d);
+        if (rc != 0)
+            return -1;
+    }
     return 0;
 }
 

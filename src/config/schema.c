@@ -23,6 +23,7 @@
 
 static const char *const backend_names[] = {"datafusion", "duckdb", NULL};
 static const char *const readiness_names[] = {"all", "any", NULL};
+static const char *const role_names[] = {"standalone", "writer", "reader", NULL};
 static const char *const color_names[] = {"primary", "secondary", "success", "info",
                                           "warning", "danger", "light", "dark", NULL};
 static const char *const jwt_algorithms[] = {"RS256", "RS384", "RS512", "ES256", "ES384",
@@ -39,6 +40,19 @@ const char *const cfg_partitioning_names[] = {"auto", "hive", "none", NULL};
 const char *config_source_kind_name(enum cfg_source_kind k)
 {
     return (unsigned)k < 3 ? cfg_kind_names[k] : "unknown";
+}
+
+const char *config_cluster_role_name(enum cfg_cluster_role r)
+{
+    return (unsigned)r < 3 ? role_names[r] : "unknown";
+}
+
+int config_cluster_role_parse(const char *s)
+{
+    for (int i = 0; role_names[i]; i++)
+        if (strcmp(s, role_names[i]) == 0)
+            return i;
+    return -1;
 }
 
 /* ---------------------------------------------------------------- checks */
@@ -416,6 +430,42 @@ static bool rule_mounts(const struct cfg_blk *root, void *base)
     return true;
 }
 
+/* [cluster]: a writer or reader needs the shared storage; the writer's
+ * collection grace must outlast what readers may still read (the previous
+ * generation they keep, plus one poll). */
+static bool rule_cluster(const struct cfg_blk *b, void *base)
+{
+    const struct cluster_config *c = &((struct vt_config *)base)->cluster;
+    if (c->role != CFG_ROLE_STANDALONE && !c->storage)
+        return cfg_fail(b, "storage", cfg_line_of(b, "role"), VT_ERR_INVALID_CONFIG,
+                        "required when role is \"%s\" (the shared generations, "
+                        "\"s3://bucket/prefix\")",
+                        role_names[c->role]);
+    if (c->storage) {
+        const char *s = c->storage;
+        if (strncmp(s, "s3://", 5) != 0 || s[5] == '\0' || s[5] == '/' ||
+            strpbrk(s, "*?[") != NULL)
+            return cfg_fail(b, "storage", 0, VT_ERR_INVALID_CONFIG,
+                            "expected \"s3://bucket\" or \"s3://bucket/prefix\" (no glob), got "
+                            "\"%.100s\"",
+                            s);
+    }
+    if (c->gc_grace_secs * 1000 < c->pin_secs * 1000 + c->poll_interval_ms)
+        return cfg_fail(b, "gc_grace_secs", 0, VT_ERR_INVALID_CONFIG,
+                        "must be at least pin_secs + poll_interval_ms (%lld s + %lld ms): a "
+                        "reader may still read a replaced generation that long",
+                        (long long)c->pin_secs, (long long)c->poll_interval_ms);
+    return true;
+}
+
+static bool s3_endpoint_ok(const struct cfg_blk *b, const struct s3_config *s3,
+                           const char *allow_key);
+
+static bool rule_cluster_s3(const struct cfg_blk *b, void *base)
+{
+    return s3_endpoint_ok(b, &((struct vt_config *)base)->cluster.s3, "cluster.s3.allow_http");
+}
+
 static bool rule_dataset_name(const struct cfg_blk *b, void *base)
 {
     const struct vt_dataset_config *ds = base;
@@ -492,9 +542,10 @@ static bool rule_index_columns(const struct cfg_blk *b, void *base)
     return true;
 }
 
-static bool rule_s3_endpoint(const struct cfg_blk *b, void *base)
+/* s3.endpoint is an http(s) URL; plain http needs allow_http. */
+static bool s3_endpoint_ok(const struct cfg_blk *b, const struct s3_config *s3,
+                           const char *allow_key)
 {
-    const struct s3_config *s3 = &((struct vt_dataset_config *)base)->s3;
     if (!s3->endpoint)
         return true;
     bool http = strncmp(s3->endpoint, "http://", 7) == 0;
@@ -503,8 +554,13 @@ static bool rule_s3_endpoint(const struct cfg_blk *b, void *base)
                         "expected an http:// or https:// URL");
     if (http && !s3->allow_http)
         return cfg_fail(b, "endpoint", 0, VT_ERR_INVALID_CONFIG,
-                        "a plain http:// endpoint needs s3.allow_http = true");
+                        "a plain http:// endpoint needs %s = true", allow_key);
     return true;
+}
+
+static bool rule_s3_endpoint(const struct cfg_blk *b, void *base)
+{
+    return s3_endpoint_ok(b, &((struct vt_dataset_config *)base)->s3, "s3.allow_http");
 }
 
 static bool rule_upstream_reload(const struct cfg_blk *b, void *base)
@@ -583,6 +639,11 @@ const struct cfg_key cfg_schema[] = {
     {"server", "shutdown_timeout_secs", CFG_T_INT, C(server.shutdown_timeout_secs),
      RANGE(0, INT64_MAX), .def = "30",
      .doc = "After SIGTERM or SIGINT, in-flight requests get this long to finish."},
+    {"server", "drain_delay_secs", CFG_T_INT, C(server.drain_delay_secs), RANGE(0, 3600),
+     .def = "0",
+     .doc = "After SIGTERM, /readyz answers 503 at once while everything else is still served "
+            "this long (load balancers take the replica out), then the listeners close and "
+            "in-flight work gets shutdown_timeout_secs. 5-10 s behind a Kubernetes Service."},
     {"server", "environment", CFG_T_STR, C(server.environment), .flags = CFG_NONEMPTY,
      .def_doc = "unset", .example = "\"staging\"",
      .doc = "Label of the environment badge in the Explorer navbar."},
@@ -624,12 +685,14 @@ const struct cfg_key cfg_schema[] = {
             "error instead of filling the disk."},
     {"server", "allowed_roots", CFG_T_STRVEC, C(server.allowed_roots), .flags = CFG_PATHS,
      .def = "[]",
-     .def_doc = "empty: the config file's directory and the saved-queries and storage "
+     .def_doc = "empty: the config file's directory, the directory of each of its local "
+                "datasets (also those a config reload adds) and the saved-queries and storage "
                 "directories (the working directory when there is no config file)",
      .doc = "Every local path a build reads (symbolic links resolved, Delta data files too) "
             "must lie inside one of these directories, and so must the location a request "
             "registers or persists; datasets of the config file may also read their own "
-            "location. Relative entries are relative to the config file."},
+            "location, as written or through its links. Relative entries are relative to the "
+            "config file."},
     {"server", "allowed_s3_endpoints", CFG_T_STRVEC, C(server.allowed_s3_endpoints),
      .check = check_url, .def = "[]",
      .def_doc = "empty: only the endpoints named by the config file's datasets",
@@ -656,6 +719,13 @@ const struct cfg_key cfg_schema[] = {
      .doc = "Browser origins (scheme://host[:port], or \"*\" for any) allowed to call MCP "
             "besides the loopback ones and the own origin of a host named in allowed_hosts; "
             "a request with any other Origin gets 403."},
+    {"server", "cors_origins", CFG_T_STRVEC, C(server.cors_origins), .check = check_origin,
+     .def = "[]", .def_doc = "empty: no cross-origin reads (no CORS headers at all)",
+     .example = "[\"https://dashboards.example.com\"]",
+     .doc = "Origins (scheme://host[:port], as browsers send them) whose pages may call the API "
+            "from a browser (CORS): their requests get Access-Control-Allow-Origin and preflights "
+            "(OPTIONS) are answered. \"*\" allows every origin. Credentials still go in headers "
+            "(Authorization, X-Admin-Token); no cookies are used."},
     {"server", "startup", CFG_T_TABLE, .doc = "How startup builds run and when /readyz turns ready."},
     {"server", "quack", CFG_T_TABLE,
      .doc = "Experimental DuckDB Quack server, started after the datasets are registered."},
@@ -701,7 +771,8 @@ const struct cfg_key cfg_schema[] = {
      .def = "\"vitrine\"", .doc = "User name clients must present."},
     {"server.pgwire", "password", CFG_T_STR, C(server.pgwire.password), .flags = CFG_NONEMPTY,
      .def_doc = "unset", .example = "\"change-me\"",
-     .doc = "Cleartext password; optional on loopback, required on any other address."},
+     .doc = "Cleartext password; optional on loopback, required on any other address. With "
+            "[auth] enabled a bearer token is a password too (the HTTP permission map applies)."},
     {"server.pgwire", "tls_cert", CFG_T_PATH, C(server.pgwire.tls_cert), .def_doc = "unset",
      .example = "\"certs/server.pem\"", .doc = "PEM certificate (with tls_key)."},
     {"server.pgwire", "tls_key", CFG_T_PATH, C(server.pgwire.tls_key), .def_doc = "unset",
@@ -827,6 +898,75 @@ const struct cfg_key cfg_schema[] = {
     {"mcp", "allowed_origins", CFG_T_STRVEC, C(mcp.allowed_origins), .def = "[]",
      .doc = "Browser origins allowed to call MCP, added to server.allowed_origins "
             "(DNS-rebinding protection: any other Origin is 403)."},
+    /* ----------------------------------------------------------- [cluster] */
+    {"", "cluster", CFG_T_TABLE,
+     .doc = "Scale-out: one writer builds and publishes every generation to S3, stateless "
+            "readers poll it and serve the same generations (docs/operations.md, \"Scaling "
+            "out\")."},
+    {"cluster", "role", CFG_T_ENUM, C(cluster.role), .names = role_names,
+     .def = "\"standalone\"",
+     .doc = "\"standalone\" (one process, today's behaviour), \"writer\" (the only process "
+            "that reads sources; publishes to storage) or \"reader\" (serves what the writer "
+            "published; never reads sources). `vitrine --role` overrides it."},
+    {"cluster", "storage", CFG_T_STR, C(cluster.storage), .flags = CFG_NONEMPTY,
+     .def_doc = "unset (required for writer and reader)", .example = "\"s3://vitrine/prod\"",
+     .doc = "Where generations are shared: {storage}/{dataset}/{generation_id}/ holds the "
+            "Parquet and its manifest, {storage}/{dataset}/CURRENT names the current one."},
+    {"cluster", "poll_interval_ms", CFG_T_INT, C(cluster.poll_interval_ms),
+     RANGE(100, 3600000), .def = "2000",
+     .doc = "Readers look at every CURRENT this often (conditional GETs, ±10% jitter): the "
+            "bound of the eventual consistency."},
+    {"cluster", "writer_url", CFG_T_STR, C(cluster.writer_url), .flags = CFG_NONEMPTY,
+     .check = check_url, .def_doc = "unset: admin calls to a reader answer 409 naming the writer",
+     .example = "\"http://vitrine-writer:8080\"",
+     .doc = "Readers forward admin and write calls (reload, registration, saved queries) "
+            "here and relay the answer."},
+    {"cluster", "advertise_url", CFG_T_STR, C(cluster.advertise_url), .flags = CFG_NONEMPTY,
+     .check = check_url, .def_doc = "http://<host name>:<port>",
+     .example = "\"http://vitrine-writer:8080\"",
+     .doc = "The writer's own URL, published with the shared catalog so that readers can "
+            "name it in their 409 answers."},
+    {"cluster", "pin_secs", CFG_T_INT, C(cluster.pin_secs), RANGE(0, 86400), .def = "300",
+     .doc = "Every process keeps a replaced generation this long, so reads pinned with "
+            "?generation= (multi-page reads) keep working across a swap."},
+    {"cluster", "gc_grace_secs", CFG_T_INT, C(cluster.gc_grace_secs), RANGE(0, 30 * 86400),
+     .def = "900",
+     .doc = "The writer deletes a generation that is neither current nor previous this long "
+            "after it was replaced (at least pin_secs + poll_interval_ms); a folder without a "
+            "manifest only after the build timeout."},
+    {"cluster", "gc_interval_secs", CFG_T_INT, C(cluster.gc_interval_secs), RANGE(1, 86400),
+     .def = "60", .doc = "How often the writer collects replaced generations."},
+    {"cluster", NULL, CFG_T_RULE, .rule = rule_cluster,
+     .doc = "role writer or reader needs storage (s3://bucket[/prefix]); gc_grace_secs >= "
+            "pin_secs + poll_interval_ms."},
+    {"cluster", "s3", CFG_T_TABLE,
+     .doc = "S3 settings of cluster.storage; credentials from the environment as for "
+            "datasets."},
+    {"cluster.s3", "region", CFG_T_STR, C(cluster.s3.region), .flags = CFG_NONEMPTY,
+     .def_doc = "AWS_REGION, AWS_DEFAULT_REGION or us-east-1", .example = "\"us-east-1\"",
+     .doc = "Region used for signing."},
+    {"cluster.s3", "endpoint", CFG_T_STR, C(cluster.s3.endpoint), .flags = CFG_NONEMPTY,
+     .def_doc = "AWS", .example = "\"https://s3.eu-west-1.amazonaws.com\"",
+     .doc = "Endpoint URL of an S3-compatible store (it must honour conditional writes: "
+            "If-None-Match and If-Match on PUT)."},
+    {"cluster.s3", "addressing_style", CFG_T_ENUM, C(cluster.s3.addressing_style),
+     .names = cfg_addressing_names, .def = "\"virtual\"",
+     .doc = "Bucket in the host name (\"virtual\") or in the path (\"path\")."},
+    {"cluster.s3", "allow_http", CFG_T_BOOL, C(cluster.s3.allow_http), .def = "false",
+     .doc = "Allow a plain http:// endpoint."},
+    {"cluster.s3", "access_key_id_env", CFG_T_STR, C(cluster.s3.access_key_id_env),
+     .check = check_env_name, .def_doc = "AWS_ACCESS_KEY_ID", .example = "\"AWS_ACCESS_KEY_ID\"",
+     .doc = "Name of the environment variable holding the access key id."},
+    {"cluster.s3", "secret_access_key_env", CFG_T_STR, C(cluster.s3.secret_access_key_env),
+     .check = check_env_name, .def_doc = "AWS_SECRET_ACCESS_KEY",
+     .example = "\"AWS_SECRET_ACCESS_KEY\"",
+     .doc = "Name of the environment variable holding the secret access key."},
+    {"cluster.s3", "session_token_env", CFG_T_STR, C(cluster.s3.session_token_env),
+     .check = check_env_name, .def_doc = "AWS_SESSION_TOKEN", .example = "\"AWS_SESSION_TOKEN\"",
+     .doc = "Name of the environment variable holding the session token."},
+    {"cluster.s3", NULL, CFG_T_RULE, .rule = rule_cluster_s3,
+     .doc = "cluster.s3.endpoint is an http:// or https:// URL; http:// needs allow_http."},
+
     {"", NULL, CFG_T_RULE, .rule = rule_mounts,
      .doc = "Two enabled UIs (swagger, metrics, docs, explorer, mcp) cannot share a path."},
 

@@ -143,7 +143,8 @@ static enum vt_err plan_rows(struct exec_call *c, int64_t deadline, struct vt_er
     if (c->planned)
         return VT_ERR_OK;
     if (!c->pin.gen &&
-        exec_pin(c->rq.catalog, c->rq.dataset, deadline, &c->pin, err) != VT_ERR_OK)
+        exec_pin_at(c->rq.catalog, c->rq.dataset, c->rq.generation, deadline, &c->pin, err) !=
+            VT_ERR_OK)
         return err->code;
     c->ds = c->pin.ds;
     c->gen = c->pin.gen;
@@ -163,7 +164,7 @@ static enum vt_err plan_rows(struct exec_call *c, int64_t deadline, struct vt_er
         .timing = c->rq.timing,
     };
     c->planned = true;
-    return VT_ERR_OK;
+    return c->rq.checked ? c->rq.checked(c, err) : VT_ERR_OK;
 }
 
 /* The gate and the snapshot (EXEC_SQL), on a worker. */
@@ -223,8 +224,9 @@ void exec_call_start(struct exec_call *c, const struct exec_request *rq)
         return;
     }
     /* A published generation whose index answers with a few rows needs no
-     * worker at all. */
-    if (exec_try_fast(&c->plan, &c->caps, EXEC_INLINE_MAX_ROWS) == EXEC_FAST_DONE) {
+     * worker at all (unless the front end has work for one first). */
+    if (!c->rq.before_run &&
+        exec_try_fast(&c->plan, &c->caps, EXEC_INLINE_MAX_ROWS) == EXEC_FAST_DONE) {
         exec_call_release(c);
         return;
     }
@@ -249,6 +251,10 @@ void exec_call_resume(struct exec_call *c, const struct eng_job *job)
         return;
     }
     c->plan.job = job;
+    if (c->rq.before_run && c->rq.kind != EXEC_SQL && c->rq.before_run(c, job, &err) != VT_ERR_OK) {
+        fail(c, &err);
+        return;
+    }
     exec_run(&c->plan, &c->caps, con);
     exec_call_release(c);
 }

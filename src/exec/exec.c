@@ -148,12 +148,18 @@ static struct exec_session *session(void)
 enum vt_err exec_pin(struct cat_catalog *cat, const char *name, int64_t deadline_ms,
                      struct exec_pin *out, struct vt_error *err)
 {
+    return exec_pin_at(cat, name, NULL, deadline_ms, out, err);
+}
+
+enum vt_err exec_pin_at(struct cat_catalog *cat, const char *name, const char *generation,
+                        int64_t deadline_ms, struct exec_pin *out, struct vt_error *err)
+{
     out->ds = name ? cat_dataset_get(cat, name) : NULL;
     out->gen = NULL;
     if (!out->ds)
         return vt_error_set(err, VT_ERR_DATASET_NOT_FOUND, "no dataset named \"%s\"",
                             name ? name : "");
-    out->gen = cat_dataset_acquire(out->ds, deadline_ms, err);
+    out->gen = cat_dataset_acquire_id(out->ds, generation, deadline_ms, err);
     if (!out->gen) {
         cat_dataset_put(out->ds);
         out->ds = NULL;
@@ -879,9 +885,13 @@ void exec_shape_release(struct exec_shape *s)
         if (s->types && s->types[i])
             duckdb_destroy_logical_type(&s->types[i]);
     }
+    for (size_t i = 0; s->param_logical && i < s->nparams; i++)
+        if (s->param_logical[i])
+            duckdb_destroy_logical_type(&s->param_logical[i]);
     free(s->names);
     free(s->types);
     free(s->param_types);
+    free(s->param_logical);
     memset(s, 0, sizeof *s);
 }
 
@@ -901,11 +911,15 @@ enum vt_err exec_describe(const struct exec_plan *plan, duckdb_connection con,
     out->nparams = duckdb_nparams(ps);
     out->ncols = duckdb_prepared_statement_column_count(ps);
     out->param_types = calloc(out->nparams ? out->nparams : 1, sizeof *out->param_types);
+    out->param_logical = calloc(out->nparams ? out->nparams : 1, sizeof *out->param_logical);
     out->names = calloc(out->ncols ? out->ncols : 1, sizeof *out->names);
     out->types = calloc(out->ncols ? out->ncols : 1, sizeof *out->types);
-    bool ok = out->param_types && out->names && out->types;
-    for (size_t i = 0; ok && i < out->nparams; i++)
+    bool ok = out->param_types && out->param_logical && out->names && out->types;
+    for (size_t i = 0; ok && i < out->nparams; i++) {
         out->param_types[i] = duckdb_param_type(ps, (idx_t)i + 1);
+        if (out->param_types[i] != DUCKDB_TYPE_INVALID)
+            out->param_logical[i] = duckdb_param_logical_type(ps, (idx_t)i + 1);
+    }
     for (size_t i = 0; ok && i < out->ncols; i++) {
         char *n = (char *)duckdb_prepared_statement_column_name(ps, (idx_t)i);
         out->names[i] = strdup(n ? n : "?column?");

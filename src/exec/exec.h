@@ -210,6 +210,11 @@ struct exec_pin {
 enum vt_err exec_pin(struct cat_catalog *cat, const char *name, int64_t deadline_ms,
                      struct exec_pin *out, struct vt_error *err);
 /* Releases both references (NULL-safe, idempotent). */
+/* The same, pinned at generation `generation` (a ?generation= parameter;
+ * NULL = the current one): the current or the kept previous generation, else
+ * GENERATION_NOT_AVAILABLE (409) or GENERATION_GONE (410). */
+enum vt_err exec_pin_at(struct cat_catalog *cat, const char *name, const char *generation,
+                        int64_t deadline_ms, struct exec_pin *out, struct vt_error *err);
 void exec_unpin(struct exec_pin *pin);
 
 /* Validates a query body (JSON object; NULL = {}) against gen's schema: the
@@ -254,6 +259,8 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
 struct exec_shape {
     size_t nparams;
     duckdb_type *param_types;       /* DUCKDB_TYPE_INVALID: DuckDB cannot tell yet */
+    duckdb_logical_type *param_logical; /* the same with children (a list's element
+                                         * type); NULL where DuckDB cannot tell */
     size_t ncols;
     char **names;
     duckdb_logical_type *types;
@@ -388,6 +395,7 @@ struct exec_request {
      * (opts.mode QUERY_COUNT for EXEC_COUNT). The call holds a reference to
      * body until it is released. */
     const char *dataset;
+    const char *generation;         /* ?generation= (NULL: the current one; exec_pin_at) */
     json_t *body;
     struct query_options opts;
     /* EXEC_SQL: the statement, checked by the gate (gate options NULL: the
@@ -412,6 +420,18 @@ struct exec_request {
      * the whole call there. */
     void (*queue)(struct exec_call *call, enum eng_job_class cls);
     void *user;                     /* the front end's, for its hook and sink */
+    /* Optional hooks of EXEC_ROWS and EXEC_COUNT calls (NULL: none).
+     * checked: the dataset is pinned and the query validated, nothing ran
+     *   yet; on whichever thread planned it (no DuckDB: it may be the front
+     *   end's). Any code but VT_ERR_OK fails the call with err (HTTP
+     *   answers a GET whose ETag matches 304 this way).
+     * before_run: on the query worker, right before the statement runs:
+     *   more work for the same call on the worker's connection (exec_run of
+     *   another plan, e.g. the total of "include_total"). A failure fails
+     *   the call. Such a call is never answered inline: it is queued. */
+    enum vt_err (*checked)(struct exec_call *call, struct vt_error *err);
+    enum vt_err (*before_run)(struct exec_call *call, const struct eng_job *job,
+                              struct vt_error *err);
 };
 
 /* One call, from start to release; the front end embeds it in its

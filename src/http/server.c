@@ -60,6 +60,7 @@
 #include <unistd.h>
 
 #include "http/compress.h"
+#include "http/cors.h"
 #include "http/encoding.h"
 #include "http/hosts.h"
 #include "http/router.h"
@@ -320,6 +321,17 @@ const char *http_req_header(const struct http_request *req, const char *name)
 const char *http_req_query(const struct http_request *req, const char *key)
 {
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *http_req_query_n(const struct http_request *req, const char *key, size_t *out_len)
+{
+    const char *v = NULL;
+    size_t n = 0;
+    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, key, strlen(key), &v,
+                                      &n) != MHD_YES)
+        v = NULL;
+    *out_len = v ? n : 0;
+    return v;
 }
 
 const char *http_req_body(const struct http_request *req, size_t *out_len)
@@ -1233,10 +1245,62 @@ static void add_allow(struct strbuf *allow, unsigned methods)
     }
 }
 
+/* CORS (cors.h): the headers of an allowed origin, and the answer to its
+ * preflight. True when the request was answered here. */
+static bool cors(struct http_request *req)
+{
+    const struct strvec *allowed = &req->srv->cfg->server.cors_origins;
+    const char *origin = allowed->len ? http_req_header(req, "Origin") : NULL;
+    if (!origin)
+        return false;
+    http_add_header(req, "Vary", "Origin");
+    if (!http_cors_allowed(allowed, origin))
+        return false;
+    http_add_header(req, "Access-Control-Allow-Origin", origin);
+    if (req->method != HTTP_OPTIONS || !http_req_header(req, "Access-Control-Request-Method")) {
+        http_add_header(req, "Access-Control-Expose-Headers", HTTP_CORS_EXPOSE_HEADERS);
+        return false;
+    }
+    /* A preflight: the methods of the routes at this path (a route the
+     * authorize hook hides, as it would without credentials, is not there). */
+    unsigned methods = 0;
+    size_t pos = 0;
+    const char *params[HTTP_MAX_PARAMS];
+    const struct http_route *r;
+    while ((r = http_router_next(req->srv->router, &req->segs, &pos, &req->arena, params))) {
+        if (r->perm != AUTH_PERM_PUBLIC && req->srv->opts.authorize) {
+            const char *msg = NULL;
+            req->route = r;
+            memcpy(req->params, params, sizeof params);
+            enum vt_err rc = req->srv->opts.authorize(req, r, &msg);
+            req->route = NULL;
+            memset(req->params, 0, sizeof req->params);
+            if (rc == VT_ERR_NOT_FOUND)
+                continue;
+        }
+        methods |= r->methods & HTTP_GET ? r->methods | HTTP_HEAD : r->methods;
+    }
+    if (!methods)
+        return false; /* no such route: 404 as usual */
+    struct strbuf allow;
+    sb_init(&allow, 256);
+    add_allow(&allow, methods);
+    http_add_header(req, "Access-Control-Allow-Methods", allow.buf ? allow.buf : "");
+    sb_release(&allow);
+    http_add_header(req, "Access-Control-Allow-Headers", HTTP_CORS_ALLOW_HEADERS);
+    http_add_header(req, "Access-Control-Max-Age", HTTP_CORS_MAX_AGE);
+    struct strbuf empty;
+    sb_init(&empty, 0);
+    http_reply_buffer(req, 204, "text/plain", &empty, false);
+    return true;
+}
+
 static void dispatch(struct http_request *req)
 {
     struct http_server *srv = req->srv;
     const struct http_path path = req->segs;
+    if (cors(req))
+        return;
     const char *prefix = srv->cfg->server.prefix ? srv->cfg->server.prefix : "";
     size_t plen = strlen(prefix);
     size_t tlen = strcspn(req->target, "?");

@@ -117,6 +117,8 @@ const char *http_req_route(const struct http_request *req);    /* matched patter
 const char *http_req_param(const struct http_request *req, size_t i); /* {x} captures */
 const char *http_req_header(const struct http_request *req, const char *name);
 const char *http_req_query(const struct http_request *req, const char *key);
+/* The same, with the decoded value's length (a %00 in it is a NUL byte). */
+const char *http_req_query_n(const struct http_request *req, const char *key, size_t *out_len);
 const char *http_req_body(const struct http_request *req, size_t *out_len);
 struct arena *http_req_arena(struct http_request *req);
 /* The request id: the client's X-Request-Id when it is a sane token (1 to

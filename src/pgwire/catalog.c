@@ -234,6 +234,16 @@ static const char *const functions[][2] = {
     {"quote_nullable", "vt:quote_nullable"},
     {"parse_ident", "vt:parse_ident"},
     {"_pg_expandarray", "vt:_pg_expandarray"},
+    /* PostgreSQL's JSON builders and aggregates: DuckDB's json extension's */
+    {"json_build_object", "json_object"},
+    {"jsonb_build_object", "json_object"},
+    {"json_build_array", "json_array"},
+    {"jsonb_build_array", "json_array"},
+    {"json_agg", "json_group_array"},
+    {"jsonb_agg", "json_group_array"},
+    {"json_object_agg", "json_group_object"},
+    {"jsonb_object_agg", "json_group_object"},
+    {"to_jsonb", "to_json"},
     {"unnest", "unnest"}, /* x = ANY(array): DuckDB's plan calls it as a scalar */
     /* PostgreSQL's regular-expression operators match anywhere in the
      * string; DuckDB's parser makes `~` a full match. */

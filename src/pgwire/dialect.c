@@ -31,7 +31,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "pgwire/pgwire.h"
+#include "pgwire/pgwire_internal.h"
 #include "sql/sql.h"
 #include "util/strbuf.h"
 
@@ -341,6 +341,24 @@ static bool rewrite_datetime(struct sql_walk *w, json_t *e, const char *name, js
     return true;
 }
 
+/* current_setting('name' [, missing_ok]) of a known setting: its value
+ * now, a constant (a table function's arguments may hold it; the macro's
+ * subquery they may not: generate_series(1, array_upper(string_to_array(
+ * current_setting('search_path'), ','), 1))). */
+static bool fold_setting(struct sql_walk *w, json_t *e, json_t *args)
+{
+    const struct pgw_session *sess = sql_walk_context(w);
+    size_t n = json_array_size(args);
+    const char *name = n == 1 || n == 2 ? const_text(json_array_get(args, 0), NULL) : NULL;
+    const char *v = sess && name ? pgw_session_setting(sess, name) : NULL;
+    if (!v)
+        return false;
+    json_t *c = const_str(v, strlen(v));
+    replace_node(e, c);
+    json_decref(c);
+    return true;
+}
+
 /* Whether name(args) was rewritten (*out: what the gate does next). */
 static bool rewrite_call(struct sql_walk *w, json_t *e, const char *name, enum sql_hook *out)
 {
@@ -348,7 +366,10 @@ static bool rewrite_call(struct sql_walk *w, json_t *e, const char *name, enum s
     if (!json_is_array(args) || json_is_true(json_object_get(e, "is_operator")))
         return false;
     bool done = false;
-    if (!strcmp(name, "format") && json_array_size(args) >= 1) {
+    if (!strcmp(name, "current_setting")) {
+        done = fold_setting(w, e, args);
+        *out = SQL_HOOK_AGAIN;
+    } else if (!strcmp(name, "format") && json_array_size(args) >= 1) {
         done = rewrite_format(e, args);
         *out = SQL_HOOK_AGAIN;
     } else if (!strcmp(name, "to_char") || !strcmp(name, "to_timestamp") ||
@@ -376,6 +397,15 @@ static enum sql_hook function(struct sql_walk *w, json_t *e)
     enum sql_hook h;
     if (rewrite_call(w, e, name, &h))
         return h;
+    if (!strcmp(name, "/") && json_is_true(json_object_get(e, "is_operator"))) {
+        /* PostgreSQL divides integers as integers (150000 / 100 is 1500);
+         * DuckDB's `/` always gives a double, its divide() does as
+         * PostgreSQL */
+        set_str(e, "function_name", "divide");
+        json_object_set_new(e, "is_operator", json_false());
+        sql_walk_changed(w, false);
+        return SQL_HOOK_CHECK;
+    }
     const char *fn = pgw_catalog_function(name);
     if (fn && !strcmp(fn, name) && !pgq) /* as it is (unnest of = ANY) */
         return SQL_HOOK_OWN;
@@ -429,12 +459,30 @@ static enum sql_hook array_literal(struct sql_walk *w, json_t *e)
     return SQL_HOOK_CHECK;
 }
 
+/* x::regtype[] and other arrays of the types casts map: text arrays (the
+ * elements stay what they are; no such array here holds anything but OIDs). */
+static void list_of_mapped(struct sql_walk *w, json_t *ct)
+{
+    json_t *info = json_object_get(ct, "type_info");
+    json_t *child = json_is_object(info) ? json_object_get(info, "child_type") : NULL;
+    const char *cid = json_is_object(child) ? str(child, "id") : NULL;
+    json_t *cinfo = json_is_object(child) ? json_object_get(child, "type_info") : NULL;
+    const char *name = json_is_object(cinfo) ? str(cinfo, "user_type_name") : NULL;
+    if (!cid || strcmp(cid, "USER") != 0 || !name || !pgw_catalog_cast(name, false))
+        return;
+    set_str(child, "id", "VARCHAR");
+    json_object_set_new(child, "type_info", json_null());
+    sql_walk_changed(w, false);
+}
+
 static enum sql_hook cast(struct sql_walk *w, json_t *e)
 {
-    const json_t *ct = json_object_get(e, "cast_type");
+    json_t *ct = json_object_get(e, "cast_type");
     const char *id = ct ? str(ct, "id") : NULL;
-    if (id && !strcmp(id, "LIST"))
+    if (id && !strcmp(id, "LIST")) {
+        list_of_mapped(w, ct);
         return array_literal(w, e);
+    }
     const json_t *info = ct ? json_object_get(ct, "type_info") : NULL;
     const char *tname = json_is_object(info) ? str(info, "user_type_name") : NULL;
     const char *tschema = json_is_object(info) ? str(info, "schema") : NULL;
@@ -512,11 +560,63 @@ static enum sql_hook column(struct sql_walk *w, json_t *e)
     return SQL_HOOK_CHECK;
 }
 
+/* x = ANY(array) and x <> ALL(array) (not a subquery: DuckDB's parser
+ * makes one of `SELECT unnest(array)`) as list_contains(array, x): DuckDB
+ * cannot plan such a subquery in the condition of an outer join (pgJDBC's
+ * and SQLAlchemy's index queries: `LEFT JOIN pg_attribute a ON a.attnum =
+ * ANY(ix.indkey)`). NULL elements: false instead of PostgreSQL's NULL, which
+ * a WHERE or ON treats alike. */
+static enum sql_hook any_array(struct sql_walk *w, json_t *e)
+{
+    const char *kind = str(e, "subquery_type");
+    const char *cmp = str(e, "comparison_type");
+    bool any = kind && !strcmp(kind, "ANY") && cmp && !strcmp(cmp, "COMPARE_EQUAL");
+    bool all = kind && !strcmp(kind, "ALL") && cmp && !strcmp(cmp, "COMPARE_NOTEQUAL");
+    if (!any && !all)
+        return SQL_HOOK_CHECK;
+    json_t *sq = json_object_get(e, "subquery");
+    json_t *node = json_is_object(sq) ? json_object_get(sq, "node") : NULL;
+    json_t *list = json_is_object(node) ? json_object_get(node, "select_list") : NULL;
+    json_t *from = json_is_object(node) ? json_object_get(node, "from_table") : NULL;
+    json_t *call = json_array_size(list) == 1 ? json_array_get(list, 0) : NULL;
+    const char *fn = json_is_object(call) ? str(call, "function_name") : NULL;
+    const char *ft = json_is_object(from) ? str(from, "type") : NULL;
+    json_t *args = json_is_object(call) ? json_object_get(call, "children") : NULL;
+    json_t *where = json_is_object(node) ? json_object_get(node, "where_clause") : NULL;
+    json_t *cm = json_is_object(node) ? json_object_get(node, "cte_map") : NULL;
+    json_t *child = json_object_get(e, "child");
+    if (!fn || strcmp(fn, "unnest") != 0 || !ft || strcmp(ft, "EMPTY") != 0 ||
+        json_array_size(args) != 1 || (where && !json_is_null(where)) ||
+        json_array_size(json_object_get(cm, "map")) != 0 || !json_is_object(child))
+        return SQL_HOOK_CHECK;
+    json_t *cargs = json_array();
+    json_array_append(cargs, json_array_get(args, 0));
+    json_array_append(cargs, child);
+    json_t *with = new_call("list_contains", cargs);
+    if (all) {
+        json_t *not = json_object();
+        set_str(not, "class", "OPERATOR");
+        set_str(not, "type", "OPERATOR_NOT");
+        set_str(not, "alias", "");
+        json_object_set_new(not, "query_location", json_integer(0));
+        json_t *kids = json_array();
+        json_array_append_new(kids, with);
+        json_object_set_new(not, "children", kids);
+        with = not;
+    }
+    replace_node(e, with);
+    json_decref(with);
+    sql_walk_changed(w, false);
+    return SQL_HOOK_AGAIN;
+}
+
 static enum sql_hook expr(struct sql_walk *w, json_t *e)
 {
     const char *cls = str(e, "class");
     if (!cls)
         return SQL_HOOK_CHECK;
+    if (!strcmp(cls, "SUBQUERY"))
+        return any_array(w, e);
     if (!strcmp(cls, "FUNCTION"))
         return function(w, e);
     if (!strcmp(cls, "CAST"))

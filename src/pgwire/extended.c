@@ -150,6 +150,12 @@ static uint32_t duck_param_oid(duckdb_type t)
     return oid;
 }
 
+/* A text value that may be an array literal ('{...}'). */
+static bool array_text(const struct pgw_value *v)
+{
+    return v->format == 0 && v->len >= 2 && v->data[0] == '{' && v->data[v->len - 1] == '}';
+}
+
 void pgw_on_bind(struct pgw_session *s, const unsigned char *body, size_t len)
 {
     struct vt_error err = {0};
@@ -225,7 +231,8 @@ void pgw_on_bind(struct pgw_session *s, const unsigned char *body, size_t len)
      * read them. */
     bool need_types = false;
     for (size_t i = 0; ok && i < m.nparams; i++)
-        need_types |= vals[i].format == 1 && vals[i].len >= 0 && !param_oid(st, i);
+        need_types |= vals[i].len >= 0 && !param_oid(st, i) &&
+                      (vals[i].format == 1 || array_text(&vals[i]));
     if (ok && need_types && runs_sql(st->st.kind) &&
         pgw_describe_statement(s, st, &err) != VT_ERR_OK)
         ok = false;
@@ -233,7 +240,24 @@ void pgw_on_bind(struct pgw_session *s, const unsigned char *body, size_t len)
         uint32_t oid = param_oid(st, i);
         if (!oid && vals[i].format == 1 && st->described && i < st->shape.nparams)
             oid = duck_param_oid(st->shape.param_types[i]);
-        if (pgw_param_decode(&vals[i], oid, &p->arena, &p->params[i], &err) != VT_ERR_OK)
+        /* An untyped '{a,b}' where DuckDB expects a list (psycopg's lists of
+         * strings): an array, its items cast by DuckDB. */
+        enum vt_err rc;
+        if (!oid && array_text(&vals[i]) && st->described && i < st->shape.nparams &&
+            st->shape.param_types[i] == DUCKDB_TYPE_LIST) {
+            /* its items by the element type DuckDB expects, when it says */
+            duckdb_logical_type lt = st->shape.param_logical[i];
+            duckdb_logical_type child = lt ? duckdb_list_type_child_type(lt) : NULL;
+            uint32_t elem = child && duckdb_get_type_id(child) != DUCKDB_TYPE_INVALID
+                                ? pgw_type_of(child).oid : 0;
+            duckdb_destroy_logical_type(&child);
+            uint32_t arr = elem ? pgw_array_oid(elem) : 0;
+            rc = arr ? pgw_param_decode(&vals[i], arr, &p->arena, &p->params[i], &err)
+                     : pgw_param_decode_untyped_array(&vals[i], &p->arena, &p->params[i], &err);
+        } else {
+            rc = pgw_param_decode(&vals[i], oid, &p->arena, &p->params[i], &err);
+        }
+        if (rc != VT_ERR_OK)
             ok = false;
     }
     free(vals);
@@ -290,7 +314,7 @@ static void write_shape(struct pgw_session *s, const struct pgw_prepared *p, con
     case PGW_STMT_FETCH:
         if (!pgw_find_portal(s, p->st.name, NULL)) /* no cursor (yet): NoData */
             break;
-        if (!pgw_cursor_describe(s, &p->st))
+        if (!pgw_cursor_describe(s, &p->st, formats, nformats))
             s->skip_to_sync = true;
         return;
     case PGW_STMT_SQL:
@@ -431,6 +455,10 @@ void pgw_on_execute(struct pgw_session *s, const unsigned char *body, size_t len
         break;
     case PGW_STMT_DECLARE:
         ok = pgw_cursor_declare(s, &st->st, p);
+        break;
+    case PGW_STMT_FETCH:
+    case PGW_STMT_MOVE:
+        ok = pgw_cursor_fetch(s, &st->st, describe, p->formats, p->nformats);
         break;
     default:
         ok = pgw_session_statement(s, &st->st, describe, "", 0);

@@ -671,3 +671,16 @@ enum vt_err pgw_param_decode(const struct pgw_value *v, uint32_t oid, struct are
     set_list(out, &it);
     return VT_ERR_OK;
 }
+
+enum vt_err pgw_param_decode_untyped_array(const struct pgw_value *v, struct arena *a,
+                                           struct query_value *out, struct vt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    struct items it = {.elem = PGW_OID_TEXT, .a = a, .err = err};
+    if (pgw_array_parse((const char *)v->data, (size_t)v->len, text_item, &it, err) != VT_ERR_OK)
+        return err->code;
+    set_list(out, &it);
+    if (it.n == 0) /* no item to say the type: DuckDB takes the one it needs */
+        out->cast = "NULL[]";
+    return VT_ERR_OK;
+}

@@ -37,6 +37,7 @@
 #include "util/errors.h"
 #include "util/strbuf.h"
 
+struct auth_policy;
 struct cat_catalog;
 struct eng_pool;
 
@@ -48,6 +49,7 @@ struct pgw_server_options {
     const struct vt_config *cfg;   /* server.pgwire, server.request_timeout_ms */
     struct cat_catalog *catalog;
     struct eng_pool *pool;         /* the query pool (shared with HTTP) */
+    const struct auth_policy *auth; /* [auth]: bearer tokens as passwords (may be NULL) */
 };
 
 /* Binds, loads the TLS certificate when configured and starts the listener
@@ -335,6 +337,11 @@ typedef bool (*pgw_array_item_fn)(void *ctx, const char *s, size_t n, bool is_nu
 enum vt_err pgw_array_parse(const char *s, size_t n, pgw_array_item_fn item, void *ctx,
                             struct vt_error *err);
 
+/* An error message with the catalog's own names ("vt:imatch",
+ * "vt:is_columns") as the names the client wrote (imatch,
+ * information_schema.columns); returns its length (out has cap bytes). */
+size_t pgw_scrub_names(const char *msg, char *out, size_t cap);
+
 /* ------------------------------------------------ the catalog (catalog.c) */
 
 /* PostgreSQL's dialect for the SQL gate (dialect.c; sql.h: struct
@@ -457,9 +464,16 @@ struct pgw_copy_options {
 int pgw_rows_copy(struct pgw_rows *r, duckdb_data_chunk chunk, const struct pgw_copy_options *o,
                   struct strbuf *out);
 
-/* The same rows in COPY's binary format (a tuple per row: field count, then
- * each field's length or -1 and its binary value), in one CopyData message. */
-int pgw_rows_copy_binary(struct pgw_rows *r, duckdb_data_chunk chunk, struct strbuf *out);
+/* The same rows in COPY's binary format, one CopyData message per tuple (a
+ * field count, then each field's length or -1 and its binary value), as
+ * PostgreSQL sends them (clients read a row per message); prefix (the file
+ * header, or NULL) goes in front of the first. The encoder must have been
+ * made with binary formats. */
+int pgw_rows_copy_binary(struct pgw_rows *r, duckdb_data_chunk chunk, const char *prefix,
+                         size_t plen, struct strbuf *out);
+/* COPY's binary file header: signature, flags, extension length. */
+#define PGW_COPY_BINARY_HEADER "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0"
+#define PGW_COPY_BINARY_HEADER_LEN 19
 
 /* RowDescription for a result: names[i] with types[i]. */
 void pgw_write_row_description(struct strbuf *out, size_t ncol, const char *const *names,
@@ -486,5 +500,11 @@ struct arena;
  * dimension; at most VT_PGWIRE_MAX_ARRAY_ITEMS), cast "<element type>[]". */
 enum vt_err pgw_param_decode(const struct pgw_value *v, uint32_t oid, struct arena *a,
                              struct query_value *out, struct vt_error *err);
+/* An untyped text parameter '{a,b}' where DuckDB expects a list (drivers
+ * that send lists of strings without a type): VARCHAR items, which DuckDB
+ * casts; an empty one is typed NULL[] so that DuckDB takes the type it needs. */
+enum vt_err pgw_param_decode_untyped_array(const struct pgw_value *v, struct arena *a,
+                                           struct query_value *out, struct vt_error *err);
+
 
 #endif

@@ -23,6 +23,31 @@
 #include "util/strbuf.h"
 
 struct pgw_session;
+struct auth_policy;
+
+/* login.c: who may open a session (listener thread only). */
+struct pgw_login;
+struct pgw_login *pgw_login_create(const struct pgwire_config *pg,
+                                   const struct auth_policy *auth);
+void pgw_login_destroy(struct pgw_login *l);
+/* Whether clients must send a password (the static one or a bearer token). */
+bool pgw_login_needs_password(const struct pgw_login *l);
+/* The startup warning when the listener at `where` is open without
+ * credentials (or its static password bypasses [auth]). */
+void pgw_login_describe(const struct pgw_login *l, const char *where);
+/* PG_TOO_MANY_FAILURES while the address is blocked (before any password
+ * is read), else VT_ERR_OK. */
+enum vt_err pgw_login_admit(struct pgw_login *l, const char *peer, struct vt_error *err);
+/* The password (or bearer token) of `user` from `peer`: VT_ERR_OK (and, for
+ * a token, *out_valid_until: its expiry, Unix seconds; 0 none),
+ * PG_PASSWORD_FAILED (counted against the address), PG_TOO_MANY_FAILURES,
+ * AUTH_UNAVAILABLE (no signing keys yet). */
+enum vt_err pgw_login_check(struct pgw_login *l, const char *peer, const char *user,
+                            const char *password, int64_t *out_valid_until,
+                            struct vt_error *err);
+/* A name a client sent, for a log line: control bytes, quotes and
+ * backslashes as \xNN (out: cap bytes; 4 per input byte at most). */
+void pgw_log_name(const char *in, char *out, size_t cap);
 
 enum pgw_phase {
     PGW_PH_STARTUP,         /* waiting for SSLRequest / GSSENCRequest / StartupMessage */
@@ -52,6 +77,8 @@ struct pgw_conn {
     int64_t last_active_ms;
     int64_t deadline_ms;            /* startup must finish by then */
     int32_t pid, secret;            /* BackendKeyData */
+    int64_t accepted_ms;            /* monotonic: the oldest pre-auth one is evicted first */
+    int64_t valid_until;            /* logged in with a bearer token: its expiry (Unix s) */
     char user[64];
     void *startup_copy;             /* startup parameters while the password is awaited */
     struct pgw_session *session;
@@ -224,13 +251,15 @@ bool pgw_show(struct pgw_session *s, const struct pgw_stmt *st, bool describe);
 /* The settings as the catalog shows them (out has room for PGW_N_SETTINGS). */
 size_t pgw_settings_catalog(const struct pgw_session *s, struct pgw_cat_setting *out);
 struct pgw_format pgw_session_format(const struct pgw_session *s);
+/* A setting's value as current_setting() shows it (NULL: no such setting). */
+const char *pgw_session_setting(const struct pgw_session *s, const char *name);
 /* The deadline of a statement starting now (monotonic ms; 0 none):
  * request_timeout_ms, or statement_timeout when lower. */
 int64_t pgw_statement_deadline(const struct pgw_session *s);
 
-/* run.c: the gate's options (PostgreSQL's dialect; parameters in the
- * extended protocol only). */
-extern const struct sql_gate_options pgw_gate_simple, pgw_gate_extended;
+/* run.c: the gate's options for s (PostgreSQL's dialect, which reads the
+ * session's settings; parameters in the extended protocol only). */
+struct sql_gate_options pgw_gate_options(struct pgw_session *s, bool params);
 bool pgw_is_dataset(void *ctx, const char *name);
 
 enum pgw_sink_mode { PGW_SINK_SIMPLE, PGW_SINK_PORTAL, PGW_SINK_COPY, PGW_SINK_EXPLAIN };
@@ -253,6 +282,7 @@ struct pgw_sink {
     struct pgw_copy_options copy;
     bool copy_header;
     bool describe;                  /* EXPLAIN: RowDescription first */
+    bool header_due;                /* COPY binary: the file header not sent yet */
 };
 
 /* COPY: the sink's options from the statement; the end (the binary
@@ -304,13 +334,16 @@ bool pgw_portal_rows(struct pgw_session *s, struct pgw_portal *p, uint64_t limit
                      uint64_t *out_n);
 /* DECLARE (bound: the portal whose parameters the query's $n take, in the
  * extended protocol; NULL in a simple Query), FETCH/MOVE (describe: a
- * RowDescription first), CLOSE; the RowDescription a FETCH sends. false
- * after an error was reported. */
+ * RowDescription first; formats: the result formats the FETCH's Bind asked
+ * for, NULL in a simple Query), CLOSE; the RowDescription a FETCH sends.
+ * false after an error was reported. */
 bool pgw_cursor_declare(struct pgw_session *s, const struct pgw_stmt *st,
                         const struct pgw_portal *bound);
-bool pgw_cursor_fetch(struct pgw_session *s, const struct pgw_stmt *st, bool describe);
+bool pgw_cursor_fetch(struct pgw_session *s, const struct pgw_stmt *st, bool describe,
+                      const int16_t *formats, size_t nformats);
 bool pgw_cursor_close(struct pgw_session *s, const struct pgw_stmt *st);
-bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st);
+bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st, const int16_t *formats,
+                         size_t nformats);
 
 /* fastpath.c: an equality lookup answered from the dataset's index. 1:
  * answered (rows sent, or an error reported: *out_ok false); 0: not from the

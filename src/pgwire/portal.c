@@ -30,8 +30,9 @@ enum vt_err pgw_prepared_check(struct pgw_session *s, struct pgw_prepared *p, co
     if (!p->sql)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
     struct sql_checked chk;
-    if (sql_gate_check_opts(s->con, p->sql, params ? &pgw_gate_extended : &pgw_gate_simple,
-                            pgw_is_dataset, s->cfg.catalog, &chk, err) != VT_ERR_OK)
+    struct sql_gate_options o = pgw_gate_options(s, params);
+    if (sql_gate_check_opts(s->con, p->sql, &o, pgw_is_dataset, s->cfg.catalog, &chk, err) !=
+        VT_ERR_OK)
         return err->code;
     p->deps = chk.depends_on;
     p->ndeps = chk.n_depends_on;
@@ -342,11 +343,36 @@ static struct pgw_portal *cursor_named(struct pgw_session *s, const char *name, 
     return NULL;
 }
 
-bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st)
+/* A cursor that has not run yet takes the result formats its first FETCH
+ * asks for (psycopg's binary cursors: FETCH with binary results), unless it
+ * was declared BINARY; its rows are encoded once, in that format. */
+static bool cursor_formats(struct pgw_portal *p, const int16_t *formats, size_t nformats)
+{
+    if (p->state != PGW_P_READY || !formats || !nformats || !p->cursor ||
+        (p->nformats == 1 && p->formats[0] == 1))
+        return true;
+    int16_t *f = calloc(nformats, sizeof *f);
+    if (!f)
+        return false;
+    memcpy(f, formats, nformats * sizeof *f);
+    free(p->formats);
+    p->formats = f;
+    p->nformats = nformats;
+    return true;
+}
+
+bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st, const int16_t *formats,
+                         size_t nformats)
 {
     struct pgw_portal *p = cursor_named(s, st->name, NULL);
     if (!p)
         return false;
+    if (!cursor_formats(p, formats, nformats)) {
+        struct vt_error err = {0};
+        vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
+        pgw_fail(s, &err);
+        return false;
+    }
     struct vt_error err = {0};
     if (pgw_describe_statement(s, p->stmt, &err) != VT_ERR_OK) {
         pgw_fail(s, &err);
@@ -356,14 +382,21 @@ bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st)
     return true;
 }
 
-bool pgw_cursor_fetch(struct pgw_session *s, const struct pgw_stmt *st, bool describe)
+bool pgw_cursor_fetch(struct pgw_session *s, const struct pgw_stmt *st, bool describe,
+                      const int16_t *formats, size_t nformats)
 {
     struct pgw_portal *p = cursor_named(s, st->name, NULL);
     if (!p)
         return false;
     bool move = st->kind == PGW_STMT_MOVE;
-    if (describe && !move && !pgw_cursor_describe(s, st))
+    if (describe && !move && !pgw_cursor_describe(s, st, formats, nformats))
         return false;
+    if (!move && !cursor_formats(p, formats, nformats)) {
+        struct vt_error err = {0};
+        vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
+        pgw_fail(s, &err);
+        return false;
+    }
     if (!move && !p->told) {
         /* The client learnt the columns from a Describe of this FETCH. */
         struct vt_error err = {0};

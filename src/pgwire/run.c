@@ -125,12 +125,8 @@ static enum vt_err sink_begin(struct exec_sink *b, duckdb_result *res, struct vt
         for (size_t i = 0; i < n; i++)
             pgw_put_i16(s->out, binary_copy ? 1 : 0);
         pgw_msg_end(s->out, m);
-        if (binary_copy) { /* the file header: signature, flags, no extension */
-            m = pgw_msg_begin(s->out, 'd');
-            sb_add(s->out, "PGCOPY\n\377\r\n\0", 11);
-            pgw_put_i32(s->out, 0);
-            pgw_put_i32(s->out, 0);
-            pgw_msg_end(s->out, m);
+        if (binary_copy) { /* the file header goes with the first row */
+            k->header_due = true;
         } else if (k->copy_header) {
             m = pgw_msg_begin(s->out, 'd');
             for (size_t i = 0; i < n; i++) {
@@ -205,8 +201,10 @@ void pgw_copy_sink(struct pgw_sink *k, const struct pgw_stmt *st)
 void pgw_copy_done(struct pgw_sink *k)
 {
     struct strbuf *out = k->s->out;
-    if (k->copy.format == PGW_COPY_BINARY) { /* the file trailer */
+    if (k->copy.format == PGW_COPY_BINARY) { /* the file trailer (the header too: no rows) */
         size_t m = pgw_msg_begin(out, 'd');
+        if (k->header_due)
+            sb_add(out, PGW_COPY_BINARY_HEADER, PGW_COPY_BINARY_HEADER_LEN);
         pgw_put_i16(out, -1);
         pgw_msg_end(out, m);
     }
@@ -251,8 +249,11 @@ static enum vt_err sink_chunk(struct exec_sink *b, duckdb_data_chunk chunk, stru
     int rc = 0;
     if (k->mode == PGW_SINK_EXPLAIN)
         rc = explain_rows(chunk, s->out);
-    else if (k->mode == PGW_SINK_COPY && k->copy.format == PGW_COPY_BINARY)
-        rc = pgw_rows_copy_binary(k->enc, chunk, s->out);
+    else if (k->mode == PGW_SINK_COPY && k->copy.format == PGW_COPY_BINARY) {
+        rc = pgw_rows_copy_binary(k->enc, chunk, k->header_due ? PGW_COPY_BINARY_HEADER : NULL,
+                                  PGW_COPY_BINARY_HEADER_LEN, s->out);
+        k->header_due = k->header_due && n == 0;
+    }
     else if (k->mode == PGW_SINK_COPY)
         rc = pgw_rows_copy(k->enc, chunk, &k->copy, s->out);
     else if (send)
@@ -424,10 +425,11 @@ bool pgw_is_dataset(void *ctx, const char *name)
     return cat_has_dataset(ctx, name);
 }
 
-const struct sql_gate_options pgw_gate_simple = {.allow_params = false, .lookups = true,
-                                                 .dialect = &pgw_dialect};
-const struct sql_gate_options pgw_gate_extended = {.allow_params = true, .lookups = true,
-                                                   .dialect = &pgw_dialect};
+struct sql_gate_options pgw_gate_options(struct pgw_session *s, bool params)
+{
+    return (struct sql_gate_options){.allow_params = params, .lookups = true,
+                                     .dialect = &pgw_dialect, .dialect_ctx = s};
+}
 
 /* Runs a checked statement: the snapshot is taken (or was pinned at Bind),
  * the sink decides the messages. Returns true when it ended well; false

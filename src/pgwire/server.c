@@ -11,9 +11,14 @@
  * one-shot), which cancels its job; a CancelRequest on a new connection
  * interrupts the named session's running statement.
  *
- * Passwords: compared as SHA-256 digests with CRYPTO_memcmp (constant time);
- * on a listener that is not loopback, a client without TLS is refused before
- * any password is asked for (unless it comes from a loopback address).
+ * Passwords (login.c): the static one, compared as SHA-256 digests with
+ * CRYPTO_memcmp (constant time), or with [auth] a bearer token under the
+ * same permission map as HTTP; failures are limited per address. On a
+ * listener that is not loopback, a client without TLS is refused before any
+ * password is asked for (unless it comes from a loopback address). The
+ * connections still logging in have their own slots (the headroom past
+ * max_connections); when those are full the oldest gives way, so silent
+ * sockets cannot lock real clients out.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,7 +29,6 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/rand.h>
-#include <openssl/sha.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,8 +69,7 @@ struct pgw_server {
     struct pgw_conn *conns;         /* loop only */
     size_t nconns, nsessions;
     char username[64];
-    bool has_password;
-    unsigned char password_digest[SHA256_DIGEST_LENGTH];
+    struct pgw_login *login;        /* passwords, tokens, the failure limiter */
     int64_t started_us;
     int32_t next_pid;
 };
@@ -283,6 +286,14 @@ static bool dispatch(struct pgw_server *s, struct pgw_conn *c)
  * false when c was freed. */
 static bool maybe_dispatch(struct pgw_server *s, struct pgw_conn *c)
 {
+    if (c->valid_until && time_wall_us() / 1000000 > c->valid_until &&
+        c->in.len > c->in_off) {
+        struct vt_error err = {0};
+        vt_error_set(&err, VT_ERR_PG_TOKEN_EXPIRED,
+                     "the bearer token this session logged in with has expired: connect again "
+                     "with a new one");
+        return fatal(s, c, vt_err_sqlstate(err.code), vt_error_message(&err));
+    }
     struct pgw_frame f;
     enum pgw_frame_rc rc = pgw_frame_message((const unsigned char *)c->in.buf + c->in_off,
                                              c->in.len - c->in_off, VT_PGWIRE_MAX_MESSAGE_BYTES,
@@ -313,11 +324,6 @@ static void cancel_request(struct pgw_server *s, int32_t pid, int32_t secret)
         }
         return;
     }
-}
-
-static void digest(const char *pw, unsigned char out[SHA256_DIGEST_LENGTH])
-{
-    SHA256((const unsigned char *)pw, strlen(pw), out);
 }
 
 /* Startup parameters kept until the password is checked. */
@@ -353,8 +359,10 @@ static bool authenticated(struct pgw_server *s, struct pgw_conn *c, const struct
     c->last_active_ms = time_mono_ms();
     pgw_write_auth(&c->out, 0);
     pgw_session_greet(c->session, &c->out);
-    log_debug("pgwire: session %d for %s from %s (database %s)", c->pid, c->user, c->peer,
-              database);
+    char uname[sizeof c->user * 4], dname[256];
+    pgw_log_name(c->user, uname, sizeof uname);
+    pgw_log_name(database, dname, sizeof dname);
+    log_debug("pgwire: session %d for %s from %s (database %s)", c->pid, uname, c->peer, dname);
     return true;
 }
 
@@ -432,7 +440,9 @@ static bool startup_packet(struct pgw_server *s, struct pgw_conn *c, const struc
         return fatal(s, c, "28000", "no PostgreSQL user name specified in startup packet");
     }
     snprintf(c->user, sizeof c->user, "%s", user);
-    if (s->has_password) {
+    if (pgw_login_admit(s->login, c->peer, &err) != VT_ERR_OK)
+        return fatal(s, c, vt_err_sqlstate(err.code), vt_error_message(&err));
+    if (pgw_login_needs_password(s->login)) {
         /* Keep the parameters until the password arrives. */
         struct startup_copy *sc = calloc(1, sizeof *sc);
         if (sc)
@@ -476,22 +486,16 @@ static bool password_message(struct pgw_server *s, struct pgw_conn *c, const str
         return fatal(s, c, "08P01", f->type != 'p' ? "expected password response"
                                             : "invalid password packet");
     }
-    unsigned char d[SHA256_DIGEST_LENGTH];
-    digest(pw, d);
-    bool pw_ok = CRYPTO_memcmp(d, s->password_digest, sizeof d) == 0;
-    bool user_ok = strcmp(c->user, s->username) == 0;
     struct startup_copy *sc = c->startup_copy;
     c->startup_copy = NULL;
-    if (!pw_ok || !user_ok || !sc) {
-        if (sc) {
-            free(sc->body);
-            free(sc);
-        }
-        char m[128];
-        snprintf(m, sizeof m, "password authentication failed for user \"%.60s\"", c->user);
-        log_info("pgwire: password authentication failed for user \"%.60s\" from %s", c->user,
-                 c->peer);
-        return fatal(s, c, "28P01", m);
+    if (!sc) {
+        vt_error_set(&err, VT_ERR_PG_PROTOCOL, "no startup packet");
+        return fatal(s, c, "08P01", vt_error_message(&err));
+    }
+    if (pgw_login_check(s->login, c->peer, c->user, pw, &c->valid_until, &err) != VT_ERR_OK) {
+        free(sc->body);
+        free(sc);
+        return fatal(s, c, vt_err_sqlstate(err.code), vt_error_message(&err));
     }
     bool alive = authenticated(s, c, &sc->st);
     free(sc->body);
@@ -577,7 +581,8 @@ static void startup_progress(struct pgw_server *s, struct pgw_conn *c)
         struct pgw_frame f;
         enum pgw_frame_rc rc = c->phase == PGW_PH_STARTUP
                                    ? pgw_frame_startup(buf, avail, &f)
-                                   : pgw_frame_message(buf, avail, 1024, &f);
+                                   : pgw_frame_message(buf, avail,
+                                                       VT_PGWIRE_MAX_PASSWORD_BYTES, &f);
         if (rc == PGW_FRAME_NEED)
             break;
         if (rc != PGW_FRAME_OK) {
@@ -610,6 +615,23 @@ static void startup_progress(struct pgw_server *s, struct pgw_conn *c)
 
 /* ------------------------------------------------------------- the loop */
 
+/* Closes the connection that has been logging in the longest (not yet a
+ * session). false when there is none. */
+static bool evict_oldest_pending(struct pgw_server *s)
+{
+    struct pgw_conn *oldest = NULL;
+    for (struct pgw_conn *c = s->conns; c; c = c->next)
+        if (!c->counted && !c->busy && c->phase != PGW_PH_READY &&
+            (!oldest || c->accepted_ms < oldest->accepted_ms))
+            oldest = c;
+    if (!oldest)
+        return false;
+    log_debug("pgwire: connection from %s still logging in after %lld ms gives way to a new one",
+              oldest->peer, (long long)(time_mono_ms() - oldest->accepted_ms));
+    conn_free(s, oldest);
+    return true;
+}
+
 static void on_accept(struct pgw_server *s)
 {
     for (;;) {
@@ -622,8 +644,12 @@ static void on_accept(struct pgw_server *s)
                 log_warn("pgwire: accept: %s", strerror(errno));
             return;
         }
-        size_t cap = (size_t)s->cfg->server.pgwire.max_connections + VT_PGWIRE_CONNECTION_HEADROOM;
-        if (s->nconns >= cap) {
+        /* Sessions are bounded by max_connections when they log in; the
+         * connections still logging in by the headroom. When those are all
+         * taken, the oldest gives way: sockets that never speak cannot keep
+         * real clients out (they would have held their slots until the
+         * startup deadline). */
+        if (s->nconns - s->nsessions >= VT_PGWIRE_CONNECTION_HEADROOM && !evict_oldest_pending(s)) {
             close(fd);
             continue;
         }
@@ -646,7 +672,7 @@ static void on_accept(struct pgw_server *s)
         snprintf(c->peer, sizeof c->peer, "%s", host);
         sb_init(&c->in, IN_CAP + 1);
         sb_init(&c->out, 0);
-        c->last_active_ms = time_mono_ms();
+        c->last_active_ms = c->accepted_ms = time_mono_ms();
         int64_t startup = (int64_t)VT_PGWIRE_STARTUP_TIMEOUT_SECS * 1000;
         int64_t idle = s->cfg->server.pgwire.idle_timeout_secs * 1000;
         if (idle > 0 && idle < startup)
@@ -905,9 +931,9 @@ struct pgw_server *pgw_server_start(const struct pgw_server_options *o, struct v
     s->started_us = time_wall_us();
     pthread_mutex_init(&s->mu, NULL);
     snprintf(s->username, sizeof s->username, "%s", pg->username);
-    if (pg->password) {
-        s->has_password = true;
-        digest(pg->password, s->password_digest);
+    if (!(s->login = pgw_login_create(pg, o->auth))) {
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        goto fail;
     }
     if (pg->tls_cert && pg->tls_key && !(s->tls = load_tls(pg, err)))
         goto fail;
@@ -921,6 +947,9 @@ struct pgw_server *pgw_server_start(const struct pgw_server_options *o, struct v
     if (getsockname(s->listen_fd, (struct sockaddr *)&bound, &blen) == 0)
         s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                     : ((struct sockaddr_in *)&bound)->sin_port);
+    char where[320];
+    snprintf(where, sizeof where, "the PostgreSQL listener on %s:%d", pg->listen, s->port);
+    pgw_login_describe(s->login, where);
     s->epfd = epoll_create1(EPOLL_CLOEXEC);
     s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->epfd < 0 || s->wake_fd < 0) {
@@ -948,6 +977,7 @@ fail:
     if (s->wake_fd >= 0)
         close(s->wake_fd);
     SSL_CTX_free(s->tls);
+    pgw_login_destroy(s->login);
     pthread_mutex_destroy(&s->mu);
     free(s);
     return NULL;
@@ -1019,6 +1049,7 @@ bool pgw_server_destroy(struct pgw_server *s, int64_t drain_until_ms)
     close(s->epfd);
     close(s->wake_fd);
     SSL_CTX_free(s->tls);
+    pgw_login_destroy(s->login);
     pthread_mutex_destroy(&s->mu);
     free(s);
     return true;

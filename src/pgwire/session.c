@@ -20,6 +20,7 @@
  * many rows and holds the rest of the result, bounded, for the next Execute.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,12 +62,45 @@ const char *pgw_duckdb_sqlstate(const char *msg)
     return "22000";
 }
 
+size_t pgw_scrub_names(const char *msg, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; msg[i] && o + 1 < cap;) {
+        bool quoted = msg[i] == '"' && !strncmp(msg + i + 1, "vt:", 3);
+        if (!quoted && strncmp(msg + i, "vt:", 3) != 0) {
+            out[o++] = msg[i++];
+            continue;
+        }
+        i += quoted ? 4 : 3;
+        if (!strncmp(msg + i, "is_", 3)) { /* information_schema's */
+            const char *p = "information_schema.";
+            for (; *p && o + 1 < cap; p++)
+                out[o++] = *p;
+            i += 3;
+        }
+        while (msg[i] && msg[i] != '"' && o + 1 < cap &&
+               (isalnum((unsigned char)msg[i]) || msg[i] == '_'))
+            out[o++] = msg[i++];
+        if (quoted && msg[i] == '"')
+            i++;
+    }
+    out[o] = '\0';
+    return o;
+}
+
 void pgw_error_out(struct strbuf *out, const struct vt_error *err, const char *severity)
 {
     const char *msg = vt_error_message(err);
     const char *state = vt_err_sqlstate(err->code);
     if (err->code == VT_ERR_QUERY_FAILED)
         state = pgw_duckdb_sqlstate(msg);
+    /* The catalog's own names ("vt:imatch") are ours, not the client's:
+     * an error speaks of what the client wrote. */
+    char clean[VT_ERROR_MSG_MAX + 64];
+    if (strstr(msg, "vt:")) {
+        pgw_scrub_names(msg, clean, sizeof clean);
+        msg = clean;
+    }
     pgw_write_error(out, 'E', severity, state, msg, NULL, NULL);
 }
 

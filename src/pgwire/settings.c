@@ -438,6 +438,12 @@ size_t pgw_settings_catalog(const struct pgw_session *s, struct pgw_cat_setting 
     return N_SETTINGS;
 }
 
+const char *pgw_session_setting(const struct pgw_session *s, const char *name)
+{
+    int i = setting_index(name);
+    return i < 0 ? NULL : s->values[i];
+}
+
 struct pgw_format pgw_session_format(const struct pgw_session *s)
 {
     int i = setting_index("extra_float_digits");

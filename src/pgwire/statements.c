@@ -26,8 +26,9 @@ enum vt_err pgw_refuse_set(struct pgw_session *s, const char *text, size_t len,
     struct sql_checked chk;
     if (!q)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
-    if (sql_gate_check_opts(s->con, q, extended ? &pgw_gate_extended : &pgw_gate_simple,
-                            pgw_is_dataset, s->cfg.catalog, &chk, err) == VT_ERR_OK) {
+    struct sql_gate_options o = pgw_gate_options(s, extended);
+    if (sql_gate_check_opts(s->con, q, &o, pgw_is_dataset, s->cfg.catalog, &chk, err) ==
+        VT_ERR_OK) {
         sql_checked_release(&chk); /* never: SET is not a SELECT */
         vt_error_set(err, VT_ERR_SQL_NOT_READ_ONLY, "SET %s is not allowed", st->name);
     }
@@ -58,7 +59,8 @@ static bool simple_sql(struct pgw_session *s, const char *text, size_t len,
     memset(&snap, 0, sizeof snap);
     bool ok = false;
     uint64_t rows = 0;
-    if (exec_snapshot_take_opts(s->cfg.catalog, s->con, sql, &pgw_gate_simple,
+    struct sql_gate_options o = pgw_gate_options(s, false);
+    if (exec_snapshot_take_opts(s->cfg.catalog, s->con, sql, &o,
                                deadline ? deadline : time_mono_ms() + 60000, &snap,
                                &err) != VT_ERR_OK ||
         (snap.reads_catalog && pgw_sync_catalog(s, &err) != VT_ERR_OK)) {
@@ -218,7 +220,7 @@ bool pgw_session_statement(struct pgw_session *s, const struct pgw_stmt *st, boo
         return true;
     case PGW_STMT_FETCH:
     case PGW_STMT_MOVE:
-        return pgw_cursor_fetch(s, st, describe);
+        return pgw_cursor_fetch(s, st, describe, NULL, 0);
     case PGW_STMT_CLOSE:
         return pgw_cursor_close(s, st);
     case PGW_STMT_SET_TRANSACTION:

@@ -1191,10 +1191,13 @@ static int put_value(struct pgw_rows *r, const struct col *c, const struct vv *v
 
 #define MAX_STACK_COLS 64
 
-/* Rows [from, from + count) of the chunk: DataRow messages (datarow), or
- * COPY binary tuples (the same body without the message header). */
+/* Rows [from, from + count) of the chunk, one message each: DataRow ('D'),
+ * or CopyData ('d') holding a COPY binary tuple (the same body: a field
+ * count, then each field's length and bytes); `prefix` (may be NULL) goes
+ * in front of the first row's body. */
 static int encode_rows(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from,
-                       uint64_t count, struct strbuf *out, bool datarow)
+                       uint64_t count, struct strbuf *out, char type, const char *prefix,
+                       size_t plen)
 {
     idx_t n = duckdb_data_chunk_get_size(chunk);
     if (from >= n)
@@ -1208,19 +1211,20 @@ static int encode_rows(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t fro
     if (!v)
         return -1;
     views(r, chunk, v);
-    size_t head = datarow ? 5 : 0;
     int rc = 0;
     for (idx_t i = from; i < from + count && rc == 0; i++) {
         size_t start = out->len;
-        char *p = room(out, head + 2);
+        size_t pre = i == from && prefix ? plen : 0;
+        char *p = room(out, 7 + pre);
         if (!p) {
             rc = -1;
             break;
         }
-        if (datarow)
-            p[0] = 'D';
-        be16(p + head, (uint16_t)r->ncol);
-        out->len += head + 2;
+        p[0] = type;
+        if (pre)
+            memcpy(p + 5, prefix, pre);
+        be16(p + 5 + pre, (uint16_t)r->ncol);
+        out->len += 7 + pre;
         for (size_t c = 0; c < r->ncol && rc == 0; c++) {
             const struct col *col = &r->cols[c];
             char *lp = room(out, 4);
@@ -1239,7 +1243,7 @@ static int encode_rows(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t fro
             if (rc == 0)
                 be32w(out->buf + at, (uint32_t)(out->len - at - 4));
         }
-        if (rc == 0 && datarow)
+        if (rc == 0)
             be32w(out->buf + start + 1, (uint32_t)(out->len - start - 1));
     }
     if (v != stack)
@@ -1250,18 +1254,13 @@ static int encode_rows(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t fro
 int pgw_rows_data(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from, uint64_t count,
                   struct strbuf *out)
 {
-    return encode_rows(r, chunk, from, count, out, true);
+    return encode_rows(r, chunk, from, count, out, 'D', NULL, 0);
 }
 
-int pgw_rows_copy_binary(struct pgw_rows *r, duckdb_data_chunk chunk, struct strbuf *out)
+int pgw_rows_copy_binary(struct pgw_rows *r, duckdb_data_chunk chunk, const char *prefix,
+                         size_t plen, struct strbuf *out)
 {
-    idx_t n = duckdb_data_chunk_get_size(chunk);
-    if (!n)
-        return 0;
-    size_t m = pgw_msg_begin(out, 'd');
-    int rc = encode_rows(r, chunk, 0, n, out, false);
-    pgw_msg_end(out, m);
-    return out->overflow ? -1 : rc;
+    return encode_rows(r, chunk, 0, duckdb_data_chunk_get_size(chunk), out, 'd', prefix, plen);
 }
 
 /* COPY text: backslash escapes for \ and control characters; CSV: quoted

@@ -13,7 +13,8 @@
  * 3.5 would round). LIMIT and OFFSET are the only numbers written into the
  * text: they are int64 values computed here, and DuckDB plans Top-N only for
  * constant limits (measured: ORDER BY x LIMIT 10 over 5M rows, 32 ms with
- * literals, 800 ms with `LIMIT ?`). A plain first page (no predicate, order,
+ * literals, 800 ms with `LIMIT ?`). Bucket widths and quantiles' q are bound
+ * parameters like values. A plain first page (no predicate, order,
  * grouping or DISTINCT) is the exception:
  * its limit is a bound parameter, which keeps DuckDB's late materialization
  * away from it (query_sql.c, add_limit).
@@ -84,6 +85,27 @@
  *    implicit count named "count" when group_by has no aggregations. sum/avg
  *    need a numeric column; min/max any scalar column; count with or without
  *    col. Aliases must be unique and must not equal a group column.
+ *  - More aggregations (issue 28): count_distinct (non-null distinct values,
+ *    any column), median and quantile (DuckDB's quantile_cont: interpolated;
+ *    quantile takes "q" in [0, 1], required; integers give DOUBLE, a DATE a
+ *    TIMESTAMP) over numeric, date, time and timestamp columns, and stddev
+ *    (sample standard deviation) over numbers. "q" on another op is 400.
+ *    Default aliases follow the rule: "{op}_{col}" (two quantiles of one
+ *    column need aliases).
+ *  - group_by entries are a column name or an object {"col", "bucket" |
+ *    "width", "alias"}: bucket minute|hour|day|week|month|year truncates a
+ *    date/timestamp (minute and hour also a TIME; TIMESTAMPTZ in the
+ *    session's zone, UTC in the server) and keeps the column's type; width N
+ *    (a number > 0) buckets a numeric column by its lower bound
+ *    floor(v / N) * N: an exact integer for an integer column and an
+ *    integral N, else a DOUBLE rounded to N's decimals (0.1 -> 0.3, not
+ *    0.30000000000000004). The output column is named by "alias", else the
+ *    column; having and order_by use that name. Two entries with one name
+ *    are 400. Such queries GROUP BY position.
+ *  - "include_total": true on a paged query asks for the number of rows the
+ *    request selects across all pages (groups for group_by, distinct rows for
+ *    distinct; capped by limit): query_total_request. Validated everywhere,
+ *    used by QUERY_PAGED only.
  *  - Paging: offset = (page-1)*page_size; the hard `limit` caps the total, so
  *    page 3 of size 10 with limit 25 returns 5 rows and page 4 returns none.
  *    Pages partition the result: a paged group_by or distinct query is
@@ -211,6 +233,11 @@ const char *query_op_name(enum query_op op);
 struct query_ref {
     bool is_agg;
     size_t idx; /* schema column index, or index into query_request.aggs */
+    /* Grouped queries: the reference names group_by entry `grp` (its output
+     * name: a bucketed or aliased entry is not the column itself); idx is
+     * still that entry's schema column. */
+    bool is_group;
+    size_t grp;
 };
 
 struct query_pred {
@@ -233,6 +260,10 @@ enum query_agg_op {
     QUERY_AGG_AVG,
     QUERY_AGG_MIN,
     QUERY_AGG_MAX,
+    QUERY_AGG_COUNT_DISTINCT, /* count(DISTINCT col): non-null distinct values */
+    QUERY_AGG_MEDIAN,         /* median(col) = quantile_cont(col, 0.5) */
+    QUERY_AGG_QUANTILE,       /* quantile_cont(col, q): interpolated, as median */
+    QUERY_AGG_STDDEV,         /* stddev_samp(col) */
 };
 
 #define QUERY_NO_COLUMN SIZE_MAX
@@ -241,6 +272,33 @@ struct query_agg {
     enum query_agg_op op;
     size_t col;        /* schema index, or QUERY_NO_COLUMN for count(*) */
     const char *alias; /* explicit or default: "count", "{op}_{col}" */
+    double q;          /* QUERY_AGG_QUANTILE: in [0, 1] */
+};
+
+/* A group_by entry: a column as it is, a time bucket of a temporal column
+ * ({"col": "pickup_at", "bucket": "hour"}: date_trunc, the result keeps the
+ * column's type) or an equal-width bucket of a numeric column ({"col": "fare",
+ * "width": 5}: the bucket's lower bound, floor(v / width) * width; exact
+ * integers for an integer column and an integral width, else DOUBLE). The
+ * output column is named `name`: the entry's "alias", else the column name. */
+enum query_bucket {
+    QUERY_BUCKET_NONE,
+    QUERY_BUCKET_MINUTE,
+    QUERY_BUCKET_HOUR,
+    QUERY_BUCKET_DAY,
+    QUERY_BUCKET_WEEK,   /* ISO weeks: from Monday */
+    QUERY_BUCKET_MONTH,
+    QUERY_BUCKET_YEAR,
+    QUERY_BUCKET_WIDTH,
+};
+
+const char *query_bucket_name(enum query_bucket b);
+
+struct query_group {
+    size_t col;                 /* schema index (== query_request.group_by[i]) */
+    enum query_bucket bucket;
+    struct query_value width;   /* QUERY_BUCKET_WIDTH: INT64 or DOUBLE, > 0 */
+    const char *name;           /* output column name */
 };
 
 struct query_request {
@@ -259,6 +317,7 @@ struct query_request {
     /* Grouping: ngroup > 0 means a grouped query; aggs then holds at least one
      * entry (the implicit count when the request gave none). */
     const size_t *group_by;
+    const struct query_group *groups; /* ngroup entries, parallel to group_by */
     size_t ngroup;
     const struct query_agg *aggs;
     size_t naggs;
@@ -274,6 +333,13 @@ struct query_request {
     int64_t page_size; /* [1, max_page_size] (0 outside QUERY_PAGED) */
     int64_t offset;    /* rows skipped before the first returned row */
     int64_t max_rows;  /* rows to return at most; -1 = unlimited */
+
+    /* "include_total": true (QUERY_PAGED): the answer also says how many rows
+     * the whole request selects across pages (query_total_request). */
+    bool include_total;
+    /* Set only by query_total_request: the statement counts the rows of the
+     * grouped or DISTINCT result instead of returning them. */
+    bool count_result;
 };
 
 /* Validates `body` (a JSON object; NULL is taken as {}) against `schema` and
@@ -281,6 +347,16 @@ struct query_request {
 enum vt_err query_parse(const json_t *body, const struct query_schema *schema,
                         const struct query_options *opts, struct arena *arena,
                         struct query_request *out, struct vt_error *err);
+
+/* The request that counts what `req` selects across all its pages
+ * ("include_total"): without grouping or DISTINCT, a QUERY_COUNT of its
+ * predicates (the index and a lazy dataset's statistics may answer it);
+ * otherwise a QUERY_STREAM request whose one row {"count": n} counts the
+ * groups or distinct rows, having applied (count_result). The caller caps the
+ * count at req->limit (query_total_cap). `out` shares req's arrays. */
+void query_total_request(const struct query_request *req, struct query_request *out);
+/* n capped by req's limit: what the pages of req hold together. */
+int64_t query_total_cap(const struct query_request *req, int64_t n);
 
 /* ---- the SQL plan ---- */
 

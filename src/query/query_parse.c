@@ -6,6 +6,7 @@
  * listed in query.h. Errors name the slot ("predicates[2].col") so a client
  * can find the problem in its own body.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -105,23 +106,45 @@ static const char *const op_names[] = {
 #define N_OPS (sizeof op_names / sizeof op_names[0])
 
 static const char *const agg_names[] = {
-    [QUERY_AGG_COUNT] = "count", [QUERY_AGG_SUM] = "sum", [QUERY_AGG_AVG] = "avg",
-    [QUERY_AGG_MIN] = "min",     [QUERY_AGG_MAX] = "max",
+    [QUERY_AGG_COUNT] = "count",
+    [QUERY_AGG_SUM] = "sum",
+    [QUERY_AGG_AVG] = "avg",
+    [QUERY_AGG_MIN] = "min",
+    [QUERY_AGG_MAX] = "max",
+    [QUERY_AGG_COUNT_DISTINCT] = "count_distinct",
+    [QUERY_AGG_MEDIAN] = "median",
+    [QUERY_AGG_QUANTILE] = "quantile",
+    [QUERY_AGG_STDDEV] = "stddev",
+};
+#define AGG_LIST "count, sum, avg, min, max, count_distinct, median, quantile or stddev"
+
+static const char *const bucket_names[] = {
+    [QUERY_BUCKET_NONE] = "",         [QUERY_BUCKET_MINUTE] = "minute",
+    [QUERY_BUCKET_HOUR] = "hour",     [QUERY_BUCKET_DAY] = "day",
+    [QUERY_BUCKET_WEEK] = "week",     [QUERY_BUCKET_MONTH] = "month",
+    [QUERY_BUCKET_YEAR] = "year",     [QUERY_BUCKET_WIDTH] = "width",
 };
 #define N_AGGS (sizeof agg_names / sizeof agg_names[0])
 
 static const char *const top_fields[] = {
     "columns",  "predicates", "order_by", "group_by", "aggregations",
     "having",   "distinct",   "limit",    "page",     "page_size",
+    "include_total",
 };
 static const char *const pred_fields[] = {"col", "op", "val"};
 static const char *const order_fields[] = {"col", "dir"};
-static const char *const agg_fields[] = {"op", "col", "alias"};
+static const char *const agg_fields[] = {"op", "col", "alias", "q"};
+static const char *const group_fields[] = {"col", "bucket", "width", "alias"};
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 const char *query_op_name(enum query_op op)
 {
     return (size_t)op < N_OPS ? op_names[op] : "?";
+}
+
+const char *query_bucket_name(enum query_bucket b)
+{
+    return (size_t)b < sizeof bucket_names / sizeof bucket_names[0] ? bucket_names[b] : "?";
 }
 
 static enum vt_err fail(struct pctx *c, enum vt_err code, const char *fmt, ...)
@@ -327,19 +350,145 @@ static enum vt_err parse_column_list(struct pctx *c, const json_t *list, const c
     return VT_ERR_OK;
 }
 
+/* The width of a numeric bucket: a finite number > 0, kept as an integer
+ * when it is one (exact integer buckets on integer columns). */
+static enum vt_err get_width(struct pctx *c, const json_t *v, const char *slot,
+                             struct query_value *out)
+{
+    if (json_is_integer(v)) {
+        json_int_t i = json_integer_value(v);
+        if (i <= 0)
+            return fail(c, VT_ERR_INVALID_QUERY, "%s: must be a number > 0", slot);
+        *out = (struct query_value){.kind = QUERY_VALUE_INT64, .u.i = (int64_t)i, .cast = "BIGINT"};
+        return VT_ERR_OK;
+    }
+    if (!json_is_real(v))
+        return fail(c, VT_ERR_INVALID_QUERY, "%s: must be a number > 0", slot);
+    double d = json_real_value(v);
+    if (!(d > 0) || !isfinite(d))
+        return fail(c, VT_ERR_INVALID_QUERY, "%s: must be a number > 0", slot);
+    if (d == trunc(d) && d < 0x1p62)
+        *out = (struct query_value){.kind = QUERY_VALUE_INT64, .u.i = (int64_t)d, .cast = "BIGINT"};
+    else
+        *out = (struct query_value){.kind = QUERY_VALUE_DOUBLE, .u.d = d, .cast = "DOUBLE"};
+    return VT_ERR_OK;
+}
+
+/* One group_by entry: "col", or {"col", "bucket" | "width", "alias"}. */
+static enum vt_err parse_group_entry(struct pctx *c, const json_t *item, const char *slot,
+                                     struct query_group *g)
+{
+    char sub[SLOT_MAX * 2];
+    memset(g, 0, sizeof *g);
+    if (json_is_string(item)) {
+        enum vt_err e = get_column(c, item, slot, &g->col);
+        if (e == VT_ERR_OK)
+            g->name = col_at(c, g->col)->name;
+        return e;
+    }
+    if (!json_is_object(item))
+        return fail(c, VT_ERR_INVALID_QUERY,
+                    "%s: must be a column name or an object with col and bucket or width", slot);
+    enum vt_err e = check_keys(c, item, slot, group_fields, COUNT_OF(group_fields), NULL);
+    if (e)
+        return e;
+    const json_t *col = json_object_get(item, "col");
+    slot_cat(sub, sizeof sub, slot, ".col");
+    if (!col || json_is_null(col))
+        return fail(c, VT_ERR_INVALID_QUERY, "%s: missing", sub);
+    if ((e = get_column(c, col, sub, &g->col)))
+        return e;
+    const struct query_column *qc = col_at(c, g->col);
+    enum query_class cl = query_class_of(qc->type);
+    const json_t *bucket = json_object_get(item, "bucket");
+    const json_t *width = json_object_get(item, "width");
+    if (bucket && json_is_null(bucket))
+        bucket = NULL;
+    if (width && json_is_null(width))
+        width = NULL;
+    if (bucket && width)
+        return fail(c, VT_ERR_INVALID_QUERY, "%s: give bucket or width, not both", slot);
+    if (bucket) {
+        slot_cat(sub, sizeof sub, slot, ".bucket");
+        const char *b = json_is_string(bucket) ? json_string_value(bucket) : "";
+        size_t k = QUERY_BUCKET_MINUTE;
+        while (k <= QUERY_BUCKET_YEAR && strcmp(b, bucket_names[k]) != 0)
+            k++;
+        if (k > QUERY_BUCKET_YEAR)
+            return fail(c, VT_ERR_INVALID_QUERY,
+                        "%s: must be one of minute, hour, day, week, month, year%s", sub,
+                        json_is_string(bucket)
+                            ? did_you_mean(c, b, bucket_names + QUERY_BUCKET_MINUTE, 6)
+                            : "");
+        g->bucket = (enum query_bucket)k;
+        bool date_like = cl == QC_DATE || cl == QC_TS || cl == QC_TS_NS || cl == QC_TSTZ;
+        bool time_ok = cl == QC_TIME && g->bucket <= QUERY_BUCKET_HOUR;
+        if (!date_like && !time_ok)
+            return fail(c, VT_ERR_INVALID_QUERY,
+                        "%s: a %s bucket applies to %s columns, not to %s (%s)", sub, b,
+                        g->bucket <= QUERY_BUCKET_HOUR ? "date, time and timestamp"
+                                                       : "date and timestamp",
+                        QUERY_SHOW(qc->name), query_column_type_label(qc));
+    } else if (width) {
+        slot_cat(sub, sizeof sub, slot, ".width");
+        if ((e = get_width(c, width, sub, &g->width)))
+            return e;
+        if (!query_class_numeric(cl))
+            return fail(c, VT_ERR_INVALID_QUERY, "%s: width applies to numeric columns, not to %s (%s)",
+                        sub, QUERY_SHOW(qc->name), query_column_type_label(qc));
+        g->bucket = QUERY_BUCKET_WIDTH;
+    }
+    const json_t *alias = json_object_get(item, "alias");
+    slot_cat(sub, sizeof sub, slot, ".alias");
+    if (alias && !json_is_null(alias)) {
+        const char *s;
+        if ((e = get_name(c, alias, sub, VT_ERR_INVALID_QUERY, &s)))
+            return e;
+        g->name = arena_strdup(c->a, s);
+        if (!g->name)
+            return fail(c, VT_ERR_OUT_OF_MEMORY, "query request too large for memory");
+    } else {
+        g->name = qc->name;
+    }
+    return VT_ERR_OK;
+}
+
 static enum vt_err parse_group_by(struct pctx *c, const json_t *list)
 {
-    size_t *cols;
-    enum vt_err e = parse_column_list(c, list, "group_by", &cols, &c->req->ngroup);
-    if (e == VT_ERR_OK)
-        c->req->group_by = cols;
-    return e;
+    size_t n = json_array_size(list);
+    size_t *cols = alloc(c, n, sizeof *cols);
+    struct query_group *groups = alloc(c, n, sizeof *groups);
+    if (!cols || !groups)
+        return c->err->code;
+    for (size_t i = 0; i < n; i++) {
+        char slot[SLOT_MAX];
+        slot_idx(slot, sizeof slot, "group_by", i);
+        enum vt_err e = parse_group_entry(c, json_array_get(list, i), slot, &groups[i]);
+        if (e)
+            return e;
+        cols[i] = groups[i].col;
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(groups[j].name, groups[i].name) != 0)
+                continue;
+            if (groups[i].bucket == QUERY_BUCKET_NONE && groups[j].bucket == QUERY_BUCKET_NONE &&
+                groups[i].col == groups[j].col)
+                return fail(c, VT_ERR_INVALID_QUERY, "%s: column %s is listed twice", slot,
+                            QUERY_SHOW(groups[i].name));
+            return fail(c, VT_ERR_INVALID_QUERY,
+                        "%s: output column %s is named twice; give one an alias", slot,
+                        QUERY_SHOW(groups[i].name));
+        }
+    }
+    c->req->group_by = cols;
+    c->req->groups = groups;
+    c->req->ngroup = n;
+    return VT_ERR_OK;
 }
 
 static bool alias_is_group_column(struct pctx *c, const char *alias)
 {
     for (size_t g = 0; g < c->req->ngroup; g++)
-        if (strcmp(col_at(c, c->req->group_by[g])->name, alias) == 0)
+        if (strcmp(c->req->groups[g].name, alias) == 0)
             return true;
     return false;
 }
@@ -357,7 +506,7 @@ static enum vt_err parse_aggregations(struct pctx *c, const json_t *list)
             return fail(c, VT_ERR_INVALID_AGGREGATION,
                         "group_by: column \"count\" collides with the implicit count; add an "
                         "aggregation with an alias");
-        aggs[0] = (struct query_agg){QUERY_AGG_COUNT, QUERY_NO_COLUMN, "count"};
+        aggs[0] = (struct query_agg){.op = QUERY_AGG_COUNT, .col = QUERY_NO_COLUMN, .alias = "count"};
         r->aggs = aggs;
         r->naggs = 1;
         return VT_ERR_OK;
@@ -376,8 +525,7 @@ static enum vt_err parse_aggregations(struct pctx *c, const json_t *list)
         const json_t *op = json_object_get(item, "op");
         slot_cat(sub, sizeof sub, slot, ".op");
         if (!op || json_is_null(op))
-            return fail(c, VT_ERR_INVALID_AGGREGATION, "%s: missing (count, sum, avg, min or max)",
-                        sub);
+            return fail(c, VT_ERR_INVALID_AGGREGATION, "%s: missing (" AGG_LIST ")", sub);
         if (!json_is_string(op))
             return fail(c, VT_ERR_INVALID_AGGREGATION, "%s: must be a string", sub);
         const char *ops = json_string_value(op);
@@ -386,7 +534,7 @@ static enum vt_err parse_aggregations(struct pctx *c, const json_t *list)
             k++;
         if (k == N_AGGS)
             return fail(c, VT_ERR_INVALID_AGGREGATION,
-                        "%s: unknown aggregation %s%s; use count, sum, avg, min or max", sub,
+                        "%s: unknown aggregation %s%s; use " AGG_LIST, sub,
                         QUERY_SHOW(ops), did_you_mean(c, ops, agg_names, N_AGGS));
         ag->op = (enum query_agg_op)k;
         ag->col = QUERY_NO_COLUMN;
@@ -410,6 +558,31 @@ static enum vt_err parse_aggregations(struct pctx *c, const json_t *list)
                 !query_class_orderable(cl))
                 return fail(c, VT_ERR_INVALID_AGGREGATION, "%s: %s cannot be applied to %s (%s)",
                             sub, ops, QUERY_SHOW(qc->name), query_column_type_label(qc));
+            if (ag->op == QUERY_AGG_STDDEV && !query_class_numeric(cl))
+                return fail(c, VT_ERR_INVALID_AGGREGATION,
+                            "%s: %s needs a numeric column; %s is %s", sub, ops,
+                            QUERY_SHOW(qc->name), query_column_type_label(qc));
+            if ((ag->op == QUERY_AGG_MEDIAN || ag->op == QUERY_AGG_QUANTILE) &&
+                !query_class_numeric(cl) && cl != QC_DATE && cl != QC_TIME && cl != QC_TS &&
+                cl != QC_TS_NS && cl != QC_TSTZ)
+                return fail(c, VT_ERR_INVALID_AGGREGATION,
+                            "%s: %s needs a numeric, date, time or timestamp column; %s is %s",
+                            sub, ops, QUERY_SHOW(qc->name), query_column_type_label(qc));
+        }
+        const json_t *q = json_object_get(item, "q");
+        slot_cat(sub, sizeof sub, slot, ".q");
+        if (q && !json_is_null(q) && ag->op != QUERY_AGG_QUANTILE)
+            return fail(c, VT_ERR_INVALID_AGGREGATION, "%s: q applies to quantile only", sub);
+        if (ag->op == QUERY_AGG_QUANTILE) {
+            if (!q || json_is_null(q))
+                return fail(c, VT_ERR_INVALID_AGGREGATION,
+                            "%s: missing; quantile needs q, a number from 0 to 1 (0.95 for the "
+                            "95th percentile)",
+                            sub);
+            ag->q = json_is_number(q) ? json_number_value(q) : NAN;
+            if (!(ag->q >= 0 && ag->q <= 1))
+                return fail(c, VT_ERR_INVALID_AGGREGATION, "%s: must be a number from 0 to 1",
+                            sub);
         }
         const json_t *alias = json_object_get(item, "alias");
         slot_cat(sub, sizeof sub, slot, ".alias");
@@ -452,7 +625,15 @@ static enum query_class agg_class(struct pctx *c, const struct query_agg *ag)
     case QUERY_AGG_SUM:
         return cl == QC_INT ? QC_INT : cl == QC_DECIMAL ? QC_DECIMAL : QC_DOUBLE;
     case QUERY_AGG_AVG:
+    case QUERY_AGG_STDDEV:
         return QC_DOUBLE;
+    case QUERY_AGG_COUNT_DISTINCT:
+        return QC_INT;
+    case QUERY_AGG_MEDIAN:
+    case QUERY_AGG_QUANTILE:
+        /* DuckDB's quantile_cont: integers interpolate as DOUBLE, a DATE as
+         * a TIMESTAMP; other types keep their own. */
+        return cl == QC_INT ? QC_DOUBLE : cl == QC_DATE ? QC_TS : cl;
     default:
         return cl;
     }
@@ -470,13 +651,13 @@ static enum vt_err resolve_grouped(struct pctx *c, const json_t *v, const char *
     if (e)
         return e;
     for (size_t g = 0; g < r->ngroup; g++)
-        if (strcmp(col_at(c, r->group_by[g])->name, name) == 0) {
-            *out = (struct query_ref){false, r->group_by[g]};
+        if (strcmp(r->groups[g].name, name) == 0) {
+            *out = (struct query_ref){.idx = r->group_by[g], .is_group = true, .grp = g};
             return VT_ERR_OK;
         }
     for (size_t k = 0; k < r->naggs; k++)
         if (strcmp(r->aggs[k].alias, name) == 0) {
-            *out = (struct query_ref){true, k};
+            *out = (struct query_ref){.is_agg = true, .idx = k};
             return VT_ERR_OK;
         }
     size_t idx;
@@ -489,7 +670,7 @@ static enum vt_err resolve_grouped(struct pctx *c, const json_t *v, const char *
     size_t nc = 0;
     if (cands) {
         for (size_t g = 0; g < r->ngroup; g++)
-            cands[nc++] = col_at(c, r->group_by[g])->name;
+            cands[nc++] = r->groups[g].name;
         for (size_t k = 0; k < r->naggs; k++)
             cands[nc++] = r->aggs[k].alias;
     }
@@ -542,6 +723,15 @@ static enum vt_err parse_pred(struct pctx *c, const json_t *p, const char *slot,
         cl = agg_class(c, ag);
         struct query_shown name = query_show(ag->alias, strlen(ag->alias));
         what = arena_cat(c->a, (const char *[]){"aggregation ", name.s}, 2);
+    } else if (out->ref.is_group && c->req->groups[out->ref.grp].bucket == QUERY_BUCKET_WIDTH) {
+        /* A numeric bucket's lower bound: exact integers, else DOUBLE. */
+        const struct query_group *g = &c->req->groups[out->ref.grp];
+        cl = query_class_of(col_at(c, g->col)->type) == QC_INT &&
+                     g->width.kind == QUERY_VALUE_INT64
+                 ? QC_INT
+                 : QC_DOUBLE;
+        struct query_shown name = query_show(g->name, strlen(g->name));
+        what = arena_cat(c->a, (const char *[]){"bucket ", name.s}, 2);
     } else {
         const struct query_column *qc = col_at(c, out->ref.idx);
         cl = query_class_of(qc->type);
@@ -698,7 +888,7 @@ static enum vt_err parse_columns(struct pctx *c, const json_t *list)
         r->ncolumns = c->schema->n;
         return VT_ERR_OK;
     }
-    size_t *cols;
+    size_t *cols = NULL;
     enum vt_err e = parse_column_list(c, list, "columns", &cols, &r->ncolumns);
     if (e == VT_ERR_OK)
         r->columns = cols;
@@ -898,6 +1088,12 @@ enum vt_err query_parse(const json_t *body, const struct query_schema *schema,
         goto done;
     }
     out->distinct = distinct && json_is_true(distinct);
+    const json_t *total = json_object_get(body, "include_total");
+    if (total && !json_is_null(total) && !json_is_boolean(total)) {
+        e = fail(c, VT_ERR_INVALID_QUERY, "include_total: must be true or false");
+        goto done;
+    }
+    out->include_total = total && json_is_true(total) && out->mode == QUERY_PAGED;
 
     /* Combinations first: they say what is wrong with the request as a whole. */
     if (aggs && !group) {

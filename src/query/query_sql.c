@@ -35,8 +35,15 @@ struct bctx {
 };
 
 static const char *agg_fn[] = {
-    [QUERY_AGG_COUNT] = "count", [QUERY_AGG_SUM] = "sum", [QUERY_AGG_AVG] = "avg",
-    [QUERY_AGG_MIN] = "min",     [QUERY_AGG_MAX] = "max",
+    [QUERY_AGG_COUNT] = "count",
+    [QUERY_AGG_SUM] = "sum",
+    [QUERY_AGG_AVG] = "avg",
+    [QUERY_AGG_MIN] = "min",
+    [QUERY_AGG_MAX] = "max",
+    [QUERY_AGG_COUNT_DISTINCT] = "count",
+    [QUERY_AGG_MEDIAN] = "median",
+    [QUERY_AGG_QUANTILE] = "quantile_cont",
+    [QUERY_AGG_STDDEV] = "stddev_samp",
 };
 
 static const char *cmp_sql[] = {
@@ -81,6 +88,11 @@ static void add_lhs(struct bctx *b, const struct query_pred *p)
         name = ag->alias;
         /* min/max keep the column's type; count/sum/avg are numbers. */
         col = ag->op == QUERY_AGG_MIN || ag->op == QUERY_AGG_MAX ? ag->col : QUERY_NO_COLUMN;
+    } else if (p->ref.is_group) {
+        const struct query_group *g = &b->req->groups[p->ref.grp];
+        name = g->name;
+        /* A bucket is a date, time or number, never an enum or JSON. */
+        col = g->bucket == QUERY_BUCKET_NONE ? g->col : QUERY_NO_COLUMN;
     } else {
         name = colname(b, p->ref.idx);
         col = p->ref.idx;
@@ -272,19 +284,147 @@ static void add_agg_expr(struct bctx *b, const struct query_agg *ag)
     }
     sb_adds(&b->sb, agg_fn[ag->op]);
     sb_addc(&b->sb, '(');
+    if (ag->op == QUERY_AGG_COUNT_DISTINCT)
+        sb_adds(&b->sb, "DISTINCT ");
     if (ag->col == QUERY_NO_COLUMN)
         sb_addc(&b->sb, '*');
     else
         sb_add_sql_ident(&b->sb, colname(b, ag->col));
+    if (ag->op == QUERY_AGG_QUANTILE) {
+        /* A bound parameter: one prepared plan serves every q. */
+        struct query_value q = {.kind = QUERY_VALUE_DOUBLE, .u.d = ag->q, .cast = "DOUBLE"};
+        sb_adds(&b->sb, ", ");
+        add_param(b, &q);
+    }
     sb_addc(&b->sb, ')');
 }
 
-/* Whether order_by already names column `col` (not an aggregation). */
-static bool ordered_by(const struct query_request *r, size_t col)
+/* The type a time bucket is cast back to: the column's own (date_trunc turns
+ * a TIMESTAMP_NS or a DATE into something else). Fixed names, never the
+ * schema's text. */
+static const char *bucket_type(duckdb_type t)
 {
-    for (size_t i = 0; i < r->norder; i++)
-        if (!r->order[i].ref.is_agg && r->order[i].ref.idx == col)
+    switch (t) {
+    case DUCKDB_TYPE_DATE: return "DATE";
+    case DUCKDB_TYPE_TIME: return "TIME";
+    case DUCKDB_TYPE_TIMESTAMP_S: return "TIMESTAMP_S";
+    case DUCKDB_TYPE_TIMESTAMP_MS: return "TIMESTAMP_MS";
+    case DUCKDB_TYPE_TIMESTAMP_NS: return "TIMESTAMP_NS";
+    case DUCKDB_TYPE_TIMESTAMP_TZ: return "TIMESTAMPTZ";
+    default: return "TIMESTAMP";
+    }
+}
+
+/* Integer columns whose bucket bounds fit a BIGINT (the others: HUGEINT). */
+static bool int_fits_bigint(duckdb_type t)
+{
+    switch (t) {
+    case DUCKDB_TYPE_TINYINT: case DUCKDB_TYPE_SMALLINT: case DUCKDB_TYPE_INTEGER:
+    case DUCKDB_TYPE_BIGINT: case DUCKDB_TYPE_UTINYINT: case DUCKDB_TYPE_USMALLINT:
+    case DUCKDB_TYPE_UINTEGER:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Decimal digits a bucket width needs (0.1 -> 1, 2.5 -> 1, 5 -> 0; at most
+ * 15): bucket bounds are rounded to them, so 3 * 0.1 shows as 0.3. */
+static int width_digits(double w)
+{
+    double scale = 1;
+    for (int k = 0; k < 15; k++, scale *= 10) {
+        double x = w * scale;
+        if (fabs(x - nearbyint(x)) <= 1e-9 * fmax(1.0, fabs(x)))
+            return k;
+    }
+    return 15;
+}
+
+/* A group_by entry's expression: the column, a time bucket or a numeric
+ * bucket's lower bound. Widths are bound parameters. */
+static void add_group_expr(struct bctx *b, const struct query_group *g)
+{
+    const struct query_column *c = &b->req->schema->cols[g->col];
+    if (g->bucket == QUERY_BUCKET_NONE) {
+        sb_add_sql_ident(&b->sb, c->name);
+        return;
+    }
+    if (g->bucket != QUERY_BUCKET_WIDTH) {
+        sb_adds(&b->sb, "CAST(date_trunc('");
+        sb_adds(&b->sb, query_bucket_name(g->bucket));
+        sb_adds(&b->sb, c->type == DUCKDB_TYPE_TIME ? "', DATE '1970-01-01' + " : "', ");
+        sb_add_sql_ident(&b->sb, c->name);
+        sb_adds(&b->sb, ") AS ");
+        sb_adds(&b->sb, bucket_type(c->type));
+        sb_addc(&b->sb, ')');
+        return;
+    }
+    if (query_class_of(c->type) == QC_INT && g->width.kind == QUERY_VALUE_INT64) {
+        /* Exact: v - ((v % w) + w) % w is the multiple of w at or below v
+         * (DuckDB's % keeps the dividend's sign), in HUGEINT so no value
+         * overflows on the way. */
+        struct query_value w = g->width;
+        w.cast = "HUGEINT";
+        sb_adds(&b->sb, "CAST(CAST(");
+        sb_add_sql_ident(&b->sb, c->name);
+        sb_adds(&b->sb, " AS HUGEINT) - ((CAST(");
+        sb_add_sql_ident(&b->sb, c->name);
+        sb_adds(&b->sb, " AS HUGEINT) % ");
+        add_param(b, &w);
+        sb_adds(&b->sb, ") + ");
+        add_param(b, &w);
+        sb_adds(&b->sb, ") % ");
+        add_param(b, &w);
+        sb_adds(&b->sb, int_fits_bigint(c->type) ? " AS BIGINT)" : " AS HUGEINT)");
+        return;
+    }
+    struct query_value w = g->width;
+    w.cast = "DOUBLE";
+    double wd = w.kind == QUERY_VALUE_INT64 ? (double)w.u.i : w.u.d;
+    struct query_value digits = {.kind = QUERY_VALUE_INT64, .u.i = width_digits(wd),
+                                 .cast = "INTEGER"};
+    sb_adds(&b->sb, "round(floor(CAST(");
+    sb_add_sql_ident(&b->sb, c->name);
+    sb_adds(&b->sb, " AS DOUBLE) / ");
+    add_param(b, &w);
+    sb_adds(&b->sb, ") * ");
+    add_param(b, &w);
+    sb_adds(&b->sb, ", ");
+    add_param(b, &digits);
+    sb_addc(&b->sb, ')');
+}
+
+/* Whether every group_by entry is a plain column under its own name (then
+ * GROUP BY names them, as it always did; otherwise it goes by position). */
+static bool groups_plain(const struct query_request *r)
+{
+    for (size_t g = 0; g < r->ngroup; g++)
+        if (r->groups[g].bucket != QUERY_BUCKET_NONE ||
+            strcmp(r->groups[g].name, r->schema->cols[r->groups[g].col].name) != 0)
+            return false;
+    return true;
+}
+
+/* Whether a having predicate reads aggregation k (count_result keeps only
+ * those: the others do not change how many groups there are). */
+static bool having_reads(const struct query_request *r, size_t k)
+{
+    for (size_t i = 0; i < r->nhaving; i++)
+        if (r->having[i].ref.is_agg && r->having[i].ref.idx == k)
             return true;
+    return false;
+}
+
+/* Whether order_by already names key k: group_by entry k of a grouped
+ * query, column k of a DISTINCT one (not an aggregation). */
+static bool ordered_by(const struct query_request *r, size_t k)
+{
+    for (size_t i = 0; i < r->norder; i++) {
+        const struct query_ref *ref = &r->order[i].ref;
+        if (!ref->is_agg && (r->ngroup > 0 ? ref->is_group && ref->grp == k : ref->idx == k))
+            return true;
+    }
     return false;
 }
 
@@ -295,8 +435,9 @@ static void add_order(struct bctx *b)
     for (size_t i = 0; i < r->norder; i++, n++) {
         const struct query_order *o = &r->order[i];
         sb_adds(&b->sb, n ? ", " : " ORDER BY ");
-        sb_add_sql_ident(&b->sb, o->ref.is_agg ? r->aggs[o->ref.idx].alias
-                                               : colname(b, o->ref.idx));
+        sb_add_sql_ident(&b->sb, o->ref.is_agg     ? r->aggs[o->ref.idx].alias
+                                 : o->ref.is_group ? r->groups[o->ref.grp].name
+                                                   : colname(b, o->ref.idx));
         /* NULLs last both ways, written out so no setting can change it. */
         sb_adds(&b->sb, o->desc ? " DESC NULLS LAST" : " ASC NULLS LAST");
     }
@@ -311,11 +452,12 @@ static void add_order(struct bctx *b)
         return;
     size_t nkey = r->ngroup > 0 ? r->ngroup : r->ncolumns;
     for (size_t k = 0; k < nkey; k++) {
-        size_t col = r->ngroup > 0 ? r->group_by[k] : r->columns[k];
-        if (ordered_by(r, col))
+        size_t key = r->ngroup > 0 ? k : r->columns[k];
+        if (ordered_by(r, key))
             continue;
         sb_adds(&b->sb, n++ ? ", " : " ORDER BY ");
-        sb_add_sql_ident(&b->sb, colname(b, col));
+        /* a group's output name (a bucket's alias), or the column */
+        sb_add_sql_ident(&b->sb, r->ngroup > 0 ? r->groups[k].name : colname(b, key));
         sb_adds(&b->sb, " ASC NULLS LAST");
     }
 }
@@ -323,7 +465,7 @@ static void add_order(struct bctx *b)
 static void add_limit(struct bctx *b)
 {
     const struct query_request *r = b->req;
-    if (r->mode == QUERY_COUNT || r->max_rows < 0)
+    if (r->mode == QUERY_COUNT || r->max_rows < 0 || r->count_result)
         return;
     if (r->norder == 0 && r->offset <= 0 && r->npreds == 0 && r->ngroup == 0 &&
         r->naggs == 0 && !r->distinct) {
@@ -369,11 +511,17 @@ enum vt_err query_build_sql(const struct query_request *req, const char *relatio
     sb_init(&b.sb, SQL_MAX_BYTES);
     b.cap = count_params(req->preds, req->npreds) +
             (req->mode == QUERY_COUNT ? 0 : count_params(req->having, req->nhaving) + 1 /* limit */);
+    if (req->mode != QUERY_COUNT) {
+        for (size_t g = 0; g < req->ngroup; g++)
+            b.cap += req->groups[g].bucket == QUERY_BUCKET_WIDTH ? 3 : 0;
+        for (size_t a = 0; a < req->naggs; a++)
+            b.cap += req->aggs[a].op == QUERY_AGG_QUANTILE;
+    }
     b.params = arena_alloc(arena, (b.cap ? b.cap : 1) * sizeof *b.params);
 
-    size_t nout = req->mode == QUERY_COUNT ? 1
-                  : req->ngroup > 0        ? req->ngroup + req->naggs
-                                           : req->ncolumns;
+    size_t nout = req->mode == QUERY_COUNT || req->count_result ? 1
+                  : req->ngroup > 0                            ? req->ngroup + req->naggs
+                                                               : req->ncolumns;
     const char **names = arena_alloc(arena, (nout ? nout : 1) * sizeof *names);
     if (!b.params || !names) {
         sb_release(&b.sb);
@@ -386,32 +534,62 @@ enum vt_err query_build_sql(const struct query_request *req, const char *relatio
         add_where(&b, req->preds, req->npreds);
         names[0] = "count";
     } else if (req->ngroup > 0) {
-        sb_adds(&b.sb, "SELECT * FROM (SELECT ");
+        sb_adds(&b.sb, req->count_result ? "SELECT count(*) AS \"count\" FROM (SELECT "
+                                         : "SELECT * FROM (SELECT ");
         size_t k = 0;
+        bool plain = groups_plain(req);
         for (size_t g = 0; g < req->ngroup; g++, k++) {
+            const struct query_group *gr = &req->groups[g];
             if (k)
                 sb_adds(&b.sb, ", ");
-            sb_add_sql_ident(&b.sb, colname(&b, req->group_by[g]));
-            names[k] = colname(&b, req->group_by[g]);
+            add_group_expr(&b, gr);
+            if (!plain) {
+                sb_adds(&b.sb, " AS ");
+                sb_add_sql_ident(&b.sb, gr->name);
+            }
+            names[k] = gr->name;
         }
-        for (size_t a = 0; a < req->naggs; a++, k++) {
+        for (size_t a = 0; a < req->naggs; a++) {
+            if (req->count_result && !having_reads(req, a))
+                continue;
             sb_adds(&b.sb, ", ");
             add_agg_expr(&b, &req->aggs[a]);
             sb_adds(&b.sb, " AS ");
             sb_add_sql_ident(&b.sb, req->aggs[a].alias);
-            names[k] = req->aggs[a].alias;
+            if (!req->count_result)
+                names[k++] = req->aggs[a].alias;
         }
         sb_adds(&b.sb, " FROM ");
         sb_adds(&b.sb, relation);
         add_where(&b, req->preds, req->npreds);
         for (size_t g = 0; g < req->ngroup; g++) {
             sb_adds(&b.sb, g ? ", " : " GROUP BY ");
-            sb_add_sql_ident(&b.sb, colname(&b, req->group_by[g]));
+            if (plain)
+                sb_add_sql_ident(&b.sb, colname(&b, req->group_by[g]));
+            else
+                sb_addf(&b.sb, "%zu", g + 1); /* by position: an expression or an alias */
         }
         sb_adds(&b.sb, ") AS \"q\"");
         add_where(&b, req->having, req->nhaving);
-        add_order(&b);
-        add_limit(&b);
+        if (req->count_result) {
+            names[0] = "count";
+        } else {
+            add_order(&b);
+            add_limit(&b);
+        }
+    } else if (req->count_result) {
+        /* DISTINCT rows counted (query_total_request builds no other). */
+        sb_adds(&b.sb, "SELECT count(*) AS \"count\" FROM (SELECT DISTINCT ");
+        for (size_t i = 0; i < req->ncolumns; i++) {
+            if (i)
+                sb_adds(&b.sb, ", ");
+            sb_add_sql_ident(&b.sb, colname(&b, req->columns[i]));
+        }
+        sb_adds(&b.sb, " FROM ");
+        sb_adds(&b.sb, relation);
+        add_where(&b, req->preds, req->npreds);
+        sb_adds(&b.sb, ") AS \"q\"");
+        names[0] = "count";
     } else {
         sb_adds(&b.sb, req->distinct ? "SELECT DISTINCT " : "SELECT ");
         for (size_t i = 0; i < req->ncolumns; i++) {
@@ -451,6 +629,31 @@ enum vt_err query_build_sql(const struct query_request *req, const char *relatio
     return VT_ERR_OK;
 }
 
+void query_total_request(const struct query_request *req, struct query_request *out)
+{
+    *out = *req;
+    out->include_total = false;
+    out->norder = 0;
+    out->order = NULL;
+    out->limit = -1;
+    out->page = 1;
+    out->page_size = 0;
+    out->offset = 0;
+    out->max_rows = -1;
+    if (req->ngroup > 0 || req->distinct) {
+        out->mode = QUERY_STREAM;
+        out->count_result = true;
+    } else {
+        out->mode = QUERY_COUNT;
+        out->count_result = false;
+    }
+}
+
+int64_t query_total_cap(const struct query_request *req, int64_t n)
+{
+    return req->limit >= 0 && n > req->limit ? req->limit : n;
+}
+
 /* A DuckDB value for one list item (NULL on failure). */
 static duckdb_value item_value(const struct query_value *v)
 {
@@ -485,7 +688,7 @@ static duckdb_type list_child_type(const struct query_value *v)
         {"DATE[]", DUCKDB_TYPE_DATE},       {"TIMESTAMP[]", DUCKDB_TYPE_TIMESTAMP},
         {"TIMESTAMPTZ[]", DUCKDB_TYPE_TIMESTAMP_TZ}, {"TIME[]", DUCKDB_TYPE_TIME},
         {"INTERVAL[]", DUCKDB_TYPE_INTERVAL}, {"UUID[]", DUCKDB_TYPE_UUID},
-        {"BLOB[]", DUCKDB_TYPE_BLOB},
+        {"BLOB[]", DUCKDB_TYPE_BLOB},       {"NULL[]", DUCKDB_TYPE_SQLNULL},
     };
     for (size_t i = 0; v->cast && i < sizeof named / sizeof named[0]; i++)
         if (!strcmp(v->cast, named[i].cast))
@@ -596,7 +799,7 @@ bool query_index_terms(const struct query_request *req, struct arena *arena,
 {
     *out_terms = NULL;
     *out_n = 0;
-    if (req->npreds == 0)
+    if (req->npreds == 0 || req->count_result)
         return false;
     /* A count uses only the predicates; other fields were validated and
      * are ignored (see query.h). */

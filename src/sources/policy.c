@@ -3,13 +3,22 @@
  * and 5): local directories, S3 endpoints and credential variables.
  *
  *   roots      server.allowed_roots, or by default the config file's
- *              directory and the saved-queries and storage directories (the
- *              working directory without a config file): config_source_roots,
- *              which DuckDB's own confinement includes. Every local path a
+ *              directory, the saved-queries and storage directories (the
+ *              working directory without a config file) and the directories
+ *              of the config file's own datasets: config_source_roots. They
+ *              follow the config: a dataset a config reload adds brings its
+ *              directory (source_policy_add_dataset). Every local path a
  *              build reads must lie inside one, after symbolic links are
  *              resolved.
- *              A dataset of the config file also reads its own location:
- *              the operator wrote it.
+ *              A dataset of the config file also reads its own location, as
+ *              written and after links: the operator wrote it.
+ *   DuckDB     may open only the directories it was confined to at start
+ *              (config_file_dirs plus the runtime directory; eng_confine):
+ *              DuckDB cannot widen them once external access is off. A file
+ *              the policy allows outside them (a directory a config reload
+ *              added) is read through a link in the build's pin directory
+ *              (source_policy_engine_reads, storage_local.c), so /sql still
+ *              reaches nothing new.
  *   endpoints  server.allowed_s3_endpoints plus every s3.endpoint the config
  *              file's datasets name: the only endpoints a request may choose.
  *   envs       AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
@@ -23,6 +32,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -33,10 +43,13 @@
 #include "util/strvec.h"
 
 struct source_policy {
+    pthread_rwlock_t lock;      /* the lists grow at config reloads */
+    bool roots_follow_config;   /* server.allowed_roots is empty */
     struct strvec roots;        /* absolute, normalized text */
     struct strvec real_roots;   /* the same after symbolic links (those that exist) */
     struct strvec endpoints;    /* normalized URLs */
     struct strvec envs;
+    struct strvec engine_dirs;  /* where DuckDB may open files (frozen at start), normalized */
 };
 
 static const char *const standard_envs[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
@@ -102,12 +115,25 @@ static bool inside(const char *path, const char *root)
     return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+/* An extra root (source_policy_extra_root) is "<as written, normalized>\0<after
+ * links>\0": a path inside either form is inside it. */
+static bool inside_extra(const char *path, const char *extra)
+{
+    return extra && (inside(path, extra) || inside(path, extra + strlen(extra) + 1));
+}
+
 static bool inside_any(const char *path, const struct strvec *roots, const char *extra)
 {
     for (size_t i = 0; i < roots->len; i++)
         if (inside(path, roots->items[i]))
             return true;
-    return extra && inside(path, extra);
+    return inside_extra(path, extra);
+}
+
+static void add_unique(struct strvec *v, const char *s)
+{
+    if (strvec_find(v, s) < 0)
+        strvec_push(v, s);
 }
 
 static void add_root(struct source_policy *p, const char *path)
@@ -115,10 +141,10 @@ static void add_root(struct source_policy *p, const char *path)
     char *n = path && *path ? normalize(path) : NULL;
     if (!n)
         return;
-    strvec_push(&p->roots, n);
+    add_unique(&p->roots, n);
     char real[PATH_MAX];
     if (realpath(n, real))
-        strvec_push(&p->real_roots, real);
+        add_unique(&p->real_roots, real);
     free(n);
 }
 
@@ -138,12 +164,6 @@ static char *normalize_endpoint(const char *ep)
         if (*c >= 'A' && *c <= 'Z')
             *c = (char)(*c - 'A' + 'a');
     return out;
-}
-
-static void add_unique(struct strvec *v, const char *s)
-{
-    if (strvec_find(v, s) < 0)
-        strvec_push(v, s);
 }
 
 static void add_dataset(struct source_policy *p, const struct vt_dataset_config *ds)
@@ -166,16 +186,27 @@ struct source_policy *source_policy_create(const struct vt_config *cfg)
     struct source_policy *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    /* The same roots DuckDB's confinement starts from (config_file_dirs). */
-    struct strvec roots = {0};
-    if (config_source_roots(cfg, &roots) != 0) {
+    pthread_rwlock_init(&p->lock, NULL);
+    p->roots_follow_config = cfg->server.allowed_roots.len == 0;
+    /* The same roots DuckDB's confinement starts from (config_file_dirs),
+     * and DuckDB's own directories as they are now: eng_confine froze them. */
+    struct strvec roots = {0}, dirs = {0};
+    if (config_source_roots(cfg, &roots) != 0 || config_file_dirs(cfg, &dirs) != 0) {
         strvec_free(&roots);
+        strvec_free(&dirs);
         source_policy_destroy(p);
         return NULL;
     }
     for (size_t i = 0; i < roots.len; i++)
         add_root(p, roots.items[i]);
     strvec_free(&roots);
+    for (size_t i = 0; i < dirs.len; i++) {
+        char *n = normalize(dirs.items[i]);
+        if (n)
+            add_unique(&p->engine_dirs, n);
+        free(n);
+    }
+    strvec_free(&dirs);
     for (size_t i = 0; i < cfg->server.allowed_s3_endpoints.len; i++) {
         char *e = normalize_endpoint(cfg->server.allowed_s3_endpoints.items[i]);
         if (e)
@@ -199,7 +230,35 @@ void source_policy_destroy(struct source_policy *p)
     strvec_free(&p->real_roots);
     strvec_free(&p->endpoints);
     strvec_free(&p->envs);
+    strvec_free(&p->engine_dirs);
+    pthread_rwlock_destroy(&p->lock);
     free(p);
+}
+
+void source_policy_add_dataset(struct source_policy *p, const struct vt_dataset_config *ds)
+{
+    if (!p || ds->kind == CFG_SOURCE_QUERY)
+        return;
+    pthread_rwlock_wrlock(&p->lock);
+    if (p->roots_follow_config) {
+        char *d = config_location_root(ds->location);
+        add_root(p, d);
+        free(d);
+    }
+    add_dataset(p, ds);
+    pthread_rwlock_unlock(&p->lock);
+}
+
+bool source_policy_engine_reads(const struct source_policy *p, const char *real_path)
+{
+    if (!p)
+        return true;
+    char *n = normalize(real_path);
+    pthread_rwlock_rdlock((pthread_rwlock_t *)&p->lock);
+    bool ok = n && inside_any(n, &p->engine_dirs, NULL);
+    pthread_rwlock_unlock((pthread_rwlock_t *)&p->lock);
+    free(n);
+    return ok;
 }
 
 /* The one answer for a path outside the roots, whatever is there. */
@@ -234,14 +293,18 @@ enum vt_err source_policy_check(const struct source_policy *p,
             loc += 7;
         char *lit = literal_root(loc);
         char *n = lit ? normalize(lit) : NULL;
+        pthread_rwlock_rdlock((pthread_rwlock_t *)&p->lock);
         bool ok = n && inside_any(n, &p->roots, NULL);
+        pthread_rwlock_unlock((pthread_rwlock_t *)&p->lock);
         free(lit);
         free(n);
         return ok ? VT_ERR_OK : refuse_outside(ds->location ? ds->location : "", err);
     }
     if (ds->s3.endpoint && *ds->s3.endpoint) {
         char *e = normalize_endpoint(ds->s3.endpoint);
+        pthread_rwlock_rdlock((pthread_rwlock_t *)&p->lock);
         bool ok = e && strvec_find(&p->endpoints, e) >= 0;
+        pthread_rwlock_unlock((pthread_rwlock_t *)&p->lock);
         free(e);
         if (!ok)
             return vt_error_set(err, VT_ERR_SOURCE_NOT_ALLOWED,
@@ -256,7 +319,10 @@ enum vt_err source_policy_check(const struct source_policy *p,
     for (size_t k = 0; k < 3; k++) {
         if (!envs[k] || !*envs[k])
             continue;
-        if (strvec_find(&p->envs, envs[k]) < 0)
+        pthread_rwlock_rdlock((pthread_rwlock_t *)&p->lock);
+        bool listed = strvec_find(&p->envs, envs[k]) >= 0;
+        pthread_rwlock_unlock((pthread_rwlock_t *)&p->lock);
+        if (!listed)
             return vt_error_set(err, VT_ERR_SOURCE_NOT_ALLOWED,
                                 "%s names %.100s, which is not a credential variable the server "
                                 "allows (the AWS_* variables, those of the config file's "
@@ -277,13 +343,18 @@ char *source_policy_extra_root(const char *location)
     free(lit);
     if (!n)
         return NULL;
-    /* After links too, so that a location reached through a link matches. */
+    /* As written and after links: a location reached through a link
+     * ("../shared/t" where shared is one) is read under either name. */
     char real[PATH_MAX];
-    if (realpath(n, real)) {
-        free(n);
-        return strdup(real);
+    const char *r = realpath(n, real) ? real : n;
+    size_t nl = strlen(n), rl = strlen(r);
+    char *out = malloc(nl + rl + 2);
+    if (out) {
+        memcpy(out, n, nl + 1);
+        memcpy(out + nl + 1, r, rl + 1);
     }
-    return n;
+    free(n);
+    return out;
 }
 
 /* Where `path` (absolute, normalized) leads after symbolic links, as far as
@@ -386,11 +457,16 @@ enum vt_err source_policy_confine(const struct source_policy *p, const char *ext
     char *n = normalize(path);
     if (!n)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (p)
+        pthread_rwlock_rdlock((pthread_rwlock_t *)&p->lock);
     /* 1. The text: nothing outside is looked at. */
     if (p && !inside_any(n, &p->roots, extra_root) && !inside_any(n, &p->real_roots, NULL)) {
+        pthread_rwlock_unlock((pthread_rwlock_t *)&p->lock);
         free(n);
         goto outside;
     }
+    if (p)
+        pthread_rwlock_unlock((pthread_rwlock_t *)&p->lock);
     /* 2. Where it leads after links, whether that exists or not: the answer
      * for a place outside is the same either way. */
     bool exists;
@@ -403,7 +479,13 @@ enum vt_err source_policy_confine(const struct source_policy *p, const char *ext
                                 "%.300s: too many levels of symbolic links", path);
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    if (p && !inside_any(real, &p->real_roots, extra_root) && !inside_any(real, &p->roots, NULL)) {
+    bool in = true;
+    if (p) {
+        pthread_rwlock_rdlock((pthread_rwlock_t *)&p->lock);
+        in = inside_any(real, &p->real_roots, extra_root) || inside_any(real, &p->roots, NULL);
+        pthread_rwlock_unlock((pthread_rwlock_t *)&p->lock);
+    }
+    if (!in) {
         free(real);
         goto outside;
     }

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -602,15 +603,50 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
     return n;
 }
 
+/* The body of a PUT: bytes in memory or an open file, sent from the start
+ * on every attempt. */
+struct upload {
+    const char *mem;
+    FILE *file;
+    int64_t size;
+    int64_t off;
+};
+
 struct req {
-    const char *method;     /* GET or HEAD */
+    const char *method;     /* GET, HEAD, PUT or DELETE */
     const char *bucket;
     const char *key;        /* "" for bucket-level requests */
     const char *query;      /* canonical query string or NULL */
     const char *range;      /* "a-b" or NULL */
     const char *if_match;
+    const char *if_none_match;
+    const char *content_sha256; /* PUT: hex SHA-256 of the body (signed) */
+    const char *content_type;   /* PUT */
+    struct upload *body;        /* PUT */
     bool long_transfer;     /* object download: no total timeout, low-speed limit */
 };
+
+static size_t on_read(char *buf, size_t size, size_t nitems, void *ud)
+{
+    struct upload *u = ud;
+    size_t want = size * nitems;
+    int64_t left = u->size - u->off;
+    if (left <= 0)
+        return 0;
+    if ((int64_t)want > left)
+        want = (size_t)left;
+    size_t got;
+    if (u->mem) {
+        memcpy(buf, u->mem + u->off, want);
+        got = want;
+    } else {
+        got = fread(buf, 1, want, u->file);
+        if (got == 0)
+            return CURL_READFUNC_ABORT;
+    }
+    u->off += (int64_t)got;
+    return got;
+}
 
 static bool retryable_curl(CURLcode cc)
 {
@@ -655,7 +691,21 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
     if (!url)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     struct curl_slist *hdrs = NULL;
-    hdrs = curl_slist_append(hdrs, "x-amz-content-sha256: " EMPTY_SHA256);
+    char shah[96];
+    snprintf(shah, sizeof shah, "x-amz-content-sha256: %s",
+             r->content_sha256 ? r->content_sha256 : EMPTY_SHA256);
+    hdrs = curl_slist_append(hdrs, shah);
+    char inm[320], cth[160];
+    if (r->if_none_match) {
+        snprintf(inm, sizeof inm, "If-None-Match: %s", r->if_none_match);
+        hdrs = curl_slist_append(hdrs, inm);
+    }
+    if (r->content_type) {
+        snprintf(cth, sizeof cth, "Content-Type: %s", r->content_type);
+        hdrs = curl_slist_append(hdrs, cth);
+    }
+    if (r->body) /* no 100-continue round trip */
+        hdrs = curl_slist_append(hdrs, "Expect:");
     char *tokhdr = NULL;
     if (c->token) {
         size_t tl = strlen(c->token) + 32;
@@ -694,6 +744,20 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
         }
         if (strcmp(r->method, "HEAD") == 0)
             curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+        if (strcmp(r->method, "DELETE") == 0)
+            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
+        if (r->body) {
+            r->body->off = 0;
+            if (r->body->file && fseeko(r->body->file, 0, SEEK_SET) != 0) {
+                rc = vt_error_set(err, VT_ERR_INTERNAL, "cannot rewind the upload of %s",
+                                  target);
+                break;
+            }
+            curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+            curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+            curl_easy_setopt(h, CURLOPT_READDATA, r->body);
+            curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body->size);
+        }
         if (r->range)
             curl_easy_setopt(h, CURLOPT_RANGE, r->range);
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
@@ -769,6 +833,10 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
                               retryable_curl(cc) ? " (gave up after retries)" : "");
             break;
         }
+        if (code == 304 && r->if_none_match) {
+            oc->not_modified = true;
+            break;
+        }
         if (code >= 200 && code < 300) {
             if (x->kind == SINK_FILE && fflush(x->file) != 0) {
                 rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "cannot write %s locally: %s",
@@ -802,11 +870,17 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
                               "%s not found (HTTP 404 %s)%s", target, what[0] ? what : "NoSuchKey",
                               r->key && *r->key ? ": deleted after it was listed? retry the reload"
                                                 : "");
-        } else if (code == 412) {
+        } else if (code == 412 || (code == 409 && r->body && (r->if_match || r->if_none_match))) {
             oc->changed = true;
-            rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
-                              "%s changed since it was listed (ETag mismatch); retry the reload",
-                              target);
+            if (r->body)
+                rc = vt_error_set(err, VT_ERR_SOURCE_CHANGED,
+                                  "conditional PUT of %s lost (HTTP %ld): the object changed",
+                                  target, code);
+            else
+                rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                                  "%s changed since it was listed (ETag mismatch); retry the "
+                                  "reload",
+                                  target);
         } else if (code == 301 || code == 302 || code == 307 || code == 308) {
             const char *reg = summarize(x->bucket_region[0] ? x->bucket_region : doc.region,
                                         regbuf, sizeof regbuf);
@@ -1174,6 +1248,145 @@ enum vt_err s3_head(struct s3_client *c, const char *bucket, const char *key,
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     }
     return VT_ERR_OK;
+}
+
+enum vt_err s3_get_if_changed(struct s3_client *c, const char *bucket, const char *key,
+                              const char *if_none_match, size_t max_bytes, char **out_buf,
+                              size_t *out_len, char **out_etag, struct s3_outcome *outcome,
+                              struct vt_error *err)
+{
+    *out_buf = NULL;
+    *out_len = 0;
+    if (out_etag)
+        *out_etag = NULL;
+    struct s3_outcome oc_local;
+    CURL *h = begin(c, &outcome, &oc_local, err);
+    if (!h)
+        return err->code;
+    struct strbuf body;
+    sb_init(&body, max_bytes + 1);
+    struct xfer x;
+    xfer_init(&x, SINK_MEM);
+    x.mem = &body;
+    x.mem_max = max_bytes;
+    struct req r = {.method = "GET", .bucket = bucket, .key = key,
+                    .if_none_match = if_none_match};
+    enum vt_err rc = perform(c, h, &r, &x, outcome, err);
+    sb_release(&x.errbody);
+    if (rc != VT_ERR_OK || outcome->not_modified) {
+        sb_release(&body);
+        return rc;
+    }
+    if (sb_grow(&body, 0) < 0) {
+        sb_release(&body);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (out_etag && x.etag[0])
+        *out_etag = strdup(x.etag);
+    *out_buf = sb_detach(&body, out_len);
+    return VT_ERR_OK;
+}
+
+/* Hex SHA-256 of the upload's bytes (read once before the request). */
+static bool upload_sha256(struct upload *u, char out[65])
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(md);
+        return false;
+    }
+    bool ok = true;
+    if (u->mem) {
+        ok = EVP_DigestUpdate(md, u->mem, (size_t)u->size) == 1;
+    } else {
+        char buf[65536];
+        int64_t total = 0;
+        size_t n;
+        rewind(u->file);
+        while (ok && (n = fread(buf, 1, sizeof buf, u->file)) > 0) {
+            ok = EVP_DigestUpdate(md, buf, n) == 1;
+            total += (int64_t)n;
+        }
+        ok = ok && !ferror(u->file) && total == u->size;
+    }
+    unsigned char dig[32];
+    unsigned int dl = 0;
+    ok = ok && EVP_DigestFinal_ex(md, dig, &dl) == 1 && dl == 32;
+    EVP_MD_CTX_free(md);
+    for (unsigned i = 0; ok && i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", dig[i]);
+    return ok;
+}
+
+enum vt_err s3_put(struct s3_client *c, const char *bucket, const char *key, const void *data,
+                   size_t len, const char *path, const char *content_type,
+                   const char *if_match, const char *if_none_match, char **out_etag,
+                   struct s3_outcome *outcome, struct vt_error *err)
+{
+    if (out_etag)
+        *out_etag = NULL;
+    struct s3_outcome oc_local;
+    CURL *h = begin(c, &outcome, &oc_local, err);
+    if (!h)
+        return err->code;
+    struct upload u = {.mem = data, .size = (int64_t)len};
+    if (!data) {
+        u.file = fopen(path, "rbe");
+        struct stat st;
+        if (!u.file || fstat(fileno(u.file), &st) != 0) {
+            enum vt_err rc = vt_error_set(err, VT_ERR_INTERNAL, "cannot read %s for upload: %s",
+                                          path, strerror(errno));
+            if (u.file)
+                fclose(u.file);
+            return rc;
+        }
+        u.size = st.st_size;
+    }
+    if ((uint64_t)u.size > VT_S3_MAX_PUT_BYTES) {
+        if (u.file)
+            fclose(u.file);
+        return vt_error_set(err, VT_ERR_LIMIT_EXCEEDED,
+                            "s3://%s/%s: %lld bytes is more than one PUT may carry", bucket, key,
+                            (long long)u.size);
+    }
+    char sha[65];
+    if (!upload_sha256(&u, sha)) {
+        if (u.file)
+            fclose(u.file);
+        return vt_error_set(err, VT_ERR_INTERNAL, "cannot hash the upload of s3://%s/%s", bucket,
+                            key);
+    }
+    struct xfer x;
+    xfer_init(&x, SINK_NONE);
+    struct req r = {.method = "PUT", .bucket = bucket, .key = key, .if_match = if_match,
+                    .if_none_match = if_none_match, .content_sha256 = sha,
+                    .content_type = content_type, .body = &u, .long_transfer = u.size > (1 << 20)};
+    enum vt_err rc = perform(c, h, &r, &x, outcome, err);
+    sb_release(&x.errbody);
+    if (u.file)
+        fclose(u.file);
+    if (rc == VT_ERR_OK && out_etag && x.etag[0])
+        *out_etag = strdup(x.etag);
+    return rc;
+}
+
+enum vt_err s3_delete(struct s3_client *c, const char *bucket, const char *key,
+                      struct s3_outcome *outcome, struct vt_error *err)
+{
+    struct s3_outcome oc_local;
+    CURL *h = begin(c, &outcome, &oc_local, err);
+    if (!h)
+        return err->code;
+    struct xfer x;
+    xfer_init(&x, SINK_NONE);
+    struct req r = {.method = "DELETE", .bucket = bucket, .key = key};
+    enum vt_err rc = perform(c, h, &r, &x, outcome, err);
+    sb_release(&x.errbody);
+    if (rc != VT_ERR_OK && outcome->not_found) {
+        vt_error_clear(err);
+        rc = VT_ERR_OK;
+    }
+    return rc;
 }
 
 /* ---- parallel downloads --------------------------------------------------- */

@@ -49,7 +49,9 @@ struct s3_outcome {
     int http_status;            /* last HTTP status (0 = transport failure) */
     bool access_denied;         /* 401/403 (AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch, ...) */
     bool not_found;             /* 404 NoSuchKey / NoSuchBucket */
-    bool changed;               /* 412: object changed since it was listed (If-Match) */
+    bool changed;               /* 412: object changed since it was listed (If-Match), or a
+                                 * conditional PUT lost (If-Match / If-None-Match: *) */
+    bool not_modified;          /* 304 to If-None-Match: nothing was read */
 };
 
 struct s3_object {
@@ -135,6 +137,29 @@ enum vt_err s3_get_range(struct s3_client *c, struct s3_conn *conn, const char *
 enum vt_err s3_get_file(struct s3_client *c, const char *bucket, const char *key,
                         const char *if_match, const char *path, int64_t *out_size,
                         struct s3_outcome *outcome, struct vt_error *err);
+
+/* GET of a small object into memory (at most max_bytes) unless its ETag is
+ * still `if_none_match` (may be NULL): then outcome.not_modified is set and
+ * *out_buf stays NULL. *out_etag (malloc'd, may be NULL) is the object's ETag. */
+enum vt_err s3_get_if_changed(struct s3_client *c, const char *bucket, const char *key,
+                              const char *if_none_match, size_t max_bytes, char **out_buf,
+                              size_t *out_len, char **out_etag, struct s3_outcome *outcome,
+                              struct vt_error *err);
+
+/* PUT of bytes in memory or of a local file (path; data NULL), signed with
+ * the body's SHA-256. Conditional writes: if_none_match "*" creates only
+ * when the key is absent, if_match "<etag>" replaces only that version; a
+ * lost condition (HTTP 412, or 409 from a store that saw a concurrent
+ * conditional write) sets outcome.changed. *out_etag (malloc'd, may be NULL)
+ * is the new object's ETag. Retries transport errors and 5xx like reads. */
+enum vt_err s3_put(struct s3_client *c, const char *bucket, const char *key, const void *data,
+                   size_t len, const char *path, const char *content_type,
+                   const char *if_match, const char *if_none_match, char **out_etag,
+                   struct s3_outcome *outcome, struct vt_error *err);
+
+/* DELETE of one key (a missing key is success, as S3 answers 204). */
+enum vt_err s3_delete(struct s3_client *c, const char *bucket, const char *key,
+                      struct s3_outcome *outcome, struct vt_error *err);
 
 /* HEAD: size and ETag of one object. */
 enum vt_err s3_head(struct s3_client *c, const char *bucket, const char *key,

@@ -90,8 +90,17 @@ void source_policy_destroy(struct source_policy *p);
 enum vt_err source_policy_check(const struct source_policy *p,
                                 const struct vt_dataset_config *ds, struct vt_error *err);
 /* The directory a config file's dataset may read besides the roots (its
- * location up to the first wildcard, after links); NULL for S3. Caller frees. */
+ * location up to the first wildcard, as written and after links: an opaque
+ * string for source_context.extra_root); NULL for S3. Caller frees. */
 char *source_policy_extra_root(const char *location);
+/* A dataset a config reload adds: its directory joins the roots (when
+ * server.allowed_roots is empty), its s3.endpoint and s3.*_env names the
+ * allowed ones. Safe while builds run. */
+void source_policy_add_dataset(struct source_policy *p, const struct vt_dataset_config *ds);
+/* Whether DuckDB may open `real_path` itself (inside the directories it was
+ * confined to at start); a file it may not is read through a link in the
+ * build's pin directory. True without a policy. */
+bool source_policy_engine_reads(const struct source_policy *p, const char *real_path);
 
 struct source_context {
     const char *cache_dir;      /* the S3 range cache's directory (bounded, rangecache.h) */

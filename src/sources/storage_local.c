@@ -21,6 +21,12 @@
  * the service may only read) a symbolic link to /proc/self/fd/N of the file
  * kept open (at most VT_MAX_PINNED_FDS per snapshot). When a file cannot be
  * pinned, the snapshot reads the paths in place and the log says so.
+ *
+ * DuckDB opens only the directories it was confined to at start; a file the
+ * policy allows outside them (a directory a config reload added) gets a
+ * symbolic link to its real path in the snapshot's pin directory, which is in
+ * the runtime directory DuckDB may open (link_for_duckdb). Pinned files need
+ * none: their links are there already.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -428,21 +434,36 @@ static int pin_file(struct source_snapshot *snap, const char *src, char *dst, si
     return 0;
 }
 
-/* Links for every file, or none (then the paths are read in place). */
-static void pin_all(const struct storage *st, struct storage_fetch *items, size_t n,
-                    struct source_snapshot *snap)
+/* The snapshot's pin directory (<temp>/lazy-<pin name or a new ULID>), named
+ * once per snapshot; NULL out of memory. Made on demand by make_parents. */
+static const char *pin_dir(const struct storage *st, struct source_snapshot *snap)
 {
+    if (snap->pin_dir)
+        return snap->pin_dir;
     char ulid[27];
     ulid_new(ulid);
     const char *name = st->ctx && st->ctx->pin_name ? st->ctx->pin_name : ulid;
     struct strbuf dir;
     sb_init(&dir, 0);
     sb_addf(&dir, "%s/lazy-%s", source_temp_dir(st->ctx), name);
-    size_t max_fds = n < VT_MAX_PINNED_FDS ? n : VT_MAX_PINNED_FDS;
-    char **links = calloc(n ? n : 1, sizeof *links);
-    snap->pin_fds = calloc(max_fds ? max_fds : 1, sizeof *snap->pin_fds);
-    int why = links && snap->pin_fds && !dir.overflow ? 0 : ENOMEM;
+    if (dir.overflow) {
+        sb_release(&dir);
+        return NULL;
+    }
     snap->pin_dir = sb_detach(&dir, NULL);
+    return snap->pin_dir;
+}
+
+/* Links for every file, or none (then the paths are read in place). */
+static void pin_all(const struct storage *st, struct storage_fetch *items, size_t n,
+                    struct source_snapshot *snap)
+{
+    /* One array per snapshot, for all its fetches. */
+    size_t max_fds = VT_MAX_PINNED_FDS;
+    char **links = calloc(n ? n : 1, sizeof *links);
+    if (!snap->pin_fds)
+        snap->pin_fds = calloc(max_fds, sizeof *snap->pin_fds);
+    int why = links && snap->pin_fds && pin_dir(st, snap) ? 0 : ENOMEM;
     for (size_t i = 0; !why && i < n; i++) {
         struct strbuf dst;
         sb_init(&dst, 0);
@@ -467,6 +488,39 @@ static void pin_all(const struct storage *st, struct storage_fetch *items, size_
         free(links[i]);
     free(links);
     /* The snapshot's release removes whatever was made. */
+}
+
+/* Every path DuckDB may not open itself gets a symbolic link to it in the
+ * pin directory (the path was confined already: this only lets DuckDB, whose
+ * directories are frozen at start, open what the policy allows now). */
+static enum vt_err link_for_duckdb(struct local_storage *ls, struct storage_fetch *items,
+                                   size_t n, struct source_snapshot *snap, struct vt_error *err)
+{
+    const char *tmp = source_temp_dir(ls->base.ctx);
+    size_t tl = strlen(tmp);
+    for (size_t i = 0; i < n; i++) {
+        const char *path = items[i].path;
+        if ((!strncmp(path, tmp, tl) && path[tl] == '/') ||
+            source_policy_engine_reads(ls->policy, path))
+            continue;
+        const char *dir = pin_dir(&ls->base, snap);
+        char ulid[27];
+        ulid_new(ulid);
+        struct strbuf dst;
+        sb_init(&dst, 0);
+        sb_addf(&dst, "%s/r-%s.parquet", dir ? dir : "", ulid);
+        int why = !dir || dst.overflow ? ENOMEM : 0;
+        if (!why && (!make_parents(dst.buf) || symlink(path, dst.buf) != 0))
+            why = errno;
+        if (why) {
+            sb_release(&dst);
+            return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "%s: cannot link %s for reading (%s)",
+                                ls->base.location, path, strerror(why));
+        }
+        free(items[i].path);
+        items[i].path = sb_detach(&dst, NULL);
+    }
+    return VT_ERR_OK;
 }
 
 static enum vt_err local_fetch(struct storage *st, struct storage_fetch *items, size_t n,
@@ -499,7 +553,7 @@ static enum vt_err local_fetch(struct storage *st, struct storage_fetch *items, 
     }
     if (use == STORAGE_USE_KEEP && n > 0)
         pin_all(st, items, n, snap);
-    return VT_ERR_OK;
+    return link_for_duckdb(ls, items, n, snap, err);
 }
 
 static void local_destroy(struct storage *st)

@@ -195,6 +195,12 @@ static enum vt_err check_function(struct walk *w, const json_t *e, bool table)
 
 /* ------------------------------------------------------- dialect hooks */
 
+void *sql_walk_context(const struct sql_walk *sw)
+{
+    const struct walk *w = (const struct walk *)sw;
+    return w->opts ? w->opts->dialect_ctx : NULL;
+}
+
 bool sql_walk_in_scope(const struct sql_walk *sw, const char *name)
 {
     return in_scope((const struct walk *)sw, name);

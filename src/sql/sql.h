@@ -127,7 +127,8 @@ struct sql_dialect {
 /* For hooks: whether `name` is a CTE visible where the walk is; whether it
  * is a dataset; that the hook changed the tree (`own`: onto its own
  * objects, sql_checked.reads_catalog); the error to set before
- * SQL_HOOK_REFUSED. */
+ * SQL_HOOK_REFUSED; the caller's sql_gate_options.dialect_ctx. */
+void *sql_walk_context(const struct sql_walk *w);
 bool sql_walk_in_scope(const struct sql_walk *w, const char *name);
 bool sql_walk_is_dataset(const struct sql_walk *w, const char *name);
 void sql_walk_changed(struct sql_walk *w, bool own);
@@ -137,6 +138,7 @@ struct sql_gate_options {
     bool allow_params;          /* $1 parameters, bound by the caller (extended protocol) */
     bool lookups;               /* describe equality lookups (sql_checked.lookup) */
     const struct sql_dialect *dialect; /* NULL: the plain gate of /sql, MCP, saved queries */
+    void *dialect_ctx;          /* for the dialect's hooks (sql_walk_context) */
 };
 
 /* Checks `sql` (parsed on `con`, any connection of the process database).

@@ -64,6 +64,14 @@
       "the source changed under the published generation; reload the dataset")            \
     X(BUILD_FAILED, 422, "build_failed", "XX000", 0, "dataset build failed")                           \
     X(BUSY, 409, "busy", "55006", 0, "dataset is already building")                                    \
+    X(GENERATION_NOT_AVAILABLE, 409, "generation_not_available", "55000", 0,                \
+      "this replica does not have that generation yet; retry")                             \
+    X(GENERATION_GONE, 410, "generation_gone", "55000", 0,                                  \
+      "that generation was replaced and collected; restart the read")                      \
+    X(NOT_WRITER, 409, "not_writer", "25006", 0,                                            \
+      "this replica is a reader; send admin and write calls to the writer")                \
+    X(PUBLISH_FAILED, 503, "publish_failed", "58030", 0,                                    \
+      "the generation could not be published to the shared storage")                       \
     X(INVALID_CONFIG, 400, "invalid_config", "F0000", 0, "invalid configuration")                      \
     X(NO_CONFIG_FILE, 400, "no_config_file", "F0000", 0, "server was not started from a config file")  \
     /* saved queries (POST/DELETE /api/v1/queries) */                                   \
@@ -97,6 +105,8 @@
     /* ranges and conditional requests */                                                  \
     X(RANGE_NOT_SATISFIABLE, 416, "range_not_satisfiable", "22003", 0, "range not satisfiable")        \
     X(PRECONDITION_FAILED, 412, "precondition_failed", "55000", 0, "precondition failed")              \
+    /* not an error: a conditional GET's answer (the HTTP sinks send an empty 304) */           \
+    X(NOT_MODIFIED, 304, "not_modified", "00000", 0, "not modified")                                   \
     /* auth */                                                                             \
     X(UNAUTHORIZED, 401, "unauthorized", "28000", 0, "missing or invalid credentials")                 \
     X(FORBIDDEN, 403, "forbidden", "42501", 0, "forbidden")                                            \
@@ -110,6 +120,10 @@
     X(PG_PROTOCOL, 400, "protocol_violation", "08P01", -32600, "protocol violation")       \
     X(PG_PASSWORD_FAILED, 401, "password_failed", "28P01", 0, "password authentication failed") \
     X(PG_CANCELLED, 499, "cancelled", "57014", 0, "canceling statement due to user request") \
+    X(PG_TOO_MANY_FAILURES, 429, "too_many_failures", "28000", 0,                          \
+      "too many failed password attempts from this address")                               \
+    X(PG_TOKEN_EXPIRED, 401, "token_expired", "28000", 0,                                  \
+      "the bearer token this session logged in with has expired")                          \
     X(PG_IDLE_TIMEOUT, 408, "idle_timeout", "57P05", 0,                                    \
       "terminating connection due to idle-session timeout")                                \
     X(PG_UNKNOWN_SETTING, 400, "unknown_setting", "42704", 0,                               \

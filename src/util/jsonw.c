@@ -94,6 +94,12 @@ void jw_raw(struct jw *w, const char *json)
     sb_adds(w->sb, json);
 }
 
+void jw_rawn(struct jw *w, const char *json, size_t n)
+{
+    before_value(w);
+    sb_add(w->sb, json, n);
+}
+
 void jw_kstr(struct jw *w, const char *key, const char *s) { jw_key(w, key); jw_str(w, s); }
 void jw_kint(struct jw *w, const char *key, int64_t v) { jw_key(w, key); jw_int(w, v); }
 void jw_kbool(struct jw *w, const char *key, bool v) { jw_key(w, key); jw_bool(w, v); }

@@ -32,6 +32,7 @@ void jw_int(struct jw *w, int64_t v);
 void jw_bool(struct jw *w, bool v);
 void jw_null(struct jw *w);
 void jw_raw(struct jw *w, const char *json);       /* an already-encoded value */
+void jw_rawn(struct jw *w, const char *json, size_t n);
 /* key + value shorthands */
 void jw_kstr(struct jw *w, const char *key, const char *s);
 void jw_kint(struct jw *w, const char *key, int64_t v);

@@ -81,6 +81,10 @@
                                                 * row limit */
 #define VT_PGWIRE_OUT_FLUSH_BYTES (64 * 1024)  /* output buffered before a write */
 #define VT_PGWIRE_STARTUP_TIMEOUT_SECS 10      /* startup and authentication must finish */
+#define VT_PGWIRE_MAX_PASSWORD_BYTES 16384    /* a password message (bearer tokens are long) */
+#define VT_PGWIRE_AUTH_MAX_FAILURES 10         /* failed passwords from one address within */
+#define VT_PGWIRE_AUTH_WINDOW_SECS 60          /* this window block it ... */
+#define VT_PGWIRE_AUTH_BLOCK_SECS 60           /* ... for this long */
 #define VT_PGWIRE_MAX_STATEMENTS_PER_QUERY 1024 /* statements in one simple Query */
 #define VT_PGWIRE_CONNECTION_HEADROOM 16       /* sockets past max_connections accepted to
                                                 * answer "too many clients" / CancelRequest */
@@ -130,6 +134,7 @@
 #define VT_S3_LOW_SPEED_SECS 30                 /* ... sustained for this long */
 #define VT_S3_DOWNLOAD_THREADS 4                /* parallel object downloads per resolve */
 #define VT_S3_MAX_OBJECT_BYTES ((int64_t)64 * 1024 * 1024 * 1024) /* one downloaded object */
+#define VT_S3_MAX_PUT_BYTES ((int64_t)5 * 1024 * 1024 * 1024) /* S3's limit of one PUT */
 /* The byte-range cache of lazy S3 datasets (src/sources/rangecache.c): the
  * default budget when source_context.cache_max_bytes is 0. */
 #define VT_S3_CACHE_DEFAULT_MAX_BYTES ((int64_t)4 * 1024 * 1024 * 1024)
@@ -161,5 +166,14 @@
 #define VT_AUTH_RETRY_AFTER_SECS 2              /* Retry-After of a 503 for want of keys */
 #define VT_AUTH_CACHE_ENTRIES 4096              /* verified tokens kept */
 #define VT_AUTH_CACHE_MAX_BYTES (16 * 1024 * 1024) /* their total size */
+
+/* The cluster (src/cluster): shared generations on S3. */
+#define VT_CLUSTER_MAX_MANIFEST_BYTES (1024 * 1024)      /* one manifest.json or CURRENT */
+#define VT_CLUSTER_MAX_CATALOG_BYTES (16 * 1024 * 1024)  /* the shared catalog.json */
+#define VT_CLUSTER_FORWARD_TIMEOUT_MS 30000     /* a forwarded admin call without a deadline */
+#define VT_CLUSTER_FORWARD_MAX_BYTES (8 * 1024 * 1024) /* the writer's answer relayed */
+#define VT_CLUSTER_CAS_ATTEMPTS 8               /* compare-and-swap of CURRENT/catalog */
+#define VT_CLUSTER_RETRY_MIN_MS 1000            /* a failed publish or import: first retry */
+#define VT_CLUSTER_RETRY_MAX_MS 60000           /* ... doubling up to this */
 
 #endif

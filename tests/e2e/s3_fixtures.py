@@ -3,8 +3,12 @@ unsigned admin client to create buckets and objects, optional IAM auth, and a
 fault-injecting HTTP proxy (Python's http.server) in front of it.
 
 Standard library only (Debian's /usr/bin/python3 has no boto3). moto_server is
-looked up as $VT_MOTO_SERVER, then on PATH, then at /root/.pyenv/shims/moto_server
-(the pyenv Python that ships it); without it the S3 tests fail.
+not a Debian package: on the development machines it comes with the machine
+image's pyenv Python (/root/.pyenv/shims/moto_server), elsewhere
+scripts/install-deps.sh installs it from PyPI into third_party/moto when pip
+can reach its index. It is looked up as $VT_MOTO_SERVER, then on PATH, then in
+third_party/moto, then in pyenv; without it every S3 test fails with a message
+saying where it was looked for and how to install it.
 
 Fixtures (import them into a test module with `from s3_fixtures import *`):
   moto        session-wide moto without auth -> Moto (endpoint, admin helpers)
@@ -27,11 +31,19 @@ from pathlib import Path
 
 import pytest
 
-MOTO_FALLBACK = "/root/.pyenv/shims/moto_server"
+REPO = Path(__file__).resolve().parents[2]
+MOTO_VENV = REPO / "third_party" / "moto" / "bin" / "moto_server"  # scripts/install-deps.sh
+MOTO_FALLBACK = "/root/.pyenv/shims/moto_server"                 # this machine image's pyenv
+MOTO_MISSING = (
+    "moto_server, the S3 server the S3 tests run against, was not found ($VT_MOTO_SERVER, "
+    f"PATH, {MOTO_VENV}, {MOTO_FALLBACK}). It is not a Debian package: run "
+    "./scripts/install-deps.sh where pip can reach PyPI (it installs moto[server] into "
+    "third_party/moto), or install it with pip yourself and set VT_MOTO_SERVER.")
 
 
 def find_moto():
-    for cand in (os.environ.get("VT_MOTO_SERVER"), shutil.which("moto_server"), MOTO_FALLBACK):
+    for cand in (os.environ.get("VT_MOTO_SERVER"), shutil.which("moto_server"), str(MOTO_VENV),
+                 MOTO_FALLBACK):
         if cand and os.path.exists(cand) and os.access(cand, os.X_OK):
             return cand
     return None
@@ -111,6 +123,15 @@ class Moto:
     def delete(self, bucket, key):
         self._req("DELETE", f"/{bucket}/{_quote_key(key)}")
 
+    def get(self, bucket, key):
+        return self._req("GET", f"/{bucket}/{_quote_key(key)}")
+
+    def list_keys(self, bucket, prefix=""):
+        """Every key under prefix (one page of up to 1000 is enough for tests)."""
+        import re
+        xml = self._req("GET", f"/{bucket}?list-type=2&prefix={urllib.parse.quote(prefix)}")
+        return re.findall(r"<Key>([^<]*)</Key>", xml.decode())
+
     def upload_file(self, bucket, key, path):
         self.put(bucket, key, Path(path).read_bytes())
 
@@ -148,7 +169,7 @@ class Moto:
 def _start_moto(tmp_path_factory):
     exe = find_moto()
     if not exe:
-        pytest.fail("moto_server not found (PATH, $VT_MOTO_SERVER, " + MOTO_FALLBACK + ")")
+        pytest.fail(MOTO_MISSING, pytrace=False)
     m = Moto(exe, tmp_path_factory.mktemp("moto"))
     m.start()
     return m
@@ -177,10 +198,13 @@ class Fault:
       status   answer with `status` and an S3 error document (code `code`)
       drop     close the connection without an answer (a transport error)
       redirect 301 to another host, with x-amz-bucket-region
-      after    forward normally, then call `then()` (e.g. delete a key)"""
+      after    forward normally, then call `then()` (e.g. delete a key)
+      stall    wait stall_secs, then forward
+      truncate forward, but send only half of the body and close"""
 
     def __init__(self, action="status", method=None, path=None, query=None, status=503,
-                 code="SlowDown", times=1, then=None, retry_after=None):
+                 code="SlowDown", times=1, then=None, retry_after=None, stall_secs=10):
+        self.stall_secs = stall_secs
         self.action, self.method, self.path, self.query = action, method, path, query
         self.status, self.code, self.times, self.then = status, code, times, then
         self.retry_after = retry_after
@@ -228,6 +252,8 @@ class FaultProxy:
                     except OSError:
                         pass
                     return
+                if fault and fault.action == "stall":
+                    time.sleep(fault.stall_secs)
                 if fault and fault.action in ("status", "redirect"):
                     status = 301 if fault.action == "redirect" else fault.status
                     code = "PermanentRedirect" if fault.action == "redirect" else fault.code
@@ -263,6 +289,17 @@ class FaultProxy:
                         self.send_header(k, v)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
+                if fault and fault.action == "truncate" and self.command != "HEAD":
+                    # Half the promised body, then the connection ends.
+                    self.wfile.write(data[:len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    conn.close()
+                    return
                 if self.command != "HEAD":
                     self.wfile.write(data)
                 conn.close()

@@ -74,6 +74,14 @@ def servers(vt, datadir, tmp_path):
     return {"s": s, "slow": slow, "failed": failed, "noadmin": noadmin, "data": datadir}
 
 
+def error_statuses():
+    """code -> HTTP status, from the one error table (src/util/errors.h)."""
+    import re
+    text = (REPO / "src" / "util" / "errors.h").read_text()
+    return {m.group(2): int(m.group(1))
+            for m in re.finditer(r'X\(\w+, (\d+), "(\w+)"', text)}
+
+
 def fetch_doc(s):
     r = requests.get(s.url("/docs/openapi.json"), timeout=30)
     assert r.status_code == 200 and r.headers["Content-Type"] == "application/json"
@@ -259,6 +267,41 @@ def test_lint_and_every_documented_status(servers, tmp_path):
                 slow_q if o != "count" else {"predicates": [{"col": "s", "op": "like", "val": "%a%b%c%"}]},
                 server=servers["slow"])),
         })
+    qget = "/api/v1/datasets/{name}/query"
+    qs = "?q=" + requests.utils.quote(json.dumps({"columns": ["id", "cat"], "page_size": 3,
+                                                  "include_total": True}))
+    samples.update({
+        ("get", qget, 200): lambda: get("/api/v1/datasets/t/query" + qs),
+        ("get", qget, 304): lambda: get("/api/v1/datasets/t/query" + qs, {
+            "If-None-Match": get("/api/v1/datasets/t/query" + qs).headers["ETag"]}),
+        ("get", qget, 400): lambda: get("/api/v1/datasets/t/query?q=%7Bnot-json"),
+        ("get", qget, 404): lambda: get("/api/v1/datasets/nope/query"),
+        ("get", qget, 503): lambda: get("/api/v1/datasets/broken/query"),
+        ("get", qget, 504): lambda: get("/api/v1/datasets/big/query?q=" + requests.utils.quote(
+            json.dumps(slow_q)), server=servers["slow"]),
+        ("get", "/api/v1/datasets/{name}/summary", 200):
+            lambda: get("/api/v1/datasets/t/summary?columns=id,cat"),
+        ("get", "/api/v1/datasets/{name}/summary", 304): lambda: get(
+            "/api/v1/datasets/t/summary", {"If-None-Match": etag("/api/v1/datasets/t/summary")}),
+        ("get", "/api/v1/datasets/{name}/summary", 400):
+            lambda: get("/api/v1/datasets/t/summary?columns=nope"),
+        ("get", "/api/v1/datasets/{name}/summary", 404): lambda: get("/api/v1/datasets/no/summary"),
+        ("get", "/api/v1/datasets/{name}/summary", 503):
+            lambda: get("/api/v1/datasets/broken/summary"),
+        ("get", "/api/v1/datasets/{name}/summary", 504):
+            lambda: get("/api/v1/datasets/big/summary", server=servers["slow"]),
+    })
+    facets = "/api/v1/datasets/{name}/facets"
+    samples.update({
+        ("post", facets, 200): lambda: post("/api/v1/datasets/t/facets", {"columns": ["cat"]}),
+        ("post", facets, 400): lambda: post("/api/v1/datasets/t/facets", {"columns": ["zz"]}),
+        ("post", facets, 404): lambda: post("/api/v1/datasets/nope/facets", {"columns": ["cat"]}),
+        ("post", facets, 413): lambda: post("/api/v1/datasets/t/facets", raw=big_body),
+        ("post", facets, 415): lambda: no_ct("/api/v1/datasets/t/facets"),
+        ("post", facets, 503): lambda: post("/api/v1/datasets/broken/facets", {"columns": ["x"]}),
+        ("post", facets, 504): lambda: post("/api/v1/datasets/big/facets", {"columns": ["s", "g"]},
+                                            server=servers["slow"]),
+    })
     for name in ("parquet", "all.parquet"):
         p = f"/api/v1/datasets/{{name}}/{name}"
         real = f"/api/v1/datasets/t/{name}"
@@ -314,6 +357,26 @@ def test_lint_and_every_documented_status(servers, tmp_path):
                     assert r.content[:4] == b"PAR1"
                 checked += 1
     assert not missing, f"documented statuses without a sample request: {missing}"
+    # Every error response shows examples of the codes it can carry, each of
+    # that status (Swagger UI showed invalid_query under every status).
+    statuses = error_statuses()
+    shown = 0
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            if method == "servers":
+                continue
+            for status, spec in op["responses"].items():
+                if int(status) < 400 or "content" not in spec:
+                    continue
+                examples = spec["content"].get("application/json", {}).get("examples")
+                if "$ref" in spec["content"].get("application/json", {}).get("schema", {}) and \
+                        spec["content"]["application/json"]["schema"]["$ref"].endswith("/Error"):
+                    assert examples, (method, path, status)
+                for ex in (examples or {}).values():
+                    assert statuses[ex["value"]["code"]] == int(status), (method, path, status, ex)
+                    validate(doc, spec["content"]["application/json"]["schema"], ex["value"])
+                    shown += 1
+    assert shown > 100
     assert checked >= 100
     # Arrow pages are documented on /query and /sql: one of each
     r = requests.post(url("/api/v1/datasets/{name}/query").replace("{name}", "t") + "?format=arrow",

@@ -396,6 +396,34 @@ const scenarios = {
     await shot(page, 'explorer-signed-in');
   },
 
+  // A page on another origin calling the API with fetch (CORS): what it
+  // could read, and what the browser refused.
+  async cors(page) {
+    await page.goto(args.pageUrl);
+    out.calls = await page.evaluate(async (a) => {
+      const res = [];
+      const q = encodeURIComponent(JSON.stringify({ columns: ['id'], page_size: 2, include_total: true }));
+      const tries = [
+        ['get', `${a.api}/api/v1/datasets/t/query?q=${q}`, {}],
+        ['post', `${a.api}/api/v1/datasets/t/query`, {
+          method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Request-Id': 'cors-1' },
+          body: JSON.stringify({ columns: ['id'], page_size: 3, include_total: true }) }],
+        ['error', `${a.api}/api/v1/datasets/nope/status`, {}],
+      ];
+      for (const [name, url, opts] of tries) {
+        try {
+          const r = await fetch(url, opts);
+          const body = await r.json();
+          res.push({ name, ok: true, status: r.status, total: r.headers.get('X-Total-Count'),
+            etag: r.headers.get('ETag'), body });
+        } catch (e) {
+          res.push({ name, ok: false, error: String(e) });
+        }
+      }
+      return res;
+    }, { api: args.api });
+  },
+
   // The docs site: search works offline (the lunr worker), no console errors.
   async docs(page) {
     await page.goto(args.url);

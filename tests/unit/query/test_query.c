@@ -672,9 +672,10 @@ TEST(errors_combinations)
 
 TEST(errors_aggregations)
 {
-    CHECK_ERR("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"median\",\"col\":\"i\"}]}",
+    CHECK_ERR("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"mode\",\"col\":\"i\"}]}",
               VT_ERR_INVALID_AGGREGATION,
-              "aggregations[0].op: unknown aggregation \"median\"; use count, sum, avg, min or max");
+              "aggregations[0].op: unknown aggregation \"mode\"; use count, sum, avg, min, max, "
+              "count_distinct, median, quantile or stddev");
     CHECK_ERR("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"sun\",\"col\":\"i\"}]}",
               VT_ERR_INVALID_AGGREGATION, "(did you mean \"sum\"?)");
     CHECK_ERR("{\"group_by\":[\"cat\"],\"aggregations\":[{\"col\":\"i\"}]}",
@@ -1368,6 +1369,235 @@ TEST(exec_index_path_matches_sql)
     index_destroy(ix);
 }
 
+/* ---- query-language additions (issue 28) ---- */
+
+TEST(new_aggregations_sql)
+{
+    CHECK_SQL("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"count_distinct\",\"col\":\"s\"},"
+              "{\"op\":\"median\",\"col\":\"price\"},{\"op\":\"quantile\",\"col\":\"price\",\"q\":0.95,"
+              "\"alias\":\"p95\"},{\"op\":\"stddev\",\"col\":\"d\"}]}",
+              "SELECT * FROM (SELECT \"cat\", count(DISTINCT \"s\") AS \"count_distinct_s\", "
+              "median(\"price\") AS \"median_price\", quantile_cont(\"price\", CAST(? AS DOUBLE)) "
+              "AS \"p95\", stddev_samp(\"d\") AS \"stddev_d\" FROM " REL " GROUP BY \"cat\") AS "
+              "\"q\" ORDER BY \"cat\" ASC NULLS LAST LIMIT 100");
+    struct compiled *c = compile("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"quantile\","
+                                 "\"col\":\"price\",\"q\":0.25}],\"predicates\":[{\"col\":\"i\","
+                                 "\"op\":\"gt\",\"val\":1}]}");
+    CHECK_EQ_INT(c->code, VT_ERR_OK);
+    /* q is bound before the predicate's value: parameters follow the text */
+    CHECK_EQ_INT(c->plan.nparams, 2);
+    CHECK_EQ_INT(c->plan.params[0].kind, QUERY_VALUE_DOUBLE);
+    CHECK(c->plan.params[0].u.d == 0.25);
+    CHECK_EQ_INT(c->plan.params[1].kind, QUERY_VALUE_INT64);
+    done(c);
+}
+
+TEST(new_aggregations_errors)
+{
+    CHECK_ERR("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"quantile\",\"col\":\"i\"}]}",
+              VT_ERR_INVALID_AGGREGATION, "aggregations[0].q: missing; quantile needs q");
+    CHECK_ERR("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"quantile\",\"col\":\"i\",\"q\":1.5}]}",
+              VT_ERR_INVALID_AGGREGATION, "aggregations[0].q: must be a number from 0 to 1");
+    CHECK_ERR("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"quantile\",\"col\":\"i\",\"q\":\"0.5\"}]}",
+              VT_ERR_INVALID_AGGREGATION, "aggregations[0].q: must be a number from 0 to 1");
+    CHECK_ERR("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"median\",\"col\":\"i\",\"q\":0.5}]}",
+              VT_ERR_INVALID_AGGREGATION, "aggregations[0].q: q applies to quantile only");
+    CHECK_ERR("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"stddev\",\"col\":\"s\"}]}",
+              VT_ERR_INVALID_AGGREGATION, "stddev needs a numeric column; \"s\" is VARCHAR");
+    CHECK_ERR("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"median\",\"col\":\"s\"}]}",
+              VT_ERR_INVALID_AGGREGATION, "median needs a numeric, date, time or timestamp column");
+    CHECK_ERR("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"count_distinct\"}]}",
+              VT_ERR_INVALID_AGGREGATION, "count_distinct needs a column");
+    /* the spec's rules stay: aggregations still need a group_by */
+    CHECK_ERR("{\"aggregations\":[{\"op\":\"median\",\"col\":\"i\"}]}", VT_ERR_INVALID_COMBINATION,
+              "aggregations: requires a non-empty group_by");
+}
+
+TEST(bucketed_group_by_sql)
+{
+    CHECK_SQL("{\"group_by\":[{\"col\":\"ts\",\"bucket\":\"hour\"}],\"order_by\":[{\"col\":\"ts\"}]}",
+              "SELECT * FROM (SELECT CAST(date_trunc('hour', \"ts\") AS TIMESTAMP) AS \"ts\", "
+              "count(*) AS \"count\" FROM " REL " GROUP BY 1) AS \"q\" ORDER BY \"ts\" ASC NULLS "
+              "LAST LIMIT 100");
+    CHECK_SQL("{\"group_by\":[{\"col\":\"t\",\"bucket\":\"minute\",\"alias\":\"m\"},\"cat\"]}",
+              "SELECT * FROM (SELECT CAST(date_trunc('minute', DATE '1970-01-01' + \"t\") AS TIME) "
+              "AS \"m\", \"cat\" AS \"cat\", count(*) AS \"count\" FROM " REL " GROUP BY 1, 2) AS "
+              "\"q\" ORDER BY \"m\" ASC NULLS LAST, \"cat\" ASC NULLS LAST LIMIT 100");
+    CHECK_SQL("{\"group_by\":[{\"col\":\"i\",\"width\":5}]}",
+              "SELECT * FROM (SELECT CAST(CAST(\"i\" AS HUGEINT) - ((CAST(\"i\" AS HUGEINT) % "
+              "CAST(? AS HUGEINT)) + CAST(? AS HUGEINT)) % CAST(? AS HUGEINT) AS BIGINT) AS \"i\", "
+              "count(*) AS \"count\" FROM " REL " GROUP BY 1) AS \"q\" ORDER BY \"i\" ASC NULLS LAST "
+              "LIMIT 100");
+    CHECK_SQL("{\"group_by\":[{\"col\":\"price\",\"width\":2.5}]}",
+              "SELECT * FROM (SELECT round(floor(CAST(\"price\" AS DOUBLE) / CAST(? AS DOUBLE)) * "
+              "CAST(? AS DOUBLE), CAST(? AS INTEGER)) AS \"price\", count(*) AS \"count\" FROM " REL
+              " GROUP BY 1) AS \"q\" ORDER BY \"price\" ASC NULLS LAST LIMIT 100");
+    /* a plain entry as an object is the column itself */
+    CHECK_SQL("{\"group_by\":[{\"col\":\"cat\"}]}",
+              "SELECT * FROM (SELECT \"cat\", count(*) AS \"count\" FROM " REL " GROUP BY \"cat\") "
+              "AS \"q\" ORDER BY \"cat\" ASC NULLS LAST LIMIT 100");
+}
+
+TEST(bucketed_group_by_errors)
+{
+    CHECK_ERR("{\"group_by\":[{\"col\":\"ts\",\"bucket\":\"fortnight\"}]}", VT_ERR_INVALID_QUERY,
+              "group_by[0].bucket: must be one of minute, hour, day, week, month, year");
+    CHECK_ERR("{\"group_by\":[{\"col\":\"ts\",\"bucket\":\"hours\"}]}", VT_ERR_INVALID_QUERY,
+              "(did you mean \"hour\"?)");
+    CHECK_ERR("{\"group_by\":[{\"col\":\"s\",\"bucket\":\"day\"}]}", VT_ERR_INVALID_QUERY,
+              "group_by[0].bucket: a day bucket applies to date and timestamp columns, not to \"s\"");
+    CHECK_ERR("{\"group_by\":[{\"col\":\"t\",\"bucket\":\"day\"}]}", VT_ERR_INVALID_QUERY,
+              "a day bucket applies to date and timestamp columns");
+    CHECK_ERR("{\"group_by\":[{\"col\":\"s\",\"width\":5}]}", VT_ERR_INVALID_QUERY,
+              "group_by[0].width: width applies to numeric columns");
+    CHECK_ERR("{\"group_by\":[{\"col\":\"i\",\"width\":0}]}", VT_ERR_INVALID_QUERY,
+              "group_by[0].width: must be a number > 0");
+    CHECK_ERR("{\"group_by\":[{\"col\":\"i\",\"width\":-2.5}]}", VT_ERR_INVALID_QUERY,
+              "group_by[0].width: must be a number > 0");
+    CHECK_ERR("{\"group_by\":[{\"col\":\"i\",\"width\":\"5\"}]}", VT_ERR_INVALID_QUERY,
+              "group_by[0].width: must be a number > 0");
+    CHECK_ERR("{\"group_by\":[{\"col\":\"ts\",\"bucket\":\"day\",\"width\":1}]}",
+              VT_ERR_INVALID_QUERY, "group_by[0]: give bucket or width, not both");
+    CHECK_ERR("{\"group_by\":[{\"col\":\"ts\",\"buckets\":\"day\"}]}", VT_ERR_UNKNOWN_FIELD,
+              "group_by[0]: unknown field \"buckets\"");
+    CHECK_ERR("{\"group_by\":[{\"bucket\":\"day\"}]}", VT_ERR_INVALID_QUERY,
+              "group_by[0].col: missing");
+    CHECK_ERR("{\"group_by\":[7]}", VT_ERR_INVALID_QUERY,
+              "group_by[0]: must be a column name or an object");
+    CHECK_ERR("{\"group_by\":[{\"col\":\"ts\",\"bucket\":\"day\"},{\"col\":\"ts\",\"bucket\":\"hour\"}]}",
+              VT_ERR_INVALID_QUERY, "group_by[1]: output column \"ts\" is named twice; give one an alias");
+    CHECK_ERR("{\"group_by\":[{\"col\":\"ts\",\"bucket\":\"day\"}],\"aggregations\":[{\"op\":\"count\","
+              "\"alias\":\"ts\"}]}",
+              VT_ERR_INVALID_AGGREGATION, "alias \"ts\" is also a group_by column");
+    /* having and order_by name the bucket's output column */
+    CHECK_ERR("{\"group_by\":[{\"col\":\"ts\",\"bucket\":\"day\",\"alias\":\"day\"}],"
+              "\"order_by\":[{\"col\":\"ts\"}]}",
+              VT_ERR_INVALID_ORDER, "order_by[0].col: \"ts\" is not a group_by column");
+}
+
+TEST(include_total_requests)
+{
+    struct compiled *c = compile("{\"columns\":[\"id\"],\"predicates\":[{\"col\":\"i\",\"op\":\"gt\","
+                                 "\"val\":1}],\"include_total\":true,\"page_size\":2}");
+    CHECK_EQ_INT(c->code, VT_ERR_OK);
+    CHECK(c->req.include_total);
+    struct query_request t;
+    query_total_request(&c->req, &t);
+    CHECK_EQ_INT(t.mode, QUERY_COUNT); /* a plain count: the index may answer */
+    CHECK(!t.count_result);
+    struct query_plan p;
+    struct vt_error err = {0};
+    CHECK_EQ_INT(query_build_sql(&t, REL, &c->arena, &p, &err), VT_ERR_OK);
+    CHECK_EQ_STR(p.sql, "SELECT count(*) AS \"count\" FROM " REL " WHERE \"i\" > CAST(? AS BIGINT)");
+    CHECK_EQ_INT(query_total_cap(&c->req, 7), 7);
+    done(c);
+
+    c = compile("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"sum\",\"col\":\"price\"},"
+                "{\"op\":\"median\",\"col\":\"d\"}],\"having\":[{\"col\":\"sum_price\",\"op\":\"gt\","
+                "\"val\":1}],\"order_by\":[{\"col\":\"cat\"}],\"limit\":3,\"include_total\":true}");
+    CHECK_EQ_INT(c->code, VT_ERR_OK);
+    query_total_request(&c->req, &t);
+    CHECK(t.count_result);
+    CHECK_EQ_INT(query_build_sql(&t, REL, &c->arena, &p, &err), VT_ERR_OK);
+    /* only what having reads, no order, no limit */
+    CHECK_EQ_STR(p.sql, "SELECT count(*) AS \"count\" FROM (SELECT \"cat\", sum(\"price\") AS "
+                        "\"sum_price\" FROM " REL " GROUP BY \"cat\") AS \"q\" WHERE \"sum_price\" > "
+                        "CAST(? AS BIGINT)");
+    CHECK_EQ_INT(query_total_cap(&c->req, 7), 3);
+    done(c);
+
+    c = compile("{\"columns\":[\"cat\"],\"distinct\":true,\"include_total\":true}");
+    query_total_request(&c->req, &t);
+    CHECK_EQ_INT(query_build_sql(&t, REL, &c->arena, &p, &err), VT_ERR_OK);
+    CHECK_EQ_STR(p.sql, "SELECT count(*) AS \"count\" FROM (SELECT DISTINCT \"cat\" FROM " REL
+                        ") AS \"q\"");
+    const struct query_index_term *terms;
+    size_t n;
+    CHECK(!query_index_terms(&t, &c->arena, &terms, &n));
+    done(c);
+
+    /* only on paged queries; a malformed flag is a 400 everywhere */
+    c = compile_mode("{\"include_total\":true}", QUERY_STREAM);
+    CHECK_EQ_INT(c->code, VT_ERR_OK);
+    CHECK(!c->req.include_total);
+    done(c);
+    CHECK_ERR("{\"include_total\":1}", VT_ERR_INVALID_QUERY, "include_total: must be true or false");
+}
+
+TEST(exec_new_aggregations_and_buckets)
+{
+    /* price: a 10.0, 7.5; b NULL, 20.0; c 1.0; ~ NULL */
+    CHECK_ROWS("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"median\",\"col\":\"price\"},"
+               "{\"op\":\"quantile\",\"col\":\"price\",\"q\":0.75,\"alias\":\"q3\"},"
+               "{\"op\":\"count_distinct\",\"col\":\"s\"},{\"op\":\"stddev\",\"col\":\"price\"}],"
+               "\"order_by\":[{\"col\":\"cat\"}]}",
+               "a,8.75,9.375,2,1.7677669529663689;b,20.0,20.0,2,~;c,1.0,1.0,1,~;~,~,~,0,~");
+    CHECK_ROWS("{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"median\",\"col\":\"dt\"}],"
+               "\"having\":[{\"col\":\"median_dt\",\"op\":\"gte\",\"val\":\"2024-01-01T12:00:00\"}]}",
+               "a,2024-01-01 12:00:00;b,2024-01-30 00:00:00");
+    /* ts: 2024-01-01 10:00, 2024-01-01 23:30, 2024-02-29 12:00, NULL, 2025-01-01 00:30, NULL */
+    CHECK_ROWS("{\"group_by\":[{\"col\":\"ts\",\"bucket\":\"day\"}],\"order_by\":[{\"col\":\"ts\"}]}",
+               "2024-01-01 00:00:00,2;2024-02-29 00:00:00,1;2025-01-01 00:00:00,1;~,2");
+    CHECK_ROWS("{\"group_by\":[{\"col\":\"ts\",\"bucket\":\"month\",\"alias\":\"m\"}],"
+               "\"having\":[{\"col\":\"m\",\"op\":\"lt\",\"val\":\"2025-01-01\"}],"
+               "\"order_by\":[{\"col\":\"m\",\"dir\":\"desc\"}]}",
+               "2024-02-01 00:00:00,1;2024-01-01 00:00:00,2");
+    CHECK_ROWS("{\"group_by\":[{\"col\":\"dt\",\"bucket\":\"week\"}],\"order_by\":[{\"col\":\"dt\"}]}",
+               "2023-12-25,1;2024-01-01,2;2024-02-26,1;~,2");
+    CHECK_ROWS("{\"group_by\":[{\"col\":\"tstz\",\"bucket\":\"year\"}],\"order_by\":[{\"col\":\"tstz\"}]}",
+               /* in the session's zone (the server's is UTC) */
+               "2023-01-01 00:00:00-08,1;2024-01-01 00:00:00-08,2;~,3");
+    CHECK_ROWS("{\"group_by\":[{\"col\":\"t\",\"bucket\":\"hour\"}],\"order_by\":[{\"col\":\"t\"}]}",
+               "00:00:00,1;10:00:00,1;12:00:00,1;23:00:00,1;~,2");
+    /* ti: 1, -5, 127, NULL, 0, NULL: floor to multiples of 5, exactly */
+    CHECK_ROWS("{\"group_by\":[{\"col\":\"ti\",\"width\":5}],\"order_by\":[{\"col\":\"ti\"}]}",
+               "-5,1;0,2;125,1;~,2");
+    CHECK_ROWS("{\"group_by\":[{\"col\":\"hi\",\"width\":10}],\"having\":[{\"col\":\"hi\",\"op\":\"lt\","
+               "\"val\":100}],\"order_by\":[{\"col\":\"hi\"}]}",
+               "-10,1;0,2");
+    /* price 10.0, 7.5, 20.0, 1.0: width 2.5 */
+    CHECK_ROWS("{\"group_by\":[{\"col\":\"price\",\"width\":2.5}],\"predicates\":[{\"col\":\"price\","
+               "\"op\":\"is_not_null\"}],\"order_by\":[{\"col\":\"price\"}]}",
+               "0.0,1;7.5,1;10.0,1;20.0,1");
+    CHECK_ROWS("{\"group_by\":[{\"col\":\"dec\",\"width\":0.1}],\"predicates\":[{\"col\":\"dec\","
+               "\"op\":\"is_not_null\"}],\"order_by\":[{\"col\":\"dec\"}]}",
+               "-1.0,1;0.1,1;1.2,1;99.9,1");
+}
+
+TEST(exec_totals)
+{
+    const char *cases[][2] = {
+        {"{\"columns\":[\"id\"],\"predicates\":[{\"col\":\"i\",\"op\":\"gte\",\"val\":3}]}", "4"},
+        {"{\"group_by\":[\"cat\"]}", "4"},
+        {"{\"group_by\":[\"cat\"],\"having\":[{\"col\":\"count\",\"op\":\"gt\",\"val\":1}]}", "2"},
+        {"{\"group_by\":[\"cat\"],\"aggregations\":[{\"op\":\"median\",\"col\":\"price\"}],"
+         "\"having\":[{\"col\":\"median_price\",\"op\":\"gt\",\"val\":5}]}", "2"},
+        {"{\"columns\":[\"cat\"],\"distinct\":true}", "4"},
+        {"{\"group_by\":[{\"col\":\"ts\",\"bucket\":\"year\"}]}", "3"},
+    };
+    setup_db();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct compiled *c = compile(cases[i][0]);
+        CHECK_EQ_INT(c->code, VT_ERR_OK);
+        struct query_request t;
+        query_total_request(&c->req, &t);
+        struct query_plan p;
+        struct vt_error err = {0};
+        CHECK_EQ_INT(query_build_sql(&t, REL, &c->arena, &p, &err), VT_ERR_OK);
+        duckdb_prepared_statement st;
+        CHECK(duckdb_prepare(xcon, p.sql, &st) == DuckDBSuccess);
+        CHECK_EQ_INT(query_plan_bind(&p, st, &err), VT_ERR_OK);
+        duckdb_result res;
+        CHECK(duckdb_execute_prepared(st, &res) == DuckDBSuccess);
+        char *v = duckdb_value_varchar(&res, 0, 0);
+        CHECK_EQ_STR(v, cases[i][1]);
+        duckdb_free(v);
+        duckdb_destroy_result(&res);
+        duckdb_destroy_prepare(&st);
+        done(c);
+    }
+}
+
 int main(void)
 {
     static const struct tl_case cases[] = {
@@ -1409,6 +1639,13 @@ int main(void)
         TEST_CASE(exec_grouping),
         TEST_CASE(exec_paging_and_modes),
         TEST_CASE(exec_index_path_matches_sql),
+        TEST_CASE(new_aggregations_sql),
+        TEST_CASE(new_aggregations_errors),
+        TEST_CASE(bucketed_group_by_sql),
+        TEST_CASE(bucketed_group_by_errors),
+        TEST_CASE(include_total_requests),
+        TEST_CASE(exec_new_aggregations_and_buckets),
+        TEST_CASE(exec_totals),
     };
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
     if (xcon) {

@@ -382,7 +382,128 @@ TEST(policy_confines_paths_whatever_lies_outside)
     teardown();
 }
 
+/* Issue 21 item 3: the default roots hold the config datasets' directories
+ * and grow with a config reload; a location named through a link is read
+ * under both names; a file DuckDB may not open is handed to it through a
+ * link in the runtime directory. */
+TEST(policy_roots_follow_the_config_and_links)
+{
+    setup();
+    write_file("conf/datasets.toml", "");
+    write_file("wh/a.parquet", "a");
+    write_file("wh/b.parquet", "b");
+    write_file("realdir/t.parquet", "t");
+    write_file("new/c.parquet", "c");
+    write_file("tmp/.keep", "");
+    char path[512], target[600], conf[512];
+    snprintf(target, sizeof target, "%s/realdir", root);
+    snprintf(path, sizeof path, "%s/linked", root);
+    CHECK_EQ_INT(symlink(target, path), 0);
+    snprintf(conf, sizeof conf, "%s/conf", root);
+    char *root_of = config_location_root("/x.parquet");
+    CHECK(root_of == NULL);
+    root_of = config_location_root("s3://b/x/");
+    CHECK(root_of == NULL);
+    snprintf(path, sizeof path, "%s/wh/*.parquet", root);
+    root_of = config_location_root(path);
+    snprintf(target, sizeof target, "%s/wh", root);
+    CHECK_EQ_STR(root_of ? root_of : "", target);
+    free(root_of);
+    root_of = config_location_root(target); /* a directory is its own root */
+    CHECK_EQ_STR(root_of ? root_of : "", target);
+    free(root_of);
+
+    struct vt_config cfg;
+    config_init_defaults(&cfg);
+    cfg.dir = strdup(conf);
+    cfg.datasets = calloc(2, sizeof *cfg.datasets);
+    cfg.n_datasets = 2;
+    char loc_a[512], loc_t[512];
+    snprintf(loc_a, sizeof loc_a, "%s/wh/a.parquet", root);
+    snprintf(loc_t, sizeof loc_t, "%s/conf/../linked/t.parquet", root);
+    cfg.datasets[0] = (struct vt_dataset_config){.name = strdup("a"), .kind = CFG_SOURCE_PARQUET,
+                                                 .location = strdup(loc_a)};
+    cfg.datasets[1] = (struct vt_dataset_config){.name = strdup("t"), .kind = CFG_SOURCE_PARQUET,
+                                                 .location = strdup(loc_t)};
+    struct source_policy *p = source_policy_create(&cfg);
+    CHECK(p != NULL);
+    struct vt_error err = {0};
+    struct vt_dataset_config req = {.name = "r", .kind = CFG_SOURCE_PARQUET};
+    snprintf(path, sizeof path, "%s/wh/b.parquet", root);
+    req.location = path;
+    CHECK_EQ_INT(source_policy_check(p, &req, &err), VT_ERR_OK);
+    snprintf(path, sizeof path, "%s/new/c.parquet", root);
+    CHECK_EQ_INT(source_policy_check(p, &req, &err), VT_ERR_SOURCE_NOT_ALLOWED);
+    CHECK(source_policy_engine_reads(p, loc_a));
+    CHECK(!source_policy_engine_reads(p, path));
+
+    /* Through the link, as written: both names work. */
+    char *extra = source_policy_extra_root(loc_t);
+    char *real = NULL;
+    bool missing = false;
+    vt_error_clear(&err);
+    CHECK_EQ_INT(source_policy_confine(p, extra, loc_t, &real, &missing, &err), VT_ERR_OK);
+    CHECK(real && strstr(real, "/realdir/t.parquet"));
+    free(real);
+    snprintf(path, sizeof path, "%s/realdir/t.parquet", root);
+    CHECK_EQ_INT(source_policy_confine(p, extra, path, &real, &missing, &err), VT_ERR_OK);
+    free(real);
+    free(extra);
+
+    /* A config reload adds a dataset in a new directory. */
+    char loc_c[512];
+    snprintf(loc_c, sizeof loc_c, "%s/new/c.parquet", root);
+    struct vt_dataset_config added = {.name = "c", .kind = CFG_SOURCE_PARQUET,
+                                      .location = loc_c};
+    source_policy_add_dataset(p, &added);
+    req.location = loc_c;
+    vt_error_clear(&err);
+    CHECK_EQ_INT(source_policy_check(p, &req, &err), VT_ERR_OK);
+    CHECK(!source_policy_engine_reads(p, loc_c)); /* DuckDB's directories stay frozen */
+
+    /* Fetching it hands DuckDB a link in the runtime directory. */
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s/tmp", root);
+    struct source_context ctx = {.temp_dir = tmp, .policy = p, .pin_name = "g7"};
+    struct vt_dataset_config ds = {.name = "c", .location = loc_c};
+    snprintf(path, sizeof path, "%s/new", root);
+    struct storage *st = NULL;
+    CHECK_EQ_INT(storage_open(&ds, path, &ctx, &st, &err), VT_ERR_OK);
+    struct storage_fetch f = {.name = "c.parquet", .size = -1};
+    struct source_snapshot snap = {0};
+    CHECK_EQ_INT(st->ops->fetch(st, &f, 1, STORAGE_USE_BUILD, &snap, &err), VT_ERR_OK);
+    snprintf(target, sizeof target, "%s/lazy-g7/r-", tmp);
+    CHECK(f.path && strncmp(f.path, target, strlen(target)) == 0);
+    char buf[8] = "";
+    FILE *fp = f.path ? fopen(f.path, "r") : NULL;
+    if (fp) {
+        CHECK(fgets(buf, sizeof buf, fp) != NULL);
+        fclose(fp);
+    }
+    CHECK_EQ_STR(buf, "c");
+    free(f.path);
+    /* A file DuckDB may open is read in place. */
+    snprintf(path, sizeof path, "%s/wh", root);
+    storage_close(st);
+    CHECK_EQ_INT(storage_open(&ds, path, &ctx, &st, &err), VT_ERR_OK);
+    struct storage_fetch g = {.name = "a.parquet", .size = -1};
+    CHECK_EQ_INT(st->ops->fetch(st, &g, 1, STORAGE_USE_BUILD, &snap, &err), VT_ERR_OK);
+    CHECK(g.path && strstr(g.path, "/wh/a.parquet") && !strstr(g.path, "/tmp/lazy"));
+    free(g.path);
+    storage_close(st);
+    char pins[512];
+    snprintf(pins, sizeof pins, "%s", snap.pin_dir ? snap.pin_dir : "");
+    source_snapshot_release(&snap);
+    struct stat sb;
+    CHECK(stat(pins, &sb) != 0 && errno == ENOENT);
+    CHECK(stat(loc_c, &sb) == 0);
+    source_policy_destroy(p);
+    config_free(&cfg);
+    teardown();
+}
+
 RUN_TESTS(TEST_CASE(policy_confines_paths_whatever_lies_outside),
+          TEST_CASE(policy_roots_follow_the_config_and_links),
           TEST_CASE(local_listing_is_sorted_and_bounded_by_depth),
           TEST_CASE(local_stat_and_read_only_regular_files),
           TEST_CASE(local_fetch_in_place_or_pinned),

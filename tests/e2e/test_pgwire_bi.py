@@ -1,0 +1,367 @@
+"""BI tools over the PostgreSQL listener (issue 27), with the real drivers
+they use, against one server per module holding a dataset of trips:
+
+- pgJDBC (Debian's libpostgresql-jdbc-java): every DatabaseMetaData method
+  DBeaver and Metabase call, the connection settings they make, array
+  parameters (setArray: binary 1007/1009/1016), and the statements Metabase
+  and DBeaver send, replayed from tests/e2e/pgwire/replay/*.sql - all in one
+  JVM run of pgwire/JdbcCheck.java (compiled by `java` in the run);
+- SQLAlchemy 1.4 (Debian's python3-sqlalchemy) inspector calls, autoload,
+  and Superset's time-series queries (replay/superset.sql);
+- psycopg and psycopg2 with array and typed parameters, server-side
+  cursors (DECLARE/FETCH/MOVE/CLOSE, psycopg2 named cursors), COPY in
+  binary; node `pg` with arrays and a cursor (pgwire/node_bi.mjs);
+- the catalog queries of Grafana and pgcli (replay/*.sql) over psycopg
+  (extended protocol) and psycopg2 (simple protocol), and psql's \\df \\du
+  \\dn \\dv;
+- the small statements clients send: now(), txid_current(),
+  inet_server_addr(), EXPLAIN, LISTEN/UNLISTEN, string_to_array,
+  pg_get_keywords(), and errors that name no internal object."""
+import datetime
+import decimal
+import json
+import os
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import psycopg
+import psycopg2
+import pytest
+import sqlalchemy as sa
+
+from conftest import REPO, Server, dataset_block, server_block
+from pgwire_util import datasets, pg_port
+
+PGDIR = REPO / "tests" / "e2e" / "pgwire"
+REPLAY = PGDIR / "replay"
+JDBC_JAR = Path("/usr/share/java/postgresql.jar")
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pgbi")
+    t, s = datasets(d)
+    cfg = server_block() + "[server.pgwire]\nenabled = true\nport = 0\n\n"
+    cfg += dataset_block("trips", t) + dataset_block("stations", s)
+    server = Server(d, cfg)
+    server.start()
+    server.wait_ready()
+    server.pg = pg_port(server)
+    yield server
+    assert server.stop() == 0
+    log = server.log()
+    assert "ERROR: AddressSanitizer" not in log and "runtime error:" not in log, log[-4000:]
+
+
+def dsn(srv):
+    return f"host=127.0.0.1 port={srv.pg} user=vitrine dbname=vitrine connect_timeout=10"
+
+
+def replay(name):
+    """The statements of a replay file: (name, sql) pairs."""
+    out, cur, buf = [], None, []
+    for line in (REPLAY / name).read_text().splitlines():
+        if line.startswith("-- name: "):
+            if cur:
+                out.append((cur, "\n".join(buf).strip()))
+            cur, buf = line[9:].strip(), []
+        elif cur:
+            buf.append(line)
+    if cur:
+        out.append((cur, "\n".join(buf).strip()))
+    return out
+
+
+# ------------------------------------------------------------------ pgJDBC
+
+def test_pgjdbc_metadata_metabase_and_dbeaver(srv):
+    assert JDBC_JAR.exists() and shutil.which("java"), \
+        "pgJDBC and a JDK are test dependencies (scripts/install-deps.sh)"
+    url = f"jdbc:postgresql://127.0.0.1:{srv.pg}/vitrine"
+    r = subprocess.run(["java", "-cp", str(JDBC_JAR), str(PGDIR / "JdbcCheck.java"), url,
+                        "vitrine", "", str(REPLAY / "metabase.sql"), str(REPLAY / "dbeaver.sql")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    lines = r.stdout.splitlines()
+    fails = [x for x in lines if x.startswith("FAIL")]
+    assert not fails, "\n".join(fails)
+    ok = {x.split(" ", 2)[1]: x for x in lines if x.startswith("OK")}
+    names = {x[3:].rsplit(" rows=", 1)[0].split(" [")[0] for x in lines}
+    # every DatabaseMetaData method ran, every replayed statement too
+    for m in ["getTables", "getColumns", "getPrimaryKeys", "getIndexInfo", "getImportedKeys",
+              "getExportedKeys", "getCrossReference", "getFunctions", "getProcedures",
+              "getTypeInfo", "getSQLKeywords", "getTablePrivileges", "getBestRowIdentifier"]:
+        assert any(n.startswith(m) for n in names), m
+    n_replayed = sum(1 for x in lines if x.startswith("OK replay "))
+    assert n_replayed == len(replay("metabase.sql")) + len(replay("dbeaver.sql"))
+    # PostgreSQL's answers: the datasets, no keys, no indexes, no functions
+    joined = "\n".join(lines)
+    assert "OK getTables rows=2" in joined
+    assert "OK getPrimaryKeys rows=0" in joined and "OK getImportedKeys rows=0" in joined
+    assert "OK getIndexInfo rows=0" in joined and "OK getFunctions rows=0" in joined
+    assert "trip_id:int4/4" in ok["getColumns"] and "tags:_int8/2003" in ok["getColumns"]
+    assert "OK replay get tables rows=2" in joined and "|trips|TABLE|null|5000}" in joined
+    assert "OK replay question: count by payment rows=2" in joined
+    # Metabase's own connection settings and its batched read
+    assert "OK setReadOnly true" in joined and "OK autocommit off + fetch size rows=5000" in joined
+
+
+# -------------------------------------------------------------- SQLAlchemy
+
+def test_sqlalchemy_inspector_and_superset(srv):
+    assert sa.__version__.startswith("1.4"), sa.__version__
+    e = sa.create_engine(f"postgresql+psycopg2://vitrine@127.0.0.1:{srv.pg}/vitrine")
+    insp = sa.inspect(e)
+    assert "public" in insp.get_schema_names()
+    assert sorted(insp.get_table_names(schema="public")) == ["stations", "trips"]
+    assert insp.get_view_names(schema="public") == []
+    cols = insp.get_columns("trips", schema="public")
+    assert [c["name"] for c in cols][:4] == ["trip_id", "station", "fare", "payment"]
+    types = {c["name"]: str(c["type"]) for c in cols}
+    assert types["trip_id"] == "INTEGER" and types["fare"] == "NUMERIC(10, 2)"
+    assert types["pickup_at"] == "TIMESTAMP" and types["payment"] == "TEXT"
+    assert insp.get_pk_constraint("trips", schema="public")["constrained_columns"] == []
+    assert insp.get_foreign_keys("trips", schema="public") == []
+    assert insp.get_indexes("trips", schema="public") == []
+    assert insp.get_unique_constraints("trips", schema="public") == []
+    assert insp.get_check_constraints("trips", schema="public") == []
+    assert insp.get_table_comment("trips", schema="public") == {"text": None}
+    assert insp.has_table("trips", schema="public")
+    assert insp.get_sequence_names(schema="public") == []
+    t = sa.Table("trips", sa.MetaData(), autoload_with=e, schema="public")
+    assert len(t.columns) == 11
+    # a Superset-style query built by SQLAlchemy from the reflected table
+    with e.connect() as c:
+        q = (sa.select(sa.func.date_trunc("day", t.c.pickup_at).label("d"),
+                       sa.func.count().label("n"))
+             .where(t.c.pickup_at >= sa.func.to_timestamp("2024-01-01 00:00:00.000000",
+                                                          "YYYY-MM-DD HH24:MI:SS.US"))
+             .group_by(sa.text("1")).order_by(sa.text("1")))
+        rows = c.execute(q).fetchall()
+        assert [r.n for r in rows] == [1440, 1440, 1440, 680]
+        for name, sql in replay("superset.sql"):
+            try:
+                c.execute(sa.text(sql)).fetchall()
+            except Exception as ex:  # noqa: BLE001 - say which one
+                raise AssertionError(f"superset replay {name!r}: {ex}") from ex
+
+
+# --------------------------------------------------- psycopg, psycopg2, node
+
+def test_array_and_typed_parameters(srv):
+    with psycopg.connect(dsn(srv), autocommit=True) as c:
+        q = lambda sql, p=None: c.execute(sql, p).fetchall()  # noqa: E731
+        assert q("SELECT count(*) FROM trips WHERE payment = ANY(%s)", (["card", "x"],)) == [(1667,)]
+        assert q("SELECT count(*) FROM trips WHERE payment = ANY(%b)", (["cash"],)) == [(3333,)]
+        assert q("SELECT count(*) FROM trips WHERE trip_id = ANY(%s)", ([1, 2, 3, 10 ** 9],)) == [(3,)]
+        assert q("SELECT count(*) FROM trips WHERE trip_id = ANY(%s)", ([],)) == [(0,)]
+        assert q("SELECT count(*) FROM trips WHERE trip_id <> ALL(%s)", ([0, 1],)) == [(4998,)]
+        assert q("SELECT %s::text[]", (["a", 'b "c"', None],)) == [(["a", 'b "c"', None],)]
+        assert q("SELECT %b::int[]", ([1, None, 3],)) == [([1, None, 3],)]
+        assert q("SELECT count(*) FROM trips WHERE day = ANY(%s)",
+                 ([datetime.date(2024, 1, 2), datetime.date(2024, 1, 3)],)) == [(334,)]
+        assert q("SELECT count(*) FROM trips WHERE fare = ANY(%s)",
+                 ([decimal.Decimal("4.50")],)) == [(100,)]
+        assert q("SELECT %s + 1, %s * 2, NOT %s, %s", (41, 1.25, True, "x")) == [(42, 2.5, False, "x")]
+        # a malformed array is a clean error, and the session goes on
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute("SELECT %s::int[]", ("{1,2",))
+        assert ei.value.sqlstate == "22P02"
+        assert q("SELECT 1") == [(1,)]
+    c2 = psycopg2.connect(dsn(srv))
+    c2.autocommit = True
+    cur = c2.cursor()
+    cur.execute("SELECT count(*) FROM trips WHERE payment = ANY(%s)", (["card", "x"],))
+    assert cur.fetchall() == [(1667,)]
+    cur.execute("SELECT %s::text[]", (["a", "b"],))
+    assert cur.fetchall() == [(["a", "b"],)]
+    cur.execute("SELECT count(*) FROM trips WHERE station IN %s", ((1, 2),))
+    assert cur.fetchall() == [(2000,)]
+    cur.execute("SELECT count(*) FROM trips WHERE trip_id = ANY(%s::int[])", ([],))
+    assert cur.fetchall() == [(0,)]
+    c2.close()
+
+
+def test_node_pg_arrays_and_cursor(srv):
+    r = subprocess.run(["node", str(PGDIR / "node_bi.mjs"), str(srv.pg)], capture_output=True,
+                       text=True, timeout=60, cwd=PGDIR)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["any_text"] == [{"n": 1667}]
+    assert out["any_int"] == [{"n": 3}]
+    assert out["any_empty"] == [{"n": 0}]
+    assert out["any_date"] == [{"n": 334}]
+    assert out["not_all"] == [{"n": 3333}]
+    assert out["cast_text_array"] == [{"a": ["x", 'y "z"', None]}]
+    assert out["typed"] == [{"i": 42, "f": 2.5, "b": True, "t": "2024-01-02T03:04:05.000Z"}]
+    assert out["catalog"] == [{"relname": "stations"}, {"relname": "trips"}]
+    assert out["cursor"] == {"fetched": 1000, "batches": 4}
+
+
+def test_server_side_cursors(srv):
+    # psycopg2 named cursors: DECLARE, then FETCH FORWARD itersize
+    c2 = psycopg2.connect(dsn(srv))
+    named = c2.cursor(name="big")
+    named.itersize = 1500
+    named.execute("SELECT trip_id, payment FROM trips WHERE trip_id < %s ORDER BY trip_id", (4000,))
+    rows = list(named)
+    assert [r[0] for r in rows] == list(range(4000)) and rows[3] == (3, "card")
+    named.close()
+    c2.commit()
+    # binary cursors of psycopg 3 and the SQL statements themselves
+    with psycopg.connect(dsn(srv)) as c:
+        with c.cursor(name="cur3", binary=True) as cur:
+            cur.itersize = 100
+            cur.execute("SELECT trip_id, fare, pickup_at FROM trips WHERE trip_id < %s "
+                        "ORDER BY trip_id", (250,))
+            first = cur.fetchmany(7)
+            rest = cur.fetchall()
+        assert first[1] == (1, decimal.Decimal("1.50"), datetime.datetime(2024, 1, 1, 0, 1))
+        assert len(first) + len(rest) == 250
+        c.commit()
+        c.execute("BEGIN")
+        c.execute("DECLARE c1 CURSOR FOR SELECT trip_id FROM trips ORDER BY trip_id")
+        assert c.execute("FETCH 3 FROM c1").fetchall() == [(0,), (1,), (2,)]
+        c.execute("MOVE 10 IN c1")
+        assert c.execute("FETCH NEXT FROM c1").fetchall() == [(13,)]
+        assert c.execute("FETCH FORWARD 2 c1").fetchall() == [(14,), (15,)]
+        rest = c.execute("FETCH ALL FROM c1").fetchall()
+        assert len(rest) == 5000 - 16 and c.execute("FETCH c1").fetchall() == []
+        c.execute("CLOSE c1")
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute("FETCH c1")
+        assert ei.value.sqlstate == "34000"
+        c.rollback()
+        # outside a transaction only WITH HOLD is allowed, and it outlives COMMIT
+        c.autocommit = True
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute("DECLARE c2 CURSOR FOR SELECT 1")
+        assert ei.value.sqlstate == "25P01"
+        c.execute("DECLARE c3 CURSOR WITH HOLD FOR SELECT payment FROM trips WHERE trip_id < 3 "
+                  "ORDER BY trip_id")
+        assert c.execute("FETCH 2 FROM c3").fetchall() == [("card",), ("cash",)]
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute("FETCH BACKWARD 1 FROM c3")
+        assert ei.value.sqlstate == "0A000"
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute("DECLARE c3 CURSOR WITH HOLD FOR SELECT 1")
+        assert ei.value.sqlstate == "42P03"
+        c.execute("CLOSE ALL")
+        # the gate checks a cursor's query like any other
+        c.autocommit = False
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute("DECLARE c4 CURSOR FOR SELECT * FROM read_csv('/etc/passwd')")
+        assert ei.value.sqlstate == "42501"
+        c.rollback()
+
+
+def test_copy_binary(srv):
+    with psycopg.connect(dsn(srv), autocommit=True) as c:
+        cur = c.cursor()
+        got = []
+        with cur.copy("COPY (SELECT trip_id, payment, fare, note FROM trips WHERE trip_id < 11 "
+                      "ORDER BY trip_id) TO STDOUT (FORMAT binary)") as cp:
+            cp.set_types(["int4", "text", "numeric", "text"])
+            for row in cp.rows():
+                got.append(row)
+        assert len(got) == 11
+        assert got[0] == (0, "card", decimal.Decimal("0.00"), None)
+        assert got[3] == (3, "card", decimal.Decimal("4.50"), "note 3")
+        # the raw stream: the file signature with the first tuple, then one
+        # message per tuple, then the trailer (as PostgreSQL sends it)
+        with cur.copy("COPY (SELECT 7::int AS a, 'x' AS b) TO STDOUT WITH BINARY") as cp:
+            msgs = [bytes(b) for b in cp]
+        header = b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8
+        assert msgs == [header + struct.pack("!hi", 2, 4) + struct.pack("!i", 7) +
+                        struct.pack("!i", 1) + b"x", struct.pack("!h", -1)]
+        with cur.copy("COPY (SELECT 1 WHERE false) TO STDOUT (FORMAT binary)") as cp:
+            assert [bytes(b) for b in cp] == [header + struct.pack("!h", -1)]
+
+
+# ----------------------------------------------------- catalogs, replayed
+
+@pytest.mark.parametrize("file", ["grafana.sql", "pgcli.sql", "superset.sql"])
+def test_catalog_replays(srv, file):
+    with psycopg.connect(dsn(srv), autocommit=True) as c:
+        for name, sql in replay(file):
+            try:
+                c.execute(sql).fetchall()
+            except psycopg.Error as e:
+                raise AssertionError(f"{file} {name!r} (extended protocol): {e}") from e
+    c2 = psycopg2.connect(dsn(srv))
+    c2.autocommit = True
+    cur = c2.cursor()
+    for name, sql in replay(file):
+        try:
+            cur.execute(sql.replace("%", "%%"))
+            cur.fetchall()
+        except psycopg2.Error as e:
+            raise AssertionError(f"{file} {name!r} (simple protocol): {e}") from e
+    c2.close()
+
+
+def test_grafana_answers(srv):
+    with psycopg.connect(dsn(srv), autocommit=True) as c:
+        q = dict(replay("grafana.sql"))
+        assert c.execute(q["version"]).fetchall() == [(1500,)]
+        assert c.execute(q["tables on the search path"]).fetchall() == [("stations",), ("trips",)]
+        cols = dict(c.execute(q["columns of a table"]).fetchall())
+        assert cols["pickup_at"] == "timestamp without time zone" and len(cols) == 11
+        rows = c.execute(q["panel: $__timeGroupAlias(pickup_at, 5m) with $__timeFilter"]).fetchall()
+        assert rows[0] == (1704067200, 5) and len(rows) == 73
+
+
+def psql(srv, *args):
+    e = dict(os.environ, PGCONNECT_TIMEOUT="10")
+    e.pop("PGPASSWORD", None)
+    r = subprocess.run(["psql", "-X", "--no-psqlrc", "-v", "ON_ERROR_STOP=1", "-d",
+                        f"host=127.0.0.1 port={srv.pg} user=vitrine dbname=vitrine", *args],
+                       capture_output=True, text=True, env=e, timeout=60)
+    assert r.returncode == 0, r.stderr + r.stdout
+    return r.stdout + r.stderr
+
+
+def test_psql_describe_commands(srv):
+    out = psql(srv, "-c", r"\df", "-c", r"\du", "-c", r"\dn", "-c", r"\dv", "-c", r"\dx",
+               "-c", r"\dT", "-c", r"\di")
+    assert "List of functions" in out and "Result data type" in out
+    assert "List of roles" in out and " vitrine   |" in out
+    assert "List of schemas" in out and "public | vitrine" in out
+    assert "Did not find any relations." in out  # \dv and \di: none
+    assert "List of installed extensions" in out and "List of data types" in out
+
+
+# ------------------------------------------------------ small statements
+
+def test_small_statements(srv):
+    with psycopg.connect(dsn(srv), autocommit=True) as c:
+        one = lambda sql: c.execute(sql).fetchone()  # noqa: E731
+        now = one("SELECT now(), statement_timestamp(), clock_timestamp()")
+        assert all(isinstance(v, datetime.datetime) for v in now)
+        assert isinstance(one("SELECT txid_current()")[0], int)
+        assert one("SELECT inet_server_addr(), inet_server_port()") == ("127.0.0.1", srv.pg)
+        assert one("SELECT inet_client_addr()")[0] == "127.0.0.1"
+        assert one("SELECT string_to_array('a,b,c', ',')") == (["a", "b", "c"],)
+        kw = c.execute("SELECT word, catcode FROM pg_get_keywords() WHERE word = 'select'").fetchall()
+        assert kw == [("select", "R")]
+        plan = c.execute("EXPLAIN SELECT * FROM trips WHERE fare > 10").fetchall()
+        assert plan and all(len(r) == 1 for r in plan)
+        assert c.execute("EXPLAIN SELECT 1").description[0].name == "QUERY PLAN"
+        assert "Total Time" in " ".join(r[0] for r in c.execute(
+            "EXPLAIN ANALYZE SELECT count(*) FROM trips").fetchall())
+        c.execute("LISTEN events")
+        c.execute("UNLISTEN *")
+        assert one("SELECT count(*) FROM trips WHERE payment ~* 'CA'") == (5000,)
+        assert one("SELECT count(*) FROM trips WHERE payment !~* '^ca'") == (0,)
+        assert one("SELECT 150000 / 100, 7.0 / 2") == (1500, 3.5)
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute("SELECT count(*) FROM trips WHERE payment ~* 1")
+        assert "vt:" not in str(ei.value)
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute("EXPLAIN DELETE FROM trips")
+        assert ei.value.sqlstate == "25006"
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute("SELECT format_type(1, 2, 3, 4)")
+        assert "vt:" not in str(ei.value) and "format_type" in str(ei.value)
