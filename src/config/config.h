@@ -229,6 +229,8 @@ struct vt_config {
     struct server_config server;
     struct ui_mount_config swagger;  /* true, /docs */
     struct ui_mount_config metrics;  /* false, /metrics */
+    bool metrics_public;             /* metrics.public: no credentials needed */
+    bool metrics_public_set;         /* the key was given (unset: public unless [auth]) */
     struct ui_mount_config docs;     /* true, /mkdocs */
     struct ui_mount_config explorer; /* true, /explore */
     struct oauth2_config explorer_oauth2;

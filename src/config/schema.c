@@ -258,6 +258,12 @@ static bool check_algorithms(const struct cfg_blk *b, const struct cfg_key *k, v
 
 /* ---------------------------------------------------------------- rules */
 
+static bool rule_metrics_public_set(const struct cfg_blk *b, void *base)
+{
+    ((struct vt_config *)base)->metrics_public_set = cfg_has(b, "public");
+    return true;
+}
+
 static bool rule_backend_set(const struct cfg_blk *b, void *base)
 {
     ((struct vt_config *)base)->server.backend_set = cfg_has(b, "backend");
@@ -792,10 +798,16 @@ const struct cfg_key cfg_schema[] = {
     {"swagger", "path", CFG_T_STR, C(swagger.path), .def = "\"/docs\"", .check = check_mount,
      .doc = "Mount point."},
     {"", "metrics", CFG_T_TABLE,
-     .doc = "Prometheus metrics (text format), not under the prefix, unauthenticated."},
+     .doc = "Prometheus metrics (text format), not under the prefix."},
     {"metrics", "enabled", CFG_T_BOOL, C(metrics.enabled), .def = "false", .doc = "Serve them."},
     {"metrics", "path", CFG_T_STR, C(metrics.path), .def = "\"/metrics\"", .check = check_mount,
      .doc = "Mount point."},
+    {"metrics", "public", CFG_T_BOOL, C(metrics_public), .def = "false",
+     .def_doc = "true without [auth], false with it", .example = "true",
+     .doc = "Serve the metrics without credentials. They name every dataset and saved query "
+            "and count their failures, so with [auth] enabled they need a bearer token with a "
+            "read scope (or the admin token) unless this is set to true."},
+    {"metrics", NULL, CFG_T_RULE, .rule = rule_metrics_public_set},
     {"", "docs", CFG_T_TABLE, .doc = "The embedded documentation site."},
     {"docs", "enabled", CFG_T_BOOL, C(docs.enabled), .def = "true", .doc = "Serve it."},
     {"docs", "path", CFG_T_STR, C(docs.path), .def = "\"/mkdocs\"", .check = check_mount,
