@@ -1,0 +1,73 @@
+"""The server-side small ones of issue 22 item 6: /sql?format=arrow with a
+TIME_NS column answered 500 internal; an MCP call that timed out got HTTP
+504 with the REST body instead of a JSON-RPC result; duplicate column names
+gave JSON rows with duplicate keys; the 504 warning was logged twice."""
+import json
+import re
+
+import pytest
+import requests
+
+from conftest import dataset_block, server_block, write_parquet
+
+SLOW = ("SELECT sum(levenshtein(repeat('a', 200) || (i % 10), repeat('b', 210))) "
+        "FROM range(1000000) t(i)")
+
+
+@pytest.fixture
+def srv(vt, datadir):
+    f = write_parquet(datadir / "t.parquet", "SELECT 1 AS id")
+    return vt(server_block(request_timeout_ms=800) +
+              "[sql]\nenabled = true\n[mcp]\nenabled = true\nexpose_sql = true\n" +
+              dataset_block("t", f))
+
+
+def mcp(s, sql):
+    rpc = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+           "params": {"name": "sql", "arguments": {"sql": sql}}}
+    return requests.post(s.url("/mcp"), data=json.dumps(rpc), timeout=60,
+                         headers={"Content-Type": "application/json",
+                                  "Accept": "application/json, text/event-stream"})
+
+
+def test_time_ns_is_a_clear_400_not_a_500(srv):
+    q = {"sql": "SELECT CAST('10:00:00' AS TIME_NS) AS t"}
+    for path in ("/api/v1/sql?format=arrow", "/api/v1/sql"):
+        r = requests.post(srv.url(path), json=q, timeout=30)
+        assert r.status_code == 400, (path, r.status_code, r.text)
+        assert r.json()["code"] == "query_failed"
+        assert "CAST" in r.json()["error"], r.text
+    # cast, it answers
+    r = requests.post(srv.url("/api/v1/sql?format=arrow"), timeout=30,
+                      json={"sql": "SELECT CAST(CAST('10:00:00' AS TIME_NS) AS VARCHAR) AS t"})
+    assert r.status_code == 200, r.text
+
+
+def test_duplicate_column_names_give_unique_keys(srv):
+    r = srv.post("/api/v1/sql", {"sql": "SELECT 1 AS a, 2 AS a, 3 AS a_1, 4 AS a"})
+    assert r.status_code == 200, r.text
+    text = r.text
+    row = json.loads(text, object_pairs_hook=lambda kv: kv)[0][1][0]
+    keys = [k for k, _ in row]
+    assert len(keys) == len(set(keys)) == 4, keys
+    assert dict(row) == {"a": 1, "a_2": 2, "a_1": 3, "a_3": 4}
+    res = mcp(srv, "SELECT 1 AS x, 2 AS x").json()["result"]
+    assert res["structuredContent"]["rows"] == [{"x": 1, "x_1": 2}], res
+
+
+def test_an_mcp_timeout_is_a_json_rpc_result(srv):
+    r = mcp(srv, SLOW)
+    assert r.status_code == 200, (r.status_code, r.text)
+    body = r.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] == 9, body
+    assert body["result"]["isError"] is True and "timeout" in json.dumps(body), body
+
+
+def test_a_504_is_logged_once(srv):
+    r = requests.post(srv.url("/api/v1/sql"), json={"sql": SLOW},
+                      headers={"X-Request-Id": "slow-one-1"}, timeout=60)
+    assert r.status_code == 504, r.text
+    srv.post("/api/v1/sql", {"sql": "SELECT 1"})  # the access line of the 504 is out by now
+    lines = [l for l in srv.log().splitlines()
+             if "slow-one-1" in l and "WARN" in l and "504" in l]
+    assert len(lines) == 1, lines
