@@ -148,6 +148,9 @@ unsigned char *JemallocExtension::Reallocate(PrivateAllocatorData *, unsigned ch
 
 /* ------------------------------------------------------------ operator new */
 
+/* The fuzz targets link clang's ASan runtime statically, which brings its
+ * own operator new: they build this file with VT_BUDGET_NO_NEW. */
+#ifndef VT_BUDGET_NO_NEW
 void *operator new(std::size_t n)
 {
     if (n >= (std::size_t)kRefuseNewFrom) {
@@ -215,6 +218,7 @@ void operator delete[](void *p, const std::nothrow_t &) noexcept
 {
     ::operator delete(p);
 }
+#endif
 
 /* ------------------------------------------------------------------- API */
 
