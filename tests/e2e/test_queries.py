@@ -6,7 +6,6 @@ storage generations (materialize.residency lazy/auto, sort_by, generation_id,
 storage_bytes, files removed with the generation, reuse_on_start), a kill -9
 during a storage write, the SQL bad-input catalogue, and the resource cases."""
 import json
-import os
 import re
 import signal
 import time
@@ -15,9 +14,8 @@ from pathlib import Path
 import pytest
 import requests
 
-import subprocess
 
-from conftest import VITRINE, dataset_block, server_block, sql as duck, write_parquet
+from conftest import dataset_block, server_block, sql as duck, write_parquet
 from test_arrow_http import RssSampler, asan_env, vm_status
 from test_sql import BAD
 
@@ -80,16 +78,6 @@ def wait_for(pred, timeout=30, step=0.05):
             return v
         time.sleep(step)
     raise AssertionError("condition not met in time")
-
-
-def start_fails(work, cfg):
-    """Runs the binary on a config that must not start: its exit code and log."""
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "datasets.toml").write_text(cfg)
-    env = {**os.environ, **ENV, "VITRINE_LOG": "info"}
-    p = subprocess.run([str(VITRINE), "--config", str(work / "datasets.toml")], cwd=work,
-                       env=env, capture_output=True, text=True, timeout=60)
-    return p.returncode, p.stdout + p.stderr
 
 
 def storage_dirs(s, name):
