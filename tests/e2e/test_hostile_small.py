@@ -3,7 +3,6 @@ TIME_NS column answered 500 internal; an MCP call that timed out got HTTP
 504 with the REST body instead of a JSON-RPC result; duplicate column names
 gave JSON rows with duplicate keys; the 504 warning was logged twice."""
 import json
-import re
 
 import pytest
 import requests
