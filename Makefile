@@ -24,7 +24,7 @@ CFLAGS  := -std=c17 -g -fno-omit-frame-pointer -pthread $(OPT) $(WARN) $(DEFS) -
 CXXFLAGS:= -std=c++17 -g -fno-omit-frame-pointer -pthread $(OPT) -Wall -Wextra -Werror -Isrc -MMD -MP
 RPATH   := -Wl,-rpath,'$$ORIGIN/../third_party/duckdb:$$ORIGIN/../../third_party/duckdb:$$ORIGIN/../../../third_party/duckdb'
 LDLIBS  := -L$(DUCKDB_DIR) -lduckdb $(RPATH) -lmicrohttpd -ljansson -lcurl -lz -lbrotlienc -lbrotlidec \
-           -lzstd -lxxhash -lexpat -lssl -lcrypto -lsystemd -ldouble-conversion -lstdc++ -lpthread -lm
+           -lzstd -lxxhash -lexpat -lssl -lcrypto -lsystemd -ldouble-conversion -lroaring -lstdc++ -lpthread -lm
 LDFLAGS := -pthread $(SANLD)
 
 LIB_C    := $(filter-out src/main.c,$(shell find src -name '*.c' | sort))
@@ -73,7 +73,7 @@ $(BUILD)/ui/explorer.stamp: $(UI_EXPLORER_SRC) $(wildcard ui/explorer/node_modul
 	fi
 	@touch $@
 
-UI_DOCS_SRC := $(wildcard docs/*.md) ui/docs/mkdocs.yml
+UI_DOCS_SRC := $(wildcard docs/*.md) ui/docs/mkdocs.yml $(wildcard ui/docs/theme/*.* ui/docs/theme/*/*)
 # (mkdocs itself too: a site built empty before it was installed is rebuilt after)
 $(BUILD)/ui/docs.stamp: $(UI_DOCS_SRC) $(wildcard /usr/bin/mkdocs)
 	@mkdir -p $(BUILD)/ui
@@ -254,6 +254,8 @@ FUZZ_LIBS_fuzz_query           := -isystem $(DUCKDB_DIR) -ljansson -L$(DUCKDB_DI
 FUZZ_SRC_fuzz_delta_log        := src/sources/delta_log.c src/sources/delta_schema.c \
                                   src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_delta_log       := -ljansson
+FUZZ_SRC_fuzz_delta_dv         := src/sources/delta_dv.c src/util/strbuf.c src/util/errors.c
+FUZZ_LIBS_fuzz_delta_dv        := -isystem $(DUCKDB_DIR) -lroaring -lz
 FUZZ_SRC_fuzz_lazy_stats       := src/sources/lazy_stats.c
 FUZZ_LIBS_fuzz_lazy_stats      := -lm
 FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c

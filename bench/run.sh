@@ -11,4 +11,9 @@ done
 if [ "${BENCH_SCALE:-0}" = 1 ]; then
     exec /usr/bin/python3 "$top/bench/scale.py" "$build"
 fi
-exec /usr/bin/python3 "$top/bench/bench.py" "$build"
+/usr/bin/python3 "$top/bench/bench.py" "$build"
+# The PostgreSQL listener's scenarios (P1, P2), beside their own floors
+# (bench/README.md, "pgwire"); BENCH_PGWIRE=0 leaves them out.
+if [ "${BENCH_PGWIRE:-1}" = 1 ]; then
+    exec /usr/bin/python3 "$top/bench/pgwire.py" "$build"
+fi

@@ -33,6 +33,7 @@
 #include "pgwire/pgwire.h"
 #include "quack/quack.h"
 #include "saved/saved.h"
+#include "sources/source.h"
 #include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -304,6 +305,9 @@ static int serve(const char *config_path, int port_override, int role_override)
         cfg.server.temp_directory = strdup(spill_dir);
 
     if (eng_open(&cfg, &db, &err) != VT_ERR_OK)
+        goto fail;
+    /* The SQL functions source statements call (deletion vectors). */
+    if (source_functions_register(db, &err) != VT_ERR_OK)
         goto fail;
     /* DuckDB reads and writes files only where this configuration says
      * (defence in depth under the SQL gate): the config's directories and

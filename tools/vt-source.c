@@ -222,6 +222,7 @@ int main(int argc, char **argv)
     duckdb_database db;
     duckdb_connection con;
     duckdb_open(NULL, &db);
+    source_functions_register(db, &err);
     duckdb_connect(db, &con);
     duckdb_result res;
     duckdb_query(con, "SET TimeZone = 'UTC'", &res);

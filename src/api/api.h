@@ -7,7 +7,6 @@
 #ifndef VT_API_API_H
 #define VT_API_API_H
 
-#include <duckdb.h>
 #include <jansson.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -15,7 +14,7 @@
 #include "auth/auth.h"
 #include "catalog/catalog.h"
 #include "config/config.h"
-#include "encode/arrow_duckdb.h"
+#include "encode/encode.h"
 #include "engine/engine.h"
 #include "exec/exec.h"
 #include "http/conditional.h"
@@ -157,28 +156,26 @@ struct cat_generation *api_generation_or_reply(struct http_request *req,
                                                struct cat_dataset **out_ds);
 
 /* ------------------------------------------------ HTTP sinks (http_sink.c)
- * The replies of the execution layer: a JSON page ({"data":[...],"page",
- * "page_size"}), an Arrow IPC page (X-Page/X-Page-Size headers) or stream, or
- * {"count":n}. Buffered while small, streamed past 256 KiB. */
-#define API_ARROW_CONTENT_TYPE "application/vnd.apache.arrow.stream"
-
-enum api_format { API_FORMAT_JSON, API_FORMAT_ARROW };
+ * The replies of the execution driver: rows in one format of the encoder
+ * table (src/encode), or {"count":n}. Buffered while small, streamed past
+ * 256 KiB. */
+enum api_reply {
+    API_REPLY_PAGE,     /* /query: a page; JSON {"data":[...],"page","page_size"},
+                         * the other formats X-Page/X-Page-Size headers */
+    API_REPLY_STREAM,   /* /query/stream: the whole result (JSON {"data":[...]}) */
+    API_REPLY_SQL,      /* /sql: JSON {"data":[...],"max_rows","truncated"} */
+    API_REPLY_COUNT,    /* /count: {"count":n} */
+};
 
 struct api_sink {
     struct exec_sink sink;          /* hand &sink to exec */
     struct http_request *req;
-    enum query_mode mode;
-    enum api_format format;
-    bool paged;
-    const char *content_type;
-    bool compressible;
+    enum api_reply kind;
+    const struct enc_format *fmt;   /* NULL for counts */
+    void *enc;                      /* the encoder's state */
     struct strbuf buf;              /* the body until it spills */
     struct http_stream *stream;     /* after it spilled */
     uint64_t rows;                  /* JSON rows from the index fast path */
-    struct json_rows *enc;
-    struct arrow_duckdb_stream arrow;
-    /* /sql: {"data":[...],"max_rows":n,"truncated":b} (the call's caps) */
-    bool sql;
     /* Where the time went (the plan points here); sent as Server-Timing
      * with the reply, or with the first bytes of a stream. */
     struct exec_timing timing;
@@ -187,20 +184,18 @@ struct api_sink {
     int64_t total;
 };
 
-/* mode QUERY_COUNT always answers JSON; a paged reply takes page/page_size
- * from the call's validated query (the JSON tail or the X-Page headers). */
-void api_sink_init(struct api_sink *a, struct http_request *req, enum query_mode mode,
-                   enum api_format format);
-/* The /sql reply: JSON {"data":[...],"max_rows":n,"truncated":b} or an
- * Arrow stream, within the call's caps (max_rows). */
-void api_sink_init_sql(struct api_sink *a, struct http_request *req, enum api_format format);
+/* fmt: the negotiated format (ignored for counts). */
+void api_sink_init(struct api_sink *a, struct http_request *req, enum api_reply kind,
+                   const struct enc_format *fmt);
 void api_sink_release(struct api_sink *a);
 /* The request's total row count: X-Total-Count, and "total" in a JSON page. */
 void api_sink_set_total(struct api_sink *a, int64_t total);
-/* ?format=json|arrow, else Accept negotiation (Arrow when the client names it
- * with q > 0 and does not prefer JSON). INVALID_QUERY for another format. */
-enum vt_err api_choose_format(struct http_request *req, enum api_format *out,
-                              struct vt_error *err);
+/* The one negotiation of every route that returns rows: ?format=NAME (a
+ * name of the encoder table; INVALID_QUERY listing them otherwise), else the
+ * format whose media type the Accept header names with the highest q > 0,
+ * else the route's default (JSON; Arrow for streams). */
+enum vt_err api_negotiate(struct http_request *req, enum api_reply kind,
+                          const struct enc_format **out, struct vt_error *err);
 
 /* ------------------------------------------- HTTP requests over the driver
  * (query.c) An HTTP request the execution driver runs: the call and its

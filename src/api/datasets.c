@@ -33,7 +33,7 @@ struct cat_dataset *api_dataset_or_404(struct http_request *req)
     struct cat_dataset *ds = name ? cat_dataset_get(api_app(req)->catalog, name) : NULL;
     if (!ds) {
         struct vt_error err = {0};
-        vt_error_set(&err, VT_ERR_DATASET_NOT_FOUND, "no dataset named \"%s\"", name ? name : "");
+        cat_unknown_name(api_app(req)->catalog, name, &err);
         http_reply_vterr(req, &err);
     }
     return ds;
@@ -45,7 +45,7 @@ void api_dataset_status(struct http_request *req)
     const char *name = http_req_param(req, 0);
     if (!cat_status_of(api_app(req)->catalog, name, &st)) {
         struct vt_error err = {0};
-        vt_error_set(&err, VT_ERR_DATASET_NOT_FOUND, "no dataset named \"%s\"", name);
+        cat_unknown_name(api_app(req)->catalog, name, &err);
         http_reply_vterr(req, &err);
         return;
     }

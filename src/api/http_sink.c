@@ -1,8 +1,9 @@
 /*
- * The HTTP sinks of the execution layer (src/exec): a result becomes a JSON
- * page, an Arrow IPC page or stream, or a count object, written to the HTTP
- * reply. Every HTTP front end over exec (/query, /query/stream, /count, /sql)
- * uses these.
+ * The HTTP sink of the execution driver (src/exec): a result becomes the
+ * reply in the negotiated format (one encoder of the table in src/encode:
+ * JSON, Arrow, CSV, NDJSON), or a count object. Every HTTP front end over
+ * the driver (/query, /query/stream, /count, /sql) uses it, and the one
+ * negotiation (api_negotiate: `format=`, else Accept) picks the format.
  *
  * The body is buffered while small and turns into a chunked stream once it
  * passes SPILL_BYTES, so a 100,000-row page is produced with flat memory and
@@ -14,8 +15,7 @@
 #include <string.h>
 
 #include "api/api.h"
-#include "encode/arrow_duckdb.h"
-#include "encode/json_rows.h"
+#include "http/encoding.h"
 #include "util/timeutil.h"
 
 #define SPILL_BYTES (256 * 1024)
@@ -23,6 +23,16 @@
 static struct api_sink *sink_of(struct exec_sink *s)
 {
     return (struct api_sink *)((char *)s - offsetof(struct api_sink, sink));
+}
+
+static const char *content_type(const struct api_sink *a)
+{
+    return a->fmt ? a->fmt->content_type : "application/json";
+}
+
+static bool compressible(const struct api_sink *a)
+{
+    return a->fmt ? a->fmt->compressible : true;
 }
 
 /* The buffer to append to: ours, or the stream's once streaming. */
@@ -94,7 +104,7 @@ static enum vt_err commit(struct api_sink *a, struct vt_error *err)
         if (http_job_should_stop(a->req))
             return vt_error_set(err, VT_ERR_CLIENT_GONE, NULL);
         add_server_timing(a); /* what is known at the first byte */
-        a->stream = http_reply_stream(a->req, 200, a->content_type, a->compressible);
+        a->stream = http_reply_stream(a->req, 200, content_type(a), compressible(a));
         if (!a->stream)
             return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot start the response stream");
         int rc = http_stream_write(a->stream, a->buf.buf, a->buf.len);
@@ -109,16 +119,6 @@ static enum vt_err commit(struct api_sink *a, struct vt_error *err)
 static const struct query_request *query_of(const struct api_sink *a)
 {
     return a->sink.call ? a->sink.call->query : NULL;
-}
-
-static void write_page_tail(struct api_sink *a)
-{
-    const struct query_request *q = query_of(a);
-    sb_addf(body(a), "],\"page\":%lld,\"page_size\":%lld", q ? (long long)q->page : 1LL,
-            q ? (long long)q->page_size : 0LL);
-    if (a->has_total)
-        sb_addf(body(a), ",\"total\":%lld", (long long)a->total);
-    sb_addc(body(a), '}');
 }
 
 void api_sink_set_total(struct api_sink *a, int64_t total)
@@ -149,25 +149,16 @@ static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt
 {
     struct api_sink *a = sink_of(s);
     add_refreshed_at(a);
-    if (a->format == API_FORMAT_JSON) {
-        if (res) {
-            char ebuf[256];
-            a->enc = json_rows_create_for_result(res, ebuf, sizeof ebuf);
-            if (!a->enc)
-                return vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", ebuf);
-        }
-        sb_adds(body(a), "{\"data\":[");
-        return VT_ERR_OK;
-    }
     const struct query_request *q = query_of(a);
-    if (a->paged && q) {
+    if (a->kind == API_REPLY_PAGE && !a->fmt->document && q) {
+        /* The page is not in the body: say it in headers. */
         char n[32];
         snprintf(n, sizeof n, "%lld", (long long)q->page);
         http_add_header(a->req, "X-Page", n);
         snprintf(n, sizeof n, "%lld", (long long)q->page_size);
         http_add_header(a->req, "X-Page-Size", n);
     }
-    if (arrow_duckdb_begin(&a->arrow, res, body(a), err) != VT_ERR_OK)
+    if (!(a->enc = a->fmt->begin(res, body(a), err)))
         return err->code;
     return commit(a, err);
 }
@@ -175,12 +166,8 @@ static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt
 static enum vt_err sink_chunk(struct exec_sink *s, duckdb_data_chunk chunk, struct vt_error *err)
 {
     struct api_sink *a = sink_of(s);
-    if (a->format == API_FORMAT_JSON) {
-        if (json_rows_encode_chunk(a->enc, chunk, body(a)) != 0)
-            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
-    } else if (arrow_duckdb_write_chunk(&a->arrow, chunk, body(a), err) != VT_ERR_OK) {
+    if (a->fmt->chunk(a->enc, chunk, body(a), err) != VT_ERR_OK)
         return err->code;
-    }
     return commit(a, err);
 }
 
@@ -188,12 +175,10 @@ static enum vt_err sink_json_row(struct exec_sink *s, const char *obj, size_t le
                                  struct vt_error *err)
 {
     struct api_sink *a = sink_of(s);
-    struct strbuf *b = body(a);
-    if (a->rows++)
-        sb_addc(b, ',');
-    sb_add(b, obj, len);
+    if (a->fmt->row(a->enc, obj, len, body(a), err) != VT_ERR_OK)
+        return err->code;
     /* Commit in batches: a check per row would cost more than the row. */
-    if ((a->rows & 63) == 0)
+    if ((++a->rows & 63) == 0)
         return commit(a, err);
     return VT_ERR_OK;
 }
@@ -219,30 +204,43 @@ static void finish(struct api_sink *a, const struct vt_error *err)
     } else if (err && err->code == VT_ERR_NOT_MODIFIED) {
         /* GET .../query?q=: the ETag matched (query.c); no body */
         sb_release(&a->buf);
-        http_reply_buffer(a->req, 304, a->content_type, &a->buf, false);
+        http_reply_buffer(a->req, 304, content_type(a), &a->buf, false);
     } else if (!ok) {
         http_reply_vterr(a->req, err);
     } else {
-        http_reply_buffer(a->req, 200, a->content_type, &a->buf, a->compressible);
+        http_reply_buffer(a->req, 200, content_type(a), &a->buf, compressible(a));
     }
     sb_release(&a->buf);
+}
+
+/* The document's fields after the rows (JSON): the page, or /sql's cap. */
+static const char *trailer(struct api_sink *a, char *buf, size_t cap)
+{
+    const struct exec_call *c = a->sink.call;
+    const struct query_request *q = query_of(a);
+    if (a->kind == API_REPLY_PAGE) {
+        int n = snprintf(buf, cap, "\"page\":%lld,\"page_size\":%lld",
+                         q ? (long long)q->page : 1LL, q ? (long long)q->page_size : 0LL);
+        if (a->has_total && n > 0 && (size_t)n < cap)
+            snprintf(buf + n, cap - (size_t)n, ",\"total\":%lld", (long long)a->total);
+    }
+    else if (a->kind == API_REPLY_SQL && c)
+        snprintf(buf, cap, "\"max_rows\":%lld,\"truncated\":%s",
+                 (long long)c->rq.caps.max_rows, c->truncated ? "true" : "false");
+    else
+        return NULL;
+    return buf;
 }
 
 static void sink_end(struct exec_sink *s)
 {
     struct api_sink *a = sink_of(s);
     struct vt_error err = {0};
-    if (a->mode != QUERY_COUNT) {
-        if (a->format == API_FORMAT_JSON && a->sql)
-            sb_addf(body(a), "],\"max_rows\":%lld,\"truncated\":%s}",
-                    (long long)a->sink.call->rq.caps.max_rows,
-                    a->sink.call->truncated ? "true" : "false");
-        else if (a->format == API_FORMAT_JSON)
-            write_page_tail(a);
-        else if (arrow_duckdb_end(&a->arrow, body(a)) != 0)
-            vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, "response too large");
+    if (a->kind != API_REPLY_COUNT && a->fmt->end) {
+        char t[128];
+        a->fmt->end(a->enc, trailer(a, t, sizeof t), body(a), &err);
     }
-    if (body(a)->overflow)
+    if (err.code == VT_ERR_OK && body(a)->overflow)
         vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, "response too large");
     finish(a, &err);
 }
@@ -252,7 +250,7 @@ static void sink_fail(struct exec_sink *s, const struct vt_error *err)
     finish(sink_of(s), err);
 }
 
-static const struct exec_sink_ops json_ops = {
+static const struct exec_sink_ops rows_ops = {
     .begin = sink_begin,
     .chunk = sink_chunk,
     .json_row = sink_json_row,
@@ -261,9 +259,9 @@ static const struct exec_sink_ops json_ops = {
     .fail = sink_fail,
 };
 
-/* Arrow sinks take DuckDB chunks only: the index fast path answers counts
+/* Formats that take DuckDB chunks only: the index fast path answers counts
  * for them, never rows. */
-static const struct exec_sink_ops arrow_ops = {
+static const struct exec_sink_ops chunk_ops = {
     .begin = sink_begin,
     .chunk = sink_chunk,
     .count = sink_count,
@@ -271,32 +269,69 @@ static const struct exec_sink_ops arrow_ops = {
     .fail = sink_fail,
 };
 
-void api_sink_init(struct api_sink *a, struct http_request *req, enum query_mode mode,
-                   enum api_format format)
+void api_sink_init(struct api_sink *a, struct http_request *req, enum api_reply kind,
+                   const struct enc_format *fmt)
 {
     memset(a, 0, sizeof *a);
     a->req = req;
-    a->mode = mode;
-    a->format = mode == QUERY_COUNT ? API_FORMAT_JSON : format;
-    a->paged = mode == QUERY_PAGED;
-    bool json = a->format == API_FORMAT_JSON;
-    a->sink.ops = json ? &json_ops : &arrow_ops;
-    a->content_type = json ? "application/json" : API_ARROW_CONTENT_TYPE;
-    a->compressible = json;
+    a->kind = kind;
+    a->fmt = kind == API_REPLY_COUNT ? NULL : fmt;
+    a->sink.ops = a->fmt && !a->fmt->row ? &chunk_ops : &rows_ops;
     sb_init(&a->buf, 0);
-}
-
-void api_sink_init_sql(struct api_sink *a, struct http_request *req, enum api_format format)
-{
-    api_sink_init(a, req, QUERY_STREAM, format);
-    a->sql = true;
 }
 
 void api_sink_release(struct api_sink *a)
 {
-    json_rows_destroy(a->enc);
+    if (a->fmt && a->fmt->release)
+        a->fmt->release(a->enc);
     a->enc = NULL;
-    if (a->format == API_FORMAT_ARROW)
-        arrow_duckdb_release(&a->arrow); /* safe after a failed or no begin */
     sb_release(&a->buf);
+}
+
+/* ------------------------------------------------------------ negotiation */
+
+/* What a route answers in when the client says nothing: JSON pages and SQL
+ * results, Arrow streams. */
+static const struct enc_format *default_format(enum api_reply kind)
+{
+    return kind == API_REPLY_STREAM ? &enc_arrow : &enc_json;
+}
+
+enum vt_err api_negotiate(struct http_request *req, enum api_reply kind,
+                          const struct enc_format **out, struct vt_error *err)
+{
+    const struct enc_format *const *all;
+    size_t n = enc_formats(&all);
+    const char *name = http_req_query(req, "format");
+    if (name) {
+        if ((*out = enc_format_named(name)) != NULL)
+            return VT_ERR_OK;
+        char list[128] = "";
+        size_t len = 0;
+        for (size_t i = 0; i < n && len < sizeof list; i++)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s\"%s\"", i ? ", " : "",
+                                    all[i]->name);
+        return vt_error_set(err, VT_ERR_INVALID_QUERY, "format: expected one of %s, got \"%.64s\"",
+                            list, name);
+    }
+    /* Accept: the format the client names with the highest q > 0; wildcards
+     * name none (they keep the route's default), and on a tie the table
+     * order decides, the route's default last. */
+    const char *accept = http_req_header(req, "Accept");
+    const struct enc_format *dflt = default_format(kind);
+    const struct enc_format *best = dflt;
+    int best_q = 0;
+    for (size_t pass = 0; accept && pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            if ((all[i] == dflt) != (pass == 1))
+                continue;
+            int q = http_accept_media_q(accept, all[i]->media_type);
+            if (q > best_q) {
+                best = all[i];
+                best_q = q;
+            }
+        }
+    }
+    *out = best;
+    return VT_ERR_OK;
 }

@@ -27,10 +27,10 @@
 
 /* Body media types of a response. */
 #define M_JSON 1u
-#define M_ARROW 2u
 #define M_PARQUET 4u
 #define M_PROM 8u
 #define M_ASSET 16u
+#define M_ROWS 32u       /* rows in every format of the encoder table (src/encode) */
 
 /* Response headers. */
 #define H_TIMING 1u      /* Server-Timing */
@@ -43,7 +43,7 @@
 #define H_TOTAL 128u     /* X-Total-Count (include_total) */
 
 /* Parameters beyond the path's. */
-#define P_FORMAT 1u      /* ?format=json|arrow (and Accept) */
+#define P_FORMAT 1u      /* ?format= one of the encoder table (and Accept) */
 #define P_RANGE 2u       /* Range, If-None-Match, If-Match */
 #define P_ASYNC 4u       /* ?async=true|false */
 #define P_Q 8u           /* ?q=<query JSON> */
@@ -117,11 +117,12 @@ static const struct op_doc docs[] = {
       {404, NULL, 0, 0, "No such dataset."},
       {503, NULL, 0, H_RETRY, "Not published yet, or its build failed."}}},
     {api_dataset_query, "query", "QueryRequest", false, P_FORMAT, false,
-     {{200, "QueryPage", M_JSON | M_ARROW, H_TIMING | H_REFRESHED | H_PAGE | H_TOTAL,
-       "One page: JSON {data, page, page_size}, or an Arrow IPC stream (?format=arrow or Accept)."},
+     {{200, "QueryPage", M_ROWS, H_TIMING | H_REFRESHED | H_PAGE | H_TOTAL,
+       "One page: JSON {data, page, page_size}, or the page in another format (?format= or "
+       "Accept; X-Page and X-Page-Size say which page)."},
       R_DATA_ERRORS}},
     {api_dataset_query_get, "query", NULL, false, P_FORMAT | P_Q | P_INM, false,
-     {{200, "QueryPage", M_JSON | M_ARROW, H_TIMING | H_REFRESHED | H_PAGE | H_CACHE | H_TOTAL,
+     {{200, "QueryPage", M_ROWS, H_TIMING | H_REFRESHED | H_PAGE | H_CACHE | H_TOTAL,
        "The answer POST .../query gives for the body in ?q, with a weak ETag of the generation, "
        "the format and q (Cache-Control: no-cache: revalidate, then reuse)."},
       {304, NULL, 0, H_CACHE, "If-None-Match matched: the dataset was not reloaded since."},
@@ -140,9 +141,11 @@ static const struct op_doc docs[] = {
     {api_dataset_facets, "query", "FacetsRequest", true, 0, false,
      {{200, "Facets", M_JSON, 0, "The top values of each column among the selected rows."},
       R_DATA_ERRORS}},
-    {api_dataset_query_stream, "query", "QueryRequest", false, 0, false,
-     {{200, "ArrowStream", M_ARROW, H_TIMING,
-       "Every matching row as one Arrow IPC stream (page and page_size ignored; limit honoured)."},
+    {api_dataset_query_stream, "query", "QueryRequest", false, P_FORMAT, false,
+     {{200, "QueryStream", M_ROWS, H_TIMING,
+       "Every matching row, streamed (page and page_size ignored; limit honoured): an Arrow IPC "
+       "stream unless ?format= or Accept asks for JSON, CSV or NDJSON; compressed per "
+       "Accept-Encoding when the format is text."},
       R_DATA_ERRORS}},
     {api_dataset_count, "query", "CountRequest", false, 0, false,
      {{200, "Count", M_JSON, H_TIMING | H_REFRESHED, "The number of matching rows."},
@@ -172,8 +175,8 @@ static const struct op_doc docs[] = {
       {404, NULL, 0, 0, "No such dataset."},
       {409, "HasDependents", M_JSON, 0, "Other datasets depend on it; they are listed."}}},
     {api_sql, "query", "SqlRequest", true, P_FORMAT, false,
-     {{200, "SqlResult", M_JSON | M_ARROW, H_TIMING,
-       "JSON {data, max_rows, truncated}, or an Arrow IPC stream."},
+     {{200, "SqlResult", M_ROWS, H_TIMING,
+       "JSON {data, max_rows, truncated}, or the rows in another format (?format= or Accept)."},
       {400, NULL, 0, 0, "Not one read-only SELECT over the datasets (sql_syntax, sql_not_read_only, sql_unknown_table, sql_forbidden_function, ...)."},
       {413, NULL, 0, 0, NULL},
       {415, NULL, 0, 0, NULL},
@@ -440,6 +443,20 @@ static json_t *response(const struct op_resp *r, http_handler_fn handler)
     if (!schema || !media)
         return o;
     json_t *content = json_object();
+    if (media & M_ROWS) {
+        /* The JSON document (the route's schema), then every other format
+         * of the encoder table as a string of its media type. */
+        const struct enc_format *const *all;
+        size_t n = enc_formats(&all);
+        for (size_t i = 0; i < n; i++)
+            json_object_set_new(
+                content, all[i]->media_type,
+                all[i] == &enc_json
+                    ? json_pack("{s:o}", "schema", ref("schemas", schema))
+                    : json_pack("{s:{s:s,s:s,s:s}}", "schema", "type", "string",
+                                "contentMediaType", all[i]->media_type, "description",
+                                all[i]->description));
+    }
     if (media & M_JSON) {
         json_t *mt = json_pack("{s:o}", "schema", ref("schemas", schema));
         json_t *ex = r->status >= 400 && !r->schema ? error_examples(handler, r->status) : NULL;
@@ -447,9 +464,6 @@ static json_t *response(const struct op_resp *r, http_handler_fn handler)
             json_object_set_new(mt, "examples", ex);
         json_object_set_new(content, "application/json", mt);
     }
-    if (media & M_ARROW)
-        json_object_set_new(content, API_ARROW_CONTENT_TYPE,
-                            json_pack("{s:o}", "schema", ref("schemas", "ArrowStream")));
     if (media & M_PARQUET)
         json_object_set_new(content, "application/vnd.apache.parquet",
                             json_pack("{s:o}", "schema", ref("schemas", schema)));
@@ -545,13 +559,21 @@ static json_t *operation(const struct http_route *r, const char *method, const s
         snprintf(name, sizeof name, "%.*s", (int)(e - p - 1), p + 1);
         json_array_append_new(params, path_param(!strcmp(name, "*") ? "path" : name));
     }
-    if (d && (d->params & P_FORMAT))
+    if (d && (d->params & P_FORMAT)) {
+        const struct enc_format *const *all;
+        size_t n = enc_formats(&all);
+        json_t *names = json_array();
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(names, json_string(all[i]->name));
         json_array_append_new(
-            params, json_pack("{s:s,s:s,s:s,s:{s:[ss]}}", "name", "format", "in", "query",
+            params, json_pack("{s:s,s:s,s:s,s:{s:s,s:o}}", "name", "format", "in", "query",
                               "description",
-                              "json (default) or arrow; without it, Accept: "
-                              "application/vnd.apache.arrow.stream selects Arrow.",
-                              "schema", "enum", "json", "arrow"));
+                              "The format of the rows. Without it, the format whose media type "
+                              "Accept names with the highest q (application/json, "
+                              "application/vnd.apache.arrow.stream, text/csv, "
+                              "application/x-ndjson), else JSON (Arrow for /query/stream).",
+                              "schema", "type", "string", "enum", names));
+    }
     if (d && (d->params & P_ASYNC))
         json_array_append_new(
             params, json_pack("{s:s,s:s,s:s,s:{s:s,s:b}}", "name", "async", "in", "query",

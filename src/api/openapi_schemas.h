@@ -265,9 +265,12 @@ static const char openapi_components_json[] = OPENAPI_JSON({
       "type": "object", "required": ["count"],
       "properties": {"count": {"type": "integer", "minimum": 0}}
     },
-    "ArrowStream": {
-      "type": "string", "contentMediaType": "application/vnd.apache.arrow.stream",
-      "description": "One Arrow IPC stream: a schema message, record batches, an end marker."
+    "QueryStream": {
+      "type": "object", "required": ["data"],
+      "properties": {
+        "data": {"type": "array", "items": {"type": "object"},
+                 "description": "Every matching row as an object, column names verbatim."}
+      }
     },
     "ParquetFile": {
       "type": "string", "contentMediaType": "application/vnd.apache.parquet",
@@ -464,8 +467,9 @@ static const char openapi_components_json[] = OPENAPI_JSON({
     },
     "Retry-After": {"description": "Seconds to wait before trying again.",
                     "schema": {"type": "integer"}},
-    "X-Page": {"description": "Arrow pages: the page number.", "schema": {"type": "integer"}},
-    "X-Page-Size": {"description": "Arrow pages: the effective page size.",
+    "X-Page": {"description": "Pages in formats other than JSON: the page number.",
+               "schema": {"type": "integer"}},
+    "X-Page-Size": {"description": "Pages in formats other than JSON: the effective page size.",
                     "schema": {"type": "integer"}},
     "ETag": {"description": "The generation id of the export.", "schema": {"type": "string"}},
     "Content-Range": {"description": "bytes <start>-<end>/<total>", "schema": {"type": "string"}},

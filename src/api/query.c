@@ -1,8 +1,8 @@
 /*
  * POST /api/v1/datasets/{name}/query, /query/stream and /count: the HTTP
  * front end of the execution driver (src/exec). A handler negotiates the
- * format, reads the JSON body, picks the sink (JSON page, Arrow page, Arrow
- * stream, count; http_sink.c) and hands the request to the driver, which
+ * format (api_negotiate: JSON, Arrow, CSV or NDJSON), reads the JSON body,
+ * picks the sink (a page, a stream, a count; http_sink.c) and hands the request to the driver, which
  * pins the dataset's current generation for the request's whole life (so a
  * reload never mixes two versions into one response), validates the body,
  * answers from the index fast path on the HTTP thread when it can (point
@@ -18,38 +18,10 @@
  * 304 before anything runs. "include_total" counts the request's rows first,
  * on the same worker, right before the page runs (explore_total).
  */
-#include <stdio.h>
-#include <strings.h>
-
 #include "api/api.h"
 #include "explore/explore.h"
-#include "http/encoding.h"
+#include "http/conditional.h"
 #include "util/timeutil.h"
-
-enum vt_err api_choose_format(struct http_request *req, enum api_format *out,
-                              struct vt_error *err)
-{
-    const char *fmt = http_req_query(req, "format");
-    if (fmt) {
-        if (!strcasecmp(fmt, "arrow")) {
-            *out = API_FORMAT_ARROW;
-            return VT_ERR_OK;
-        }
-        if (!strcasecmp(fmt, "json")) {
-            *out = API_FORMAT_JSON;
-            return VT_ERR_OK;
-        }
-        return vt_error_set(err, VT_ERR_INVALID_QUERY,
-                            "format: expected \"json\" or \"arrow\", got \"%s\"", fmt);
-    }
-    /* Arrow when the client names the Arrow type with q > 0 and does not
-     * prefer JSON; wildcards and everything else keep the JSON default. */
-    const char *accept = http_req_header(req, "Accept");
-    int q_arrow = http_accept_media_q(accept, API_ARROW_CONTENT_TYPE);
-    int q_json = http_accept_media_q(accept, "application/json");
-    *out = q_arrow > 0 && q_arrow >= q_json ? API_FORMAT_ARROW : API_FORMAT_JSON;
-    return VT_ERR_OK;
-}
 
 /* ---------------------------------------------------- the driver's HTTP side */
 
@@ -111,7 +83,7 @@ static enum vt_err get_checked(struct exec_call *call, struct vt_error *err)
     const char *q = http_req_query_n(c->req, "q", &qlen);
     struct strbuf key;
     sb_init(&key, 0);
-    sb_addf(&key, "%d:", (int)c->sink.format);
+    sb_addf(&key, "%s:", c->sink.fmt ? c->sink.fmt->name : "count");
     sb_add(&key, q ? q : "", qlen);
     char etag[HTTP_ETAG_MAX];
     api_weak_etag(call->gen->id, key.buf ? key.buf : "", key.len, etag);
@@ -145,14 +117,15 @@ static void start(struct http_request *req, enum query_mode mode, bool get)
     if (!c)
         return;
     struct vt_error err = {0};
-    enum api_format format = API_FORMAT_ARROW;
-    if (mode == QUERY_COUNT)
-        format = API_FORMAT_JSON;
-    else if (mode == QUERY_PAGED && api_choose_format(req, &format, &err) != VT_ERR_OK) {
+    enum api_reply kind = mode == QUERY_COUNT    ? API_REPLY_COUNT
+                          : mode == QUERY_STREAM ? API_REPLY_STREAM
+                                                 : API_REPLY_PAGE;
+    const struct enc_format *fmt = NULL;
+    if (kind != API_REPLY_COUNT && api_negotiate(req, kind, &fmt, &err) != VT_ERR_OK) {
         http_reply_vterr(req, &err);
         return;
     }
-    api_sink_init(&c->sink, req, mode, format);
+    api_sink_init(&c->sink, req, kind, fmt);
     int64_t t0 = time_mono_us();
     json_t *body = get ? api_json_query_param(req, "q", &err) : api_json_body(req, true, &err);
     if (!body) {
@@ -168,6 +141,7 @@ static void start(struct http_request *req, enum query_mode mode, bool get)
         .body = body,
         .opts = {.mode = mode, .max_page_size = api_app(req)->cfg->server.max_page_size},
         .caps = {.max_rows = EXEC_NO_CAP}, /* paging bounds a page, nothing a stream */
+        .text_columns = fmt && fmt->text_columns,
         .checked = get ? get_checked : NULL,
         /* (only asked for on paged queries: a worker, never the inline path) */
         .before_run = mode == QUERY_PAGED && json_is_true(json_object_get(body, "include_total"))

@@ -27,8 +27,8 @@ void api_sql(struct http_request *req)
 {
     struct api_app *app = api_app(req);
     struct vt_error err = {0};
-    enum api_format format;
-    if (api_choose_format(req, &format, &err) != VT_ERR_OK) {
+    const struct enc_format *fmt;
+    if (api_negotiate(req, API_REPLY_SQL, &fmt, &err) != VT_ERR_OK) {
         http_reply_vterr(req, &err);
         return;
     }
@@ -73,11 +73,12 @@ void api_sql(struct http_request *req)
             http_reply_error(req, VT_ERR_OUT_OF_MEMORY, NULL);
         return;
     }
-    api_sink_init_sql(&c->sink, req, format);
+    api_sink_init(&c->sink, req, API_REPLY_SQL, fmt);
     struct exec_request rq = {
         .kind = EXEC_SQL,
         .sql = text,
         .caps = {.max_rows = max_rows},
+        .text_columns = fmt->text_columns,
     };
     api_call_start(c, &rq);
 }

@@ -848,6 +848,7 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     gen->priv = &both->priv;
     atomic_init(&gen->priv->refs, 1);
     gen->priv->catalog = cat;
+    snprintf(gen->priv->dataset, sizeof gen->priv->dataset, "%s", cfg->name);
     pthread_mutex_init(&gen->priv->export_mu, NULL);
     pthread_cond_init(&gen->priv->export_cv, NULL);
     char id[27];
@@ -1644,8 +1645,52 @@ enum vt_err cat_generation_plan_lazy(const struct cat_generation *gen,
     const struct source_lazy *lz = gen->priv->snapshot.lazy;
     if (!lz)
         return VT_ERR_OK;
-    return source_lazy_plan(lz, req, arena, job ? atomic_load(&job->deadline_ms) : 0,
-                            job ? &job->cancelled : NULL, out, err);
+    enum vt_err rc = source_lazy_plan(lz, req, arena, job ? atomic_load(&job->deadline_ms) : 0,
+                                      job ? &job->cancelled : NULL, out, err);
+    if (rc == VT_ERR_SOURCE_CHANGED)
+        cat_generation_source_changed(gen);
+    return rc;
+}
+
+/* Rebuilds asked for by one changed generation, at most this often. */
+#define CHANGED_REBUILD_EVERY_MS 2000
+
+void cat_generation_source_changed(const struct cat_generation *gen)
+{
+    struct cat_catalog *cat = gen->priv->catalog;
+    int64_t now = time_mono_ms();
+    int64_t last = atomic_load(&gen->priv->changed_rebuild_ms);
+    if (!cat || (last && now - last < CHANGED_REBUILD_EVERY_MS) ||
+        !atomic_compare_exchange_strong(&gen->priv->changed_rebuild_ms, &last, now))
+        return;
+    struct cat_dataset *ds = cat_dataset_get(cat, gen->priv->dataset);
+    if (!ds)
+        return;
+    pthread_mutex_lock(&ds->mu);
+    bool current = ds->current == gen;
+    pthread_mutex_unlock(&ds->mu);
+    /* A newer generation is published (or building): nothing to do. */
+    if (current && cat_build_async(cat, ds, CAT_REFRESH_SCHEDULE, NULL, false))
+        log_warn("dataset %s: source files changed under generation %s; rebuilding",
+                 gen->priv->dataset, gen->id);
+    cat_dataset_put(ds);
+}
+
+void cat_generation_read_failed(const struct cat_generation *gen, struct vt_error *err)
+{
+    const struct source_lazy *lz = gen && gen->lazy ? gen->priv->snapshot.lazy : NULL;
+    if (!lz || err->code != VT_ERR_QUERY_FAILED)
+        return;
+    struct vt_error why = {0};
+    if (source_lazy_changed(lz, &why)) {
+        *err = why;
+        cat_generation_source_changed(gen);
+        return;
+    }
+    log_warn("dataset %s: reading generation %s failed: %s", gen->priv->dataset, gen->id,
+             vt_error_message(err));
+    vt_error_clear(err);
+    vt_error_set(err, VT_ERR_QUERY_FAILED, "reading the dataset's source files failed");
 }
 
 enum vt_err cat_generation_read_all(const struct cat_generation *gen, int64_t deadline_ms,

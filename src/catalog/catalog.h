@@ -155,6 +155,17 @@ enum vt_err cat_generation_plan_lazy(const struct cat_generation *gen,
                                      const struct query_request *req, struct arena *arena,
                                      const struct eng_job *job, struct source_lazy_plan *out,
                                      struct vt_error *err);
+/* A lazy generation's local files changed under it (VT_ERR_SOURCE_CHANGED
+ * from the plan above, issue 21 item 4): while it is still its dataset's
+ * current generation, the dataset is rebuilt (at most once every couple of
+ * seconds per generation; refresh_source "schedule"). Any thread. */
+void cat_generation_source_changed(const struct cat_generation *gen);
+/* A statement over a lazy generation failed in DuckDB (`err`, code
+ * VT_ERR_QUERY_FAILED): when its files changed, err becomes
+ * VT_ERR_SOURCE_CHANGED and the dataset is rebuilt; otherwise the message
+ * loses file paths and SQL text (DuckDB's I/O errors name the generation's
+ * internal files), which go to the log. No-op for other generations. */
+void cat_generation_read_failed(const struct cat_generation *gen, struct vt_error *err);
 /* Everything a statement over the whole generation reads made local (S3
  * lazy generations: every object of it through the range cache), held until
  * cat_generation_read_release(*out_holds). A no-op for other generations. */
@@ -381,6 +392,14 @@ bool cat_dataset_from_config(const struct cat_dataset *ds);
 int cat_dataset_config(struct cat_dataset *ds, struct vt_dataset_config *out);
 /* The names of every registered dataset, in registration order. */
 void cat_names(struct cat_catalog *cat, struct strvec *out);
+/* Whether the set of dataset names is known: always, except on a reader
+ * before it has read the shared catalog. Until then an unknown name is
+ * DATASET_NOT_READY (503, retry elsewhere), not DATASET_NOT_FOUND (404). */
+bool cat_names_known(struct cat_catalog *cat);
+void cat_set_names_known(struct cat_catalog *cat, bool known);
+/* The error for a name that is not registered: 404, or 503 while the names
+ * are not known yet. Returns the code. */
+enum vt_err cat_unknown_name(struct cat_catalog *cat, const char *name, struct vt_error *err);
 /* Drops the previous generations kept past their time (called now and then). */
 void cat_expire_previous(struct cat_catalog *cat);
 

@@ -6,6 +6,7 @@
 #define VT_CATALOG_INTERNAL_H
 
 #include "catalog/catalog.h"
+#include "util/limits.h"
 #include "util/strbuf.h"
 
 enum cat_export_state { CAT_EXPORT_NONE, CAT_EXPORT_BUILDING, CAT_EXPORT_READY };
@@ -35,6 +36,9 @@ struct cat_generation_private {
     char *export_remote;        /* imported: where its Parquet bytes are (hooks.fetch_export) */
     char *source_version;       /* the source's version when built (Delta version, listing
                                  * digest), or NULL */
+    char dataset[VT_MAX_DATASET_NAME_BYTES + 1]; /* its dataset's name */
+    _Atomic int64_t changed_rebuild_ms; /* a lazy generation whose files changed: when its
+                                 * dataset's rebuild was last asked for (0 never) */
 };
 
 struct cat_dataset {
@@ -91,6 +95,7 @@ struct cat_catalog {
     atomic_bool keep_storage;       /* shutting down: storage generations stay on disk
                                      * (materialize.reuse_on_start serves them next time) */
     struct cat_hooks hooks;         /* the cluster's (zero: standalone) */
+    atomic_bool names_unknown;      /* a reader that has not read the shared catalog yet */
 };
 
 struct cat_dataset *cat_dataset_new(struct cat_catalog *cat, const struct vt_dataset_config *cfg,

@@ -17,6 +17,27 @@
 void cat_set_hooks(struct cat_catalog *cat, const struct cat_hooks *hooks)
 {
     cat->hooks = *hooks;
+    /* A reader knows its datasets only once it has read the shared catalog. */
+    atomic_store(&cat->names_unknown, hooks->no_builds);
+}
+
+bool cat_names_known(struct cat_catalog *cat)
+{
+    return !atomic_load(&cat->names_unknown);
+}
+
+void cat_set_names_known(struct cat_catalog *cat, bool known)
+{
+    atomic_store(&cat->names_unknown, !known);
+}
+
+enum vt_err cat_unknown_name(struct cat_catalog *cat, const char *name, struct vt_error *err)
+{
+    if (!cat_names_known(cat))
+        return vt_error_set(err, VT_ERR_DATASET_NOT_READY,
+                            "this replica has not read the shared catalog yet; retry");
+    return vt_error_set(err, VT_ERR_DATASET_NOT_FOUND, "no dataset named \"%s\"",
+                        name ? name : "");
 }
 
 void cat_import_release(struct cat_import *imp)

@@ -160,6 +160,7 @@ static void poll_catalog(struct cluster *c, struct s3_client *s3)
     snprintf(c->catalog_etag, sizeof c->catalog_etag, "%s", etag ? etag : "");
     c->catalog_seen = true;
     pthread_mutex_unlock(&c->mu);
+    cat_set_names_known(c->cat, true);
     free(etag);
 }
 

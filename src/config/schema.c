@@ -762,7 +762,9 @@ const struct cfg_key cfg_schema[] = {
     {"server.quack", "allow_other_hostname", CFG_T_BOOL, C(server.quack.allow_other_hostname),
      .def = "false", .doc = "Allow a non-local uri host (put a TLS-terminating proxy in front)."},
     {"server.quack", "read_only", CFG_T_BOOL, C(server.quack.read_only), .def = "true",
-     .doc = "Reject CREATE, INSERT, UPDATE, DELETE, COPY, DROP, ALTER, LOAD and INSTALL."},
+     .doc = "Every query passes the SQL gate of /api/v1/sql first: one read-only SELECT over "
+            "the datasets (CREATE, INSERT, UPDATE, DELETE, COPY, DROP, ALTER, LOAD, INSTALL "
+            "and anything else are refused)."},
     {"server.quack", NULL, CFG_T_RULE, .rule = rule_quack,
      .doc = "A uri host other than localhost needs allow_other_hostname = true."},
 

@@ -71,6 +71,7 @@ struct json_rows {
     struct jcol *cols;
     size_t ncol;
     uint64_t written;
+    bool lines;              /* NDJSON: each row ends with '\n', no commas */
 };
 
 /* ---- segments ---- */
@@ -937,6 +938,8 @@ uint64_t json_rows_written(const struct json_rows *enc) { return enc->written; }
 
 void json_rows_restart(struct json_rows *enc) { enc->written = 0; }
 
+void json_rows_set_lines(struct json_rows *enc, bool lines) { enc->lines = lines; }
+
 void json_rows_rewind(struct json_rows *enc, uint64_t written) { enc->written = written; }
 
 /* ---- rows ---- */
@@ -961,8 +964,9 @@ static int encode_batch(struct json_rows *enc, duckdb_vector *vecs, idx_t from, 
     if (sb_grow(out, total) < 0)
         return -1;
     char *o = out->buf + out->len;
+    bool lines = enc->lines;
     for (idx_t i = 0; i < n; i++) {
-        if (i || enc->written)
+        if (!lines && (i || enc->written))
             *o++ = ',';
         *o++ = '{';
         for (size_t c = 0; c < ncol; c++) {
@@ -972,6 +976,8 @@ static int encode_batch(struct json_rows *enc, duckdb_vector *vecs, idx_t from, 
             o = put_bytes(o, col->seg.buf + e[i], e[i + 1] - e[i]);
         }
         *o++ = '}';
+        if (lines)
+            *o++ = '\n';
     }
     out->len = (size_t)(o - out->buf);
     out->buf[out->len] = '\0';

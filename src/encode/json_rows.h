@@ -64,6 +64,9 @@ typedef int (*json_cells_fn)(void *ctx, const char *cells, const uint32_t *ends)
 int json_rows_encode_cells(struct json_rows *enc, duckdb_data_chunk chunk, json_cells_fn fn,
                            void *ctx);
 
+/* Newline-delimited rows (NDJSON): every row is followed by '\n' and no
+ * commas are written. */
+void json_rows_set_lines(struct json_rows *enc, bool lines);
 /* Rows written since creation or the last restart. */
 uint64_t json_rows_written(const struct json_rows *enc);
 /* The next row is a first row again (no leading comma): reuse for a new body. */

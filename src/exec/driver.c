@@ -162,6 +162,7 @@ static enum vt_err plan_rows(struct exec_call *c, int64_t deadline, struct vt_er
         .gen = c->gen,
         .arena = c->rq.arena,
         .timing = c->rq.timing,
+        .text_columns = c->rq.text_columns,
     };
     c->planned = true;
     return c->rq.checked ? c->rq.checked(c, err) : VT_ERR_OK;
@@ -190,6 +191,7 @@ static enum vt_err plan_sql(struct exec_call *c, duckdb_connection con, struct v
         .nviews = c->snap->n,
         .arena = c->rq.arena,
         .timing = c->rq.timing,
+        .text_columns = c->rq.text_columns,
     };
     c->planned = true;
     return VT_ERR_OK;

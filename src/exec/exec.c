@@ -157,8 +157,7 @@ enum vt_err exec_pin_at(struct cat_catalog *cat, const char *name, const char *g
     out->ds = name ? cat_dataset_get(cat, name) : NULL;
     out->gen = NULL;
     if (!out->ds)
-        return vt_error_set(err, VT_ERR_DATASET_NOT_FOUND, "no dataset named \"%s\"",
-                            name ? name : "");
+        return cat_unknown_name(cat, name, err);
     out->gen = cat_dataset_acquire_id(out->ds, generation, deadline_ms, err);
     if (!out->gen) {
         cat_dataset_put(out->ds);
@@ -727,17 +726,18 @@ enum eng_job_class exec_job_class(const struct exec_plan *plan)
 }
 
 /* The text an EXEC_SQL statement is prepared (and cached) under: the user's
- * statement, then a comment naming the generations its views read. A cached
- * plan is bound through the views to one generation's database; keyed by the
- * statement alone, the same text after a reload reused a plan of the previous
- * generation (its rows, or DuckDB's "requires database ... but it was not
- * attached" once that generation was dropped). The comment starts on a line
- * of its own: the gate let through one statement, with no open comment. */
-static const char *sql_with_generations(const struct exec_plan *plan)
+ * statement (`sql`), then a comment naming the generations its views read. A
+ * cached plan is bound through the views to one generation's database; keyed
+ * by the statement alone, the same text after a reload reused a plan of the
+ * previous generation (its rows, or DuckDB's "requires database ... but it
+ * was not attached" once that generation was dropped). The comment starts on
+ * a line of its own: the gate let through one statement, with no open
+ * comment. */
+static const char *sql_with_generations(const struct exec_plan *plan, const char *sql)
 {
     if (!plan->nviews || !plan->arena)
-        return plan->sql; /* no views (or nowhere to build the text: as written) */
-    size_t n = strlen(plan->sql) + 8;
+        return sql; /* no views (or nowhere to build the text: as written) */
+    size_t n = strlen(sql) + 8;
     for (size_t i = 0; i < plan->nviews; i++)
         n += strlen(plan->views[i].relation) + 2;
     char *text = plan->arena ? arena_alloc(plan->arena, n) : NULL;
@@ -745,7 +745,7 @@ static const char *sql_with_generations(const struct exec_plan *plan)
         return NULL;
     struct strbuf sb;
     sb_init(&sb, 0);
-    sb_adds(&sb, plan->sql);
+    sb_adds(&sb, sql);
     sb_adds(&sb, "\n-- ");
     for (size_t i = 0; i < plan->nviews; i++) {
         if (i)
@@ -757,6 +757,108 @@ static const char *sql_with_generations(const struct exec_plan *plan)
         memcpy(text, sb.buf, sb.len + 1);
     sb_release(&sb);
     return ok ? text : NULL;
+}
+
+static bool ident_char(char c)
+{
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || (unsigned char)c >= 0x80;
+}
+
+/* Where a dollar-quoted string opened at s ($tag$) ends its tag (the index
+ * after the second '$'), or 0 when s opens none. */
+static size_t dollar_tag(const char *s)
+{
+    size_t i = 1;
+    while (s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+           (i > 1 && s[i] >= '0' && s[i] <= '9') || (unsigned char)s[i] >= 0x80)
+        i++;
+    return s[i] == '$' ? i + 1 : 0;
+}
+
+/* The length of a statement the gate let through without the ';' that may
+ * end it and whatever follows that (only spaces and comments can). Strings
+ * ('...', E'...', $tag$...$tag$), quoted names and comments (--, nested
+ * block comments) are skipped as DuckDB's lexer reads them; text this scan
+ * cannot follow to its end is left whole, for DuckDB to refuse. */
+static size_t statement_len(const char *sql)
+{
+    size_t n = strlen(sql), i = 0, end = n;
+    while (i < n) {
+        char c = sql[i];
+        if (c == '\'' || c == '"') {
+            bool esc = c == '\'' && i > 0 && (sql[i - 1] == 'e' || sql[i - 1] == 'E') &&
+                       (i < 2 || !ident_char(sql[i - 2]));
+            for (i++; i < n; i++) {
+                if (esc && sql[i] == '\\' && i + 1 < n) {
+                    i++;
+                } else if (sql[i] == c) {
+                    if (sql[i + 1] != c)
+                        break;
+                    i++;
+                }
+            }
+            if (i >= n)
+                return n;
+            i++;
+        } else if (c == '-' && sql[i + 1] == '-') {
+            while (i < n && sql[i] != '\n')
+                i++;
+        } else if (c == '/' && sql[i + 1] == '*') {
+            int depth = 0;
+            do {
+                if (sql[i] == '/' && sql[i + 1] == '*') {
+                    depth++;
+                    i += 2;
+                } else if (sql[i] == '*' && sql[i + 1] == '/') {
+                    depth--;
+                    i += 2;
+                } else {
+                    i++;
+                }
+            } while (depth > 0 && i < n);
+            if (depth > 0)
+                return n;
+        } else if (c == '$' && (i == 0 || !ident_char(sql[i - 1])) && dollar_tag(sql + i)) {
+            size_t tag = dollar_tag(sql + i);
+            const char *close = NULL;
+            for (size_t k = i + tag; k + tag <= n && !close; k++)
+                if (!memcmp(sql + k, sql + i, tag))
+                    close = sql + k;
+            if (!close)
+                return n;
+            i = (size_t)(close - sql) + tag;
+        } else if (c == ';') {
+            if (end == n)
+                end = i;
+            i++;
+        } else {
+            if (end != n && c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\f')
+                return n; /* something after the ';': not ours to cut */
+            i++;
+        }
+    }
+    return end;
+}
+
+/* plan->text_columns: every column of the statement's result as DuckDB's own
+ * text form of its values (a cast to VARCHAR: what COPY ... (FORMAT csv)
+ * writes), the statement a subquery. DuckDB keeps the column names (a
+ * repeated name gets a _1 suffix, as COPY writes it) and the order of an
+ * ordered statement. The statement's closing ';' goes (it cannot stand inside
+ * parentheses); a line break ends a trailing line comment. */
+static const char *as_text_columns(const struct exec_plan *plan, const char *sql)
+{
+    static const char head[] = "SELECT CAST(COLUMNS(*) AS VARCHAR) FROM (\n";
+    size_t n = statement_len(sql);
+    char *text = arena_alloc(plan->arena, sizeof head + n + 4);
+    if (!text)
+        return NULL;
+    memcpy(text, head, sizeof head - 1);
+    memcpy(text + sizeof head - 1, sql, n);
+    memcpy(text + sizeof head - 1 + n, "\n)", 3);
+    text[sizeof head - 1 + n + 3] = '\0';
+    return text;
 }
 
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con)
@@ -777,7 +879,9 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
         memset(&qp, 0, sizeof qp);
         qp.params = plan->params;
         qp.nparams = plan->nparams;
-        sql = sql_with_generations(plan);
+        sql = plan->text_columns ? as_text_columns(plan, plan->sql) : plan->sql;
+        if (sql)
+            sql = sql_with_generations(plan, sql);
         if (!sql) {
             vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
             sink->ops->fail(sink, &err);
@@ -826,7 +930,13 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
             source_lazy_read_release(holds);
             return;
         }
-        sql = qp.sql;
+        sql = plan->text_columns ? as_text_columns(plan, qp.sql) : qp.sql;
+        if (!sql) {
+            vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
+            sink->ops->fail(sink, &err);
+            source_lazy_read_release(holds);
+            return;
+        }
     }
     duckdb_prepared_statement ps = NULL;
     bool cached = false;
@@ -860,6 +970,10 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
             if (stop_requested(plan, &why))
                 err = why;
         }
+        /* A lazy generation's files changed under it, or DuckDB's message
+         * names its internal files: the catalog says what the client sees. */
+        if (plan->kind != EXEC_SQL && plan->gen)
+            cat_generation_read_failed(plan->gen, &err);
         sink->ops->fail(sink, &err);
         source_lazy_read_release(holds);
         return;
@@ -869,6 +983,8 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
         deliver_count(plan, &res, sink, &err);
     else
         deliver_rows(plan, &res, sink, &err, &early);
+    if (plan->kind != EXEC_SQL && plan->gen)
+        cat_generation_read_failed(plan->gen, &err);
     duckdb_destroy_result(&res);
     if (!cached)
         duckdb_destroy_prepare(&ps);

@@ -193,6 +193,10 @@ struct exec_plan {
      * simple Query sends them): prepared for this run only, so it does not
      * push reusable plans out of the connection's cache. */
     bool one_off;
+    /* Every column of the result as DuckDB's text form of its values (a
+     * cast to VARCHAR): for sinks whose encoder reads text (CSV,
+     * enc_format.text_columns). The statement runs as a subquery. */
+    bool text_columns;
 };
 
 /* ------------------------------------------------------------ front-end help */
@@ -405,6 +409,8 @@ struct exec_request {
     const struct sql_gate_options *gate;
     const struct query_value *params;
     size_t nparams;
+    /* The sink reads every column as text (exec_plan.text_columns). */
+    bool text_columns;
 
     struct exec_caps caps;
     struct exec_sink *sink;

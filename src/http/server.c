@@ -517,7 +517,7 @@ void http_reply_error(struct http_request *req, enum vt_err code, const char *me
     sb_add_json_string(&body, c, strlen(c));
     sb_adds(&body, "}");
     if (code == VT_ERR_DATASET_NOT_READY || code == VT_ERR_UNAVAILABLE ||
-        code == VT_ERR_SHUTTING_DOWN)
+        code == VT_ERR_SHUTTING_DOWN || code == VT_ERR_SOURCE_CHANGED)
         http_add_header(req, "Retry-After", "2");
     log_error_reply(req, vt_err_status(code), code, msg);
     http_reply_json(req, vt_err_status(code), &body);

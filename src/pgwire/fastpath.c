@@ -344,8 +344,9 @@ static json_t *term_value(const struct sql_lookup_term *t, const struct query_va
 }
 
 int pgw_fast_lookup(struct pgw_session *s, const struct sql_lookup *l,
-                       const struct exec_snapshot *snap, const struct query_value *params,
-                       size_t nparams, bool describe, uint64_t *out_rows, bool *out_ok)
+                    const struct exec_snapshot *snap, const struct query_value *params,
+                    size_t nparams, bool describe, const uint32_t *told, size_t ntold,
+                    uint64_t *out_rows, bool *out_ok)
 {
     if (!l || snap->n != 1 || strcmp(snap->views[0].name, l->dataset) != 0)
         return 0;
@@ -377,6 +378,17 @@ int pgw_fast_lookup(struct pgw_session *s, const struct sql_lookup *l,
             goto out;
         }
     }
+    /* The client was told the columns (Describe): the index answers only
+     * with the same types. */
+    if (told && ntold != ncols) {
+        json_decref(colnames);
+        goto out;
+    }
+    for (size_t i = 0; told && i < ncols; i++)
+        if (cols[i].ti.oid != told[i]) {
+            json_decref(colnames);
+            goto out;
+        }
     if (colnames)
         json_object_set_new(body, "columns", colnames);
     for (size_t i = 0; i < l->nterms; i++) {

@@ -347,10 +347,12 @@ bool pgw_cursor_describe(struct pgw_session *s, const struct pgw_stmt *st, const
 
 /* fastpath.c: an equality lookup answered from the dataset's index. 1:
  * answered (rows sent, or an error reported: *out_ok false); 0: not from the
- * index (nothing sent: run the SQL). */
+ * index (nothing sent: run the SQL). told (may be NULL): the column types
+ * the client was told, which the answer must have. */
 int pgw_fast_lookup(struct pgw_session *s, const struct sql_lookup *l,
                     const struct exec_snapshot *snap, const struct query_value *params,
-                    size_t nparams, bool describe, uint64_t *out_rows, bool *out_ok);
+                    size_t nparams, bool describe, const uint32_t *told, size_t ntold,
+                    uint64_t *out_rows, bool *out_ok);
 
 /* statements.c */
 void pgw_simple_query(struct pgw_session *s, const char *sql, size_t len);

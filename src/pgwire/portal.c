@@ -186,13 +186,28 @@ bool pgw_portal_rows(struct pgw_session *s, struct pgw_portal *p, uint64_t limit
     bool text = true;
     for (size_t i = 0; i < p->nformats; i++)
         text &= p->formats[i] == 0;
-    /* From the index when the client learns the columns from this result
-     * (or does not ask): a Describe(S) answer came from DuckDB's types. */
+    /* From the index when it answers with the types the client was told
+     * (Describe of the statement or the portal), or when the client learns
+     * them from this result. */
     uint64_t fast_rows = 0;
     bool fast_ok = false;
-    if (!discard && st->lookup && text && !limit && !p->told && !st->described &&
+    uint32_t stack[64], *told = NULL;
+    size_t ntold = 0;
+    if (p->told) {
+        told = p->told_oids;
+        ntold = p->told_n;
+    } else if (st->described && !p->describe_pending && st->shape.ncols <= 64) {
+        for (size_t i = 0; i < st->shape.ncols; i++)
+            stack[i] = duckdb_get_type_id(st->shape.types[i]) == DUCKDB_TYPE_INVALID
+                           ? PGW_OID_TEXT
+                           : pgw_type_of(st->shape.types[i]).oid;
+        told = stack;
+        ntold = st->shape.ncols;
+    }
+    if (!discard && st->lookup && text && !limit &&
+        (told || !st->described || p->describe_pending) &&
         pgw_fast_lookup(s, st->lookup, &p->snap, p->params, p->nparams, p->describe_pending,
-                        &fast_rows, &fast_ok)) {
+                        told, ntold, &fast_rows, &fast_ok)) {
         p->describe_pending = false;
         p->state = PGW_P_DONE;
         p->rows = *out_n = fast_rows;

@@ -68,7 +68,7 @@ static bool simple_sql(struct pgw_session *s, const char *text, size_t len,
     } else if (explain) {
         ok = pgw_explain(s, snap.rewritten ? snap.rewritten : sql, st->analyze, &snap, NULL, 0,
                          true);
-    } else if (!copy && pgw_fast_lookup(s, snap.lookup, &snap, NULL, 0, true, &rows, &ok)) {
+    } else if (!copy && pgw_fast_lookup(s, snap.lookup, &snap, NULL, 0, true, NULL, 0, &rows, &ok)) {
         if (ok) {
             char tag[48];
             snprintf(tag, sizeof tag, "SELECT %" PRIu64, rows);

@@ -1,7 +1,8 @@
 /*
  * Quack (quack.h): one thread that loads DuckDB's `quack` extension when it
  * is installed, exposes the datasets as views and runs quack_serve; or logs
- * once that it is missing and ends.
+ * once that it is missing and ends. With read_only, every query a Quack
+ * client sends passes the SQL gate first, as /sql's do (the rule below).
  */
 #include "quack/quack.h"
 
@@ -14,8 +15,10 @@
 #include <time.h>
 
 #include "catalog/catalog.h"
+#include "engine/engine.h"
 #include "exec/exec.h"
-#include "pgwire/pgwire.h"
+#include "sql/sql.h"
+#include "util/limits.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -31,6 +34,7 @@ struct quack_server {
     const struct vt_config *cfg;
     duckdb_database db;
     struct cat_catalog *cat;
+    struct quack_rule rule;     /* read_only */
     pthread_t thread;
     atomic_bool stop;
     struct view *views;
@@ -39,51 +43,33 @@ struct quack_server {
 
 /* --------------------------------------------------- the read-only rule */
 
-static const char *const refused[] = {
-    /* the spec's list */
-    "create", "insert", "update", "delete", "copy", "drop", "alter", "load", "install",
-    /* and what else changes the database or the server */
-    "attach", "detach", "export", "import", "checkpoint", "vacuum", "truncate", "merge",
-    "set", "reset", "call", "pragma", "update_extensions", "force", "begin", "commit",
-    "rollback", "abort", "start", "end", "prepare", "execute", "deallocate", NULL,
-};
-
-
-/* true when every statement of `q` is allowed. */
-static bool read_only_allows(const char *q, size_t n)
+bool quack_read_only_allows(struct quack_rule *rule, const char *q, size_t n)
 {
-    /* Text the lexer cannot read to its end (an open string or comment) is
-     * not judged: refused. */
-    struct pgw_token t;
-    for (size_t pos = 0;;) {
-        pos = pgw_lex(q, n, pos, &t);
-        if (t.kind == PGW_TOK_BAD)
-            return false;
-        if (t.kind == PGW_TOK_END)
-            break;
-    }
-    struct pgw_span sp[64];
-    size_t k = pgw_split(q, n, sp, 64);
-    if (k > 64)
+    if (n == 0 || n > VT_MAX_SQL_BYTES || memchr(q, '\0', n))
         return false;
-    for (size_t i = 0; i < k; i++) {
-        size_t pos = sp[i].pos, end = sp[i].pos + sp[i].len;
-        do /* leading parentheses: (INSERT ...) */
-            pos = pgw_lex(q, end, pos, &t);
-        while (t.kind == PGW_TOK_PUNCT && q[t.pos] == '(');
-        if (t.kind == PGW_TOK_BAD)
-            return false;
-        for (size_t r = 0; refused[r]; r++)
-            if (pgw_tok_word(q, &t, refused[r]))
-                return false;
-    }
-    return true;
+    char *text = malloc(n + 1);
+    if (!text)
+        return false;
+    memcpy(text, q, n);
+    text[n] = '\0';
+    struct vt_error err = {0};
+    /* The gate's parser runs on the rule's own connection, one check at a
+     * time (DuckDB's threads call the rule concurrently). */
+    pthread_mutex_lock(&rule->mu);
+    enum vt_err rc = exec_sql_check(rule->catalog, rule->gate, text, &err);
+    pthread_mutex_unlock(&rule->mu);
+    if (rc != VT_ERR_OK)
+        log_debug("quack: refused (%s): %s", vt_err_code(rc), vt_error_message(&err));
+    free(text);
+    return rc == VT_ERR_OK;
 }
 
+/* vt_quack_read_only(sid, query) -> BOOLEAN, the rule as a DuckDB scalar
+ * function (its extra info is the rule). */
 static void read_only_fn(duckdb_function_info info, duckdb_data_chunk input,
                          duckdb_vector output)
 {
-    (void)info;
+    struct quack_rule *rule = duckdb_scalar_function_get_extra_info(info);
     idx_t n = duckdb_data_chunk_get_size(input);
     duckdb_vector qv = duckdb_data_chunk_get_vector(input, 1);
     duckdb_string_t *qs = duckdb_vector_get_data(qv);
@@ -96,11 +82,33 @@ static void read_only_fn(duckdb_function_info info, duckdb_data_chunk input,
         }
         uint32_t len = duckdb_string_t_length(qs[i]);
         const char *p = duckdb_string_t_data(&qs[i]);
-        out[i] = read_only_allows(p, len);
+        out[i] = quack_read_only_allows(rule, p, len);
     }
 }
 
-static bool register_read_only(duckdb_connection con)
+enum vt_err quack_rule_init(struct quack_rule *rule, duckdb_database db,
+                            struct cat_catalog *cat, struct vt_error *err)
+{
+    memset(rule, 0, sizeof *rule);
+    rule->catalog = cat;
+    pthread_mutex_init(&rule->mu, NULL);
+    if (eng_connect(db, &rule->gate, err) != VT_ERR_OK) {
+        pthread_mutex_destroy(&rule->mu);
+        return err->code;
+    }
+    return VT_ERR_OK;
+}
+
+void quack_rule_release(struct quack_rule *rule)
+{
+    if (!rule->gate)
+        return;
+    sql_gate_forget(rule->gate);
+    duckdb_disconnect(&rule->gate);
+    pthread_mutex_destroy(&rule->mu);
+}
+
+bool quack_rule_register(struct quack_rule *rule, duckdb_connection con)
 {
     duckdb_scalar_function f = duckdb_create_scalar_function();
     duckdb_scalar_function_set_name(f, "vt_quack_read_only");
@@ -110,6 +118,9 @@ static bool register_read_only(duckdb_connection con)
     duckdb_scalar_function_add_parameter(f, v);
     duckdb_scalar_function_set_return_type(f, b);
     duckdb_scalar_function_set_function(f, read_only_fn);
+    duckdb_scalar_function_set_extra_info(f, rule, NULL);
+    /* Never folded at bind time: every query is judged when it comes. */
+    duckdb_scalar_function_set_volatile(f);
     bool ok = duckdb_register_scalar_function(con, f) == DuckDBSuccess;
     duckdb_destroy_scalar_function(&f);
     duckdb_destroy_logical_type(&v);
@@ -248,12 +259,20 @@ static void *quack_main(void *arg)
         duckdb_disconnect(&con);
         return NULL;
     }
+    struct vt_error rerr = {0};
+    if (qc->read_only && quack_rule_init(&q->rule, q->db, q->cat, &rerr) != VT_ERR_OK) {
+        log_warn("server.quack: cannot install the read-only rule (%s); Quack is not started",
+                 vt_error_message(&rerr));
+        duckdb_disconnect(&con);
+        return NULL;
+    }
     if (qc->read_only &&
-        (!register_read_only(con) ||
+        (!quack_rule_register(&q->rule, con) ||
          !run(con, "SET GLOBAL quack_authorization_function = 'vt_quack_read_only'", why,
               sizeof why))) {
         log_warn("server.quack: cannot install the read-only rule (%s); Quack is not started",
                  why);
+        quack_rule_release(&q->rule);
         duckdb_disconnect(&con);
         return NULL;
     }
@@ -355,11 +374,7 @@ void quack_stop(struct quack_server *q)
         return;
     atomic_store(&q->stop, true);
     pthread_join(q->thread, NULL);
+    quack_rule_release(&q->rule);
     free(q->views);
     free(q);
-}
-
-bool quack_read_only_allows(const char *q, size_t n)
-{
-    return read_only_allows(q, n);
 }

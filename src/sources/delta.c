@@ -364,6 +364,12 @@ static enum vt_err read_parquet_actions(struct source_duck *duck, char **paths, 
             sb_adds(&sql, ", size := \"add\".size");
         if (probe_has_child(add, "deletionVector"))
             sb_adds(&sql, ", deletionVector := \"add\".deletionVector");
+        /* Statistics as JSON text (stats), or as a struct (stats_parsed,
+         * delta.checkpoint.writeStatsAsStruct) turned into the same text. */
+        if (probe_has_child(add, "stats"))
+            sb_adds(&sql, ", stats := \"add\".stats");
+        else if (probe_has_child(add, "stats_parsed"))
+            sb_adds(&sql, ", stats := to_json(\"add\".stats_parsed)::VARCHAR");
         sb_adds(&sql, ")))::VARCHAR");
         arms++;
     }
@@ -884,6 +890,42 @@ enum vt_err source_delta_measure(const struct vt_dataset_config *ds,
     return VT_ERR_OK;
 }
 
+/* The deletion vector of active file i (if any), read and registered for the
+ * statements (dvset.c): *out_id 0 when the file has none. */
+static enum vt_err load_dv(struct delta_table *t, size_t i, uint64_t *out_id,
+                           struct vt_error *err)
+{
+    *out_id = 0;
+    const struct delta_add *a = t->adds[i];
+    if (!a->dv)
+        return VT_ERR_OK;
+    char *name = NULL;
+    struct vt_error lerr = {0};
+    enum vt_err rc = delta_dv_desc_check(a->dv, &lerr);
+    if (rc == VT_ERR_OK && a->dv->storage != 'i') {
+        char *raw = NULL;
+        rc = delta_dv_file_name(a->dv, &raw, &lerr);
+        if (rc == VT_ERR_OK && a->dv->storage == 'p')
+            rc = locate_data_file(t->st, raw, &name, &lerr);
+        else if (rc == VT_ERR_OK) {
+            name = raw;
+            raw = NULL;
+        }
+        free(raw);
+    }
+    struct delta_dv *dv = NULL;
+    if (rc == VT_ERR_OK)
+        rc = delta_dv_load(t->st, name, a->dv, &dv, &lerr);
+    if (rc != VT_ERR_OK)
+        vt_error_set(err, rc, "Delta table %s: %s (the deletion vector of data file %.200s)",
+                     t->st->location, vt_error_message(&lerr), t->names[i]);
+    free(name);
+    if (rc != VT_ERR_OK)
+        return rc;
+    *out_id = dvset_add(dv);
+    return *out_id ? VT_ERR_OK : vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
 /* Data files made readable (in place, pinned, downloaded or cached) into
  * out->files, with their sizes and partition values. */
 static enum vt_err fetch_files(struct delta_table *t, const struct source_context *ctx,
@@ -921,6 +963,8 @@ static enum vt_err fetch_files(struct delta_table *t, const struct source_contex
         }
     }
     out->total_bytes = t->total_bytes;
+    for (size_t i = 0; i < n && rc == VT_ERR_OK; i++)
+        rc = load_dv(t, i, &out->files[i].dv, err);
     return rc;
 }
 
@@ -934,6 +978,7 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
     struct source_probe probe = {0};
     struct source_scan_column *cols = NULL;
     const char **paths = NULL, **pvals = NULL;
+    uint64_t *dvs = NULL;
     struct storage_fetch *fetched = NULL;
     enum vt_err rc = delta_table_open(ds, ctx, &t, out_access_denied, err);
     if (rc != VT_ERR_OK)
@@ -945,10 +990,12 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
         rc = source_duck_open(ctx, &t->duck, err);
     paths = calloc(n, sizeof *paths);
     pvals = calloc(n * (npc ? npc : 1), sizeof *pvals);
-    if (rc == VT_ERR_OK && (!paths || !pvals))
+    dvs = calloc(n, sizeof *dvs);
+    if (rc == VT_ERR_OK && (!paths || !pvals || !dvs))
         rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; rc == VT_ERR_OK && i < n; i++) {
         paths[i] = out->files[i].path;
+        dvs[i] = out->files[i].dv;
         for (size_t k = 0; k < npc; k++)
             pvals[i * npc + k] = out->files[i].partition_values[k];
     }
@@ -994,7 +1041,7 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
     if (rc == VT_ERR_OK) {
         struct source_scan scan = {
             .paths = paths, .n_paths = n, .columns = cols, .n_columns = schema->n,
-            .n_partitions = npc, .partition_values = pvals,
+            .n_partitions = npc, .partition_values = pvals, .dvs = dvs,
         };
         rc = source_scan_sql(&scan, &out->select_sql, err);
         char *list = NULL;
@@ -1022,6 +1069,7 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
     free(fetched);
     free(paths);
     free(pvals);
+    free(dvs);
     free(cols);
     source_probe_release(&probe);
     delta_table_close(t);

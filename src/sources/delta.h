@@ -86,12 +86,23 @@ struct delta_pv {               /* one partitionValues entry */
     char *value;                /* NULL = null partition value */
 };
 
+/* A deletion vector descriptor (add.deletionVector). */
+struct delta_dv_desc {
+    char storage;               /* 'i' inline, 'u' UUID-named file, 'p' absolute path */
+    char *path_or_inline;
+    int64_t offset;             /* -1: absent */
+    int64_t size_in_bytes;
+    int64_t cardinality;
+};
+
 struct delta_add {
     char *path;                 /* as in the log (URI-encoded, relative or absolute) */
     int64_t size;
     struct delta_pv *pvs;
     size_t n_pvs;
-    bool has_dv;                /* carries a deletion vector */
+    struct delta_dv_desc *dv;   /* its deletion vector, or NULL */
+    char *dv_id;                /* the vector's uniqueId (the file's key with path), or NULL */
+    char *stats;                /* add.stats (JSON text), or NULL */
 };
 
 struct delta_file_map;
@@ -139,6 +150,37 @@ size_t delta_replay_active_count(const struct delta_replay *r);
 
 /* Percent-decodes a Delta path (not '+'). false on a bad escape or NUL. */
 bool delta_path_decode(const char *in, char *out, size_t cap);
+
+/* ---- deletion vectors (delta_dv.c) ------------------------------------------ */
+
+struct delta_dv;
+struct storage;
+/* Z85 text (a multiple of 5 characters) -> bytes; false on a bad character,
+ * a group over 2^32 or more than cap bytes. */
+bool delta_z85_decode(const char *in, size_t n, unsigned char *out, size_t cap, size_t *out_n);
+/* A serialized RoaringBitmapArray (magic, bucket count, buckets) holding at
+ * most max_card positions (0: VT_DELTA_MAX_DV_ROWS). */
+enum vt_err delta_dv_parse(const unsigned char *buf, size_t n, uint64_t max_card,
+                           struct delta_dv **out, struct vt_error *err);
+/* One framed vector of a vector file: big-endian size, bytes, CRC-32. */
+enum vt_err delta_dv_decode_framed(const unsigned char *p, size_t n, int64_t size_in_bytes,
+                                   uint64_t max_card, struct delta_dv **out,
+                                   struct vt_error *err);
+enum vt_err delta_dv_decode_inline(const struct delta_dv_desc *d, struct delta_dv **out,
+                                   struct vt_error *err);
+enum vt_err delta_dv_desc_check(const struct delta_dv_desc *d, struct vt_error *err);
+/* The file a 'u' or 'p' descriptor names: relative to the table for 'u',
+ * the descriptor's (URI-encoded) absolute path for 'p'. Caller frees. */
+enum vt_err delta_dv_file_name(const struct delta_dv_desc *d, char **out, struct vt_error *err);
+/* Reads the vector a descriptor names (inline, or from `name` of storage). */
+enum vt_err delta_dv_load(struct storage *st, const char *name, const struct delta_dv_desc *d,
+                          struct delta_dv **out, struct vt_error *err);
+void delta_dv_free(struct delta_dv *dv);
+bool delta_dv_contains(const struct delta_dv *dv, uint64_t pos);
+uint64_t delta_dv_cardinality(const struct delta_dv *dv);
+/* Deleted positions in [lo, hi). */
+uint64_t delta_dv_range_cardinality(const struct delta_dv *dv, uint64_t lo, uint64_t hi);
+size_t delta_dv_bytes(const struct delta_dv *dv);
 
 /* ---- conversions for the SELECT (delta_sql.c) ------------------------------ */
 

@@ -42,9 +42,19 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
+static void dv_desc_free(struct delta_dv_desc *d)
+{
+    if (d)
+        free(d->path_or_inline);
+    free(d);
+}
+
 static void add_release(struct delta_add *a)
 {
     free(a->path);
+    dv_desc_free(a->dv);
+    free(a->dv_id);
+    free(a->stats);
     for (size_t i = 0; i < a->n_pvs; i++) {
         free(a->pvs[i].key);
         free(a->pvs[i].value);
@@ -120,7 +130,15 @@ static int fm_put(struct delta_file_map *m, char *key, struct delta_add *add)
     return 0;
 }
 
-static void fm_remove(struct delta_file_map *m, const char *key)
+static bool same_dv(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Removes the logical file (key, dv_id): the entry of that path only when it
+ * carries the same deletion vector (a remove of an older vector of the file
+ * leaves the newer one alone). */
+static void fm_remove(struct delta_file_map *m, const char *key, const char *dv_id)
 {
     if (!m->n_buckets)
         return;
@@ -129,6 +147,8 @@ static void fm_remove(struct delta_file_map *m, const char *key)
     for (; *pp; pp = &(*pp)->next) {
         struct fm_node *n = *pp;
         if (n->hash == h && strcmp(n->key, key) == 0) {
+            if (!same_dv(n->add.dv_id, dv_id))
+                return;
             *pp = n->next;
             free(n->key);
             add_release(&n->add);
@@ -320,6 +340,48 @@ static enum vt_err decode_key(const char *path, char **out, const char *what,
     return VT_ERR_OK;
 }
 
+/* add/remove.deletionVector -> descriptor and uniqueId ("<type><path>[@<offset>]");
+ * both NULL when there is none. */
+static enum vt_err parse_dv(json_t *j, struct delta_dv_desc **out, char **out_id,
+                            const char *what, struct vt_error *err)
+{
+    *out = NULL;
+    *out_id = NULL;
+    if (!j || json_is_null(j))
+        return VT_ERR_OK;
+    const char *st = json_string_value(json_object_get(j, "storageType"));
+    const char *pd = json_string_value(json_object_get(j, "pathOrInlineDv"));
+    json_t *off = json_object_get(j, "offset");
+    json_t *sz = json_object_get(j, "sizeInBytes");
+    json_t *card = json_object_get(j, "cardinality");
+    if (!json_is_object(j) || !st || strlen(st) != 1 || !pd ||
+        strlen(pd) > VT_DELTA_MAX_PATH_BYTES * 3 || !json_is_integer(sz) ||
+        (off && !json_is_null(off) && !json_is_integer(off)))
+        return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                            "Delta log %s: malformed deletionVector", what);
+    struct delta_dv_desc *d = calloc(1, sizeof *d);
+    if (!d)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    d->storage = st[0];
+    d->offset = json_is_integer(off) ? (int64_t)json_integer_value(off) : -1;
+    d->size_in_bytes = (int64_t)json_integer_value(sz);
+    d->cardinality = json_is_integer(card) ? (int64_t)json_integer_value(card) : -1;
+    d->path_or_inline = strdup(pd);
+    struct strbuf id;
+    sb_init(&id, 0);
+    sb_addf(&id, "%c%s", d->storage, pd);
+    if (d->offset >= 0)
+        sb_addf(&id, "@%lld", (long long)d->offset);
+    if (!d->path_or_inline || id.overflow) {
+        sb_release(&id);
+        dv_desc_free(d);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    *out = d;
+    *out_id = sb_detach(&id, NULL);
+    return VT_ERR_OK;
+}
+
 static enum vt_err apply_add(struct delta_replay *r, json_t *a, const char *what,
                              struct vt_error *err)
 {
@@ -334,10 +396,17 @@ static enum vt_err apply_add(struct delta_replay *r, json_t *a, const char *what
     struct delta_add add = {0};
     json_t *jsz = json_object_get(a, "size");
     add.size = json_is_integer(jsz) ? (int64_t)json_integer_value(jsz) : -1;
-    json_t *dv = json_object_get(a, "deletionVector");
-    add.has_dv = dv && !json_is_null(dv);
     add.path = strdup(path);
     if (!add.path)
+        goto oom;
+    rc = parse_dv(json_object_get(a, "deletionVector"), &add.dv, &add.dv_id, what, err);
+    if (rc != VT_ERR_OK) {
+        add_release(&add);
+        free(key);
+        return rc;
+    }
+    const char *stats = json_string_value(json_object_get(a, "stats"));
+    if (stats && strlen(stats) <= VT_DELTA_MAX_STATS_BYTES && !(add.stats = strdup(stats)))
         goto oom;
     json_t *pv = json_object_get(a, "partitionValues");
     if (json_is_object(pv)) {
@@ -408,10 +477,15 @@ static enum vt_err apply_remove(struct delta_replay *r, json_t *a, const char *w
     enum vt_err rc = decode_key(path, &key, what, err);
     if (rc != VT_ERR_OK)
         return rc;
-    if (r->files)
-        fm_remove(r->files, key);
+    struct delta_dv_desc *dv;
+    char *dv_id;
+    rc = parse_dv(json_object_get(a, "deletionVector"), &dv, &dv_id, what, err);
+    if (rc == VT_ERR_OK && r->files)
+        fm_remove(r->files, key, dv_id);
+    dv_desc_free(dv);
+    free(dv_id);
     free(key);
-    return VT_ERR_OK;
+    return rc;
 }
 
 static enum vt_err apply_sidecar(struct delta_replay *r, json_t *s, const char *what,
@@ -501,9 +575,13 @@ static bool feature_supported(const char *f, const struct delta_replay *r)
 {
     if (strcmp(f, "columnMapping") == 0)
         return !r->column_mapping_mode || strcmp(r->column_mapping_mode, "id") != 0;
-    return strcmp(f, "timestampNtz") == 0 || strcmp(f, "v2Checkpoint") == 0 ||
-           strcmp(f, "vacuumProtocolCheck") == 0 || strcmp(f, "typeWidening") == 0 ||
-           strcmp(f, "typeWidening-preview") == 0;
+    static const char *const ok[] = {"timestampNtz",         "v2Checkpoint",
+                                     "vacuumProtocolCheck",  "typeWidening",
+                                     "typeWidening-preview", "deletionVectors"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (strcmp(f, ok[i]) == 0)
+            return true;
+    return false;
 }
 
 enum vt_err delta_replay_check_protocol(const struct delta_replay *r, const char *location,
@@ -559,15 +637,6 @@ enum vt_err delta_replay_check_protocol(const struct delta_replay *r, const char
                             "Delta table %s uses columnMapping mode \"%.16s\" (vitrine reads "
                             "\"name\")",
                             location, r->column_mapping_mode);
-    if (r->files) {
-        for (size_t b = 0; b < r->files->n_buckets; b++)
-            for (struct fm_node *n = r->files->buckets[b]; n; n = n->next)
-                if (n->add.has_dv)
-                    return vt_error_set(err, VT_ERR_SOURCE_UNSUPPORTED,
-                                        "Delta table %s requires reader feature(s) vitrine "
-                                        "does not support: deletionVectors (file %.200s has one)",
-                                        location, n->key);
-    }
     return VT_ERR_OK;
 }
 

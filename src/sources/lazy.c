@@ -56,10 +56,13 @@ struct lstat {
 struct lfile {
     char *path;                 /* what DuckDB reads */
     int64_t size;
-    int64_t mtime;              /* local files read in place: seen at build */
+    int64_t mtime;              /* local files: what stat said at build (changed()) */
+    int64_t ino, dev;
+    bool local;                 /* a local file (pinned or in place), stat'ed at build */
     int64_t rows;
     size_t rg0, n_rg;           /* its row groups in lazy->rgs */
     char **pvals;               /* borrowed from the snapshot's files */
+    uint64_t dv;                /* its deletion vector (dvset.c), 0 none */
     bool pinned;                /* a link of the snapshot: cannot change */
     /* S3: the object (the sparse file at `path` holds what was fetched):
      * its version tag (the cache key) and listed ETag (If-Match; NULL for
@@ -80,6 +83,7 @@ struct source_lazy {
     enum lazy_class *part_class;
     struct lazy_val *part_vals;     /* n_files * n_partitions, parsed */
     char *select_list;
+    char *carrier;              /* every file column as a typed NULL (scan.h's carrier) */
     char **projection;          /* the dataset's `columns`, or NULL */
     size_t n_projection;
     char *strings;              /* arena of the stats' text (one block) */
@@ -121,6 +125,7 @@ static void lazy_free(struct source_lazy *lz)
     free(lz->part_class);
     free(lz->part_vals);
     free(lz->select_list);
+    free(lz->carrier);
     for (size_t i = 0; i < lz->n_projection; i++)
         free(lz->projection[i]);
     free(lz->projection);
@@ -272,6 +277,7 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
         f->path = strdup(snap->files[i].path);
         f->size = snap->files[i].size;
         f->pvals = snap->files[i].partition_values;
+        f->dv = snap->files[i].dv;
         f->pinned = snap->pin_dir && strncmp(f->path, snap->pin_dir, strlen(snap->pin_dir)) == 0;
         struct stat st;
         if (fetched && fetched[i].bucket) {
@@ -289,8 +295,13 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
                 rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
                 break;
             }
-        } else if (!f->pinned && stat(f->path, &st) == 0) {
+        } else if (stat(f->path, &st) == 0) {
+            /* Pinned or not: a pin (hard link, kept-open file) shares the
+             * inode, so a file rewritten in place changes under it too. */
             f->mtime = (int64_t)st.st_mtime * 1000000000LL + st.st_mtim.tv_nsec;
+            f->ino = (int64_t)st.st_ino;
+            f->dev = (int64_t)st.st_dev;
+            f->local = true;
         }
         size_t pl = strlen(f->path);
         sorted[i] = f->path ? malloc(pl + 1 + sizeof(size_t)) : NULL;
@@ -300,6 +311,30 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
         }
         memcpy(sorted[i], f->path, pl + 1);
         memcpy(sorted[i] + pl + 1, &i, sizeof i);
+    }
+    /* Every file column, typed as over all the files: a request reading only
+     * files written before a column was added still finds it (NULL). */
+    if (rc == VT_ERR_OK) {
+        struct strbuf cs;
+        sb_init(&cs, 0);
+        sb_adds(&cs, "SELECT ");
+        size_t added = 0;
+        for (size_t c = 0; c < n_cols; c++) {
+            const struct source_probe_col *pc = cols[c].partition < 0 ? cols[c].file : NULL;
+            bool dup = false;
+            for (size_t k = 0; k < c && pc && !dup; k++)
+                dup = cols[k].partition < 0 && cols[k].file == pc;
+            if (!pc || dup || !pc->type.text)
+                continue;
+            sb_addf(&cs, "%sCAST(NULL AS %s) AS ", added++ ? ", " : "", pc->type.text);
+            sb_add_sql_ident(&cs, pc->name);
+        }
+        sb_adds(&cs, " LIMIT 0");
+        if (cs.overflow)
+            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        else if (added)
+            lz->carrier = sb_detach(&cs, NULL);
+        sb_release(&cs);
     }
     for (size_t c = 0; rc == VT_ERR_OK && c < n_cols; c++) {
         lz->col_names[c] = strdup(cols[c].name);
@@ -473,7 +508,7 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
         struct lfile *f = &lz->files[i];
         for (size_t g = 0; g < f->n_rg; g++)
             f->rows += lz->rg_rows[f->rg0 + g];
-        lz->rows += f->rows;
+        lz->rows += f->rows - (int64_t)dvset_deleted_in(f->dv, 0, (uint64_t)f->rows);
     }
     if (rc == VT_ERR_OK && ds->columns.len) {
         lz->projection = calloc(ds->columns.len, sizeof *lz->projection);
@@ -607,7 +642,8 @@ static enum lazy_verdict verdict(const struct source_lazy *lz, const struct quer
 /* The generation's relation over some of its files: its SELECT (with the
  * dataset's `columns` projection) from exactly them; `none` reads no row. */
 static void add_relation(const struct source_lazy *lz, const char *const *paths, size_t n,
-                         const char *const *pvals, bool none, struct strbuf *sb)
+                         const char *const *pvals, const uint64_t *dvs, bool none,
+                         struct strbuf *sb)
 {
     sb_adds(sb, "(SELECT ");
     if (lz->n_projection) {
@@ -620,7 +656,10 @@ static void add_relation(const struct source_lazy *lz, const char *const *paths,
     }
     sb_adds(sb, lz->select_list);
     sb_adds(sb, " FROM ");
-    source_scan_add_from(sb, paths, n, pvals, lz->n_partitions);
+    struct source_scan_files f = {.paths = paths, .n = n, .pvals = pvals,
+                                  .n_partitions = lz->n_partitions, .dvs = dvs,
+                                  .carrier = lz->carrier};
+    source_scan_add_from(sb, &f);
     if (none)
         sb_adds(sb, " LIMIT 0");
     if (lz->n_projection)
@@ -628,15 +667,38 @@ static void add_relation(const struct source_lazy *lz, const char *const *paths,
     sb_adds(sb, ") AS \"lazy\"");
 }
 
-/* A local file read in place (it could not be pinned) changed since the
- * build: its rows are not the generation's any more. */
+/* A local file changed since the build (issue 21 item 4): rewritten in place
+ * (size or modification time: also under a pin, which shares the inode),
+ * replaced by another file (inode; a file read in place or through a
+ * symbolic link), or gone. Its footers and statistics are not the file's any
+ * more: counts from them and reads through them would disagree. */
 static bool changed(const struct lfile *f)
 {
-    if (f->pinned || !f->mtime)
+    if (!f->local)
         return false;
     struct stat st;
     return stat(f->path, &st) != 0 || st.st_size != f->size ||
-           (int64_t)st.st_mtime * 1000000000LL + st.st_mtim.tv_nsec != f->mtime;
+           (int64_t)st.st_mtime * 1000000000LL + st.st_mtim.tv_nsec != f->mtime ||
+           (int64_t)st.st_ino != f->ino || (int64_t)st.st_dev != f->dev;
+}
+
+static enum vt_err changed_error(const struct lfile *f, struct vt_error *err)
+{
+    /* The path is for the log, never for the client. */
+    log_info("lazy source file %s changed since its generation was built", f->path);
+    return vt_error_set(err, VT_ERR_SOURCE_CHANGED,
+                        "the dataset's source files changed since it was published; it is "
+                        "being rebuilt, retry shortly");
+}
+
+bool source_lazy_changed(const struct source_lazy *lz, struct vt_error *err)
+{
+    for (size_t i = 0; lz && i < lz->n_files; i++)
+        if (changed(&lz->files[i])) {
+            changed_error(&lz->files[i], err);
+            return true;
+        }
+    return false;
 }
 
 /* The columns a request reads (lazy column indexes): what it returns, filters,
@@ -746,7 +808,8 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
     const char **pvals = arena_alloc(
         arena, (lz->n_files * (lz->n_partitions ? lz->n_partitions : 1) + 1) * sizeof *pvals);
     size_t *chosen = arena_alloc(arena, (lz->n_files ? lz->n_files : 1) * sizeof *chosen);
-    if (!pcol || !paths || !pvals || !chosen)
+    uint64_t *dvs = arena_alloc(arena, (lz->n_files ? lz->n_files : 1) * sizeof *dvs);
+    if (!pcol || !paths || !pvals || !chosen || !dvs)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "query request too large for memory");
     for (size_t i = 0; i < req->npreds; i++)
         pcol[i] = req->preds[i].ref.is_agg ? -1 : lazy_column(lz, req, req->preds[i].ref.idx);
@@ -762,27 +825,31 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
         int64_t file_known = 0;
         bool file_decided = true;
         size_t read_rg = 0;
+        int64_t rg_start = 0; /* the row group's first row in the file */
         for (size_t g = 0; g < lz->files[i].n_rg; g++) {
             enum lazy_verdict gv = fv == LAZY_ALL ? LAZY_ALL : verdict(lz, req, pcol, i, g);
+            int64_t rg_rows = lz->rg_rows[lz->files[i].rg0 + g];
+            /* Rows a deletion vector removed are not the dataset's. */
             if (gv == LAZY_ALL)
-                file_known += lz->rg_rows[lz->files[i].rg0 + g];
+                file_known += rg_rows - (int64_t)dvset_deleted_in(lz->files[i].dv,
+                                                                  (uint64_t)rg_start,
+                                                                  (uint64_t)(rg_start + rg_rows));
             else if (gv == LAZY_SOME)
                 file_decided = false;
+            rg_start += rg_rows;
             if (gv != LAZY_NONE)
                 read_rg++;
         }
         if (read_rg == 0 && lz->files[i].n_rg > 0)
             continue; /* every row group ruled out */
         if (changed(&lz->files[i]))
-            return vt_error_set(err, VT_ERR_SOURCE_CHANGED,
-                                "%s changed under the published generation; reload the "
-                                "dataset",
-                                lz->files[i].path);
+            return changed_error(&lz->files[i], err);
         out->row_groups_read += read_rg;
         known += file_known;
         all_known = all_known && file_decided;
         chosen[n] = i;
         paths[n] = lz->files[i].path;
+        dvs[n] = lz->files[i].dv;
         for (size_t k = 0; k < lz->n_partitions; k++)
             pvals[n * lz->n_partitions + k] =
                 lz->files[i].pvals ? lz->files[i].pvals[k] : NULL;
@@ -812,10 +879,11 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
     if (n == 0) {
         /* Nothing can match: the first file, no row of it. */
         paths[0] = lz->files[0].path;
+        dvs[0] = lz->files[0].dv;
         for (size_t k = 0; k < lz->n_partitions; k++)
             pvals[k] = lz->files[0].pvals ? lz->files[0].pvals[k] : NULL;
     }
-    add_relation(lz, paths, n ? n : 1, pvals, n == 0, &sb);
+    add_relation(lz, paths, n ? n : 1, pvals, dvs, n == 0, &sb);
     char *rel = sb.overflow ? NULL : arena_strndup(arena, sb.buf, sb.len);
     sb_release(&sb);
     if (!rel)
@@ -831,7 +899,8 @@ char *source_lazy_first_relation(const struct source_lazy *lz)
     const char *path = lz->files[0].path;
     struct strbuf sb;
     sb_init(&sb, 0);
-    add_relation(lz, &path, 1, (const char *const *)lz->files[0].pvals, false, &sb);
+    add_relation(lz, &path, 1, (const char *const *)lz->files[0].pvals, &lz->files[0].dv, false,
+                 &sb);
     if (sb.overflow) {
         sb_release(&sb);
         return NULL;

@@ -864,12 +864,14 @@ static enum vt_err perform(struct s3_client *c, CURL *h, const struct req *r, st
                               "access denied by S3 (HTTP %ld %s) for %s", code, what, target);
         } else if (code == 404) {
             oc->not_found = true;
-            /* Objects are fetched right after a listing named them: a 404
-             * almost always means a concurrent delete. */
+            /* An object a listing named (sent with its ETag) that is gone
+             * was almost always deleted meanwhile; one a Delta log names
+             * (no ETag) is simply not there. */
             rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
                               "%s not found (HTTP 404 %s)%s", target, what[0] ? what : "NoSuchKey",
-                              r->key && *r->key ? ": deleted after it was listed? retry the reload"
-                                                : "");
+                              r->key && *r->key && r->if_match
+                                  ? ": deleted after it was listed? retry the reload"
+                                  : "");
         } else if (code == 412 || (code == 409 && r->body && (r->if_match || r->if_none_match))) {
             oc->changed = true;
             if (r->body)

@@ -77,6 +77,8 @@ enum vt_err source_duck_open(const struct source_context *ctx, struct source_duc
         d->own_con = true;
         rc = eng_open(&defaults, &d->db, err);
         if (rc == VT_ERR_OK)
+            rc = source_functions_register(d->db, err);
+        if (rc == VT_ERR_OK)
             rc = eng_connect(d->db, &d->con, err);
     }
     if (rc != VT_ERR_OK) {
@@ -317,6 +319,9 @@ enum vt_err source_duck_probe(struct source_duck *d, const char *const *paths, s
 
 /* ---- SQL text ----------------------------------------------------------------- */
 
+static int add_read_parquet(struct strbuf *sb, const char *const *paths, size_t n,
+                            const char *filename_col, bool row_numbers);
+
 /* A path for read_parquet's list: a SQL string literal with glob
  * metacharacters (* ? [) escaped as one-character classes, because DuckDB
  * expands every list entry as a glob. */
@@ -336,8 +341,8 @@ static void add_path_literal(struct strbuf *sb, const char *path)
     sb_addc(sb, '\'');
 }
 
-int source_scan_add_read_parquet(struct strbuf *sb, const char *const *paths, size_t n,
-                                 const char *filename_col)
+static int add_read_parquet(struct strbuf *sb, const char *const *paths, size_t n,
+                            const char *filename_col, bool row_numbers)
 {
     sb_adds(sb, "read_parquet([");
     for (size_t i = 0; i < n; i++) {
@@ -350,8 +355,16 @@ int source_scan_add_read_parquet(struct strbuf *sb, const char *const *paths, si
         sb_adds(sb, ", filename = ");
         sb_add_sql_string(sb, filename_col);
     }
+    if (row_numbers)
+        sb_adds(sb, ", file_row_number = true");
     sb_addc(sb, ')');
     return sb->overflow ? -1 : 0;
+}
+
+int source_scan_add_read_parquet(struct strbuf *sb, const char *const *paths, size_t n,
+                                 const char *filename_col)
+{
+    return add_read_parquet(sb, paths, n, filename_col, false);
 }
 
 static void add_column_expr(struct strbuf *out, const struct source_scan_column *col)
@@ -391,49 +404,93 @@ static void add_select_list(const struct source_scan *scan, struct strbuf *out)
         sb_adds(out, "NULL AS \"__vt_empty\"");
 }
 
-int source_scan_add_from(struct strbuf *out, const char *const *paths, size_t n,
-                         const char *const *pvals, size_t n_partitions)
+/* The files as relation "d": read_parquet over them, with the carrier's
+ * columns added by name and, when one vector covers them all, its deleted
+ * rows filtered out. */
+static void add_files(struct strbuf *out, const struct source_scan_files *f, bool by_file,
+                      bool row_numbers, uint64_t one_dv)
 {
-    if (!n_partitions) {
-        source_scan_add_read_parquet(out, paths, n, NULL);
-        sb_adds(out, " AS d");
-        return out->overflow ? -1 : 0;
+    bool wrap = f->carrier || one_dv;
+    if (wrap)
+        sb_adds(out, "(SELECT * FROM ");
+    add_read_parquet(out, f->paths, f->n, by_file ? FILE_COL : NULL, row_numbers);
+    if (one_dv)
+        sb_addf(out, " WHERE NOT " SOURCE_DV_FUNCTION "(%llu, file_row_number)",
+                (unsigned long long)one_dv);
+    if (f->carrier) {
+        sb_adds(out, " UNION ALL BY NAME (");
+        sb_adds(out, f->carrier);
+        sb_addc(out, ')');
     }
-    /* One value per partition column across the files: a one-row cross join,
-     * no per-row lookup of the file name. */
+    if (wrap)
+        sb_addc(out, ')');
+    sb_adds(out, " AS d");
+}
+
+int source_scan_add_from(struct strbuf *out, const struct source_scan_files *f)
+{
+    size_t n = f->n, np = f->n_partitions;
+    bool any_dv = false;
+    for (size_t i = 0; f->dvs && i < n && !any_dv; i++)
+        any_dv = f->dvs[i] != 0;
+    /* One value per partition column and one vector across the files: no
+     * per-row lookup of the file name. */
     bool same = true;
-    for (size_t i = 1; i < n && same; i++)
-        for (size_t k = 0; k < n_partitions && same; k++) {
-            const char *a = pvals[k], *b = pvals[i * n_partitions + k];
+    for (size_t i = 1; i < n && same; i++) {
+        for (size_t k = 0; k < np && same; k++) {
+            const char *a = f->pvals[k], *b = f->pvals[i * np + k];
             same = (!a && !b) || (a && b && strcmp(a, b) == 0);
         }
-    source_scan_add_read_parquet(out, paths, n, same ? NULL : FILE_COL);
-    sb_adds(out, same ? " AS d CROSS JOIN (VALUES " : " AS d JOIN (VALUES ");
-    for (size_t i = 0; i < (same ? 1 : n); i++) {
+        if (any_dv && f->dvs[i] != f->dvs[0])
+            same = false;
+    }
+    if (same) {
+        add_files(out, f, false, any_dv, any_dv ? f->dvs[0] : 0);
+        if (np) {
+            sb_adds(out, " CROSS JOIN (VALUES (");
+            for (size_t k = 0; k < np; k++) {
+                const char *v = f->pvals[k];
+                if (k)
+                    sb_adds(out, ", ");
+                if (v)
+                    sb_add_sql_string(out, v);
+                else
+                    sb_adds(out, "NULL");
+            }
+            sb_adds(out, ")) AS p(");
+            for (size_t k = 0; k < np; k++)
+                sb_addf(out, "%s\"__vt_p%zu\"", k ? ", " : "", k);
+            sb_addc(out, ')');
+        }
+        return out->overflow ? -1 : 0;
+    }
+    add_files(out, f, true, any_dv, 0);
+    sb_adds(out, " JOIN (VALUES ");
+    for (size_t i = 0; i < n; i++) {
         if (i)
             sb_adds(out, ", ");
         sb_addc(out, '(');
-        if (!same)
-            sb_add_sql_string(out, paths[i]);
-        for (size_t k = 0; k < n_partitions; k++) {
-            const char *v = pvals[i * n_partitions + k];
-            if (!same || k)
-                sb_adds(out, ", ");
+        sb_add_sql_string(out, f->paths[i]);
+        for (size_t k = 0; k < np; k++) {
+            const char *v = f->pvals[i * np + k];
+            sb_adds(out, ", ");
             if (v)
                 sb_add_sql_string(out, v);
             else
                 sb_adds(out, "NULL");
         }
+        if (any_dv)
+            sb_addf(out, ", %llu", (unsigned long long)f->dvs[i]);
         sb_addc(out, ')');
     }
-    sb_adds(out, ") AS p(");
-    if (!same)
-        sb_adds(out, "\"" FILE_COL "\", ");
-    for (size_t k = 0; k < n_partitions; k++)
-        sb_addf(out, "%s\"__vt_p%zu\"", k ? ", " : "", k);
-    sb_addc(out, ')');
-    if (!same)
-        sb_adds(out, " ON d.\"" FILE_COL "\" = p.\"" FILE_COL "\"");
+    sb_adds(out, ") AS p(\"" FILE_COL "\"");
+    for (size_t k = 0; k < np; k++)
+        sb_addf(out, ", \"__vt_p%zu\"", k);
+    if (any_dv)
+        sb_adds(out, ", \"__vt_dv\"");
+    sb_adds(out, ") ON d.\"" FILE_COL "\" = p.\"" FILE_COL "\"");
+    if (any_dv)
+        sb_adds(out, " AND NOT " SOURCE_DV_FUNCTION "(p.\"__vt_dv\", d.file_row_number)");
     return out->overflow ? -1 : 0;
 }
 
@@ -442,8 +499,10 @@ static void add_scan(const struct source_scan *scan, struct strbuf *out)
     sb_adds(out, "SELECT ");
     add_select_list(scan, out);
     sb_adds(out, " FROM ");
-    source_scan_add_from(out, scan->paths, scan->n_paths, scan->partition_values,
-                         scan->n_partitions);
+    struct source_scan_files f = {.paths = scan->paths, .n = scan->n_paths,
+                                  .pvals = scan->partition_values,
+                                  .n_partitions = scan->n_partitions, .dvs = scan->dvs};
+    source_scan_add_from(out, &f);
 }
 
 enum vt_err source_scan_select_list(const struct source_scan *scan, char **out,

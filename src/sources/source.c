@@ -134,6 +134,7 @@ void source_snapshot_release(struct source_snapshot *snap)
     for (size_t i = 0; snap->files && i < snap->n_files; i++) {
         free(snap->files[i].path);
         free_strings(snap->files[i].partition_values, snap->n_partitions);
+        dvset_remove(snap->files[i].dv);
     }
     free(snap->files);
     free_strings(snap->partition_columns, snap->n_partitions);

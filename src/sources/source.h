@@ -42,6 +42,8 @@ struct source_file {
     char *path;                 /* local path DuckDB reads */
     int64_t size;               /* bytes */
     char **partition_values;    /* n_partitions entries (NULL entry = SQL NULL), or NULL */
+    uint64_t dv;                /* its deletion vector's number in the statements (dvset.c), 0:
+                                 * none; registered by the snapshot, removed on release */
 };
 
 struct source_snapshot {
@@ -77,6 +79,12 @@ struct source_snapshot {
      * until source_snapshot_settle(). */
     struct range_cache_lease *holds;
 };
+
+/* The SQL functions the snapshots' statements call (vt_dv_deleted, which
+ * drops rows deletion vectors removed): registered once per database, before
+ * any build reads a source. */
+#define SOURCE_DV_FUNCTION "vt_dv_deleted"
+enum vt_err source_functions_register(duckdb_database db, struct vt_error *err);
 
 /* What requests may reach (policy.c): local roots, S3 endpoints, credential
  * variables, from the config. */
@@ -171,6 +179,11 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
                              struct arena *arena, int64_t deadline_ms, const atomic_bool *cancel,
                              struct source_lazy_plan *out, struct vt_error *err);
 void source_lazy_plan_release(struct source_lazy_plan *plan);
+/* Whether a local file of the generation changed since it was built
+ * (rewritten in place, replaced or gone: source_lazy_plan answers such a
+ * request VT_ERR_SOURCE_CHANGED): true and err set (a message without paths)
+ * for the first one found. Stats every local file. */
+bool source_lazy_changed(const struct source_lazy *lz, struct vt_error *err);
 /* Every byte of an S3 lazy generation local (an export, a SQL statement
  * over its view), held until released; nothing to do for local files. */
 enum vt_err source_lazy_read_all(const struct source_lazy *lz, int64_t deadline_ms,

@@ -212,6 +212,21 @@ struct source_scan {
     size_t n_partitions;
     /* values[i * n_partitions + k]: text of partition k for file i (NULL = SQL NULL) */
     const char *const *partition_values;
+    const uint64_t *dvs;        /* per file: its deletion vector (dvset.c), 0 none; or NULL */
+};
+
+/* The files a statement reads, as relation "d" (with "p" for their
+ * partition values). */
+struct source_scan_files {
+    const char *const *paths;
+    size_t n;
+    const char *const *pvals;   /* n * n_partitions texts (NULL = SQL NULL) */
+    size_t n_partitions;
+    const uint64_t *dvs;        /* per file, 0 none; NULL: no deletion vectors */
+    /* A zero-row SELECT naming every column the whole set of files has
+     * (typed NULLs), added by name, so a statement over some of the files
+     * still finds the columns only others hold (NULL there); or NULL. */
+    const char *carrier;
 };
 
 /* One SELECT (all columns, in order), malloc'd. Partition values join through the
@@ -223,13 +238,25 @@ enum vt_err source_scan_sql(const struct source_scan *scan, char **out, struct v
 enum vt_err source_scan_select_list(const struct source_scan *scan, char **out,
                                     struct vt_error *err);
 /* The FROM item over these files with their partition values (the join, or a
- * one-row cross join when they all share them). */
-int source_scan_add_from(struct strbuf *out, const char *const *paths, size_t n,
-                         const char *const *pvals, size_t n_partitions);
+ * one-row cross join when they all share them) and without the rows their
+ * deletion vectors remove (NOT vt_dv_deleted(vector, file_row_number)). */
+int source_scan_add_from(struct strbuf *out, const struct source_scan_files *f);
 /* read_parquet([paths...], union_by_name = true, hive_partitioning = false[,
  * filename = '<filename_col>']): the FROM item of every statement here. */
 int source_scan_add_read_parquet(struct strbuf *sb, const char *const *paths, size_t n,
                                  const char *filename_col);
+
+/* ---- deleted-row sets of deletion vectors (dvset.c) ----------------------- */
+
+struct delta_dv;
+/* Registers a vector (ownership passes, also on failure: 0 = out of memory)
+ * under a fresh number > 0 for vt_dv_deleted. */
+uint64_t dvset_add(struct delta_dv *dv);
+/* Removes and frees it (0: nothing). */
+void dvset_remove(uint64_t id);
+size_t dvset_count(void);
+/* Positions in [lo, hi) vector `id` deletes (0 for id 0). */
+uint64_t dvset_deleted_in(uint64_t id, uint64_t lo, uint64_t hi);
 
 /* ---- listing cache (listcache.c) ------------------------------------------ */
 

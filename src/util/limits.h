@@ -118,6 +118,9 @@
 #define VT_DELTA_MAX_COLUMNS 10000              /* fields of one struct in a schema */
 #define VT_DELTA_MAX_PATH_BYTES 4096            /* one decoded data file path */
 #define VT_DELTA_MAX_CHECKPOINT_PARTS 100000    /* parts of a multi-part checkpoint, sidecars */
+#define VT_DELTA_MAX_DV_BYTES (64 * 1024 * 1024) /* one serialized deletion vector */
+#define VT_DELTA_MAX_DV_ROWS ((uint64_t)1 << 32) /* positions one vector may hold (no stated cardinality) */
+#define VT_DELTA_MAX_STATS_BYTES (1024 * 1024)  /* one add.stats JSON text kept for planning */
 
 /* S3 client (src/sources/s3*.c) */
 #define VT_S3_MAX_LIST_KEYS 1000000             /* keys gathered by one listing */

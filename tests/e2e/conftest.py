@@ -9,6 +9,7 @@ Fixtures:
 Helpers:
   sql(*statements)            run SQL with DuckDB (build/vt-sql); rows of the last
   write_parquet(path, select) write the rows of a SELECT to a Parquet file
+  delta_corpus()              the shared Delta tables (../shared/delta-tables), or None
 """
 import json
 import os
@@ -25,6 +26,18 @@ REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("VITRINE_BUILD", REPO / "build"))
 VITRINE = BUILD / "vitrine"
 VTSQL = BUILD / "vt-sql"
+
+
+def delta_corpus():
+    """The shared Delta corpus: $VT_DELTA_CORPUS, else shared/delta-tables in
+    the directory above the repository (or above that, for worktrees one level
+    deeper). The path is returned as found: ../shared may be a symbolic link."""
+    cands = [os.environ.get("VT_DELTA_CORPUS"), REPO.parent / "shared" / "delta-tables",
+             REPO.parent.parent / "shared" / "delta-tables"]
+    for cand in cands:
+        if cand and Path(cand).is_dir():
+            return Path(cand)
+    return None
 
 
 def pytest_configure(config):

@@ -488,9 +488,14 @@ def test_stream_returns_all_rows_ignoring_paging(start_types, tmp_path):
             # (apache-arrow reports a schema-only stream as one empty batch;
             # the bytes are checked in test_empty_results_are_schema_only_streams)
             assert doc["rows"] == [] and doc["batches"] in ([], [0])
-    # the stream ignores even ?format=json: it is always Arrow
-    r = s.post(STREAM + "?format=json", {"limit": 3})
+    # Arrow is the stream's default; ?format= picks another of the encoder
+    # table (issue 23 item 4: test_formats.py), JSON as {"data": [...]}
+    r = s.post(STREAM, {"limit": 3})
     assert r.headers["Content-Type"] == ARROW and decode(tmp_path, r.content)["batches"] == [3]
+    r = s.post(STREAM + "?format=json", {"limit": 3, "order_by": order})
+    assert r.headers["Content-Type"] == "application/json"
+    page = s.post("/api/v1/datasets/t/query", {"page_size": 3, "order_by": order})
+    assert r.json() == {"data": page.json()["data"]}
 
 
 def test_empty_results_are_schema_only_streams(start_types, tmp_path):

@@ -455,3 +455,20 @@ def test_collection_keeps_current_and_previous(tmp_path, moto):  # noqa: F811
         assert r.status_code == 410
     finally:
         assert w.stop() == 0
+
+
+def test_a_reader_before_any_catalog_answers_503_not_404(tmp_path, moto):  # noqa: F811
+    """Until it has read the shared catalog a reader cannot know which names
+    exist: 503 (a balancer retries elsewhere), never a 404 it would pass on."""
+    moto.create_bucket("empty-shared")
+    cfg = config("reader", free_port(), "s3://empty-shared/none", moto.endpoint,
+                 str(tmp_path / "nowhere"))
+    (tmp_path / "r").mkdir()
+    r = Server(tmp_path / "r", cfg, env=ENV).start()
+    try:
+        assert r.get("/readyz").status_code == 503
+        q = r.post("/api/v1/datasets/trips/count", {})
+        assert q.status_code == 503 and q.json()["code"] == "dataset_not_ready", q.text
+        assert r.get("/api/v1/datasets/trips/status").status_code == 503
+    finally:
+        assert r.stop() == 0

@@ -54,8 +54,9 @@ def test_reload_picks_up_new_commit(vt, tmp_path):
     commit(empty, 0, [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, meta])
     feat = tmp_path / "feat"
     commit(feat, 0, [{"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-                                   "readerFeatures": ["deletionVectors"],
-                                   "writerFeatures": ["deletionVectors"]}}, meta])
+                                   "readerFeatures": ["deletionVectors", "catalogManaged"],
+                                   "writerFeatures": ["deletionVectors", "catalogManaged"]}},
+                      meta])
     s = vt(server_block() + block("d", t) + block("e", empty) + block("f", feat),
            env={"ADMIN_TOKEN": TOKEN})
     assert rows(s, "d") == [(0, "x0", "a"), (1, "x1", "a"), (2, "x2", "a"), (10, "y", "b"),
@@ -63,7 +64,8 @@ def test_reload_picks_up_new_commit(vt, tmp_path):
     names = [d["name"] for d in s.get("/api/v1/datasets").json()]
     assert "e" not in names and "dataset e skipped" in s.log()
     st = s.get("/api/v1/datasets/f/status").json()
-    assert st["state"] == "failed" and "deletionVectors" in st["last_error"]
+    assert st["state"] == "failed" and "catalogManaged" in st["last_error"]
+    assert "deletionVectors" not in st["last_error"]
     assert s.get("/api/v1/datasets/d/status").json()["state"] == "published"
     # version 1: remove f1, add f3 with a null partition value
     a3 = add(t, "part=__HIVE_DEFAULT_PARTITION__/f3.parquet",

@@ -8,6 +8,8 @@ Screenshots of every tab go to tests/e2e/artifacts/explorer/ (git-ignored).
 """
 import base64
 import csv
+import urllib.parse
+from decimal import Decimal
 import hashlib
 import io
 import json
@@ -45,16 +47,25 @@ def explorer_config(trips, **server):
             + dataset_block("stations", trips / "extra.parquet"))
 
 
+def exact(r):
+    """An API answer with its numbers as written (Decimal): the page shows
+    42.40 as 42.40 (issue 21 item 8), not as the float 42.4."""
+    return json.loads(r.text, parse_float=Decimal)
+
+
 def js_text(v):
-    """A JSON value as the page prints it (String(v) in JavaScript)."""
+    """A JSON value as the page prints it: the server's own text for numbers,
+    String(v) in JavaScript otherwise."""
     if v is None:
         return "null"
+    if isinstance(v, Decimal):
+        return str(v)
     if v is True or v is False:
         return "true" if v else "false"
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     if isinstance(v, (dict, list)):
-        return json.dumps(v, separators=(",", ":"))
+        return json.dumps(v, separators=(",", ":"), default=str)
     return str(v)
 
 
@@ -136,13 +147,13 @@ def test_builder_query_matches_the_api(vt, trips):
                 "page_size": 7}
     assert json.loads(out["requestText"]) == expected  # the JSON shown is the JSON sent
     assert json.loads(out["sentBody"]) == expected
-    api = s.post("/api/v1/datasets/trips/query", expected).json()
+    api = exact(s.post("/api/v1/datasets/trips/query", expected))
     assert len(api["data"]) == 7
     assert out["page1"] == as_table(api["data"], expected["columns"])
     assert re.search(r"first byte [\d.]+ ms.*total [\d.]+ ms.*\d+ B.*7 rows", out["timing"]), out["timing"]
     # paging: page 2 of the same request
     assert json.loads(out["page2Body"]) == dict(expected, page=2)
-    api2 = s.post("/api/v1/datasets/trips/query", dict(expected, page=2)).json()
+    api2 = exact(s.post("/api/v1/datasets/trips/query", dict(expected, page=2)))
     assert out["page2"] == as_table(api2["data"], expected["columns"])
     assert out["page2"] != out["page1"]
     # Arrow: the same rows decoded in the page from the IPC stream
@@ -153,11 +164,11 @@ def test_builder_query_matches_the_api(vt, trips):
     err = s.post("/api/v1/datasets/trips/query", bad).json()
     assert err["error"] in out["errorText"] and err["code"] in out["errorText"]
     # downloads: CSV and JSON of the page shown, Parquet of the whole dataset
-    small = s.post("/api/v1/datasets/trips/query", {"page_size": 3, "order_by": [{"col": "fare"}]}).json()
+    small = exact(s.post("/api/v1/datasets/trips/query", {"page_size": 3, "order_by": [{"col": "fare"}]}))
     cols = list(small["data"][0].keys())
     got_csv = list(csv.reader(io.StringIO(base64.b64decode(out["downloads"]["csv"]["b64"]).decode())))
     assert got_csv == [cols] + [["" if r[c] is None else js_text(r[c]) for c in cols] for r in small["data"]]
-    assert json.loads(base64.b64decode(out["downloads"]["json"]["b64"])) == small["data"]
+    assert json.loads(base64.b64decode(out["downloads"]["json"]["b64"]), parse_float=Decimal) == small["data"]
     assert out["downloads"]["parquet"]["name"] == "trips.parquet"
     parquet = s.get("/api/v1/datasets/trips/all.parquet").content
     assert base64.b64decode(out["downloads"]["parquet"]["b64"]) == parquet
@@ -182,7 +193,7 @@ def test_builder_distinct_limit_and_having(vt, trips):
         out = drive("build", url=s.url("/explore/"), dataset="trips", build=build)
         assert console_errors(out) == [], out["console"]
         assert json.loads(out["sentBody"]) == expected
-        api = s.post("/api/v1/datasets/trips/query", expected).json()["data"]
+        api = exact(s.post("/api/v1/datasets/trips/query", expected))["data"]
         assert api and out["table"] == as_table(api, list(api[0].keys()))
 
 
@@ -196,7 +207,7 @@ def test_group_by_is_charted(vt, trips):
     req = json.loads(out["sentBody"])
     assert req["group_by"] == ["payment"]
     assert req["aggregations"] == [{"op": "avg", "col": "fare", "alias": "avg_fare"}, {"op": "count"}]
-    api = s.post("/api/v1/datasets/trips/query", req).json()["data"]
+    api = exact(s.post("/api/v1/datasets/trips/query", req))["data"]
     assert out["table"] == as_table(api, ["payment", "avg_fare", "count"])
     for kind in ("bar", "line"):
         c = out[kind]
@@ -266,7 +277,7 @@ def test_sql_tab_and_hidden_save_controls(vt, trips):
     out = drive("sql", url=s.url("/explore/"), sql=sql, token=TOKEN, save=save)
     assert console_errors(out, hidden_queries=not has_queries) == [], out["console"]
     assert json.loads(out["sentBody"])["sql"] == sql
-    api = s.post("/api/v1/sql", {"sql": sql, "max_rows": 1000}).json()["data"]
+    api = exact(s.post("/api/v1/sql", {"sql": sql, "max_rows": 1000}))["data"]
     assert out["table"] == as_table(api, ["payment", "n", "total"])
     # save-as-dataset follows POST /queries: hidden while the server hides it
     assert out["saveForm"] == has_queries
@@ -373,3 +384,100 @@ def test_sign_in_opens_a_server_that_requires_bearer_tokens(vt, trips):
     assert out["before"]["error"] and "unauthorized" in out["before"]["error"]
     assert out["after"] == {"error": None, "rows": ["trips", "stations"]}, out["after"]
     assert len(idp.tokens) == 1
+
+
+def test_explorer_issue_28_features(vt, trips, tmp_path):
+    """Everything issue 28 asks of the Explorer, in one browser session: a
+    shared URL runs its query; a header click sorts and back/forward restore;
+    a row's detail; facets filter; the page box follows the pager; copy as
+    curl/Python/JavaScript; every matching row exported (formula cells made
+    text); one axis per measure and a time series; a running query
+    cancelled; column statistics with histograms; the SQL editor completes
+    names, points at an error and keeps a history; the keyboard help; a wrong
+    admin token said at once; a malformed URL; the dark theme."""
+    evil = write_parquet(tmp_path / "evil.parquet", """
+        SELECT i AS id, CASE WHEN i = 0 THEN '=HYPERLINK("http://evil.example","x")'
+                             ELSE 'plain' || i END AS note, -i AS neg
+        FROM range(5) t(i)""")
+    slow = write_parquet(tmp_path / "slow.parquet",
+                         "SELECT range AS id, md5(range::VARCHAR) AS h FROM range(1500000)")
+    s = vt(explorer_config(trips) + dataset_block("evil", evil)
+           + dataset_block("slow", slow, **{"index.mode": "none"})
+           + "[sql]\nenabled = true\n", env={"ADMIN_TOKEN": TOKEN})
+    shared = {"columns": ["trip_id", "payment", "fare"], "order_by": [{"col": "trip_id"}],
+              "predicates": [{"col": "passengers", "op": "is_not_null"}], "page_size": 10}
+    grouped = {"group_by": ["payment"], "aggregations": [{"op": "avg", "col": "fare", "alias": "avg_fare"},
+                                                          {"op": "count"}]}
+    timeseries = {"group_by": [{"col": "pickup_at", "bucket": "hour"}],
+                  "aggregations": [{"op": "count"}, {"op": "median", "col": "fare"}],
+                  "order_by": [{"col": "pickup_at"}], "page_size": 500}
+    slow_q = {"group_by": ["h"], "aggregations": [{"op": "count_distinct", "col": "id"}],
+              "order_by": [{"col": "h", "dir": "desc"}], "page_size": 5}
+    out = drive("explore", url=s.url("/explore/"), dataset="trips", shared=shared, grouped=grouped,
+                timeseries=timeseries, slowDataset="slow", slow=slow_q,
+                badSql="SELECT paymnt FROM trips")
+    bad = console_errors(out, expected=[("/api/v1/sql", 400), ("/api/v1/queries", 401),
+                                        ("/api/v1/datasets/%25E0%25A4%25A/schema", 404)])
+    assert [m for m in bad if "ERR_ABORTED" not in m["text"] and "cancel" not in m["text"].lower()] == [], bad
+    # 1. the shared URL ran exactly its request, and says how many rows match
+    assert json.loads(out["sharedBody"]) == shared
+    api = exact(s.post("/api/v1/datasets/trips/query", shared))
+    assert out["sharedTable"] == as_table(api["data"], shared["columns"])
+    n = s.post("/api/v1/datasets/trips/count",
+               {"predicates": shared["predicates"]}).json()["count"]
+    assert out["total"] == f"of {n:,} matching rows"
+    # 2. sorting: the request and the URL say it; back restores the table
+    assert json.loads(out["sortBody"])["order_by"] == [{"col": "fare", "dir": "asc"}]
+    assert "order_by" in urllib.parse.unquote(out["sortHash"])
+    assert out["backTable"] == out["sharedTable"] != out["sortedTable"]
+    # 3. the detail of the second row
+    assert "trip_id" in out["detail"] and out["sharedTable"][2][0] in out["detail"]
+    # 4. the facet value filters, with the count it showed
+    fbody = json.loads(out["facetBody"])
+    assert {"col": "payment", "op": "eq", "val": out["facet"]["label"]} in fbody["predicates"]
+    assert out["facetTotal"] == f"of {int(out['facet']['count'].replace(',', '')):,} matching rows"
+    # 5. page 2 shown, page box says 2 (issue 21 item 8)
+    assert out["pageBox"] == "2"
+    # 6. copy as: each one runs the same request
+    assert out["snippets"]["curl"].startswith("curl -s ") and "/api/v1/datasets/trips/query" in out["snippets"]["curl"]
+    assert "requests.post(" in out["snippets"]["python"] and "fetch(" in out["snippets"]["js"]
+    curl_json = re.search(r"-d '(.*)'$", out["snippets"]["curl"], re.S).group(1)
+    assert json.loads(curl_json) == fbody | {"page": 2}
+    # 7. the export holds every matching row
+    rows = list(csv.reader(io.StringIO(out["exportCsv"])))
+    assert out["exportName"] == "trips.csv" and rows[0] == ["trip_id", "payment", "fare"]
+    want = s.post("/api/v1/datasets/trips/count", {"predicates": fbody["predicates"]}).json()["count"]
+    assert len(rows) - 1 == want
+    # 8-9. charts
+    assert out["groupedChart"]["axes"] == "2", out["groupedChart"]
+    assert out["timeChart"] == "line chart of count, median_fare by pickup_at"
+    # 10. cancelled: said so, no stale rows
+    assert "cancelled" in out["cancelError"] and not out["cancelResults"]
+    # 11. statistics for every column; a histogram for numbers and times
+    stats = {c: (has, text) for c, has, text in out["schemaRows"]}
+    assert set(stats) == {"trip_id", "pickup_at", "payment", "fare", "distance_km", "passengers"}
+    assert all(has for has, _ in stats.values()), stats
+    assert "5.00" in stats["fare"][1]  # the decimal's own text
+    # 12. SQL: completion of the dataset, the error's position, the history
+    assert any("trips" in c for c in out["completions"]), out["completions"]
+    assert out["errorPosition"] == "at line 1, column 8"
+    assert out["selection"] == "paymnt"
+    assert out["history"][0] == "SELECT paymnt FROM trips"
+    assert "sql=" in out["sqlHash"]
+    # 13-15
+    assert "Keyboard shortcuts" in out["help"] and "Ctrl+Enter" in out["help"]
+    assert "wrong admin token" in out["tokenProblem"] and not out["tokenSet"]
+    assert "Dataset" in out["malformed"]
+    # 16. dark
+    assert out["darkBg"] == "rgb(13, 17, 23)"
+    # CSV downloads (of the page and of every row) make formula cells text
+    # (issue 22 item 6); negative numbers stay numbers
+    for text in (out["evilPage"], out["evilAll"]):
+        got = list(csv.reader(io.StringIO(text)))
+        assert got[0] == ["id", "note", "neg"]
+        assert [r[1] for r in got[1:3]] == ["'=HYPERLINK(\"http://evil.example\",\"x\")", "plain1"]
+        assert [r[2] for r in got[1:]] == ["0", "-1", "-2", "-3", "-4"]
+    for name in ("query-shared", "row-detail", "chart-two-axes", "chart-time-series",
+                 "schema-stats", "sql-completion", "sql-error", "help", "dark", "dark-schema"):
+        assert (SHOTS / f"explorer-{name}.png").stat().st_size > 1000, name
+

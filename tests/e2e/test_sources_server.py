@@ -3,26 +3,20 @@ registered from local files and from S3 (moto) must answer queries with the
 same rows; an empty Delta table and an S3 source that denies access are
 skipped at startup without failing the others.
 
-Also: every table of the shared Delta corpus registered at once, through the
-server: tables with a reader feature we do not implement fail alone with an
-error naming it, empty ones are skipped, the others serve their snapshot.
+(Every table of the shared Delta corpus registered at once, in all four
+modes, is test_delta_corpus.py.)
 """
 import os
 from pathlib import Path
 
 import pytest
 
-from conftest import server_block, sql, write_parquet
+from conftest import delta_corpus, server_block, sql, write_parquet
 from s3_fixtures import moto  # noqa: F401 (fixture)
 
 
 def corpus_dir():
-    repo = Path(__file__).resolve().parents[2]
-    for cand in (os.environ.get("VT_DELTA_CORPUS"), repo.parent / "shared" / "delta-tables",
-                 Path("/work/shared/delta-tables")):
-        if cand and Path(cand).is_dir():
-            return Path(cand)
-    return None
+    return delta_corpus()
 
 
 def block(name, kind, location, s3=None, **extra):
@@ -105,52 +99,3 @@ def test_local_and_s3_sources_serve_the_same_rows(vt, moto, tmp_path):
     assert [c["name"] for c in schema["columns"]] == ["value", "year", "month", "day"]
     # The empty Delta table was skipped with a warning, the rest still serve.
     assert "delta_empty" in srv.log()
-
-
-UNSUPPORTED = {
-    "cdf-table-with-cdc-and-dvs": "deletionVectors",
-    "table-with-dv-small": "deletionVectors",
-    "table_with_deletion_logs": "deletionVectors",
-    "table_with_liquid_clustering": "deletionVectors",
-    "table-with-domain-metadata": "deletionVectors",
-    "table_with_partitioning_mapping": "deletionVectors",
-    "simple_table_features": "blahabl",
-    "spark-variant-stable-feature-checkpoint": "variantType",
-    "spark-variant-checkpoint": "variantType-preview",
-    "spark-shredded-variant-preview-delta": "variantShredding-preview",
-}
-# The corpus ships only the logs of these tables, not their data files.
-LOG_ONLY = {"checkpoint_with_partitions", "checkpoints", "checkpoints_vacuumed",
-            "latest_not_checkpointed", "with_checkpoint_no_last_checkpoint"}
-EMPTY = {"delta-0.8-empty", "concurrent_workers", "delta-live-table", "issue-2152", "simple_commit"}
-
-
-def test_whole_delta_corpus_through_the_server(vt):
-    corpus = corpus_dir()
-    if not corpus:
-        pytest.fail("Delta corpus not found (expected ../shared/delta-tables)")
-    tables = sorted(p.name for p in corpus.iterdir()
-                    if p.is_dir() and (p / "_delta_log").is_dir())
-    assert len(tables) > 30
-    names = {t: "d_" + "".join(c if c.isalnum() else "_" for c in t) for t in tables}
-    config = server_block() + "".join(block(names[t], "delta", str(corpus / t)) for t in tables)
-    srv = vt(config, wait="ready", timeout=180)
-    listed = {d["name"]: d for d in srv.get("/api/v1/datasets").json()}
-    for t in tables:
-        n = names[t]
-        if t in EMPTY:
-            assert n not in listed, t
-            assert f"dataset {n} skipped" in srv.log()
-            continue
-        st = listed[n]
-        if t in UNSUPPORTED:
-            assert st["state"] == "failed", (t, st)
-            assert UNSUPPORTED[t] in st["last_error"], (t, st["last_error"])
-            continue
-        if t in LOG_ONLY:
-            assert st["state"] == "failed" and "is missing" in st["last_error"], (t, st)
-            continue
-        assert st["state"] == "published", (t, st)
-        # rows served agree with a count over the exported file
-        r = srv.post(f"/api/v1/datasets/{n}/count", {})
-        assert r.status_code == 200 and r.json()["count"] == st["rows"], (t, r.text)

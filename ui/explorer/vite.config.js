@@ -12,6 +12,6 @@ export default defineConfig({
     assetsDir: 'assets',
     sourcemap: false,
     modulePreload: { polyfill: false },
-    chunkSizeWarningLimit: 400,
+    chunkSizeWarningLimit: 500,
   },
 });

@@ -396,6 +396,163 @@ const scenarios = {
     await shot(page, 'explorer-signed-in');
   },
 
+  // Issue 28's Explorer: a shared URL, sort, row detail, facets, paging,
+  // copy as, export, cancel, charts, statistics, the SQL editor, help, the
+  // dark theme, the admin token check, a malformed URL.
+  async explore(page) {
+    const waitIdle = async () => {
+      await page.waitForFunction(() => document.querySelector('[data-testid=run-query]')?.textContent === 'Run query');
+      await page.waitForSelector('[data-testid=results], [data-testid=no-rows], [data-testid=error]');
+    };
+    const lastQuery = () => out.requests.filter((r) => r.url.includes('/query') && r.method === 'POST').pop();
+    // 1. a shared URL runs its query
+    await page.goto(`${args.url}#/query/${args.dataset}?q=${encodeURIComponent(JSON.stringify(args.shared))}`);
+    await page.waitForSelector('[data-testid=results]');
+    await waitIdle();
+    out.sharedBody = lastQuery()?.body;
+    out.sharedTable = await tableCells(page);
+    out.total = await page.$eval('[data-testid=total]', (e) => e.textContent).catch(() => null);
+    await page.waitForSelector('[data-testid=facets] .facet-value');
+    await shot(page, 'explorer-query-shared');
+    // 2. sort by a header; back restores the previous URL and table
+    const hashBefore = await page.evaluate(() => location.hash);
+    await page.click('[data-testid=results] th button.sort >> text=fare');
+    const sortedOn = (c) => document.querySelector('[data-testid=results] th[aria-sort] button')?.textContent === c;
+    await page.waitForFunction(sortedOn, 'fare');
+    await waitIdle();
+    out.sortBody = lastQuery()?.body;
+    out.sortHash = await page.evaluate(() => location.hash);
+    out.sortedTable = await tableCells(page);
+    await page.goBack();
+    await page.waitForFunction((h) => location.hash === h, hashBefore);
+    await page.waitForFunction(sortedOn, 'trip_id');
+    await waitIdle();
+    out.backTable = await tableCells(page);
+    // 3. a row's detail
+    await page.click('[data-testid=results] tbody tr:nth-child(2)');
+    await page.waitForSelector('[data-testid=row-detail]');
+    out.detail = await page.$eval('[data-testid=row-detail]', (e) => e.innerText);
+    await shot(page, 'explorer-row-detail');
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('[data-testid=row-detail]', { state: 'detached' });
+    // 4. a facet value filters
+    await page.waitForSelector('[data-testid=facets] .facet-value');
+    const facet = await page.$eval('[data-testid=facets] .facet[data-column=payment] .facet-value', (b) => ({
+      label: b.querySelector('.label').textContent, count: b.querySelector('.count').textContent }));
+    out.facet = facet;
+    await page.click('[data-testid=facets] .facet[data-column=payment] .facet-value');
+    await page.waitForFunction(() => (document.querySelector('[data-testid=request-json]')?.value || '').includes('"eq"'));
+    await waitIdle();
+    out.facetBody = lastQuery()?.body;
+    out.facetTotal = await page.$eval('[data-testid=total]', (e) => e.textContent).catch(() => null);
+    // 5. paging: the page box follows
+    await page.click('[data-testid=next-page]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=page]')?.textContent === 'page 2');
+    out.pageBox = await page.inputValue('[data-testid=page-input]');
+    // 6. copy as
+    out.snippets = {};
+    for (const k of ['curl', 'python', 'js']) {
+      await page.click(`[data-testid=copy-${k}]`);
+      out.snippets[k] = await page.$eval('[data-testid=snippet] pre', (e) => e.textContent);
+    }
+    // 7. export every matching row
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=export-csv]')]);
+    out.exportName = dl.suggestedFilename();
+    out.exportCsv = fs.readFileSync(await dl.path(), 'utf8');
+    // 7b. formula cells in CSV downloads
+    await page.goto(`${args.url}#/query/evil?q=${encodeURIComponent(JSON.stringify({ order_by: [{ col: 'id' }] }))}`);
+    await page.waitForSelector('[data-testid=results]');
+    await waitIdle();
+    for (const [k, sel] of [['evilPage', 'download-csv'], ['evilAll', 'export-csv']]) {
+      const [d] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid=${sel}]`)]);
+      out[k] = fs.readFileSync(await d.path(), 'utf8');
+    }
+    // 8. a chart of a group-by with two measures: one axis each
+    await page.goto(`${args.url}#/query/${args.dataset}?q=${encodeURIComponent(JSON.stringify(args.grouped))}`);
+    await page.waitForSelector('[data-testid=results]');
+    await waitIdle();
+    await page.click('[data-testid=chart-toggle]');
+    await page.waitForSelector('[data-testid=chart][data-rendered]');
+    out.groupedChart = await page.$eval('[data-testid=chart]', (c) => ({ axes: c.dataset.axes, label: c.getAttribute('aria-label') }));
+    await page.waitForTimeout(200);
+    await shot(page, 'explorer-chart-two-axes');
+    // 9. a time series from a bucketed group-by
+    await page.goto(`${args.url}#/query/${args.dataset}?q=${encodeURIComponent(JSON.stringify(args.timeseries))}`);
+    await page.waitForSelector('[data-testid=results]');
+    await waitIdle();
+    // (the chart stays open from the last result)
+    if (await page.$eval('[data-testid=chart-toggle]', (b) => b.getAttribute('aria-expanded')) !== 'true')
+      await page.click('[data-testid=chart-toggle]');
+    await page.waitForFunction(() => (document.querySelector('[data-testid=chart][data-rendered]')?.getAttribute('aria-label') || '').includes('pickup_at'));
+    out.timeChart = await page.$eval('[data-testid=chart]', (c) => c.getAttribute('aria-label'));
+    await page.waitForTimeout(200);
+    await shot(page, 'explorer-chart-time-series');
+    // 10. cancel a running query
+    await page.goto(`${args.url}#/query/${args.slowDataset}`);
+    await page.waitForSelector('[data-testid=request-json]');
+    await page.fill('[data-testid=request-json]', JSON.stringify(args.slow));
+    await page.click('[data-testid=run-query]');
+    await page.waitForSelector('[data-testid=cancel-query]');
+    await page.click('[data-testid=cancel-query]');
+    await page.waitForSelector('[data-testid=error]');
+    out.cancelError = await page.$eval('[data-testid=error]', (e) => e.textContent);
+    out.cancelResults = !!(await page.$('[data-testid=results]'));
+    // 11. column statistics in the schema view
+    await page.goto(`${args.url}#/datasets/${args.dataset}`);
+    await page.waitForSelector('[data-testid=schema][data-stats=loaded]');
+    await page.waitForSelector('[data-testid=schema] svg.mini-hist');
+    out.schemaRows = await page.$$eval('[data-testid=schema] tbody tr', (trs) => trs.map((tr) => [tr.dataset.column, !!tr.querySelector('svg.mini-hist, ul.mini-top'), tr.innerText]));
+    await shot(page, 'explorer-schema-stats');
+    // 12. the SQL editor: completion, an error at its position, history
+    await page.goto(`${args.url}#/sql`);
+    await page.waitForSelector('.cm-content[data-testid=sql-text]');
+    await page.click('.cm-content');
+    await page.keyboard.press('Control+a');
+    await page.keyboard.type('SELECT * FROM tr');
+    await page.keyboard.press('Control+Space');
+    await page.waitForSelector('.cm-tooltip-autocomplete');
+    out.completions = await page.$$eval('.cm-tooltip-autocomplete li', (lis) => lis.map((l) => l.textContent));
+    await shot(page, 'explorer-sql-completion');
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+a');
+    await page.keyboard.type(args.badSql);
+    await page.click('[data-testid=run-sql]');
+    await page.waitForSelector('[data-testid=error-position]');
+    out.errorPosition = await page.$eval('[data-testid=error-position]', (e) => e.textContent);
+    out.selection = await page.evaluate(() => window.getSelection().toString());
+    await shot(page, 'explorer-sql-error');
+    out.history = await page.$$eval('[data-testid=sql-history] option', (os) => os.map((o) => o.value).filter(Boolean));
+    out.sqlHash = await page.evaluate(() => location.hash);
+    // 13. keyboard help
+    await page.focus('[data-testid=tab-sql]');
+    await page.keyboard.press('?');
+    await page.waitForSelector('[data-testid=help][open]');
+    out.help = await page.$eval('[data-testid=help]', (e) => e.innerText);
+    await shot(page, 'explorer-help');
+    await page.keyboard.press('Escape');
+    // 14. a wrong admin token is said at once
+    await page.fill('[data-testid=admin-token]', 'not-the-token');
+    await page.click('[data-testid=admin-token-set]');
+    await page.waitForSelector('[data-testid=token-problem]');
+    out.tokenProblem = await page.$eval('[data-testid=token-problem]', (e) => e.textContent);
+    out.tokenSet = !!(await page.$('[data-testid=token-state]'));
+    // 15. a malformed URL does not blank the page
+    await page.goto(`${args.url}#/query/%E0%A4%A?q=%7B%22bad`);
+    await page.waitForSelector('[data-testid=tab-query]');
+    out.malformed = await page.$eval('main', (m) => m.innerText.slice(0, 300));
+    // 16. the dark theme follows the system
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.goto(`${args.url}#/query/${args.dataset}?q=${encodeURIComponent(JSON.stringify(args.shared))}`);
+    await page.waitForSelector('[data-testid=results]');
+    await waitIdle();
+    await page.waitForSelector('[data-testid=facets] .facet-value');
+    out.darkBg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+    await shot(page, 'explorer-dark');
+    await page.goto(`${args.url}#/datasets/${args.dataset}`);
+    await page.waitForSelector('[data-testid=schema][data-stats=loaded]');
+    await shot(page, 'explorer-dark-schema');
+  },
+
   // A page on another origin calling the API with fetch (CORS): what it
   // could read, and what the browser refused.
   async cors(page) {

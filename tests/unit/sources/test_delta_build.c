@@ -515,8 +515,10 @@ TEST(protocol_features)
     } cases[] = {
         {"{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,\"readerFeatures\":[\"blahabl\"]}}\n",
          VT_ERR_SOURCE_UNSUPPORTED, "blahabl"},
+        {"{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,\"readerFeatures\":[\"deletionVectors\",\"timestampNtz\",\"catalogManaged\"]}}\n",
+         VT_ERR_SOURCE_UNSUPPORTED, "catalogManaged"},
         {"{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,\"readerFeatures\":[\"deletionVectors\",\"timestampNtz\"]}}\n",
-         VT_ERR_SOURCE_UNSUPPORTED, "deletionVectors"},
+         VT_ERR_OK, NULL},
         {"{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,\"readerFeatures\":[\"variantType\"]}}\n",
          VT_ERR_SOURCE_UNSUPPORTED, "variantType"},
         {"{\"protocol\":{\"minReaderVersion\":4,\"minWriterVersion\":7}}\n",
@@ -536,15 +538,17 @@ TEST(protocol_features)
         if (rc == VT_ERR_OK)
             td_release(&snap);
     }
-    /* An add carrying a deletion vector without the feature is refused too. */
+    /* A deletion vector is honoured even when the protocol does not list
+     * the feature; a malformed one fails the build naming the file. */
     commit3(dir, 0, PROTO1, meta,
             "{\"add\":{\"path\":\"f1.parquet\",\"partitionValues\":{},\"size\":1,"
             "\"deletionVector\":{\"storageType\":\"i\",\"pathOrInlineDv\":\"abc\",\"sizeInBytes\":"
             "3,\"cardinality\":1}}}\n");
     struct source_snapshot snap;
     struct vt_error err = {0};
-    CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_SOURCE_UNSUPPORTED);
-    CHECK_CONTAINS(vt_error_message(&err), "deletionVectors");
+    CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_SOURCE_UNAVAILABLE);
+    CHECK_CONTAINS(vt_error_message(&err), "deletion vector");
+    CHECK_CONTAINS(vt_error_message(&err), "f1.parquet");
     /* A variant column is refused with the column named. */
     char *mv = tb_meta("[" F("v", "\"variant\"") "]", NULL, NULL);
     commit3(dir, 0, PROTO1, mv, a1);

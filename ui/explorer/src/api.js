@@ -62,6 +62,22 @@ export class ApiError extends Error {
   }
 }
 
+// Whether an admin token opens the admin routes here: the saved-queries
+// listing answers 200 to a good one, 401 to a wrong one, and is hidden (404)
+// when the server has neither ADMIN_TOKEN nor [auth].
+export async function checkAdminToken(token) {
+  let r;
+  try {
+    r = await fetch(apiUrl('/queries'), { headers: { 'X-Admin-Token': token }, cache: 'no-store' });
+  } catch (e) {
+    return { ok: false, message: `network error: ${e.message}` };
+  }
+  if (r.ok) return { ok: true };
+  if (r.status === 404) return { ok: false, message: 'this server has no admin token (ADMIN_TOKEN is not set)' };
+  if (r.status === 401 || r.status === 403) return { ok: false, message: 'wrong admin token' };
+  return { ok: false, message: `the server answered ${r.status}` };
+}
+
 async function errorOf(resp) {
   let message = resp.statusText || `HTTP ${resp.status}`;
   let code = `http_${resp.status}`;
@@ -75,9 +91,65 @@ async function errorOf(resp) {
   return new ApiError(resp.status, message, code);
 }
 
+// A decimal or a wide integer keeps the text the server wrote (42.40 stays
+// 42.40, 9007199254740993 stays exact): JSON.parse's source text, where the
+// browser gives it, wrapped in a Num that still computes like a number.
+export class Num {
+  constructor(text) {
+    this.text = text;
+  }
+
+  valueOf() {
+    return Number(this.text);
+  }
+
+  toString() {
+    return this.text;
+  }
+
+  toJSON() {
+    return typeof JSON.rawJSON === 'function' ? JSON.rawJSON(this.text) : Number(this.text);
+  }
+}
+
+export function isNum(v) {
+  return typeof v === 'number' || v instanceof Num;
+}
+
+export function parseJson(text) {
+  return JSON.parse(text, function (k, v, ctx) {
+    if (typeof v === 'number' && ctx && typeof ctx.source === 'string' && String(v) !== ctx.source)
+      return new Num(ctx.source);
+    return v;
+  });
+}
+
+// The same request as a command or a program, for "copy as".
+export function snippets(method, path, body) {
+  const url = new URL(apiUrl(path), location.href).href;
+  const json = body === undefined ? null : JSON.stringify(body);
+  const auth = adminToken ? ' -H "X-Admin-Token: $ADMIN_TOKEN"' : bearerToken ? ' -H "Authorization: Bearer $TOKEN"' : '';
+  const sq = (s) => `'${s.replace(/'/g, "'\\''")}'`;
+  const curl = json === null
+    ? `curl -s${auth} ${sq(url)}`
+    : `curl -s${auth} ${sq(url)} \\\n  -H 'Content-Type: application/json' \\\n  -d ${sq(json)}`;
+  const pyHeaders = adminToken ? ', headers={"X-Admin-Token": os.environ["ADMIN_TOKEN"]}' : bearerToken ? ', headers={"Authorization": "Bearer " + os.environ["TOKEN"]}' : '';
+  const python = `import os, requests\n\n` + (json === null
+    ? `r = requests.get(${JSON.stringify(url)}${pyHeaders})`
+    : `body = ${JSON.stringify(body, null, 4).replace(/\btrue\b/g, 'True').replace(/\bfalse\b/g, 'False').replace(/\bnull\b/g, 'None')}\nr = requests.post(${JSON.stringify(url)}, json=body${pyHeaders})`)
+    + `\nr.raise_for_status()\nprint(r.json())`;
+  const jsHeaders = { ...(json === null ? {} : { 'Content-Type': 'application/json' }) };
+  const js = `const r = await fetch(${JSON.stringify(url)}, {\n  method: '${method}',\n  headers: ${JSON.stringify(jsHeaders)}`
+    + (adminToken ? `, // + 'X-Admin-Token'` : '')
+    + (json === null ? '' : `,\n  body: JSON.stringify(${JSON.stringify(body, null, 2).replace(/\n/g, '\n  ')})`)
+    + `,\n});\nif (!r.ok) throw new Error((await r.json()).error);\nconsole.log(await r.json());`;
+  return { curl, python, js };
+}
+
 // One API call. opts: method, json (body), query (object), accept ('json' |
-// 'arrow' | 'blob'). Resolves to {status, data, headers, timing}; rejects with
-// ApiError for any non-2xx answer.
+// 'arrow' | 'blob'), signal (an AbortSignal: cancel). Resolves to {status,
+// data, headers, timing}; rejects with ApiError for any non-2xx answer (and
+// with code 'cancelled' when aborted).
 export async function call(path, opts = {}) {
   const method = opts.method || (opts.json !== undefined ? 'POST' : 'GET');
   let url = apiUrl(path);
@@ -97,8 +169,10 @@ export async function call(path, opts = {}) {
       body: opts.json !== undefined ? JSON.stringify(opts.json) : undefined,
       credentials: 'same-origin',
       cache: 'no-store',
+      signal: opts.signal,
     });
   } catch (e) {
+    if (e.name === 'AbortError') throw new ApiError(0, 'cancelled', 'cancelled');
     throw new ApiError(0, `network error: ${e.message}`, 'network_error');
   }
   const ttfb = performance.now() - t0;
@@ -112,7 +186,7 @@ export async function call(path, opts = {}) {
   } else {
     const text = await resp.text();
     bytes = new TextEncoder().encode(text).length;
-    data = text ? JSON.parse(text) : null;
+    data = text ? parseJson(text) : null;
   }
   const total = performance.now() - t0;
   return { status: resp.status, data, headers: resp.headers, timing: { ttfb, total, bytes } };

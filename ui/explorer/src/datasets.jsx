@@ -4,7 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from './api.js';
 import { ConfirmDialog, ErrorBox, StateBadge, fmtInt } from './ui.jsx';
-import { ResultTable } from './results.jsx';
+import { MiniHistogram, ResultTable, cellText } from './results.jsx';
 
 function when(ts) {
   if (!ts) return '–';
@@ -103,15 +103,20 @@ export function DatasetList({ datasets, selected, onSelect, runtime, queriesAvai
 
 function DatasetDetail({ name, status }) {
   const [schema, setSchema] = useState(null);
+  const [stats, setStats] = useState(null);
   const [error, setError] = useState(null);
   const gen = status?.last_refresh_at;
   useEffect(() => {
     setError(null);
+    setStats(null);
     if (status && status.state !== 'published') {
       setSchema(null);
       return;
     }
     call(`/datasets/${encodeURIComponent(name)}/schema`).then((r) => setSchema(r.data), (e) => { setSchema(null); setError(e); });
+    // Column statistics (computed once per generation by the server).
+    call(`/datasets/${encodeURIComponent(name)}/summary`).then(
+      (r) => setStats(Object.fromEntries(r.data.columns.map((c) => [c.name, c]))), () => setStats({}));
   }, [name, gen, status?.state]);
   return (
     <section class="detail" aria-label={`Dataset ${name}`} data-testid="dataset-detail">
@@ -135,12 +140,20 @@ function DatasetDetail({ name, status }) {
         <>
           <h4>Schema</h4>
           <div class="table-wrap">
-            <table class="list" data-testid="schema">
-              <thead><tr><th scope="col">Column</th><th scope="col">Type</th><th scope="col">Logical</th><th scope="col">Nullable</th><th scope="col">Indexed</th></tr></thead>
+            <table class="list" data-testid="schema" data-stats={stats ? 'loaded' : 'loading'}>
+              <thead><tr><th scope="col">Column</th><th scope="col">Type</th><th scope="col">Logical</th><th scope="col">Nullable</th><th scope="col">Indexed</th>
+                <th scope="col" class="hide-narrow">Nulls</th><th scope="col" class="hide-narrow">Distinct</th><th scope="col" class="hide-narrow">Range</th><th scope="col" class="hide-narrow">Distribution</th></tr></thead>
               <tbody>
-                {schema.columns.map((c) => (
-                  <tr><td>{c.name}</td><td><code>{c.type}</code></td><td>{c.logical}</td><td>{c.nullable ? 'yes' : 'no'}</td><td>{schema.indexed.includes(c.name) ? 'yes' : ''}</td></tr>
-                ))}
+                {schema.columns.map((c) => {
+                  const st = stats && stats[c.name];
+                  return (
+                    <tr data-column={c.name}><td>{c.name}</td><td><code>{c.type}</code></td><td>{c.logical}</td><td>{c.nullable ? 'yes' : 'no'}</td><td>{schema.indexed.includes(c.name) ? 'yes' : ''}</td>
+                      <td class="num hide-narrow">{st ? fmtInt(st.null_count) : ''}</td>
+                      <td class="num hide-narrow">{st ? `~${fmtInt(st.approx_distinct)}` : ''}</td>
+                      <td class="hide-narrow range">{st && st.min != null ? <>{cellText(st.min)} … {cellText(st.max)}{st.mean != null && <span class="muted"> · mean {Number(st.mean).toPrecision(4)}</span>}</> : ''}</td>
+                      <td class="hide-narrow">{st && <MiniHistogram summary={st} />}</td></tr>
+                  );
+                })}
               </tbody>
             </table>
           </div>

@@ -6,27 +6,22 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import './style.css';
-import { call, configure, routeExists, setAdminToken, hasAdminToken, setBearerToken, hasBearerToken, bearerMayManage } from './api.js';
+import { call, checkAdminToken, configure, setAdminToken, hasAdminToken, setBearerToken, hasBearerToken, bearerMayManage } from './api.js';
 import { completeSignIn, signIn } from './auth.js';
 import { DatasetList } from './datasets.jsx';
 import { QueryTab } from './query.jsx';
 import { SqlTab } from './sql.jsx';
 import { RegisterTab } from './register.jsx';
 import { ErrorBox } from './ui.jsx';
+import { parseHash } from './route.js';
 
-const TABS = [
+export const TABS = [
   { id: 'datasets', label: 'Datasets' },
   { id: 'query', label: 'Query' },
   { id: 'sql', label: 'SQL' },
   { id: 'register', label: 'Register' },
 ];
 const COLORS = ['primary', 'secondary', 'success', 'info', 'warning', 'danger', 'light', 'dark'];
-
-function parseHash() {
-  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
-  const tab = TABS.some((t) => t.id === parts[0]) ? parts[0] : 'datasets';
-  return { tab, name: parts[1] || null };
-}
 
 function EnvBadge({ settings }) {
   if (!settings.environment) return null;
@@ -37,6 +32,8 @@ function EnvBadge({ settings }) {
 function TokenBox({ onChange }) {
   const [value, setValue] = useState('');
   const [set, setSet] = useState(hasAdminToken());
+  const [problem, setProblem] = useState(null);
+  const [checking, setChecking] = useState(false);
   if (set)
     return (
       <div class="token row">
@@ -45,13 +42,89 @@ function TokenBox({ onChange }) {
       </div>
     );
   return (
-    <form class="token row" onSubmit={(e) => { e.preventDefault(); setAdminToken(value); setValue(''); setSet(true); onChange(); }}
-      aria-label="Admin token" autocomplete="off">
+    <form class="token row" onSubmit={async (e) => {
+      e.preventDefault();
+      // Checked when entered: a wrong token is said at once, not at the
+      // first admin action.
+      setChecking(true);
+      const r = await checkAdminToken(value);
+      setChecking(false);
+      if (!r.ok) {
+        setProblem(r.message);
+        return;
+      }
+      setProblem(null);
+      setAdminToken(value);
+      setValue('');
+      setSet(true);
+      onChange();
+    }} aria-label="Admin token" autocomplete="off">
       <input type="password" name="admin-token" placeholder="admin token" value={value} autocomplete="off"
-        onInput={(e) => setValue(e.target.value)} aria-label="Admin token" data-testid="admin-token" />
-      <button type="submit" class="small" data-testid="admin-token-set">Use</button>
+        onInput={(e) => { setValue(e.target.value); setProblem(null); }} aria-label="Admin token" data-testid="admin-token"
+        aria-invalid={problem ? 'true' : 'false'} />
+      <button type="submit" class="small" data-testid="admin-token-set" disabled={checking || !value}>{checking ? 'Checking…' : 'Use'}</button>
+      {problem && <span class="token-problem" role="alert" data-testid="token-problem">{problem}</span>}
     </form>
   );
+}
+
+const SHORTCUTS = [
+  ['Ctrl+Enter', 'Run the query or the SQL'],
+  ['Esc', 'Cancel a running query; close a panel'],
+  ['g d / g q / g s / g r', 'Go to Datasets, Query, SQL, Register'],
+  ['/', 'Focus the dataset chooser or the SQL editor'],
+  ['← →', 'Previous, next page of results'],
+  ['Ctrl+Space', 'Complete a name in the SQL editor'],
+  ['?', 'This help'],
+];
+
+function HelpPanel({ open, onClose }) {
+  const ref = useRef(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (open && !d.open) d.showModal();
+    if (!open && d.open) d.close();
+  }, [open]);
+  return (
+    <dialog ref={ref} class="help" onCancel={(e) => { e.preventDefault(); onClose(); }} aria-labelledby="help-title" data-testid="help">
+      <h2 id="help-title">Keyboard shortcuts</h2>
+      <table class="keys">
+        <tbody>{SHORTCUTS.map(([k, what]) => <tr><th scope="row"><kbd>{k}</kbd></th><td>{what}</td></tr>)}</tbody>
+      </table>
+      <div class="row end"><button type="button" autofocus onClick={onClose}>Close</button></div>
+    </dialog>
+  );
+}
+
+// Keys that work anywhere but in a text field.
+function useShortcuts(onHelp) {
+  useEffect(() => {
+    let g = false;
+    const typing = (t) => t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable);
+    const f = (e) => {
+      if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+      if (e.key === '?') {
+        e.preventDefault();
+        onHelp();
+      } else if (g) {
+        g = false;
+        const tab = { d: 'datasets', q: 'query', s: 'sql', r: 'register' }[e.key];
+        if (tab) location.hash = `#/${tab}`;
+      } else if (e.key === 'g') {
+        g = true;
+        setTimeout(() => { g = false; }, 1500);
+      } else if (e.key === '/') {
+        const el = document.querySelector('[data-testid=query-dataset], .cm-content');
+        if (el) {
+          e.preventDefault();
+          el.focus();
+        }
+      }
+    };
+    addEventListener('keydown', f);
+    return () => removeEventListener('keydown', f);
+  }, [onHelp]);
 }
 
 function Tabs({ tab, name }) {
@@ -92,12 +165,21 @@ function App({ settings, oauth2, signInError }) {
   const [queriesAvailable, setQueriesAvailable] = useState(false);
   const [runtime, setRuntime] = useState([]);
   const [signedIn, setSignedIn] = useState(hasBearerToken());
+  const [help, setHelp] = useState(false);
   const poll = useRef(null);
+  const openHelp = useCallback(() => setHelp(true), []);
+  useShortcuts(openHelp);
 
   useEffect(() => {
+    // hashchange for links and typed URLs; popstate for back and forward
+    // over the entries the tabs push (pushState fires no hashchange).
     const f = () => setRoute(parseHash());
     addEventListener('hashchange', f);
-    return () => removeEventListener('hashchange', f);
+    addEventListener('popstate', f);
+    return () => {
+      removeEventListener('hashchange', f);
+      removeEventListener('popstate', f);
+    };
   }, []);
 
   const refresh = useCallback(async () => {
@@ -153,16 +235,18 @@ function App({ settings, oauth2, signInError }) {
           ? <button type="button" class="small" onClick={() => { setBearerToken(''); setSignedIn(false); refresh(); }} data-testid="sign-out">Sign out</button>
           : <button type="button" class="small primary" onClick={() => signIn(oauth2).catch((e) => setError({ message: e.message, code: 'sign_in_failed' }))} data-testid="sign-in">Sign in</button>)}
         {signedIn && <span class="muted" data-testid="signed-in">signed in</span>}
+        <button type="button" class="small icon" onClick={openHelp} aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)" data-testid="help-open">?</button>
       </header>
+      <HelpPanel open={help} onClose={() => setHelp(false)} />
       <Tabs tab={route.tab} name={route.name} />
       <main id="panel" role="tabpanel" aria-labelledby={`tab-${route.tab}`} tabindex="-1">
         <ErrorBox error={error} onClose={() => setError(null)} />
         {route.tab === 'datasets' && (
-          <DatasetList datasets={datasets} selected={route.name} onSelect={select('datasets')} runtime={runtime}
+          <DatasetList datasets={datasets} selected={route.name} params={route.params} onSelect={select('datasets')} runtime={runtime}
             queriesAvailable={queriesAvailable} onChanged={refresh} onQuery={select('query')} />
         )}
-        {route.tab === 'query' && <QueryTab datasets={datasets} selected={route.name} onSelect={select('query')} />}
-        {route.tab === 'sql' && <SqlTab datasets={datasets} queriesAvailable={queriesAvailable} onChanged={refresh} />}
+        {route.tab === 'query' && <QueryTab datasets={datasets} selected={route.name} params={route.params} onSelect={select('query')} />}
+        {route.tab === 'sql' && <SqlTab datasets={datasets} params={route.params} queriesAvailable={queriesAvailable} onChanged={refresh} />}
         {route.tab === 'register' && <RegisterTab onChanged={refresh} />}
       </main>
     </>

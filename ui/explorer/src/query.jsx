@@ -1,13 +1,14 @@
 // The Query tab: a builder for every field of the query request, the JSON it
 // sends (shown and editable), and the results with paging, timing, the
 // JSON/Arrow toggle, downloads and the chart.
-import { useEffect, useMemo, useState } from 'preact/hooks';
-import { call, apiUrl } from './api.js';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { call, apiUrl, snippets } from './api.js';
 import { ErrorBox, saveBlob } from './ui.jsx';
-import { Results, columnsOf, decodeArrow } from './results.jsx';
+import { Results, columnsOf, decodeArrow, exportAll } from './results.jsx';
+import { hashOf, pushRoute } from './route.js';
 
 export const OPS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'like', 'ilike', 'in', 'between', 'is_null', 'is_not_null'];
-const AGGS = ['count', 'sum', 'avg', 'min', 'max'];
+const AGGS = ['count', 'sum', 'avg', 'min', 'max', 'count_distinct', 'median', 'quantile', 'stddev'];
 
 const emptyBuilder = () => ({
   columns: [], predicates: [], order_by: [], group_by: [], aggregations: [], having: [],
@@ -68,6 +69,46 @@ function aggAlias(a) {
   return a.alias || (a.col ? `${a.op}_${a.col}` : 'count');
 }
 
+// The builder for a request (a shared URL), or null when the builder cannot
+// show it all (bucketed group_by, a quantile's q, ...): then the JSON box
+// shows it as edited.
+function fromRequest(r) {
+  const b = emptyBuilder();
+  const known = ['columns', 'predicates', 'order_by', 'group_by', 'aggregations', 'having', 'distinct', 'limit', 'page', 'page_size'];
+  if (!r || typeof r !== 'object' || Object.keys(r).some((k) => !known.includes(k))) return null;
+  const pred = (p) => {
+    if (!p || typeof p !== 'object') return null;
+    const out = { col: p.col, op: p.op, val: '' };
+    if (Array.isArray(p.val) && p.op === 'between') [out.val, out.val2] = p.val.map(String);
+    else if (Array.isArray(p.val)) out.val = p.val.join(', ');
+    else if (p.val !== undefined) out.val = String(p.val);
+    return out;
+  };
+  try {
+    b.columns = r.columns || [];
+    b.predicates = (r.predicates || []).map(pred);
+    b.order_by = (r.order_by || []).map((o) => ({ col: o.col, dir: o.dir || 'asc' }));
+    if ((r.group_by || []).some((g) => typeof g !== 'string')) return null;
+    b.group_by = r.group_by || [];
+    if ((r.aggregations || []).some((a) => a.q !== undefined)) return null;
+    b.aggregations = (r.aggregations || []).map((a) => ({ op: a.op, col: a.col || '', alias: a.alias || '' }));
+    b.having = (r.having || []).map(pred);
+    b.distinct = !!r.distinct;
+    b.limit = r.limit == null ? '' : String(r.limit);
+    b.page = r.page || 1;
+    b.page_size = r.page_size || 100;
+  } catch (_) {
+    return null;
+  }
+  if (b.predicates.includes(null) || b.having.includes(null)) return null;
+  return b;
+}
+
+// The request for the total: the same rows, counted (one row of data).
+function totalRequest(req) {
+  return { ...req, include_total: true, page: 1, page_size: 1 };
+}
+
 function Rows({ label, items, onAdd, children, testid }) {
   return (
     <fieldset class="rows" data-testid={testid}>
@@ -118,16 +159,19 @@ function PredicateRow({ p, cols, onChange, onRemove, idx, kind }) {
   );
 }
 
-export function QueryTab({ datasets, selected, onSelect }) {
+export function QueryTab({ datasets, selected, params = {}, onSelect }) {
   const [schema, setSchema] = useState(null);
   const [b, setB] = useState(emptyBuilder());
   // The JSON box shows the builder's request until the user edits it; it is
   // derived while rendering, so a click right after a change sends that change.
   const [editedText, setEditedText] = useState(null);
-  const [format, setFormat] = useState('json');
+  const [format, setFormat] = useState(params.fmt === 'arrow' ? 'arrow' : 'json');
   const [result, setResult] = useState(null);
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
+  const [copyAs, setCopyAs] = useState(null);
+  const abort = useRef(null);
+  const ranQ = useRef(null);  // the ?q= this tab ran last (its own URL)
 
   useEffect(() => {
     setSchema(null);
@@ -135,9 +179,32 @@ export function QueryTab({ datasets, selected, onSelect }) {
     setError(null);
     setB(emptyBuilder());
     setEditedText(null);
+    ranQ.current = null;
     if (!selected) return;
     call(`/datasets/${encodeURIComponent(selected)}/schema`).then((r) => setSchema(r.data), setError);
   }, [selected]);
+
+  // A URL with ?q= (shared, reloaded, or back/forward): show it and run it.
+  useEffect(() => {
+    if (!schema || !params.q || params.q === ranQ.current) return;
+    let req;
+    try {
+      req = JSON.parse(params.q);
+    } catch (e) {
+      setError({ message: `the URL's query is not valid JSON: ${e.message}`, code: 'invalid_json' });
+      return;
+    }
+    const fb = fromRequest(req);
+    if (fb) {
+      setB(fb);
+      setEditedText(null);
+    } else {
+      setEditedText(JSON.stringify(req, null, 2));
+    }
+    if (params.fmt === 'arrow' || params.fmt === 'json') setFormat(params.fmt);
+    ranQ.current = params.q;
+    run(null, req, params.fmt === 'arrow' ? 'arrow' : 'json', false);
+  }, [schema, params.q, params.fmt]);
 
   const generated = useMemo(() => JSON.stringify(buildRequest(b, schema), null, 2), [b, schema]);
   const text = editedText ?? generated;
@@ -156,38 +223,127 @@ export function QueryTab({ datasets, selected, onSelect }) {
   const updAt = (k, i, v) => updWith(k, (xs) => xs.map((x, j) => (j === i ? v : x)));
   const delAt = (k, i) => updWith(k, (xs) => xs.filter((_, j) => j !== i));
 
-  async function run(pageOverride) {
-    setError(null);
-    let req;
+  function currentRequest() {
     try {
-      req = JSON.parse(text);
+      return JSON.parse(text);
     } catch (e) {
       setError({ message: `the request is not valid JSON: ${e.message}`, code: 'invalid_json' });
-      return;
+      return null;
     }
+  }
+
+  // Runs req (default: the JSON box). pageOverride: the pager's page (the
+  // total stays). remember: put the request in the URL (a history entry).
+  async function run(pageOverride, given, fmtGiven, remember = true) {
+    setError(null);
+    let req = given || currentRequest();
+    if (!req) return;
+    const fmt = fmtGiven || format;
     if (pageOverride) {
       req = { ...req, page: pageOverride };
-      setEditedText(JSON.stringify(req, null, 2));
+      if (edited) setEditedText(JSON.stringify(req, null, 2));
+      else setB((prev) => ({ ...prev, page: pageOverride }));
     }
+    if (remember) {
+      const q = JSON.stringify(req);
+      ranQ.current = q;
+      const h = hashOf('query', selected, { q, fmt: fmt === 'arrow' ? 'arrow' : '' });
+      if (location.hash !== h) pushRoute(h);
+    }
+    if (abort.current) abort.current.abort();
+    const ctl = new AbortController();
+    abort.current = ctl;
     setBusy(true);
+    const path = `/datasets/${encodeURIComponent(selected)}/query`;
     try {
-      const path = `/datasets/${encodeURIComponent(selected)}/query`;
       let res;
-      if (format === 'arrow') {
-        const r = await call(path, { json: req, query: { format: 'arrow' }, accept: 'arrow' });
+      if (fmt === 'arrow') {
+        const r = await call(path, { json: req, query: { format: 'arrow' }, accept: 'arrow', signal: ctl.signal });
         const t = await decodeArrow(r.data);
         res = { ...t, timing: r.timing, page: Number(r.headers.get('X-Page')) || 1, pageSize: Number(r.headers.get('X-Page-Size')) || 0 };
       } else {
-        const r = await call(path, { json: req });
+        const r = await call(path, { json: req, signal: ctl.signal });
         res = { rows: r.data.data, columns: columnsOf(r.data.data), timing: r.timing, page: r.data.page, pageSize: r.data.page_size };
       }
       if (!res.columns.length && req.columns) res.columns = req.columns;
-      setResult({ ...res, format, groupBy: req.group_by });
+      const grouped = !!((req.group_by && req.group_by.length) || req.distinct);
+      const total = pageOverride && result?.total != null && result.request
+        && JSON.stringify({ ...result.request, page: 1 }) === JSON.stringify({ ...req, page: 1 })
+        ? result.total
+        : await totalOf(req, res, grouped, ctl.signal);
+      setResult({ ...res, format: fmt, groupBy: req.group_by, request: req, total, grouped });
     } catch (e) {
+      // A new error replaces the old answer: stale rows never sit under it.
+      setResult(null);
       setError(e);
     } finally {
+      if (abort.current === ctl) abort.current = null;
       setBusy(false);
     }
+  }
+
+  // How many rows the request selects over every page: known from a page
+  // that is not full; else /count (the index or the statistics answer it)
+  // for plain queries; grouped ones are counted on demand (countAll).
+  async function totalOf(req, res, grouped, signal) {
+    const size = res.pageSize || req.page_size || 1000;
+    const page = res.page || 1;
+    if (res.rows.length < size && (page === 1 || res.rows.length > 0))
+      return (page - 1) * size + res.rows.length;
+    if (grouped) return null;
+    try {
+      const r = await call(`/datasets/${encodeURIComponent(selected)}/count`,
+        { json: req.predicates ? { predicates: req.predicates } : {}, signal });
+      const n = r.data.count;
+      return req.limit != null && req.limit < n ? req.limit : n;
+    } catch (_) {
+      return null;
+    }
+  }
+
+  async function countAll() {
+    if (!result?.request) return;
+    try {
+      const r = await call(`/datasets/${encodeURIComponent(selected)}/query`, { json: totalRequest(result.request) });
+      setResult({ ...result, total: r.data.total });
+    } catch (e) {
+      setError(e);
+    }
+  }
+
+  function cancel() {
+    if (abort.current) abort.current.abort();
+  }
+
+  // Click on a header: sort by it (ascending, then descending, then not).
+  function sortBy(col) {
+    const req = currentRequest();
+    if (!req) return;
+    const cur = (req.order_by || [])[0];
+    let order;
+    if (!cur || cur.col !== col) order = [{ col, dir: 'asc' }];
+    else if ((cur.dir || 'asc') === 'asc') order = [{ col, dir: 'desc' }];
+    else order = [];
+    const next = { ...req, order_by: order, page: 1 };
+    if (!order.length) delete next.order_by;
+    if (next.page === 1) delete next.page;
+    const fb = fromRequest(next);
+    if (fb && !edited) setB(fb);
+    else setEditedText(JSON.stringify(next, null, 2));
+    run(null, next);
+  }
+
+  // Click on a facet value: filter by it.
+  function filterBy(col, value) {
+    const req = currentRequest();
+    if (!req) return;
+    const p = value === null ? { col, op: 'is_null' } : { col, op: 'eq', val: value };
+    const next = { ...req, predicates: [...(req.predicates || []), p] };
+    delete next.page;
+    const fb = fromRequest(next);
+    if (fb && !edited) setB(fb);
+    else setEditedText(JSON.stringify(next, null, 2));
+    run(null, next);
   }
 
   async function downloadParquet() {
@@ -200,11 +356,36 @@ export function QueryTab({ datasets, selected, onSelect }) {
     }
   }
 
+  async function exportRows(kind) {
+    const req = currentRequest();
+    if (!req) return;
+    setError(null);
+    setBusy(true);
+    try {
+      await exportAll(selected, req, kind);
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  }
+
   const onKey = (e) => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
       e.preventDefault();
       run();
+    } else if (e.key === 'Escape' && busy) {
+      e.preventDefault();
+      cancel();
     }
+  };
+
+  const showCopy = (kind) => {
+    const req = currentRequest();
+    if (!req) return;
+    const sn = snippets('POST', `/datasets/${selected}/query`, req);
+    setCopyAs({ kind, text: sn[kind] });
+    if (navigator.clipboard) navigator.clipboard.writeText(sn[kind]).catch(() => {});
   };
 
   return (
@@ -266,7 +447,7 @@ export function QueryTab({ datasets, selected, onSelect }) {
             <div class="row wrap">
               <label class="check"><input type="checkbox" name="distinct" checked={b.distinct} onChange={(e) => upd('distinct', e.target.checked)} /> distinct</label>
               <label>limit <input type="number" min="0" name="limit" value={b.limit} onInput={(e) => upd('limit', e.target.value)} class="num-in" /></label>
-              <label>page <input type="number" min="1" name="page" value={b.page} onInput={(e) => upd('page', e.target.value)} class="num-in" /></label>
+              <label>page <input type="number" min="1" name="page" value={edited ? (safePage(text) || b.page) : b.page} onInput={(e) => upd('page', e.target.value)} class="num-in" data-testid="page-input" /></label>
               <label>page size <input type="number" min="1" name="page_size" value={b.page_size} onInput={(e) => upd('page_size', e.target.value)} class="num-in" /></label>
             </div>
           </form>
@@ -278,6 +459,7 @@ export function QueryTab({ datasets, selected, onSelect }) {
               <button type="button" class="primary" onClick={() => run()} disabled={busy} data-testid="run-query">
                 {busy ? 'Running…' : 'Run query'}
               </button>
+              {busy && <button type="button" onClick={cancel} data-testid="cancel-query">Cancel</button>}
               <span class="muted">Ctrl+Enter</span>
               <fieldset class="toggle" aria-label="Result format">
                 <label><input type="radio" name="fmt" value="json" checked={format === 'json'} onChange={() => setFormat('json')} /> JSON</label>
@@ -285,11 +467,39 @@ export function QueryTab({ datasets, selected, onSelect }) {
               </fieldset>
               <code class="muted endpoint">POST {apiUrl(`/datasets/${selected}/query`)}</code>
             </div>
+            <div class="row wrap copy-as">
+              <span class="muted">Copy as</span>
+              {['curl', 'python', 'js'].map((k) => (
+                <button type="button" class="small" onClick={() => showCopy(k)} data-testid={`copy-${k}`}>{k === 'js' ? 'JavaScript' : k === 'python' ? 'Python' : 'curl'}</button>
+              ))}
+            </div>
+            {copyAs && (
+              <div class="snippet" data-testid="snippet">
+                <div class="row"><b>{copyAs.kind}</b><span class="muted">(copied)</span><span class="spacer" />
+                  <button type="button" class="link" aria-label="close" onClick={() => setCopyAs(null)}>×</button></div>
+                <pre>{copyAs.text}</pre>
+              </div>
+            )}
           </div>
         </div>
       )}
       <Results result={result} onPage={(n) => run(n)} filename={`${selected}-page${result?.page || 1}`}
-        extraDownloads={selected && <button type="button" onClick={downloadParquet} data-testid="download-parquet">Parquet (whole dataset)</button>} />
+        onSort={sortBy} dataset={selected} schema={schema} onFacet={filterBy} onCountAll={countAll}
+        extraDownloads={selected && (
+          <>
+            <button type="button" onClick={() => exportRows('csv')} data-testid="export-csv" title="Every matching row, streamed by the server">All rows: CSV</button>
+            <button type="button" onClick={() => exportRows('ndjson')} data-testid="export-ndjson">NDJSON</button>
+            <button type="button" onClick={downloadParquet} data-testid="download-parquet">Parquet (whole dataset)</button>
+          </>
+        )} />
     </div>
   );
+}
+
+function safePage(text) {
+  try {
+    return JSON.parse(text).page;
+  } catch (_) {
+    return null;
+  }
 }
