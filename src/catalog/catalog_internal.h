@@ -275,4 +275,11 @@ void cat_scheduler_cancel(struct cat_scheduler *s, const char *name);
  * the datasets that follow it (refresh.on_upstream_reload, debounced). */
 void cat_scheduler_build_finished(struct cat_scheduler *s, struct cat_dataset *ds, bool ok);
 
+/* A generation nobody holds any more, freed with its parts (catalog.c; the
+ * build frees one it could not finish). */
+void cat_generation_free(struct cat_generation *gen);
+/* A build error as a dataset's last_error: one line, bounded (build.c;
+ * malloc'd). */
+char *cat_error_text(const char *msg);
+
 #endif

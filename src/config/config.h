@@ -206,6 +206,7 @@ struct mcp_config {
     char *path;                 /* default /mcp */
     int64_t max_rows;           /* rows in one query_dataset/sql result; default 500 */
     int64_t max_bytes;          /* bytes of rows in one result; default 262144 */
+    int64_t list_page_size;     /* tools/list, resources/list, list_datasets page; default 100 */
     struct strvec allowed_origins; /* Origin values allowed besides the server's own */
 };
 

@@ -909,6 +909,9 @@ const struct cfg_key cfg_schema[] = {
             "and gives the arguments for the rest)."},
     {"mcp", "max_bytes", CFG_T_INT, C(mcp.max_bytes), RANGE(1024, 67108864), .def = "262144",
      .doc = "Most bytes of rows in one result (whole rows only)."},
+    {"mcp", "list_page_size", CFG_T_INT, C(mcp.list_page_size), RANGE(1, 1000), .def = "100",
+     .doc = "Entries in one page of tools/list, resources/list and the list_datasets tool "
+            "(the page gives a cursor for the next one)."},
     {"mcp", "allowed_origins", CFG_T_STRVEC, C(mcp.allowed_origins), .def = "[]",
      .doc = "Browser origins allowed to call MCP, added to server.allowed_origins "
             "(DNS-rebinding protection: any other Origin is 403)."},

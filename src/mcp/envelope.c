@@ -64,6 +64,46 @@ void mcp_envelope_release(struct mcp_envelope *e)
     memset(e, 0, sizeof *e);
 }
 
+static const char b64std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* Decodes bl bytes of base64 in `alphabet` into out (NUL-terminated).
+ * padding: '=' may end the text. canonical: the bits left over must be
+ * zero (one spelling per value). -1 on a byte outside the alphabet, data
+ * after padding, a NUL in the value (it must never shorten what is
+ * compared) or no room. */
+static ssize_t b64_decode(const char *b, size_t bl, const char *alphabet, bool padding,
+                          bool canonical, char *out, size_t cap)
+{
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t k = 0;
+    bool padded = false;
+    for (size_t i = 0; i < bl; i++) {
+        if (padding && b[i] == '=') {
+            padded = true;
+            continue;
+        }
+        const char *q = padded || !b[i] ? NULL : memchr(alphabet, b[i], 64);
+        if (!q)
+            return -1;
+        acc = acc << 6 | (uint32_t)(q - alphabet);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (k + 1 >= cap)
+                return -1;
+            out[k++] = (char)(acc >> bits & 0xFF);
+        }
+    }
+    if (canonical && bits > 0 && (acc & ((1u << bits) - 1)) != 0)
+        return -1;
+    if (k + 1 > cap || memchr(out, '\0', k))
+        return -1;
+    out[k] = '\0';
+    return (ssize_t)k;
+}
+
 ssize_t mcp_header_decode(const char *v, char *out, size_t cap)
 {
     size_t n = strlen(v);
@@ -73,32 +113,38 @@ ssize_t mcp_header_decode(const char *v, char *out, size_t cap)
         memcpy(out, v, n + 1);
         return (ssize_t)n;
     }
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const char *b = v + 9;
-    size_t bl = n - 11;
+    return b64_decode(v + 9, n - 11, b64std, true, false, out, cap);
+}
+
+size_t mcp_cursor_encode(const char *key, char *out, size_t cap)
+{
+    size_t n = strlen(key), need = 3 + (n * 4 + 2) / 3 + 1;
+    if (cap < need)
+        return 0;
+    memcpy(out, "v1.", 3);
+    size_t k = 3;
     uint32_t acc = 0;
     int bits = 0;
-    size_t k = 0;
-    bool padding = false;
-    for (size_t i = 0; i < bl; i++) {
-        if (b[i] == '=') {
-            padding = true;
-            continue;
-        }
-        const char *q = padding ? NULL : memchr(tbl, b[i], 64);
-        if (!q)
-            return -1; /* a non-alphabet byte, or data after padding */
-        acc = acc << 6 | (uint32_t)(q - tbl);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (k + 1 >= cap)
-                return -1;
-            out[k++] = (char)(acc >> bits & 0xFF);
+    for (size_t i = 0; i < n; i++) {
+        acc = acc << 8 | (unsigned char)key[i];
+        bits += 8;
+        while (bits >= 6) {
+            bits -= 6;
+            out[k++] = b64url[acc >> bits & 63];
         }
     }
-    if (memchr(out, '\0', k))
-        return -1; /* never let a NUL shorten the value compared */
+    if (bits > 0)
+        out[k++] = b64url[acc << (6 - bits) & 63];
     out[k] = '\0';
-    return (ssize_t)k;
+    return k;
+}
+
+ssize_t mcp_cursor_decode(const char *cursor, char *out, size_t cap)
+{
+    if (strncmp(cursor, "v1.", 3) != 0)
+        return -1;
+    size_t bl = strlen(cursor + 3);
+    if (bl % 4 == 1)
+        return -1; /* no whole byte ends there */
+    return b64_decode(cursor + 3, bl, b64url, false, true, out, cap);
 }

@@ -40,6 +40,7 @@
 
 #include "config/config.h"
 #include "http/server.h"
+#include "util/strbuf.h"
 
 struct cat_catalog;
 
@@ -57,9 +58,22 @@ struct mcp_env {
 /* Answers POST {prefix}{mcp.path} (the API's route handler calls it). */
 void mcp_handle(struct http_request *req, const struct mcp_env *env);
 
-/* GET /.well-known/oauth-protected-resource (RFC 9728), when bearer auth is
- * on: names the configured issuer for MCP clients that must sign in. */
+/* Authorization discovery (RFC 9728), when bearer auth is on. The endpoint
+ * is a protected resource whose identifier is its URL, scheme://host{prefix}
+ * {mcp.path} (the Host the client used; https when X-Forwarded-Proto says
+ * so). Its metadata is served at the well-known URL with that path inserted
+ * (MCP_PRM_WELL_KNOWN{prefix}{mcp.path}, which the 401 challenges of the
+ * endpoint name in resource_metadata) and, for clients that fall back to it,
+ * at MCP_PRM_WELL_KNOWN itself: the resource, the configured issuer as its
+ * one authorization server, the read scopes, bearer tokens in the header. */
+#define MCP_PRM_WELL_KNOWN "/.well-known/oauth-protected-resource"
 void mcp_protected_resource(struct http_request *req, const struct vt_config *cfg);
+/* The pieces, appended to `out`: the resource identifier, the metadata's
+ * path (for the route) and its URL (for WWW-Authenticate). */
+void mcp_resource_url(struct http_request *req, const struct vt_config *cfg, struct strbuf *out);
+void mcp_resource_metadata_path(const struct vt_config *cfg, struct strbuf *out);
+void mcp_resource_metadata_url(struct http_request *req, const struct vt_config *cfg,
+                               struct strbuf *out);
 
 /* ---- the message envelope (envelope.c; pure, fuzzed) ---- */
 
@@ -89,5 +103,14 @@ void mcp_envelope_release(struct mcp_envelope *e);
  * =?base64?...?= sentinel. The length written to out (NUL-terminated), or
  * -1 when malformed, holding a NUL, or longer than cap - 1. */
 ssize_t mcp_header_decode(const char *value, char *out, size_t cap);
+
+/* List cursors (tools/list, resources/list, list_datasets): opaque to
+ * clients; ours are "v1." and the base64url (no padding) of the key after
+ * which the next page starts. encode: the length written to out
+ * (NUL-terminated), 0 when cap is too small. decode: the key's length
+ * (NUL-terminated in out), or -1 when the cursor is not one of ours, holds
+ * a NUL or does not fit. */
+size_t mcp_cursor_encode(const char *key, char *out, size_t cap);
+ssize_t mcp_cursor_decode(const char *cursor, char *out, size_t cap);
 
 #endif

@@ -10,6 +10,13 @@ python3-cryptography and tokens signed by python3-jwt (PyJWT).
     iss.down = True                      # discovery and JWKS answer 500
     iss.close()
 
+It also signs users in as an authorization server would, without a login
+page: GET /authorize (authorization code with PKCE S256; every request is
+approved at once: 302 to redirect_uri with code and state) and POST /token
+(the code and its verifier for a token carrying the scope asked for and
+aud `token_audience`). `iss.authorizations` records what clients asked
+(client_id, scope, resource, redirect_uri) for the MCP discovery tests.
+
 Every test that starts one closes it (use the `issuer` fixture of the test
 files, or `with Issuer() as iss`).
 """
@@ -78,6 +85,10 @@ class Issuer:
         self.jwks_redirect = None
         self.jwks_body = None           # raw JWKS bytes (size tests)
         self.lock = threading.Lock()
+        self.authorizations = []        # query parameters of each /authorize
+        self.token_requests = []        # form of each /token
+        self.codes = {}                 # code -> (challenge, scope, redirect_uri)
+        self.token_audience = "vitrine"
         issuer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -105,7 +116,13 @@ class Issuer:
                     doc = {"issuer": issuer.discovery_issuer or issuer.url,
                            "jwks_uri": f"{issuer.base}/jwks",
                            "authorization_endpoint": f"{issuer.base}/authorize",
-                           "token_endpoint": f"{issuer.base}/token"}
+                           "token_endpoint": f"{issuer.base}/token",
+                           "response_types_supported": ["code"],
+                           "grant_types_supported": ["authorization_code"],
+                           "code_challenge_methods_supported": ["S256"],
+                           "token_endpoint_auth_methods_supported": ["none"],
+                           "subject_types_supported": ["public"],
+                           "id_token_signing_alg_values_supported": ["RS256"]}
                     return self._send(200, json.dumps(doc).encode())
                 if p in ("/jwks", "/moved-jwks"):
                     with issuer.lock:
@@ -117,7 +134,43 @@ class Issuer:
                     if issuer.jwks_body is not None:
                         return self._send(200, issuer.jwks_body)
                     return self._send(200, json.dumps(issuer.jwks()).encode())
+                if p.startswith("/authorize?"):
+                    return self._authorize(p)
                 self._send(404, b"{}")
+
+            def _authorize(self, p):
+                from urllib.parse import parse_qs, urlencode, urlsplit
+                q = {k: v[0] for k, v in parse_qs(urlsplit(p).query).items()}
+                with issuer.lock:
+                    issuer.authorizations.append(q)
+                if q.get("response_type") != "code" or q.get("code_challenge_method") != "S256":
+                    return self._send(400, b'{"error":"invalid_request"}')
+                code = uuid.uuid4().hex
+                with issuer.lock:
+                    issuer.codes[code] = (q.get("code_challenge"), q.get("scope", ""),
+                                          q.get("redirect_uri"))
+                loc = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", "")})
+                self._send(302, b"", headers={"Location": loc})
+
+            def do_POST(self):
+                import hashlib
+                from urllib.parse import parse_qs
+                n = int(self.headers.get("Content-Length") or 0)
+                form = {k: v[0] for k, v in parse_qs(self.rfile.read(n).decode()).items()}
+                if self.path != "/token":
+                    return self._send(404, b"{}")
+                with issuer.lock:
+                    issuer.token_requests.append(form)
+                    entry = issuer.codes.pop(form.get("code", ""), None)
+                verifier = form.get("code_verifier", "").encode()
+                if (form.get("grant_type") != "authorization_code" or not entry or
+                        b64u(hashlib.sha256(verifier).digest()) != entry[0] or
+                        form.get("redirect_uri") != entry[2]):
+                    return self._send(400, b'{"error":"invalid_grant"}')
+                tok = issuer.token(scope=entry[1] or None, aud=issuer.token_audience)
+                body = {"access_token": tok, "token_type": "Bearer", "expires_in": 300,
+                        "scope": entry[1]}
+                self._send(200, json.dumps(body).encode())
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]

@@ -25,6 +25,7 @@ from oidc_issuer import ALL_ALGS, Issuer, b64u, unsigned
 ADMIN = "adm-s3cret"
 QUERY = {"predicates": [{"col": "id", "op": "eq", "val": 5}]}
 AUTH_AGENT = Path(__file__).resolve().parent / "mcp" / "auth_agent.mjs"
+OAUTH_AGENT = Path(__file__).resolve().parent / "mcp" / "oauth_agent.mjs"
 
 
 @pytest.fixture
@@ -536,7 +537,8 @@ def test_mcp_challenge_names_protected_resource_metadata(vt, datadir, issuer):
     h = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
     r = s.post("/mcp", body, headers=h)
     expect(r, 401, "unauthorized")
-    want = f'resource_metadata="http://127.0.0.1:{s.port}/.well-known/oauth-protected-resource"'
+    want = (f'resource_metadata="http://127.0.0.1:{s.port}'
+            '/.well-known/oauth-protected-resource/mcp"')
     assert want in r.headers["WWW-Authenticate"]
     r = s.post("/mcp", body, headers=dict(h, Authorization="Bearer x.y.z"))
     expect(r, 401, "invalid_token")
@@ -544,10 +546,19 @@ def test_mcp_challenge_names_protected_resource_metadata(vt, datadir, issuer):
     # A non-MCP route's challenge does not name it.
     assert "resource_metadata" not in s.post("/api/v1/datasets/t/count", {}).headers[
         "WWW-Authenticate"]
-    meta = requests.get(f"{s.base}/.well-known/oauth-protected-resource", timeout=10).json()
-    assert meta["authorization_servers"] == [issuer.url]
-    assert meta["resource"] == f"http://127.0.0.1:{s.port}/mcp"
-    assert "datasets:read" in meta["scopes_supported"]
+    # RFC 9728 §3.1: the metadata at the path-inserted URL the challenge
+    # names, and at the root for clients that fall back to it; both name
+    # the resource (the endpoint's URL) as the client addressed it.
+    for path in ("/.well-known/oauth-protected-resource/mcp",
+                 "/.well-known/oauth-protected-resource"):
+        meta = requests.get(f"{s.base}{path}", timeout=10).json()
+        assert meta["authorization_servers"] == [issuer.url]
+        assert meta["resource"] == f"http://127.0.0.1:{s.port}/mcp"
+        assert "datasets:read" in meta["scopes_supported"]
+        assert meta["bearer_methods_supported"] == ["header"]
+    meta = requests.get(f"{s.base}/.well-known/oauth-protected-resource/mcp", timeout=10,
+                        headers={"X-Forwarded-Proto": "https"}).json()
+    assert meta["resource"] == f"https://127.0.0.1:{s.port}/mcp"
     # A hostile Host header does not reach the challenge (a loopback listener
     # refuses a Host that is not a loopback name: 421).
     r = requests.post(s.url("/mcp"), json=body, timeout=10,
@@ -571,6 +582,38 @@ def test_mcp_sdk_client_with_bearer_token(vt, datadir, issuer):
     assert d["count"]["count"] == 100
     d = run()
     assert "401" in d["error"] or "nauthorized" in d["error"], d
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern"])
+def test_mcp_sdk_client_discovers_the_issuer_and_signs_in(vt, datadir, issuer, mode):
+    """Item 6 of issue 29: told only the MCP URL, the official SDK client
+    finds the authorization server from the 401 (RFC 9728 metadata), signs
+    in with PKCE at the local issuer and calls tools with the token."""
+    s = start(vt, datadir, issuer, extra="[mcp]\nenabled = true\n")
+    out = subprocess.run(["node", str(OAUTH_AGENT), mode, s.url("/mcp")], capture_output=True,
+                         text=True, timeout=120, cwd=OAUTH_AGENT.parent.parent)
+    assert out.returncode == 0, out.stderr[-3000:]
+    d = json.loads(out.stdout)
+    assert "error" not in d, d
+    assert "nauthorized" in d["firstConnect"], d
+    a = d["authorization"]
+    assert a["origin"] == issuer.base and a["pathname"] == "/authorize"
+    p = a["params"]
+    assert p["client_id"] == "vitrine-agent" and p["code_challenge_method"] == "S256"
+    assert p["resource"] == f"http://127.0.0.1:{s.port}/mcp"  # RFC 8707, from the metadata
+    assert "datasets:read" in p["scope"].split()
+    assert d["count"] == {"dataset": "t", "count": 100}
+    assert "query_dataset" in d["tools"] and "summarize_dataset" in d["tools"]
+    assert issuer.token_requests and issuer.token_requests[-1]["resource"] == p["resource"]
+
+
+def test_mcp_protected_resource_under_a_prefix(vt, datadir, issuer):
+    s = start(vt, datadir, issuer, extra='[mcp]\nenabled = true\npath = "/agents/mcp"\n')
+    r = s.post("/agents/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    want = f"http://127.0.0.1:{s.port}/.well-known/oauth-protected-resource/agents/mcp"
+    assert f'resource_metadata="{want}"' in r.headers["WWW-Authenticate"]
+    meta = requests.get(want, timeout=10).json()
+    assert meta["resource"] == f"http://127.0.0.1:{s.port}/agents/mcp"
 
 
 # --------------------------------------------------------- Explorer config

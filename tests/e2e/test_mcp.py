@@ -44,8 +44,18 @@ def agent(mode, *urls):
     return json.loads(out.stdout)
 
 
+TOOLS = ["list_datasets", "describe_dataset", "summarize_dataset", "facet_counts", "count_rows",
+         "query_dataset"]
+
+
 def check_session(d, s):
-    assert d["tools"] == ["list_datasets", "describe_dataset", "count_rows", "query_dataset"]
+    assert d["tools"] == TOOLS or d["tools"] == TOOLS + ["sql"]
+    # Paged by 3 (list_page_size): the 1.x agent follows nextCursor; the 2.x
+    # client walks the pages itself inside one listTools().
+    assert d["toolPages"] == ((len(d["tools"]) + 2) // 3 if d["mode"] == "legacy" else 1)
+    for a in d["annotations"].values():
+        assert a["readOnlyHint"] and a["idempotentHint"] and a["openWorldHint"] is False
+        assert a["destructiveHint"] is False
     assert d["schemaErrors"] == []
     assert d["calls"]["list"]["datasets"][0]["name"] == "trips"
     assert [c["name"] for c in d["calls"]["describe"]["columns"]] == ["trip_id", "payment", "fare"]
@@ -71,11 +81,71 @@ def check_session(d, s):
     assert d["resources"] == ["vitrine://datasets/trips"]
     assert d["resource"]["rows"] == 2500 and len(d["resource"]["sample_rows"]) == 5
     assert d["errors"] == []
+    check_explore_tools(d, s)
+    check_prompts_and_completions(d)
+    check_templates_and_logging(d, s)
+
+
+def check_explore_tools(d, s):
+    # The same answers as the HTTP API's /summary and /facets.
+    http_sum = s.get("/api/v1/datasets/trips/summary?columns=payment,fare").json()
+    got = d["calls"]["summary"]
+    assert got["columns"] == http_sum["columns"] and got["rows"] == 2500
+    assert got["truncated"] is False and got["next"] is None
+    http_fac = s.post("/api/v1/datasets/trips/facets", {
+        "columns": ["payment"], "predicates": [{"col": "fare", "op": "lt", "val": 10}]}).json()
+    assert d["calls"]["facets"]["facets"] == http_fac["facets"]
+    assert d["calls"]["facets"]["rows"] == 500 and d["calls"]["facets"]["truncated"] is False
+    cut = d["calls"]["facetsCut"]
+    assert cut["truncated"] is True and len(cut["facets"][0]["values"]) == 3
+    assert cut["facets"][0]["other_values"] == 47
+    na = d["calls"]["newAggs"]
+    assert na["rows"] == [{"band": 0, "count_distinct_payment": 2, "median_fare": 12.0,
+                           "p90": 22.0},
+                          {"band": 25, "count_distinct_payment": 2, "median_fare": 37.0,
+                           "p90": 47.0}]
+    assert na["total"] == 2 and na["next"] is None
+    lp = d["calls"]["listPaged"]
+    assert [x["name"] for x in lp["datasets"]] == ["trips"] and lp["next_cursor"] is None
+
+
+def check_prompts_and_completions(d):
+    assert d["prompts"] == [{"name": "explore_dataset", "args": ["dataset", "column", "value"]},
+                            {"name": "answer_with_sql", "args": ["dataset", "question"]}]
+    c = d["complete"]
+    assert c["dataset"]["values"] == ["trips"] and c["dataset"]["hasMore"] is False
+    assert c["column"]["values"] == ["fare"]
+    assert sorted(c["value"]["values"]) == ["card", "cash"]
+    assert c["resource"]["values"] == ["trips"]
+    t = d["explorePrompt"]
+    assert '"approx_distinct"' in t and '"trip_id"' in t and "facet_counts" in t
+    assert 'How are the rows spread over "payment"' in t
+    f = d["focusPrompt"]
+    assert 'rows where "payment" is card' in f and '"rows":834' in f
+    q = d["sqlPrompt"]
+    assert "Which payment has the highest average fare?" in q and "sql_not_read_only" in q
+    assert '"fare"' in q and "Datasets: trips" in q
+    assert d["promptMissingArg"]["code"] == -32602
+
+
+def check_templates_and_logging(d, s):
+    assert d["templates"] == ["vitrine://datasets/{name}", "vitrine://datasets/{name}/schema",
+                              "vitrine://datasets/{name}/summary"]
+    assert d["schemaResource"] == s.get("/api/v1/datasets/trips/schema").json()
+    assert [c["name"] for c in d["summaryResource"]["columns"]] == ["trip_id", "payment", "fare"]
+    if d["mode"] == "legacy":
+        assert d["setLevel"] == {}
+        assert d["logs"] == []
+    else:
+        assert d["loggedCall"] == {"truncated": True}
+        levels = [m["level"] for m in d["logs"]]
+        assert levels == ["info", "warning"], d["logs"]
+        assert "call again with `next`" in d["logs"][1]["data"]
 
 
 @pytest.mark.parametrize("mode", ["legacy", "modern"])
 def test_official_sdk_session(vt, datadir, mode):
-    s = vt(config(datadir, max_rows=300))
+    s = vt(config(datadir, max_rows=300, list_page_size=3))
     d = agent(mode, s.url("/mcp"))
     check_session(d, s)
     if mode == "modern":
@@ -85,8 +155,8 @@ def test_official_sdk_session(vt, datadir, mode):
 
 @pytest.mark.parametrize("mode", ["legacy", "modern"])
 def test_two_replicas_answer_alternate_calls(vt, datadir, mode):
-    a = vt(config(datadir, max_rows=300))
-    b = vt(config(datadir, max_rows=300))
+    a = vt(config(datadir, max_rows=300, list_page_size=3))
+    b = vt(config(datadir, max_rows=300, list_page_size=3))
     d = agent(mode, a.url("/mcp"), b.url("/mcp"))
     check_session(d, a)
     for srv in (a, b):  # each answered tool calls
@@ -95,7 +165,7 @@ def test_two_replicas_answer_alternate_calls(vt, datadir, mode):
 
 @pytest.mark.parametrize("mode", ["legacy", "modern"])
 def test_sql_tool_with_the_sdk(vt, datadir, mode):
-    s = vt(config(datadir, max_rows=300, expose_sql=True) + "[sql]\nenabled = true\n")
+    s = vt(config(datadir, max_rows=300, expose_sql=True, list_page_size=3) + "[sql]\nenabled = true\n")
     d = agent(mode, s.url("/mcp"))
     assert d["tools"][-1] == "sql" and d["schemaErrors"] == [], d
     assert d["calls"]["sql"]["rows"] == [{"payment": "card", "n": 834},
@@ -176,7 +246,7 @@ def test_json_rpc_error_cases(vt, datadir):
     # A session id is accepted and ignored (stateless).
     r = rpc(s, {"jsonrpc": "2.0", "id": 6, "method": "tools/list"},
             headers={"Mcp-Session-Id": "anything", "MCP-Protocol-Version": "2025-06-18"})
-    assert r.status_code == 200 and len(r.json()["result"]["tools"]) == 4
+    assert r.status_code == 200 and len(r.json()["result"]["tools"]) == 6
     assert "mcp-session-id" not in {k.lower() for k in r.headers}
 
 
@@ -197,7 +267,7 @@ def test_transport_rules(vt, datadir):
     assert "2025-06-18" in e["data"]["supported"]
     b, h = modern("tools/list")
     b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2030-01-01"
-    r = rpc(s, b, headers=h)
+    r = rpc(s, b, headers=dict(h, **{"MCP-Protocol-Version": "2030-01-01"}))
     assert r.status_code == 400 and r.json()["error"]["code"] == -32022
     # Modern requests: headers must match the body.
     b, h = modern("tools/list")
@@ -261,3 +331,130 @@ def test_byte_cap_cuts_whole_rows(vt, datadir):
     assert sc["rows"][-1]["trip_id"] == sc["row_count"] - 1
     nxt = sc["next"]
     assert (nxt["page"] - 1) * nxt["page_size"] == sc["row_count"]
+
+
+def test_lists_page_with_cursors_when_there_are_many_datasets(vt, datadir):
+    p = trips(datadir)
+    names = ["d3", "a1", "c2", "e5", "b4"]
+    s = vt(config(datadir, list_page_size=2).replace(dataset_block("trips", p), "") +
+           "".join(dataset_block(n, p) for n in names))
+    seen, cursor, pages = [], None, 0
+    while True:
+        params = {"cursor": cursor} if cursor else {}
+        r = rpc(s, {"jsonrpc": "2.0", "id": 1, "method": "resources/list", "params": params})
+        res = r.json()["result"]
+        pages += 1
+        assert len(res["resources"]) <= 2
+        seen += [x["name"] for x in res["resources"]]
+        cursor = res.get("nextCursor")
+        if not cursor:
+            break
+    assert seen == sorted(names) and pages == 3
+    # The list_datasets tool pages the same way and says so.
+    args, got = {}, []
+    for _ in range(5):
+        r = rpc(s, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "list_datasets", "arguments": args}})
+        sc = r.json()["result"]["structuredContent"]
+        got += [x["name"] for x in sc["datasets"]]
+        assert sc["truncated"] is (sc["next_cursor"] is not None)
+        if not sc["next_cursor"]:
+            break
+        args = {"cursor": sc["next_cursor"]}
+    assert got == sorted(names)
+    # tools/list pages too; a cursor that is not ours is -32602.
+    r = rpc(s, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).json()["result"]
+    assert len(r["tools"]) == 2 and r["nextCursor"]
+    for bad in ("nope", "v1.!!", 5):
+        for method in ("tools/list", "resources/list"):
+            e = rpc(s, {"jsonrpc": "2.0", "id": 4, "method": method,
+                        "params": {"cursor": bad}}).json()["error"]
+            assert e["code"] == -32602, (method, bad)
+    r = rpc(s, {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "list_datasets", "arguments": {"cursor": "zz"}}}).json()
+    assert r["result"]["isError"] is True
+
+
+def test_2026_meta_is_validated(vt, datadir):
+    s = vt(config(datadir))
+    h = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "server/discover"}
+    # The modern header without _meta, or _meta without its required keys: 400, -32602.
+    for params in ({}, {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}},
+                   {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}):
+        r = rpc(s, {"jsonrpc": "2.0", "id": 11, "method": "server/discover", "params": params},
+                headers=h)
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32602, (params, r.text)
+        assert r.json()["id"] == 11
+    # _meta and header disagree: the header's fault (-32020) before the version (-32022).
+    b, hh = modern("server/discover")
+    b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "v999"
+    r = rpc(s, b, headers=hh)
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32020
+    hh["MCP-Protocol-Version"] = "v999"
+    r = rpc(s, b, headers=hh)
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32022
+    assert r.json()["error"]["data"]["requested"] == "v999"
+    # Methods of the initialize era are not methods in 2026-07-28: 404, -32601.
+    for m in ("initialize", "ping", "logging/setLevel", "resources/subscribe"):
+        b, hh = modern(m)
+        r = rpc(s, b, headers=hh)
+        assert r.status_code == 404 and r.json()["error"]["code"] == -32601, m
+    # A bad log level is -32602; white space around header values is allowed.
+    b, hh = modern("tools/list")
+    b["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = "loud"
+    assert rpc(s, b, headers=hh).json()["error"]["code"] == -32602
+    b, hh = modern("tools/call", {"name": "count_rows", "arguments": {"name": "trips"}},
+                   name="count_rows  ")
+    assert rpc(s, b, headers=hh).json()["result"]["structuredContent"]["count"] == 2500
+    # Without logLevel no notifications: one JSON document, even when SSE is accepted.
+    r = rpc(s, b, headers=hh)
+    assert r.headers["Content-Type"].startswith("application/json")
+    # initialize names a session id that no replica checks.
+    r = rpc(s, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "x", "version": "1"}}})
+    sid = r.headers["Mcp-Session-Id"]
+    assert len(sid) == 26
+    r = rpc(s, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            headers={"Mcp-Session-Id": "another", "MCP-Protocol-Version": "2025-06-18"})
+    assert r.status_code == 200
+    assert requests.delete(s.url("/mcp"), headers={"Mcp-Session-Id": sid},
+                           timeout=10).status_code == 405
+
+
+def test_prompt_and_completion_errors(vt, datadir):
+    s = vt(config(datadir))
+
+    def call(method, params):
+        return rpc(s, {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).json()
+
+    assert call("prompts/get", {"name": "nope"})["error"]["code"] == -32602
+    e = call("prompts/get", {"name": "explore_dataset", "arguments": {"dataset": "nope"}})
+    assert e["error"]["code"] == -32602 and "Datasets: trips" in e["error"]["message"]
+    e = call("prompts/get", {"name": "explore_dataset",
+                             "arguments": {"dataset": "trips", "column": "farex"}})
+    assert e["error"]["code"] == -32602 and "trip_id, payment, fare" in e["error"]["message"]
+    e = call("prompts/get", {"name": "answer_with_sql", "arguments": {"dataset": "trips"}})
+    assert "question" in e["error"]["message"]
+    e = call("prompts/get", {"name": "answer_with_sql",
+                             "arguments": {"dataset": "trips", "question": 5}})
+    assert e["error"]["code"] == -32602
+    # Completion: a ref we do not offer completes to nothing; a malformed one is -32602.
+    r = call("completion/complete", {"ref": {"type": "ref/prompt", "name": "other"},
+                                     "argument": {"name": "x", "value": "a"}})
+    assert r["result"]["completion"] == {"values": [], "total": 0, "hasMore": False}
+    assert call("completion/complete", {"ref": {}})["error"]["code"] == -32602
+    # A high-cardinality column: the most frequent values, bounded, with hasMore.
+    r = call("completion/complete", {
+        "ref": {"type": "ref/prompt", "name": "explore_dataset"},
+        "argument": {"name": "value", "value": "1"},
+        "context": {"arguments": {"dataset": "trips", "column": "trip_id"}}})["result"]
+    assert len(r["completion"]["values"]) == 100 and r["completion"]["hasMore"] is True
+    assert all(v.startswith("1") for v in r["completion"]["values"])
+    # summarize_dataset argument errors are tool errors.
+    r = rpc(s, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "summarize_dataset", "arguments": {"name": "trips", "columns": ["nope"]}}}).json()
+    assert r["result"]["isError"] and "unknown_column" in r["result"]["content"][0]["text"]
+    r = rpc(s, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "facet_counts", "arguments": {"name": "trips", "columns": [], "x": 1}}}).json()
+    assert r["result"]["isError"]

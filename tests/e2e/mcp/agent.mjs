@@ -35,8 +35,19 @@ const next = () => clients[(turn++) % clients.length];
 out.protocolVersion = clients[0].getNegotiatedProtocolVersion?.() ?? null;
 out.serverVersion = clients[0].getServerVersion();
 
-const { tools } = await next().listTools();
+// tools/list in pages (the test server pages by 3): follow nextCursor.
+const tools = [];
+let cursor;
+let toolPages = 0;
+do {
+  const page = await next().listTools(cursor ? { cursor } : undefined);
+  toolPages++;
+  tools.push(...page.tools);
+  cursor = page.nextCursor;
+} while (cursor && toolPages < 10);
 out.tools = tools.map((t) => t.name);
+out.toolPages = toolPages;
+out.annotations = Object.fromEntries(tools.map((t) => [t.name, t.annotations]));
 const ajv = new Ajv({ strict: false });
 const validators = Object.fromEntries(tools.map((t) => [t.name, ajv.compile(t.outputSchema)]));
 out.schemaErrors = [];
@@ -117,6 +128,62 @@ if (out.tools.includes('sql')) {
 
 const { resources } = await next().listResources();
 out.resources = resources.map((r) => r.uri);
+
+// Tools over src/explore: the same answers as GET /summary and POST /facets.
+out.calls.summary = (await call('summarize_dataset', { name: 'trips', columns: ['payment', 'fare'] })).structuredContent;
+out.calls.facets = (await call('facet_counts', {
+  name: 'trips', columns: ['payment'], predicates: [{ col: 'fare', op: 'lt', val: 10 }] })).structuredContent;
+out.calls.facetsCut = (await call('facet_counts', { name: 'trips', columns: ['fare'], limit: 3 })).structuredContent;
+// The query language's newer parts through query_dataset.
+out.calls.newAggs = (await call('query_dataset', {
+  name: 'trips', group_by: [{ col: 'fare', width: 25, alias: 'band' }],
+  aggregations: [{ op: 'count_distinct', col: 'payment' }, { op: 'median', col: 'fare' },
+                 { op: 'quantile', col: 'fare', q: 0.9, alias: 'p90' }],
+  order_by: [{ col: 'band' }], include_total: true })).structuredContent;
+out.calls.listPaged = (await call('list_datasets', {})).structuredContent;
+
+// Prompts, with arguments completed first.
+const cl = next();
+out.prompts = (await cl.listPrompts()).prompts.map((p) => ({ name: p.name, args: p.arguments.map((a) => a.name) }));
+out.complete = {
+  dataset: (await cl.complete({ ref: { type: 'ref/prompt', name: 'explore_dataset' }, argument: { name: 'dataset', value: 'TR' } })).completion,
+  column: (await cl.complete({ ref: { type: 'ref/prompt', name: 'explore_dataset' }, argument: { name: 'column', value: 'f' },
+                               context: { arguments: { dataset: 'trips' } } })).completion,
+  value: (await cl.complete({ ref: { type: 'ref/prompt', name: 'explore_dataset' }, argument: { name: 'value', value: 'ca' },
+                              context: { arguments: { dataset: 'trips', column: 'payment' } } })).completion,
+  resource: (await cl.complete({ ref: { type: 'ref/resource', uri: 'vitrine://datasets/{name}/summary' }, argument: { name: 'name', value: 't' } })).completion,
+};
+const explore = await next().getPrompt({ name: 'explore_dataset', arguments: { dataset: 'trips' } });
+out.explorePrompt = explore.messages[0].content.text;
+const focus = await next().getPrompt({ name: 'explore_dataset', arguments: { dataset: 'trips', column: 'payment', value: 'card' } });
+out.focusPrompt = focus.messages[0].content.text;
+const sqlp = await next().getPrompt({ name: 'answer_with_sql', arguments: { dataset: 'trips', question: 'Which payment has the highest average fare?' } });
+out.sqlPrompt = sqlp.messages[0].content.text;
+try {
+  await next().getPrompt({ name: 'explore_dataset', arguments: {} });
+  out.promptMissingArg = 'accepted';
+} catch (e) {
+  out.promptMissingArg = { code: e.code };
+}
+
+// Resource templates and their reads.
+out.templates = (await next().listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate);
+out.schemaResource = JSON.parse((await next().readResource({ uri: 'vitrine://datasets/trips/schema' })).contents[0].text);
+out.summaryResource = JSON.parse((await next().readResource({ uri: 'vitrine://datasets/trips/summary' })).contents[0].text);
+
+// Logging: the initialize era sets a level (accepted; a stateless server
+// cannot keep it), the 2026-07-28 era names it per request and gets the
+// notifications in the response stream.
+out.logs = [];
+if (mode === 'legacy') {
+  out.setLevel = await clients[0].setLoggingLevel('info');
+} else {
+  for (const c of clients)
+    c.setNotificationHandler('notifications/message', (n) => { out.logs.push(n.params); });
+  const r = await clients[0].callTool({ name: 'query_dataset', arguments: { name: 'trips', page_size: 1000 },
+                                        _meta: { 'io.modelcontextprotocol/logLevel': 'info' } });
+  out.loggedCall = { truncated: r.structuredContent.truncated };
+}
 const read = await next().readResource({ uri: 'vitrine://datasets/trips' });
 out.resource = JSON.parse(read.contents[0].text);
 
