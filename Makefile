@@ -256,6 +256,10 @@ FUZZ_SRC_fuzz_delta_log        := src/sources/delta_log.c src/sources/delta_sche
 FUZZ_LIBS_fuzz_delta_log       := -ljansson
 FUZZ_SRC_fuzz_delta_dv         := src/sources/delta_dv.c src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_delta_dv        := -isystem $(DUCKDB_DIR) -lroaring -lz
+FUZZ_SRC_fuzz_variant          := src/sources/variant.c src/encode/json_format.c src/encode/dtoa.c \
+                                  src/util/strbuf.c src/util/errors.c
+FUZZ_LIBS_fuzz_variant         := -DVT_NO_OVERREAD -isystem $(DUCKDB_DIR) -L$(DUCKDB_DIR) -lduckdb \
+                                  -Wl,-rpath,$(abspath $(DUCKDB_DIR))
 FUZZ_SRC_fuzz_lazy_stats       := src/sources/lazy_stats.c
 FUZZ_LIBS_fuzz_lazy_stats      := -lm
 FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c
@@ -274,6 +278,9 @@ FUZZ_LIBS_fuzz_jwks            := -ljansson -lcrypto
 FUZZ_SRC_fuzz_pgwire           := src/pgwire/proto.c src/pgwire/lexer.c src/util/strbuf.c \
                                   src/util/errors.c
 FUZZ_LIBS_fuzz_pgwire          := -isystem $(DUCKDB_DIR)
+# JSON span reader of src/explore, with jansson as its oracle.
+FUZZ_SRC_fuzz_explore_jspan    := src/explore/jspan.c
+FUZZ_LIBS_fuzz_explore_jspan   := -ljansson
 # Every allowlisted SQL function with hostile arguments, composed, through the
 # gate and DuckDB, with the wrappers and the allocation budget of src/engine.
 FUZZ_SRC_fuzz_sql_functions    := src/engine/functions.c src/engine/engine.c src/sql/allowlist.c \

@@ -11,6 +11,7 @@
  *     --key-env NAME --secret-env NAME --token-env NAME   (credential env overrides)
  *     --cache-dir D --cache-max-bytes N --temp-dir D --name DATASET
  *     --columns a,b             projection
+ *     --version N | --timestamp T   Delta time travel (source.version / source.timestamp)
  *     --sql                     print the SELECT instead of running it
  *     --s3-op head|get|range:OFF:LEN   one raw S3 request on LOCATION (an object):
  *                               prints {"ok":true,"size":..,"etag":..} or
@@ -160,6 +161,13 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--name") && v) {
             ds.name = (char *)v;
+            i++;
+        } else if (!strcmp(a, "--version") && v) {
+            ds.source_version = strtoll(v, NULL, 10);
+            ds.source_version_set = true;
+            i++;
+        } else if (!strcmp(a, "--timestamp") && v) {
+            ds.source_timestamp = (char *)v;
             i++;
         } else if (!strcmp(a, "--columns") && v) {
             columns = v;

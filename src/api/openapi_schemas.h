@@ -70,6 +70,8 @@ static const char openapi_components_json[] = OPENAPI_JSON({
         "last_error": {"type": ["string", "null"], "maxLength": 500},
         "rows": {"type": "integer", "minimum": 0},
         "columns": {"type": "integer", "minimum": 0},
+        "delta_version": {"type": ["integer", "null"], "minimum": 0,
+                          "description": "The Delta table version the published generation serves (source.version / source.timestamp pin it); null for other kinds."},
         "lazy": {"type": "boolean"},
         "depends_on": {"type": "array", "items": {"type": "string"}}
       }

@@ -505,6 +505,7 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
     struct cat_generation *gen = &both->pub;
     gen->priv = &both->priv;
     atomic_init(&gen->priv->refs, 1);
+    gen->priv->delta_version = -1;
     gen->priv->catalog = cat;
     snprintf(gen->priv->dataset, sizeof gen->priv->dataset, "%s", cfg->name);
     pthread_mutex_init(&gen->priv->export_mu, NULL);
@@ -570,6 +571,8 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
             return NULL;
         }
         gen->priv->source_bytes = gen->priv->snapshot.total_bytes;
+        if (cfg->kind == CFG_SOURCE_DELTA && gen->priv->snapshot.version)
+            gen->priv->delta_version = strtoll(gen->priv->snapshot.version, NULL, 10);
         if (gen->priv->snapshot.version)
             gen->priv->source_version = strdup(gen->priv->snapshot.version);
         if (cat_attach_generation(cat, con, gen, !gen->lazy, err) != VT_ERR_OK) {

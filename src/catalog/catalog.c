@@ -648,10 +648,12 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
     st->last_error = ds->last_error ? strdup(ds->last_error) : NULL;
     st->source_bytes = -1;
     st->lazy_metadata_bytes = -1;
+    st->delta_version = -1;
     memcpy(st->builds, ds->builds, sizeof st->builds);
     if (ds->current) {
         struct cat_generation *gen = ds->current;
         st->source_bytes = gen->priv->source_bytes;
+        st->delta_version = gen->priv->delta_version;
         if (gen->priv->snapshot.lazy)
             st->lazy_metadata_bytes = (int64_t)source_lazy_bytes(gen->priv->snapshot.lazy);
         const struct cat_fastpath *fp = cat_generation_fastpath(gen);

@@ -100,6 +100,7 @@ struct cat_status {
     char *last_error;           /* NULL = null */
     int64_t rows;
     int64_t columns;
+    int64_t delta_version;      /* the Delta table version served; -1 = null */
     struct strvec depends_on;
     /* For the metrics: */
     int64_t source_bytes;       /* files read by the current generation; -1 = none */

@@ -16,6 +16,7 @@ struct cat_generation_private {
     atomic_int refs;
     char db_name[32];           /* attached database, e.g. g_01J... */
     int64_t source_bytes;       /* bytes of the files read */
+    int64_t delta_version;      /* the Delta table version it serves; -1: not Delta */
     int64_t build_ms;
     struct source_snapshot snapshot; /* lazy generations: their files (pinned, cached) */
     char *storage_dir;          /* a storage generation (query dataset, residency lazy):

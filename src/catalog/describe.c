@@ -41,6 +41,10 @@ void cat_write_status(struct jw *w, const struct cat_status *st)
     jw_kstr(w, "last_error", st->last_error);
     jw_kint(w, "rows", st->rows);
     jw_kint(w, "columns", st->columns);
+    if (st->delta_version >= 0)
+        jw_kint(w, "delta_version", st->delta_version);
+    else
+        jw_knull(w, "delta_version");
     jw_kbool(w, "lazy", st->lazy);
     jw_key(w, "depends_on");
     jw_arr_begin(w);

@@ -74,6 +74,13 @@ struct vt_dataset_config {
                                  * local path from a config file is resolved against the
                                  * file's directory (config_dataset_resolve_paths) */
     char *sql;                  /* kind = query */
+    /* kind = delta, time travel: the table version to serve when
+     * source_version_set (set by the config rules when the key is given, so a
+     * zeroed struct means "the latest"), or the latest version committed at
+     * or before source_timestamp (RFC 3339). */
+    int64_t source_version;
+    bool source_version_set;
+    char *source_timestamp;
     struct strvec depends_on;   /* kind = query */
     struct strvec columns;      /* projection at load; empty = all */
     bool dict_encode;

@@ -111,6 +111,8 @@ enum {
                           * comments its header out too */
     CFG_QUERY_ONLY = 16, /* dataset key of kind "query": in the template's query example */
     CFG_ALWAYS_WRITE = 32, /* persist writes it even when it has its default value */
+    CFG_PROSE_EXAMPLE = 64, /* dataset key that does not apply to the template's example
+                             * datasets (kind parquet, query): shown in prose only */
 };
 
 struct cfg_key {

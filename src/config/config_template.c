@@ -125,6 +125,16 @@ static void add_dataset_rows(struct strbuf *sb, const char *block, bool query)
         }
         if (!!(k->flags & CFG_QUERY_ONLY) != query)
             continue;
+        if (k->flags & CFG_PROSE_EXAMPLE) {
+            if (!query) {
+                char ex[160];
+                add_key_prose(sb, k);
+                snprintf(ex, sizeof ex, "Example: %s%s = %s", prefix, k->name,
+                         k->example ? k->example : "");
+                add_prose(sb, ex);
+            }
+            continue;
+        }
         if (!query)
             add_key_prose(sb, k);
         add_setting(sb, prefix, k, query);

@@ -18,6 +18,7 @@
 
 #include "config/config_internal.h"
 #include "util/limits.h"
+#include "util/timeutil.h"
 
 /* ---------------------------------------------------------------- values */
 
@@ -535,6 +536,33 @@ static bool rule_kind_fields(const struct cfg_blk *b, void *base)
     return true;
 }
 
+static bool check_timestamp(const struct cfg_blk *b, const struct cfg_key *k, void *field)
+{
+    const char *s = *(char **)field;
+    int64_t ms;
+    if (!s || time_parse_rfc3339(s, &ms))
+        return true;
+    return cfg_fail(b, k->name, 0, VT_ERR_INVALID_CONFIG,
+                    "expected an RFC 3339 time (2024-06-01T12:00:00Z) or a date, got \"%.60s\"",
+                    s);
+}
+
+static bool rule_time_travel(const struct cfg_blk *b, void *base)
+{
+    struct vt_dataset_config *ds = base;
+    struct cfg_blk src;
+    cfg_sub(b, "source", &src);
+    ds->source_version_set = ds->source_version >= 0;
+    bool v = ds->source_version_set, t = ds->source_timestamp != NULL;
+    if ((v || t) && ds->kind != CFG_SOURCE_DELTA)
+        return cfg_fail(&src, v ? "version" : "timestamp", 0, VT_ERR_INVALID_CONFIG,
+                        "only allowed for kind \"delta\"");
+    if (v && t)
+        return cfg_fail(&src, "timestamp", 0, VT_ERR_INVALID_CONFIG,
+                        "give source.version or source.timestamp, not both");
+    return true;
+}
+
 static bool rule_index_columns(const struct cfg_blk *b, void *base)
 {
     const struct vt_dataset_config *ds = base;
@@ -1007,6 +1035,18 @@ const struct cfg_key cfg_schema[] = {
      .def_doc = "required for parquet and delta", .example = "\"data/trips/*.parquet\"",
      .doc = "A local path, glob or directory (relative to the config file), or an s3:// "
             "prefix or glob."},
+    {"dataset.source", "version", CFG_T_INT, D(source_version), RANGE(0, INT64_MAX),
+     .def = "-1", .flags = CFG_PROSE_EXAMPLE, .def_doc = "the latest version", .example = "12",
+     .doc = "Kind delta: serve this version of the table (time travel). A reload serves "
+            "the same version again."},
+    {"dataset.source", "timestamp", CFG_T_STR, D(source_timestamp), .check = check_timestamp,
+     .flags = CFG_PROSE_EXAMPLE,
+     .def_doc = "unset", .example = "\"2024-06-01T00:00:00Z\"",
+     .doc = "Kind delta: serve the latest version committed at or before this time "
+            "(RFC 3339, or a date: midnight UTC); commit times are the commits' own "
+            "(inCommitTimestamp, else commitInfo.timestamp)."},
+    {"dataset", NULL, CFG_T_RULE, .rule = rule_time_travel,
+     .doc = "source.version and source.timestamp apply to kind delta, one at a time."},
     {"dataset", "sql", CFG_T_STR, D(sql), .flags = CFG_NONEMPTY | CFG_QUERY_ONLY,
      .def_doc = "required for query",
      .example = "\"SELECT city, count(*) AS trips FROM trips GROUP BY city\"",

@@ -23,6 +23,7 @@
 #include "util/limits.h"
 #include "util/log.h"
 #include "util/strbuf.h"
+#include "util/timeutil.h"
 
 #define LOG_DIR "_delta_log/"
 
@@ -234,12 +235,13 @@ struct log_plan {
     size_t n_commits;
 };
 
-static bool plan_log(const struct log_list *l, struct log_plan *p)
+/* max_version: the newest version to consider (time travel), or INT64_MAX. */
+static bool plan_log(const struct log_list *l, struct log_plan *p, int64_t max_version)
 {
     memset(p, 0, sizeof *p);
     p->cp_version = -1;
     /* Newest complete checkpoint. Entries are sorted by version, kind, part. */
-    for (size_t i = 0; i < l->n;) {
+    for (size_t i = 0; i < l->n && l->e[i].version <= max_version;) {
         size_t j = i;
         while (j < l->n && l->e[j].version == l->e[i].version)
             j++;
@@ -280,7 +282,7 @@ static bool plan_log(const struct log_list *l, struct log_plan *p)
 /* Commits after the checkpoint must be contiguous; returns false with a
  * message when a version is missing. */
 static enum vt_err plan_commits(const struct log_list *l, struct log_plan *p,
-                                const char *location, struct vt_error *err)
+                                int64_t max_version, const char *location, struct vt_error *err)
 {
     int64_t next = p->cp_version + 1;
     p->commits = calloc(l->n ? l->n : 1, sizeof *p->commits);
@@ -289,7 +291,7 @@ static enum vt_err plan_commits(const struct log_list *l, struct log_plan *p,
     p->version = p->cp_version;
     for (size_t i = 0; i < l->n; i++) {
         const struct log_entry *e = &l->e[i];
-        if (e->kind != LOG_COMMIT || e->version <= p->cp_version)
+        if (e->kind != LOG_COMMIT || e->version <= p->cp_version || e->version > max_version)
             continue;
         if (e->version != next)
             return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
@@ -622,6 +624,98 @@ static int64_t last_checkpoint_hint(struct storage *st, struct vt_error *err,
     return version;
 }
 
+/* ---- time travel by timestamp ------------------------------------------------ */
+
+/* The commit time of a commit file: commitInfo.inCommitTimestamp (tables
+ * with in-commit timestamps), else commitInfo.timestamp; -1 when it has
+ * neither. Commit files' modification times are not used: a copied table
+ * would travel differently from its original. */
+static enum vt_err commit_time(struct storage *st, const char *name, int64_t *out_ms,
+                               struct vt_error *err)
+{
+    *out_ms = -1;
+    char *buf;
+    size_t len;
+    bool missing;
+    enum vt_err rc = read_log(st, name, VT_DELTA_MAX_LOG_FILE_BYTES, &buf, &len, &missing, err);
+    if (rc != VT_ERR_OK)
+        return rc;
+    if (missing)
+        return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                            "Delta table %s: commit %s disappeared while reading the log",
+                            st->location, name);
+    for (size_t start = 0; start < len;) {
+        const char *nl = memchr(buf + start, '\n', len - start);
+        size_t end = nl ? (size_t)(nl - buf) : len;
+        if (memmem(buf + start, end - start, "\"commitInfo\"", 12)) {
+            json_t *j = json_loadb(buf + start, end - start, 0, NULL);
+            json_t *ci = json_object_get(j, "commitInfo");
+            json_t *ict = json_object_get(ci, "inCommitTimestamp");
+            json_t *ts = json_object_get(ci, "timestamp");
+            if (json_is_integer(ict))
+                *out_ms = (int64_t)json_integer_value(ict);
+            else if (json_is_integer(ts))
+                *out_ms = (int64_t)json_integer_value(ts);
+            json_decref(j);
+            if (*out_ms >= 0)
+                break;
+        }
+        start = end + 1;
+    }
+    free(buf);
+    return VT_ERR_OK;
+}
+
+/* The newest version committed at or before `when` (a binary search over the
+ * listed commits, whose times increase with their versions). */
+static enum vt_err version_at_time(struct storage *st, const struct log_list *l,
+                                   const char *when, int64_t *out_version, struct vt_error *err)
+{
+    int64_t want;
+    if (!time_parse_rfc3339(when, &want))
+        return vt_error_set(err, VT_ERR_INVALID_CONFIG,
+                            "source.timestamp \"%.60s\" is not an RFC 3339 time", when);
+    size_t *c = calloc(l->n ? l->n : 1, sizeof *c), n = 0;
+    if (!c)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < l->n; i++)
+        if (l->e[i].kind == LOG_COMMIT)
+            c[n++] = i;
+    enum vt_err rc = VT_ERR_OK;
+    size_t lo = 0, hi = n; /* the answer is c[lo - 1]: commits before lo are at or before */
+    while (lo < hi && rc == VT_ERR_OK) {
+        size_t mid = lo + (hi - lo) / 2;
+        int64_t t;
+        rc = commit_time(st, l->e[c[mid]].name, &t, err);
+        if (rc == VT_ERR_OK && t < 0)
+            rc = vt_error_set(err, VT_ERR_SOURCE_UNSUPPORTED,
+                              "Delta table %s: commit %lld records no commit time "
+                              "(commitInfo.timestamp): source.timestamp cannot be used; use "
+                              "source.version",
+                              st->location, (long long)l->e[c[mid]].version);
+        if (rc == VT_ERR_OK && t <= want)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (rc == VT_ERR_OK && lo == 0) {
+        char first[32];
+        int64_t t = -1;
+        if (n)
+            commit_time(st, l->e[c[0]].name, &t, err);
+        time_format_rfc3339(t * 1000, first);
+        rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                          "Delta table %s: no version was committed at or before %.60s (the "
+                          "oldest commit in the log, version %lld, is from %s)",
+                          st->location, when, n ? (long long)l->e[c[0]].version : -1LL,
+                          t >= 0 ? first : "an unknown time");
+    }
+    if (rc == VT_ERR_OK)
+        *out_version = l->e[c[lo - 1]].version;
+    free(c);
+    return rc;
+}
+
 /* ---- the table: log replayed, files located, nothing downloaded --------- */
 
 struct delta_table {
@@ -709,8 +803,12 @@ enum vt_err delta_table_open(const struct vt_dataset_config *ds, const struct so
         goto done;
     struct storage *st = t->st;
 
-    /* 1. Listing, from the _last_checkpoint hint when there is one. */
-    int64_t hint = last_checkpoint_hint(st, err, &rc);
+    /* 1. Listing, from the _last_checkpoint hint when there is one (not when
+     * travelling: an older version may need an older checkpoint). */
+    bool by_version = ds->source_version_set && ds->source_version >= 0;
+    bool travel = by_version || ds->source_timestamp;
+    int64_t max_version = by_version ? ds->source_version : INT64_MAX;
+    int64_t hint = travel ? -1 : last_checkpoint_hint(st, err, &rc);
     if (rc != VT_ERR_OK)
         goto done;
     if (hint >= 0) {
@@ -719,7 +817,7 @@ enum vt_err delta_table_open(const struct vt_dataset_config *ds, const struct so
         rc = list_log(st, sa, &list, err);
         if (rc != VT_ERR_OK)
             goto done;
-        plan_log(&list, &plan);
+        plan_log(&list, &plan, max_version);
         if (plan.cp_version < hint) {
             log_debug("delta %s: _last_checkpoint names version %lld but no complete "
                       "checkpoint is there; listing the whole log",
@@ -732,7 +830,11 @@ enum vt_err delta_table_open(const struct vt_dataset_config *ds, const struct so
         rc = list_log(st, NULL, &list, err);
         if (rc != VT_ERR_OK)
             goto done;
-        plan_log(&list, &plan);
+        if (ds->source_timestamp && list.n)
+            rc = version_at_time(st, &list, ds->source_timestamp, &max_version, err);
+        if (rc != VT_ERR_OK)
+            goto done;
+        plan_log(&list, &plan, max_version);
     }
     if (list.n == 0) {
         /* No log: an empty source, unless the table directory itself is not
@@ -748,12 +850,23 @@ enum vt_err delta_table_open(const struct vt_dataset_config *ds, const struct so
         storage_listing_release(&top);
         goto done;
     }
-    rc = plan_commits(&list, &plan, loc, err);
+    rc = plan_commits(&list, &plan, max_version, loc, err);
     if (rc != VT_ERR_OK)
         goto done;
     if (plan.cp_version < 0 && (plan.n_commits == 0 || list.e[plan.commits[0]].version != 0)) {
+        rc = travel ? vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                                   "Delta table %s: version %lld is not available: the log "
+                                   "before it was cleaned up and no checkpoint reaches it",
+                                   loc, (long long)max_version)
+                    : vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                                   "Delta table %s: no checkpoint and no commit 0 in _delta_log",
+                                   loc);
+        goto done;
+    }
+    if (by_version && plan.version != ds->source_version) {
         rc = vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
-                          "Delta table %s: no checkpoint and no commit 0 in _delta_log", loc);
+                          "Delta table %s has no version %lld (the latest is %lld)", loc,
+                          (long long)ds->source_version, (long long)plan.version);
         goto done;
     }
     t->version = plan.version;

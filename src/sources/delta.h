@@ -78,6 +78,9 @@ void delta_schema_release(struct delta_schema *s);
 /* Whether any field of the type (nested too) carries a columnMapping physical
  * name: only such types need rebuilding field by field when read. */
 bool delta_type_has_physical_names(const struct delta_type *t);
+/* Whether the type holds a variant (nested too): read through
+ * vt_variant_json, field by field. */
+bool delta_type_has_variant(const struct delta_type *t);
 
 /* ---- log replay (delta_log.c) --------------------------------------------- */
 

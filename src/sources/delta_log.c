@@ -577,7 +577,9 @@ static bool feature_supported(const char *f, const struct delta_replay *r)
         return !r->column_mapping_mode || strcmp(r->column_mapping_mode, "id") != 0;
     static const char *const ok[] = {"timestampNtz",         "v2Checkpoint",
                                      "vacuumProtocolCheck",  "typeWidening",
-                                     "typeWidening-preview", "deletionVectors"};
+                                     "typeWidening-preview", "deletionVectors",
+                                     "variantType",          "variantType-preview",
+                                     "variantShredding-preview"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (strcmp(f, ok[i]) == 0)
             return true;

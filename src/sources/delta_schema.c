@@ -2,7 +2,8 @@
  * Delta schemaString (Spark's JSON schema) -> a tree of typed fields with their
  * DuckDB type text. The mapping is listed in delta.h. Nesting and field counts
  * are bounded (the schema comes from storage); a type we cannot represent
- * (variant, interval, unknown names) fails with the column's name.
+ * (interval, unknown names) fails with the column's name; variant becomes
+ * JSON.
  */
 #include <ctype.h>
 #include <jansson.h>
@@ -66,6 +67,8 @@ static const struct {
     {"double", "DOUBLE"},      {"boolean", "BOOLEAN"},  {"binary", "BLOB"},
     {"date", "DATE"},          {"timestamp", "TIMESTAMP WITH TIME ZONE"},
     {"timestamp_ntz", "TIMESTAMP"},
+    /* Served as JSON text (variant.c decodes the binary encoding). */
+    {"variant", "JSON"},
 };
 
 /* "decimal(p,s)" with 1 <= p <= 38, 0 <= s <= p; plain "decimal" is (10,0). */
@@ -200,11 +203,6 @@ static enum vt_err parse_type(json_t *j, int depth, struct parse_ctx *pc, struct
             return out->duck ? VT_ERR_OK
                              : vt_error_set(pc->err, VT_ERR_OUT_OF_MEMORY, "out of memory");
         }
-        if (strcmp(s, "variant") == 0)
-            return vt_error_set(pc->err, VT_ERR_SOURCE_UNSUPPORTED,
-                                "Delta column \"%s\" has type variant (reader feature "
-                                "variantType), which vitrine does not read",
-                                col);
         char shown[64];
         snprintf(shown, sizeof shown, "%s", s);
         return vt_error_set(pc->err, VT_ERR_SOURCE_UNSUPPORTED,
@@ -350,4 +348,16 @@ bool delta_type_has_physical_names(const struct delta_type *t)
         if (t->fields[i].physical || delta_type_has_physical_names(t->fields[i].type))
             return true;
     return delta_type_has_physical_names(t->elem) || delta_type_has_physical_names(t->key);
+}
+
+bool delta_type_has_variant(const struct delta_type *t)
+{
+    if (!t)
+        return false;
+    if (t->kind == DELTA_T_PRIMITIVE)
+        return t->name && strcmp(t->name, "variant") == 0;
+    for (size_t i = 0; i < t->n_fields; i++)
+        if (delta_type_has_variant(t->fields[i].type))
+            return true;
+    return delta_type_has_variant(t->elem) || delta_type_has_variant(t->key);
 }

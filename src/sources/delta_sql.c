@@ -38,6 +38,26 @@ static const char *probe_child_name(const struct source_probe_type *p, const cha
     return name;
 }
 
+/* A variant read from a file: the group (metadata, value) as JSON text. A
+ * shredded group (typed_value) or any other shape is not readable: the
+ * statement fails naming the feature when it runs. */
+static void add_variant(struct strbuf *sb, const char *e, const struct source_probe_type *p)
+{
+    const struct source_probe_type *m = probe_child(p, "metadata");
+    const struct source_probe_type *v = probe_child(p, "value");
+    if (!p || p->kind != SOURCE_T_STRUCT || !m || !v || probe_child(p, "typed_value") ||
+        m->duck_type_id != DUCKDB_TYPE_BLOB || v->duck_type_id != DUCKDB_TYPE_BLOB) {
+        sb_adds(sb, "CAST(error('a variant column is stored shredded or in an unknown shape "
+                    "(reader feature variantShredding-preview): vitrine reads unshredded "
+                    "variants only') AS JSON)");
+        return;
+    }
+    sb_addf(sb,
+            "CAST(CASE WHEN (%s) IS NULL THEN NULL ELSE " SOURCE_VARIANT_FUNCTION
+            "(struct_extract(%s, '%s'), struct_extract(%s, '%s')) END AS JSON)",
+            e, e, probe_child_name(p, "metadata"), e, probe_child_name(p, "value"));
+}
+
 /* Converts the value `e` read from a file (shape `p`) to Delta type `t`. Only
  * types with column-mapped (renamed) fields inside need rebuilding; the rest
  * is one CAST (DuckDB casts structs by field name and fills missing fields
@@ -55,7 +75,12 @@ static void add_convert(struct strbuf *sb, const char *e, const struct delta_typ
         sb_addf(sb, "timezone('UTC', CAST(%s AS TIMESTAMP))", e);
         return;
     }
-    if (!delta_type_has_physical_names(t) || !p || depth > VT_DELTA_MAX_SCHEMA_DEPTH) {
+    if (t->kind == DELTA_T_PRIMITIVE && strcmp(t->name, "variant") == 0) {
+        add_variant(sb, e, p);
+        return;
+    }
+    if ((!delta_type_has_physical_names(t) && !delta_type_has_variant(t)) || !p ||
+        depth > VT_DELTA_MAX_SCHEMA_DEPTH) {
         sb_addf(sb, "CAST(%s AS %s)", e, t->duck);
         return;
     }

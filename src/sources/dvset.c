@@ -186,8 +186,10 @@ enum vt_err source_functions_register(duckdb_database db, struct vt_error *err)
     duckdb_destroy_logical_type(&bigint);
     duckdb_destroy_logical_type(&boolean);
     duckdb_destroy_scalar_function(&f);
+    enum vt_err rc = st == DuckDBSuccess
+                         ? source_variant_register(con, err)
+                         : vt_error_set(err, VT_ERR_INTERNAL, "cannot register %s",
+                                        SOURCE_DV_FUNCTION);
     duckdb_disconnect(&con);
-    if (st != DuckDBSuccess)
-        return vt_error_set(err, VT_ERR_INTERNAL, "cannot register %s", SOURCE_DV_FUNCTION);
-    return VT_ERR_OK;
+    return rc;
 }

@@ -49,31 +49,19 @@ enum lazy_class lazy_class_of(const char *type)
     return LAZY_C_NONE;
 }
 
-static bool digits_n(const char *s, int n, int *out)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return true;
-}
-
 /* "YYYY-MM-DD[ HH:MM:SS[.f...]][+00]" -> microseconds since the epoch (UTC).
  * Four-digit years only: anything else is "not understood". */
 static bool parse_ts(const char *s, size_t n, int64_t *out)
 {
     int y, mo, d, h = 0, mi = 0, se = 0;
-    if (n < 10 || !digits_n(s, 4, &y) || s[4] != '-' || !digits_n(s + 5, 2, &mo) ||
-        s[7] != '-' || !digits_n(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > 31)
+    if (n < 10 || !time_digits(s, 4, &y) || s[4] != '-' || !time_digits(s + 5, 2, &mo) ||
+        s[7] != '-' || !time_digits(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > 31)
         return false;
     int64_t us = 0;
     size_t p = 10;
     if (p < n && (s[p] == ' ' || s[p] == 'T')) {
-        if (p + 9 > n || !digits_n(s + p + 1, 2, &h) || s[p + 3] != ':' ||
-            !digits_n(s + p + 4, 2, &mi) || s[p + 6] != ':' || !digits_n(s + p + 7, 2, &se))
+        if (p + 9 > n || !time_digits(s + p + 1, 2, &h) || s[p + 3] != ':' ||
+            !time_digits(s + p + 4, 2, &mi) || s[p + 6] != ':' || !time_digits(s + p + 7, 2, &se))
             return false;
         p += 9;
         if (p < n && s[p] == '.') {

@@ -81,9 +81,11 @@ struct source_snapshot {
 };
 
 /* The SQL functions the snapshots' statements call (vt_dv_deleted, which
- * drops rows deletion vectors removed): registered once per database, before
- * any build reads a source. */
+ * drops rows deletion vectors removed; vt_variant_json, which turns Delta
+ * variant values into JSON text): registered once per database, before any
+ * build reads a source. */
 #define SOURCE_DV_FUNCTION "vt_dv_deleted"
+#define SOURCE_VARIANT_FUNCTION "vt_variant_json"
 enum vt_err source_functions_register(duckdb_database db, struct vt_error *err);
 
 /* What requests may reach (policy.c): local roots, S3 endpoints, credential

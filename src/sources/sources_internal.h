@@ -258,6 +258,15 @@ size_t dvset_count(void);
 /* Positions in [lo, hi) vector `id` deletes (0 for id 0). */
 uint64_t dvset_deleted_in(uint64_t id, uint64_t lo, uint64_t hi);
 
+/* ---- variant values (variant.c) -------------------------------------------- */
+
+/* Appends the JSON text of a Variant (metadata, value); -1 with *why set when
+ * the bytes are malformed or the text would pass out's cap (out unchanged). */
+int source_variant_json(const uint8_t *meta, size_t mlen, const uint8_t *val, size_t vlen,
+                        struct strbuf *out, const char **why);
+/* Registers vt_variant_json on con's database (source_functions_register). */
+enum vt_err source_variant_register(duckdb_connection con, struct vt_error *err);
+
 /* ---- listing cache (listcache.c) ------------------------------------------ */
 
 /* A copy of the listing cached under `key` when younger than ttl_secs (0:

@@ -121,6 +121,8 @@
 #define VT_DELTA_MAX_DV_BYTES (64 * 1024 * 1024) /* one serialized deletion vector */
 #define VT_DELTA_MAX_DV_ROWS ((uint64_t)1 << 32) /* positions one vector may hold (no stated cardinality) */
 #define VT_DELTA_MAX_STATS_BYTES (1024 * 1024)  /* one add.stats JSON text kept for planning */
+#define VT_VARIANT_MAX_DEPTH 64                 /* nesting of one variant value */
+#define VT_VARIANT_MAX_JSON_BYTES (16 * 1024 * 1024) /* JSON text of one variant value */
 
 /* S3 client (src/sources/s3*.c) */
 #define VT_S3_MAX_LIST_KEYS 1000000             /* keys gathered by one listing */

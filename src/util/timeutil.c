@@ -29,6 +29,55 @@ int64_t time_wall_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+bool time_parse_rfc3339(const char *s, int64_t *out_ms)
+{
+    int y, mo, d, h = 0, mi = 0, sec = 0, ms = 0;
+    if (!time_digits(s, 4, &y) || s[4] != '-' || !time_digits(s + 5, 2, &mo) || s[7] != '-' ||
+        !time_digits(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > 31)
+        return false;
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap))
+        return false;
+    const char *p = s + 10;
+    int64_t off_min = 0;
+    if (*p) {
+        if ((*p != 'T' && *p != 't' && *p != ' ') || !time_digits(p + 1, 2, &h) || p[3] != ':' ||
+            !time_digits(p + 4, 2, &mi) || p[6] != ':' || !time_digits(p + 7, 2, &sec) || h > 23 ||
+            mi > 59 || sec > 60)
+            return false;
+        p += 9;
+        if (*p == '.') {
+            p++;
+            int n = 0;
+            for (; *p >= '0' && *p <= '9'; p++, n++)
+                if (n < 3)
+                    ms = ms * 10 + (*p - '0');
+            if (n == 0)
+                return false;
+            for (; n < 3; n++)
+                ms *= 10;
+        }
+        if (*p == 'Z' || *p == 'z') {
+            p++;
+        } else if (*p == '+' || *p == '-') {
+            int oh, om;
+            if (!time_digits(p + 1, 2, &oh) || p[3] != ':' || !time_digits(p + 4, 2, &om) ||
+                oh > 23 || om > 59)
+                return false;
+            off_min = (*p == '-' ? -1 : 1) * (oh * 60 + om);
+            p += 6;
+        } else {
+            return false;
+        }
+        if (*p)
+            return false;
+    }
+    int64_t days = time_days_from_civil(y, mo, d);
+    *out_ms = ((days * 24 + h) * 60 + mi - off_min) * 60000 + (int64_t)sec * 1000 + ms;
+    return true;
+}
+
 void time_format_rfc3339(int64_t wall_us, char out[32])
 {
     time_t secs = (time_t)(wall_us / 1000000);

@@ -18,6 +18,10 @@ int64_t time_wall_us(void);
 /* Formats a wall-clock time (µs since epoch) as RFC 3339 UTC with milliseconds,
  * e.g. 2026-11-22T06:11:28.123Z. `out` needs 32 bytes. */
 void time_format_rfc3339(int64_t wall_us, char out[32]);
+/* Parses "YYYY-MM-DD", or RFC 3339 "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)"
+ * ('T' or a space; a date alone is midnight UTC) into ms since the epoch.
+ * False on anything else (out of range fields, trailing text). */
+bool time_parse_rfc3339(const char *s, int64_t *out_ms);
 /* One wait on `cv` (holding `mu`) until signalled or until the monotonic
  * deadline_ms (0 = no deadline). False when the deadline had already passed,
  * without waiting; callers loop on their own condition. */
@@ -35,6 +39,20 @@ static inline int64_t time_days_from_civil(int64_t y, int m, int d)
     int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
     int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     return era * 146097 + doe - 719468;
+}
+
+/* True when s[0..n) are all ASCII digits, with their decimal value in *out
+ * (n small enough not to overflow an int). Shared by the date parsers. */
+static inline bool time_digits(const char *s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
 }
 
 #endif

@@ -212,3 +212,102 @@ def compare_sql(export, served_cols, cols, indep_cols, detail=False):
     hm, hi = f"hash({m}, 0)", f"hash({i}, 0)"
     return (f"(SELECT sum({hm})::HUGEINT FROM {src}), (SELECT sum({hi})::HUGEINT FROM indep), "
             f"(SELECT count(*) FROM {src}), (SELECT count(*) FROM indep)")
+
+
+# ---- variants: the binary encoding decoded in Python, rows compared as JSON ----
+
+def _le(b, n):
+    return int.from_bytes(b[:n], "little")
+
+
+def variant_value(meta, v):
+    """A Variant (metadata, value bytes) as a Python value (the JSON vitrine
+    serves for it: numbers, strings, objects, arrays)."""
+    osz = (meta[0] >> 6) + 1
+    nd = _le(meta[1:], osz)
+    offs = [_le(meta[1 + osz + i * osz:], osz) for i in range(nd + 1)]
+    base = 1 + osz + (nd + 1) * osz
+    keys = [meta[base + offs[i]:base + offs[i + 1]].decode() for i in range(nd)]
+
+    def val(b):
+        basic, h = b[0] & 3, b[0] >> 2
+        if basic == 1:
+            return b[1:1 + h].decode()
+        if basic == 0:
+            d = b[1:]
+            if h == 0:
+                return None
+            if h in (1, 2):
+                return h == 1
+            if h in (3, 4, 5, 6):
+                n = {3: 1, 4: 2, 5: 4, 6: 8}[h]
+                return int.from_bytes(d[:n], "little", signed=True)
+            if h == 7:
+                return struct.unpack("<d", d[:8])[0]
+            if h == 14:
+                return struct.unpack("<f", d[:4])[0]
+            if h in (8, 9, 10):
+                n = {8: 4, 9: 8, 10: 16}[h]
+                return int.from_bytes(d[1:1 + n], "little", signed=True) / 10 ** d[0]
+            if h == 16:
+                return d[4:4 + _le(d, 4)].decode()
+            raise ValueError(f"variant primitive {h} not expected in the corpus")
+        large = (h >> (4 if basic == 2 else 2)) & 1
+        fo = (h & 3) + 1
+        fi = ((h >> 2) & 3) + 1 if basic == 2 else 0
+        cnt = 4 if large else 1
+        n = _le(b[1:], cnt)
+        pos = 1 + cnt
+        ids = [_le(b[pos + i * fi:], fi) for i in range(n)]
+        pos += n * fi
+        off = [_le(b[pos + i * fo:], fo) for i in range(n + 1)]
+        start = pos + (n + 1) * fo
+        items = [val(b[start + off[i]:]) for i in range(n)]
+        return {keys[ids[i]]: items[i] for i in range(n)} if basic == 2 else items
+
+    return val(v)
+
+
+def _blob(text):
+    """DuckDB's text form of a BLOB (\\xNN escapes) -> bytes."""
+    out, i = bytearray(), 0
+    while i < len(text):
+        if text.startswith("\\x", i):
+            out.append(int(text[i + 2:i + 4], 16))
+            i += 4
+        else:
+            out.append(ord(text[i]))
+            i += 1
+    return bytes(out)
+
+
+def decode_variants(x):
+    """Replaces every {metadata, value} group (as to_json writes it) by its value."""
+    if isinstance(x, dict):
+        if set(x) == {"metadata", "value"}:
+            return None if x["value"] is None else variant_value(_blob(x["metadata"]),
+                                                                  _blob(x["value"]))
+        return {k: decode_variants(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [decode_variants(v) for v in x]
+    return x
+
+
+def rows_as_json(db, query):
+    return [json.loads(r[0]) for r in sql("SET TimeZone = 'UTC'",
+                                          f"SELECT to_json(t)::VARCHAR FROM ({query}) t", db=db)]
+
+
+def canonical(rows):
+    return sorted(json.dumps(r, sort_keys=True) for r in rows)
+
+
+def variant_rows_differ(db, export, served_cols, cols):
+    """For tables with variant columns: the export's rows against indep's
+    with each variant decoded here, as JSON; the rows that differ (few)."""
+    phys = dict(cols)
+    mine = canonical(rows_as_json(db, f"SELECT * FROM read_parquet({lit(str(export))})"))
+    names = ", ".join(f'"{phys.get(n, n)}" AS "{n}"' for n, _ in served_cols)
+    indep = canonical(decode_variants(r) for r in rows_as_json(db, f"SELECT {names} FROM indep"))
+    return [r for r in mine if r not in indep][:3], [r for r in indep if r not in mine][:3], \
+        len(mine), len(indep)

@@ -1257,7 +1257,8 @@ TEST(every_key_in_template_and_reference)
         if (k->type != CFG_T_TABLE) {
             /* Template: "# key = " under its table header, or the dotted key
              * inside a [[dataset]] example. */
-            snprintf(want, sizeof want, "\n# %s = ", ds ? rel : k->name);
+            snprintf(want, sizeof want, "\n# %s%s = ",
+                     k->flags & CFG_PROSE_EXAMPLE ? "Example: " : "", ds ? rel : k->name);
             CHECK_CONTAINS(t, want);
         }
         snprintf(want, sizeof want, "| `%s` |", rel);

@@ -367,6 +367,53 @@ TEST(schema_evolution_fills_nulls_and_widens)
     tb_rm(dir);
 }
 
+/* typeWidening: files written before each widening keep their narrower
+ * types; every value is served in the current type, exactly. */
+TEST(type_widening_serves_the_current_types)
+{
+    static const char *proto = "{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,"
+                               "\"readerFeatures\":[\"typeWidening\"],"
+                               "\"writerFeatures\":[\"typeWidening\"]}}\n";
+    char dir[64];
+    tb_new(dir);
+    tb_parquet(dir, "f1.parquet",
+               "SELECT 1::TINYINT AS b, 300::SMALLINT AS s, 70000::INTEGER AS i, 1.5::FLOAT AS f, "
+               "123.45::DECIMAL(5,2) AS d, DATE '2024-02-29' AS dt, 7::INTEGER AS i2");
+    tb_parquet(dir, "f2.parquet",
+               "SELECT 30000::SMALLINT AS b, 3000000000 AS s, 9000000000::BIGINT AS i, "
+               "0.1::DOUBLE AS f, 12345678.91::DECIMAL(10,2) AS d, "
+               "TIMESTAMP '2024-03-01 12:30:00' AS dt, 0.25::DOUBLE AS i2");
+    char *m0 = tb_meta("[" F("b", "\"byte\"") "," F("s", "\"short\"") "," F("i", "\"integer\"") ","
+                       F("f", "\"float\"") "," F("d", "\"decimal(5,2)\"") "," F("dt", "\"date\"") ","
+                       F("i2", "\"integer\"") "]", NULL, NULL);
+    char *m1 = tb_meta("[" F("b", "\"short\"") "," F("s", "\"long\"") "," F("i", "\"long\"") ","
+                       F("f", "\"double\"") "," F("d", "\"decimal(10,2)\"") ","
+                       F("dt", "\"timestamp_ntz\"") "," F("i2", "\"double\"") "]",
+                       NULL, NULL);
+    char *a1 = tb_add("f1.parquet", NULL, 1), *a2 = tb_add("f2.parquet", NULL, 1);
+    commit3(dir, 0, proto, m0, a1);
+    commit3(dir, 1, m1, a2, NULL);
+    struct source_snapshot snap;
+    struct vt_error err = {0};
+    CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_OK);
+    CHECK_EQ_INT(snap.n_schema, 7);
+    char *v = load_and(&snap, "SELECT string_agg(concat_ws('|', b, s, i, f, d, dt, i2), ';' "
+                              "ORDER BY i) FROM mine");
+    CHECK_EQ_STR(v, "1|300|70000|1.5|123.45|2024-02-29 00:00:00|7.0;"
+                    "30000|3000000000|9000000000|0.1|12345678.91|2024-03-01 12:30:00|0.25");
+    free(v);
+    v = td_text(&T, "SELECT concat_ws(',', typeof(b), typeof(s), typeof(i), typeof(f), "
+                    "typeof(d), typeof(dt), typeof(i2)) FROM mine LIMIT 1");
+    CHECK_EQ_STR(v, "SMALLINT,BIGINT,BIGINT,DOUBLE,DECIMAL(10,2),TIMESTAMP,DOUBLE");
+    free(v);
+    td_release(&snap);
+    free(m0);
+    free(m1);
+    free(a1);
+    free(a2);
+    tb_rm(dir);
+}
+
 TEST(partition_values_typed_null_and_special)
 {
     char dir[64];
@@ -520,7 +567,7 @@ TEST(protocol_features)
         {"{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,\"readerFeatures\":[\"deletionVectors\",\"timestampNtz\"]}}\n",
          VT_ERR_OK, NULL},
         {"{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,\"readerFeatures\":[\"variantType\"]}}\n",
-         VT_ERR_SOURCE_UNSUPPORTED, "variantType"},
+         VT_ERR_OK, NULL},
         {"{\"protocol\":{\"minReaderVersion\":4,\"minWriterVersion\":7}}\n",
          VT_ERR_SOURCE_UNSUPPORTED, "reader version 4"},
         {"{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,\"readerFeatures\":[\"timestampNtz\",\"v2Checkpoint\",\"vacuumProtocolCheck\",\"columnMapping\",\"typeWidening\"]}}\n",
@@ -549,11 +596,26 @@ TEST(protocol_features)
     CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_SOURCE_UNAVAILABLE);
     CHECK_CONTAINS(vt_error_message(&err), "deletion vector");
     CHECK_CONTAINS(vt_error_message(&err), "f1.parquet");
-    /* A variant column is refused with the column named. */
-    char *mv = tb_meta("[" F("v", "\"variant\"") "]", NULL, NULL);
-    commit3(dir, 0, PROTO1, mv, a1);
-    CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_SOURCE_UNSUPPORTED);
-    CHECK_CONTAINS(vt_error_message(&err), "variant");
+    /* A variant column is served as JSON; stored in a shape other than the
+     * unshredded (metadata, value) group, reading it fails naming the
+     * feature. */
+    char *mv = tb_meta("[" F("id", "\"long\"") "," F("v", "\"variant\"") "]", NULL, NULL);
+    tb_parquet(dir, "f2.parquet", "SELECT 1::BIGINT AS id, 5 AS v");
+    char *a2 = tb_add("f2.parquet", NULL, 1);
+    commit3(dir, 0, PROTO1, mv, a2);
+    CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_OK);
+    CHECK_EQ_STR(snap.schema_types[1], "JSON");
+    td_exec(&T, "DROP TABLE IF EXISTS mine");
+    duckdb_result r;
+    struct strbuf q;
+    sb_init(&q, 0);
+    sb_addf(&q, "CREATE TABLE mine AS %s", snap.select_sql);
+    CHECK(duckdb_query(T.con, q.buf, &r) == DuckDBError);
+    CHECK_CONTAINS(duckdb_result_error(&r), "variantShredding-preview");
+    duckdb_destroy_result(&r);
+    sb_release(&q);
+    td_release(&snap);
+    free(a2);
     free(mv);
     free(meta);
     free(a1);
@@ -690,6 +752,7 @@ RUN_TESTS(TEST_CASE(open_duckdb), TEST_CASE(new_commit_is_seen_by_the_next_resol
           TEST_CASE(checkpoint_then_commits_with_vacuumed_history),
           TEST_CASE(multipart_checkpoint_and_stale_last_checkpoint),
           TEST_CASE(schema_evolution_fills_nulls_and_widens),
+          TEST_CASE(type_widening_serves_the_current_types),
           TEST_CASE(partition_values_typed_null_and_special),
           TEST_CASE(column_mapping_by_name_with_nested_fields),
           TEST_CASE(glob_characters_in_file_names), TEST_CASE(protocol_features),

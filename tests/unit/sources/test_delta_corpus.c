@@ -290,9 +290,6 @@ TEST(corpus_unsupported_features_fail_alone)
         const char *features[3];
     } cases[] = {
         {"simple_table_features", {"blahabl"}},
-        {"spark-shredded-variant-preview-delta", {"variantType", "variantShredding-preview"}},
-        {"spark-variant-checkpoint", {"variantType-preview"}},
-        {"spark-variant-stable-feature-checkpoint", {"variantType"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char dir[2048];
@@ -339,7 +336,8 @@ TEST(corpus_tables_without_data_files)
     }
     const char *tables[] = {"checkpoint_with_partitions", "checkpoints", "checkpoints_vacuumed",
                             "latest_not_checkpointed", "with_checkpoint_no_last_checkpoint",
-                            "table-with-domain-metadata"};
+                            "table-with-domain-metadata",
+                            "spark-variant-stable-feature-checkpoint"};
     struct tduck t;
     td_open(&t);
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
@@ -354,6 +352,49 @@ TEST(corpus_tables_without_data_files)
         CHECK_CONTAINS(vt_error_message(&err), "is missing");
         if (rc == VT_ERR_OK)
             td_release(&snap);
+    }
+    td_close(&t);
+}
+
+/* Variant columns are served as JSON: every row of the files, each variant
+ * decoded (the values are {"key": id} objects, nested in arrays, structs and
+ * maps). The e2e test (test_delta_corpus.py) compares every value with a
+ * decoder written in Python. */
+TEST(corpus_variant_tables_serve_json)
+{
+    if (!find_corpus()) {
+        CHECK(false);
+        return;
+    }
+    const char *tables[] = {"spark-variant-checkpoint", "spark-shredded-variant-preview-delta"};
+    struct tduck t;
+    td_open(&t);
+    for (size_t i = 0; i < 2; i++) {
+        char dir[2048];
+        snprintf(dir, sizeof dir, "%s/%s", corpus, tables[i]);
+        struct source_snapshot snap;
+        struct vt_error err = {0};
+        enum vt_err rc = resolve(dir, &snap, &err);
+        CHECK_EQ_INT(rc, VT_ERR_OK);
+        if (rc != VT_ERR_OK) {
+            fprintf(stderr, "  %s: %s\n", tables[i], vt_error_message(&err));
+            continue;
+        }
+        CHECK_EQ_STR(snap.schema_types[1], "JSON");
+        CHECK(indep_active(&t, dir));
+        CHECK(indep_rows(&t, dir, &snap, NULL));
+        td_exec(&t, "DROP TABLE IF EXISTS mine");
+        CHECK(td_exec(&t, "CREATE TABLE mine AS %s", snap.select_sql));
+        CHECK_EQ_INT(td_int(&t, "SELECT count(*) FROM mine"),
+                     td_int(&t, "SELECT count(*) FROM indep"));
+        /* Each row's variant is {"key": id}, wherever it is nested. */
+        CHECK_EQ_INT(td_int(&t, "SELECT count(*) FROM mine WHERE v::VARCHAR <> "
+                                "'{\"key\":' || id || '}' OR "
+                                "struct_of_variants.v::VARCHAR <> v::VARCHAR"),
+                     0);
+        CHECK(td_int(&t, "SELECT count(*) FROM mine WHERE array_of_variants[1]::VARCHAR = "
+                         "v::VARCHAR") > 0);
+        td_release(&snap);
     }
     td_close(&t);
 }
@@ -398,5 +439,5 @@ TEST(corpus_every_table_is_classified)
 RUN_TESTS(TEST_CASE(corpus_tables_serve_their_snapshot),
           TEST_CASE(corpus_unsupported_features_fail_alone),
           TEST_CASE(corpus_empty_tables_are_source_empty),
-          TEST_CASE(corpus_tables_without_data_files),
+          TEST_CASE(corpus_tables_without_data_files), TEST_CASE(corpus_variant_tables_serve_json),
           TEST_CASE(corpus_every_table_is_classified))

@@ -42,6 +42,43 @@ export function csvOf(columns, rows) {
   return lines.join('\r\n') + '\r\n';
 }
 
+function textOf(data) {
+  return typeof data === 'string' ? data : new TextDecoder().decode(data);
+}
+
+// Parses RFC 4180 CSV (quoted fields may hold commas, quotes and newlines) and
+// writes it again through csvCell, so every cell gets the same treatment as
+// csvOf gives a page.
+export function neutraliseCsv(text) {
+  const out = [];
+  let row = [];
+  let field = '';
+  let quoted = false;
+  let wasQuoted = false; // "" (an empty string) stays apart from a NULL
+  let i = 0;
+  const endField = () => {
+    row.push(field === '' && wasQuoted ? '""' : csvCell(field));
+    field = '';
+    wasQuoted = false;
+  };
+  const endRow = () => { endField(); out.push(row.join(',')); row = []; };
+  while (i < text.length) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') { field += '"'; i += 2; continue; }
+      if (ch === '"') { quoted = false; i++; continue; }
+      field += ch; i++; continue;
+    }
+    if (ch === '"') { quoted = true; wasQuoted = true; i++; continue; }
+    if (ch === ',') { endField(); i++; continue; }
+    if (ch === '\r' && text[i + 1] === '\n') { endRow(); i += 2; continue; }
+    if (ch === '\n') { endRow(); i++; continue; }
+    field += ch; i++;
+  }
+  if (field !== '' || row.length) endRow();
+  return out.length ? out.join('\r\n') + '\r\n' : '';
+}
+
 // Every row the request selects, as CSV or NDJSON: the server streams them
 // (/query/stream ?format=csv|ndjson); a server without those encoders sends
 // the Arrow stream, written out here.
@@ -56,7 +93,10 @@ export async function exportAll(dataset, req, kind) {
     { json: body, query: { format: kind }, accept: 'arrow' });
   const ct = r.headers.get('Content-Type') || '';
   if (!ct.startsWith('application/vnd.apache.arrow')) {
-    saveBlob(new Blob([r.data], { type: ct || type }), name);
+    // The server's CSV is the data as it is; the download a spreadsheet opens
+    // gets its formula cells neutralised like the page download.
+    const data = ct.startsWith('text/csv') ? neutraliseCsv(textOf(r.data)) : r.data;
+    saveBlob(new Blob([data], { type: ct || type }), name);
     return;
   }
   const t = await decodeArrow(r.data);
