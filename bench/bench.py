@@ -457,6 +457,7 @@ def scenario_startup():
     log("== 2. startup: 1M-row Parquet -> published; idle RSS")
     floor_ms, floor_rss, floor_db = [], [], []
     ours_ms, rss_none, rss_default, fast_s = [], [], [], []
+    index_mem, index_disk = [], []
     rounds = max(2, min(ROUNDS, 3))
     for r in range(rounds):
         # floor: spawn -> "loaded" line, then idle, then its own VmRSS
@@ -481,6 +482,10 @@ def scenario_startup():
             t_fast = v.wait_fastpath("main") if mode == "auto" else None
             time.sleep(IDLE_SECONDS)
             st = proc_status(v.pid)
+            ix = (v.status("main") or {}).get("index") or {}
+            if mode == "auto" and ix:
+                index_mem.append(ix["memory_bytes"] / 1048576)
+                index_disk.append(ix["disk_bytes"] / 1048576)
             v.stop()
             rss = st["VmRSS"] / 1024
             (rss_none if mode == "none" else rss_default).append(rss)
@@ -499,7 +504,9 @@ def scenario_startup():
                note="goal: <= 1.3x; DuckDB itself counts %.1f MiB" % min(floor_db))
     add_result("2c idle RSS, default (auto) index", min(rss_default), f_rss, "MiB",
                f_rss / min(rss_default), 1 / 1.3,
-               note="fast path ready %.1f s after start" % min(fast_s))
+               note="fast path ready %.1f s after start; it holds %.1f MiB in memory, "
+               "%.0f MiB in its file (page cache)"
+               % (min(fast_s), min(index_mem or [0]), min(index_disk or [0])))
 
 
 def scenario_healthz(v, ng):
@@ -535,12 +542,13 @@ def scenario_lookup(v, ng_port_holder):
 
 
 def scenario_latency(name, v, floor, path, bodies, sql, params, mode, runs, goal, check,
-                     batch=10, note="", tojson_note=False):
+                     batch=10, note="", tojson_note=False, raw_note=False):
     """Sequential latency, finely interleaved: vt-floor sends `batch` requests
     to the service (one keep-alive connection, one at a time), then runs
     `batch` executions itself, until `runs` of each; medians compared, the
     ratio is floor / service (higher is better). tojson_note: the note also
-    gives DuckDB's time with to_json rendering (not interleaved)."""
+    gives DuckDB's time with to_json rendering (not interleaved); raw_note:
+    its time without rendering."""
     for b in bodies[:3]:
         st, h, body = v.post(path, json.loads(b))
         assert st == 200, (st, body[:300])
@@ -555,6 +563,10 @@ def scenario_latency(name, v, floor, path, bodies, sql, params, mode, runs, goal
     if tojson_note:
         tj = floor.run("tojson", max(20, runs // 3), sql, params)
         note = (note + "; " if note else "") + "DuckDB + to_json: %.2f ms" % (tj["median_us"] / 1000)
+    if raw_note:
+        tj = floor.run("raw", max(20, runs // 3), sql, params)
+        note = (note + "; " if note else "") + "DuckDB, no rendering: %.2f ms" % (
+            tj["median_us"] / 1000)
     add_result(name, o, t, "ms", t / o, goal, r["cpu_us"] / svc_cpu if svc_cpu > 0 else None,
                note)
     return r
@@ -707,11 +719,14 @@ def run_all():
             def check4(d):
                 assert len(d["data"]) == 1000 and len(set(r["category"] for r in d["data"])) == 1
             params = [(c,) for c in CATEGORIES]
+            # the goal (issue 24): >= 0.9 of DuckDB's prepared statement with
+            # to_json rendering the rows (the floor renders, as we do)
             scenario_latency("4a eq string p1000, default config", v, floor,
-                             "/api/v1/datasets/main/query", bodies, sql, params, "raw", 300,
-                             0.9, check4, tojson_note=True)
+                             "/api/v1/datasets/main/query", bodies, sql, params, "tojson", 300,
+                             0.9, check4, raw_note=True,
+                             note="floor: DuckDB prepared + to_json")
             scenario_latency("4b eq string p1000, index.mode=none", v, floor,
-                             "/api/v1/datasets/plain/query", bodies, sql, params, "raw", 300,
+                             "/api/v1/datasets/plain/query", bodies, sql, params, "tojson", 300,
                              0.9, check4)
 
             def check4d(d):

@@ -354,6 +354,15 @@ static int serve(const char *config_path, int port_override, int role_override)
     mkdir(cache_dir, 0700);
     mkdir(exports, 0700);
     cat_set_dirs(app.catalog, downloads, cache_dir, exports);
+    char index_dir[4200];
+    snprintf(index_dir, sizeof index_dir, "%s/index", runtime_dir);
+    cat_set_index_dir(app.catalog, index_dir);
+    uint64_t index_budget =
+        config_parse_size_bytes(cfg.server.index_memory_limit, eng_available_memory());
+    index_budget_set(index_budget > SIZE_MAX ? SIZE_MAX : (size_t)index_budget);
+    log_info("index memory budget %.1f MiB (server.index_memory_limit = \"%s\")",
+             index_budget == UINT64_MAX ? -1.0 : index_budget / 1048576.0,
+             cfg.server.index_memory_limit);
 
     if (cfg.server.pgwire.enabled) {
         struct pgw_server_options po = {.cfg = &cfg, .catalog = app.catalog,

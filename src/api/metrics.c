@@ -107,11 +107,35 @@ static void write_datasets(struct strbuf *out, struct cat_catalog *cat)
     metrics_w_sample_u64(out, "vitrine_s3_range_cache_bytes", NULL,
                          (uint64_t)source_range_cache_bytes());
     metrics_w_family(out, "vitrine_dataset_index_bytes", METRICS_GAUGE,
-                     "Memory of the dataset's index fast path (equality index and row store).");
+                     "Memory held by the dataset's index fast path (its directories and "
+                     "distinct keys; capped by server.index_memory_limit).");
     for (size_t i = 0; i < n; i++) {
         ds_name(out, "vitrine_dataset_index_bytes", &lab[i], NULL);
         metrics_w_value_u64(out, list[i].index_bytes > 0 ? (uint64_t)list[i].index_bytes : 0);
     }
+    metrics_w_family(out, "vitrine_dataset_index_disk_bytes", METRICS_GAUGE,
+                     "Bytes of the file of the dataset's index fast path (row store, posting "
+                     "lists, key structures; read through the page cache).");
+    for (size_t i = 0; i < n; i++) {
+        ds_name(out, "vitrine_dataset_index_disk_bytes", &lab[i], NULL);
+        metrics_w_value_u64(out, list[i].index_disk_bytes > 0 ? (uint64_t)list[i].index_disk_bytes
+                                                               : 0);
+    }
+    metrics_w_family(out, "vitrine_dataset_row_store_bytes", METRICS_GAUGE,
+                     "Bytes of the dataset's row store (typed cells, compressed) in that file.");
+    for (size_t i = 0; i < n; i++) {
+        ds_name(out, "vitrine_dataset_row_store_bytes", &lab[i], NULL);
+        metrics_w_value_u64(out, list[i].row_store_bytes > 0 ? (uint64_t)list[i].row_store_bytes
+                                                              : 0);
+    }
+    metrics_w_family(out, "vitrine_index_memory_limit_bytes", METRICS_GAUGE,
+                     "server.index_memory_limit in bytes, and what all fast paths hold now "
+                     "(vitrine_index_memory_bytes).");
+    metrics_w_sample_u64(out, "vitrine_index_memory_limit_bytes", NULL,
+                         index_budget() == SIZE_MAX ? 0 : (uint64_t)index_budget());
+    metrics_w_family(out, "vitrine_index_memory_bytes", METRICS_GAUGE,
+                     "Memory held by the index fast paths of every generation together.");
+    metrics_w_sample_u64(out, "vitrine_index_memory_bytes", NULL, (uint64_t)index_memory_used());
     metrics_w_family(out, "vitrine_dataset_generation_age_seconds", METRICS_GAUGE,
                      "Seconds since the current generation was published.");
     for (size_t i = 0; i < n; i++) {

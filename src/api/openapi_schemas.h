@@ -73,6 +73,17 @@ static const char openapi_components_json[] = OPENAPI_JSON({
         "delta_version": {"type": ["integer", "null"], "minimum": 0,
                           "description": "The Delta table version the published generation serves (source.version / source.timestamp pin it); null for other kinds."},
         "lazy": {"type": "boolean"},
+        "index": {
+          "type": "object",
+          "description": "The index fast path of the current generation: built after it is published (state building, then ready); memory_bytes is what it holds in memory (capped by server.index_memory_limit), disk_bytes its file in the runtime directory (read through the page cache), row_store_bytes the rows in that file.",
+          "required": ["state", "memory_bytes", "disk_bytes", "row_store_bytes"],
+          "properties": {
+            "state": {"enum": ["none", "building", "ready", "failed"]},
+            "memory_bytes": {"type": "integer", "minimum": 0},
+            "disk_bytes": {"type": "integer", "minimum": 0},
+            "row_store_bytes": {"type": "integer", "minimum": 0}
+          }
+        },
         "depends_on": {"type": "array", "items": {"type": "string"}}
       }
     },

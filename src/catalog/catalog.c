@@ -656,8 +656,7 @@ static void fill_status(struct cat_dataset *ds, struct cat_status *st)
         st->delta_version = gen->priv->delta_version;
         if (gen->priv->snapshot.lazy)
             st->lazy_metadata_bytes = (int64_t)source_lazy_bytes(gen->priv->snapshot.lazy);
-        const struct cat_fastpath *fp = cat_generation_fastpath(gen);
-        st->index_bytes = fp ? (int64_t)fp->bytes : 0;
+        cat_generation_index_status(gen, st);
         st->lazy = gen->lazy;
         st->rows = gen->rows;
         st->columns = (int64_t)gen->n_cols;

@@ -58,16 +58,18 @@ struct cat_column {
 
 struct cat_dataset;
 
-struct vt_index;
-struct rowstore;
+/* The index fast path of a generation (src/index): built after it is
+ * published (queries use DuckDB until it is ready), then immutable. */
+struct index_fastpath;
 
-/* The index fast path of a generation: built after it is published (queries
- * use DuckDB until it is ready), then immutable. */
-struct cat_fastpath {
-    struct vt_index *index;
-    struct rowstore *rows;
-    size_t bytes;
+/* Where a generation's fast path is (the status's "index"). */
+enum cat_index_state {
+    CAT_INDEX_NONE,     /* none: index.mode "none", lazy, or no column qualifies */
+    CAT_INDEX_BUILDING, /* being built: queries use DuckDB meanwhile */
+    CAT_INDEX_READY,
+    CAT_INDEX_FAILED,   /* the build failed (out of memory, the file, the budget) */
 };
+const char *cat_index_state_name(enum cat_index_state s);
 
 /* A generation as other modules see it: read-only once published. The
  * catalog's own state (refcount, database name, pinned files, export, fast
@@ -104,7 +106,12 @@ struct cat_status {
     struct strvec depends_on;
     /* For the metrics: */
     int64_t source_bytes;       /* files read by the current generation; -1 = none */
-    int64_t index_bytes;        /* its index fast path (index + row store); 0 = none */
+    /* its index fast path: state, memory held, bytes of its file (of which
+     * the row store's); 0 = none */
+    enum cat_index_state index_state;
+    int64_t index_bytes;
+    int64_t index_disk_bytes;
+    int64_t row_store_bytes;
     int64_t lazy_metadata_bytes; /* a lazy generation's footers and statistics; -1 = none */
     /* builds ended, by trigger (enum cat_refresh_source) and outcome (0 ok, 1 failed) */
     uint64_t builds[5][2];
@@ -122,6 +129,9 @@ struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
 /* Where builds put downloads (temp_dir) and where lazy S3 objects are cached. */
 void cat_set_dirs(struct cat_catalog *cat, const char *temp_dir, const char *cache_dir,
                   const char *export_dir);
+/* Where index fast paths keep their files (created on first use; NULL: in
+ * memory). */
+void cat_set_index_dir(struct cat_catalog *cat, const char *dir);
 /* Registers the config's datasets and the saved queries restored from
  * server.saved_queries_dir (`saved`, n_saved; kind query), infers the
  * depends_on of every query dataset (one that fails the SQL gate or sits on
@@ -175,7 +185,7 @@ enum vt_err cat_generation_read_all(const struct cat_generation *gen, int64_t de
 void cat_generation_read_release(void *holds);
 
 /* The fast path when it is ready, else NULL. */
-const struct cat_fastpath *cat_generation_fastpath(const struct cat_generation *gen);
+const struct index_fastpath *cat_generation_fastpath(const struct cat_generation *gen);
 /* Whether column `col` of the generation has an equality index. */
 bool cat_generation_is_indexed(const struct cat_generation *gen, size_t col);
 /* The schema description of a generation (describe.c), as GET /schema and

@@ -31,7 +31,8 @@ struct cat_generation_private {
     struct vt_error export_error;
     char *export_path;
     uint64_t export_size;
-    struct cat_fastpath *_Atomic fastpath; /* NULL until built (or never) */
+    struct index_fastpath *_Atomic fastpath; /* NULL until built (or never) */
+    _Atomic int index_state;    /* enum cat_index_state */
     bool imported;              /* built by a cluster's writer, loaded here */
     enum cat_refresh_source imported_source; /* the writer's trigger of it */
     char *export_remote;        /* imported: where its Parquet bytes are (hooks.fetch_export) */
@@ -90,6 +91,7 @@ struct cat_catalog {
     const char *temp_dir;
     const char *cache_dir;
     const char *export_dir;
+    const char *index_dir;          /* fast path files (NULL: in memory) */
     struct cat_scheduler *sched;    /* refresh intervals, cascades, expiries */
     struct source_policy *policy;   /* what requests' sources may reach */
     _Atomic uint64_t names_epoch;   /* moves at every registration and unregistration */
@@ -190,7 +192,9 @@ enum vt_err cat_import_files(struct cat_catalog *cat, duckdb_connection con,
                              struct cat_generation *gen, const struct cat_import *imp,
                              struct vt_error *err);
 
-void cat_fastpath_free(struct cat_fastpath *fp);
+void cat_fastpath_free(struct index_fastpath *fp);
+/* The fast path's part of a status entry. */
+void cat_generation_index_status(const struct cat_generation *gen, struct cat_status *st);
 /* Queues the build of the index fast path of a published generation. */
 void cat_generation_start_fastpath(struct cat_catalog *cat, struct cat_generation *gen,
                                    const struct vt_dataset_config *cfg);

@@ -46,6 +46,15 @@ void cat_write_status(struct jw *w, const struct cat_status *st)
     else
         jw_knull(w, "delta_version");
     jw_kbool(w, "lazy", st->lazy);
+    /* the index fast path: what it holds in memory, and in its file (the
+     * kernel's page cache, not the process) */
+    jw_key(w, "index");
+    jw_obj_begin(w);
+    jw_kstr(w, "state", cat_index_state_name(st->index_state));
+    jw_kint(w, "memory_bytes", st->index_bytes);
+    jw_kint(w, "disk_bytes", st->index_disk_bytes);
+    jw_kint(w, "row_store_bytes", st->row_store_bytes);
+    jw_obj_end(w);
     jw_key(w, "depends_on");
     jw_arr_begin(w);
     for (size_t i = 0; i < st->depends_on.len; i++)

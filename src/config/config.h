@@ -144,6 +144,8 @@ struct server_config {
                                  * absolute path; default <config_dir>/storage */
     char *memory_limit;         /* DuckDB memory_limit: a size ("8GB") or a share of RAM
                                  * ("50%", the default; eng_open resolves it) */
+    char *index_memory_limit;   /* memory of every index fast path together: a size or a
+                                 * share of RAM ("10%"), resolved at start */
     int64_t s3_cache_mb;        /* budget of the S3 range cache of lazy datasets */
     char *temp_directory;       /* DuckDB spill directory, resolved against the config
                                  * file's directory; NULL = a private temp dir */
@@ -324,6 +326,11 @@ int64_t config_parse_duration_ms(const char *s);
 /* The inverse for display and persistence: 5400000 -> "1h 30m", 0 -> "0s".
  * `out` needs 64 bytes. */
 void config_format_duration(int64_t ms, char out[64]);
+
+/* A size as server.memory_limit takes it ("8GB", "512 MiB", "1.5GB", a bare
+ * number of bytes) in bytes, or a percentage of `available`. UINT64_MAX when
+ * it does not parse (or a percentage of an unknown amount). */
+uint64_t config_parse_size_bytes(const char *s, uint64_t available);
 
 /* Resolves which config file to use: --config, $VITRINE_CONFIG_FILE,
  * ./datasets.toml, $HOME/datasets.toml. Returns a malloc'd path or NULL. */

@@ -11,7 +11,9 @@
 #include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config/config.h"
 
@@ -106,4 +108,30 @@ void config_format_duration(int64_t ms, char out[64])
             break;
         len += (size_t)w;
     }
+}
+
+uint64_t config_parse_size_bytes(const char *s, uint64_t available)
+{
+    static const struct {
+        const char *name;
+        uint64_t mult;
+    } size_units[] = {
+        {"", 1}, {"b", 1}, {"byte", 1}, {"bytes", 1}, {"kb", 1000}, {"mb", 1000000},
+        {"gb", 1000000000ull}, {"tb", 1000000000000ull}, {"kib", 1ull << 10},
+        {"mib", 1ull << 20}, {"gib", 1ull << 30}, {"tib", 1ull << 40},
+    };
+    if (!s)
+        return UINT64_MAX;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0)
+        return UINT64_MAX;
+    while (*end == ' ')
+        end++;
+    if (strcmp(end, "%") == 0)
+        return available ? (uint64_t)((double)available * v / 100.0) : UINT64_MAX;
+    for (size_t i = 0; i < sizeof size_units / sizeof size_units[0]; i++)
+        if (strcasecmp(end, size_units[i].name) == 0)
+            return (uint64_t)(v * (double)size_units[i].mult);
+    return UINT64_MAX;
 }

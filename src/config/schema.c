@@ -703,6 +703,14 @@ const struct cfg_key cfg_schema[] = {
             "limit plus a quarter (at least 128 MiB more): a statement that would pass it fails "
             "with an out-of-memory error. The rest is left for the index, row stores and "
             "response buffers."},
+    {"server", "index_memory_limit", CFG_T_STR, C(server.index_memory_limit),
+     .flags = CFG_NONEMPTY, .check = check_memory_limit, .def = "\"10%\"",
+     .doc = "Memory that the index fast paths of all datasets may hold together: a size "
+            "(\"512MiB\") or a share of the memory available (\"10%\"). What stays in memory "
+            "is the index's directories and distinct keys (about 1 MiB per million rows for "
+            "key lookups); the rows and posting lists live in one file per generation in the "
+            "runtime directory, read through the page cache. A build that does not fit leaves "
+            "its largest structures out (logged; /status shows index.memory_bytes)."},
     {"server", "s3_cache_mb", CFG_T_INT, C(server.s3_cache_mb), RANGE(1, INT64_MAX),
      .def = "4096",
      .doc = "Budget in MiB of the local cache of S3 byte ranges that lazy datasets read "

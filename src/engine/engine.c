@@ -144,7 +144,7 @@ static enum vt_err set_option(duckdb_config config, const char *name, const char
 
 /* Memory this process may use: physical memory, or the cgroup's limit when
  * that is lower (a container). */
-static uint64_t available_memory(void)
+uint64_t eng_available_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
@@ -250,7 +250,7 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
     char limit_buf[32], temp_buf[32];
     uint64_t limit_bytes = 0, temp_bytes = 0;
     const char *limit = cfg->server.memory_limit
-                            ? size_setting(cfg->server.memory_limit, available_memory(),
+                            ? size_setting(cfg->server.memory_limit, eng_available_memory(),
                                            limit_buf, sizeof limit_buf, &limit_bytes)
                             : NULL;
     if (!rc && limit)

@@ -180,5 +180,8 @@ enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
 
 /* The number of CPUs available to this process. */
 int eng_cpu_count(void);
+/* Memory this process may use: physical memory, or the cgroup's limit when
+ * lower; 0 when unknown. */
+uint64_t eng_available_memory(void);
 
 #endif

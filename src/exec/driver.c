@@ -87,6 +87,22 @@ static enum vt_err caps_json_row(struct exec_sink *s, const char *obj, size_t le
     return rc;
 }
 
+/* A row of typed cells (sinks with `row`; exec renders JSON for the others). */
+static enum vt_err caps_row(struct exec_sink *s, const struct index_row *row,
+                            struct vt_error *err)
+{
+    struct exec_call *c = call_of(s);
+    struct exec_sink *k = inner(c);
+    if (c->rq.caps.max_rows >= 0 && c->rows >= (uint64_t)c->rq.caps.max_rows) {
+        c->truncated = true;
+        return VT_ERR_RESULT_CAPPED;
+    }
+    enum vt_err rc = seen(c, k->ops->row ? k->ops->row(k, row, err) : VT_ERR_INTERNAL);
+    if (rc == VT_ERR_OK)
+        c->rows++;
+    return rc;
+}
+
 static enum vt_err caps_count(struct exec_sink *s, uint64_t n, struct vt_error *err)
 {
     struct exec_sink *k = inner(call_of(s));
@@ -116,8 +132,18 @@ static const struct exec_sink_ops caps_ops = {
     .fail = caps_fail,
 };
 
-/* Without json_row the fast path must not offer rows: the caps sink has it
- * only when the front end's sink has. */
+/* A sink that takes typed cells gets them (with the same caps). */
+static const struct exec_sink_ops caps_ops_cells = {
+    .begin = caps_begin,
+    .chunk = caps_chunk,
+    .row = caps_row,
+    .count = caps_count,
+    .end = caps_end,
+    .fail = caps_fail,
+};
+
+/* Without json_row (or row) the fast path must not offer rows: the caps sink
+ * has them only when the front end's sink has. */
 static const struct exec_sink_ops caps_ops_chunks = {
     .begin = caps_begin,
     .chunk = caps_chunk,
@@ -204,7 +230,9 @@ void exec_call_start(struct exec_call *c, const struct exec_request *rq)
     if (c->rq.body)
         json_incref(c->rq.body);
     c->rq.sink->call = c;
-    c->caps.ops = rq->sink->ops->json_row ? &caps_ops : &caps_ops_chunks;
+    c->caps.ops = rq->sink->ops->row        ? &caps_ops_cells
+                  : rq->sink->ops->json_row ? &caps_ops
+                                            : &caps_ops_chunks;
     c->caps.call = c;
     if (!c->rq.queue) {
         exec_call_resume(c, NULL);

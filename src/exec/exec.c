@@ -15,17 +15,9 @@
 #include "encode/json_format.h"
 #include "encode/json_rows.h"
 #include "index/index.h"
-#include "index/rowstore.h"
 #include "util/log.h"
 #include "util/timeutil.h"
 
-/* The row store decompresses one block of ROWSTORE_BLOCK_ROWS rows per block
- * an answer touches (~3 us each on the bench table of `make bench`), while the
- * SQL path costs ~0.8 ms plus ~1 us per row. Measured break-even: ~300 rows
- * spread over as many blocks (an eq on a 12-value column). Answers touching
- * more blocks than this go to DuckDB instead; clustered hits (few blocks for
- * many rows) stay on the fast path. */
-#define FAST_MAX_BLOCKS 256
 /* Prepared statements kept per worker connection (exec_session). */
 #define EXEC_PLAN_CACHE 64
 /* Temporary views remembered per worker connection. */
@@ -35,10 +27,9 @@
 
 /* What exec keeps per engine worker. A worker thread owns one connection for
  * life, so thread-local storage is connection-local storage; a thread that
- * never runs SQL (an HTTP thread taking the fast path) only uses the cursor. */
+ * never runs SQL (an HTTP thread taking the fast path) only uses `row`. */
 struct exec_session {
-    struct rowstore_cursor *cursor;
-    struct strbuf row;          /* one JSON row from the row store */
+    struct strbuf row;          /* one fast-path row as JSON (sinks without `row`) */
     /* The connection the cached statements below were prepared on. */
     duckdb_connection con;
     /* Prepared statements of this connection, keyed by their SQL text: the
@@ -103,7 +94,6 @@ static void session_free(void *p)
     struct exec_session *s = p;
     cache_clear(s);
     views_forget(s);
-    rowstore_cursor_destroy(s->cursor);
     sb_release(&s->row);
     free(s);
 }
@@ -115,6 +105,7 @@ static void session_key_init(void)
 
 void exec_thread_release(void)
 {
+    index_thread_release();
     pthread_once(&session_once, session_key_init);
     struct exec_session *s = pthread_getspecific(session_key);
     if (!s)
@@ -133,11 +124,6 @@ static struct exec_session *session(void)
     s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->cursor = rowstore_cursor_create();
-    if (!s->cursor) {
-        free(s);
-        return NULL;
-    }
     sb_init(&s->row, 0);
     pthread_setspecific(session_key, s);
     return s;
@@ -224,118 +210,43 @@ static void sink_finish(struct exec_sink *sink, const struct vt_error *err)
         sink->ops->fail(sink, err);
 }
 
-/* Whether reading these sorted positions touches more than FAST_MAX_BLOCKS
- * row store blocks (then DuckDB is faster). */
-static bool too_many_blocks(const uint32_t *rows, size_t n)
+/* The index's sink (index.h) over an exec sink. */
+struct fast_ctx {
+    const struct exec_plan *plan;
+    struct exec_sink *sink;
+    struct exec_session *s;     /* JSON rendering for sinks without `row` */
+    int64_t t_rows;
+};
+
+static enum vt_err fast_begin(void *ctx, struct vt_error *err)
 {
-    if (n <= FAST_MAX_BLOCKS)
-        return false;
-    size_t blocks = 0;
-    uint32_t last = UINT32_MAX;
-    for (size_t i = 0; i < n && blocks <= FAST_MAX_BLOCKS; i++) {
-        uint32_t b = rows[i] / ROWSTORE_BLOCK_ROWS;
-        blocks += b != last;
-        last = b;
-    }
-    return blocks > FAST_MAX_BLOCKS;
+    struct fast_ctx *f = ctx;
+    if (f->plan->timing)
+        f->t_rows = time_mono_us();
+    return f->sink->ops->begin(f->sink, NULL, err);
 }
 
-/* Verifying reads each candidate's row: on a thread that must not block
- * (max_rows bounded) at most this many candidates per row answered. */
-#define FAST_VERIFY_PER_ROW 4
-
-/* Whether a term's rows must be checked against the row store: a hashed
- * sorted-keys column (index.h) matches candidates, which may include a value
- * with the same 64-bit hash; a dense column keeps no positions, so another
- * term finds the rows and this one is checked on each. */
-static bool term_verified(const struct vt_index *ix, const struct index_term *t)
+static enum vt_err fast_row(void *ctx, const struct index_row *row, struct vt_error *err)
 {
-    return index_column_hashed(ix, t->col) || index_column_dense(ix, t->col);
+    struct fast_ctx *f = ctx;
+    if (f->sink->ops->row)
+        return f->sink->ops->row(f->sink, row, err);
+    sb_reset(&f->s->row);
+    if (index_row_json(row, &f->s->row) != 0)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    return f->sink->ops->json_row(f->sink, f->s->row.buf, f->s->row.len, err);
 }
 
-/* A key as the row store holds it: the same formatter (json_format.h). */
-static size_t key_json(const struct index_key *key, char *o)
+static enum vt_err fast_count(void *ctx, uint64_t n, struct vt_error *err)
 {
-    switch (key->domain) {
-    case INDEX_DOMAIN_STRING: return (size_t)(json_fmt_string(o, key->s, key->len) - o);
-    case INDEX_DOMAIN_UINT: return (size_t)(json_fmt_u64(o, key->u) - o);
-    case INDEX_DOMAIN_BOOL: return (size_t)(json_fmt_bool(o, key->i != 0) - o);
-    case INDEX_DOMAIN_INT: break;
-    }
-    return (size_t)(json_fmt_i64(o, key->i) - o);
+    struct fast_ctx *f = ctx;
+    return f->sink->ops->count(f->sink, n, err);
 }
 
-/* Keeps the rows whose cells satisfy every verified term (term_verified):
- * the row store's JSON text of the cell equals one of the term's values.
- * rows becomes an arena copy. False when memory or the row store fails. */
-static bool verify_terms(const struct exec_plan *plan, const struct cat_fastpath *fp,
-                         struct exec_session *s, const struct index_term *terms,
-                         size_t n_terms, struct index_rows *rows)
+static enum vt_err fast_stop(void *ctx, struct vt_error *err)
 {
-    struct want {
-        size_t col;
-        size_t n;
-        const char **text;
-        size_t *len;
-    } *w = arena_alloc(plan->arena, n_terms * sizeof *w);
-    if (!w)
-        return false;
-    size_t nw = 0;
-    for (size_t t = 0; t < n_terms; t++) {
-        if (!term_verified(fp->index, &terms[t]))
-            continue;
-        struct want *x = &w[nw++];
-        x->col = terms[t].col;
-        x->n = terms[t].n_keys;
-        x->text = arena_alloc(plan->arena, x->n * sizeof *x->text);
-        x->len = arena_alloc(plan->arena, x->n * sizeof *x->len);
-        if (!x->text || !x->len)
-            return false;
-        for (size_t k = 0; k < x->n; k++) {
-            const struct index_key *key = &terms[t].keys[k];
-            size_t room = key->domain == INDEX_DOMAIN_STRING ? json_string_max(key->len)
-                                                             : JSON_FMT_MAX_INT;
-            char *o = arena_alloc(plan->arena, room + JSON_FMT_SLACK);
-            if (!o)
-                return false;
-            x->text[k] = o;
-            x->len[k] = key_json(key, o);
-        }
-    }
-    if (nw == 0 || rows->n == 0)
-        return true;
-    uint32_t *kept = arena_alloc(plan->arena, rows->n * sizeof *kept);
-    if (!kept)
-        return false;
-    size_t n = 0;
-    for (size_t i = 0; i < rows->n; i++) {
-        bool all = true;
-        for (size_t t = 0; t < nw && all; t++) {
-            const char *cell;
-            size_t len;
-            if (rowstore_cell(fp->rows, s->cursor, rows->rows[i], w[t].col, &cell, &len) != 0)
-                return false;
-            bool any = false;
-            for (size_t k = 0; k < w[t].n && !any; k++)
-                any = len == w[t].len[k] && memcmp(cell, w[t].text[k], len) == 0;
-            all = any;
-        }
-        if (all)
-            kept[n++] = rows->rows[i];
-    }
-    index_rows_free(rows);
-    rows->rows = kept;
-    rows->n = n;
-    return true;
-}
-
-/* Whether candidates to verify are few enough to read here: DONE (go on),
- * TOO_BIG (not on this thread), NO (DuckDB does better). */
-static enum exec_fast candidates_ok(const struct index_rows *cand, size_t max_rows)
-{
-    if (max_rows != SIZE_MAX && cand->n > max_rows * FAST_VERIFY_PER_ROW)
-        return EXEC_FAST_TOO_BIG;
-    return too_many_blocks(cand->rows, cand->n) ? EXEC_FAST_NO : EXEC_FAST_DONE;
+    struct fast_ctx *f = ctx;
+    return stop_requested(f->plan, err) ? err->code : VT_ERR_OK;
 }
 
 enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sink,
@@ -343,119 +254,48 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
 {
     if (plan->kind == EXEC_SQL || !plan->gen)
         return EXEC_FAST_NO;
-    const struct cat_fastpath *fp = cat_generation_fastpath(plan->gen);
-    if (!fp || !fp->index)
+    const struct index_fastpath *fp = cat_generation_fastpath(plan->gen);
+    if (!fp)
         return EXEC_FAST_NO;
     const struct query_request *qr = plan->query;
-    if (plan->kind == EXEC_ROWS && (!sink->ops->json_row || qr->mode == QUERY_STREAM))
+    bool rows = plan->kind == EXEC_ROWS;
+    if (rows && (qr->mode == QUERY_STREAM || (!sink->ops->row && !sink->ops->json_row)))
         return EXEC_FAST_NO;
     const struct index_term *terms;
     size_t n_terms;
     bool empty;
-    if (!query_index_match_terms(qr, fp->index, plan->arena, &terms, &n_terms, &empty))
+    if (!query_index_match_terms(qr, index_fastpath_index(fp), plan->arena, &terms, &n_terms,
+                                 &empty))
         return EXEC_FAST_NO;
-    struct vt_error err = {0};
+    struct exec_session *s = NULL;
+    if (rows && !sink->ops->row && !(s = session()))
+        return EXEC_FAST_NO;
     struct exec_timing *tm = plan->timing;
     int64_t t0 = tm ? time_mono_us() : 0;
-    /* Terms that find rows (positions), and whether some term is checked on
-     * the rows they find instead (term_verified). Without a positional term
-     * (dense columns only) the index answers one-term counts, nothing else. */
-    bool verify = false;
-    const struct index_term *pos_terms = terms;
-    size_t n_pos = 0;
-    for (size_t t = 0; t < n_terms; t++) {
-        verify = verify || term_verified(fp->index, &terms[t]);
-        n_pos += !index_column_dense(fp->index, terms[t].col);
-    }
-    if (n_pos == 0)
-        verify = false;
-    struct exec_session *s = NULL;
-    if (verify) {
-        if (!fp->rows || !(s = session()))
-            return EXEC_FAST_NO;
-        struct index_term *p = arena_alloc(plan->arena, n_pos * sizeof *p);
-        if (!p)
-            return EXEC_FAST_NO;
-        for (size_t t = 0, k = 0; t < n_terms; t++)
-            if (!index_column_dense(fp->index, terms[t].col))
-                p[k++] = terms[t];
-        pos_terms = p;
-    } else {
-        n_pos = n_terms;
-    }
-    if (plan->kind == EXEC_COUNT) {
-        uint64_t n = 0;
-        if (verify && !empty) {
-            struct index_rows cand;
-            if (index_match(fp->index, pos_terms, n_pos, &cand) != 0)
-                return EXEC_FAST_NO;
-            enum exec_fast why = candidates_ok(&cand, max_rows);
-            if (why != EXEC_FAST_DONE) {
-                index_rows_free(&cand);
-                return why;
-            }
-            bool ok = verify_terms(plan, fp, s, terms, n_terms, &cand);
-            n = cand.n;
-            index_rows_free(&cand);
-            if (!ok)
-                return EXEC_FAST_NO;
-        } else if (!empty && index_count(fp->index, terms, n_terms, &n) != 0) {
-            return EXEC_FAST_NO;
-        }
-        if (tm)
-            tm->execute_us += time_mono_us() - t0;
-        sink->ops->count(sink, n, &err);
-        sink_finish(sink, &err);
-        return EXEC_FAST_DONE;
-    }
-    struct index_rows rows = {0};
-    if (!fp->rows || (!empty && index_match(fp->index, pos_terms, n_pos, &rows) != 0))
-        return EXEC_FAST_NO;
-    if (verify) {
-        enum exec_fast why = candidates_ok(&rows, max_rows);
-        if (why != EXEC_FAST_DONE || !verify_terms(plan, fp, s, terms, n_terms, &rows)) {
-            index_rows_free(&rows);
-            return why != EXEC_FAST_DONE ? why : EXEC_FAST_NO;
-        }
-    }
-    int64_t t1 = tm ? time_mono_us() : 0;
-    /* Paging over the sorted positions (table order, as the SQL path). */
-    size_t from = qr->offset < 0 ? 0 : (size_t)qr->offset;
-    size_t count = from < rows.n ? rows.n - from : 0;
-    if (qr->max_rows >= 0 && (uint64_t)qr->max_rows < count)
-        count = (size_t)qr->max_rows;
-    if (count > max_rows) {
-        index_rows_free(&rows);
-        return EXEC_FAST_TOO_BIG;
-    }
-    if (too_many_blocks(rows.rows + from, count)) {
-        index_rows_free(&rows);
-        return EXEC_FAST_NO;
-    }
-    if (!s)
-        s = session();
-    if (!s) {
-        index_rows_free(&rows);
-        return EXEC_FAST_NO;
-    }
-    if (sink->ops->begin(sink, NULL, &err) == VT_ERR_OK) {
-        for (size_t i = 0; i < count; i++) {
-            sb_reset(&s->row);
-            if (rowstore_write_row(fp->rows, s->cursor, rows.rows[from + i], qr->columns,
-                                   qr->ncolumns, &s->row) != 0) {
-                vt_error_set(&err, VT_ERR_INTERNAL, "row store read failed");
-                break;
-            }
-            if (sink->ops->json_row(sink, s->row.buf, s->row.len, &err) != VT_ERR_OK)
-                break;
-            if ((i & 63) == 63 && stop_requested(plan, &err))
-                break;
-        }
-    }
-    if (s->row.cap > 64 * 1024)
+    struct index_fast_query q = {
+        .kind = rows ? INDEX_FAST_ROWS : INDEX_FAST_COUNT,
+        .terms = terms,
+        .n_terms = n_terms,
+        .empty = empty,
+        .cols = qr->columns,
+        .n_cols = qr->ncolumns,
+        .offset = qr->offset < 0 ? 0 : (uint64_t)qr->offset,
+        .limit = qr->max_rows,
+        .max_rows = max_rows,
+        /* a thread outside an engine job must not wait for the disk */
+        .nowait = plan->job == NULL,
+    };
+    struct fast_ctx f = {.plan = plan, .sink = sink, .s = s};
+    struct index_fast_sink is = {.ctx = &f, .begin = fast_begin, .row = fast_row,
+                                 .count = fast_count, .stop = fast_stop};
+    struct vt_error err = {0};
+    enum index_fast r = index_fast_answer(fp, &q, &is, plan->arena, &err);
+    if (s && s->row.cap > 64 * 1024)
         sb_release(&s->row); /* one huge row must not stay pinned to the thread */
-    index_rows_free(&rows);
+    if (r != INDEX_FAST_DONE)
+        return r == INDEX_FAST_ELSEWHERE ? EXEC_FAST_TOO_BIG : EXEC_FAST_NO;
     if (tm) {
+        int64_t t1 = f.t_rows ? f.t_rows : time_mono_us();
         tm->execute_us += t1 - t0;
         tm->encode_us += time_mono_us() - t1;
     }

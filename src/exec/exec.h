@@ -25,7 +25,7 @@
  *
  *   front end                              exec                       sink
  *   ---------                              ----                       ----
- *   exec_call_start(call, &request) ─► pin, validate, fast path ─► begin(NULL), json_row…, end
+ *   exec_call_start(call, &request) ─► pin, validate, fast path ─► begin(NULL), row…, end
  *        (the front end's thread;           or request.queue(call, class)
  *         never blocks)
  *   [a query worker] exec_call_resume(call, job)
@@ -45,8 +45,8 @@
  *
  * The sink contract. exec calls, in order, either
  *     begin, then any number of chunk (begin got the DuckDB result) or
- *     json_row (begin got NULL: rows are JSON objects from the row store;
- *     only for sinks that set json_row), then end;
+ *     row / json_row (begin got NULL: rows of the index fast path, typed
+ *     cells or JSON objects; only for sinks that set one), then end;
  *  or count, then end (EXEC_COUNT);
  *  or fail, at any point, instead of end.
  * Exactly one of end/fail is called, always (a run that cannot start still
@@ -93,6 +93,7 @@
 
 #include "catalog/catalog.h"
 #include "engine/engine.h"
+#include "index/index.h"
 #include "query/query.h"
 #include "sql/sql.h"
 #include "util/arena.h"
@@ -105,14 +106,18 @@ struct exec_sink;
 
 struct exec_sink_ops {
     /* Rows follow. `res` is the DuckDB result whose chunks follow (its
-     * columns are the result schema), or NULL when rows come as JSON objects
-     * through json_row. */
+     * columns are the result schema), or NULL when rows come from the index
+     * fast path through row (or json_row). */
     enum vt_err (*begin)(struct exec_sink *s, duckdb_result *res, struct vt_error *err);
     enum vt_err (*chunk)(struct exec_sink *s, duckdb_data_chunk chunk, struct vt_error *err);
-    /* Optional: one row as a JSON object `{"col":value,...}` (len bytes,
-     * written by the row store with the same encoder as every other JSON
-     * response). NULL: the sink takes only DuckDB chunks, so the index fast
-     * path never answers for it (counts still do). */
+    /* Optional: one row of the index fast path as typed cells (index.h:
+     * the values as DuckDB vectors hold them; row->cols/n the columns to
+     * show). The cells are valid during the call only. */
+    enum vt_err (*row)(struct exec_sink *s, const struct index_row *row, struct vt_error *err);
+    /* Optional, for sinks without `row`: the same row as a JSON object
+     * `{"col":value,...}` (index_row_json: the bytes the JSON encoder writes
+     * from DuckDB's chunks). A sink with neither takes only DuckDB chunks, so
+     * the index fast path never answers rows for it (counts still do). */
     enum vt_err (*json_row)(struct exec_sink *s, const char *obj, size_t len,
                             struct vt_error *err);
     /* EXEC_COUNT: the number of matching rows. */
@@ -236,9 +241,11 @@ enum exec_fast {
 };
 
 /* The index fast path alone (EXEC_ROWS and EXEC_COUNT on a generation whose
- * index is built and covers every predicate). Never touches DuckDB, so it may
- * run on a thread that must not block: max_rows bounds the work done there
- * (SIZE_MAX: no bound). */
+ * index is built and covers every predicate; src/index does the work).
+ * Never touches DuckDB, so it may run on a thread that must not block:
+ * max_rows bounds the work done there (SIZE_MAX: no bound), and without a
+ * job (plan->job NULL: not on an engine worker) it never waits for the disk
+ * (EXEC_FAST_TOO_BIG when the index's bytes are not in the page cache). */
 enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sink,
                              size_t max_rows);
 

@@ -1,35 +1,56 @@
 /*
- * The native equality index of a resident generation: for each indexed column,
- * value -> the sorted positions of the rows holding it. Queries whose
- * predicates are all `eq` / `in` on indexed columns are answered from here
- * (positions -> rows from the row store, rowstore.h) without DuckDB's planner.
+ * The index fast path of a resident generation: lookups by equality on
+ * indexed columns, and the rows they find, answered without DuckDB (a DuckDB
+ * point query costs 0.5-4 ms on a 1M-row table even prepared; this costs
+ * microseconds).
  *
- * Which columns (spec "Index behavior"): mode auto considers columns of
- * string, boolean and 8-to-64-bit integer types and drops a column as soon as
- * its distinct count reaches max_cardinality; mode list indexes the listed
- * columns (of those types) whatever their cardinality; mode none indexes
- * nothing. NULLs are not indexed. Lazy generations carry no index.
+ * What is kept, per generation (built once, after it is published, by one
+ * scan of its rows: index_builder_*):
  *
- * Sorted keys. An integer or string column that auto mode drops at
- * max_cardinality (a unique id or token, typically) is not part of the
- * equality index the spec describes (the schema's "indexed" list leaves it
- * out), but it still gets a lookup structure, because a point lookup by key
- * is the most common request and DuckDB's own costs 0.5-20 ms (a string
- * column with random values defeats its zone maps): its (key, row) pairs
- * sorted by key, 12 bytes a row, searched by bisection. index_lookup/match/
- * count treat it like any other column; index_column_sorted() tells them
- * apart. A string column stores the 64-bit hash of each value as its key
- * (index_column_hashed): its hits are candidates that may include another
- * value with the same hash, and the caller verifies them against the row
- * (exec does, with the row store). A string column keeps sorted keys only
- * when it looks like identifiers: at most INDEX_HASHED_MAX_AVG_LEN bytes per
- * value on average and at most INDEX_HASHED_MAX_ROWS_PER_KEY rows per value
- * (free text and repetitive columns are left to DuckDB).
+ *  - The spec's equality index ("Index behavior"): mode auto considers
+ *    columns of string, boolean and 8-to-64-bit integer types and drops a
+ *    column as soon as its distinct count reaches max_cardinality; mode list
+ *    indexes the listed columns (of those types) whatever their cardinality;
+ *    mode none keeps nothing. NULLs are not indexed; lazy generations carry
+ *    no index. The distinct keys live in memory (a hash table), the posting
+ *    lists (sorted row positions) in the fast path's file. A column with more
+ *    than INDEX_DENSE_ROWS_PER_KEY rows per key keeps counts only: its hits
+ *    are too many to beat DuckDB, so eq/in counts come from the index and
+ *    rows from DuckDB.
  *
- * Layout: per column an open-addressing hash table of distinct keys, and the
- * posting lists in one CSR array (offsets per key, positions). Building keeps
- * one key id per row per candidate column, then counting-sorts them into the
- * CSR form, so positions come out sorted without sorting.
+ *  - Key lookups on near-unique columns: an integer or string column that
+ *    auto mode drops at max_cardinality (a unique id or token) is not part of
+ *    the spec's index (the schema's "indexed" list leaves it out), but a
+ *    point lookup by key is the most common request, so it still gets a
+ *    structure: a column whose values never decrease in table order (an id)
+ *    keeps frames of IX_FRAME_ROWS delta-packed values with the first key of
+ *    each in memory (exact answers); any other keeps hash buckets (64-bit
+ *    hash -> positions with a 32-bit fingerprint), whose hits are candidates
+ *    verified against the row, so a collision never answers a wrong row. A
+ *    string column gets one only when it looks like identifiers
+ *    (INDEX_HASHED_MAX_AVG_LEN bytes a value on average, at most
+ *    INDEX_HASHED_MAX_ROWS_PER_KEY rows a value). In list mode a column with
+ *    more than INDEX_LIST_MAX_KEYS distinct keys takes the same structures.
+ *
+ *  - The row store: every row as typed cells (the values as DuckDB holds
+ *    them, not JSON text), IX_BLOCK_ROWS rows to a zstd-compressed block.
+ *    Nested types (lists, structs, maps, unions) are kept as their JSON text.
+ *
+ * Memory. The bulk (row blocks, posting lists, frames, buckets) is written
+ * to one unnamed file per generation in the runtime directory and read with
+ * pread, so it lives in the kernel's page cache, which the kernel drops under
+ * memory pressure, not in the process: what stays in memory is the
+ * directories (per 1M rows about 0.5 MiB of block offsets, 0.5 MiB of
+ * buckets per hashed column, 0.06 MiB of frame keys per monotone column) and
+ * the equality index's distinct keys. A thread that must not block
+ * (libmicrohttpd's) reads with RWF_NOWAIT and hands the request to a worker
+ * when the bytes are not cached. Without a directory (tests, tools) the same
+ * bytes are kept in memory. The memory held by all fast paths is capped by a
+ * process-wide budget (index_budget_set, server.index_memory_limit): a build
+ * that does not fit drops its largest structures until it does.
+ *
+ * Thread safety: a finished fast path is immutable; any thread may read it
+ * (each thread decodes with its own cursor).
  */
 #ifndef VT_INDEX_INDEX_H
 #define VT_INDEX_INDEX_H
@@ -40,12 +61,18 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "util/arena.h"
+#include "util/errors.h"
+#include "util/strbuf.h"
 
 /* A column with more rows per distinct key than this keeps counts only. */
 #define INDEX_DENSE_ROWS_PER_KEY 256
-/* Hashed sorted keys (strings past max_cardinality), see above. */
+/* Hashed keys (strings past max_cardinality), see above. */
 #define INDEX_HASHED_MAX_AVG_LEN 64
 #define INDEX_HASHED_MAX_ROWS_PER_KEY 4
+/* List mode: past this many distinct keys a column takes the key structures
+ * (frames or hash buckets) instead of a hash table of every key. */
+#define INDEX_LIST_MAX_KEYS 100000
 
 enum index_domain { INDEX_DOMAIN_INT, INDEX_DOMAIN_UINT, INDEX_DOMAIN_BOOL, INDEX_DOMAIN_STRING };
 
@@ -59,66 +86,6 @@ struct index_key {
     size_t len;
 };
 
-struct index_column;
-
-struct vt_index {
-    size_t n_rows;              /* rows of the generation (positions are < n_rows) */
-    size_t n_cols;              /* columns of the generation */
-    struct index_column **by_col; /* n_cols entries, NULL where not indexed */
-    size_t bytes;               /* memory held by the index */
-};
-
-/* True when a column of this DuckDB type can be indexed. */
-bool index_type_eligible(duckdb_type t);
-enum index_domain index_domain_of(duckdb_type t);
-
-struct index_builder;
-
-/* Chooses the candidate columns per the dataset's index settings. Returns NULL
- * when nothing is to be indexed (mode none, no eligible column). Columns named
- * in list mode that do not exist or are not eligible are reported in `warn`
- * (may be empty). */
-struct index_builder *index_builder_create(size_t n_cols, const char *const *names,
-                                           const duckdb_type *types,
-                                           const struct vt_dataset_config *cfg, char *warn,
-                                           size_t warnlen);
-/* Feeds the next chunk of the scan (rows are numbered in feed order). */
-int index_builder_add_chunk(struct index_builder *b, duckdb_data_chunk chunk);
-/* Turns what was fed into the index (NULL when every candidate was dropped);
- * frees the builder. */
-struct vt_index *index_builder_finish(struct index_builder *b);
-void index_builder_abort(struct index_builder *b);
-
-void index_destroy(struct vt_index *ix);
-bool index_has_column(const struct vt_index *ix, size_t col);
-enum index_domain index_column_domain(const struct vt_index *ix, size_t col);
-size_t index_column_keys(const struct vt_index *ix, size_t col);
-/* A sorted-keys column (see above), not an equality-index one. */
-bool index_column_sorted(const struct vt_index *ix, size_t col);
-/* A sorted-keys string column: its hits are candidates to verify. */
-bool index_column_hashed(const struct vt_index *ix, size_t col);
-/* Memory held by one column's structure (0 when not indexed). */
-size_t index_column_bytes(const struct vt_index *ix, size_t col);
-/* A dense column (more than INDEX_DENSE_ROWS_PER_KEY rows per key on average)
- * answers counts of one term, not positions. */
-bool index_column_dense(const struct vt_index *ix, size_t col);
-/* Whether some indexed column keeps positions (a row store is worth having). */
-bool index_has_positions(const struct vt_index *ix);
-
-/* The sorted positions of rows whose column `col` equals `key` (borrowed from
- * the index; *out_n = 0 when none). For a dense column the positions are not
- * kept: NULL with *out_n set to the count. */
-const uint32_t *index_lookup(const struct vt_index *ix, size_t col, const struct index_key *key,
-                             size_t *out_n);
-
-/* A set of sorted positions, owned or borrowed. */
-struct index_rows {
-    const uint32_t *rows;
-    size_t n;
-    uint32_t *owned;            /* non-NULL when rows must be freed */
-};
-void index_rows_free(struct index_rows *r);
-
 /* One conjunct: column `col` equals any of `keys` (n_keys >= 1). */
 struct index_term {
     size_t col;
@@ -126,15 +93,169 @@ struct index_term {
     size_t n_keys;
 };
 
-#define INDEX_NEEDS_POSITIONS (-2)
+/* True when a column of this DuckDB type can be indexed. */
+bool index_type_eligible(duckdb_type t);
+enum index_domain index_domain_of(duckdb_type t);
 
-/* Positions matching every term (the AND of ORs), sorted. 0 on success, -1 on
- * out of memory, INDEX_NEEDS_POSITIONS when a term is on a dense column. */
-int index_match(const struct vt_index *ix, const struct index_term *terms, size_t n_terms,
-                struct index_rows *out);
-/* The number of rows matching every term; one term on a dense column is
- * answered from its counts. Same return codes as index_match. */
-int index_count(const struct vt_index *ix, const struct index_term *terms, size_t n_terms,
-                uint64_t *out_count);
+/* ----------------------------------------------------------- typed cells
+ * A cell holds the value as a DuckDB vector holds it (a one-row vector: the
+ * first `width` bytes of v for fixed-size types, a duckdb_string_t for
+ * VARCHAR, BLOB, BIT, BIGNUM and the text of an ENUM), so a consumer that
+ * renders DuckDB vectors renders cells with the same code. A column whose
+ * cells are JSON text (index_fastpath_column_json) holds the value's JSON in
+ * the string. Strings point into the decoding cursor: valid until the
+ * thread's next read. */
+struct index_cell {
+    union {
+        unsigned char raw[16];
+        bool b;
+        int64_t i;
+        uint64_t u;
+        float f;
+        double d;
+        duckdb_hugeint h;
+        duckdb_uhugeint uh;
+        duckdb_interval iv;
+        duckdb_string_t s;
+    } v;
+    bool null;
+};
+
+struct index_fastpath;
+
+/* One row: cells[c] for every column c of the generation, and the columns to
+ * show, in order (cols NULL: every column). */
+struct index_row {
+    const struct index_fastpath *fp;
+    const struct index_cell *cells;
+    const size_t *cols;
+    size_t n;
+};
+
+/* Appends the row as a JSON object {"col":value,...}: the same bytes the
+ * JSON encoder writes from DuckDB's chunks (json_rows.h). 0, or -1 when out
+ * refused the bytes. */
+int index_row_json(const struct index_row *row, struct strbuf *out);
+
+/* The generation's columns as the fast path keeps them. */
+size_t index_fastpath_columns(const struct index_fastpath *fp);
+/* DuckDB's type of column `col` (borrowed for the fast path's life). */
+duckdb_logical_type index_fastpath_column_type(const struct index_fastpath *fp, size_t col);
+/* True when the column's cells hold JSON text, not a DuckDB value. */
+bool index_fastpath_column_json(const struct index_fastpath *fp, size_t col);
+
+/* ---------------------------------------------------------------- building */
+
+struct index_build_options {
+    const struct vt_dataset_config *cfg; /* index mode, columns, max_cardinality */
+    const char *dir;            /* directory of the fast path's file; NULL: memory */
+    bool rows;                  /* keep a row store (else lookups answer counts only) */
+};
+
+struct index_builder;
+
+/* Chooses what to keep from the generation's columns (names, and DuckDB
+ * types as the scan returns them: the builder takes them over, whatever it
+ * returns) per the dataset's index settings. NULL when
+ * nothing is to be kept (mode none, no eligible column) or out of memory;
+ * `warn` (may be empty) reports listed columns that do not exist or cannot
+ * be indexed. */
+struct index_builder *index_builder_create(size_t n_cols, const char *const *names,
+                                           duckdb_logical_type *types,
+                                           const struct index_build_options *opt, char *warn,
+                                           size_t warnlen);
+/* Feeds the next chunk of the scan (rows are numbered in feed order). 0, or
+ * -1 (out of memory, the file cannot be written, more than 2^32-2 rows). */
+int index_builder_add_chunk(struct index_builder *b, duckdb_data_chunk chunk);
+/* Turns what was fed into the fast path and frees the builder. Reserves its
+ * memory in the budget, dropping structures that do not fit (named in
+ * `note`, which may be empty). NULL (reason in `why`) when nothing was kept. */
+struct index_fastpath *index_builder_finish(struct index_builder *b, char *note, size_t notelen,
+                                            char *why, size_t whylen);
+void index_builder_abort(struct index_builder *b);
+void index_fastpath_destroy(struct index_fastpath *fp);
+
+/* The budget for the memory of every fast path together (bytes; SIZE_MAX:
+ * none). Set once at start; index_memory_used() is what is reserved now. */
+void index_budget_set(size_t bytes);
+size_t index_budget(void);
+size_t index_memory_used(void);
+
+/* ------------------------------------------------------------- reporting */
+
+size_t index_fastpath_memory(const struct index_fastpath *fp); /* bytes in memory */
+uint64_t index_fastpath_disk(const struct index_fastpath *fp); /* bytes of its file */
+uint64_t index_fastpath_row_store_bytes(const struct index_fastpath *fp);
+bool index_fastpath_has_rows(const struct index_fastpath *fp);
+/* "col (N keys, structure, X MiB)" for each column kept, comma-separated. */
+void index_fastpath_describe(const struct index_fastpath *fp, struct strbuf *out);
+
+/* The lookup part, for the query layer (query_index_match_terms). */
+struct vt_index;
+const struct vt_index *index_fastpath_index(const struct index_fastpath *fp);
+bool index_has_column(const struct vt_index *ix, size_t col);
+enum index_domain index_column_domain(const struct vt_index *ix, size_t col);
+size_t index_column_keys(const struct vt_index *ix, size_t col);
+/* Part of the spec's equality index (the schema's "indexed" list), not a key
+ * structure of a near-unique column. */
+bool index_column_spec(const struct vt_index *ix, size_t col);
+/* Counts only (dense). */
+bool index_column_dense(const struct vt_index *ix, size_t col);
+/* Hits are candidates verified against the row (hash buckets). */
+bool index_column_hashed(const struct vt_index *ix, size_t col);
+/* Monotone frames. */
+bool index_column_frames(const struct vt_index *ix, size_t col);
+
+/* -------------------------------------------------------------- answering */
+
+enum index_fast_kind { INDEX_FAST_ROWS, INDEX_FAST_COUNT };
+
+struct index_fast_query {
+    enum index_fast_kind kind;
+    /* The conjunction (query_index_match_terms); empty: some term can match
+     * nothing, the answer is no rows. */
+    const struct index_term *terms;
+    size_t n_terms;
+    bool empty;
+    /* ROWS: the columns to show (NULL: all), and the page over the matching
+     * rows in table order. */
+    const size_t *cols;
+    size_t n_cols;
+    uint64_t offset;
+    int64_t limit;              /* -1: no limit */
+    /* Bounds of the work here: more than max_rows rows to show is
+     * INDEX_FAST_ELSEWHERE (SIZE_MAX: no bound); nowait: never wait for the
+     * disk (the caller is a thread that must not block). */
+    size_t max_rows;
+    bool nowait;
+};
+
+/* Where the answer goes. Ops return VT_ERR_OK to go on, anything else stops
+ * (VT_ERR_RESULT_CAPPED: a success, the consumer has enough). begin is
+ * called before the first row (also with no rows), then row per row, or
+ * count; then the answer is complete. `stop` is polled every 64 rows (NULL:
+ * never) and returns non-OK to end early. */
+struct index_fast_sink {
+    void *ctx;
+    enum vt_err (*begin)(void *ctx, struct vt_error *err);
+    enum vt_err (*row)(void *ctx, const struct index_row *row, struct vt_error *err);
+    enum vt_err (*count)(void *ctx, uint64_t n, struct vt_error *err);
+    enum vt_err (*stop)(void *ctx, struct vt_error *err);
+};
+
+enum index_fast {
+    INDEX_FAST_NO,        /* DuckDB answers better (or the index cannot): nothing was sent */
+    INDEX_FAST_DONE,      /* answered; *out_err says how it ended (VT_ERR_OK: complete) */
+    INDEX_FAST_ELSEWHERE, /* it could, but not within max_rows / without waiting: nothing sent */
+};
+
+/* Frees the calling thread's decoding cursor (a thread that ends frees it by
+ * itself; one that goes on, such as main in tests, may call this). */
+void index_thread_release(void);
+
+/* Answers a query from the fast path. `arena` holds temporaries. */
+enum index_fast index_fast_answer(const struct index_fastpath *fp, const struct index_fast_query *q,
+                                  const struct index_fast_sink *sink, struct arena *arena,
+                                  struct vt_error *out_err);
 
 #endif

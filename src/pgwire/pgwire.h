@@ -453,6 +453,16 @@ size_t pgw_rows_ncol(const struct pgw_rows *r);
 int pgw_rows_data(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t from, uint64_t count,
                   struct strbuf *out);
 
+/* One DataRow from a row of the index fast path (typed cells, index.h):
+ * cells[cols[c]] for column c (cols NULL: cells[c]), the same bytes
+ * pgw_rows_data writes for the same values. Columns whose cells the index
+ * keeps as JSON text must be nested types (sent as json); lists and arrays
+ * are not (pgw_rows_cells_supported says false). -1 out of memory. */
+struct index_cell;
+bool pgw_rows_cells_supported(const struct pgw_rows *r);
+int pgw_rows_cells(struct pgw_rows *r, const struct index_cell *cells, const size_t *cols,
+                   struct strbuf *out);
+
 struct pgw_copy_options {
     enum pgw_copy_format format;
     char delimiter;

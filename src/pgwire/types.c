@@ -19,6 +19,7 @@
 #include "encode/dtoa.h"
 #include "encode/json_format.h"
 #include "encode/json_rows.h"
+#include "index/index.h"
 #include "pgwire/pgwire.h"
 #include "query/query.h"
 #include "util/arena.h"
@@ -1261,6 +1262,57 @@ int pgw_rows_copy_binary(struct pgw_rows *r, duckdb_data_chunk chunk, const char
                          size_t plen, struct strbuf *out)
 {
     return encode_rows(r, chunk, 0, duckdb_data_chunk_get_size(chunk), out, 'd', prefix, plen);
+}
+
+bool pgw_rows_cells_supported(const struct pgw_rows *r)
+{
+    for (size_t c = 0; c < r->ncol; c++)
+        if (r->cols[c].k == EK_LIST || r->cols[c].k == EK_ARRAY)
+            return false; /* the index keeps lists as JSON text, not elements */
+    return true;
+}
+
+int pgw_rows_cells(struct pgw_rows *r, const struct index_cell *cells, const size_t *cols,
+                   struct strbuf *out)
+{
+    size_t start = out->len;
+    char *p = room(out, 7);
+    if (!p)
+        return -1;
+    p[0] = 'D';
+    be16(p + 5, (uint16_t)r->ncol);
+    out->len += 7;
+    for (size_t c = 0; c < r->ncol; c++) {
+        const struct col *col = &r->cols[c];
+        const struct index_cell *cell = &cells[cols ? cols[c] : c];
+        char *lp = room(out, 4);
+        if (!lp)
+            return -1;
+        if (col->k == EK_NULL || cell->null) {
+            be32w(lp, UINT32_MAX);
+            out->len += 4;
+            continue;
+        }
+        size_t at = out->len;
+        out->len += 4;
+        int rc;
+        if (col->k == EK_CELL || col->k == EK_ENUM) {
+            /* JSON text of a nested value, the text of an ENUM */
+            duckdb_string_t s = cell->v.s;
+            rc = sb_add(out, duckdb_string_t_data(&s), duckdb_string_t_length(s));
+        } else if (col->k == EK_LIST || col->k == EK_ARRAY) {
+            return -1;
+        } else {
+            /* a cell is a one-row vector of the column's type */
+            rc = col->fmt ? put_binary_scalar(r, col, cell->v.raw, 0, out)
+                          : put_text_scalar(r, col, cell->v.raw, 0, out);
+        }
+        if (rc != 0)
+            return -1;
+        be32w(out->buf + at, (uint32_t)(out->len - at - 4));
+    }
+    be32w(out->buf + start + 1, (uint32_t)(out->len - start - 1));
+    return out->overflow ? -1 : 0;
 }
 
 /* COPY text: backslash escapes for \ and control characters; CSV: quoted

@@ -1,12 +1,13 @@
 """Discovery: the dataset list, status entries and the schema endpoint."""
 import re
+import time
 
 from conftest import dataset_block, server_block, write_parquet
 
 STATUS_FIELDS = {"name", "state", "kind", "residency", "storage_bytes", "generation_id",
                  "last_refresh_at", "last_refresh_duration_ms", "next_refresh_at",
                  "refresh_source", "consecutive_failures", "last_error", "rows", "columns",
-                 "lazy", "depends_on"}
+                 "lazy", "depends_on", "index", "delta_version"}
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
@@ -41,6 +42,18 @@ def test_list_has_every_status_field(vt, datadir):
         assert d["last_error"] is None
         assert d["depends_on"] == []
     typed, lazy = items
+    # the index fast path (issue 24): state and bytes; lazy data has none
+    assert set(typed["index"]) == {"state", "memory_bytes", "disk_bytes", "row_store_bytes"}
+    assert typed["index"]["state"] in ("building", "ready")
+    assert lazy["index"] == {"state": "none", "memory_bytes": 0, "disk_bytes": 0,
+                             "row_store_bytes": 0}
+    deadline = time.time() + 30
+    while s.get("/api/v1/datasets/typed/status").json()["index"]["state"] != "ready":
+        assert time.time() < deadline, "index never built"
+        time.sleep(0.05)
+    ix = s.get("/api/v1/datasets/typed/status").json()["index"]
+    assert ix["memory_bytes"] > 0 and ix["row_store_bytes"] > 0
+    assert ix["disk_bytes"] >= ix["row_store_bytes"]
     assert typed["residency"] == "memory" and typed["lazy"] is False
     assert typed["storage_bytes"] is None and typed["generation_id"] is None
     assert lazy["residency"] == "lazy" and lazy["lazy"] is True

@@ -1,0 +1,72 @@
+/*
+ * The builders of the lookup structures (eqindex.c, keys.c), as build.c
+ * drives them. Internal to src/index.
+ */
+#ifndef VT_INDEX_BUILD_INTERNAL_H
+#define VT_INDEX_BUILD_INTERNAL_H
+
+#include "index/index_internal.h"
+
+/* One key id per row, 1, 2 or 4 bytes wide (the widest value of each width
+ * means NULL). */
+struct ix_ids {
+    union {
+        uint8_t *p8;
+        uint16_t *p16;
+        uint32_t *p32;
+    };
+    unsigned width;
+    size_t n, cap;
+};
+
+struct ix_eq_builder {
+    struct index_column *col;
+    size_t max_keys;
+    size_t keys_cap, str_cap;
+    uint64_t str_bytes;
+    struct ix_ids ids;
+};
+
+struct ix_eq_builder *ix_eq_builder_create(struct index_column *c, size_t max_keys);
+void ix_eq_builder_free(struct ix_eq_builder *e);
+/* Rows [base, base + n) from the vector. When the key cap is reached at row
+ * r of the vector, stops there with *out_full_at = r (rows before it are
+ * taken); otherwise *out_full_at = SIZE_MAX. 0, or -1 out of memory. */
+int ix_eq_builder_add(struct ix_eq_builder *e, duckdb_vector vec, size_t base, size_t n,
+                      size_t *out_full_at);
+/* Row r's key (false: NULL). */
+bool ix_eq_row_key(const struct ix_eq_builder *e, size_t r, uint64_t *out_int, const char **out_s,
+                   size_t *out_len);
+void ix_eq_builder_clear(struct ix_eq_builder *e);
+/* Posting lists into the store (or counts only). 0, or -1. */
+int ix_eq_builder_finish(struct ix_eq_builder *e, size_t n_rows, struct ix_store *store);
+uint32_t ix_eq_find(const struct index_column *c, const struct index_key *key);
+enum ix_read ix_eq_lookup(const struct index_column *c, const struct ix_store *store,
+                          const struct index_key *key, size_t limit, bool nowait,
+                          struct ix_hits *out, bool *out_over);
+uint64_t ix_int_key_at(duckdb_type t, const void *data, size_t row);
+
+struct ix_keys_builder;
+struct ix_keys_builder *ix_keys_builder_create(struct index_column *c);
+void ix_keys_builder_free(struct ix_keys_builder *k);
+/* Row r's value: an integer (raw bits as ix_int_key_at gives them), or a
+ * string; or NULL. Rows come in order. 0, or -1 out of memory. */
+int ix_keys_add_int(struct ix_keys_builder *k, size_t r, uint64_t v);
+int ix_keys_add_str(struct ix_keys_builder *k, size_t r, const char *s, size_t len);
+int ix_keys_add_null(struct ix_keys_builder *k, size_t r);
+/* Rows [base, base + n) of a vector, from its row `from` on. */
+int ix_keys_add_vector(struct ix_keys_builder *k, duckdb_vector vec, size_t base, size_t from,
+                       size_t n);
+/* Frames or buckets into the store. 0; 1: not worth keeping (a string
+ * column that does not look like identifiers, when `picky`); -1 error. */
+int ix_keys_builder_finish(struct ix_keys_builder *k, size_t n_rows, struct ix_store *store,
+                           bool picky);
+enum ix_read ix_keys_lookup(const struct index_column *c, const struct ix_store *store,
+                            const struct index_key *key, size_t limit, bool nowait,
+                            struct ix_hits *out, bool *out_over);
+
+/* rowstore.c */
+void ix_col_setup(struct ix_col *c, duckdb_logical_type t);
+void ix_col_release(struct ix_col *c);
+
+#endif
