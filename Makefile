@@ -73,7 +73,7 @@ $(BUILD)/ui/explorer.stamp: $(UI_EXPLORER_SRC) $(wildcard ui/explorer/node_modul
 	fi
 	@touch $@
 
-UI_DOCS_SRC := $(wildcard docs/*.md) ui/docs/mkdocs.yml $(wildcard ui/docs/theme/*.* ui/docs/theme/*/*)
+UI_DOCS_SRC := $(wildcard docs/*.md docs/*/*.md) ui/docs/mkdocs.yml $(wildcard ui/docs/theme/*.* ui/docs/theme/*/*)
 # (mkdocs itself too: a site built empty before it was installed is rebuilt after)
 $(BUILD)/ui/docs.stamp: $(UI_DOCS_SRC) $(wildcard /usr/bin/mkdocs)
 	@mkdir -p $(BUILD)/ui
@@ -275,7 +275,8 @@ FUZZ_SRC_fuzz_jwt              := src/auth/jwt.c src/auth/claims.c src/util/strv
 FUZZ_LIBS_fuzz_jwt             := -ljansson -lm
 FUZZ_SRC_fuzz_jwks             := src/auth/jwk.c src/auth/jwt.c src/util/errors.c
 FUZZ_LIBS_fuzz_jwks            := -ljansson -lcrypto
-FUZZ_SRC_fuzz_pgwire           := src/pgwire/proto.c src/pgwire/lexer.c src/util/strbuf.c \
+FUZZ_SRC_fuzz_pgwire           := src/pgwire/proto.c src/pgwire/lexer.c src/pgwire/params.c \
+                                  src/encode/json_format.c src/util/arena.c src/util/strbuf.c \
                                   src/util/errors.c
 FUZZ_LIBS_fuzz_pgwire          := -isystem $(DUCKDB_DIR)
 # JSON span reader of src/explore, with jansson as its oracle.

@@ -199,24 +199,34 @@ static enum vt_err plan_sql(struct exec_call *c, duckdb_connection con, struct v
 {
     if (c->planned)
         return VT_ERR_OK;
-    if (!c->snap && !(c->snap = arena_calloc(c->rq.arena, sizeof *c->snap)))
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
-    int64_t t0 = c->rq.timing ? time_mono_us() : 0;
-    enum vt_err rc = exec_snapshot_take_opts(c->rq.catalog, con, c->rq.sql, c->rq.gate,
-                                             c->rq.caps.deadline_ms, c->snap, err);
-    if (c->rq.timing)
-        c->rq.timing->plan_us += time_mono_us() - t0;
-    if (rc != VT_ERR_OK)
-        return rc;
+    /* A front end that took its snapshot itself (exec_request.snapshot)
+     * already passed the gate with it. */
+    const struct exec_snapshot *snap = c->rq.snapshot;
+    const char *sql = c->rq.sql;
+    if (!snap) {
+        if (!c->snap && !(c->snap = arena_calloc(c->rq.arena, sizeof *c->snap)))
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        int64_t t0 = c->rq.timing ? time_mono_us() : 0;
+        enum vt_err rc = exec_snapshot_take_opts(c->rq.catalog, con, c->rq.sql, c->rq.gate,
+                                                 c->rq.caps.deadline_ms, c->snap, err);
+        if (c->rq.timing)
+            c->rq.timing->plan_us += time_mono_us() - t0;
+        if (rc != VT_ERR_OK)
+            return rc;
+        snap = c->snap;
+        if (c->snap->rewritten)
+            sql = c->snap->rewritten;
+    }
     c->plan = (struct exec_plan){
         .kind = EXEC_SQL,
-        .sql = c->snap->rewritten ? c->snap->rewritten : c->rq.sql,
+        .sql = sql,
         .params = c->rq.params,
         .nparams = c->rq.nparams,
-        .views = c->snap->views,
-        .nviews = c->snap->n,
+        .views = snap->views,
+        .nviews = snap->n,
         .arena = c->rq.arena,
         .timing = c->rq.timing,
+        .one_off = c->rq.one_off,
         .text_columns = c->rq.text_columns,
     };
     c->planned = true;

@@ -416,6 +416,13 @@ struct exec_request {
     const struct sql_gate_options *gate;
     const struct query_value *params;
     size_t nparams;
+    /* EXEC_SQL, optional: the snapshot the front end took or pinned itself
+     * (pgwire: the gate ran at Parse, the datasets were pinned at Bind);
+     * `sql` is then the text to run as it is (already rewritten), the driver
+     * neither checks nor pins, and the front end releases the snapshot. */
+    const struct exec_snapshot *snapshot;
+    /* EXEC_SQL: a one-off text (exec_plan.one_off). */
+    bool one_off;
     /* The sink reads every column as text (exec_plan.text_columns). */
     bool text_columns;
 

@@ -130,7 +130,8 @@ const char pgw_catalog_ddl[] =
     "CREATE TEMP TABLE \"vt:pg_event_trigger\"(oid BIGINT, evtname VARCHAR, evtevent VARCHAR, "
     "  evtowner BIGINT, evtfoid BIGINT, evtenabled VARCHAR, evttags VARCHAR[]);\n"
     "CREATE TEMP TABLE \"vt:pg_language\"(oid BIGINT, lanname VARCHAR, lanowner BIGINT, "
-    "  lanispl BOOLEAN, lanpltrusted BOOLEAN);\n"
+    "  lanispl BOOLEAN, lanpltrusted BOOLEAN, lanplcallfoid BIGINT, "
+    "  tableoid BIGINT);\n" /* psql's \dL reads the system column */
 
     "CREATE TEMP VIEW \"vt:pg_views\" AS SELECT CAST(NULL AS VARCHAR) AS schemaname, "
     "  CAST(NULL AS VARCHAR) AS viewname, CAST(NULL AS VARCHAR) AS viewowner, "

@@ -214,7 +214,7 @@ void pgw_on_bind(struct pgw_session *s, const unsigned char *body, size_t len)
     p->stmt = st;
     st->refs++;
     arena_init(&p->arena, VT_PGWIRE_MAX_SESSION_BYTES);
-    sb_init(&p->held, 0);
+    pgw_held_init(p);
     p->nparams = m.nparams;
     p->params = arena_calloc(&p->arena, (m.nparams ? m.nparams : 1) * sizeof *p->params);
     p->nformats = m.nresult_formats;

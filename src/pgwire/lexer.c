@@ -11,6 +11,10 @@
  * '...' with '' doubling, E'...' with backslash escapes, U&'...', B'...',
  * X'...', $tag$...$tag$, "..." identifiers with "" doubling, nested block
  * comments and -- comments.
+ *
+ * Also here, as pure text work: PostgreSQL's date/time template patterns as
+ * DuckDB's strftime/strptime formats (pgw_datetime_format, for the dialect's
+ * to_char/to_timestamp/to_date rewrites).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -1009,4 +1013,76 @@ char *pgw_normalize(const char *s, size_t n)
         return NULL;
     }
     return sb_detach(&out, NULL);
+}
+
+/* ------------------------------------------------ date and time templates */
+
+bool pgw_datetime_format(const char *pg, size_t n, char *out, size_t cap)
+{
+    /* Longest patterns first: HH24 before HH, Month before Mon before MM. */
+    static const struct {
+        const char *pat, *conv;
+    } map[] = {
+        {"HH24", "%H"}, {"HH12", "%I"}, {"HH", "%I"},   {"MI", "%M"},   {"SS", "%S"},
+        {"MS", "%g"},   {"US", "%f"},   {"AM", "%p"},   {"PM", "%p"},   {"am", "%p"},
+        {"pm", "%p"},   {"A.M.", "%p"}, {"P.M.", "%p"}, {"YYYY", "%Y"}, {"YY", "%y"},
+        {"MONTH", "%B"}, {"Month", "%B"}, {"month", "%B"}, {"MON", "%b"}, {"Mon", "%b"},
+        {"mon", "%b"},  {"MM", "%m"},   {"DAY", "%A"},  {"Day", "%A"},  {"day", "%A"},
+        {"DY", "%a"},   {"Dy", "%a"},   {"dy", "%a"},   {"DDD", "%j"},  {"DD", "%d"},
+        {"IW", "%V"},   {"WW", "%U"},   {"TZ", "%Z"},   {"tz", "%Z"},   {"OF", "%z"},
+    };
+    size_t o = 0;
+    bool fm = false;
+    for (size_t i = 0; i < n;) {
+        if (n - i >= 2 && (!memcmp(pg + i, "FM", 2) || !memcmp(pg + i, "fm", 2))) { /* fill */
+            fm = true;
+            i += 2;
+            continue;
+        }
+        const char *conv = NULL;
+        size_t plen = 0;
+        for (size_t k = 0; k < sizeof map / sizeof map[0]; k++) {
+            size_t l = strlen(map[k].pat);
+            if (l <= n - i && !memcmp(pg + i, map[k].pat, l)) {
+                conv = map[k].conv;
+                plen = l;
+                break;
+            }
+        }
+        if (conv) {
+            if (o + 4 >= cap)
+                return false;
+            out[o++] = '%';
+            if (fm && strchr("dmHIMSj", conv[1]))
+                out[o++] = '-';
+            out[o++] = conv[1];
+            fm = false;
+            i += plen;
+            continue;
+        }
+        char c = pg[i];
+        if (c == '"') { /* a quoted literal */
+            for (i++; i < n && pg[i] != '"'; i++) {
+                if (pg[i] == '\\' && i + 1 < n)
+                    i++;
+                if (o + 3 >= cap)
+                    return false;
+                if (pg[i] == '%')
+                    out[o++] = '%';
+                out[o++] = pg[i];
+            }
+            i++;
+            continue;
+        }
+        if (isalpha((unsigned char)c)) /* a pattern we do not know (Q, J, Y,YYY ...) */
+            return false;
+        if (o + 3 >= cap)
+            return false;
+        if (c == '%')
+            out[o++] = '%';
+        out[o++] = c;
+        i++;
+    }
+    out[o] = '\0';
+    return true;
 }

@@ -21,6 +21,36 @@
 #define PG_EPOCH_DAYS 10957                    /* 2000-01-01 - 1970-01-01 */
 #define PG_EPOCH_US ((int64_t)PG_EPOCH_DAYS * 86400 * 1000000)
 
+/* Array types and their elements (types.c sends them, Bind receives them). */
+static const struct {
+    uint32_t elem, array;
+} array_oids[] = {
+    {PGW_OID_BOOL, 1000},      {PGW_OID_BYTEA, 1001},     {PGW_OID_CHAR, 1002},
+    {PGW_OID_NAME, 1003},      {PGW_OID_INT2, 1005},      {PGW_OID_INT4, 1007},
+    {PGW_OID_TEXT, 1009},      {PGW_OID_VARCHAR, 1015},   {PGW_OID_INT8, 1016},
+    {PGW_OID_FLOAT4, 1021},    {PGW_OID_FLOAT8, 1022},    {PGW_OID_OID, 1028},
+    {PGW_OID_TIMESTAMP, 1115}, {PGW_OID_DATE, 1182},      {PGW_OID_TIME, 1183},
+    {PGW_OID_TIMESTAMPTZ, 1185}, {PGW_OID_INTERVAL, 1187}, {PGW_OID_NUMERIC, 1231},
+    {PGW_OID_TIMETZ, 1270},    {PGW_OID_UUID, 2951},      {PGW_OID_JSON, 199},
+    {PGW_OID_JSONB, 3807},     {PGW_OID_BIT, 1561},       {PGW_OID_VARBIT, 1563},
+};
+
+uint32_t pgw_array_oid(uint32_t elem_oid)
+{
+    for (size_t i = 0; i < sizeof array_oids / sizeof array_oids[0]; i++)
+        if (array_oids[i].elem == elem_oid)
+            return array_oids[i].array;
+    return 0;
+}
+
+uint32_t pgw_array_elem(uint32_t oid)
+{
+    for (size_t i = 0; i < sizeof array_oids / sizeof array_oids[0]; i++)
+        if (array_oids[i].array == oid)
+            return array_oids[i].elem;
+    return 0;
+}
+
 static uint64_t rd_be(const unsigned char *p, int n)
 {
     uint64_t v = 0;

@@ -99,6 +99,7 @@ struct pgw_session_config {
     struct cat_catalog *catalog;
     const char *server_version;
     int64_t started_us;             /* pg_postmaster_start_time */
+    const char *spill_dir;          /* server.temp_directory: held rows past memory */
 };
 
 /* Applies the startup packet's parameters; FATAL errors come back in err
@@ -174,12 +175,15 @@ struct pgw_portal {
     bool told;
     size_t told_n;
     uint32_t *told_oids;
-    /* rows of a suspended result, as DataRow messages */
+    /* rows of a suspended result, as DataRow messages: in memory up to the
+     * connection's share, the rest in an unlinked file (portal.c) */
     struct strbuf held;
     size_t held_off;
     uint64_t held_rows;
     bool held_truncated;
     size_t held_counted;            /* of held.len, counted in session.held */
+    int spill_fd;                   /* -1: none */
+    uint64_t spill_len, spill_off;  /* written, read back */
     uint64_t rows;                  /* sent so far */
     char tag[32];                   /* CommandComplete of a finished portal */
     bool cursor;                    /* made by DECLARE (CLOSE ALL closes it) */
@@ -208,6 +212,7 @@ struct pgw_session {
     struct pgw_portal *unnamed_portal;
     size_t mem;                     /* bytes held for statements and portals */
     size_t held;                    /* rows held by all portals (bounded together) */
+    uint64_t spilled;               /* bytes of their spill files */
     struct strbuf *out;
     duckdb_connection con;          /* of the running job */
 };
@@ -276,6 +281,7 @@ struct pgw_sink {
     struct pgw_rows *enc;
     uint64_t sent;
     bool suspended;                 /* the limit was reached with rows left */
+    bool discard;                   /* MOVE: rows sent to s->out are dropped */
     bool ended;
     bool began;
     struct vt_error err;
@@ -326,6 +332,18 @@ enum vt_err pgw_describe_statement(struct pgw_session *s, struct pgw_prepared *p
  * told: the portal that is to send rows of that shape. */
 void pgw_write_shape(struct pgw_session *s, const struct pgw_prepared *p, const int16_t *formats,
                      size_t nformats, struct pgw_portal *told);
+/* Rows held for a portal's next part: none yet; freed (and the spill file
+ * closed). */
+void pgw_held_init(struct pgw_portal *p);
+void pgw_held_release(struct pgw_session *s, struct pgw_portal *p);
+/* Holds n rows of chunk from `from` for the portal's next part: in memory
+ * while the connection's held rows fit VT_PGWIRE_MAX_SUSPENDED_BYTES, then in
+ * the portal's spill file (VT_PGWIRE_MAX_SPILL_BYTES per connection,
+ * VT_PGWIRE_MAX_SPILL_TOTAL_BYTES in all). VT_ERR_RESULT_CAPPED when they fit
+ * neither (the portal is marked truncated: reading past its end is 54000). */
+enum vt_err pgw_held_add(struct pgw_session *s, struct pgw_portal *p, struct pgw_rows *enc,
+                         duckdb_data_chunk chunk, uint64_t from, uint64_t n,
+                         struct vt_error *err);
 /* The next rows of a portal (READY: runs it; SUSPENDED: its held rows): up
  * to limit (0: all), sent, or dropped (discard: MOVE). The portal is left
  * SUSPENDED when rows remain, else DONE. false after an error was reported;

@@ -10,14 +10,30 @@
  * checks the query with the gate and pins its snapshot, FETCH/MOVE read it
  * forward, CLOSE frees it; a cursor ends with its transaction unless it was
  * declared WITH HOLD. Results are text unless the cursor is BINARY.
+ *
+ * Held rows stay in memory while all portals of the connection hold less
+ * than VT_PGWIRE_MAX_SUSPENDED_BYTES; past that a portal writes the rest to
+ * an unlinked file under server.temp_directory and reads it back
+ * VT_PGWIRE_SPILL_READ_BYTES at a time, so a psycopg2 named cursor can page
+ * through a result of gigabytes (VT_PGWIRE_MAX_SPILL_BYTES per connection,
+ * VT_PGWIRE_MAX_SPILL_TOTAL_BYTES for the listener).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* O_TMPFILE */
+#endif
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "pgwire/pgwire_internal.h"
 #include "query/query.h"
+#include "util/file.h"
+#include "util/log.h"
 #include "util/timeutil.h"
 
 /* ------------------------------------------------------------- statements */
@@ -125,13 +141,177 @@ void pgw_write_shape(struct pgw_session *s, const struct pgw_prepared *p, const 
 
 /* ------------------------------------------------------------------- rows */
 
+static _Atomic uint64_t spilled_total; /* every connection's spill files */
+
+void pgw_held_init(struct pgw_portal *p)
+{
+    sb_init(&p->held, 0);
+    p->spill_fd = -1;
+}
+
+void pgw_held_release(struct pgw_session *s, struct pgw_portal *p)
+{
+    s->held -= p->held_counted;
+    p->held_counted = 0;
+    sb_release(&p->held);
+    p->held_off = 0;
+    if (p->spill_fd >= 0) {
+        close(p->spill_fd);
+        p->spill_fd = -1;
+        s->spilled -= p->spill_len;
+        atomic_fetch_sub(&spilled_total, p->spill_len);
+        p->spill_len = p->spill_off = 0;
+    }
+}
+
+/* An unlinked file in dir (made when missing). -1 with errno. */
+static int spill_open(const char *dir)
+{
+    if (!dir)
+        dir = "/tmp";
+    if (util_make_dirs(dir) != 0)
+        return -1;
+#ifdef O_TMPFILE
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        return fd;
+#endif
+    char path[4200];
+    snprintf(path, sizeof path, "%s/pgwire-held-XXXXXX", dir);
+    fd = mkostemp(path, O_CLOEXEC);
+    if (fd >= 0)
+        unlink(path);
+    return fd;
+}
+
+static int write_all(int fd, const char *b, size_t n, uint64_t off)
+{
+    while (n) {
+        ssize_t w = pwrite(fd, b, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        b += w, n -= (size_t)w, off += (uint64_t)w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, char *b, size_t n, uint64_t off)
+{
+    while (n) {
+        ssize_t r = pread(fd, b, n, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        b += r, n -= (size_t)r, off += (uint64_t)r;
+    }
+    return 0;
+}
+
+enum vt_err pgw_held_add(struct pgw_session *s, struct pgw_portal *p, struct pgw_rows *enc,
+                         duckdb_data_chunk chunk, uint64_t from, uint64_t n,
+                         struct vt_error *err)
+{
+    if (p->spill_fd < 0 && s->held <= VT_PGWIRE_MAX_SUSPENDED_BYTES) {
+        if (pgw_rows_data(enc, chunk, from, n, &p->held) != 0)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
+        p->held_rows += n;
+        s->held += p->held.len - p->held_counted;
+        p->held_counted = p->held.len;
+        return VT_ERR_OK;
+    }
+    if (p->spill_fd < 0) {
+        p->spill_fd = spill_open(s->cfg.spill_dir);
+        if (p->spill_fd < 0) {
+            log_warn("pgwire: cannot hold rows in a file under %s: %s",
+                     s->cfg.spill_dir ? s->cfg.spill_dir : "/tmp", strerror(errno));
+            p->held_truncated = true;
+            return VT_ERR_RESULT_CAPPED;
+        }
+    }
+    struct strbuf b;
+    sb_init(&b, 0);
+    if (pgw_rows_data(enc, chunk, from, n, &b) != 0) {
+        sb_release(&b);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
+    }
+    uint64_t total = atomic_fetch_add(&spilled_total, b.len) + b.len;
+    bool fits = s->spilled + b.len <= (uint64_t)VT_PGWIRE_MAX_SPILL_BYTES &&
+                total <= (uint64_t)VT_PGWIRE_MAX_SPILL_TOTAL_BYTES;
+    if (!fits || write_all(p->spill_fd, b.buf, b.len, p->spill_len) != 0) {
+        if (fits)
+            log_warn("pgwire: cannot hold rows in a file under %s: %s",
+                     s->cfg.spill_dir ? s->cfg.spill_dir : "/tmp", strerror(errno));
+        atomic_fetch_sub(&spilled_total, b.len);
+        sb_release(&b);
+        p->held_truncated = true;
+        return VT_ERR_RESULT_CAPPED;
+    }
+    p->spill_len += b.len;
+    s->spilled += b.len;
+    p->held_rows += n;
+    sb_release(&b);
+    return VT_ERR_OK;
+}
+
+/* The next whole DataRows of the portal's spill file into held (which has
+ * been sent). 0: none left; -1: the file could not be read. */
+static int held_refill(struct pgw_session *s, struct pgw_portal *p)
+{
+    if (p->spill_fd < 0 || p->spill_off >= p->spill_len)
+        return 0;
+    s->held -= p->held_counted;
+    p->held_counted = 0;
+    sb_release(&p->held); /* its memory part may have been large */
+    sb_init(&p->held, 0);
+    p->held_off = 0;
+    uint64_t left = p->spill_len - p->spill_off;
+    size_t want = left < VT_PGWIRE_SPILL_READ_BYTES ? (size_t)left : VT_PGWIRE_SPILL_READ_BYTES;
+    if (want < 5 || sb_grow(&p->held, want) != 0 ||
+        read_all(p->spill_fd, p->held.buf, want, p->spill_off) != 0)
+        return -1;
+    size_t end = 0;
+    for (;;) {
+        if (end + 5 > want)
+            break;
+        const unsigned char *m = (const unsigned char *)p->held.buf + end;
+        size_t mlen = 1 + ((size_t)m[1] << 24 | (size_t)m[2] << 16 | (size_t)m[3] << 8 | m[4]);
+        if (end + mlen > want) {
+            if (end == 0) { /* one row larger than a read: read it whole */
+                if (mlen > left || sb_grow(&p->held, mlen) != 0 ||
+                    read_all(p->spill_fd, p->held.buf, mlen, p->spill_off) != 0)
+                    return -1;
+                end = mlen;
+            }
+            break;
+        }
+        end += mlen;
+    }
+    p->held.len = end;
+    p->spill_off += end;
+    return 1;
+}
+
 /* Up to `limit` (0: all) of a suspended portal's held rows: sent, or dropped
  * (discard). */
 static bool held_rows(struct pgw_session *s, struct pgw_portal *p, uint64_t limit, bool discard,
                       uint64_t *out_n, struct vt_error *err)
 {
     uint64_t sent = 0;
-    while (p->held_off < p->held.len && (!limit || sent < limit)) {
+    while (!limit || sent < limit) {
+        if (p->held_off >= p->held.len) {
+            int r = held_refill(s, p);
+            if (r < 0) {
+                vt_error_set(err, VT_ERR_INTERNAL, "cannot read the rows held for this portal");
+                pgw_held_release(s, p);
+                p->state = PGW_P_DONE;
+                return false;
+            }
+            if (r == 0)
+                break;
+        }
         const unsigned char *m = (const unsigned char *)p->held.buf + p->held_off;
         size_t mlen = 1 + ((size_t)m[1] << 24 | (size_t)m[2] << 16 | (size_t)m[3] << 8 | m[4]);
         if (!discard)
@@ -146,19 +326,16 @@ static bool held_rows(struct pgw_session *s, struct pgw_portal *p, uint64_t limi
     }
     *out_n = sent;
     p->rows += sent;
-    if (p->held_off < p->held.len)
+    if (p->held_off < p->held.len || (p->spill_fd >= 0 && p->spill_off < p->spill_len))
         return true;
-    sb_release(&p->held);
-    p->held_off = 0;
-    s->held -= p->held_counted;
-    p->held_counted = 0;
+    pgw_held_release(s, p);
     p->state = PGW_P_DONE;
     if (p->held_truncated) {
         vt_error_set(err, VT_ERR_LIMIT_EXCEEDED,
-                     "the rest of this result did not fit the %d MiB a connection holds "
+                     "the rest of this result did not fit the %lld MiB a connection holds "
                      "for portals and cursors read in parts; read it without a row limit or "
                      "add LIMIT/OFFSET",
-                     VT_PGWIRE_MAX_SUSPENDED_BYTES / (1024 * 1024));
+                     (VT_PGWIRE_MAX_SUSPENDED_BYTES + VT_PGWIRE_MAX_SPILL_BYTES) / (1024 * 1024));
         return false;
     }
     return true;
@@ -213,7 +390,8 @@ bool pgw_portal_rows(struct pgw_session *s, struct pgw_portal *p, uint64_t limit
         p->rows = *out_n = fast_rows;
         return fast_ok;
     }
-    struct pgw_sink k = {.s = s, .mode = PGW_SINK_PORTAL, .portal = p, .limit = limit};
+    struct pgw_sink k = {.s = s, .mode = PGW_SINK_PORTAL, .portal = p, .limit = limit,
+                         .discard = discard};
     struct strbuf scratch, *out = s->out;
     if (discard) { /* MOVE: the rows are made and dropped */
         sb_init(&scratch, VT_PGWIRE_MAX_SUSPENDED_BYTES);
@@ -315,7 +493,7 @@ bool pgw_cursor_declare(struct pgw_session *s, const struct pgw_stmt *st,
         p->cursor = true;
         p->hold = st->hold;
         arena_init(&p->arena, VT_PGWIRE_MAX_SESSION_BYTES);
-        sb_init(&p->held, 0);
+        pgw_held_init(p);
         p->nformats = 1;
         p->formats = calloc(1, sizeof *p->formats);
         ok = p->name && p->formats;

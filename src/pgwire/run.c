@@ -236,6 +236,8 @@ bool pgw_explain(struct pgw_session *s, const char *sql, bool analyze,
     return ok;
 }
 
+#define PGW_ROWS_SLICE 128 /* rows encoded between checks of the output's size */
+
 static enum vt_err sink_chunk(struct exec_sink *b, duckdb_data_chunk chunk, struct vt_error *err)
 {
     struct pgw_sink *k = sink_of(b);
@@ -256,25 +258,30 @@ static enum vt_err sink_chunk(struct exec_sink *b, duckdb_data_chunk chunk, stru
     }
     else if (k->mode == PGW_SINK_COPY)
         rc = pgw_rows_copy(k->enc, chunk, &k->copy, s->out);
-    else if (send)
-        rc = pgw_rows_data(k->enc, chunk, 0, send, s->out);
+    else {
+        /* In slices, flushed as they fill the output: the buffer stays
+         * small (a whole chunk would outgrow what a connection keeps between
+         * writes, and be freed and grown again for every chunk). */
+        for (uint64_t at = 0; at < send && rc == 0; at += PGW_ROWS_SLICE) {
+            rc = pgw_rows_data(k->enc, chunk, at, send - at < PGW_ROWS_SLICE ? send - at
+                                                                            : PGW_ROWS_SLICE,
+                               s->out);
+            if (rc == 0 && at + PGW_ROWS_SLICE < send && pgw_flush_if_full(s) != 0)
+                return vt_error_set(err, VT_ERR_CLIENT_GONE, NULL);
+        }
+    }
     if (rc != 0)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
     k->sent += k->mode == PGW_SINK_COPY || k->mode == PGW_SINK_EXPLAIN ? n : send;
     if (send < n) {
         /* Past the Execute's row limit: held for the next Execute. */
-        struct pgw_portal *p = k->portal;
         k->suspended = true;
-        if (pgw_rows_data(k->enc, chunk, send, n - send, &p->held) != 0)
-            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
-        p->held_rows += n - send;
-        s->held += p->held.len - p->held_counted;
-        p->held_counted = p->held.len;
-        if (s->held > VT_PGWIRE_MAX_SUSPENDED_BYTES) {
-            p->held_truncated = true;
-            return VT_ERR_RESULT_CAPPED;
-        }
+        enum vt_err rc2 = pgw_held_add(s, k->portal, k->enc, chunk, send, n - send, err);
+        if (rc2 != VT_ERR_OK)
+            return rc2;
     }
+    if (k->discard)
+        sb_reset(s->out);
     if (pgw_flush_if_full(s) != 0)
         return vt_error_set(err, VT_ERR_CLIENT_GONE, NULL);
     return VT_ERR_OK;
@@ -431,6 +438,16 @@ struct sql_gate_options pgw_gate_options(struct pgw_session *s, bool params)
                                      .dialect = &pgw_dialect, .dialect_ctx = s};
 }
 
+/* The driver's queue hook: this thread is the worker already, running the
+ * session's job (whose flags stop the run: a CancelRequest, a hang-up, the
+ * statement's deadline). */
+static void run_here(struct exec_call *call, enum eng_job_class cls)
+{
+    (void)cls;
+    struct pgw_session *s = call->rq.user;
+    exec_call_resume(call, &s->conn->job);
+}
+
 /* Runs a checked statement: the snapshot is taken (or was pinned at Bind),
  * the sink decides the messages. Returns true when it ended well; false
  * after an error was reported (or the client is gone). */
@@ -440,19 +457,26 @@ bool pgw_run_plan(struct pgw_session *s, const char *sql, const struct exec_snap
 {
     struct arena arena;
     arena_init(&arena, 0);
-    struct exec_plan plan = {
+    k->base.ops = &sink_ops;
+    /* Through the driver, with the snapshot taken (or pinned at Bind) here:
+     * the session already runs on a query worker, in its connection's job. */
+    struct exec_request rq = {
         .kind = EXEC_SQL,
+        .catalog = s->cfg.catalog,
         .sql = sql,
+        .snapshot = snap,
         .params = params,
         .nparams = nparams,
-        .views = snap->views,
-        .nviews = snap->n,
-        .job = &s->conn->job,
-        .arena = &arena,
         .one_off = one_off,
+        .caps = {.max_rows = EXEC_NO_CAP},
+        .sink = &k->base,
+        .arena = &arena,
+        .queue = run_here,
+        .user = s,
     };
-    k->base.ops = &sink_ops;
-    exec_run(&plan, &k->base, s->con);
+    struct exec_call call;
+    exec_call_start(&call, &rq);
+    exec_call_release(&call);
     arena_release(&arena);
     pgw_rows_destroy(k->enc);
     k->enc = NULL;

@@ -348,6 +348,7 @@ static bool authenticated(struct pgw_server *s, struct pgw_conn *c, const struct
         .catalog = s->catalog,
         .server_version = SERVER_VERSION,
         .started_us = s->started_us,
+        .spill_dir = s->cfg->server.temp_directory,
     };
     struct vt_error err = {0};
     c->session = pgw_session_create(&cfg, st->names, st->values, st->nparams, c, &err);

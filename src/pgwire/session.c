@@ -193,7 +193,7 @@ void pgw_portal_free(struct pgw_session *s, struct pgw_portal *p)
     if (!p)
         return;
     s->mem -= p->mem;
-    s->held -= p->held_counted;
+    pgw_held_release(s, p);
     free(p->name);
     pgw_prepared_put(s, p->stmt);
     arena_release(&p->arena);
@@ -201,7 +201,6 @@ void pgw_portal_free(struct pgw_session *s, struct pgw_portal *p)
     if (p->pinned)
         exec_snapshot_release(&p->snap);
     free(p->told_oids);
-    sb_release(&p->held);
     free(p);
 }
 

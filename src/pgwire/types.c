@@ -30,35 +30,6 @@
 
 /* ------------------------------------------------------------- the mapping */
 
-static const struct {
-    uint32_t elem, array;
-} array_oids[] = {
-    {PGW_OID_BOOL, 1000},      {PGW_OID_BYTEA, 1001},     {PGW_OID_CHAR, 1002},
-    {PGW_OID_NAME, 1003},      {PGW_OID_INT2, 1005},      {PGW_OID_INT4, 1007},
-    {PGW_OID_TEXT, 1009},      {PGW_OID_VARCHAR, 1015},   {PGW_OID_INT8, 1016},
-    {PGW_OID_FLOAT4, 1021},    {PGW_OID_FLOAT8, 1022},    {PGW_OID_OID, 1028},
-    {PGW_OID_TIMESTAMP, 1115}, {PGW_OID_DATE, 1182},      {PGW_OID_TIME, 1183},
-    {PGW_OID_TIMESTAMPTZ, 1185}, {PGW_OID_INTERVAL, 1187}, {PGW_OID_NUMERIC, 1231},
-    {PGW_OID_TIMETZ, 1270},    {PGW_OID_UUID, 2951},      {PGW_OID_JSON, 199},
-    {PGW_OID_JSONB, 3807},     {PGW_OID_BIT, 1561},       {PGW_OID_VARBIT, 1563},
-};
-
-uint32_t pgw_array_oid(uint32_t elem_oid)
-{
-    for (size_t i = 0; i < sizeof array_oids / sizeof array_oids[0]; i++)
-        if (array_oids[i].elem == elem_oid)
-            return array_oids[i].array;
-    return 0;
-}
-
-uint32_t pgw_array_elem(uint32_t oid)
-{
-    for (size_t i = 0; i < sizeof array_oids / sizeof array_oids[0]; i++)
-        if (array_oids[i].array == oid)
-            return array_oids[i].elem;
-    return 0;
-}
-
 /* How one column (or list element) is encoded. */
 enum ek {
     EK_NULL, EK_BOOL, EK_I8, EK_I16, EK_I32, EK_I64, EK_U8, EK_U16, EK_U32, EK_U64, EK_I128,
@@ -199,7 +170,22 @@ struct pgw_rows {
     size_t cell_rows;               /* rows in cell_ends */
     size_t cell_cap;
     struct strbuf scratch;          /* one element's text (arrays, COPY) */
+    /* Every column is a fixed-size binary value or a string: rows are
+     * written column by column (encode_simple). */
+    bool simple;
 };
+
+/* The size of a value's binary form when fixed (fixed_binary), else 0. */
+static size_t fixed_size(enum ek k)
+{
+    switch (k) {
+    case EK_BOOL: return 1;
+    case EK_I8: case EK_I16: case EK_U8: return 2;
+    case EK_I32: case EK_U16: case EK_F32: case EK_DATE: return 4;
+    case EK_I64: case EK_U32: case EK_F64: case EK_TIME: case EK_TS: case EK_TSTZ: return 8;
+    default: return 0;
+    }
+}
 
 static void col_release(struct col *c)
 {
@@ -337,6 +323,12 @@ struct pgw_rows *pgw_rows_create(size_t ncol, const duckdb_logical_type *types,
             r->cols[i].ti = (struct pgw_typeinfo){PGW_OID_TEXT, -1, -1};
         }
     }
+    r->simple = true;
+    for (size_t i = 0; i < ncol; i++) {
+        const struct col *c = &r->cols[i];
+        r->simple &= (c->fmt && fixed_size(c->k)) || c->k == EK_STR ||
+                     (c->k == EK_BLOB && c->fmt) || c->k == EK_NULL;
+    }
     if (r->ncell) {
         /* The JSON encoder over the cell columns alone (names unused: cells
          * come without keys). */
@@ -377,8 +369,12 @@ static inline bool valid_at(const uint64_t *v, idx_t i)
     return !v || (v[i >> 6] >> (i & 63)) & 1;
 }
 
-static char *room(struct strbuf *o, size_t n)
+/* Room for n more bytes (sb_grow's rules; its call only when the buffer
+ * must grow: this runs for every value of a result). */
+static inline char *room(struct strbuf *o, size_t n)
 {
+    if (o->len + n < o->cap && (!o->max || o->len + n <= o->max))
+        return o->buf + o->len;
     if (sb_grow(o, n) != 0)
         return NULL;
     return o->buf + o->len;
@@ -731,11 +727,15 @@ static bool fixed_kind(enum ek k)
            k != EK_LIST && k != EK_ARRAY && k != EK_CELL && k != EK_NULL;
 }
 
-static void str_at(const void *data, idx_t i, const char **s, size_t *n)
+/* duckdb.h's duckdb_string_t read in place (what duckdb_string_t_length and
+ * _data do, without two calls into the library per value). */
+static inline void str_at(const void *data, idx_t i, const char **s, size_t *n)
 {
-    duckdb_string_t *st = &((duckdb_string_t *)data)[i];
-    *n = duckdb_string_t_length(*st);
-    *s = duckdb_string_t_data(st);
+    const duckdb_string_t *st = &((const duckdb_string_t *)data)[i];
+    uint32_t len = st->value.inlined.length;
+    *n = len;
+    *s = len <= sizeof st->value.inlined.inlined ? st->value.inlined.inlined
+                                                 : st->value.pointer.ptr;
 }
 
 static uint64_t enum_index(const struct col *c, const void *data, idx_t i)
@@ -967,37 +967,32 @@ int pgw_numeric_binary(struct strbuf *out, const char *text, size_t len)
     return 0;
 }
 
-static int put_binary_scalar(struct pgw_rows *r, const struct col *c, const void *data, idx_t i,
-                             struct strbuf *o)
+/* The binary form of a fixed-size value into b (16 bytes of room): its
+ * size, or 0 when the type has no fixed size. */
+static inline __attribute__((always_inline)) size_t fixed_binary(const struct col *c,
+                                                                 const void *data, idx_t i,
+                                                                 char *b)
 {
-    char b[16];
     switch (c->k) {
-    case EK_BOOL: b[0] = ((const bool *)data)[i] ? 1 : 0; return sb_add(o, b, 1);
-    case EK_I8: be16(b, (uint16_t)((const int8_t *)data)[i]); return sb_add(o, b, 2);
-    case EK_I16: be16(b, (uint16_t)((const int16_t *)data)[i]); return sb_add(o, b, 2);
-    case EK_U8: be16(b, ((const uint8_t *)data)[i]); return sb_add(o, b, 2);
-    case EK_I32: be32w(b, (uint32_t)((const int32_t *)data)[i]); return sb_add(o, b, 4);
-    case EK_U16: be32w(b, ((const uint16_t *)data)[i]); return sb_add(o, b, 4);
-    case EK_I64: be64(b, (uint64_t)((const int64_t *)data)[i]); return sb_add(o, b, 8);
-    case EK_U32: be64(b, ((const uint32_t *)data)[i]); return sb_add(o, b, 8);
+    case EK_BOOL: b[0] = ((const bool *)data)[i] ? 1 : 0; return 1;
+    case EK_I8: be16(b, (uint16_t)((const int8_t *)data)[i]); return 2;
+    case EK_I16: be16(b, (uint16_t)((const int16_t *)data)[i]); return 2;
+    case EK_U8: be16(b, ((const uint8_t *)data)[i]); return 2;
+    case EK_I32: be32w(b, (uint32_t)((const int32_t *)data)[i]); return 4;
+    case EK_U16: be32w(b, ((const uint16_t *)data)[i]); return 4;
+    case EK_I64: be64(b, (uint64_t)((const int64_t *)data)[i]); return 8;
+    case EK_U32: be64(b, ((const uint32_t *)data)[i]); return 8;
     case EK_F32: {
         uint32_t u;
         memcpy(&u, &((const float *)data)[i], 4);
         be32w(b, u);
-        return sb_add(o, b, 4);
+        return 4;
     }
     case EK_F64: {
         uint64_t u;
         memcpy(&u, &((const double *)data)[i], 8);
         be64(b, u);
-        return sb_add(o, b, 8);
-    }
-    case EK_U64: case EK_I128: case EK_U128: case EK_DEC16: case EK_DEC32: case EK_DEC64:
-    case EK_DEC128: case EK_BIGNUM: {
-        sb_reset(&r->scratch);
-        if (put_text_scalar(r, c, data, i, &r->scratch) != 0)
-            return -1;
-        return pgw_numeric_binary(o, r->scratch.buf ? r->scratch.buf : "", r->scratch.len);
+        return 8;
     }
     case EK_DATE: {
         int32_t d = ((const int32_t *)data)[i];
@@ -1005,16 +1000,9 @@ static int put_binary_scalar(struct pgw_rows *r, const struct col *c, const void
                     : (d == -INT32_MAX || d == INT32_MIN) ? INT32_MIN
                                                           : d - PG_EPOCH_DAYS;
         be32w(b, (uint32_t)v);
-        return sb_add(o, b, 4);
+        return 4;
     }
-    case EK_TIME: be64(b, (uint64_t)((const int64_t *)data)[i]); return sb_add(o, b, 8);
-    case EK_TIMETZ: {
-        uint64_t bits = ((const uint64_t *)data)[i];
-        int32_t offset = 57599 - (int32_t)(bits & 0xffffff);
-        be64(b, bits >> 24);
-        be32w(b + 8, (uint32_t)(-offset)); /* PostgreSQL counts seconds west */
-        return sb_add(o, b, 12);
-    }
+    case EK_TIME: be64(b, (uint64_t)((const int64_t *)data)[i]); return 8;
     case EK_TS: case EK_TSTZ: {
         int64_t v = ((const int64_t *)data)[i];
         if (c->k == EK_TS)
@@ -1023,7 +1011,34 @@ static int put_binary_scalar(struct pgw_rows *r, const struct col *c, const void
                      : (v == -INT64_MAX || v == INT64_MIN) ? INT64_MIN
                                                            : v - PG_EPOCH_US;
         be64(b, (uint64_t)pg);
-        return sb_add(o, b, 8);
+        return 8;
+    }
+    default:
+        return 0;
+    }
+}
+
+static int put_binary_scalar(struct pgw_rows *r, const struct col *c, const void *data, idx_t i,
+                             struct strbuf *o)
+{
+    char b[16];
+    size_t w = fixed_binary(c, data, i, b);
+    if (w)
+        return sb_add(o, b, w);
+    switch (c->k) { /* the fixed-size types were written above */
+    case EK_U64: case EK_I128: case EK_U128: case EK_DEC16: case EK_DEC32: case EK_DEC64:
+    case EK_DEC128: case EK_BIGNUM: {
+        sb_reset(&r->scratch);
+        if (put_text_scalar(r, c, data, i, &r->scratch) != 0)
+            return -1;
+        return pgw_numeric_binary(o, r->scratch.buf ? r->scratch.buf : "", r->scratch.len);
+    }
+    case EK_TIMETZ: {
+        uint64_t bits = ((const uint64_t *)data)[i];
+        int32_t offset = 57599 - (int32_t)(bits & 0xffffff);
+        be64(b, bits >> 24);
+        be32w(b + 8, (uint32_t)(-offset)); /* PostgreSQL counts seconds west */
+        return sb_add(o, b, 12);
     }
     case EK_INTERVAL: {
         const duckdb_interval *v = &((const duckdb_interval *)data)[i];
@@ -1191,6 +1206,83 @@ static int put_value(struct pgw_rows *r, const struct col *c, const struct vv *v
 }
 
 #define MAX_STACK_COLS 64
+#define SIMPLE_ROWS 256
+
+/* encode_rows for rows of simple columns (pgw_rows.simple): the sizes of
+ * the messages first, one reservation, then each column written into every
+ * row, with no per-value checks. */
+static int encode_simple(struct pgw_rows *r, const struct vv *v, idx_t from, idx_t count,
+                         struct strbuf *out, char type)
+{
+    size_t pos[SIMPLE_ROWS];
+    while (count) {
+        idx_t n = count < SIMPLE_ROWS ? count : SIMPLE_ROWS;
+        size_t total = 0;
+        for (idx_t k = 0; k < n; k++)
+            pos[k] = 7 + 4 * r->ncol;
+        for (size_t c = 0; c < r->ncol; c++) {
+            const struct col *col = &r->cols[c];
+            if (col->k == EK_NULL)
+                continue;
+            size_t w = col->k == EK_STR || col->k == EK_BLOB ? 0 : fixed_size(col->k);
+            for (idx_t k = 0; k < n; k++) {
+                if (!valid_at(v[c].valid, from + k))
+                    continue;
+                if (w) {
+                    pos[k] += w;
+                } else {
+                    const char *s;
+                    size_t sn;
+                    str_at(v[c].data, from + k, &s, &sn);
+                    pos[k] += sn;
+                }
+            }
+        }
+        for (idx_t k = 0; k < n; k++) {
+            size_t len = pos[k];
+            pos[k] = total;
+            total += len;
+        }
+        char *base = room(out, total);
+        if (!base)
+            return -1;
+        for (idx_t k = 0; k < n; k++) {
+            size_t end = k + 1 < n ? pos[k + 1] : total;
+            char *p = base + pos[k];
+            p[0] = type;
+            be32w(p + 1, (uint32_t)(end - pos[k] - 1));
+            be16(p + 5, (uint16_t)r->ncol);
+            pos[k] += 7;
+        }
+        for (size_t c = 0; c < r->ncol; c++) {
+            const struct col *col = &r->cols[c];
+            bool str = col->k == EK_STR || col->k == EK_BLOB;
+            for (idx_t k = 0; k < n; k++) {
+                idx_t i = from + k;
+                char *p = base + pos[k];
+                if (col->k == EK_NULL || !valid_at(v[c].valid, i)) {
+                    be32w(p, UINT32_MAX);
+                    pos[k] += 4;
+                } else if (str) {
+                    const char *s;
+                    size_t sn;
+                    str_at(v[c].data, i, &s, &sn);
+                    be32w(p, (uint32_t)sn);
+                    memcpy(p + 4, s, sn);
+                    pos[k] += 4 + sn;
+                } else {
+                    size_t w = fixed_binary(col, v[c].data, i, p + 4);
+                    be32w(p, (uint32_t)w);
+                    pos[k] += 4 + w;
+                }
+            }
+        }
+        out->len += total;
+        from += n;
+        count -= n;
+    }
+    return 0;
+}
 
 /* Rows [from, from + count) of the chunk, one message each: DataRow ('D'),
  * or CopyData ('d') holding a COPY binary tuple (the same body: a field
@@ -1213,6 +1305,10 @@ static int encode_rows(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t fro
         return -1;
     views(r, chunk, v);
     int rc = 0;
+    if (r->simple && !prefix) {
+        rc = encode_simple(r, v, from, count, out, type);
+        count = 0;
+    }
     for (idx_t i = from; i < from + count && rc == 0; i++) {
         size_t start = out->len;
         size_t pre = i == from && prefix ? plen : 0;
@@ -1236,6 +1332,28 @@ static int encode_rows(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t fro
             if (col->k == EK_NULL || !valid_at(v[c].valid, i)) {
                 be32w(lp, UINT32_MAX);
                 out->len += 4;
+                continue;
+            }
+            /* The common cases in place: fixed-size binary values, strings. */
+            if (col->fmt && (lp = room(out, 4 + 16)) != NULL) {
+                size_t w = fixed_binary(col, v[c].data, i, lp + 4);
+                if (w) {
+                    be32w(lp, (uint32_t)w);
+                    out->len += 4 + w;
+                    continue;
+                }
+            }
+            if (col->k == EK_STR || (col->k == EK_BLOB && col->fmt)) {
+                const char *s;
+                size_t sn;
+                str_at(v[c].data, i, &s, &sn);
+                if (!(lp = room(out, 4 + sn))) {
+                    rc = -1;
+                    break;
+                }
+                be32w(lp, (uint32_t)sn);
+                memcpy(lp + 4, s, sn);
+                out->len += 4 + sn;
                 continue;
             }
             size_t at = out->len;

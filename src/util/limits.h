@@ -76,9 +76,14 @@
 #define VT_PGWIRE_MAX_ARRAY_ITEMS 65536       /* elements of one array parameter */
 #define VT_PGWIRE_MAX_SESSION_BYTES (8 * 1024 * 1024) /* statement texts, portals' bound
                                                 * values, names kept per connection */
-#define VT_PGWIRE_MAX_SUSPENDED_BYTES (16 * 1024 * 1024) /* rows held, all portals of a
-                                                * connection together, for Executes with a
-                                                * row limit */
+#define VT_PGWIRE_MAX_SUSPENDED_BYTES (16 * 1024 * 1024) /* rows held in memory, all
+                                                * portals of a connection together, for
+                                                * Executes with a row limit and cursors */
+#define VT_PGWIRE_MAX_SPILL_BYTES (1024LL * 1024 * 1024) /* past it, rows held in a file
+                                                * under temp_directory, per connection ... */
+#define VT_PGWIRE_MAX_SPILL_TOTAL_BYTES (8LL * 1024 * 1024 * 1024) /* ... and for the
+                                                * whole listener */
+#define VT_PGWIRE_SPILL_READ_BYTES (256 * 1024) /* held rows read back at a time */
 #define VT_PGWIRE_OUT_FLUSH_BYTES (64 * 1024)  /* output buffered before a write */
 #define VT_PGWIRE_STARTUP_TIMEOUT_SECS 10      /* startup and authentication must finish */
 #define VT_PGWIRE_MAX_PASSWORD_BYTES 16384    /* a password message (bearer tokens are long) */

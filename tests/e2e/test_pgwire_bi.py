@@ -210,6 +210,17 @@ def test_server_side_cursors(srv):
     assert [r[0] for r in rows] == list(range(4000)) and rows[3] == (3, "card")
     named.close()
     c2.commit()
+    # a result larger than the 16 MiB held in memory (the rest in a file)
+    named = c2.cursor(name="huge")
+    named.itersize = 5000
+    named.execute("SELECT x, repeat('p', 100) AS pad FROM range(300000) t(x)")
+    n = 0
+    for x, pad in named:
+        assert x == n and len(pad) == 100
+        n += 1
+    assert n == 300000
+    named.close()
+    c2.commit()
     # binary cursors of psycopg 3 and the SQL statements themselves
     with psycopg.connect(dsn(srv)) as c:
         with c.cursor(name="cur3", binary=True) as cur:
@@ -331,6 +342,42 @@ def test_psql_describe_commands(srv):
     assert "List of schemas" in out and "public | vitrine" in out
     assert "Did not find any relations." in out  # \dv and \di: none
     assert "List of installed extensions" in out and "List of data types" in out
+    # the rest of psql's describe commands answer too (mostly empty lists)
+    more = [r"\d+ trips", r"\dt+", r"\l+", r"\dn+", r"\ds", r"\dm", r"\dp", r"\dg", r"\dE",
+            r"\dD", r"\dc", r"\dC", r"\do", r"\dL", r"\db", r"\des", r"\dRp", r"\dy",
+            r"\dconfig", r"\drds", r"\dA", r"\dF"]
+    out = psql(srv, *[a for c in more for a in ("-c", c)])
+    assert "List of languages" in out and "Access privileges" in out
+    assert "Table \"public.trips\"" in out and "List of access methods" in out
+
+
+# ------------------------------------------------------------ psqlODBC
+
+def test_psqlodbc(srv):
+    """psqlODBC's connect-time statements, SQLTables (isql's `help`),
+    SQLColumns (`help trips`) and queries, through unixODBC's isql."""
+    assert shutil.which("isql"), "isql missing: scripts/install-deps.sh installs unixodbc"
+    conn = (f"Driver=PostgreSQL Unicode;Server=127.0.0.1;Port={srv.pg};Database=vitrine;"
+            "Uid=vitrine;Pwd=;")
+    stmts = ["help", "help trips",
+             "SELECT payment, count(*) FROM trips GROUP BY 1 ORDER BY 1",
+             "SELECT fare FROM trips WHERE trip_id = 3"]
+    r = subprocess.run(["isql", "-k", conn, "-b", "-v", "-d|"], input="\n".join(stmts) + "\n",
+                       capture_output=True, text=True, timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "[ISQL]ERROR" not in out, out
+    lines = out.splitlines()
+    assert "vitrine|public|trips|TABLE|" in lines and "vitrine|public|stations|TABLE|" in lines
+    cols = [ln.split("|") for ln in lines if ln.startswith("vitrine|public|trips|") and
+            not ln.endswith("TABLE|")]
+    assert [c[3] for c in cols][:3] == ["trip_id", "station", "fare"] and len(cols) == 11, cols
+    assert dict((c[3], c[5]) for c in cols)["pickup_at"] == "timestamp"
+    assert "card|1667" in lines and "cash|3333" in lines and "4.50" in lines, out
+    # UseDeclareFetch: the driver reads results through DECLARE/FETCH 2 at a time
+    r = subprocess.run(["isql", "-k", conn + "UseDeclareFetch=1;Fetch=2;", "-b", "-v", "-d|"],
+                       input="SELECT trip_id FROM trips WHERE trip_id < 5 ORDER BY 1\n",
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.split() == ["0", "1", "2", "3", "4"], r.stdout + r.stderr
 
 
 # ------------------------------------------------------ small statements

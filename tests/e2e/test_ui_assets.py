@@ -85,10 +85,11 @@ def test_every_docs_file_byte_for_byte_in_every_coding(docs_server):
 
 
 def test_content_types_and_etag_is_content_hash(docs_server):
-    want = {"index.html": "text/html; charset=utf-8", "css/base.css": "text/css; charset=utf-8",
-            "js/base.js": "text/javascript; charset=utf-8",
+    # the site's own theme (ui/docs/theme: no jQuery, no icon font)
+    want = {"index.html": "text/html; charset=utf-8", "css/site.css": "text/css; charset=utf-8",
+            "js/site.js": "text/javascript; charset=utf-8",
             "search/search_index.json": "application/json",
-            "fonts/fontawesome-webfont.woff2": "font/woff2", "img/favicon.ico": "image/x-icon"}
+            "search/lunr.js": "text/javascript; charset=utf-8"}
     for rel, ctype in want.items():
         r = docs_server.get("/mkdocs/" + rel, headers=PLAIN)
         assert r.status_code == 200 and r.headers["Content-Type"] == ctype, (rel, r.headers)
@@ -98,7 +99,7 @@ def test_content_types_and_etag_is_content_hash(docs_server):
 
 
 def test_conditional_get_and_head(docs_server):
-    url = "/mkdocs/css/base.css"
+    url = "/mkdocs/css/site.css"
     for ae in ("identity", "br"):
         r, _ = raw_get(docs_server.url(url), {"Accept-Encoding": ae})
         etag = r.headers["ETag"]
@@ -168,10 +169,10 @@ def test_redirects_404_and_methods(docs_server):
 
 def test_compress_false_sends_identity(vt):
     s = vt("[server]\nport = 0\ncompress = false\n", wait="listening")
-    r, body = raw_get(s.url("/mkdocs/js/base.js"), {"Accept-Encoding": "gzip, br, zstd"})
+    r, body = raw_get(s.url("/mkdocs/js/site.js"), {"Accept-Encoding": "gzip, br, zstd"})
     assert r.status_code == 200 and "Content-Encoding" not in r.headers
     assert "Vary" not in r.headers
-    assert body == (DOCS_DIR / "js/base.js").read_bytes()
+    assert body == (DOCS_DIR / "js/site.js").read_bytes()
 
 
 def test_mount_paths_prefix_and_disabled(vt):

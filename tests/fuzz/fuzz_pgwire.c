@@ -7,7 +7,9 @@
  * crash, leak or read out of bounds, and their answers hold invariants
  * checked here: frames stay inside the input, split statements are ordered
  * non-empty slices of the text, a normalized text is never longer than
- * twice the input.
+ * twice the input. Also the Bind value decoders (src/pgwire/params.c:
+ * text and binary values of every parameter type, PostgreSQL array
+ * literals) and the date/time template translation (lexer.c).
  *
  * The first input byte picks the parser; the rest is its input.
  *   make fuzz && build-fuzz/fuzz_pgwire -dict=tests/fuzz/pgwire.dict DIR
@@ -17,7 +19,54 @@
 #include <string.h>
 
 #include "pgwire/pgwire.h"
+#include "query/query.h"
+#include "util/arena.h"
 #include "util/limits.h"
+
+/* The parameter types a Bind value may declare (0: unknown). */
+static const uint32_t param_oids[] = {
+    0, 16, 17, 18, 19, 20, 21, 23, 25, 26, 114, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184,
+    1186, 1266, 1700, 2950, 3802, 1000, 1001, 1005, 1007, 1009, 1015, 1016, 1021, 1022, 1028,
+    1115, 1182, 1185, 1231, 2951, 199, 3807, 705, 2249};
+
+static bool count_item(void *ctx, const char *s, size_t n, bool is_null)
+{
+    if (!s || s[n] != '\0' || (is_null && n != 4)) /* an item may hold NUL bytes */
+        abort();
+    ++*(size_t *)ctx;
+    return true;
+}
+
+static void values(const unsigned char *data, size_t size)
+{
+    if (size < 2)
+        return;
+    uint32_t oid = param_oids[data[0] % (sizeof param_oids / sizeof param_oids[0])];
+    int16_t format = data[1] & 1;
+    data += 2;
+    size -= 2;
+    /* a copy of exactly `size` bytes: reads past it are caught */
+    unsigned char *copy = malloc(size ? size : 1);
+    if (!copy)
+        return;
+    memcpy(copy, data, size);
+    struct pgw_value v = {.data = copy, .len = (int32_t)size, .format = format};
+    struct arena a;
+    arena_init(&a, VT_PGWIRE_MAX_SESSION_BYTES);
+    struct query_value out;
+    struct vt_error err = {0};
+    pgw_param_decode(&v, oid, &a, &out, &err);
+    if (format == 0)
+        pgw_param_decode_untyped_array(&v, &a, &out, &err);
+    size_t items = 0;
+    pgw_array_parse((const char *)copy, size, count_item, &items, &err);
+    char fmt[256];
+    if (pgw_datetime_format((const char *)copy, size, fmt, sizeof fmt) &&
+        strlen(fmt) >= sizeof fmt)
+        abort();
+    arena_release(&a);
+    free(copy);
+}
 
 static void bodies(const unsigned char *data, size_t size)
 {
@@ -126,7 +175,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    uint8_t mode = data[0] % 3;
+    uint8_t mode = data[0] % 4;
     data++;
     size--;
     if (mode == 0) {
@@ -143,8 +192,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     } else if (mode == 1) {
         bodies(data, size);
-    } else {
+    } else if (mode == 2) {
         sql_text(data, size);
+    } else {
+        values(data, size);
     }
     return 0;
 }
