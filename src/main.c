@@ -1,7 +1,7 @@
 /*
  * vitrine's entry point: the command line, then wiring of the modules.
  *
- *   vitrine [--config FILE]       serve (config resolved per DESIGN.md)
+ *   vitrine [--config FILE]       serve (config found per docs/architecture.md)
  *   vitrine init [DIR]            write a commented datasets.toml template
  *   vitrine check-config FILE     validate a config file and exit
  *   vitrine --version | --help

@@ -793,7 +793,7 @@ json_t *api_openapi_build(const struct http_route *routes, size_t n, const struc
         json_pack("{s:s,s:s,s:s,s:{s:s,s:s}}", "title", "vitrine", "version", VT_VERSION,
                   "description",
                   "Parquet files and Delta tables published as a typed HTTP API: discovery, "
-                  "schemas, structured queries, counts, JSON and Arrow IPC results, Parquet "
+                  "schemas, structured queries, counts, JSON, Arrow IPC, CSV and NDJSON results, Parquet "
                   "export with Range, hot reload. Every error is {\"error\", \"code\"}. "
                   "Generated from the server's own route table.",
                   "license", "name", "Proprietary", "identifier", "LicenseRef-vitrine"));

@@ -42,7 +42,7 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
         out[n++] = (struct config_mount){
             cfg->sql.enabled, "/api/v1/sql",
             {"", HTTP_POST, api_sql, AUTH_PERM_READ,
-             "Read-only SQL (one SELECT) over the registered datasets; JSON or Arrow.", false}};
+             "Read-only SQL (one SELECT) over the registered datasets; JSON, Arrow IPC, CSV or NDJSON.", false}};
     if (n < cap)
         out[n++] = (struct config_mount){
             cfg->mcp.enabled, cfg->mcp.path,

@@ -5,7 +5,7 @@
  * iat are honoured when present; all with leeway_secs. Scopes come from
  * `scope` (space-separated, RFC 8693 / RFC 9068) and `scp` (an array, or a
  * string, as some providers send); a grant needs any one scope of its list
- * (DESIGN.md, "Scopes"). The tenant is the value at the tenant_claim JSON
+ * (docs/architecture.md, "Scopes"). The tenant is the value at the tenant_claim JSON
  * pointer (RFC 6901): a string, or an integer compared as its decimal text.
  * Pure functions of the claims, the rules and the time: unit-tested and
  * fuzzed.

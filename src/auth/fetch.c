@@ -3,7 +3,7 @@
  * §4: {issuer}/.well-known/openid-configuration, whose "issuer" must be ours)
  * then the JWKS at its jwks_uri, over libcurl.
  *
- * Outbound requests are confined (DESIGN.md, "Confined by default"): https
+ * Outbound requests are confined (docs/architecture.md, "Confined by default"): https
  * only, plain http only to a loopback host (and then only to a loopback
  * address); redirects followed by hand and only to the same scheme, host and
  * port; never to link-local addresses (cloud metadata), checked on each

@@ -1,6 +1,7 @@
 /*
  * The configuration model: every block and key of the spec's configuration
- * tables, as typed structs with the spec's defaults and DESIGN.md's decisions.
+ * tables, as typed structs with the spec's defaults and the decisions of the
+ * schema table (src/config/schema.c; docs/configuration.md is generated from it).
  *
  * config_load_file() reads a TOML file, validates it and fills struct
  * vt_config. Validation errors name the file, line and key, e.g.

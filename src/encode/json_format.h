@@ -6,7 +6,7 @@
  * guarantees the stated room (JSON_FMT_MAX_* bytes, plus JSON_FMT_SLACK bytes:
  * some writers store whole 8/16-byte blocks and overshoot what they keep).
  *
- * Formats (DESIGN.md "JSON values", plus the choices made here):
+ * Formats (docs/architecture.md "JSON values", plus the choices made here):
  *   integers     exact JSON numbers, all widths up to 128 bits
  *   double/float shortest round-trip digits (float32-shortest for FLOAT);
  *                fixed notation for decimal exponents -6..21 (JavaScript's

@@ -99,7 +99,8 @@ bool eng_budget_active(void);
  * more than `slack` bytes (freed memory otherwise stays resident ~1 s). */
 void eng_budget_watch(int64_t slack);
 
-/* Opens the process database with the settings DESIGN.md lists. */
+/* Opens the process database with the settings docs/architecture.md lists
+ * ("DuckDB settings"). */
 enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struct vt_error *err);
 void eng_close(duckdb_database *db);
 /* A connection to `db` with the session settings every connection of the

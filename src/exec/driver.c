@@ -72,19 +72,33 @@ static enum vt_err caps_chunk(struct exec_sink *s, duckdb_data_chunk chunk, stru
     return rc;
 }
 
+/* Whether the call already handed max_rows rows on (then it is cut). */
+static bool at_row_cap(struct exec_call *c)
+{
+    if (c->rq.caps.max_rows >= 0 && c->rows >= (uint64_t)c->rq.caps.max_rows) {
+        c->truncated = true;
+        return true;
+    }
+    return false;
+}
+
+/* What the inner sink answered for one row, the row counted when taken. */
+static enum vt_err row_taken(struct exec_call *c, enum vt_err rc)
+{
+    rc = seen(c, rc);
+    if (rc == VT_ERR_OK)
+        c->rows++;
+    return rc;
+}
+
 static enum vt_err caps_json_row(struct exec_sink *s, const char *obj, size_t len,
                                  struct vt_error *err)
 {
     struct exec_call *c = call_of(s);
     struct exec_sink *k = inner(c);
-    if (c->rq.caps.max_rows >= 0 && c->rows >= (uint64_t)c->rq.caps.max_rows) {
-        c->truncated = true;
+    if (at_row_cap(c))
         return VT_ERR_RESULT_CAPPED;
-    }
-    enum vt_err rc = seen(c, k->ops->json_row(k, obj, len, err));
-    if (rc == VT_ERR_OK)
-        c->rows++;
-    return rc;
+    return row_taken(c, k->ops->json_row(k, obj, len, err));
 }
 
 /* A row of typed cells (sinks with `row`; exec renders JSON for the others). */
@@ -93,14 +107,9 @@ static enum vt_err caps_row(struct exec_sink *s, const struct index_row *row,
 {
     struct exec_call *c = call_of(s);
     struct exec_sink *k = inner(c);
-    if (c->rq.caps.max_rows >= 0 && c->rows >= (uint64_t)c->rq.caps.max_rows) {
-        c->truncated = true;
+    if (at_row_cap(c))
         return VT_ERR_RESULT_CAPPED;
-    }
-    enum vt_err rc = seen(c, k->ops->row ? k->ops->row(k, row, err) : VT_ERR_INTERNAL);
-    if (rc == VT_ERR_OK)
-        c->rows++;
-    return rc;
+    return row_taken(c, k->ops->row ? k->ops->row(k, row, err) : VT_ERR_INTERNAL);
 }
 
 static enum vt_err caps_count(struct exec_sink *s, uint64_t n, struct vt_error *err)

@@ -1,6 +1,6 @@
 /*
- * Which Host and Origin values the server answers (DNS rebinding; DESIGN.md
- * "Hosts and origins"). Pure functions over header text, no I/O.
+ * Which Host and Origin values the server answers (DNS rebinding;
+ * docs/architecture.md "Hosts and origins"). Pure functions over header text, no I/O.
  *
  * DNS rebinding: a page on evil.example.com makes its name resolve to
  * 127.0.0.1 and then calls "its own" origin, which is our loopback listener;

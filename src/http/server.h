@@ -13,7 +13,7 @@
  * produces while the client consumes it, through a bounded queue (flat memory,
  * back-pressure: the worker waits when the client reads slowly).
  *
- * Every error body is {"error": "...", "code": "..."} (DESIGN.md).
+ * Every error body is {"error": "...", "code": "..."} (docs/architecture.md, "Errors").
  */
 #ifndef VT_HTTP_SERVER_H
 #define VT_HTTP_SERVER_H

@@ -1,6 +1,6 @@
 /*
  * MCP: the Model Context Protocol endpoint for AI agents, POST {prefix}/mcp
- * (spec "MCP endpoint", DESIGN.md "MCP"). A front end over the execution
+ * (spec "MCP endpoint", docs/architecture.md "MCP"). A front end over the execution
  * layer: it parses one JSON-RPC 2.0 message, runs the tool through the same
  * code as the HTTP endpoints (exec: same validation, generation pinning,
  * limits), and answers with one JSON document (Streamable HTTP, JSON

@@ -3,8 +3,9 @@
  * served from the process database when `[server.quack] enabled = true`.
  *
  * The extension is not built into this DuckDB and the service never
- * downloads extensions (autoinstall is off, DESIGN.md), so it runs only
- * where an operator installed it into DuckDB's extension directory. When it
+ * downloads extensions (autoinstall is off: docs/architecture.md "DuckDB
+ * settings"), so it runs only where an operator installed it into DuckDB's
+ * extension directory. When it
  * cannot be loaded the server logs one warning naming what is missing and
  * goes on serving everything else. When it loads: once the datasets are
  * registered (and the startup builds are through), each published dataset

@@ -24,7 +24,7 @@
  * must outlive them (the handler holds the generation that owns it). The JSON
  * body may be freed right after query_parse. Nothing needs a release call.
  *
- * Semantics decided here (the spec leaves them open; see DESIGN.md):
+ * Semantics decided here (the spec leaves them open; docs/architecture.md "Queries"):
  *  - Unknown keys at any level (top level, predicate, order_by, aggregation)
  *    are 400 unknown_field in every mode: a typo such as "predicate" must not
  *    silently return unfiltered rows. opts->extra_fields lists top-level keys

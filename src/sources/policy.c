@@ -1,5 +1,5 @@
 /*
- * What sources may reach (DESIGN.md, "Confined by default"; issue 10 items 4
+ * What sources may reach (docs/architecture.md, "Confined by default"; issue 10 items 4
  * and 5): local directories, S3 endpoints and credential variables.
  *
  *   roots      server.allowed_roots, or by default the config file's

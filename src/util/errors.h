@@ -1,7 +1,7 @@
 /*
  * The one table of error codes. Every failure a client can see has a stable
  * snake_case code, an HTTP status and a default message; the JSON error body is
- * {"error": "<message>", "code": "<code>"} (see DESIGN.md, "Errors").
+ * {"error": "<message>", "code": "<code>"} (docs/architecture.md, "Errors").
  *
  * Functions return an enum vt_err; the detail text goes into a struct vt_error
  * where the first failure wins, so a deep callee's precise message is not

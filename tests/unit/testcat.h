@@ -149,7 +149,7 @@ static void testcat_job_done(struct eng_job *job)
     pthread_mutex_unlock(&j->mu);
 }
 
-static void testcat_on_worker(struct testcat *t, void (*fn)(void *arg), void *arg)
+static inline void testcat_on_worker(struct testcat *t, void (*fn)(void *arg), void *arg)
 {
     struct testcat_job j;
     memset(&j, 0, sizeof j);
