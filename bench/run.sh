@@ -11,6 +11,10 @@ done
 if [ "${BENCH_SCALE:-0}" = 1 ]; then
     exec /usr/bin/python3 "$top/bench/scale.py" "$build"
 fi
+# BENCH_SIZING=1: the sizing table of docs/operations.md instead (bench/sizing.py).
+if [ "${BENCH_SIZING:-0}" = 1 ]; then
+    exec /usr/bin/python3 "$top/bench/sizing.py" "$build"
+fi
 /usr/bin/python3 "$top/bench/bench.py" "$build"
 # The PostgreSQL listener's scenarios (P1, P2), beside their own floors
 # (bench/README.md, "pgwire"); BENCH_PGWIRE=0 leaves them out.

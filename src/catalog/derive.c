@@ -148,6 +148,8 @@ static struct index_fastpath *build_fastpath(duckdb_connection con, struct cat_g
     char warn[256];
     struct index_build_options opt = {.cfg = cfg, .dir = dir, .rows = rows};
     struct index_builder *b = index_builder_create(n, names, types, &opt, warn, sizeof warn);
+    for (size_t i = 0; i < n; i++)
+        duckdb_free((void *)names[i]); /* DuckDB's copies; the builder made its own */
     free(names);
     free(types);
     if (warn[0])

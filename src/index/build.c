@@ -177,13 +177,12 @@ struct index_builder *index_builder_create(size_t n_cols, const char *const *nam
     const struct vt_dataset_config *cfg = opt->cfg;
     if (warn && warnlen)
         warn[0] = '\0';
-    if (cfg->lazy || cfg->index_mode == CFG_INDEX_NONE)
-        return NULL;
-    struct index_builder *b = calloc(1, sizeof *b);
+    bool none = cfg->lazy || cfg->index_mode == CFG_INDEX_NONE;
+    struct index_builder *b = none ? NULL : calloc(1, sizeof *b);
     if (b)
         b->cols = calloc(n_cols ? n_cols : 1, sizeof *b->cols);
     if (!b || !b->cols) {
-        for (size_t i = 0; i < n_cols; i++)
+        for (size_t i = 0; i < n_cols; i++) /* taken over even when nothing is kept */
             duckdb_destroy_logical_type(&types[i]);
         free(b);
         return NULL;

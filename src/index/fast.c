@@ -106,6 +106,8 @@ static enum step term_rows(const struct vt_index *ix, const struct index_term *t
         } else {
             out->owned = true;
             for (size_t k = 0; k < got; k++) {
+                if (!parts[k].n)
+                    continue; /* a key without rows may have no array at all */
                 memcpy(out->rows + out->n, parts[k].rows, parts[k].n * sizeof *out->rows);
                 out->n += parts[k].n;
             }

@@ -18,7 +18,6 @@
 #include <strings.h>
 
 #include "sources/delta.h"
-#include "sources/s3.h"
 #include "sources/sources_internal.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -543,7 +542,7 @@ static bool is_uri(const char *p)
 
 
 /* The storage name of one data file: relative to the table, or absolute
- * (file:/// locally, s3:// or s3a:// on S3) when the log says so. */
+ * when the log names a URI. */
 static enum vt_err locate_data_file(const struct storage *st, const char *logpath,
                                     char **out_name, struct vt_error *err)
 {
@@ -553,43 +552,16 @@ static enum vt_err locate_data_file(const struct storage *st, const char *logpat
         return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
                             "Delta table %s: bad data file path \"%.200s\"", st->location,
                             logpath);
-    bool on_s3 = strcmp(st->ops->scheme, "s3") == 0;
-    struct strbuf name;
-    sb_init(&name, 0);
-    if (is_uri(dec)) {
-        if (strncmp(dec, "file:", 5) == 0 && !on_s3) {
-            const char *p = dec + 5;
-            if (strncmp(p, "//", 2) == 0) {
-                p += 2;
-                if (*p != '/') { /* file://host/path: only an empty or local host */
-                    if (strncmp(p, "localhost/", 10) != 0)
-                        return vt_error_set(err, VT_ERR_SOURCE_UNSUPPORTED,
-                                            "Delta table %s: data file on a remote host: %.200s",
-                                            st->location, dec);
-                    p += 9;
-                }
-            }
-            sb_adds(&name, p);
-        } else if (on_s3 && (strncmp(dec, "s3://", 5) == 0 || strncmp(dec, "s3a://", 6) == 0)) {
-            /* s3a:// (Hadoop's name for the same store) is read as s3://. */
-            sb_addf(&name, "s3://%s", dec + (dec[2] == 'a' ? 6 : 5));
-        } else {
-            return vt_error_set(err, VT_ERR_SOURCE_UNSUPPORTED,
-                                "Delta table %s: data file URI scheme not readable here: %.200s",
-                                st->location, dec);
-        }
-    } else {
-        if (strstr(dec, "../") || strncmp(dec, "..", 2) == 0 || dec[0] == '/')
-            return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
-                                "Delta table %s: data file path escapes the table: %.200s",
-                                st->location, dec);
-        sb_adds(&name, dec);
-    }
-    if (name.overflow) {
-        sb_release(&name);
+    /* Which URIs name an object the table's storage can reach is the
+     * storage's to say (file:/// locally, s3:// and s3a:// on S3). */
+    if (is_uri(dec))
+        return st->ops->absolute_name(st, dec, out_name, err);
+    if (strstr(dec, "../") || strncmp(dec, "..", 2) == 0 || dec[0] == '/')
+        return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE,
+                            "Delta table %s: data file path escapes the table: %.200s",
+                            st->location, dec);
+    if (!(*out_name = strdup(dec)))
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    *out_name = sb_detach(&name, NULL);
     return VT_ERR_OK;
 }
 
@@ -1161,7 +1133,8 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
         if (rc == VT_ERR_OK && ctx && ctx->for_lazy)
             rc = source_scan_select_list(&scan, &list, err);
         if (rc == VT_ERR_OK && list)
-            rc = source_lazy_build(t->duck, out, ds, ctx, fetched, cols, schema->n, list, err);
+            rc = source_lazy_build(t->duck, out, ds, ctx, fetched, storage_take_reader(t->st),
+                                   cols, schema->n, list, err);
         free(list);
     }
     if (rc == VT_ERR_OK) {
@@ -1175,10 +1148,6 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
                   (long long)t->version, n, (long long)t->total_bytes);
     if (t->st->access_denied && out_access_denied)
         *out_access_denied = true;
-    for (size_t i = 0; fetched && i < n; i++) {
-        free(fetched[i].bucket);
-        free(fetched[i].key);
-    }
     free(fetched);
     free(paths);
     free(pvals);

@@ -25,14 +25,14 @@
  * The values, comparisons and verdicts are lazy_stats.c's: anything not
  * understood means "may match", so pruning never changes an answer.
  *
- * S3 generations read sparse files of the range cache (rangecache.h): the
+ * Generations over kept objects (S3: sparse files of the range cache) read
+ * through the storage's reader (storage_reader in sources_internal.h): the
  * build fetched the footers; each request first makes present, for the files
  * it reads, the chunks (and bloom filters) of the columns it references in
  * every row group, with the footer (measured with strace: that is exactly
  * what DuckDB's reader touches), held until the run ends. A statement over
  * the whole view (export, SQL) makes whole objects present first.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +40,6 @@
 
 #include "engine/engine.h"
 #include "sources/rangecache.h"
-#include "sources/s3.h"
 #include "sources/sources_internal.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -64,10 +63,9 @@ struct lfile {
     char **pvals;               /* borrowed from the snapshot's files */
     uint64_t dv;                /* its deletion vector (dvset.c), 0 none */
     bool pinned;                /* a link of the snapshot: cannot change */
-    /* S3: the object (the sparse file at `path` holds what was fetched):
-     * its version tag (the cache key) and listed ETag (If-Match; NULL for
-     * Delta data files, which are immutable and keyed by size) */
-    char *bucket, *key, *etag, *if_match;
+    /* A kept object of the storage's reader (the local file at `path`
+     * holds what was fetched of it so far), 0 for a whole local file. */
+    size_t kept;
     int64_t footer_off;
 };
 
@@ -89,13 +87,10 @@ struct source_lazy {
     char *strings;              /* arena of the stats' text (one block) */
     int64_t rows;
     size_t bytes;
-    /* S3: where more of the objects comes from. One fetch at a time per
-     * generation (the client's bounds are per call). */
+    /* Where more of the kept objects comes from (S3); NULL when every file
+     * is a whole local file. */
     bool remote;
-    struct s3_client *client;
-    pthread_mutex_t fetch_mu;
-    char *cache_dir;
-    int64_t cache_max_bytes;
+    struct storage_reader *reader;
 };
 
 /* ---- building ------------------------------------------------------------------- */
@@ -106,15 +101,9 @@ static void lazy_free(struct source_lazy *lz)
         return;
     for (size_t i = 0; i < lz->n_files; i++) {
         free(lz->files[i].path);
-        free(lz->files[i].bucket);
-        free(lz->files[i].key);
-        free(lz->files[i].etag);
-        free(lz->files[i].if_match);
     }
     free(lz->files);
-    pthread_mutex_destroy(&lz->fetch_mu);
-    s3_client_destroy(lz->client);
-    free(lz->cache_dir);
+    storage_reader_close(lz->reader);
     free(lz->rg_rows);
     free(lz->stats);
     for (size_t c = 0; c < lz->n_cols; c++)
@@ -193,8 +182,8 @@ static int leaf_column(const struct source_lazy *lz, const char *const *file_col
  * the chunks and bloom filters of the columns cols[0..n_cols) (all columns
  * with n_cols 0 and cols NULL). */
 static enum vt_err ensure_file(const struct source_lazy *lz, size_t i, const bool *cols,
-                               size_t n_cols, struct range_cache_lease **holds,
-                               struct vt_error *err)
+                               size_t n_cols, int64_t deadline_ms, const atomic_bool *cancel,
+                               struct range_cache_lease **holds, struct vt_error *err)
 {
     const struct lfile *f = &lz->files[i];
     size_t nrg = f->n_rg;
@@ -214,10 +203,8 @@ static enum vt_err ensure_file(const struct source_lazy *lz, size_t i, const boo
             if (s->bend > s->boff)
                 need[n++] = (struct range_cache_span){s->boff, s->bend - s->boff};
         }
-    struct range_cache_object o = {.cache_dir = lz->cache_dir, .max_bytes = lz->cache_max_bytes,
-                                   .bucket = f->bucket, .key = f->key, .etag = f->etag,
-                                   .if_match = f->if_match, .size = f->size};
-    enum vt_err rc = range_cache_ensure(&o, lz->client, need, n, holds, NULL, err);
+    enum vt_err rc =
+        lz->reader->ops->ensure(lz->reader, f->kept, need, n, deadline_ms, cancel, holds, err);
     free(need);
     return rc;
 }
@@ -246,14 +233,16 @@ static int64_t footer_start(const char *path, int64_t size)
 enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *snap,
                               const struct vt_dataset_config *ds,
                               const struct source_context *ctx,
-                              const struct storage_fetch *fetched,
+                              const struct storage_fetch *fetched, struct storage_reader *reader,
                               const struct source_scan_column *cols, size_t n_cols,
                               const char *select_list, struct vt_error *err)
 {
     struct source_lazy *lz = calloc(1, sizeof *lz);
-    if (!lz)
+    if (!lz) {
+        storage_reader_close(reader);
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-    pthread_mutex_init(&lz->fetch_mu, NULL);
+    }
+    lz->reader = reader;
     enum vt_err rc = VT_ERR_OK;
     size_t nf = snap->n_files, np = snap->n_partitions;
     lz->n_cols = n_cols;
@@ -280,21 +269,12 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
         f->dv = snap->files[i].dv;
         f->pinned = snap->pin_dir && strncmp(f->path, snap->pin_dir, strlen(snap->pin_dir)) == 0;
         struct stat st;
-        if (fetched && fetched[i].bucket) {
-            /* An S3 object in the range cache: the file there is ours. */
+        if (fetched && fetched[i].kept && reader) {
+            /* A kept object (S3, in the range cache): the file is ours. */
             lz->remote = true;
             f->pinned = true;
-            f->bucket = strdup(fetched[i].bucket);
-            f->key = strdup(fetched[i].key);
-            char tag[48];
-            snprintf(tag, sizeof tag, "size:%lld", (long long)f->size);
-            f->etag = strdup(fetched[i].etag ? fetched[i].etag : tag);
-            f->if_match = fetched[i].etag ? strdup(fetched[i].etag) : NULL;
+            f->kept = fetched[i].kept;
             f->footer_off = footer_start(f->path, f->size);
-            if (!f->bucket || !f->key || !f->etag) {
-                rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-                break;
-            }
         } else if (stat(f->path, &st) == 0) {
             /* Pinned or not: a pin (hard link, kept-open file) shares the
              * inode, so a file rewritten in place changes under it too. */
@@ -383,7 +363,7 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
                 /* Too much to keep: local files are served without planning
                  * (a view over every file, as before issue 17); S3 ones
                  * cannot be (queries fetch what the metadata says). */
-                bool remote = fetched && nf && fetched[0].bucket;
+                bool remote = fetched && nf && fetched[0].kept;
                 duckdb_destroy_result(&res);
                 sb_release(&sql);
                 for (size_t i = 0; i < nf && sorted; i++)
@@ -533,20 +513,12 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
         return rc;
     }
     if (lz->remote) {
-        char buf[4096];
-        lz->cache_dir = strdup(storage_cache_dir(ctx, buf, sizeof buf));
-        lz->cache_max_bytes = ctx ? ctx->cache_max_bytes : 0;
-        rc = lz->cache_dir ? s3_client_create(&ds->s3, &lz->client, err)
-                           : vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-        if (rc == VT_ERR_OK && ctx)
-            s3_client_bound(lz->client, ctx->deadline_ms, ctx->cancel);
         /* The build's first look at the rows (a sample) reads the first file
          * (a parallel scan reads several of its row groups at once): present
          * it, held until the build ends. */
-        if (rc == VT_ERR_OK && lz->n_files && lz->files[0].n_rg)
-            rc = ensure_file(lz, 0, NULL, 0, &snap->holds, err);
-        if (rc == VT_ERR_OK)
-            s3_client_bound(lz->client, 0, NULL);
+        if (lz->n_files && lz->files[0].n_rg)
+            rc = ensure_file(lz, 0, NULL, 0, ctx ? ctx->deadline_ms : 0, ctx ? ctx->cancel : NULL,
+                             &snap->holds, err);
         if (rc != VT_ERR_OK) {
             lazy_free(lz);
             return rc;
@@ -745,14 +717,10 @@ static enum vt_err ensure_for(const struct source_lazy *lz, const size_t *files,
                               const bool *cols, int64_t deadline_ms, const atomic_bool *cancel,
                               struct range_cache_lease **holds, struct vt_error *err)
 {
-    struct source_lazy *w = (struct source_lazy *)lz; /* the fetch lock and client */
-    pthread_mutex_lock(&w->fetch_mu);
-    s3_client_bound(w->client, deadline_ms, cancel);
     enum vt_err rc = VT_ERR_OK;
     for (size_t i = 0; i < n && rc == VT_ERR_OK; i++)
-        rc = ensure_file(lz, files[i], cols, cols ? lz->n_cols : 0, holds, err);
-    s3_client_bound(w->client, 0, NULL);
-    pthread_mutex_unlock(&w->fetch_mu);
+        rc = ensure_file(lz, files[i], cols, cols ? lz->n_cols : 0, deadline_ms, cancel, holds,
+                         err);
     return rc;
 }
 
@@ -774,21 +742,13 @@ enum vt_err source_lazy_read_all(const struct source_lazy *lz, int64_t deadline_
     *holds = NULL;
     if (!lz || !lz->remote)
         return VT_ERR_OK;
-    struct source_lazy *w = (struct source_lazy *)lz;
-    pthread_mutex_lock(&w->fetch_mu);
-    s3_client_bound(w->client, deadline_ms, cancel);
     enum vt_err rc = VT_ERR_OK;
     for (size_t i = 0; i < lz->n_files && rc == VT_ERR_OK; i++) {
         const struct lfile *f = &lz->files[i];
         struct range_cache_span all = {0, f->size};
-        struct range_cache_object o = {.cache_dir = lz->cache_dir,
-                                       .max_bytes = lz->cache_max_bytes, .bucket = f->bucket,
-                                       .key = f->key, .etag = f->etag,
-                                       .if_match = f->if_match, .size = f->size};
-        rc = range_cache_ensure(&o, lz->client, &all, 1, holds, NULL, err);
+        rc = lz->reader->ops->ensure(lz->reader, f->kept, &all, 1, deadline_ms, cancel, holds,
+                                     err);
     }
-    s3_client_bound(w->client, 0, NULL);
-    pthread_mutex_unlock(&w->fetch_mu);
     if (rc != VT_ERR_OK) {
         range_cache_release(*holds);
         *holds = NULL;

@@ -72,16 +72,8 @@ static enum vt_err where_of(const char *loc, struct where *out, struct vt_error 
      * any hive layout: a location inside year=2024/ still has a year. */
     struct strbuf hb;
     sb_init(&hb, 0);
-    const char *path = loc;
-    size_t plen = cut;
-    if (storage_is_s3(loc)) {
-        const char *slash = strchr(loc + 5, '/');
-        path = slash ? slash + 1 : loc + plen;
-        plen = (size_t)(loc + plen - path);
-    } else if (strncmp(loc, "file://", 7) == 0) {
-        path += 7;
-        plen -= 7;
-    }
+    const char *path = storage_location_path(loc);
+    size_t plen = path <= loc + cut ? (size_t)(loc + cut - path) : 0;
     sb_add(&hb, path, plen);
     if (!out->pattern && hb.len && hb.buf[hb.len - 1] != '/')
         sb_addc(&hb, '/');
@@ -361,7 +353,7 @@ static char *listing_digest(const char *scheme, const struct storage_listing *l)
 
 /* Columns of the files, then the SELECT and the schema. */
 static enum vt_err build_select(const struct vt_dataset_config *ds,
-                                const struct source_context *ctx,
+                                const struct source_context *ctx, struct storage *st,
                                 const struct storage_fetch *fetched, struct source_snapshot *out,
                                 struct vt_error *err)
 {
@@ -426,7 +418,8 @@ static enum vt_err build_select(const struct vt_dataset_config *ds,
         if (rc == VT_ERR_OK && ctx && ctx->for_lazy)
             rc = source_scan_select_list(&scan, &list, err);
         if (rc == VT_ERR_OK && list)
-            rc = source_lazy_build(duck, out, ds, ctx, fetched, cols, nc, list, err);
+            rc = source_lazy_build(duck, out, ds, ctx, fetched, storage_take_reader(st), cols,
+                                   nc, list, err);
         free(list);
     }
     free(cols);
@@ -446,17 +439,8 @@ static enum vt_err open_and_select(const struct vt_dataset_config *ds,
     enum vt_err rc = where_of(ds->location ? ds->location : "", w, err);
     if (rc == VT_ERR_OK)
         rc = storage_open(ds, w->root, ctx, st, err);
-    /* An S3 location's listing may come from the listing cache. */
-    char *key = NULL;
-    if (rc == VT_ERR_OK && ctx && ctx->list_cache && strcmp((*st)->ops->scheme, "s3") == 0) {
-        struct strbuf k;
-        sb_init(&k, 0);
-        sb_addf(&k, "%s\n%s\n%s\n%s", ds->s3.endpoint ? ds->s3.endpoint : "",
-                ds->s3.region ? ds->s3.region : "",
-                ds->s3.access_key_id_env ? ds->s3.access_key_id_env : "", ds->location);
-        key = k.overflow ? NULL : sb_detach(&k, NULL);
-        sb_release(&k);
-    }
+    /* A listing may come from the listing cache (S3 storages say where). */
+    char *key = rc == VT_ERR_OK && ctx && ctx->list_cache ? storage_listing_key(*st) : NULL;
     if (rc == VT_ERR_OK && key && list_cache_get(key, ctx->list_cache_ttl_secs, files)) {
         log_debug("parquet %s: listing from the listing cache", ds->location);
     } else if (rc == VT_ERR_OK) {
@@ -530,14 +514,10 @@ enum vt_err source_parquet_resolve(const struct vt_dataset_config *ds,
         }
     }
     if (rc == VT_ERR_OK)
-        rc = build_select(ds, ctx, fetch, out, err);
+        rc = build_select(ds, ctx, st, fetch, out, err);
     if (rc == VT_ERR_OK)
         log_debug("parquet %s: %zu files, %lld bytes, %zu partition columns", ds->location, n,
                   (long long)out->total_bytes, out->n_partitions);
-    for (size_t i = 0; fetch && i < n; i++) {
-        free(fetch[i].bucket);
-        free(fetch[i].key);
-    }
     free(fetch);
     storage_listing_release(&files);
     storage_close(st);

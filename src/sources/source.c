@@ -1,5 +1,5 @@
 /*
- * Source dispatch by kind, the projection over a snapshot's SELECT, and the
+ * Source dispatch by kind (a table of the file source kinds), the projection over a snapshot's SELECT, and the
  * snapshot's one release (memory, temporary downloads, pinned links).
  */
 #include <stdatomic.h>
@@ -14,6 +14,30 @@
 #include "util/file.h"
 #include "util/timeutil.h"
 
+/* The file source kinds: one row each (a new kind is a row and a resolver;
+ * kind query is built from SQL by the catalog, not from files). */
+struct source_kind {
+    enum cfg_source_kind kind;
+    enum vt_err (*resolve)(const struct vt_dataset_config *ds, const struct source_context *ctx,
+                           struct source_snapshot *out, bool *out_access_denied,
+                           struct vt_error *err);
+    enum vt_err (*measure)(const struct vt_dataset_config *ds, const struct source_context *ctx,
+                           int64_t *out_bytes, bool *out_access_denied, struct vt_error *err);
+};
+
+static const struct source_kind KINDS[] = {
+    {CFG_SOURCE_PARQUET, source_parquet_resolve, source_parquet_measure},
+    {CFG_SOURCE_DELTA, source_delta_resolve, source_delta_measure},
+};
+
+static const struct source_kind *kind_of(const struct vt_dataset_config *ds)
+{
+    for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
+        if (KINDS[i].kind == ds->kind)
+            return &KINDS[i];
+    return NULL;
+}
+
 enum vt_err source_resolve(const struct vt_dataset_config *ds, const struct source_context *ctx,
                            struct source_snapshot *out, bool *out_access_denied,
                            struct vt_error *err)
@@ -21,16 +45,11 @@ enum vt_err source_resolve(const struct vt_dataset_config *ds, const struct sour
     if (out_access_denied)
         *out_access_denied = false;
     memset(out, 0, sizeof *out);
-    switch (ds->kind) {
-    case CFG_SOURCE_PARQUET:
-        return source_parquet_resolve(ds, ctx, out, out_access_denied, err);
-    case CFG_SOURCE_DELTA:
-        return source_delta_resolve(ds, ctx, out, out_access_denied, err);
-    case CFG_SOURCE_QUERY:
-        break;
-    }
-    return vt_error_set(err, VT_ERR_INTERNAL, "dataset %s: kind query has no file source",
-                        ds->name);
+    const struct source_kind *k = kind_of(ds);
+    if (!k)
+        return vt_error_set(err, VT_ERR_INTERNAL, "dataset %s: its kind has no file source",
+                            ds->name);
+    return k->resolve(ds, ctx, out, out_access_denied, err);
 }
 
 enum vt_err source_measure(const struct vt_dataset_config *ds, const struct source_context *ctx,
@@ -39,16 +58,11 @@ enum vt_err source_measure(const struct vt_dataset_config *ds, const struct sour
     *out_bytes = 0;
     if (out_access_denied)
         *out_access_denied = false;
-    switch (ds->kind) {
-    case CFG_SOURCE_PARQUET:
-        return source_parquet_measure(ds, ctx, out_bytes, out_access_denied, err);
-    case CFG_SOURCE_DELTA:
-        return source_delta_measure(ds, ctx, out_bytes, out_access_denied, err);
-    case CFG_SOURCE_QUERY:
-        break;
-    }
-    return vt_error_set(err, VT_ERR_INTERNAL, "dataset %s: kind query has no file source",
-                        ds->name);
+    const struct source_kind *k = kind_of(ds);
+    if (!k)
+        return vt_error_set(err, VT_ERR_INTERNAL, "dataset %s: its kind has no file source",
+                            ds->name);
+    return k->measure(ds, ctx, out_bytes, out_access_denied, err);
 }
 
 enum vt_err source_select_sql(const struct source_snapshot *snap, const struct strvec *columns,

@@ -24,6 +24,7 @@
 #define VT_SOURCES_INTERNAL_H
 
 #include <duckdb.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,12 +62,14 @@ struct storage_fetch {
     const char *etag;           /* S3: sent as If-Match and part of the cache key; NULL:
                                  * the object is immutable (Delta) and keyed by size */
     char *path;                 /* out: local path (caller frees) */
-    /* out, S3 objects kept for a lazy generation: where the object is (the
-     * lazy metadata fetches more of it per query); NULL otherwise. */
-    char *bucket, *key;
+    /* out, objects kept for a lazy generation whose other bytes come later
+     * (S3: the sparse file at `path` holds the footer): the object's number
+     * (> 0) in the storage's reader (storage_take_reader); 0 otherwise. */
+    size_t kept;
 };
 
 struct storage;
+struct storage_reader;
 
 struct storage_ops {
     const char *scheme;         /* "file" or "s3" (messages, digests) */
@@ -95,7 +98,39 @@ struct storage_ops {
     enum vt_err (*fetch)(struct storage *st, struct storage_fetch *items, size_t n,
                          enum storage_use use, struct source_snapshot *snap,
                          struct vt_error *err);
+    /* The reader of the objects kept so far (NULL when none was, and for
+     * storages whose files are whole local files); ownership passes. May be
+     * NULL. */
+    struct storage_reader *(*take_reader)(struct storage *st);
+    /* The key this storage's listings are cached under (listcache.c),
+     * malloc'd; NULL when its listings are not cached (local files: a
+     * listing is cheap and must see every change). May be NULL. */
+    char *(*listing_key)(struct storage *st);
+    /* The storage name (for stat/read/fetch) of an object named by an
+     * absolute URI in a Delta log (file:///..., s3://..., s3a://...):
+     * VT_ERR_SOURCE_UNSUPPORTED when this storage cannot reach it. */
+    enum vt_err (*absolute_name)(const struct storage *st, const char *uri, char **out,
+                                 struct vt_error *err);
     void (*destroy)(struct storage *st);
+};
+
+/* Kept objects' bytes, read after the build (a lazy generation's queries
+ * make present what they read). It outlives the storage that kept them. */
+struct range_cache_span;
+struct range_cache_lease;
+struct storage_reader_ops {
+    /* Makes need[0..n) of object `kept` present in its local file (the
+     * fetch's path), within the deadline (0 none) and until *cancel; adds
+     * leases to *holds (not evicted until released). */
+    enum vt_err (*ensure)(struct storage_reader *r, size_t kept,
+                          const struct range_cache_span *need, size_t n, int64_t deadline_ms,
+                          const atomic_bool *cancel, struct range_cache_lease **holds,
+                          struct vt_error *err);
+    void (*destroy)(struct storage_reader *r);
+};
+
+struct storage_reader {
+    const struct storage_reader_ops *ops;
 };
 
 struct storage {
@@ -115,6 +150,14 @@ enum vt_err storage_open(const struct vt_dataset_config *ds, const char *root,
                          struct vt_error *err);
 void storage_close(struct storage *st);
 bool storage_is_s3(const char *location);
+/* The path part of a location: the key on S3 (after the bucket), the path
+ * of a file:// URL, else the location itself. */
+const char *storage_location_path(const char *location);
+/* The storage's take_reader, or NULL when it has none. */
+struct storage_reader *storage_take_reader(struct storage *st);
+/* The storage's listing_key, or NULL when it has none. */
+char *storage_listing_key(struct storage *st);
+void storage_reader_close(struct storage_reader *r);
 /* Where S3 objects of lazy datasets are cached, and where downloads go. */
 const char *storage_cache_dir(const struct source_context *ctx, char *buf, size_t cap);
 
@@ -317,11 +360,12 @@ enum lazy_verdict lazy_pred_verdict(enum lazy_class c, const struct query_pred *
 
 /* Reads the footers of every file of a lazy snapshot once and keeps what
  * plans requests (snap->lazy): the output columns as the scan builds them,
- * and the SELECT's column list. */
+ * and the SELECT's column list. `reader` (ownership passes; NULL for whole
+ * local files) reads more of the kept objects per request. */
 enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *snap,
                               const struct vt_dataset_config *ds,
                               const struct source_context *ctx,
-                              const struct storage_fetch *fetched,
+                              const struct storage_fetch *fetched, struct storage_reader *reader,
                               const struct source_scan_column *cols, size_t n_cols,
                               const char *select_list, struct vt_error *err);
 void source_lazy_destroy(struct source_lazy *lz);

@@ -14,6 +14,31 @@ bool storage_is_s3(const char *location)
     return location && strncmp(location, "s3://", 5) == 0;
 }
 
+const char *storage_location_path(const char *location)
+{
+    if (storage_is_s3(location)) {
+        const char *slash = strchr(location + 5, '/');
+        return slash ? slash + 1 : location + strlen(location);
+    }
+    return strncmp(location, "file://", 7) == 0 ? location + 7 : location;
+}
+
+struct storage_reader *storage_take_reader(struct storage *st)
+{
+    return st && st->ops->take_reader ? st->ops->take_reader(st) : NULL;
+}
+
+char *storage_listing_key(struct storage *st)
+{
+    return st && st->ops->listing_key ? st->ops->listing_key(st) : NULL;
+}
+
+void storage_reader_close(struct storage_reader *r)
+{
+    if (r)
+        r->ops->destroy(r);
+}
+
 enum vt_err storage_open(const struct vt_dataset_config *ds, const char *root,
                          const struct source_context *ctx, struct storage **out,
                          struct vt_error *err)

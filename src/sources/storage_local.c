@@ -556,6 +556,31 @@ static enum vt_err local_fetch(struct storage *st, struct storage_fetch *items, 
     return link_for_duckdb(ls, items, n, snap, err);
 }
 
+/* file:/path, file:///path and file://localhost/path name local files;
+ * anything else (another host, another scheme) is out of reach. */
+static enum vt_err local_absolute_name(const struct storage *st, const char *uri, char **out,
+                                       struct vt_error *err)
+{
+    *out = NULL;
+    if (strncmp(uri, "file:", 5) != 0)
+        return vt_error_set(err, VT_ERR_SOURCE_UNSUPPORTED,
+                            "%s: data file URI scheme not readable here: %.200s", st->location,
+                            uri);
+    const char *p = uri + 5;
+    if (strncmp(p, "//", 2) == 0) {
+        p += 2;
+        if (*p != '/') { /* file://host/path: only an empty or local host */
+            if (strncmp(p, "localhost/", 10) != 0)
+                return vt_error_set(err, VT_ERR_SOURCE_UNSUPPORTED,
+                                    "%s: data file on a remote host: %.200s", st->location, uri);
+            p += 9;
+        }
+    }
+    if (!(*out = strdup(p)))
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    return VT_ERR_OK;
+}
+
 static void local_destroy(struct storage *st)
 {
     struct local_storage *ls = (struct local_storage *)st;
@@ -569,6 +594,7 @@ static const struct storage_ops local_ops = {
     .stat = local_stat,
     .read = local_read,
     .fetch = local_fetch,
+    .absolute_name = local_absolute_name,
     .destroy = local_destroy,
 };
 

@@ -14,6 +14,7 @@
  * the ranges they read (lazy.c). Objects without an ETag (Delta data files,
  * immutable by protocol) are keyed by their size.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +25,135 @@
 #include "util/limits.h"
 #include "util/log.h"
 
+struct s3_reader;
+
 struct s3_storage {
     struct storage base;
     struct s3_client *c;
+    const struct s3_config *cfg; /* the dataset's (borrowed, for the resolve) */
     char *bucket;
     char *key;                  /* the root key as configured ("" = bucket root) */
     char *prefix;               /* key + '/' unless empty or already ending in '/' */
+    struct s3_reader *reader;   /* objects kept so far (lazy generations), or NULL */
 };
+
+/* ---- the reader of kept objects ------------------------------------------ */
+
+/* One object kept for a lazy generation: where it is and which version. */
+struct s3_kept {
+    char *bucket, *key;
+    char *version;              /* the cache key: the listed ETag, or "size:N" (Delta data
+                                 * files are immutable and listed without one) */
+    char *if_match;             /* the listed ETag, or NULL */
+    int64_t size;
+};
+
+/* Its own client (the storage's goes with the resolve); one fetch at a time,
+ * since the client's bounds are per call. */
+struct s3_reader {
+    struct storage_reader base;
+    struct s3_client *c;
+    pthread_mutex_t mu;
+    char *cache_dir;
+    int64_t max_bytes;
+    struct s3_kept *objs;
+    size_t n, cap;
+};
+
+static enum vt_err reader_ensure(struct storage_reader *r, size_t kept,
+                                 const struct range_cache_span *need, size_t n,
+                                 int64_t deadline_ms, const atomic_bool *cancel,
+                                 struct range_cache_lease **holds, struct vt_error *err)
+{
+    struct s3_reader *sr = (struct s3_reader *)r;
+    if (kept == 0 || kept > sr->n)
+        return vt_error_set(err, VT_ERR_INTERNAL, "no kept object %zu", kept);
+    const struct s3_kept *k = &sr->objs[kept - 1];
+    struct range_cache_object o = {.cache_dir = sr->cache_dir, .max_bytes = sr->max_bytes,
+                                   .bucket = k->bucket, .key = k->key, .etag = k->version,
+                                   .if_match = k->if_match, .size = k->size};
+    pthread_mutex_lock(&sr->mu);
+    s3_client_bound(sr->c, deadline_ms, cancel);
+    enum vt_err rc = range_cache_ensure(&o, sr->c, need, n, holds, NULL, err);
+    s3_client_bound(sr->c, 0, NULL);
+    pthread_mutex_unlock(&sr->mu);
+    return rc;
+}
+
+static void reader_destroy(struct storage_reader *r)
+{
+    struct s3_reader *sr = (struct s3_reader *)r;
+    for (size_t i = 0; i < sr->n; i++) {
+        free(sr->objs[i].bucket);
+        free(sr->objs[i].key);
+        free(sr->objs[i].version);
+        free(sr->objs[i].if_match);
+    }
+    free(sr->objs);
+    s3_client_destroy(sr->c);
+    pthread_mutex_destroy(&sr->mu);
+    free(sr->cache_dir);
+    free(sr);
+}
+
+static const struct storage_reader_ops s3_reader_ops = {
+    .ensure = reader_ensure,
+    .destroy = reader_destroy,
+};
+
+/* Keeps one object in the storage's reader (made on first use); its number
+ * (> 0) in *out. */
+static enum vt_err reader_keep(struct s3_storage *ss, const char *bucket, const char *key,
+                               const char *version, const char *if_match, int64_t size,
+                               const char *cache_dir, size_t *out, struct vt_error *err)
+{
+    if (!ss->reader) {
+        struct s3_reader *sr = calloc(1, sizeof *sr);
+        if (!sr)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        sr->base.ops = &s3_reader_ops;
+        pthread_mutex_init(&sr->mu, NULL);
+        sr->cache_dir = strdup(cache_dir);
+        sr->max_bytes = ss->base.ctx ? ss->base.ctx->cache_max_bytes : 0;
+        enum vt_err rc = sr->cache_dir ? s3_client_create(ss->cfg, &sr->c, err)
+                                       : vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        if (rc != VT_ERR_OK) {
+            reader_destroy(&sr->base);
+            return rc;
+        }
+        ss->reader = sr;
+    }
+    struct s3_reader *sr = ss->reader;
+    if (sr->n == sr->cap) {
+        size_t cap = sr->cap ? sr->cap * 2 : 16;
+        struct s3_kept *p = realloc(sr->objs, cap * sizeof *p);
+        if (!p)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        sr->objs = p;
+        sr->cap = cap;
+    }
+    struct s3_kept *k = &sr->objs[sr->n];
+    *k = (struct s3_kept){.bucket = strdup(bucket), .key = strdup(key),
+                          .version = strdup(version),
+                          .if_match = if_match ? strdup(if_match) : NULL, .size = size};
+    if (!k->bucket || !k->key || !k->version || (if_match && !k->if_match)) {
+        free(k->bucket);
+        free(k->key);
+        free(k->version);
+        free(k->if_match);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    *out = ++sr->n;
+    return VT_ERR_OK;
+}
+
+static struct storage_reader *s3s_take_reader(struct storage *st)
+{
+    struct s3_storage *ss = (struct s3_storage *)st;
+    struct s3_reader *sr = ss->reader;
+    ss->reader = NULL;
+    return sr ? &sr->base : NULL;
+}
 
 static void note(struct storage *st, const struct s3_outcome *oc)
 {
@@ -255,12 +378,9 @@ static enum vt_err fetch_to_cache(struct s3_storage *ss, struct storage_fetch *i
             .etag = items[i].etag ? items[i].etag : tag, .if_match = items[i].etag,
             .size = items[i].size};
         rc = fetch_footer(ss, &o, snap, &items[i].path, err);
-        if (rc == VT_ERR_OK) {
-            items[i].bucket = strdup(buckets[i]);
-            items[i].key = strdup(keys[i]);
-            if (!items[i].bucket || !items[i].key)
-                rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
-        }
+        if (rc == VT_ERR_OK)
+            rc = reader_keep(ss, buckets[i], keys[i], o.etag, o.if_match, o.size, dir,
+                             &items[i].kept, err);
     }
     return rc;
 }
@@ -320,9 +440,44 @@ static enum vt_err s3s_fetch(struct storage *st, struct storage_fetch *items, si
     return rc;
 }
 
+/* Listings are cached per endpoint, region, credentials and location. */
+static char *s3s_listing_key(struct storage *st)
+{
+    struct s3_storage *ss = (struct s3_storage *)st;
+    const struct s3_config *c = ss->cfg;
+    struct strbuf k;
+    sb_init(&k, 0);
+    sb_addf(&k, "%s\n%s\n%s\n%s", c && c->endpoint ? c->endpoint : "",
+            c && c->region ? c->region : "", c && c->access_key_id_env ? c->access_key_id_env : "",
+            st->location ? st->location : "");
+    char *key = k.overflow ? NULL : sb_detach(&k, NULL);
+    sb_release(&k);
+    return key;
+}
+
+/* s3:// and s3a:// (Hadoop's name for the same store) URIs, read as s3://. */
+static enum vt_err s3s_absolute_name(const struct storage *st, const char *uri, char **out,
+                                     struct vt_error *err)
+{
+    *out = NULL;
+    bool s3a = strncmp(uri, "s3a://", 6) == 0;
+    if (!s3a && strncmp(uri, "s3://", 5) != 0)
+        return vt_error_set(err, VT_ERR_SOURCE_UNSUPPORTED,
+                            "%s: data file URI scheme not readable here: %.200s", st->location,
+                            uri);
+    struct strbuf name;
+    sb_init(&name, 0);
+    sb_addf(&name, "s3://%s", uri + (s3a ? 6 : 5));
+    *out = name.overflow ? NULL : sb_detach(&name, NULL);
+    sb_release(&name);
+    return *out ? VT_ERR_OK : vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
 static void s3s_destroy(struct storage *st)
 {
     struct s3_storage *ss = (struct s3_storage *)st;
+    if (ss->reader)
+        reader_destroy(&ss->reader->base);
     s3_client_destroy(ss->c);
     free(ss->bucket);
     free(ss->key);
@@ -336,6 +491,9 @@ static const struct storage_ops s3_ops = {
     .stat = s3s_stat,
     .read = s3s_read,
     .fetch = s3s_fetch,
+    .take_reader = s3s_take_reader,
+    .listing_key = s3s_listing_key,
+    .absolute_name = s3s_absolute_name,
     .destroy = s3s_destroy,
 };
 
@@ -354,6 +512,7 @@ enum vt_err storage_s3_open(const char *root, const struct s3_config *cfg,
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     }
     ss->base.ops = &s3_ops;
+    ss->cfg = cfg;
     ss->bucket = u.bucket;
     ss->key = u.key;
     size_t kl = strlen(ss->key);
