@@ -23,7 +23,7 @@ endif
 CFLAGS  := -std=c17 -g -fno-omit-frame-pointer -pthread $(OPT) $(WARN) $(DEFS) -Isrc -isystem $(DUCKDB_DIR) -MMD -MP
 CXXFLAGS:= -std=c++17 -g -fno-omit-frame-pointer -pthread $(OPT) -Wall -Wextra -Werror -Isrc -MMD -MP
 RPATH   := -Wl,-rpath,'$$ORIGIN/../third_party/duckdb:$$ORIGIN/../../third_party/duckdb:$$ORIGIN/../../../third_party/duckdb'
-LDLIBS  := -L$(DUCKDB_DIR) -lduckdb $(RPATH) -lmicrohttpd -ljansson -lcurl -lz -lbrotlienc -lbrotlidec \
+LDLIBS  := -L$(DUCKDB_DIR) -lduckdb $(RPATH) -ljansson -lcurl -lz -lbrotlienc -lbrotlidec \
            -lzstd -lxxhash -lexpat -lssl -lcrypto -lsystemd -ldouble-conversion -lroaring -lstdc++ -lpthread -lm
 LDFLAGS := -pthread $(SANLD)
 
@@ -40,7 +40,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(shell find tools -name '*.c' 2>/dev/null | sort)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
 
-.PHONY: all deps unit e2e check run bench clean fuzz hostile fuzz-smoke fuzz-run-one docs-config
+.PHONY: all deps unit e2e contract-check check run bench clean fuzz hostile fuzz-smoke fuzz-run-one docs-config
 all: $(BUILD)/vitrine $(TOOL_BIN)
 
 deps: $(DUCKDB_DIR)/libduckdb.so
@@ -176,11 +176,24 @@ unit: $(UNIT_BIN)
 # port 0 in its own tmp_path), then the tests marked `serial` alone: those
 # assert wall-clock bounds (a scrape under a millisecond, a flood answered
 # within 100 ms) that a neighbour test would blur.
+# Both passes record every response they get into $(CONTRACT_DIR)
+# (tests/e2e/contract_rec.py); `make contract-check` afterwards validates them
+# against the OpenAPI document each server served (not yet part of check: the
+# document still lacks a few statuses, see issue 28 item 6).
 E2E_JOBS ?= 2
+CONTRACT_DIR = $(abspath $(BUILD))/contract
 e2e: all $(UNIT_BIN)
-	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x -p xdist -n $(E2E_JOBS) \
-	    -m 'not serial' tests/e2e $(PYTEST_ARGS)
-	VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x -m serial tests/e2e $(PYTEST_ARGS)
+	rm -rf $(CONTRACT_DIR)
+	VT_CONTRACT_DIR=$(CONTRACT_DIR) VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x \
+	    -p xdist -n $(E2E_JOBS) -m 'not serial' tests/e2e $(PYTEST_ARGS)
+	VT_CONTRACT_DIR=$(CONTRACT_DIR) VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x \
+	    -m serial tests/e2e $(PYTEST_ARGS)
+
+# The contract checked from outside (issue 28 item 6): the responses the last
+# e2e run recorded, validated by Stoplight Prism's response validator against
+# the document their server served (tests/e2e/contract/validate.cjs).
+contract-check:
+	cd tests/e2e && node contract/validate.cjs $(CONTRACT_DIR)
 
 # Unit tests first, then the black-box tests, one after the other (the
 # black-box tests measure time-outs and must not share the CPU with them).
@@ -239,6 +252,7 @@ FUZZ_SRC_fuzz_http_range       := src/http/range.c
 FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
 FUZZ_SRC_fuzz_http_host        := src/http/hosts.c src/util/strvec.c
+FUZZ_SRC_fuzz_http_wire        := src/http/wire.c src/util/strbuf.c src/util/errors.c
 FUZZ_SRC_fuzz_http_path        := src/http/router.c src/util/arena.c src/util/errors.c
 FUZZ_LIBS_fuzz_http_path       := -isystem $(DUCKDB_DIR)
 FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
@@ -322,6 +336,7 @@ DICT_fuzz_http_range       := tests/fuzz/http.dict
 DICT_fuzz_http_accept      := tests/fuzz/http.dict
 DICT_fuzz_http_conditional := tests/fuzz/http.dict
 DICT_fuzz_http_host        := tests/fuzz/http.dict
+DICT_fuzz_http_wire        := tests/fuzz/wire.dict
 DICT_fuzz_delta_log        := tests/fuzz/delta.dict
 DICT_fuzz_s3_list_xml      := tests/fuzz/s3.dict
 DICT_fuzz_jwks             := tests/fuzz/jwt.dict

@@ -106,9 +106,11 @@ static const struct op_doc docs[] = {
       {400, NULL, 0, 0, "The server was not started from a config file, or the file is invalid."}}},
     {api_dataset_reload, "admin", NULL, false, 0, false,
      {{200, "Reloaded", M_JSON, 0, "Rebuilt and swapped in; in-flight queries finished on the old copy."},
+      {400, NULL, 0, 0, "The source has no rows, cannot be opened or is not allowed now; the previous generation keeps serving."},
       {404, NULL, 0, 0, "No such dataset."},
-      {409, NULL, 0, 0, "The dataset is already building."},
-      {422, NULL, 0, 0, "The build failed; the previous generation keeps serving."}}},
+      {409, NULL, 0, 0, "The dataset is already building, or this replica is a reader (not_writer)."},
+      {422, NULL, 0, 0, "The build failed; the previous generation keeps serving."},
+      {504, NULL, 0, 0, "The build outlived server.request_timeout_ms; it goes on and publishes when done."}}},
     {api_dataset_status, "datasets", NULL, false, 0, false,
      {{200, "DatasetStatus", M_JSON, 0, "The dataset's status entry."},
       {404, NULL, 0, 0, "No such dataset."}}},
@@ -186,6 +188,7 @@ static const struct op_doc docs[] = {
      {{200, "JsonRpcResponse", M_JSON, 0, "A JSON-RPC response (tool errors are results with isError)."},
       {202, NULL, 0, 0, "A notification was accepted (no body)."},
       {400, "JsonRpcResponse", M_JSON, 0, "Not a JSON-RPC request (JSON-RPC error -32700/-32600), or an unsupported MCP-Protocol-Version."},
+      {403, "JsonRpcResponse", M_JSON, 0, "An Origin the server does not allow (server.allowed_origins, mcp.allowed_origins): JSON-RPC error -32600."},
       {413, NULL, 0, 0, NULL}}},
     {api_mcp_resource, "mcp", NULL, false, 0, false,
      {{200, "ProtectedResourceMetadata", M_JSON, 0, "OAuth 2.0 Protected Resource Metadata."}}},
@@ -258,6 +261,7 @@ static const char *status_text(int status)
     case 413: return "Request body larger than server.max_body_bytes.";
     case 415: return "The body must be sent with Content-Type: application/json.";
     case 416: return "Range not satisfiable.";
+    case 421: return "The Host header names a host this server does not answer.";
     case 422: return "Unprocessable.";
     case 503: return "Unavailable; retry later.";
     case 504: return "The request took longer than server.request_timeout_ms.";
@@ -292,7 +296,8 @@ static const struct {
     {api_datasets_persist, 400, "dataset_exists invalid_name source_unavailable no_config_file "
                                 "invalid_config"},
     {api_config_reload, 400, "no_config_file invalid_config"},
-    {api_dataset_reload, 409, "busy"},
+    {api_dataset_reload, 400, "source_empty source_unavailable source_not_allowed"},
+    {api_dataset_reload, 409, "busy not_writer"},
     {api_queries_create, 409, "name_taken"},
     {api_queries_delete, 403, "not_deletable"},
     {NULL, 400, "bad_request invalid_json"},
@@ -304,6 +309,7 @@ static const struct {
     {NULL, 413, "body_too_large"},
     {NULL, 415, "unsupported_media_type"},
     {NULL, 416, "range_not_satisfiable"},
+    {NULL, 421, "host_not_allowed"},
     {NULL, 422, "build_failed"},
     {NULL, 503, "dataset_not_ready dataset_failed unavailable"},
     {NULL, 504, "timeout"},
@@ -527,6 +533,22 @@ static json_t *security(enum auth_perm perm, bool is_get, const struct vt_config
     return sec;
 }
 
+/* Whether some Host value gets 421 host_not_allowed on every route
+ * (http/hosts.h): always, unless allowed_hosts lists "*" or the listener is
+ * not loopback and allowed_hosts is empty (then any name is answered). */
+static bool host_refusals(const struct vt_config *cfg)
+{
+    const struct strvec *h = &cfg->server.allowed_hosts;
+    for (size_t i = 0; i < h->len; i++)
+        if (!strcmp(h->items[i], "*"))
+            return false;
+    if (h->len)
+        return true;
+    const char *l = cfg->server.listen ? cfg->server.listen : "127.0.0.1";
+    return !strncmp(l, "127.", 4) || !strcmp(l, "::1") || !strcmp(l, "localhost") ||
+           !strcmp(l, "[::1]");
+}
+
 static json_t *path_param(const char *name)
 {
     if (!strcmp(name, "path"))
@@ -669,6 +691,12 @@ static json_t *operation(const struct http_route *r, const char *method, const s
                             "Not allowed: ADMIN_TOKEN unset (admin_disabled), or a token without "
                             "the scope (insufficient_scope)."};
         json_object_set_new(responses, "403", response(&e, r->handler));
+    }
+    if (host_refusals(cfg)) {
+        struct op_resp e = {421, NULL, 0, 0,
+                            "The Host header names a host the server does not answer "
+                            "(server.allowed_hosts; DNS-rebinding protection): on every route."};
+        json_object_set_new(responses, "421", response(&e, r->handler));
     }
     json_object_set_new(op, "responses", responses);
     return op;

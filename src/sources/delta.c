@@ -697,7 +697,8 @@ struct delta_table {
     struct delta_schema schema;
     struct source_duck *duck;
     int64_t version;
-    bool mapped;                        /* columnMapping mode "name" */
+    bool mapped;                        /* columnMapping mode "name" or "id" */
+    bool by_id;                         /* mode "id": files' field ids checked */
     size_t npc;
     const struct delta_field **pfields; /* partition columns, in metaData order */
     const struct delta_add **adds;      /* active files, sorted by path */
@@ -881,7 +882,9 @@ enum vt_err delta_table_open(const struct vt_dataset_config *ds, const struct so
     rc = delta_schema_parse(t->r.schema_string, strlen(t->r.schema_string), &t->schema, err);
     if (rc != VT_ERR_OK)
         goto done;
-    t->mapped = t->r.column_mapping_mode && strcmp(t->r.column_mapping_mode, "name") == 0;
+    t->mapped = t->r.column_mapping_mode && (strcmp(t->r.column_mapping_mode, "name") == 0 ||
+                                             strcmp(t->r.column_mapping_mode, "id") == 0);
+    t->by_id = t->mapped && strcmp(t->r.column_mapping_mode, "id") == 0;
     if (!t->mapped) {
         /* Mapping off: files use logical names even if physical-name metadata
          * was left in the schema. */
@@ -1013,6 +1016,107 @@ static enum vt_err load_dv(struct delta_table *t, size_t i, uint64_t *out_id,
 
 /* Data files made readable (in place, pinned, downloaded or cached) into
  * out->files, with their sizes and partition values. */
+/* ---- columnMapping mode "id" ------------------------------------------------- */
+
+/* The physical name of the field with this id (nested fields too), or NULL. */
+static const char *physical_of_id(const struct delta_field *f, size_t n, int64_t id);
+
+static const char *physical_of_type(const struct delta_type *t, int64_t id)
+{
+    if (!t)
+        return NULL;
+    const char *p = physical_of_id(t->fields, t->n_fields, id);
+    if (!p)
+        p = physical_of_type(t->elem, id);
+    return p ? p : physical_of_type(t->key, id);
+}
+
+static const char *physical_of_id(const struct delta_field *f, size_t n, int64_t id)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (f[i].id == id && f[i].physical)
+            return f[i].physical;
+        const char *p = physical_of_type(f[i].type, id);
+        if (p)
+            return p;
+    }
+    return NULL;
+}
+
+struct id_check {
+    const struct delta_table *t;
+    const char *bad;            /* the first mismatch, as "file\x01id\x01name" */
+    char *copy;
+};
+
+static enum vt_err id_row(void *ud, const char *text, size_t len, struct vt_error *err)
+{
+    struct id_check *c = ud;
+    const char *a = memchr(text, 1, len);
+    const char *b = a ? memchr(a + 1, 1, len - (size_t)(a + 1 - text)) : NULL;
+    if (!b || c->copy)
+        return VT_ERR_OK;
+    int64_t id = strtoll(a + 1, NULL, 10);
+    const char *want = physical_of_id(c->t->schema.fields, c->t->schema.n, id);
+    size_t nl = len - (size_t)(b + 1 - text);
+    if (!want || (strlen(want) == nl && memcmp(want, b + 1, nl) == 0))
+        return VT_ERR_OK;
+    if (!(c->copy = strndup(text, len)))
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    return VT_ERR_OK;
+}
+
+/* Mode "id" resolves a file's columns by Parquet field id. Writers (Spark,
+ * Databricks, delta-rs) also name them by the physical name, which is what
+ * the SELECT reads; so every field id a file carries that the schema knows
+ * must carry its physical name there, or the build fails naming the file
+ * (a file whose names differ from its ids, e.g. converted from Iceberg, is
+ * refused rather than read wrong). A file without a column's id lacks it
+ * (NULL), as in name mode. */
+static enum vt_err check_field_ids(const struct delta_table *t, const char *const *paths,
+                                   size_t n, struct vt_error *err)
+{
+    if (n == 0)
+        return VT_ERR_OK;
+    struct strbuf q;
+    sb_init(&q, 0);
+    sb_adds(&q, "SELECT concat_ws(chr(1), file_name, field_id::VARCHAR, name) FROM "
+                "parquet_schema([");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            sb_addc(&q, ',');
+        sb_add_sql_string(&q, paths[i]);
+    }
+    sb_adds(&q, "]) WHERE field_id IS NOT NULL");
+    if (q.overflow) {
+        sb_release(&q);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    struct id_check c = {.t = t};
+    enum vt_err rc = source_duck_each_text(t->duck, q.buf, id_row, &c, err);
+    sb_release(&q);
+    if (rc == VT_ERR_OK && c.copy) {
+        char *a = strchr(c.copy, 1), *b = a ? strchr(a + 1, 1) : NULL;
+        if (a && b) {
+            *a = *b = '\0';
+            /* The file by its log name, not the local (pinned or cached) path. */
+            const char *file = c.copy;
+            for (size_t i = 0; i < n; i++)
+                if (strcmp(paths[i], c.copy) == 0 && t->adds[i])
+                    file = t->adds[i]->path;
+            rc = vt_error_set(err, VT_ERR_SOURCE_UNSUPPORTED,
+                              "Delta table %s (columnMapping mode \"id\"): data file %.300s "
+                              "stores field id %s as \"%.100s\", not under its physical name "
+                              "\"%.100s\"",
+                              t->st->location, file, a + 1, b + 1,
+                              physical_of_id(t->schema.fields, t->schema.n,
+                                             strtoll(a + 1, NULL, 10)));
+        }
+    }
+    free(c.copy);
+    return rc;
+}
+
 static enum vt_err fetch_files(struct delta_table *t, const struct source_context *ctx,
                                struct source_snapshot *out, struct storage_fetch **out_fetched,
                                struct vt_error *err)
@@ -1084,6 +1188,8 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
         for (size_t k = 0; k < npc; k++)
             pvals[i * npc + k] = out->files[i].partition_values[k];
     }
+    if (rc == VT_ERR_OK && t->by_id)
+        rc = check_field_ids(t, paths, n, err);
     /* Probe the files' columns and build the SELECT. */
     if (rc == VT_ERR_OK)
         rc = source_duck_probe(t->duck, paths, n, &probe, err);

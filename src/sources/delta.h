@@ -62,6 +62,7 @@ struct delta_type {
 struct delta_field {
     char *name;                 /* logical name */
     char *physical;             /* columnMapping physical name, or NULL */
+    int64_t id;                 /* delta.columnMapping.id (Parquet field id), -1 none */
     struct delta_type *type;
 };
 

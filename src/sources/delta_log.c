@@ -571,12 +571,11 @@ enum vt_err delta_replay_text(struct delta_replay *r, const char *text, size_t l
 
 /* ---- protocol --------------------------------------------------------------- */
 
-static bool feature_supported(const char *f, const struct delta_replay *r)
+static bool feature_supported(const char *f)
 {
-    if (strcmp(f, "columnMapping") == 0)
-        return !r->column_mapping_mode || strcmp(r->column_mapping_mode, "id") != 0;
-    static const char *const ok[] = {"timestampNtz",         "v2Checkpoint",
-                                     "vacuumProtocolCheck",  "typeWidening",
+    static const char *const ok[] = {"columnMapping",        "timestampNtz",
+                                     "v2Checkpoint",         "vacuumProtocolCheck",
+                                     "typeWidening",
                                      "typeWidening-preview", "deletionVectors",
                                      "variantType",          "variantType-preview",
                                      "variantShredding-preview"};
@@ -606,20 +605,14 @@ enum vt_err delta_replay_check_protocol(const struct delta_replay *r, const char
     sb_init(&bad, 2048);
     for (size_t i = 0; i < r->n_reader_features; i++) {
         const char *f = r->reader_features[i];
-        if (feature_supported(f, r))
+        if (feature_supported(f))
             continue;
         if (bad.len)
             sb_adds(&bad, ", ");
         /* Feature names come from storage: show them bounded and printable. */
         for (size_t k = 0; f[k] && k < 64; k++)
             sb_addc(&bad, (f[k] >= 0x20 && f[k] < 0x7f) ? f[k] : '?');
-        if (strcmp(f, "columnMapping") == 0)
-            sb_adds(&bad, " (mode \"id\")");
     }
-    /* Reader version 2 means column mapping without a feature list. */
-    if (r->min_reader == 2 && r->column_mapping_mode &&
-        strcmp(r->column_mapping_mode, "id") == 0 && bad.len == 0)
-        sb_adds(&bad, "columnMapping (mode \"id\")");
     if (bad.len) {
         enum vt_err rc = vt_error_set(err, VT_ERR_SOURCE_UNSUPPORTED,
                                       "Delta table %s requires reader feature(s) vitrine does "
@@ -634,10 +627,10 @@ enum vt_err delta_replay_check_protocol(const struct delta_replay *r, const char
                             "Delta table %s requires reader version %d (vitrine reads 1 to 3)",
                             location, r->min_reader);
     if (r->column_mapping_mode && strcmp(r->column_mapping_mode, "none") != 0 &&
-        strcmp(r->column_mapping_mode, "name") != 0)
+        strcmp(r->column_mapping_mode, "name") != 0 && strcmp(r->column_mapping_mode, "id") != 0)
         return vt_error_set(err, VT_ERR_SOURCE_UNSUPPORTED,
                             "Delta table %s uses columnMapping mode \"%.16s\" (vitrine reads "
-                            "\"name\")",
+                            "\"name\" and \"id\")",
                             location, r->column_mapping_mode);
     return VT_ERR_OK;
 }

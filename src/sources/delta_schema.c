@@ -143,6 +143,8 @@ static enum vt_err parse_field(json_t *jf, int depth, struct parse_ctx *pc,
         if (!out->physical)
             return vt_error_set(pc->err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     }
+    json_t *id = md ? json_object_get(md, "delta.columnMapping.id") : NULL;
+    out->id = json_is_integer(id) && json_integer_value(id) >= 0 ? json_integer_value(id) : -1;
     out->type = calloc(1, sizeof *out->type);
     if (!out->type)
         return vt_error_set(pc->err, VT_ERR_OUT_OF_MEMORY, "out of memory");

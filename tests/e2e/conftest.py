@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 import requests
 
+import contract_rec
+
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("VITRINE_BUILD", REPO / "build"))
 VITRINE = BUILD / "vitrine"
@@ -69,6 +71,7 @@ class Server:
         self.workdir = Path(workdir)
         self.config_path = self.workdir / "datasets.toml"
         self.config_path.write_text(config_text)
+        self.config_text = config_text
         self.log_path = self.workdir / f"vitrine-{time.monotonic_ns()}.log"
         self.env = dict(os.environ)
         self.env.setdefault("VITRINE_LOG", "debug")
@@ -92,6 +95,7 @@ class Server:
             m = re.search(r"listening on http://[^:]+:(\d+)", self.log())
             if m:
                 self.port = int(m.group(1))
+                contract_rec.server_started(self)
                 return self
             if self.proc.poll() is not None:
                 raise RuntimeError(f"vitrine exited with {self.proc.returncode}:\n{self.log()}")
@@ -153,6 +157,7 @@ class Server:
     def stop(self, sig=signal.SIGTERM, timeout=60):
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else None
+        contract_rec.server_stopping(self)
         self.proc.send_signal(sig)
         try:
             self.proc.wait(timeout=timeout)
@@ -167,6 +172,7 @@ class Server:
         return self.proc.returncode
 
     def kill(self):
+        contract_rec.server_stopping(self, timeout=2)
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()

@@ -515,15 +515,80 @@ TEST(column_mapping_by_name_with_nested_fields)
     CHECK_EQ_STR(v, "1|{'x': inner, 'y': 5}|[{'z': 1}, {'z': 2}]|p1;2|NULL|NULL|p2");
     free(v);
     td_release(&snap);
-    /* Mode "id" is not supported: the error names it. */
+    /* Mode "id" over files without field ids: the physical names. */
     char *meta_id = tb_meta(fields, "[\"part\"]", "{\"delta.columnMapping.mode\":\"id\"}");
     commit3(dir, 2, meta_id, NULL, NULL);
+    CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_OK);
+    v = load_and(&snap, "SELECT string_agg(\"the id\" || '|' || coalesce(s::VARCHAR, 'NULL'), "
+                        "';' ORDER BY \"the id\") FROM mine");
+    CHECK_EQ_STR(v, "1|{'x': inner, 'y': 5};2|NULL");
+    free(v);
+    td_release(&snap);
+    /* An unknown mode fails naming it. */
+    char *meta_x = tb_meta(fields, "[\"part\"]", "{\"delta.columnMapping.mode\":\"idx\"}");
+    commit3(dir, 3, meta_x, NULL, NULL);
     CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_SOURCE_UNSUPPORTED);
-    CHECK_CONTAINS(vt_error_message(&err), "columnMapping");
+    CHECK_CONTAINS(vt_error_message(&err), "columnMapping mode \"idx\"");
     free(meta);
     free(meta_id);
+    free(meta_x);
     free(a1);
     free(a2);
+    tb_rm(dir);
+}
+
+/* columnMapping mode "id": columns found by Parquet field id, which writers
+ * pair with the physical names; a file whose field id sits under another
+ * name is refused naming it, never read wrong. */
+TEST(column_mapping_by_id)
+{
+    char dir[64];
+    tb_new(dir);
+    td_exec(&T, "COPY (SELECT 1::BIGINT AS \"col-1\", {'col-3': 'a'} AS \"col-2\") TO "
+                "'%s/f1.parquet' (FORMAT parquet, FIELD_IDS {\"col-1\": 1, \"col-2\": "
+                "{__duckdb_field_id: 2, \"col-3\": 3}})", dir);
+    td_exec(&T, "COPY (SELECT 2::BIGINT AS \"col-1\") TO '%s/f2.parquet' (FORMAT parquet, "
+                "FIELD_IDS {\"col-1\": 1})", dir);
+    const char *fields =
+        "[{\"name\":\"the id\",\"type\":\"long\",\"nullable\":true,\"metadata\":{"
+        "\"delta.columnMapping.id\":1,\"delta.columnMapping.physicalName\":\"col-1\"}},"
+        "{\"name\":\"s\",\"type\":{\"type\":\"struct\",\"fields\":["
+        "{\"name\":\"x\",\"type\":\"string\",\"nullable\":true,\"metadata\":{"
+        "\"delta.columnMapping.id\":3,\"delta.columnMapping.physicalName\":\"col-3\"}}]},"
+        "\"nullable\":true,\"metadata\":{\"delta.columnMapping.id\":2,"
+        "\"delta.columnMapping.physicalName\":\"col-2\"}}]";
+    char *meta = tb_meta(fields, NULL, "{\"delta.columnMapping.mode\":\"id\"}");
+    const char *proto = "{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,"
+                        "\"readerFeatures\":[\"columnMapping\"],"
+                        "\"writerFeatures\":[\"columnMapping\"]}}\n";
+    char *a1 = tb_add("f1.parquet", NULL, 1), *a2 = tb_add("f2.parquet", NULL, 1);
+    commit3(dir, 0, proto, meta, a1);
+    commit3(dir, 1, a2, NULL, NULL);
+    struct source_snapshot snap;
+    struct vt_error err = {0};
+    CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_OK);
+    CHECK_EQ_INT(snap.n_schema, 2);
+    if (snap.n_schema == 2) {
+        CHECK_EQ_STR(snap.schema_names[0], "the id");
+        CHECK_EQ_STR(snap.schema_names[1], "s");
+    }
+    char *v = load_and(&snap, "SELECT string_agg(\"the id\" || '|' || coalesce(s::VARCHAR, "
+                              "'NULL'), ';' ORDER BY \"the id\") FROM mine");
+    CHECK_EQ_STR(v, "1|{'x': a};2|NULL");
+    free(v);
+    td_release(&snap);
+    /* Field id 1 under another name: refused, naming the file. */
+    td_exec(&T, "COPY (SELECT 3::BIGINT AS other) TO '%s/f3.parquet' (FORMAT parquet, "
+                "FIELD_IDS {other: 1})", dir);
+    char *a3 = tb_add("f3.parquet", NULL, 1);
+    commit3(dir, 2, a3, NULL, NULL);
+    CHECK_EQ_INT(resolve_dir(dir, &snap, &err), VT_ERR_SOURCE_UNSUPPORTED);
+    CHECK_CONTAINS(vt_error_message(&err), "f3.parquet");
+    CHECK_CONTAINS(vt_error_message(&err), "field id 1");
+    free(meta);
+    free(a1);
+    free(a2);
+    free(a3);
     tb_rm(dir);
 }
 
@@ -754,7 +819,7 @@ RUN_TESTS(TEST_CASE(open_duckdb), TEST_CASE(new_commit_is_seen_by_the_next_resol
           TEST_CASE(schema_evolution_fills_nulls_and_widens),
           TEST_CASE(type_widening_serves_the_current_types),
           TEST_CASE(partition_values_typed_null_and_special),
-          TEST_CASE(column_mapping_by_name_with_nested_fields),
+          TEST_CASE(column_mapping_by_name_with_nested_fields), TEST_CASE(column_mapping_by_id),
           TEST_CASE(glob_characters_in_file_names), TEST_CASE(protocol_features),
           TEST_CASE(empty_missing_and_broken_logs), TEST_CASE(projection_over_the_prebuilt_select),
           TEST_CASE(naive_timestamps_are_utc_whatever_the_session_zone),

@@ -1,0 +1,63 @@
+"""The contract check's validator (tests/e2e/contract/validate.cjs, run by
+`make contract-check` over what the e2e suite recorded) against a real
+server's served document: real answers pass, and an undocumented status, a
+media type the operation does not have, a body that breaks its schema, a
+JSON answer that is not JSON and a recorder error are each reported."""
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import server_block
+
+E2E = Path(__file__).resolve().parent
+
+
+def exchange(server, r, method, path, **over):
+    ex = {"server": "s1", "method": method, "path": path, "status": r.status_code,
+          "headers": {k.lower(): v for k, v in r.headers.items()}, "test": "test_contract",
+          "body": "text", "text": r.text}
+    ex.update(over)
+    return ex
+
+
+def run(tmp, doc_bytes, lines):
+    d = tmp / "rec"
+    (d / "docs").mkdir(parents=True)
+    sha = hashlib.sha1(doc_bytes).hexdigest()
+    (d / "docs" / f"{sha}.json").write_bytes(doc_bytes)
+    lines = lines + [{"server": "s1", "doc": sha}]
+    (d / "exchanges-t-1.ndjson").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return subprocess.run(["node", "contract/validate.cjs", str(d)], cwd=E2E,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_validator_passes_real_answers_and_reports_each_kind_of_mismatch(vt, tmp_path):
+    s = vt(server_block())
+    doc = s.get("/docs/openapi.json")
+    assert doc.status_code == 200
+    good = [exchange(s, s.get("/healthz"), "get", "/healthz"),
+            exchange(s, s.get("/api/v1/datasets"), "get", "/api/v1/datasets"),
+            exchange(s, s.get("/api/v1/datasets/nope/schema"), "get",
+                     "/api/v1/datasets/nope/schema"),
+            exchange(s, s.get("/no/such/path"), "get", "/no/such/path")]
+    assert good[2]["status"] == 404
+    r = run(tmp_path / "a", doc.content, good)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "4 exchanges recorded, 3 validated" in r.stdout, r.stdout
+    assert "GET 404: 1" in r.stdout  # the unknown path: counted, not failed
+
+    healthz = good[0]
+    bad = [dict(healthz, status=418),
+           dict(healthz, headers=dict(healthz["headers"], **{"content-type": "text/html"})),
+           dict(good[2], text=json.dumps({"error": 1})),
+           dict(good[1], text="{not json"),
+           {"recorder_error": "ValueError('x')"}]
+    r = run(tmp_path / "b", doc.content, good + bad)
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = r.stdout
+    assert "GET /healthz -> 418" in out and "Unable to match the returned status code" in out, out
+    assert "(text/html): error: The received media type" in out, out
+    assert "GET /api/v1/datasets/{name}/schema -> 404" in out and "body" in out, out
+    assert "body is not JSON" in out, out
+    assert "PROBLEM recorder error: ValueError('x')" in out, out
