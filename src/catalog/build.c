@@ -67,7 +67,9 @@ static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen
     char sql[160];
     snprintf(sql, sizeof sql, "SELECT * FROM %s LIMIT 0", gen->relation);
     if (duckdb_prepare(con, sql, &ps) != DuckDBSuccess) {
-        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s", duckdb_prepare_error(ps));
+        char text[VT_ERROR_MSG_MAX];
+        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
+                     eng_error_text(duckdb_prepare_error(ps), text, sizeof text));
         duckdb_destroy_prepare(&ps);
         return VT_ERR_BUILD_FAILED;
     }

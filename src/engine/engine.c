@@ -398,6 +398,65 @@ const char *eng_error_text(const char *duckdb_message, char *out, size_t cap)
     return out;
 }
 
+/* Line `n` (1-based) of `text`: its start and length (false past the end).
+ * Lines are counted as DuckDB 1.4 counts them: "\r\n", '\n' and '\r' each
+ * end one. */
+static bool nth_line(const char *text, long n, const char **out, size_t *out_len)
+{
+    for (long i = 1; i < n; i++) {
+        text += strcspn(text, "\r\n");
+        if (!*text)
+            return false;
+        text += text[0] == '\r' && text[1] == '\n' ? 2 : 1;
+    }
+    *out = text;
+    *out_len = strcspn(text, "\r\n");
+    return true;
+}
+
+const char *eng_error_excerpt(const char *duckdb_message, const char *own, int own_line,
+                              char *out, size_t cap)
+{
+    const char *m = duckdb_message ? duckdb_message : "query failed";
+    const char *cut = strstr(m, "\nLINE ");
+    if (!cut || !own)
+        return eng_error_text(m, out, cap);
+    /* "\nLINE <n>: [...]<text>[...]\n<spaces>^" (QueryErrorContext::Format) */
+    char *end;
+    long n = strtol(cut + 6, &end, 10);
+    const char *shown = end + 2;
+    const char *caret = strchr(cut + 1, '\n');
+    if (end == cut + 6 || end[0] != ':' || end[1] != ' ' || !caret)
+        return eng_error_text(m, out, cap);
+    size_t shown_len = (size_t)(caret - shown);
+    size_t pad = strspn(caret + 1, " ");
+    if (caret[1 + pad] != '^' || caret[2 + pad] != '\0')
+        return eng_error_text(m, out, cap);
+    if (shown_len >= 3 && !memcmp(shown, "...", 3)) {
+        shown += 3;
+        shown_len -= 3;
+    }
+    if (shown_len >= 3 && !memcmp(shown + shown_len - 3, "...", 3))
+        shown_len -= 3;
+    const char *line;
+    size_t line_len;
+    long mine = n - own_line + 1;
+    if (mine < 1 || !nth_line(own, mine, &line, &line_len) || shown_len > line_len ||
+        !memmem(line, line_len, shown, shown_len))
+        return eng_error_text(m, out, cap);
+    /* The caret sits under the same character once "LINE <n>: " is written
+     * with the client's number. */
+    char head[32];
+    int old_head = (int)(end + 2 - (cut + 1));
+    int new_head = snprintf(head, sizeof head, "LINE %ld: ", mine);
+    long spaces = (long)pad - old_head + new_head;
+    if (spaces < 0)
+        return eng_error_text(m, out, cap);
+    snprintf(out, cap, "%.*s\n%s%.*s\n%*s^", (int)(cut - m), m, head,
+             (int)(caret - (end + 2)), end + 2, (int)spaces, "");
+    return out;
+}
+
 enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
                      struct vt_error *err)
 {

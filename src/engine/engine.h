@@ -174,6 +174,17 @@ void eng_sampler_stop(struct eng_sampler *s);
  * the SQL we wrote. Writes into out (cap bytes) and returns it. */
 const char *eng_error_text(const char *duckdb_message, char *out, size_t cap);
 
+/* DuckDB's error text for a statement that holds the client's own text:
+ * `own` (NULL when nothing DuckDB ran is the client's) begins on line
+ * `own_line` (1-based) of what ran. The excerpt DuckDB quotes ("LINE n: ..."
+ * and the caret under it) stays only when its line is one of `own`'s and
+ * what it shows is that line's text; it is renumbered to count from `own`'s
+ * first line. Otherwise it goes, as in eng_error_text: a client sees its own
+ * SQL, never the SQL we wrapped around it or wrote for it. Writes into out
+ * (cap bytes) and returns it. */
+const char *eng_error_excerpt(const char *duckdb_message, const char *own, int own_line,
+                              char *out, size_t cap);
+
 /* Runs one statement on `con`; on failure sets err with DuckDB's message
  * (eng_error_text). */
 enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,

@@ -1,13 +1,19 @@
 """The server-side small ones of issue 22 item 6: /sql?format=arrow with a
 TIME_NS column answered 500 internal; an MCP call that timed out got HTTP
 504 with the REST body instead of a JSON-RPC result; duplicate column names
-gave JSON rows with duplicate keys; the 504 warning was logged twice."""
+gave JSON rows with duplicate keys; the 504 warning was logged twice. And
+DuckDB's excerpt of the SQL ("LINE n: ..." and a caret) in error messages:
+a client sees its own SQL with its own line numbers, never the SQL written
+around it or for it (CSV's wrapping said "LINE 2", a saved query's build
+"LINE 2", and pgwire quoted its dialect's rewriting of the statement)."""
 import json
 
+import psycopg
 import pytest
 import requests
 
 from conftest import dataset_block, server_block, write_parquet
+from pgwire_util import pg_port
 
 SLOW = ("SELECT sum(levenshtein(repeat('a', 200) || (i % 10), repeat('b', 210))) "
         "FROM range(1000000) t(i)")
@@ -70,3 +76,43 @@ def test_a_504_is_logged_once(srv):
     lines = [l for l in srv.log().splitlines()
              if "slow-one-1" in l and "WARN" in l and "504" in l]
     assert len(lines) == 1, lines
+
+
+def excerpt(msg):
+    """The "LINE n: text" line of DuckDB's excerpt and the caret's column
+    within it, or None."""
+    lines = msg.split("\n")
+    for i, line in enumerate(lines[:-1]):
+        if line.startswith("LINE ") and lines[i + 1].lstrip().startswith("^"):
+            return line, lines[i + 1].index("^")
+    return None
+
+
+def test_errors_quote_the_clients_own_sql_only(vt, datadir):
+    f = write_parquet(datadir / "t.parquet", "SELECT i AS id, 'x' || i AS s FROM range(10) t(i)")
+    s = vt(server_block() + "[sql]\nenabled = true\n[mcp]\nenabled = true\nexpose_sql = true\n"
+           "[server.pgwire]\nenabled = true\nport = 0\n" + dataset_block("t", f),
+           env={"ADMIN_TOKEN": "t0k"})
+    text = "SELECT id,\n  s\nFROM t\nWHERE s = 3"
+    want = "LINE 4: WHERE s = 3"
+    for path in ("/api/v1/sql", "/api/v1/sql?format=csv", "/api/v1/sql?format=arrow"):
+        r = requests.post(s.url(path), json={"sql": text}, timeout=30)
+        assert r.status_code == 400 and r.json()["code"] == "query_failed", (path, r.text)
+        line, col = excerpt(r.json()["error"])
+        assert line == want and line[col] == "s", (path, r.json()["error"])
+    res = mcp(s, text).json()["result"]
+    assert res["isError"] and excerpt(res["content"][0]["text"])[0] == want, res
+    # a saved query: its build wraps the text; the excerpt is still the client's line 1
+    r = requests.post(s.url("/api/v1/queries"), headers={"X-Admin-Token": "t0k"}, timeout=30,
+                      json={"name": "bad", "sql": "SELECT CAST(s AS INTEGER) AS n FROM t"})
+    assert r.status_code == 400, r.text
+    line, col = excerpt(r.json()["error"])
+    assert line == "LINE 1: SELECT CAST(s AS INTEGER) AS n FROM t" and line[col:].startswith("CAST")
+    # pgwire runs its dialect's rewriting of these: DuckDB's text of it is not shown
+    with psycopg.connect(host="127.0.0.1", port=pg_port(s), user="vitrine", dbname="vitrine",
+                         autocommit=True) as c:
+        for sql in ("SELECT s::int4 FROM t", "SELECT relname, nope FROM pg_catalog.pg_class"):
+            with pytest.raises(psycopg.Error) as e:
+                c.execute(sql).fetchall()
+            msg = str(e.value)
+            assert "LINE" not in msg and "CAST(" not in msg and "AS pg_class" not in msg, msg
