@@ -183,8 +183,11 @@ void http_response_free(struct http_response *r);
  * on the job's thread (its end), as any reply. Otherwise on another thread
  * while the job may still run (eng_job.overrun): built from the timeout
  * body, the id and the status alone, never the request's header list or
- * arena, and the connection closes after it. False when nothing was
- * installed (shutdown answered already, out of memory). */
+ * arena, and the connection closes after it; the request is released
+ * from its job there too (detached, no longer suspended: the job's reply
+ * goes nowhere), the caller wakes the connection when this returns true.
+ * False when nothing is to be sent (shutdown or the job answered already,
+ * a stream started, out of memory). */
 bool http_reply_timeout(struct http_request *req, bool on_job);
 void http_stream_unref(struct http_stream *st);
 /* Ends st for good: a producer waiting for room gets -1; with `finish`, the

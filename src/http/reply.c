@@ -286,18 +286,30 @@ bool http_reply_timeout(struct http_request *req, bool on_job)
             "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
             status, http_reason(status), date_now(), req->id, len);
     r->close = true;
+    /* One critical section decides, installs and releases the connection,
+     * so neither the job's own reply (set_response) nor shutdown can come
+     * between the check and the install: nothing is answered twice, and a
+     * stream the job started (the connection owns it from then on) is
+     * never replaced. A buffer the job installed already is its answer
+     * and goes out instead of the timeout. */
     pthread_mutex_lock(&req->reply_mu);
-    bool detached = req->detached;
-    pthread_mutex_unlock(&req->reply_mu);
-    if (detached) {
-        http_response_free(r);
-        return false;
+    bool open = req->suspended && !req->detached &&
+                !(req->response && req->response->kind == RESP_STREAM);
+    bool installed = open && !req->response;
+    if (installed) {
+        req->response = r;
+        req->err_code = VT_ERR_TIMEOUT;
     }
-    log_error_reply(req, status, VT_ERR_TIMEOUT, "request timed out");
-    if (!set_response(req, r))
-        return false;
-    req->err_code = VT_ERR_TIMEOUT;
-    return true;
+    if (open) {
+        req->detached = true;
+        req->suspended = false;
+    }
+    pthread_mutex_unlock(&req->reply_mu);
+    if (!installed)
+        http_response_free(r);
+    else
+        log_error_reply(req, status, VT_ERR_TIMEOUT, "request timed out");
+    return open;
 }
 
 void http_reply_vterr(struct http_request *req, const struct vt_error *err)

@@ -239,20 +239,7 @@ static void job_run(struct eng_job *job, duckdb_connection con)
 static void job_overrun(struct eng_job *job)
 {
     struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
-    pthread_mutex_lock(&req->reply_mu);
-    bool open = req->suspended && !req->detached &&
-                !(req->response && req->response->kind == RESP_STREAM);
-    pthread_mutex_unlock(&req->reply_mu);
-    if (!open || !http_reply_timeout(req, false))
-        return;
-    pthread_mutex_lock(&req->reply_mu);
-    bool resume = req->suspended && !req->detached;
-    if (resume) {
-        req->detached = true;
-        req->suspended = false;
-    }
-    pthread_mutex_unlock(&req->reply_mu);
-    if (resume)
+    if (http_reply_timeout(req, false))
         http_conn_wake(req);
 }
 
