@@ -272,6 +272,8 @@ FUZZ_SRC_fuzz_variant          := src/sources/variant.c src/encode/json_format.c
                                   src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_variant         := -DVT_NO_OVERREAD -isystem $(DUCKDB_DIR) -L$(DUCKDB_DIR) -lduckdb \
                                   -Wl,-rpath,$(abspath $(DUCKDB_DIR))
+FUZZ_SRC_fuzz_delta_stats      := src/sources/delta_stats.c src/sources/lazy_stats.c
+FUZZ_LIBS_fuzz_delta_stats     := -isystem $(DUCKDB_DIR) -ljansson -lm
 FUZZ_SRC_fuzz_lazy_stats       := src/sources/lazy_stats.c
 FUZZ_LIBS_fuzz_lazy_stats      := -lm
 FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c

@@ -1,0 +1,259 @@
+/*
+ * Per-file statistics of a Delta log (add.stats, issue 25 item 4): the JSON
+ * text {"numRecords", "minValues", "maxValues", "nullCount"} turned into what
+ * a lazy generation plans with (lazy.c), so a Delta table's files need no
+ * footer read for counts and pruning. The text comes from the table's log,
+ * so this is input: tests/fuzz/fuzz_delta_stats.c and
+ * tests/unit/sources/test_delta_stats.c.
+ *
+ * Values come out as the text lazy_parse_val reads (canonical forms), or as
+ * "unknown" whenever a writer may have weakened them:
+ *   strings     writers keep a prefix (Spark and delta-rs: 32 characters): a
+ *               prefix is still a lower bound, but not an upper one, so a
+ *               maximum of 32 characters or more is dropped
+ *   timestamps  written in milliseconds (Spark) with a zone offset; the
+ *               maximum is widened to the end of its last written digit;
+ *               a TIMESTAMP WITH TIME ZONE value without a zone (or a
+ *               timestamp_ntz one with a zone) is not understood
+ *   numbers     a JSON number of the wrong kind (a fraction for an integer
+ *               column) is not understood
+ * Anything not understood is unknown, which only ever means "may match".
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sources/delta.h"
+#include "sources/sources_internal.h"
+#include "util/timeutil.h"
+
+/* Characters (UTF-8 code points) of a string. */
+static size_t code_points(const char *s, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
+}
+
+/* Days since the epoch -> civil date (inverse of time_days_from_civil). */
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+/* "YYYY-MM-DD[THH:MM:SS[.f...]][Z|+HH:MM|-HH:MM]" -> microseconds (UTC when
+ * zoned), *digits the fraction digits written (6 for a date alone). */
+static bool iso_us(const char *s, size_t n, bool *zoned, int *digits, int64_t *out)
+{
+    int y, mo, d, h = 0, mi = 0, se = 0;
+    if (n < 10 || !time_digits(s, 4, &y) || s[4] != '-' || !time_digits(s + 5, 2, &mo) ||
+        s[7] != '-' || !time_digits(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > 31)
+        return false;
+    int64_t us = 0;
+    size_t p = 10;
+    *digits = 6;
+    *zoned = false;
+    if (p < n && (s[p] == 'T' || s[p] == ' ')) {
+        if (p + 9 > n || !time_digits(s + p + 1, 2, &h) || s[p + 3] != ':' ||
+            !time_digits(s + p + 4, 2, &mi) || s[p + 6] != ':' ||
+            !time_digits(s + p + 7, 2, &se) || h > 23 || mi > 59 || se > 60)
+            return false;
+        p += 9;
+        *digits = 0;
+        if (p < n && s[p] == '.') {
+            int64_t scale = 100000;
+            for (p++; p < n && s[p] >= '0' && s[p] <= '9'; p++, scale /= 10) {
+                if (++*digits > 9)
+                    return false;
+                us += scale > 0 ? (s[p] - '0') * scale : 0;
+            }
+            if (*digits > 6)
+                *digits = 6; /* nanoseconds: truncated to what we compare */
+        }
+    }
+    int64_t off_us = 0;
+    if (p < n && s[p] == 'Z') {
+        *zoned = true;
+        p++;
+    } else if (p < n && (s[p] == '+' || s[p] == '-')) {
+        int oh, om;
+        if (p + 6 != n || !time_digits(s + p + 1, 2, &oh) || s[p + 3] != ':' ||
+            !time_digits(s + p + 4, 2, &om) || oh > 18 || om > 59)
+            return false;
+        off_us = ((int64_t)oh * 60 + om) * 60 * 1000000LL * (s[p] == '-' ? -1 : 1);
+        *zoned = true;
+        p += 6;
+    }
+    if (p != n)
+        return false;
+    *out = ((time_days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 * 1000000LL +
+           se * 1000000LL + us - off_us;
+    return true;
+}
+
+/* Canonical text of a timestamp bound (what lazy_parse_val reads). */
+static char *ts_text(int64_t us)
+{
+    int64_t days = us >= 0 ? us / 86400000000LL : -((-us + 86400000000LL - 1) / 86400000000LL);
+    int64_t rem = us - days * 86400000000LL;
+    int64_t y;
+    int m, d;
+    civil_from_days(days, &y, &m, &d);
+    if (y < 0 || y > 9999)
+        return NULL;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%04lld-%02d-%02d %02lld:%02lld:%02lld.%06lld", (long long)y, m,
+             d, (long long)(rem / 3600000000LL), (long long)(rem / 60000000LL % 60),
+             (long long)(rem / 1000000LL % 60), (long long)(rem % 1000000LL));
+    return strdup(buf);
+}
+
+/* One bound of a column as canonical text, or NULL (unknown). */
+static char *bound_text(const json_t *v, const char *type, enum lazy_class c, bool is_max)
+{
+    char buf[64];
+    switch (c) {
+    case LAZY_C_INT:
+        if (!json_is_integer(v))
+            return NULL;
+        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+        return strdup(buf);
+    case LAZY_C_FLOAT:
+    case LAZY_C_REAL:
+        if (json_is_integer(v))
+            snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+        else if (json_is_real(v))
+            snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
+        else
+            return NULL;
+        return strdup(buf);
+    case LAZY_C_BOOL:
+        return json_is_boolean(v) ? strdup(json_is_true(v) ? "true" : "false") : NULL;
+    case LAZY_C_DATE: {
+        if (!json_is_string(v) || json_string_length(v) != 10)
+            return NULL;
+        struct lazy_val x = lazy_parse_val(c, json_string_value(v), 10);
+        return x.kind ? strdup(json_string_value(v)) : NULL;
+    }
+    case LAZY_C_TS: {
+        if (!json_is_string(v))
+            return NULL;
+        bool zoned, with_tz = type && strstr(type, "TIME ZONE") != NULL;
+        int digits;
+        int64_t us;
+        if (!iso_us(json_string_value(v), json_string_length(v), &zoned, &digits, &us))
+            return NULL;
+        if (zoned != with_tz && json_string_length(v) != 10)
+            return NULL; /* a zone where none belongs, or none where one does */
+        if (is_max) {
+            int64_t widen = 1;
+            for (int i = digits; i < 6; i++)
+                widen *= 10;
+            us += widen - 1; /* the last written digit's whole span */
+        }
+        return ts_text(us);
+    }
+    case LAZY_C_STR: {
+        if (!json_is_string(v))
+            return NULL;
+        const char *s = json_string_value(v);
+        size_t n = json_string_length(v);
+        if (memchr(s, '\0', n) || (is_max && code_points(s, n) >= 32))
+            return NULL;
+        return strdup(s);
+    }
+    case LAZY_C_NONE:
+        break;
+    }
+    return NULL;
+}
+
+bool delta_stats_parse(const char *text, size_t len, const char *const *keys,
+                       const char *const *types, size_t n, int64_t *num_records, char **mins,
+                       char **maxs, int64_t *nulls)
+{
+    for (size_t c = 0; c < n; c++) {
+        mins[c] = maxs[c] = NULL;
+        nulls[c] = -1;
+    }
+    *num_records = -1;
+    if (!text)
+        return false;
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    const json_t *nr = root ? json_object_get(root, "numRecords") : NULL;
+    if (!json_is_integer(nr) || json_integer_value(nr) < 0) {
+        json_decref(root);
+        return false;
+    }
+    *num_records = json_integer_value(nr);
+    const json_t *lo = json_object_get(root, "minValues");
+    const json_t *hi = json_object_get(root, "maxValues");
+    const json_t *nc = json_object_get(root, "nullCount");
+    for (size_t c = 0; c < n; c++) {
+        if (!keys[c])
+            continue;
+        enum lazy_class cls = lazy_class_of(types[c]);
+        const json_t *k = json_object_get(nc, keys[c]);
+        if (json_is_integer(k) && json_integer_value(k) >= 0 &&
+            json_integer_value(k) <= *num_records)
+            nulls[c] = json_integer_value(k);
+        const json_t *a = json_object_get(lo, keys[c]);
+        const json_t *b = json_object_get(hi, keys[c]);
+        if (a && b && cls != LAZY_C_NONE) {
+            mins[c] = bound_text(a, types[c], cls, false);
+            maxs[c] = bound_text(b, types[c], cls, true);
+        }
+    }
+    json_decref(root);
+    return true;
+}
+
+void delta_stats_free(struct source_file_stats *fs, size_t n, size_t n_cols)
+{
+    for (size_t i = 0; fs && i < n; i++) {
+        for (size_t c = 0; c < n_cols; c++) {
+            free(fs[i].mins ? fs[i].mins[c] : NULL);
+            free(fs[i].maxs ? fs[i].maxs[c] : NULL);
+        }
+        free(fs[i].mins);
+        free(fs[i].maxs);
+        free(fs[i].nulls);
+    }
+    free(fs);
+}
+
+struct source_file_stats *delta_stats_for_files(const struct delta_add *const *adds, size_t n,
+                                                const char *const *keys,
+                                                const char *const *types, size_t n_cols)
+{
+    struct source_file_stats *fs = calloc(n ? n : 1, sizeof *fs);
+    if (!fs)
+        return NULL;
+    size_t cap = n_cols ? n_cols : 1;
+    for (size_t i = 0; i < n; i++) {
+        fs[i].rows = -1;
+        if (!adds[i]->stats)
+            continue;
+        fs[i].mins = calloc(cap, sizeof *fs[i].mins);
+        fs[i].maxs = calloc(cap, sizeof *fs[i].maxs);
+        fs[i].nulls = calloc(cap, sizeof *fs[i].nulls);
+        if (!fs[i].mins || !fs[i].maxs || !fs[i].nulls) {
+            delta_stats_free(fs, n, n_cols);
+            return NULL;
+        }
+        delta_stats_parse(adds[i]->stats, strlen(adds[i]->stats), keys, types, n_cols,
+                          &fs[i].rows, fs[i].mins, fs[i].maxs, fs[i].nulls);
+    }
+    return fs;
+}
