@@ -37,70 +37,6 @@ static size_t code_points(const char *s, size_t n)
     return k;
 }
 
-/* Days since the epoch -> civil date (inverse of time_days_from_civil). */
-static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = yoe + era * 400 + (*m <= 2);
-}
-
-/* "YYYY-MM-DD[THH:MM:SS[.f...]][Z|+HH:MM|-HH:MM]" -> microseconds (UTC when
- * zoned), *digits the fraction digits written (6 for a date alone). */
-static bool iso_us(const char *s, size_t n, bool *zoned, int *digits, int64_t *out)
-{
-    int y, mo, d, h = 0, mi = 0, se = 0;
-    if (n < 10 || !time_digits(s, 4, &y) || s[4] != '-' || !time_digits(s + 5, 2, &mo) ||
-        s[7] != '-' || !time_digits(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > 31)
-        return false;
-    int64_t us = 0;
-    size_t p = 10;
-    *digits = 6;
-    *zoned = false;
-    if (p < n && (s[p] == 'T' || s[p] == ' ')) {
-        if (p + 9 > n || !time_digits(s + p + 1, 2, &h) || s[p + 3] != ':' ||
-            !time_digits(s + p + 4, 2, &mi) || s[p + 6] != ':' ||
-            !time_digits(s + p + 7, 2, &se) || h > 23 || mi > 59 || se > 60)
-            return false;
-        p += 9;
-        *digits = 0;
-        if (p < n && s[p] == '.') {
-            int64_t scale = 100000;
-            for (p++; p < n && s[p] >= '0' && s[p] <= '9'; p++, scale /= 10) {
-                if (++*digits > 9)
-                    return false;
-                us += scale > 0 ? (s[p] - '0') * scale : 0;
-            }
-            if (*digits > 6)
-                *digits = 6; /* nanoseconds: truncated to what we compare */
-        }
-    }
-    int64_t off_us = 0;
-    if (p < n && s[p] == 'Z') {
-        *zoned = true;
-        p++;
-    } else if (p < n && (s[p] == '+' || s[p] == '-')) {
-        int oh, om;
-        if (p + 6 != n || !time_digits(s + p + 1, 2, &oh) || s[p + 3] != ':' ||
-            !time_digits(s + p + 4, 2, &om) || oh > 18 || om > 59)
-            return false;
-        off_us = ((int64_t)oh * 60 + om) * 60 * 1000000LL * (s[p] == '-' ? -1 : 1);
-        *zoned = true;
-        p += 6;
-    }
-    if (p != n)
-        return false;
-    *out = ((time_days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 * 1000000LL +
-           se * 1000000LL + us - off_us;
-    return true;
-}
-
 /* Canonical text of a timestamp bound (what lazy_parse_val reads). */
 static char *ts_text(int64_t us)
 {
@@ -108,7 +44,7 @@ static char *ts_text(int64_t us)
     int64_t rem = us - days * 86400000000LL;
     int64_t y;
     int m, d;
-    civil_from_days(days, &y, &m, &d);
+    time_civil_from_days(days, &y, &m, &d);
     if (y < 0 || y > 9999)
         return NULL;
     char buf[128];
@@ -148,13 +84,14 @@ static char *bound_text(const json_t *v, const char *type, enum lazy_class c, bo
     case LAZY_C_TS: {
         if (!json_is_string(v))
             return NULL;
-        bool zoned, with_tz = type && strstr(type, "TIME ZONE") != NULL;
-        int digits;
-        int64_t us;
-        if (!iso_us(json_string_value(v), json_string_length(v), &zoned, &digits, &us))
+        bool with_tz = type && strstr(type, "TIME ZONE") != NULL;
+        struct lazy_ts t;
+        if (!lazy_parse_timestamp(json_string_value(v), json_string_length(v), &t))
             return NULL;
-        if (zoned != with_tz && json_string_length(v) != 10)
+        if (t.zoned != with_tz && json_string_length(v) != 10)
             return NULL; /* a zone where none belongs, or none where one does */
+        int64_t us = t.us;
+        int digits = t.digits;
         if (is_max) {
             int64_t widen = 1;
             for (int i = digits; i < 6; i++)

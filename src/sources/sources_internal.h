@@ -343,6 +343,15 @@ struct lazy_bounds {
     int64_t nulls, rows;        /* nulls -1 unknown */
 };
 
+/* A timestamp's text: "YYYY-MM-DD[( |T)HH:MM:SS[.f...]][Z|+HH|+HH:MM|-...]". */
+struct lazy_ts {
+    int64_t us;                 /* microseconds since the epoch (UTC when zoned) */
+    int64_t offset_us;          /* the zone's offset (0 without one) */
+    int digits;                 /* fraction digits written (6 for a date alone) */
+    bool zoned;
+};
+bool lazy_parse_timestamp(const char *s, size_t n, struct lazy_ts *out);
+
 /* The class of a DuckDB type name (LAZY_C_NONE: not compared). */
 enum lazy_class lazy_class_of(const char *type);
 /* Text of a statistic or partition value -> a value of the class (kind 0:
