@@ -348,6 +348,12 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
     size_t nlog = 0;
     for (size_t i = 0; rc == VT_ERR_OK && i < nf; i++)
         nlog += from_log[i];
+    if (nlog && nlog * (n_cols + 1) > VT_LAZY_MAX_CHUNKS) {
+        /* More than the metadata kept for planning may hold: the footers'
+         * own check below decides (and warns). */
+        memset(from_log, 0, nf * sizeof *from_log);
+        nlog = 0;
+    }
     if (rc == VT_ERR_OK && nlog) {
         acc.cap = nlog * (n_cols + 1);
         acc.rows = calloc(acc.cap, sizeof *acc.rows);
