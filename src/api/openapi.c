@@ -49,6 +49,7 @@
 #define P_Q 8u           /* ?q=<query JSON> */
 #define P_COLUMNS 16u    /* ?columns=a,b */
 #define P_INM 32u        /* If-None-Match */
+#define P_GEN 64u        /* ?generation=<id>: read a pinned generation */
 
 struct op_resp {
     int status;
@@ -79,6 +80,11 @@ struct op_doc {
     {503, NULL, 0, H_RETRY, "The dataset is not published yet (or failed to build), or the server is overloaded."}, \
     {504, NULL, 0, 0, "The request took longer than server.request_timeout_ms."}
 
+/* Answers of ?generation= (P_GEN): a pin this replica cannot serve. */
+#define R_GEN_ERRORS                                                                   \
+    {409, NULL, 0, 0, "?generation= names a generation newer than the one loaded here (generation_not_available): retry."}, \
+    {410, NULL, 0, 0, "?generation= names a generation replaced and no longer kept (generation_gone)."}
+
 static const struct op_doc docs[] = {
     {api_healthz, "probes", NULL, false, 0, false,
      {{200, "Health", M_JSON, 0, "Alive."}}},
@@ -93,7 +99,8 @@ static const struct op_doc docs[] = {
      {{200, "Registered", M_JSON, 0, "Registered and built (in memory only)."},
       {400, NULL, 0, 0, "Name taken or invalid, source cannot be opened, or invalid field."},
       {413, NULL, 0, 0, NULL},
-      {415, NULL, 0, 0, NULL}}},
+      {415, NULL, 0, 0, NULL},
+      {504, NULL, 0, 0, "The build outlived server.request_timeout_ms, or its refresh.timeout."}}},
     {api_datasets_persist, "admin", "DatasetConfig", true, 0, false,
      {{200, "Persisted", M_JSON, 0, "The [[dataset]] block was appended to the config file."},
       {400, NULL, 0, 0, "Invalid block, name taken, source cannot be opened, or the server has no config file."},
@@ -114,22 +121,25 @@ static const struct op_doc docs[] = {
     {api_dataset_status, "datasets", NULL, false, 0, false,
      {{200, "DatasetStatus", M_JSON, 0, "The dataset's status entry."},
       {404, NULL, 0, 0, "No such dataset."}}},
-    {api_dataset_schema, "datasets", NULL, false, 0, false,
+    {api_dataset_schema, "datasets", NULL, false, P_GEN, false,
      {{200, "DatasetSchema", M_JSON, 0, "Columns, types, indexed columns and one sample row."},
+      {400, NULL, 0, 0, "?generation= is not a generation id."},
       {404, NULL, 0, 0, "No such dataset."},
+      R_GEN_ERRORS,
       {503, NULL, 0, H_RETRY, "Not published yet, or its build failed."}}},
-    {api_dataset_query, "query", "QueryRequest", false, P_FORMAT, false,
+    {api_dataset_query, "query", "QueryRequest", false, P_FORMAT | P_GEN, false,
      {{200, "QueryPage", M_ROWS, H_TIMING | H_REFRESHED | H_PAGE | H_TOTAL,
        "One page: JSON {data, page, page_size}, or the page in another format (?format= or "
        "Accept; X-Page and X-Page-Size say which page)."},
-      R_DATA_ERRORS}},
-    {api_dataset_query_get, "query", NULL, false, P_FORMAT | P_Q | P_INM, false,
+      R_DATA_ERRORS, R_GEN_ERRORS}},
+    {api_dataset_query_get, "query", NULL, false, P_FORMAT | P_Q | P_INM | P_GEN, false,
      {{200, "QueryPage", M_ROWS, H_TIMING | H_REFRESHED | H_PAGE | H_CACHE | H_TOTAL,
        "The answer POST .../query gives for the body in ?q, with a weak ETag of the generation, "
        "the format and q (Cache-Control: no-cache: revalidate, then reuse)."},
       {304, NULL, 0, H_CACHE, "If-None-Match matched: the dataset was not reloaded since."},
       {400, NULL, 0, 0, "Invalid ?q: not JSON, or the code says which rule (invalid_query, unknown_column, ...)."},
       {404, NULL, 0, 0, "No such dataset."},
+      R_GEN_ERRORS,
       {503, NULL, 0, H_RETRY, "The dataset is not published yet (or failed to build), or the server is overloaded."},
       {504, NULL, 0, 0, "The request took longer than server.request_timeout_ms."}}},
     {api_dataset_summary, "datasets", NULL, false, P_COLUMNS | P_INM, false,
@@ -143,20 +153,22 @@ static const struct op_doc docs[] = {
     {api_dataset_facets, "query", "FacetsRequest", true, 0, false,
      {{200, "Facets", M_JSON, 0, "The top values of each column among the selected rows."},
       R_DATA_ERRORS}},
-    {api_dataset_query_stream, "query", "QueryRequest", false, P_FORMAT, false,
+    {api_dataset_query_stream, "query", "QueryRequest", false, P_FORMAT | P_GEN, false,
      {{200, "QueryStream", M_ROWS, H_TIMING,
        "Every matching row, streamed (page and page_size ignored; limit honoured): an Arrow IPC "
        "stream unless ?format= or Accept asks for JSON, CSV or NDJSON; compressed per "
        "Accept-Encoding when the format is text."},
-      R_DATA_ERRORS}},
-    {api_dataset_count, "query", "CountRequest", false, 0, false,
+      R_DATA_ERRORS, R_GEN_ERRORS}},
+    {api_dataset_count, "query", "CountRequest", false, P_GEN, false,
      {{200, "Count", M_JSON, H_TIMING | H_REFRESHED, "The number of matching rows."},
-      R_DATA_ERRORS}},
-    {api_dataset_parquet, "export", NULL, false, P_RANGE, true,
+      R_DATA_ERRORS, R_GEN_ERRORS}},
+    {api_dataset_parquet, "export", NULL, false, P_RANGE | P_GEN, true,
      {{200, "ParquetFile", M_PARQUET, H_RANGE, "The whole dataset as one Parquet file."},
       {206, "ParquetFile", M_PARQUET, H_RANGE, "The requested byte range."},
       {304, NULL, 0, H_RANGE, "If-None-Match matched the current generation."},
+      {400, NULL, 0, 0, "?generation= is not a generation id."},
       {404, NULL, 0, 0, "No such dataset."},
+      R_GEN_ERRORS,
       {412, NULL, 0, 0, "If-Match does not match the current generation."},
       {416, NULL, 0, 0, "Range not satisfiable."},
       {503, NULL, 0, H_RETRY, "Not published yet, or its build failed."}}},
@@ -189,6 +201,7 @@ static const struct op_doc docs[] = {
       {202, NULL, 0, 0, "A notification was accepted (no body)."},
       {400, "JsonRpcResponse", M_JSON, 0, "Not a JSON-RPC request (JSON-RPC error -32700/-32600), or an unsupported MCP-Protocol-Version."},
       {403, "JsonRpcResponse", M_JSON, 0, "An Origin the server does not allow (server.allowed_origins, mcp.allowed_origins): JSON-RPC error -32600."},
+      {404, "JsonRpcResponse", M_JSON, 0, "MCP-Protocol-Version 2026-07-28: a method the server does not have (JSON-RPC error -32601)."},
       {413, NULL, 0, 0, NULL}}},
     {api_mcp_resource, "mcp", NULL, false, 0, false,
      {{200, "ProtectedResourceMetadata", M_JSON, 0, "OAuth 2.0 Protected Resource Metadata."}}},
@@ -260,6 +273,7 @@ static const char *status_text(int status)
     case 412: return "Precondition failed.";
     case 413: return "Request body larger than server.max_body_bytes.";
     case 415: return "The body must be sent with Content-Type: application/json.";
+    case 410: return "Gone.";
     case 416: return "Range not satisfiable.";
     case 421: return "The Host header names a host this server does not answer.";
     case 422: return "Unprocessable.";
@@ -304,7 +318,16 @@ static const struct {
     {NULL, 401, "unauthorized invalid_token"},
     {NULL, 403, "admin_disabled insufficient_scope"},
     {NULL, 404, "dataset_not_found not_found"},
+    {api_dataset_query, 409, "generation_not_available"},
+    {api_dataset_query_get, 409, "generation_not_available"},
+    {api_dataset_query_stream, 409, "generation_not_available"},
+    {api_dataset_count, 409, "generation_not_available"},
+    {api_dataset_schema, 409, "generation_not_available"},
+    {api_dataset_parquet, 409, "generation_not_available"},
+    {api_dataset_schema, 400, "invalid_query"},
+    {api_dataset_parquet, 400, "invalid_query"},
     {NULL, 409, "busy"},
+    {NULL, 410, "generation_gone"},
     {NULL, 412, "precondition_failed"},
     {NULL, 413, "body_too_large"},
     {NULL, 415, "unsupported_media_type"},
@@ -618,6 +641,15 @@ static json_t *operation(const struct http_route *r, const char *method, const s
                               "The columns to describe, comma-separated (or a JSON array of "
                               "names); absent: every column.",
                               "schema", "type", "string"));
+    if (d && (d->params & P_GEN))
+        json_array_append_new(
+            params, json_pack("{s:s,s:s,s:s,s:{s:s,s:s}}", "name", "generation", "in", "query",
+                              "description",
+                              "Read this generation of the dataset (an X-Dataset-Generation "
+                              "value) instead of the current one: the current or the previous "
+                              "one while it is kept; 409 when it is newer than this replica's, "
+                              "410 when it was dropped.",
+                              "schema", "type", "string", "pattern", "^[0-9A-HJKMNP-TV-Z]{26}$"));
     if (d && (d->params & P_INM))
         json_array_append_new(params, json_pack("{s:s,s:s,s:s,s:{s:s}}", "name", "If-None-Match",
                                                 "in", "header", "description",
