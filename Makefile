@@ -23,7 +23,7 @@ endif
 CFLAGS  := -std=c17 -g -fno-omit-frame-pointer -pthread $(OPT) $(WARN) $(DEFS) -Isrc -isystem $(DUCKDB_DIR) -MMD -MP
 CXXFLAGS:= -std=c++17 -g -fno-omit-frame-pointer -pthread $(OPT) -Wall -Wextra -Werror -Isrc -MMD -MP
 RPATH   := -Wl,-rpath,'$$ORIGIN/../third_party/duckdb:$$ORIGIN/../../third_party/duckdb:$$ORIGIN/../../../third_party/duckdb'
-LDLIBS  := -L$(DUCKDB_DIR) -lduckdb $(RPATH) -lmicrohttpd -ljansson -lcurl -lz -lbrotlienc -lbrotlidec \
+LDLIBS  := -L$(DUCKDB_DIR) -lduckdb $(RPATH) -ljansson -lcurl -lz -lbrotlienc -lbrotlidec \
            -lzstd -lxxhash -lexpat -lssl -lcrypto -lsystemd -ldouble-conversion -lroaring -lstdc++ -lpthread -lm
 LDFLAGS := -pthread $(SANLD)
 
@@ -252,6 +252,7 @@ FUZZ_SRC_fuzz_http_range       := src/http/range.c
 FUZZ_SRC_fuzz_http_accept      := src/http/encoding.c
 FUZZ_SRC_fuzz_http_conditional := src/http/conditional.c
 FUZZ_SRC_fuzz_http_host        := src/http/hosts.c src/util/strvec.c
+FUZZ_SRC_fuzz_http_wire        := src/http/wire.c src/util/strbuf.c src/util/errors.c
 FUZZ_SRC_fuzz_http_path        := src/http/router.c src/util/arena.c src/util/errors.c
 FUZZ_LIBS_fuzz_http_path       := -isystem $(DUCKDB_DIR)
 FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
@@ -321,6 +322,7 @@ DICT_fuzz_http_range       := tests/fuzz/http.dict
 DICT_fuzz_http_accept      := tests/fuzz/http.dict
 DICT_fuzz_http_conditional := tests/fuzz/http.dict
 DICT_fuzz_http_host        := tests/fuzz/http.dict
+DICT_fuzz_http_wire        := tests/fuzz/wire.dict
 DICT_fuzz_delta_log        := tests/fuzz/delta.dict
 DICT_fuzz_s3_list_xml      := tests/fuzz/s3.dict
 DICT_fuzz_jwks             := tests/fuzz/jwt.dict

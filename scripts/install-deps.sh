@@ -7,7 +7,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 
 packages=(
     build-essential pkg-config git ca-certificates curl
-    libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev zlib1g-dev
+    libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev zlib1g-dev
     libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev libsystemd-dev systemd
     libroaring-dev
     python3 python3-pytest python3-pytest-xdist python3-requests python3-jwt python3-cryptography

@@ -2,10 +2,10 @@
  * Content negotiation for response compression: parses Accept-Encoding
  * (RFC 9110 §12.5.3) and picks one of identity, gzip, br or zstd for a response.
  *
- * Typical use in the server adapter:
+ * Typical use in the server:
  *
  *     enum http_encoding enc = http_encoding_choose(
- *         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept-Encoding"),
+ *         http_req_header(req, "Accept-Encoding"),
  *         cfg->server.compress, content_type, body_len_or_HTTP_BODY_LEN_UNKNOWN);
  *     if (http_encoding_should_vary(cfg->server.compress, content_type))
  *         add header "Vary: Accept-Encoding";
@@ -48,7 +48,7 @@ enum http_encoding {
 #define HTTP_COMPRESS_MIN_BYTES 1024
 
 /* Pass as body_len when the body is streamed and its size is not known yet
- * (same value as libmicrohttpd's MHD_SIZE_UNKNOWN). Such bodies are eligible. */
+ * Such bodies are eligible. */
 #define HTTP_BODY_LEN_UNKNOWN UINT64_MAX
 
 /* q-values are kept in thousandths (q=0.5 is 500); this marks "not listed". */
@@ -71,7 +71,7 @@ struct http_accept_encoding {
  * is never undone by a later duplicate.
  *
  * If the request carried several Accept-Encoding lines, join them with ", "
- * first (RFC 9110 §5.3); libmicrohttpd's lookup returns only the first one.
+ * first (RFC 9110 §5.3); http_req_header returns only the first one.
  */
 void http_accept_encoding_parse(const char *value, struct http_accept_encoding *out);
 

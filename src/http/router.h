@@ -1,7 +1,7 @@
 /*
  * The router behind http_server: the route table in match order, request
  * paths split into percent-decoded segments, and matching. Pure code (no
- * libmicrohttpd), so it is unit-tested and fuzzed on its own.
+ * sockets), so it is unit-tested and fuzzed on its own.
  *
  * Order: the table is sorted once, at start, so that a literal segment wins
  * over {x} and {x} over {*} whatever the order of the rows; rows of equal

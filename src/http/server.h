@@ -1,12 +1,13 @@
 /*
- * The HTTP adapter: the only module that talks to libmicrohttpd.
+ * The HTTP server: our own HTTP/1.1 engine (conn.c over the wire.c parser;
+ * libmicrohttpd is gone, see server.c for why).
  *
- * libmicrohttpd's epoll threads parse requests, read bodies (bounded by
+ * Event-loop threads parse requests, read bodies (bounded by
  * server.max_body_bytes, 413 before any handler runs) and route them. A handler
- * runs on the epoll thread, so it must not block: it either replies at once
+ * runs on a loop thread, so it must not block: it either replies at once
  * (probes, status) or defers its work to an engine pool with http_defer(); the
- * connection is suspended, the job runs on a worker of that pool and replies
- * from there, which resumes the connection.
+ * connection waits, the job runs on a worker of that pool and replies from
+ * there, which wakes the connection's loop.
  *
  * Replies are one of: a buffer (JSON, compressed by Accept-Encoding when
  * allowed), a file range (sent with sendfile), or a stream that a worker

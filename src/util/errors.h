@@ -46,6 +46,8 @@
       "request header fields too large")                                                   \
     X(REQUEST_HEAD_TIMEOUT, 408, "request_timeout", "57014", -32600,                       \
       "the request head did not arrive in time")                                           \
+    X(HTTP_VERSION_NOT_SUPPORTED, 505, "http_version_not_supported", "08P01", -32600,      \
+      "HTTP version not supported (1.0 and 1.1 are)")                                       \
     X(HOST_NOT_ALLOWED, 421, "host_not_allowed", "08004", -32600,                          \
       "this server does not answer for that Host (server.allowed_hosts)")                  \
     /* datasets */                                                                         \

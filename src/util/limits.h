@@ -9,6 +9,11 @@
 /* HTTP */
 #define VT_MAX_HEADER_BYTES (32 * 1024)        /* all request headers together */
 #define VT_MAX_URL_BYTES 8192                  /* request target */
+#define VT_MAX_HEADER_FIELDS 256               /* header fields in one request */
+#define VT_MAX_CHUNK_EXT_BYTES 4096            /* one chunk extension (ignored) */
+#define VT_HTTP_LINGER_MS 2000                 /* reading what a refused client still sends
+                                                * before closing (so the error is not lost
+                                                * to a reset) */
 #define VT_CONNECTION_TIMEOUT_SECS 120         /* idle keep-alive connection */
 #define VT_MAX_CONNECTIONS 4096                /* concurrent client connections */
 #define VT_CONNECTION_HEADROOM 64              /* past MAX - this, new requests get 503 */

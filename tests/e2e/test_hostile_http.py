@@ -118,26 +118,55 @@ def test_bad_framing_is_one_json_error_and_close(plain, name, req, status, code)
         .startswith(b"HTTP/1.1 200")
 
 
-# What libmicrohttpd 0.9.75 rejects before our code sees the request (no hook
-# to replace its HTML body): still one answer, the connection closed, and the
-# bytes behind it never read as a second request.
-MHD_OWN = [
-    ("content_length_not_digits", POST + b"Content-Length: +2\r\n\r\n{}"),
+# What libmicrohttpd 0.9.75 answered itself, with its own HTML body (no hook to
+# replace it), and for a Content-Length such as -1 with its status line and
+# headers twice (issue 21 item 7). Our own engine (src/http/wire.c, conn.c)
+# answers each once, with the JSON error body, and closes.
+ONCE_JSON = [
+    ("content_length_minus_one", POST + b"Content-Length: -1\r\n\r\n{}", 400, "malformed_request"),
+    ("content_length_not_digits", POST + b"Content-Length: +2\r\n\r\n{}", 400, "malformed_request"),
+    ("content_length_past_2_63", POST + b"Content-Length: 99999999999999999999999\r\n\r\n{}", 413,
+     "body_too_large"),
     ("chunk_size_overflow", POST + b"Transfer-Encoding: chunked\r\n\r\n" + b"F" * 20 +
-     b"\r\n{}\r\n0\r\n\r\n"),
-    ("bad_chunk_size", POST + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"),
-    ("header_line_without_colon", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nnocolon\r\n\r\n"),
-    ("http_2_0_version", b"GET /healthz HTTP/2.0\r\nHost: localhost\r\n\r\n"),
+     b"\r\n{}\r\n0\r\n\r\n", 400, "malformed_request"),
+    ("bad_chunk_size", POST + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400,
+     "malformed_request"),
+    ("header_line_without_colon", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nnocolon\r\n\r\n", 400,
+     "malformed_request"),
+    ("obs_fold", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: a\r\n b\r\n\r\n", 400,
+     "malformed_request"),
+    ("bare_lf", b"GET /healthz HTTP/1.1\nHost: localhost\n\n", 400, "malformed_request"),
+    ("http_2_0_version", b"GET /healthz HTTP/2.0\r\nHost: localhost\r\n\r\n", 505,
+     "http_version_not_supported"),
+    ("header_fields_too_large", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: " + b"a" * 40000 +
+     b"\r\n\r\n", 431, "headers_too_large"),
+    ("too_many_fields", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n" +
+     b"".join(b"X-%d: 1\r\n" % i for i in range(300)) + b"\r\n", 431, "headers_too_large"),
 ]
 
 
-@pytest.mark.parametrize("name,req", MHD_OWN, ids=[m[0] for m in MHD_OWN])
-def test_framing_mhd_rejects_closes_without_a_second_request(plain, name, req):
+@pytest.mark.parametrize("name,req,status,code", ONCE_JSON, ids=[m[0] for m in ONCE_JSON])
+def test_what_libmicrohttpd_answered_in_html_is_one_json_error(plain, name, req, status, code):
     out = raw(plain.port, req + PIPELINED)
-    assert b"<no close>" not in out
-    assert out.startswith(b"HTTP/1.1 4") or out.startswith(b"HTTP/1.1 5"), out[:200]
-    assert b"HTTP/1.1 200" not in out, out[:600]
-    assert b'{"status":"ok"}' not in out
+    assert b"<no close>" not in out, f"connection left open: {out[:300]}"
+    assert responses(out) == 1, out[:600]
+    assert b"<html" not in out.lower(), out[:600]
+    got_status, got_code, head = json_error(out)
+    assert (got_status, got_code) == (status, code), out[:400]
+    assert b"Connection: close" in head
+    assert re.search(rb"\r\nX-Request-Id: [0-9a-f]{12}-[0-9a-f]+\r\n", head), head
+
+
+def test_first_request_of_a_process_has_an_id(vt):
+    """Issue 21 item 6, on the raw wire: the very first request a fresh
+    process answers (here a refused one) carries our request id."""
+    s = vt(server_block(), wait="listening")
+    out = raw(s.port, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: -1\r\n\r\n")
+    head = out.partition(b"\r\n\r\n")[0]
+    m = re.search(rb"\r\nX-Request-Id: ([0-9a-f]{12})-1\r\n", head)
+    assert m, head
+    second = raw(s.port, PIPELINED.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+    assert re.search(rb"\r\nX-Request-Id: " + m.group(1) + rb"-2\r\n", second), second[:300]
 
 
 def test_long_values_with_tabs_and_high_bytes_pass(plain):

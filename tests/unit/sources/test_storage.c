@@ -64,8 +64,12 @@ static void write_parquet(const char *rel, const char *select)
 
 static struct storage *open_root(const char *sub)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s%s%s", root, *sub ? "/" : "", sub);
+    /* the storage borrows its location (for messages): it must outlive this
+     * call, so the test keeps it in a small ring, not on this stack */
+    static char paths[4][512];
+    static unsigned next_path;
+    char *path = paths[next_path++ % 4];
+    snprintf(path, sizeof paths[0], "%s%s%s", root, *sub ? "/" : "", sub);
     struct vt_dataset_config ds = {.name = "t", .location = path};
     struct storage *st = NULL;
     struct vt_error err = {0};
@@ -415,6 +419,7 @@ TEST(policy_roots_follow_the_config_and_links)
 
     struct vt_config cfg;
     config_init_defaults(&cfg);
+    free(cfg.dir);
     cfg.dir = strdup(conf);
     cfg.datasets = calloc(2, sizeof *cfg.datasets);
     cfg.n_datasets = 2;

@@ -1,0 +1,477 @@
+/*
+ * Responses (see server.h for the API, http_internal.h for the threads): a
+ * reply is built on the thread that answers, its head serialized at once
+ * (status line, Date, the request's headers, framing), and installed on the
+ * request under reply_mu; the connection's loop takes and writes it
+ * (conn.c). Streams are the one reply that keeps changing after it is
+ * installed: a producer (a job) queues chunks, the loop takes them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/compress.h"
+#include "http/encoding.h"
+#include "http/http_internal.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+
+#define STREAM_WAIT_SLICE_MS 100 /* a waiting producer re-checks its job this often */
+
+void http_add_header(struct http_request *req, const char *name, const char *value)
+{
+    struct http_header *h = arena_alloc(&req->arena, sizeof *h);
+    if (!h)
+        return;
+    h->name = arena_strdup(&req->arena, name);
+    h->value = arena_strdup(&req->arena, value);
+    if (!h->name || !h->value)
+        return;
+    h->next = req->headers;
+    req->headers = h;
+}
+
+/* Today's Date value, formatted once a second per thread. */
+static const char *date_now(void)
+{
+    static _Thread_local time_t cached = -1;
+    static _Thread_local char text[30];
+    time_t now = time(NULL);
+    if (now != cached) {
+        http_date(now, text);
+        cached = now;
+    }
+    return text;
+}
+
+static bool has_body(int status)
+{
+    return status >= 200 && status != 204 && status != 304;
+}
+
+/* The response's head: status line, Date, the request's own headers,
+ * Content-Type/Vary/Content-Encoding of the body, then the framing (a
+ * Content-Length, or chunked for a stream) and whether the connection stays.
+ * `length` < 0: a stream. */
+static void build_head(struct http_request *req, struct http_response *r,
+                       const char *content_type, bool vary, const char *encoding, int64_t length)
+{
+    struct strbuf *h = &r->head;
+    bool close = !req->keep_alive || atomic_load(&req->srv->stopping);
+    sb_addf(h, "HTTP/1.1 %d %s\r\nDate: %s\r\nX-Request-Id: %s\r\n", r->status,
+            http_reason(r->status), date_now(), req->id);
+    for (struct http_header *f = req->headers; f; f = f->next) {
+        if (!strcasecmp(f->name, "Connection")) {
+            if (!strcasecmp(f->value, "close"))
+                close = true;
+            continue;
+        }
+        sb_adds(h, f->name);
+        sb_adds(h, ": ");
+        sb_adds(h, f->value);
+        sb_adds(h, "\r\n");
+    }
+    if (content_type)
+        sb_addf(h, "Content-Type: %s\r\n", content_type);
+    if (vary)
+        sb_adds(h, "Vary: Accept-Encoding\r\n");
+    if (encoding)
+        sb_addf(h, "Content-Encoding: %s\r\n", encoding);
+    if (length >= 0) {
+        if (has_body(r->status))
+            sb_addf(h, "Content-Length: %lld\r\n", (long long)length);
+    } else if (req->minor == 1) {
+        sb_adds(h, "Transfer-Encoding: chunked\r\n");
+        r->chunked = true;
+    } else {
+        close = true; /* HTTP/1.0: the end of the body is the end of the connection */
+    }
+    if (close)
+        sb_adds(h, "Connection: close\r\n");
+    else if (req->minor == 0)
+        sb_adds(h, "Connection: keep-alive\r\n");
+    sb_adds(h, "\r\n");
+    r->close = close;
+}
+
+static struct http_response *response_new(int status, enum resp_kind kind)
+{
+    struct http_response *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->status = status;
+    r->kind = kind;
+    r->fd = -1;
+    sb_init(&r->head, 0);
+    return r;
+}
+
+void http_response_free(struct http_response *r)
+{
+    if (!r)
+        return;
+    sb_release(&r->head);
+    free(r->owned);
+    if (r->fd >= 0)
+        close(r->fd);
+    if (r->stream)
+        http_stream_unref(r->stream);
+    free(r);
+}
+
+/* Installs `r` as the reply (replacing an earlier one, for the 504 case).
+ * False (and `r` freed) when shutdown already answered the request. */
+static bool set_response(struct http_request *req, struct http_response *r)
+{
+    if (r->head.overflow) {
+        http_response_free(r);
+        return false;
+    }
+    pthread_mutex_lock(&req->reply_mu);
+    if (req->detached) {
+        pthread_mutex_unlock(&req->reply_mu);
+        http_response_free(r);
+        return false;
+    }
+    http_response_free(req->response);
+    req->response = r;
+    pthread_mutex_unlock(&req->reply_mu);
+    return true;
+}
+
+/* The coding of a compressible body: the best the client accepts when
+ * server.compress is on, identity for HEAD. */
+static enum http_encoding choose_encoding(struct http_request *req, const char *content_type,
+                                          bool compressible, uint64_t len)
+{
+    if (!compressible || req->method == HTTP_HEAD)
+        return HTTP_ENC_IDENTITY;
+    return http_encoding_choose(http_req_header(req, "Accept-Encoding"),
+                                req->srv->cfg->server.compress, content_type, len);
+}
+
+static bool vary(struct http_request *req, const char *content_type, bool compressible)
+{
+    return compressible &&
+           http_encoding_should_vary(req->srv->cfg->server.compress, content_type);
+}
+
+/* ------------------------------------------------------------- replies */
+
+void http_reply_buffer(struct http_request *req, int status, const char *content_type,
+                       struct strbuf *body, bool compressible)
+{
+    enum http_encoding enc = choose_encoding(req, content_type, compressible, body->len);
+    const char *encoding = http_encoding_header_value(enc);
+    if (encoding) {
+        struct strbuf packed;
+        sb_init(&packed, 0);
+        struct compress *c = compress_create(enc);
+        if (c && compress_write(c, body->buf, body->len, &packed) == 0 &&
+            compress_finish(c, &packed) == 0) {
+            sb_release(body);
+            *body = packed;
+        } else {
+            sb_release(&packed);
+            encoding = NULL;
+        }
+        compress_destroy(c);
+    }
+    struct http_response *r = response_new(status, RESP_BUFFER);
+    if (!r) {
+        sb_release(body);
+        return;
+    }
+    r->owned = sb_detach(body, &r->len);
+    r->data = r->owned ? r->owned : "";
+    build_head(req, r, content_type, vary(req, content_type, compressible), encoding,
+               (int64_t)r->len);
+    set_response(req, r);
+}
+
+void http_reply_static(struct http_request *req, int status, const char *content_type,
+                       const void *data, size_t len)
+{
+    struct http_response *r = response_new(status, RESP_BUFFER);
+    if (!r)
+        return;
+    r->data = data;
+    r->len = len;
+    build_head(req, r, content_type, false, NULL, (int64_t)len);
+    set_response(req, r);
+}
+
+void http_reply_json(struct http_request *req, int status, struct strbuf *body)
+{
+    http_reply_buffer(req, status, "application/json", body, true);
+}
+
+/* A failure the operator should see (5xx other than the expected 503s) at
+ * warn, any other error reply at debug: the line names the request. */
+static void log_error_reply(struct http_request *req, int status, enum vt_err code,
+                            const char *msg)
+{
+    enum log_level level = status >= 500 && code != VT_ERR_DATASET_NOT_READY &&
+                                   code != VT_ERR_SHUTTING_DOWN && code != VT_ERR_UNAVAILABLE
+                               ? LOG_WARN
+                               : LOG_DEBUG;
+    if (!log_enabled(level))
+        return;
+    const char *prev = log_request_id();
+    log_set_request_id(req->id);
+    log_msg(level, "%s %s: %d %s: %s", req->method_str ? req->method_str : "?",
+            http_req_route(req), status, vt_err_code(code), msg);
+    log_set_request_id(prev);
+}
+
+void http_reply_error(struct http_request *req, enum vt_err code, const char *message)
+{
+    struct strbuf body;
+    sb_init(&body, 0);
+    const char *msg = message ? message : vt_err_default_message(code);
+    req->err_code = code;
+    sb_adds(&body, "{\"error\":");
+    sb_add_json_string(&body, msg, strlen(msg));
+    sb_adds(&body, ",\"code\":");
+    const char *c = vt_err_code(code);
+    sb_add_json_string(&body, c, strlen(c));
+    sb_adds(&body, "}");
+    if (code == VT_ERR_DATASET_NOT_READY || code == VT_ERR_UNAVAILABLE ||
+        code == VT_ERR_SHUTTING_DOWN || code == VT_ERR_SOURCE_CHANGED)
+        http_add_header(req, "Retry-After", "2");
+    log_error_reply(req, vt_err_status(code), code, msg);
+    http_reply_json(req, vt_err_status(code), &body);
+}
+
+void http_reply_vterr(struct http_request *req, const struct vt_error *err)
+{
+    http_reply_error(req, err->code, vt_error_message(err));
+}
+
+void http_reply_file(struct http_request *req, int status, const char *content_type, int fd,
+                     uint64_t offset, uint64_t length)
+{
+    struct http_response *r = response_new(status, RESP_FILE);
+    if (!r) {
+        close(fd);
+        http_reply_error(req, VT_ERR_INTERNAL, "cannot create file response");
+        return;
+    }
+    r->fd = fd;
+    r->off = offset;
+    r->flen = length;
+    build_head(req, r, content_type, false, NULL, (int64_t)length);
+    set_response(req, r);
+}
+
+/* ------------------------------------------------------------- streams */
+
+void http_stream_unref(struct http_stream *st)
+{
+    if (atomic_fetch_sub(&st->refs, 1) != 1)
+        return;
+    for (size_t i = 0; i < st->qlen; i++)
+        free(st->q[(st->qhead + i) % VT_STREAM_QUEUE_BATCHES].data);
+    sb_release(&st->pending);
+    compress_destroy(st->comp);
+    pthread_mutex_destroy(&st->mu);
+    pthread_cond_destroy(&st->cv);
+    free(st);
+}
+
+void http_stream_abort(struct http_stream *st, bool finish)
+{
+    pthread_mutex_lock(&st->mu);
+    if (finish) {
+        st->done = true;
+        st->failed = true;
+    }
+    st->gone = true;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+}
+
+int http_stream_take(struct http_stream *st, struct strbuf *out, bool chunked, bool *out_failed)
+{
+    *out_failed = false;
+    pthread_mutex_lock(&st->mu);
+    int moved = 0;
+    while (st->qlen > 0) {
+        struct stream_chunk *c = &st->q[st->qhead];
+        if (chunked)
+            sb_addf(out, "%zx\r\n", c->len);
+        sb_add(out, c->data, c->len);
+        if (chunked)
+            sb_adds(out, "\r\n");
+        st->bytes += c->len;
+        free(c->data);
+        c->data = NULL;
+        st->qhead = (st->qhead + 1) % VT_STREAM_QUEUE_BATCHES;
+        st->qlen--;
+        moved = 1;
+    }
+    if (moved) {
+        pthread_cond_signal(&st->cv);
+    } else if (st->done) {
+        *out_failed = st->failed;
+        moved = -1;
+    } else {
+        st->reader_waiting = true;
+    }
+    pthread_mutex_unlock(&st->mu);
+    return moved;
+}
+
+/* Queues one chunk (takes `data`); blocks while the queue is full. */
+static int stream_push(struct http_stream *st, char *data, size_t len)
+{
+    if (len == 0) {
+        free(data);
+        return 0;
+    }
+    pthread_mutex_lock(&st->mu);
+    /* Wait for room, but never without a limit: the job may be cancelled
+     * (client gone, shutdown) and a client that reads nothing for
+     * VT_STREAM_STALL_SECS is given up. */
+    int64_t stall_until = time_mono_ms() + (int64_t)VT_STREAM_STALL_SECS * 1000;
+    uint64_t seen = st->bytes;
+    while (st->qlen == VT_STREAM_QUEUE_BATCHES && !st->gone) {
+        if (atomic_load(&st->req->job.cancelled) || atomic_load(&st->req->client_gone)) {
+            st->gone = true;
+            break;
+        }
+        int64_t now = time_mono_ms();
+        if (st->bytes != seen) {
+            seen = st->bytes;
+            stall_until = now + (int64_t)VT_STREAM_STALL_SECS * 1000;
+        } else if (now >= stall_until) {
+            log_warn("request %s: the client read nothing for %d s; cancelling its stream",
+                     st->req->id, VT_STREAM_STALL_SECS);
+            st->gone = true;
+            break;
+        }
+        time_cond_wait(&st->cv, &st->mu, now + STREAM_WAIT_SLICE_MS);
+    }
+    if (st->gone) {
+        pthread_mutex_unlock(&st->mu);
+        free(data);
+        return -1;
+    }
+    struct stream_chunk *c = &st->q[(st->qhead + st->qlen) % VT_STREAM_QUEUE_BATCHES];
+    c->data = data;
+    c->len = len;
+    st->qlen++;
+    bool waiting = st->reader_waiting;
+    st->reader_waiting = false;
+    pthread_mutex_unlock(&st->mu);
+    if (waiting)
+        http_conn_wake(st->req);
+    return 0;
+}
+
+/* Moves the pending buffer (compressed if needed) into the queue. */
+static int stream_flush(struct http_stream *st, bool final)
+{
+    struct strbuf out;
+    if (st->comp) {
+        sb_init(&out, 0);
+        /* One flush per handed-over chunk so the client can decode what it got. */
+        if (compress_write(st->comp, st->pending.buf, st->pending.len, &out) != 0 ||
+            (final ? compress_finish(st->comp, &out) : compress_flush(st->comp, &out)) != 0) {
+            sb_release(&out);
+            return -1;
+        }
+        sb_reset(&st->pending);
+    } else {
+        out = st->pending;
+        sb_init(&st->pending, 0);
+    }
+    size_t len;
+    char *data = sb_detach(&out, &len);
+    return stream_push(st, data, len);
+}
+
+struct http_stream *http_reply_stream(struct http_request *req, int status,
+                                      const char *content_type, bool compressible)
+{
+    struct http_stream *st = calloc(1, sizeof *st);
+    struct http_response *r = response_new(status, RESP_STREAM);
+    if (!st || !r) {
+        free(st);
+        free(r);
+        return NULL;
+    }
+    st->req = req;
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->cv, NULL);
+    sb_init(&st->pending, 0);
+    /* The request's reference keeps req->stream valid for as long as the
+     * request exists: the producer and the connection may both be done with
+     * the stream while the request is still listed (its job not finished). */
+    atomic_init(&st->refs, 3);
+    enum http_encoding enc =
+        choose_encoding(req, content_type, compressible, HTTP_BODY_LEN_UNKNOWN);
+    const char *encoding = http_encoding_header_value(enc);
+    if (encoding) {
+        st->comp = compress_create(enc);
+        if (!st->comp)
+            encoding = NULL;
+    }
+    r->stream = st;
+    build_head(req, r, content_type, vary(req, content_type, compressible), encoding, -1);
+    if (!set_response(req, r)) {
+        /* Shutdown answered the request already (the response, freed, took
+         * its reference): the producer's writes go nowhere. */
+        atomic_store(&st->refs, 1);
+        st->gone = true;
+        return st;
+    }
+    req->stream = st;
+    /* A started stream is not cut by the request deadline: the client is
+     * receiving rows; a stalled client is handled by the stall limit. */
+    atomic_store(&req->job.deadline_ms, 0);
+    pthread_mutex_lock(&req->reply_mu);
+    req->suspended = false;
+    pthread_mutex_unlock(&req->reply_mu);
+    http_conn_wake(req);
+    return st;
+}
+
+struct strbuf *http_stream_buffer(struct http_stream *st)
+{
+    return &st->pending;
+}
+
+int http_stream_commit(struct http_stream *st)
+{
+    if (atomic_load(&st->req->job.cancelled) || atomic_load(&st->req->client_gone))
+        return -1;
+    if (st->pending.len >= STREAM_CHUNK_BYTES)
+        return stream_flush(st, false);
+    return 0;
+}
+
+int http_stream_write(struct http_stream *st, const void *data, size_t n)
+{
+    if (sb_add(&st->pending, data, n) != 0)
+        return -1;
+    return http_stream_commit(st);
+}
+
+void http_stream_end(struct http_stream *st, bool ok)
+{
+    if (ok && stream_flush(st, true) != 0)
+        ok = false;
+    pthread_mutex_lock(&st->mu);
+    st->done = true;
+    st->failed = !ok;
+    bool waiting = st->reader_waiting;
+    st->reader_waiting = false;
+    pthread_mutex_unlock(&st->mu);
+    if (waiting)
+        http_conn_wake(st->req);
+    http_stream_unref(st);
+}

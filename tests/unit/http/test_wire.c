@@ -1,0 +1,172 @@
+/*
+ * The HTTP/1.1 wire parser (src/http/wire.c): head ends found whatever the
+ * split, strict framing refusals with their error codes (issue 21 item 7:
+ * what libmicrohttpd answered in HTML, once or twice, is a code of the error
+ * table here), the chunked decoder and query arguments.
+ */
+#include <stdlib.h>
+
+#include "http/wire.h"
+#include "testlib.h"
+#include "util/limits.h"
+
+/* Finds the head end feeding `s` one byte more at a time. */
+static enum http_parse find_bytewise(const char *s, size_t *end, enum vt_err *code)
+{
+    struct http_head_scan sc = {0};
+    const char *msg = NULL;
+    size_t len = strlen(s);
+    enum http_parse p = HTTP_PARSE_MORE;
+    for (size_t n = 1; n <= len && p == HTTP_PARSE_MORE; n++)
+        p = http_head_find(&sc, s, n, end, code, &msg);
+    return p;
+}
+
+/* Parses a whole head; returns the code and fills *h (fields in `f`). */
+static enum vt_err parse(const char *s, struct http_head *h, struct http_field *f, char **keep)
+{
+    size_t end = 0;
+    enum vt_err code = VT_ERR_OK;
+    const char *msg = NULL;
+    struct http_head_scan sc = {0};
+    enum http_parse p = http_head_find(&sc, s, strlen(s), &end, &code, &msg);
+    if (p == HTTP_PARSE_ERROR)
+        return code;
+    if (p != HTTP_PARSE_DONE)
+        return VT_ERR_INTERNAL;
+    *keep = malloc(end + 1);
+    memcpy(*keep, s, end);
+    (*keep)[end] = '\0';
+    memset(h, 0, sizeof *h);
+    return http_head_parse(*keep, end, f, h, &msg);
+}
+
+static enum vt_err code_of(const char *s)
+{
+    struct http_field f[VT_MAX_HEADER_FIELDS];
+    struct http_head h;
+    char *keep = NULL;
+    enum vt_err rc = parse(s, &h, f, &keep);
+    free(keep);
+    return rc;
+}
+
+TEST(head_end_whatever_the_split)
+{
+    const char *req = "\r\nGET /a?b=1 HTTP/1.1\r\nHost: x\r\nX-Y:  v w \r\n\r\nNEXT";
+    size_t end = 0;
+    enum vt_err code = VT_ERR_OK;
+    CHECK_EQ_INT(find_bytewise(req, &end, &code), HTTP_PARSE_DONE);
+    CHECK_EQ_INT(end, strlen(req) - 4);
+    CHECK_EQ_INT(find_bytewise("GET / HTTP/1.1\nHost: x\n\n", &end, &code), HTTP_PARSE_ERROR);
+    CHECK_EQ_INT(code, VT_ERR_MALFORMED_REQUEST);
+}
+
+TEST(parsed_head)
+{
+    struct http_field f[VT_MAX_HEADER_FIELDS];
+    struct http_head h;
+    char *keep = NULL;
+    CHECK_EQ_INT(parse("POST /q?x=1 HTTP/1.1\r\nHost: localhost:80\r\nContent-Length: 12\r\n"
+                       "X-Y:\t v w \r\nExpect: 100-continue\r\n\r\n", &h, f, &keep),
+                 VT_ERR_OK);
+    CHECK_EQ_STR(h.method, "POST");
+    CHECK_EQ_STR(h.target, "/q?x=1");
+    CHECK_EQ_INT(h.minor, 1);
+    CHECK_EQ_STR(h.host, "localhost:80");
+    CHECK(h.has_length && h.content_length == 12 && !h.chunked);
+    CHECK(h.expect_continue && h.keep_alive);
+    CHECK_EQ_STR(http_head_field(&h, "x-y"), "v w");
+    free(keep);
+    CHECK_EQ_INT(parse("GET / HTTP/1.0\r\n\r\n", &h, f, &keep), VT_ERR_OK);
+    CHECK(!h.keep_alive && !h.host);
+    free(keep);
+    CHECK_EQ_INT(parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+                       "Connection: close\r\n\r\n", &h, f, &keep), VT_ERR_OK);
+    CHECK(h.chunked && !h.has_length && !h.keep_alive);
+    free(keep);
+}
+
+TEST(refusals_have_their_codes)
+{
+    CHECK_EQ_INT(code_of("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n"),
+                 VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(code_of("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +2\r\n\r\n"),
+                 VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(code_of("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1 2\r\n\r\n"),
+                 VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(code_of("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n"),
+                 VT_ERR_BODY_TOO_LARGE);
+    CHECK_EQ_INT(code_of("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n"),
+                 VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(code_of("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n"
+                         "Transfer-Encoding: chunked\r\n\r\n"), VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(code_of("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n"),
+                 VT_ERR_NOT_IMPLEMENTED);
+    CHECK_EQ_INT(code_of("GET / HTTP/2.0\r\nHost: a\r\n\r\n"), VT_ERR_HTTP_VERSION_NOT_SUPPORTED);
+    CHECK_EQ_INT(code_of("GET / HTTP/1.1\r\n\r\n"), VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(code_of("GET / HTTP/1.1\r\nHost: a\r\nnocolon\r\n\r\n"), VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(code_of("GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n"), VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(code_of("GET / HTTP/1.1\r\nHost : a\r\n\r\n"), VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(code_of("GET  / HTTP/1.1\r\nHost: a\r\n\r\n"), VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(code_of("GET / HTTP/1.1\r\nHost: a\r\nX: a\x01" "b\r\n\r\n"), VT_ERR_MALFORMED_REQUEST);
+    /* Too many fields, too many field bytes. */
+    static char many[VT_MAX_HEADER_BYTES];
+    size_t k = (size_t)snprintf(many, sizeof many, "GET / HTTP/1.1\r\nHost: a\r\n");
+    for (int i = 0; i < VT_MAX_HEADER_FIELDS + 1; i++)
+        k += (size_t)snprintf(many + k, sizeof many - k, "X%d: 1\r\n", i);
+    snprintf(many + k, sizeof many - k, "\r\n");
+    CHECK_EQ_INT(code_of(many), VT_ERR_HEADERS_TOO_LARGE);
+    size_t blen = VT_MAX_HEADER_BYTES + 100;
+    char *big = malloc(blen + 64);
+    int n = snprintf(big, 64, "GET / HTTP/1.1\r\nHost: a\r\nX: ");
+    memset(big + n, 'a', blen);
+    memcpy(big + n + blen, "\r\n\r\n", 5);
+    CHECK_EQ_INT(code_of(big), VT_ERR_HEADERS_TOO_LARGE);
+    free(big);
+}
+
+static enum http_parse chunked(const char *in, struct strbuf *body, size_t *used, enum vt_err *code)
+{
+    struct http_chunked c = {0};
+    const char *msg = NULL;
+    return http_chunked_feed(&c, in, strlen(in), used, body, code, &msg);
+}
+
+TEST(chunked_bodies)
+{
+    struct strbuf b;
+    sb_init(&b, 16);
+    size_t used = 0;
+    enum vt_err code = VT_ERR_OK;
+    const char *ok = "2;x=1\r\n{}\r\na\r\n0123456789\r\n0\r\nT: v\r\n\r\nGET";
+    CHECK_EQ_INT(chunked(ok, &b, &used, &code), HTTP_PARSE_DONE);
+    CHECK_EQ_INT(used, strlen(ok) - 3);
+    CHECK_EQ_INT(b.len, 12);
+    CHECK(!memcmp(b.buf, "{}0123456789", 12));
+    sb_reset(&b);
+    CHECK_EQ_INT(chunked("zz\r\n", &b, &used, &code), HTTP_PARSE_ERROR);
+    CHECK_EQ_INT(code, VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(chunked("FFFFFFFFFFFFFFFFFFFF\r\n", &b, &used, &code), HTTP_PARSE_ERROR);
+    CHECK_EQ_INT(code, VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(chunked("2\r\n{}X\r\n", &b, &used, &code), HTTP_PARSE_ERROR);
+    sb_reset(&b);
+    CHECK_EQ_INT(chunked("20\r\n0123456789012345678901234567890", &b, &used, &code), HTTP_PARSE_ERROR);
+    CHECK_EQ_INT(code, VT_ERR_BODY_TOO_LARGE);
+    sb_release(&b);
+}
+
+TEST(query_args)
+{
+    char v[32];
+    size_t n = 0;
+    CHECK(http_query_arg("/x?a=1&b=x%20y+z&c", "b", v, sizeof v, &n) && !strcmp(v, "x y z"));
+    CHECK_EQ_INT(n, 5);
+    CHECK(http_query_arg("/x?a=1&b=x%20y+z&c", "c", v, sizeof v, &n) && n == 0);
+    CHECK(!http_query_arg("/x?a=1", "b", v, sizeof v, &n));
+    CHECK(!http_query_arg("/x", "a", v, sizeof v, &n));
+    CHECK(!http_query_arg("/x?a=0123456789012345678901234567890123456789", "a", v, sizeof v, &n));
+}
+
+RUN_TESTS(TEST_CASE(head_end_whatever_the_split), TEST_CASE(parsed_head),
+          TEST_CASE(refusals_have_their_codes), TEST_CASE(chunked_bodies), TEST_CASE(query_args))
