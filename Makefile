@@ -255,10 +255,8 @@ FUZZ_SRC_fuzz_http_host        := src/http/hosts.c src/util/strvec.c
 FUZZ_SRC_fuzz_http_wire        := src/http/wire.c src/util/strbuf.c src/util/errors.c
 FUZZ_SRC_fuzz_http_path        := src/http/router.c src/util/arena.c src/util/errors.c
 FUZZ_LIBS_fuzz_http_path       := -isystem $(DUCKDB_DIR)
-FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c
-
 FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c src/util/errors.c \
-                                  src/util/strvec.c src/util/file.c
+                                  src/util/strvec.c src/util/file.c src/util/timeutil.c
 FUZZ_LIBS_fuzz_toml            := -ljansson
 # Query compiler; FUZZ_QUERY_DUCKDB=1 also runs each statement in DuckDB.
 FUZZ_SRC_fuzz_query            := $(filter-out src/query/query_index.c,$(wildcard src/query/*.c)) \
@@ -282,7 +280,8 @@ FUZZ_SRC_fuzz_ui               := src/ui/assets.c src/http/encoding.c
 FUZZ_SRC_fuzz_mcp              := src/mcp/envelope.c
 FUZZ_LIBS_fuzz_mcp             := -isystem $(DUCKDB_DIR) -ljansson
 FUZZ_SRC_fuzz_saved            := src/saved/saved.c $(wildcard src/config/*.c) src/util/strbuf.c \
-                                  src/util/errors.c src/util/strvec.c src/util/file.c
+                                  src/util/errors.c src/util/strvec.c src/util/file.c \
+                                  src/util/timeutil.c
 FUZZ_LIBS_fuzz_saved           := -ljansson
 FUZZ_SRC_fuzz_jwt              := src/auth/jwt.c src/auth/claims.c src/util/strvec.c \
                                   src/util/errors.c

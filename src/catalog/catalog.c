@@ -391,6 +391,9 @@ struct cat_catalog *cat_create(const struct vt_config *cfg, duckdb_database db,
     pthread_mutex_init(&cat->state_mu, NULL);
     /* Not ready until cat_start has registered and counted every dataset. */
     cat->registering = true;
+    /* A cluster reader knows its datasets only once it has read the shared
+     * catalog (src/cluster), also for requests before its hooks are set. */
+    atomic_init(&cat->names_unknown, cfg->cluster.role == CFG_ROLE_READER);
     int builders = cfg->server.startup.max_concurrent > 0 ? cfg->server.startup.max_concurrent : 4;
     cat->builders = eng_pool_create(db, builders, "build", err);
     cat->janitor = cat->builders ? eng_pool_create(db, 1, "janitor", err) : NULL;

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "util/limits.h"
+#include "util/text.h"
 
 /* The request line may hold a target of VT_MAX_URL_BYTES plus a method and
  * the version. */
@@ -337,17 +338,6 @@ enum {
     CH_TRAILER, CH_TRAILER_LINE, CH_TRAILER_LF, CH_END_LF
 };
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 enum http_parse http_chunked_feed(struct http_chunked *c, const char *in, size_t n,
                                   size_t *out_used, struct strbuf *body, enum vt_err *out_code,
                                   const char **out_msg)
@@ -363,7 +353,7 @@ enum http_parse http_chunked_feed(struct http_chunked *c, const char *in, size_t
         switch (c->state) {
         case CH_SIZE:
         case CH_SIZE_MORE: {
-            int h = hexval(ch);
+            int h = text_hexval(ch);
             if (h >= 0) {
                 if (++c->digits > 15)
                     BAD("chunk size too large");
@@ -484,8 +474,8 @@ static size_t unescape(const char *s, size_t n, char *out, size_t cap)
         if (c == '+') {
             out[o++] = ' ';
         } else if (c == '%' && i + 2 < n &&
-                   (hi = hexval((unsigned char)s[i + 1])) >= 0 &&
-                   (lo = hexval((unsigned char)s[i + 2])) >= 0) {
+                   (hi = text_hexval((unsigned char)s[i + 1])) >= 0 &&
+                   (lo = text_hexval((unsigned char)s[i + 2])) >= 0) {
             out[o++] = (char)(hi * 16 + lo);
             i += 2;
         } else {

@@ -287,6 +287,29 @@ static bool fold_setting(struct sql_walk *w, json_t *e, json_t *args)
     return true;
 }
 
+/* date_trunc(part, x) -> datetrunc(part, x) + INTERVAL '0 seconds'.
+ * PostgreSQL's date_trunc keeps its argument's type (a timestamp stays a
+ * timestamp, a date becomes one); DuckDB's gives a DATE for a timestamp
+ * truncated to a day or coarser, so Superset's time grains and Metabase's
+ * "by day" reached clients as dates. Adding a zero interval makes DuckDB's
+ * DATE a TIMESTAMP and leaves timestamps, timestamptz and intervals as they
+ * are. datetrunc, its other name, is not rewritten again. */
+static bool rewrite_date_trunc(json_t *e, json_t *args)
+{
+    json_t *alias = json_incref(json_object_get(e, "alias"));
+    json_t *trunc = new_call("datetrunc", json_copy(args));
+    json_t *zero = new_cast(const_str("0 seconds", 9), "INTERVAL");
+    json_t *sum = new_call("+", json_pack("[oo]", trunc, zero));
+    json_object_set_new(sum, "is_operator", json_true());
+    json_object_clear(e);
+    json_object_update(e, sum);
+    json_decref(sum);
+    if (json_is_string(alias) && *json_string_value(alias))
+        json_object_set(e, "alias", alias);
+    json_decref(alias);
+    return true;
+}
+
 /* Whether name(args) was rewritten (*out: what the gate does next). */
 static bool rewrite_call(struct sql_walk *w, json_t *e, const char *name, enum sql_hook *out)
 {
@@ -299,6 +322,9 @@ static bool rewrite_call(struct sql_walk *w, json_t *e, const char *name, enum s
         *out = SQL_HOOK_AGAIN;
     } else if (!strcmp(name, "format") && json_array_size(args) >= 1) {
         done = rewrite_format(e, args);
+        *out = SQL_HOOK_AGAIN;
+    } else if (!strcmp(name, "date_trunc") && json_array_size(args) == 2) {
+        done = rewrite_date_trunc(e, args);
         *out = SQL_HOOK_AGAIN;
     } else if (!strcmp(name, "to_char") || !strcmp(name, "to_timestamp") ||
                !strcmp(name, "to_date")) {

@@ -411,8 +411,8 @@ struct index_term;
 
 /* query_index_terms in the form of src/index: true when the request is
  * index-eligible and every predicate column is indexed in `ix`; then
- * out_terms[0..out_n) can go to index_match(). *out_empty is set when some
- * term has no key that can match (index_match needs n_keys >= 1): the answer
+ * out_terms[0..out_n) can go to index_fast_answer(). *out_empty is set when
+ * some term has no key that can match (a term needs n_keys >= 1): the answer
  * is then no rows, without a lookup. Keys borrow strings from the request;
  * everything is allocated from `arena`. */
 bool query_index_match_terms(const struct query_request *req, const struct vt_index *ix,

@@ -141,6 +141,8 @@ def test_sqlalchemy_inspector_and_superset(srv):
              .group_by(sa.text("1")).order_by(sa.text("1")))
         rows = c.execute(q).fetchall()
         assert [r.n for r in rows] == [1440, 1440, 1440, 680]
+        # date_trunc keeps a timestamp a timestamp, as PostgreSQL's does
+        assert rows[1].d == datetime.datetime(2024, 1, 2)
         for name, sql in replay("superset.sql"):
             try:
                 c.execute(sa.text(sql)).fetchall()
@@ -391,6 +393,16 @@ def test_small_statements(srv):
         assert one("SELECT inet_server_addr(), inet_server_port()") == ("127.0.0.1", srv.pg)
         assert one("SELECT inet_client_addr()")[0] == "127.0.0.1"
         assert one("SELECT string_to_array('a,b,c', ',')") == (["a", "b", "c"],)
+        # date_trunc gives a timestamp for a timestamp or a date (DuckDB's
+        # gives a DATE from 'day' up), its column named date_trunc
+        cur = c.execute("SELECT date_trunc('day', TIMESTAMP '2024-01-02 10:30'), "
+                        "date_trunc('month', DATE '2024-01-15') AS m, "
+                        "date_trunc('hour', TIMESTAMPTZ '2024-01-02 10:30:00+00'), "
+                        "date_trunc('hour', INTERVAL '3 hours 20 minutes')")
+        assert cur.fetchone() == (datetime.datetime(2024, 1, 2), datetime.datetime(2024, 1, 1),
+                                  datetime.datetime(2024, 1, 2, 10, tzinfo=datetime.timezone.utc),
+                                  datetime.timedelta(hours=3))
+        assert [d.name for d in cur.description][:2] == ["date_trunc", "m"]
         kw = c.execute("SELECT word, catcode FROM pg_get_keywords() WHERE word = 'select'").fetchall()
         assert kw == [("select", "R")]
         plan = c.execute("EXPLAIN SELECT * FROM trips WHERE fare > 10").fetchall()

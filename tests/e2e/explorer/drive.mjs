@@ -505,7 +505,8 @@ const scenarios = {
     await shot(page, 'explorer-schema-stats');
     // 12. the SQL editor: completion, an error at its position, history
     await page.goto(`${args.url}#/sql`);
-    await page.waitForSelector('.cm-content[data-testid=sql-text]');
+    // the editor is made again once the datasets' schemas came: type into that one
+    await page.waitForSelector('.cm-content[data-testid=sql-text]:not([data-tables="0"])');
     await page.click('.cm-content');
     await page.keyboard.press('Control+a');
     await page.keyboard.type('SELECT * FROM tr');

@@ -30,7 +30,9 @@ export function createEditor(parent, { doc, schema, onRun, onChange, label }) {
         sql({ dialect: PostgreSQL, schema, upperCaseKeywords: true }),
         PostgreSQL.language.data.of({ autocomplete: completeFromList(FUNCTIONS) }),
         EditorView.lineWrapping,
-        EditorView.contentAttributes.of({ 'data-testid': 'sql-text', 'aria-label': label }),
+        EditorView.contentAttributes.of({ 'data-testid': 'sql-text', 'aria-label': label,
+          // how many datasets completion knows (0 until their schemas came)
+          'data-tables': String(Object.keys(schema || {}).length) }),
         EditorView.updateListener.of((u) => { if (u.docChanged) onChange(u.state.doc.toString()); }),
       ],
     }),

@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+"""Memory per generation (not part of make check; minutes): one process (or a
+writer and a reader) on loopback with moto, the `trips` dataset of the soak
+reloaded GENS times with no client load; prints RSS, open files and threads
+every 50 generations. ROLE=reader (default) samples a reader importing the
+writer's generations; ROLE=standalone one process building them itself.
+
+  VITRINE_BUILD=$PWD/build GENS=400 /usr/bin/python3 tests/soak/rss_per_generation.py
+"""
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "e2e"))
+sys.path.insert(0, str(HERE))
+import soak  # noqa: E402
+from conftest import Server, write_parquet  # noqa: E402
+from s3_fixtures import Moto, find_moto, free_port  # noqa: E402
+
+GENS = int(os.environ.get("GENS", "400"))
+ROLE = os.environ.get("ROLE", "reader")
+
+
+def main():
+    root = Path(tempfile.mkdtemp(prefix="vitrine-rss-"))
+    moto = Moto(find_moto(), root).start()
+    try:
+        moto.create_bucket("src")
+        moto.create_bucket("shared")
+        data = root / "data"
+        src = write_parquet(data / "trips" / "part-0.parquet",
+                            "SELECT i AS id, ['paris','lyon','nice'][i % 3 + 1] AS city, "
+                            "(i % 97)::DOUBLE AS fare FROM range(12000) t(i)")
+        moto.upload_file("src", "trips/part-0.parquet", src)
+        write_parquet(data / "local.parquet", "SELECT i AS id, 'x' AS s FROM range(1000) t(i)")
+        ep = f"http://127.0.0.1:{moto.port}"
+        (root / "w").mkdir()
+        w = Server(root / "w", soak.config("writer" if ROLE == "reader" else "standalone",
+                                           free_port(), ep, data), env=soak.ENV).start()
+        w.wait_ready(120)
+        r = w
+        if ROLE == "reader":
+            (root / "r").mkdir()
+            r = Server(root / "r", soak.config("reader", free_port(), ep, root / "nowhere"),
+                       env=soak.ENV).start()
+            r.wait_ready(120)
+        t0 = time.time()
+        for i in range(GENS + 1):
+            if i % 50 == 0:
+                gid = w.get("/api/v1/datasets/trips/status").json()["generation_id"]
+                deadline = time.time() + 20
+                while (time.time() < deadline and
+                       r.get("/api/v1/datasets/trips/status").json()["generation_id"] != gid):
+                    time.sleep(0.05)
+                rss, fds, threads = soak.proc_stats(r.proc.pid)
+                print(f"{ROLE} generation {i:4d} t={time.time() - t0:5.0f}s RSS {rss:6.1f} MiB "
+                      f"fds {fds} threads {threads}", flush=True)
+            w.post("/api/v1/datasets/trips/reload", headers=soak.ADMIN, timeout=60)
+            time.sleep(0.6)
+        if r is not w:
+            r.stop()
+        w.stop()
+    finally:
+        moto.stop()
+
+
+if __name__ == "__main__":
+    main()
