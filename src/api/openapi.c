@@ -59,6 +59,16 @@ struct op_resp {
     const char *description;    /* NULL: a standard text for the status */
 };
 
+/* Not a header: in op_resp.headers, marks a response only a cluster reader
+ * (cluster.role = "reader") gives; other servers' documents leave it out. */
+#define W_READER 0x10000u
+
+/* A reader answers admin and write calls 409 not_writer, or relays them to
+ * cluster.writer_url: 503 unavailable when the writer cannot be reached. */
+#define R_READER_WRITES                                                                \
+    {409, NULL, 0, W_READER, "This replica is a reader (not_writer): send admin and write calls to the writer."}, \
+    {503, NULL, 0, H_RETRY | W_READER, "This reader relays admin calls to cluster.writer_url, which cannot be reached (unavailable)."}
+
 #define MAX_RESP 12
 
 struct op_doc {
@@ -100,27 +110,33 @@ static const struct op_doc docs[] = {
       {400, NULL, 0, 0, "Name taken or invalid, source cannot be opened, or invalid field."},
       {413, NULL, 0, 0, NULL},
       {415, NULL, 0, 0, NULL},
-      {504, NULL, 0, 0, "The build outlived server.request_timeout_ms, or its refresh.timeout."}}},
+      {504, NULL, 0, 0, "The build outlived server.request_timeout_ms, or its refresh.timeout."},
+      R_READER_WRITES}},
     {api_datasets_persist, "admin", "DatasetConfig", true, 0, false,
      {{200, "Persisted", M_JSON, 0, "The [[dataset]] block was appended to the config file."},
       {400, NULL, 0, 0, "Invalid block, name taken, source cannot be opened, or the server has no config file."},
       {413, NULL, 0, 0, NULL},
-      {415, NULL, 0, 0, NULL}}},
+      {415, NULL, 0, 0, NULL},
+      R_READER_WRITES}},
     {api_reload_all, "admin", NULL, false, 0, false,
-     {{202, "ReloadAll", M_JSON, 0, "Builds queued in dependency order."}}},
+     {{202, "ReloadAll", M_JSON, 0, "Builds queued in dependency order."},
+      R_READER_WRITES}},
     {api_config_reload, "admin", NULL, false, 0, false,
      {{200, "ConfigReload", M_JSON, 0, "New datasets registered; failures listed in errors."},
-      {400, NULL, 0, 0, "The server was not started from a config file, or the file is invalid."}}},
+      {400, NULL, 0, 0, "The server was not started from a config file, or the file is invalid."},
+      R_READER_WRITES}},
     {api_dataset_reload, "admin", NULL, false, 0, false,
      {{200, "Reloaded", M_JSON, 0, "Rebuilt and swapped in; in-flight queries finished on the old copy."},
       {400, NULL, 0, 0, "The source has no rows, cannot be opened or is not allowed now; the previous generation keeps serving."},
       {404, NULL, 0, 0, "No such dataset."},
       {409, NULL, 0, 0, "The dataset is already building, or this replica is a reader (not_writer)."},
       {422, NULL, 0, 0, "The build failed; the previous generation keeps serving."},
-      {504, NULL, 0, 0, "The build outlived server.request_timeout_ms; it goes on and publishes when done."}}},
+      {504, NULL, 0, 0, "The build outlived server.request_timeout_ms; it goes on and publishes when done."},
+      R_READER_WRITES}},
     {api_dataset_status, "datasets", NULL, false, 0, false,
      {{200, "DatasetStatus", M_JSON, 0, "The dataset's status entry."},
-      {404, NULL, 0, 0, "No such dataset."}}},
+      {404, NULL, 0, 0, "No such dataset."},
+      {503, NULL, 0, H_RETRY | W_READER, "This reader has not read the shared catalog yet (dataset_not_ready): retry."}}},
     {api_dataset_schema, "datasets", NULL, false, P_GEN, false,
      {{200, "DatasetSchema", M_JSON, 0, "Columns, types, indexed columns and one sample row."},
       {400, NULL, 0, 0, "?generation= is not a generation id."},
@@ -187,7 +203,8 @@ static const struct op_doc docs[] = {
      {{200, "SavedQueryDeleted", M_JSON, 0, "Unregistered (and its file and storage removed)."},
       {403, NULL, 0, 0, "Not a saved query: config and POST /datasets datasets cannot be deleted (not_deletable)."},
       {404, NULL, 0, 0, "No such dataset."},
-      {409, "HasDependents", M_JSON, 0, "Other datasets depend on it; they are listed."}}},
+      {409, "HasDependents", M_JSON, 0, "Other datasets depend on it; they are listed."},
+      R_READER_WRITES}},
     {api_sql, "query", "SqlRequest", true, P_FORMAT, false,
      {{200, "SqlResult", M_ROWS, H_TIMING,
        "JSON {data, max_rows, truncated}, or the rows in another format (?format= or Accept)."},
@@ -274,9 +291,11 @@ static const char *status_text(int status)
     case 413: return "Request body larger than server.max_body_bytes.";
     case 415: return "The body must be sent with Content-Type: application/json.";
     case 410: return "Gone.";
+    case 414: return "The request target is longer than 8192 bytes (uri_too_long).";
     case 416: return "Range not satisfiable.";
     case 421: return "The Host header names a host this server does not answer.";
     case 422: return "Unprocessable.";
+    case 431: return "The request's header fields together exceed 32 KiB (headers_too_large).";
     case 503: return "Unavailable; retry later.";
     case 504: return "The request took longer than server.request_timeout_ms.";
     }
@@ -331,17 +350,18 @@ static const struct {
     {NULL, 412, "precondition_failed"},
     {NULL, 413, "body_too_large"},
     {NULL, 415, "unsupported_media_type"},
+    {NULL, 414, "uri_too_long"},
     {NULL, 416, "range_not_satisfiable"},
     {NULL, 421, "host_not_allowed"},
     {NULL, 422, "build_failed"},
+    {NULL, 431, "headers_too_large"},
     {NULL, 503, "dataset_not_ready dataset_failed unavailable"},
     {NULL, 504, "timeout"},
 };
 
 /* {"<code>": {"summary", "value": {"error", "code"}}, ...} for a response. */
-static json_t *error_examples(http_handler_fn handler, int status)
+static json_t *error_examples(http_handler_fn handler, int status, const char *codes)
 {
-    const char *codes = NULL;
     for (size_t i = 0; i < sizeof error_codes / sizeof error_codes[0] && !codes; i++)
         if (error_codes[i].status == status && error_codes[i].handler == handler)
             codes = error_codes[i].codes;
@@ -488,7 +508,14 @@ static json_t *response(const struct op_resp *r, http_handler_fn handler)
     }
     if (media & M_JSON) {
         json_t *mt = json_pack("{s:o}", "schema", ref("schemas", schema));
-        json_t *ex = r->status >= 400 && !r->schema ? error_examples(handler, r->status) : NULL;
+        /* A reader's own answers: not_writer, the relay's unavailable, or
+         * a catalog not read yet. */
+        const char *codes = !(r->headers & W_READER) ? NULL
+                            : r->status == 409    ? "not_writer"
+                            : handler == api_dataset_status ? "dataset_not_ready"
+                                                            : "unavailable";
+        json_t *ex = r->status >= 400 && !r->schema ? error_examples(handler, r->status, codes)
+                                                    : NULL;
         if (ex)
             json_object_set_new(mt, "examples", ex);
         json_object_set_new(content, "application/json", mt);
@@ -503,6 +530,25 @@ static json_t *response(const struct op_resp *r, http_handler_fn handler)
         json_object_set_new(content, "*/*", json_pack("{s:o}", "schema", ref("schemas", schema)));
     json_object_set_new(o, "content", content);
     return o;
+}
+
+/* A server-specific answer (a reader's not_writer) with the status of a
+ * documented one whose body has its own schema (409 HasDependents): the
+ * body is either. */
+static void reader_alternative(json_t *resp, const struct op_resp *r)
+{
+    json_t *content = json_object_get(resp, "content");
+    json_t *mt = content ? json_object_get(content, "application/json") : NULL;
+    json_t *schema = mt ? json_object_get(mt, "schema") : NULL;
+    if (!schema || !json_object_get(schema, "$ref") ||
+        !strcmp(json_string_value(json_object_get(schema, "$ref")), "#/components/schemas/Error"))
+        return;
+    json_object_set_new(mt, "schema", json_pack("{s:[O,o]}", "anyOf", schema,
+                                                ref("schemas", "Error")));
+    const char *d = json_string_value(json_object_get(resp, "description"));
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s Or: %s", d ? d : "", r->description ? r->description : "");
+    json_object_set_new(resp, "description", json_string(buf));
 }
 
 static json_t *scopes(const struct strvec *v, const char *fallback)
@@ -700,11 +746,18 @@ static json_t *operation(const struct http_route *r, const char *method, const s
         struct op_resp moved = {301, NULL, 0, H_LOCATION, "To the UI's page: {base}/."};
         json_object_set_new(responses, "301", response(&moved, r->handler));
     } else if (d) {
+        bool reader = cfg->cluster.role == CFG_ROLE_READER;
         for (size_t i = 0; i < MAX_RESP && d->resp[i].status; i++) {
             bool head = !strcmp(method, "head");
             if (head && (d->resp[i].status == 206 || d->resp[i].status == 416))
                 continue; /* Range applies to GET only (RFC 9110): HEAD answers 200 */
+            if ((d->resp[i].headers & W_READER) && !reader)
+                continue;
             snprintf(code, sizeof code, "%d", d->resp[i].status);
+            if ((d->resp[i].headers & W_READER) && json_object_get(responses, code)) {
+                reader_alternative(json_object_get(responses, code), &d->resp[i]);
+                continue;
+            }
             json_t *resp = response(&d->resp[i], r->handler);
             if (!strcmp(method, "head"))
                 json_object_del(resp, "content");
@@ -724,6 +777,9 @@ static json_t *operation(const struct http_route *r, const char *method, const s
                             "the scope (insufficient_scope)."};
         json_object_set_new(responses, "403", response(&e, r->handler));
     }
+    /* Answered before any route is chosen (src/http/wire.c), on every one. */
+    json_object_set_new(responses, "414", ref("responses", "UriTooLong"));
+    json_object_set_new(responses, "431", ref("responses", "HeadersTooLarge"));
     if (host_refusals(cfg)) {
         struct op_resp e = {421, NULL, 0, 0,
                             "The Host header names a host the server does not answer "
@@ -845,6 +901,13 @@ json_t *api_openapi_build(const struct http_route *routes, size_t n, const struc
                      jerr.line);
         return NULL;
     }
+    /* The answers every operation refers to (operation()). */
+    static const struct op_resp everywhere[] = {{414, NULL, 0, 0, NULL},
+                                                {431, NULL, 0, 0, NULL}};
+    json_t *shared = json_object();
+    json_object_set_new(shared, "UriTooLong", response(&everywhere[0], NULL));
+    json_object_set_new(shared, "HeadersTooLarge", response(&everywhere[1], NULL));
+    json_object_set_new(components, "responses", shared);
     const char *prefix = cfg->server.prefix && cfg->server.prefix[0] ? cfg->server.prefix : "";
     json_t *doc = json_object();
     json_object_set_new(doc, "openapi", json_string("3.1.0"));
