@@ -515,3 +515,41 @@ def test_sizes_and_pg_size_pretty(srv):
         with pytest.raises(psycopg.Error) as ei:
             c.execute("SELECT pg_relation_size('nope')")
         assert "nope" in str(ei.value) and "vt:" not in str(ei.value)
+
+
+def test_simple_statements_of_one_shape(srv):
+    # psycopg2 puts values into the SQL text (simple protocol); statements
+    # that differ only in compared constants share the gate's answer
+    # (src/pgwire/shapes.c): every answer must still be the statement's own.
+    def trip(i):
+        return (i, "card" if i % 3 == 0 else "cash", i % 5)
+
+    with psycopg2.connect(dsn(srv)) as c2, c2.cursor() as cur:
+        c2.autocommit = True
+        q = "SELECT trip_id, payment, station FROM trips WHERE trip_id = %s"
+        for v, want in ((7, [trip(7)]), (4242, [trip(4242)]), (99999, []), (0, [trip(0)]),
+                        ("12", [trip(12)]), (1.5, []), (3, [trip(3)]),
+                        (99999999999999999999, []), (5, [trip(5)])):
+            cur.execute(q, (v,))
+            assert cur.fetchall() == want, v
+        for v, n in (("card", 1667), ("cash", 3333), ("o'brien", 0), ("card", 1667)):
+            cur.execute("SELECT count(*) FROM trips WHERE payment = %s", (v,))
+            assert cur.fetchone() == (n,), v
+        for st, pay in ((1, "card"), (2, "cash"), (4, "card")):
+            cur.execute("SELECT count(*) AS n FROM trips WHERE station = %s AND payment = %s",
+                        (st, pay))
+            assert cur.fetchone() == (sum(1 for i in range(5000) if trip(i)[2] == st and
+                                          trip(i)[1] == pay),)
+            assert cur.description[0].name == "n"
+        for name in ("trips", "stations", "nope"):
+            cur.execute("SELECT relname FROM pg_class WHERE relname = %s", (name,))
+            assert cur.fetchall() == ([] if name == "nope" else [(name,)])
+        # a setting the dialect folds into the statement: SET starts over
+        for app, same in (("a", True), ("b", False)):
+            cur.execute("SET application_name = %s", (app,))
+            cur.execute("SELECT current_setting('application_name') = %s", ("a",))
+            assert cur.fetchone() == (same,)
+        # refused for its structure, whatever the constants
+        for v in (1, 2):
+            with pytest.raises(psycopg2.Error):
+                cur.execute("SELECT * FROM trips WHERE trip_id = %s; DELETE FROM trips", (v,))
