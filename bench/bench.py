@@ -132,6 +132,27 @@ def reset_hwm(pid):
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu(pid):
+    """CPU seconds per thread name of a process ({comm: seconds}; threads of
+    one name summed: the HTTP loops, the query workers of each lane, DuckDB's
+    unnamed task threads under the process's own name)."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                head, rest = f.read().rsplit(")", 1)
+            name = re.sub(r"[0-9]+$", "", head.split("(", 1)[1])
+            fields = rest.split()
+            out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+        except (OSError, IndexError):
+            pass
+    return out
+
+
 def cpu_seconds(pids):
     """utime + stime of the given processes (every thread), in seconds."""
     total = 0
@@ -962,10 +983,14 @@ def scenario_mix(v):
             for name, conns, path, bodies in selected:
                 assert all("\t" not in b and "\x1e" not in b for b in bodies)
                 f.write("%s\t%d\t%s\t%s\n" % (name, conns, path, "\x1e".join(bodies)))
-        c0 = cpu_seconds([v.pid])
+        c0, t0 = cpu_seconds([v.pid]), thread_cpu(v.pid)
         out = subprocess.run([FLOOR, "mix", str(v.port), "1000", str(MIX_SECONDS), spec],
                              capture_output=True, text=True, timeout=MIX_SECONDS + 600).stdout
         cpu = cpu_seconds([v.pid]) - c0
+        t1 = thread_cpu(v.pid)
+        per = sorted(((k, t1[k] - t0.get(k, 0)) for k in t1), key=lambda kv: -kv[1])
+        detail("  mix %s: server CPU by thread: %s" % (tag, ", ".join(
+            "%s %.2f s" % kv for kv in per if kv[1] >= 0.05)))
         res = {}
         for m in re.finditer(r"^mix (.*)$", out, re.M):
             r = dict(kv.split("=") for kv in m.group(1).split())

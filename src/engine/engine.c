@@ -27,26 +27,35 @@
 
 #define WATCHDOG_PERIOD_MS 5
 
+/* Which jobs a worker takes (engine.h, "Job classes"). */
+enum lane {
+    LANE_ANY,                   /* a pool without lanes: SHORT and LONG (LONG capped) */
+    LANE_SHORT,                 /* SHORT only (and LONG jobs past their deadline) */
+    LANE_LONG,                  /* LONG only */
+    LANE_STREAM,                /* STREAM only */
+};
+
 struct eng_worker {
     struct eng_pool *pool;
     pthread_t thread;
     duckdb_connection con;
     struct eng_job *current;    /* guarded by pool->mu */
     int index;
-    bool stream_lane;           /* runs STREAM jobs only */
+    enum lane lane;
 };
 
 struct eng_pool {
     char name[32];
     pthread_mutex_t mu;
-    pthread_cond_t cv;          /* general workers wait here */
+    pthread_cond_t cv;          /* LANE_ANY and LANE_SHORT workers wait here */
+    pthread_cond_t cv_long;     /* long-lane workers wait here */
     pthread_cond_t cv_stream;   /* stream-lane workers wait here */
     struct eng_job *head[ENG_JOB_CLASSES], *tail[ENG_JOB_CLASSES];
     int queued;
     int running;
     int running_long;
-    int long_cap;               /* LONG jobs running at once, at most */
-    int n_stream;               /* stream-lane workers (the last ones) */
+    int long_cap;               /* LANE_ANY: LONG jobs running at once, at most */
+    int n_long, n_stream;       /* long- and stream-lane workers */
     bool stopping;
     int n;
     struct eng_worker *workers;
@@ -315,11 +324,24 @@ static struct eng_job *pop(struct eng_pool *pool, enum eng_job_class c)
 /* The next job worker `w` may run, or NULL (under pool->mu). */
 static struct eng_job *take(struct eng_pool *pool, const struct eng_worker *w)
 {
-    if (w->stream_lane)
+    const struct eng_job *l = pool->head[ENG_JOB_LONG];
+    switch (w->lane) {
+    case LANE_STREAM:
         return pool->head[ENG_JOB_STREAM] ? pop(pool, ENG_JOB_STREAM) : NULL;
+    case LANE_LONG:
+        return l ? pop(pool, ENG_JOB_LONG) : NULL;
+    case LANE_SHORT:
+        if (pool->head[ENG_JOB_SHORT])
+            return pop(pool, ENG_JOB_SHORT);
+        /* A long job still queued at its deadline only answers 504: any idle
+         * worker may do that rather than keep the client waiting for the
+         * long lane. */
+        return l && deadline_passed(l, time_mono_ms()) ? pop(pool, ENG_JOB_LONG) : NULL;
+    case LANE_ANY:
+        break;
+    }
     /* Long jobs first while fewer than long_cap run (else they would starve
      * under a steady flow of short ones), short jobs on the other workers. */
-    const struct eng_job *l = pool->head[ENG_JOB_LONG];
     if (l && (pool->stopping || pool->running_long < pool->long_cap ||
               deadline_passed(l, time_mono_ms())))
         return pop(pool, ENG_JOB_LONG);
@@ -342,9 +364,12 @@ static void *worker_main(void *arg)
     struct eng_pool *pool = w->pool;
     worker_con = w->con;
     char tname[16];
-    snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name, w->stream_lane ? "s" : "", w->index);
+    static const char *const lane_tag[] = {"", "", "l", "s"};
+    snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name, lane_tag[w->lane], w->index);
     pthread_setname_np(pthread_self(), tname);
-    pthread_cond_t *cv = w->stream_lane ? &pool->cv_stream : &pool->cv;
+    pthread_cond_t *cv = w->lane == LANE_STREAM ? &pool->cv_stream
+                         : w->lane == LANE_LONG ? &pool->cv_long
+                                                : &pool->cv;
     for (;;) {
         pthread_mutex_lock(&pool->mu);
         struct eng_job *job;
@@ -369,7 +394,7 @@ static void *worker_main(void *arg)
         pool->running--;
         pool->running_long -= is_long;
         /* A long job may have waited for this slot on an idle worker. */
-        if (is_long && pool->head[ENG_JOB_LONG])
+        if (w->lane == LANE_ANY && is_long && pool->head[ENG_JOB_LONG])
             pthread_cond_signal(&pool->cv);
         pthread_mutex_unlock(&pool->mu);
         if (job->done)
@@ -410,16 +435,22 @@ static void *watchdog_main(void *arg)
 struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *name,
                                  struct vt_error *err)
 {
-    return eng_pool_create_ext(db, threads, 0, name, err);
+    struct eng_lanes lanes = {.threads = threads};
+    return eng_pool_create_lanes(db, &lanes, name, err);
 }
 
-struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream_threads,
-                                     const char *name, struct vt_error *err)
+int eng_long_lane_threads(int threads)
 {
-    if (threads < 1)
-        threads = 1;
-    if (stream_threads < 0)
-        stream_threads = 0;
+    int reserve = threads / 4 > 1 ? threads / 4 : 1;
+    return threads > reserve ? threads - reserve : 1;
+}
+
+struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lanes *lanes,
+                                       const char *name, struct vt_error *err)
+{
+    int threads = lanes->threads < 1 ? 1 : lanes->threads;
+    int n_long = lanes->long_threads > 0 ? lanes->long_threads : 0;
+    int n_stream = lanes->stream_threads > 0 ? lanes->stream_threads : 0;
     struct eng_pool *pool = calloc(1, sizeof *pool);
     if (!pool) {
         vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
@@ -428,11 +459,12 @@ struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream
     snprintf(pool->name, sizeof pool->name, "%s", name);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
+    pthread_cond_init(&pool->cv_long, NULL);
     pthread_cond_init(&pool->cv_stream, NULL);
-    int reserve = threads / 4 > 1 ? threads / 4 : 1;
-    pool->long_cap = threads > reserve ? threads - reserve : 1;
-    pool->n_stream = stream_threads;
-    int total = threads + stream_threads;
+    pool->long_cap = eng_long_lane_threads(threads);
+    pool->n_long = n_long;
+    pool->n_stream = n_stream;
+    int total = threads + n_long + n_stream;
     pool->workers = calloc((size_t)total, sizeof *pool->workers);
     if (!pool->workers) {
         free(pool);
@@ -442,8 +474,16 @@ struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream
     for (int i = 0; i < total; i++) {
         struct eng_worker *w = &pool->workers[i];
         w->pool = pool;
-        w->stream_lane = i >= threads;
-        w->index = w->stream_lane ? i - threads : i;
+        if (i < threads) {
+            w->lane = n_long ? LANE_SHORT : LANE_ANY;
+            w->index = i;
+        } else if (i < threads + n_long) {
+            w->lane = LANE_LONG;
+            w->index = i - threads;
+        } else {
+            w->lane = LANE_STREAM;
+            w->index = i - threads - n_long;
+        }
         if (eng_connect(db, &w->con, err) != VT_ERR_OK) {
             eng_pool_destroy(pool);
             return NULL;
@@ -482,7 +522,9 @@ bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job)
         pool->head[c] = job;
     pool->tail[c] = job;
     pool->queued++;
-    pthread_cond_signal(c == ENG_JOB_STREAM ? &pool->cv_stream : &pool->cv);
+    pthread_cond_signal(c == ENG_JOB_STREAM                 ? &pool->cv_stream
+                        : c == ENG_JOB_LONG && pool->n_long ? &pool->cv_long
+                                                            : &pool->cv);
     pthread_mutex_unlock(&pool->mu);
     return true;
 }
@@ -528,6 +570,7 @@ void eng_pool_destroy(struct eng_pool *pool)
     pthread_mutex_lock(&pool->mu);
     pool->stopping = true;
     pthread_cond_broadcast(&pool->cv);
+    pthread_cond_broadcast(&pool->cv_long);
     pthread_cond_broadcast(&pool->cv_stream);
     pthread_mutex_unlock(&pool->mu);
     for (int i = 0; i < pool->n; i++) {
@@ -538,6 +581,7 @@ void eng_pool_destroy(struct eng_pool *pool)
         pthread_join(pool->watchdog, NULL);
     pthread_mutex_destroy(&pool->mu);
     pthread_cond_destroy(&pool->cv);
+    pthread_cond_destroy(&pool->cv_long);
     pthread_cond_destroy(&pool->cv_stream);
     free(pool->workers);
     free(pool);

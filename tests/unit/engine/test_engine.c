@@ -1,7 +1,8 @@
-/* The engine pool's job classes (engine.h): long jobs are capped so a worker
- * stays free for short ones, neither class starves the other, streams run on
- * their own lane, and a long job held back by the cap still answers at its
- * deadline. Jobs here block on a gate the test opens, so every check is about
+/* The engine pool's job classes (engine.h): without lanes, long jobs are
+ * capped so a worker stays free for short ones and neither class starves the
+ * other; with lanes, short jobs, long jobs and streams each have threads of
+ * their own; a long job held
+ * back still answers at its deadline. Jobs here block on a gate the test opens, so every check is about
  * which job a worker took, not about timing. */
 #include <duckdb.h>
 #include <pthread.h>
@@ -143,7 +144,8 @@ TEST(long_jobs_do_not_starve_under_short_ones)
 TEST(streams_run_on_their_own_lane)
 {
     struct vt_error err = {0};
-    struct eng_pool *pool = eng_pool_create_ext(db, 1, 1, "t", &err);
+    struct eng_lanes lanes = {.threads = 1, .stream_threads = 1};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
     CHECK(pool != NULL);
     if (!pool)
         return;
@@ -198,6 +200,74 @@ TEST(a_long_job_past_its_deadline_is_not_held_by_the_cap)
     eng_pool_destroy(pool);
 }
 
+/* The query pool's lanes: short jobs have workers of their own, however many
+ * long jobs and streams hold theirs or queue. */
+TEST(lanes_keep_short_jobs_apart)
+{
+    struct vt_error err = {0};
+    struct eng_lanes lanes = {.threads = 2, .long_threads = 1, .stream_threads = 1};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    CHECK_EQ_INT(eng_pool_threads(pool), 4);
+    gate_set(false);
+    enum { NL = 4 };
+    struct tjob l[NL], st, s1, s2;
+    for (int i = 0; i < NL; i++) {
+        tjob_init(&l[i], ENG_JOB_LONG, true);
+        CHECK(eng_pool_submit(pool, &l[i].job));
+    }
+    tjob_init(&st, ENG_JOB_STREAM, true);
+    CHECK(eng_pool_submit(pool, &st.job));
+    CHECK(wait_for(&l[0].started));
+    CHECK(wait_for(&st.started));
+    /* Both general workers take short jobs, though long ones were queued
+     * first; only one long job runs (the long lane has one thread). */
+    tjob_init(&s1, ENG_JOB_SHORT, true);
+    tjob_init(&s2, ENG_JOB_SHORT, true);
+    CHECK(eng_pool_submit(pool, &s1.job));
+    CHECK(eng_pool_submit(pool, &s2.job));
+    CHECK(wait_for(&s1.started));
+    CHECK(wait_for(&s2.started));
+    sleep_ms(50);
+    for (int i = 1; i < NL; i++)
+        CHECK_EQ_INT(atomic_load(&l[i].started), 0);
+    gate_set(true);
+    for (int i = 0; i < NL; i++)
+        CHECK(wait_for(&l[i].finished));
+    CHECK(wait_for(&st.finished));
+    CHECK(wait_for(&s1.finished));
+    CHECK(wait_for(&s2.finished));
+    eng_pool_destroy(pool);
+}
+
+/* A long job queued behind a busy long lane still answers at its deadline:
+ * an idle general worker takes it (it only reports the timeout). */
+TEST(lanes_answer_a_long_job_at_its_deadline)
+{
+    struct vt_error err = {0};
+    struct eng_lanes lanes = {.threads = 1, .long_threads = 1};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    gate_set(false);
+    struct tjob l1, l2;
+    tjob_init(&l1, ENG_JOB_LONG, true);
+    tjob_init(&l2, ENG_JOB_LONG, true);
+    CHECK(eng_pool_submit(pool, &l1.job));
+    CHECK(wait_for(&l1.started));
+    atomic_store(&l2.job.deadline_ms, time_mono_ms() + 100);
+    CHECK(eng_pool_submit(pool, &l2.job));
+    CHECK(wait_for(&l2.finished));
+    CHECK_EQ_INT(atomic_load(&l2.saw_timeout), 1);
+    CHECK_EQ_INT(atomic_load(&l1.finished), 0);
+    gate_set(true);
+    CHECK(wait_for(&l1.finished));
+    eng_pool_destroy(pool);
+}
+
 int main(void)
 {
     if (duckdb_open(NULL, &db) != DuckDBSuccess) {
@@ -209,6 +279,8 @@ int main(void)
         TEST_CASE(long_jobs_do_not_starve_under_short_ones),
         TEST_CASE(streams_run_on_their_own_lane),
         TEST_CASE(a_long_job_past_its_deadline_is_not_held_by_the_cap),
+        TEST_CASE(lanes_keep_short_jobs_apart),
+        TEST_CASE(lanes_answer_a_long_job_at_its_deadline),
     };
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
     duckdb_close(&db);
