@@ -44,13 +44,30 @@ struct eng_worker {
     enum lane lane;
 };
 
+/* One flow of fair queuing (eng_job.flow): its last finish tag and what
+ * its jobs cost, microseconds of a worker's time. */
+struct eng_flow {
+    uint64_t key;
+    int64_t finish_us;
+    int64_t cost_us;
+    bool used;
+};
+
+/* Flows remembered per pool (a power of two), the slots a key may take, and
+ * the cost a flow's first job is assumed to have. */
+#define ENG_FLOWS 64
+#define ENG_FLOW_PROBES 8
+#define ENG_FLOW_COST0_US 1000
+
 struct eng_pool {
     char name[32];
     pthread_mutex_t mu;
     pthread_cond_t cv;          /* LANE_ANY and LANE_SHORT workers wait here */
     pthread_cond_t cv_long;     /* long-lane workers wait here */
     pthread_cond_t cv_stream;   /* stream-lane workers wait here */
-    struct eng_job *head[ENG_JOB_CLASSES], *tail[ENG_JOB_CLASSES];
+    struct eng_job *head[ENG_JOB_CLASSES], *tail[ENG_JOB_CLASSES]; /* arrival order */
+    int64_t vtime[ENG_JOB_CLASSES]; /* fair queuing's virtual time, per class */
+    struct eng_flow flows[ENG_FLOWS];
     int queued;
     int running;
     int running_long;
@@ -311,20 +328,84 @@ static bool deadline_passed(const struct eng_job *job, int64_t now_ms)
     return deadline && now_ms >= deadline;
 }
 
+/* ------------------------------------------------- fair queuing per flow */
+
+/* The flow table entry of `key` (open addressing over a few slots; when they
+ * are all taken, the flow whose tag is oldest gives its slot up: a flow idle
+ * that long has nothing queued that its tag could still order). NULL when
+ * `create` is false and the flow is unknown. Under pool->mu. */
+static struct eng_flow *flow_get(struct eng_pool *pool, uint64_t key, bool create)
+{
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    struct eng_flow *victim = NULL;
+    for (int i = 0; i < ENG_FLOW_PROBES; i++) {
+        struct eng_flow *f = &pool->flows[((h >> 58) + (uint64_t)i) & (ENG_FLOWS - 1)];
+        if (f->used && f->key == key)
+            return f;
+        if (!victim || !f->used || (victim->used && f->finish_us < victim->finish_us))
+            victim = f;
+    }
+    if (!create)
+        return NULL;
+    *victim = (struct eng_flow){.used = true, .key = key, .cost_us = ENG_FLOW_COST0_US};
+    return victim;
+}
+
+/* Start-time fair queuing: a job's start tag is the later of its class's
+ * virtual time and its flow's last finish tag; the flow's finish tag moves
+ * on by the flow's measured cost. Workers take the smallest start tag, so
+ * every flow with jobs queued gets an equal share of the workers' time,
+ * whatever its jobs cost and however many it queues; one flow alone is
+ * served in arrival order. */
+static void tag(struct eng_pool *pool, struct eng_job *job)
+{
+    struct eng_flow *f = flow_get(pool, job->flow, true);
+    int64_t v = pool->vtime[job->cls];
+    job->vstart = f->finish_us > v ? f->finish_us : v;
+    f->finish_us = job->vstart + f->cost_us;
+}
+
+/* Removes `job` (after `prev`, NULL for the head) from class c's queue. */
+static struct eng_job *unlink_job(struct eng_pool *pool, enum eng_job_class c,
+                                  struct eng_job *prev, struct eng_job *job)
+{
+    if (prev)
+        prev->next = job->next;
+    else
+        pool->head[c] = job->next;
+    if (pool->tail[c] == job)
+        pool->tail[c] = prev;
+    pool->queued--;
+    if (job->vstart > pool->vtime[c])
+        pool->vtime[c] = job->vstart;
+    return job;
+}
+
+/* The queued job of class c with the smallest start tag (the earliest to
+ * arrive among equals). */
 static struct eng_job *pop(struct eng_pool *pool, enum eng_job_class c)
 {
-    struct eng_job *job = pool->head[c];
-    pool->head[c] = job->next;
-    if (!pool->head[c])
-        pool->tail[c] = NULL;
-    pool->queued--;
-    return job;
+    struct eng_job *best = pool->head[c], *best_prev = NULL;
+    for (struct eng_job *prev = best, *j = best->next; j; prev = j, j = j->next)
+        if (j->vstart < best->vstart) {
+            best = j;
+            best_prev = prev;
+        }
+    return unlink_job(pool, c, best_prev, best);
+}
+
+/* The job ran for `us` microseconds: its flow's cost is a moving average. */
+static void flow_ran(struct eng_pool *pool, const struct eng_job *job, int64_t us)
+{
+    struct eng_flow *f = flow_get(pool, job->flow, false);
+    if (f)
+        f->cost_us = (3 * f->cost_us + (us > 1 ? us : 1)) / 4;
 }
 
 /* The next job worker `w` may run, or NULL (under pool->mu). */
 static struct eng_job *take(struct eng_pool *pool, const struct eng_worker *w)
 {
-    const struct eng_job *l = pool->head[ENG_JOB_LONG];
+    struct eng_job *l = pool->head[ENG_JOB_LONG]; /* the oldest long job */
     switch (w->lane) {
     case LANE_STREAM:
         return pool->head[ENG_JOB_STREAM] ? pop(pool, ENG_JOB_STREAM) : NULL;
@@ -336,15 +417,17 @@ static struct eng_job *take(struct eng_pool *pool, const struct eng_worker *w)
         /* A long job still queued at its deadline only answers 504: any idle
          * worker may do that rather than keep the client waiting for the
          * long lane. */
-        return l && deadline_passed(l, time_mono_ms()) ? pop(pool, ENG_JOB_LONG) : NULL;
+        return l && deadline_passed(l, time_mono_ms()) ? unlink_job(pool, ENG_JOB_LONG, NULL, l)
+                                                       : NULL;
     case LANE_ANY:
         break;
     }
     /* Long jobs first while fewer than long_cap run (else they would starve
      * under a steady flow of short ones), short jobs on the other workers. */
-    if (l && (pool->stopping || pool->running_long < pool->long_cap ||
-              deadline_passed(l, time_mono_ms())))
+    if (l && (pool->stopping || pool->running_long < pool->long_cap))
         return pop(pool, ENG_JOB_LONG);
+    if (l && deadline_passed(l, time_mono_ms()))
+        return unlink_job(pool, ENG_JOB_LONG, NULL, l);
     if (pool->head[ENG_JOB_SHORT])
         return pop(pool, ENG_JOB_SHORT);
     return NULL;
@@ -387,9 +470,12 @@ static void *worker_main(void *arg)
 
         if (deadline_passed(job, time_mono_ms()))
             atomic_store(&job->timed_out, true);
+        int64_t t0 = time_mono_us();
         job->run(job, w->con);
+        int64_t ran = time_mono_us() - t0;
 
         pthread_mutex_lock(&pool->mu);
+        flow_ran(pool, job, ran);
         w->current = NULL;
         pool->running--;
         pool->running_long -= is_long;
@@ -516,6 +602,7 @@ bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job)
         return false;
     }
     enum eng_job_class c = job->cls;
+    tag(pool, job);
     if (pool->tail[c])
         pool->tail[c]->next = job;
     else

@@ -28,6 +28,9 @@
  * measured and starved them against the other processes of a busy machine
  * (README.md, "Performance", scenario 12). A LONG job still queued at its
  * deadline is taken by any idle short-lane worker (it only answers 504).
+ * Within a class, jobs are fairly queued by flow (eng_job.flow): a cheap
+ * kind of request (a page) is not held behind as many turns of a dearer one
+ * (a count over a range) as it has connections.
  * A pool without lanes (eng_pool_create: builders, admin) runs SHORT and
  * LONG jobs on the same workers, at most `long_cap` LONG ones at a time
  * (N - max(1, N/4), at least 1; eng_long_lane_threads), a free worker taking
@@ -60,6 +63,14 @@ struct eng_job {
     atomic_bool timed_out;      /* set by the watchdog (or at dequeue) */
     atomic_bool cancelled;      /* set by the owner: stop as soon as possible */
     enum eng_job_class cls;     /* set by the owner before submitting (0: SHORT) */
+    /* The job's flow for fair queuing (set by the owner; 0: the flow of
+     * every job that names none): jobs of the same kind, e.g. one query
+     * shape. Within a class, every flow with jobs queued gets an equal share
+     * of the workers' time, whatever its jobs cost and however many it
+     * queues (start-time fair queuing on each flow's measured cost); jobs of
+     * one flow run in arrival order. */
+    uint64_t flow;
+    int64_t vstart;             /* the pool's: start tag */
     struct eng_job *next;       /* queue link, owned by the pool */
     int64_t enqueued_ms;
 };

@@ -21,6 +21,7 @@ struct tjob {
     atomic_int saw_timeout;
     int order;                  /* how many jobs started before this one */
     bool gated;                 /* waits for the gate to open */
+    long sleep_ms;              /* then takes this long */
 };
 
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -47,6 +48,8 @@ static void tjob_run(struct eng_job *job, duckdb_connection con)
             pthread_cond_wait(&gate_cv, &gate_mu);
         pthread_mutex_unlock(&gate_mu);
     }
+    if (t->sleep_ms)
+        sleep_ms(t->sleep_ms);
     atomic_store(&t->finished, 1);
 }
 
@@ -268,6 +271,56 @@ TEST(lanes_answer_a_long_job_at_its_deadline)
     eng_pool_destroy(pool);
 }
 
+/* Fair queuing by flow: a flow of cheap jobs queued behind a flow of dear
+ * ones gets its turns between theirs, not after all of them. */
+TEST(flows_share_the_workers_time)
+{
+    struct vt_error err = {0};
+    struct eng_pool *pool = eng_pool_create(db, 1, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    enum { DEAR = 1, CHEAP = 2, N = 3 };
+    /* The pool learns what each flow costs: 60 ms and nearly nothing. */
+    struct tjob train[5];
+    for (int i = 0; i < 5; i++) {
+        tjob_init(&train[i], ENG_JOB_SHORT, false);
+        train[i].job.flow = i == 0 ? DEAR : CHEAP;
+        train[i].sleep_ms = i == 0 ? 60 : 0;
+        CHECK(eng_pool_submit(pool, &train[i].job));
+        CHECK(wait_for(&train[i].finished));
+    }
+    gate_set(false);
+    struct tjob hold, dear[N], cheap[N];
+    tjob_init(&hold, ENG_JOB_SHORT, true);
+    CHECK(eng_pool_submit(pool, &hold.job));
+    CHECK(wait_for(&hold.started));
+    for (int i = 0; i < N; i++) {
+        tjob_init(&dear[i], ENG_JOB_SHORT, false);
+        dear[i].job.flow = DEAR;
+        CHECK(eng_pool_submit(pool, &dear[i].job));
+    }
+    for (int i = 0; i < N; i++) {
+        tjob_init(&cheap[i], ENG_JOB_SHORT, false);
+        cheap[i].job.flow = CHEAP;
+        CHECK(eng_pool_submit(pool, &cheap[i].job));
+    }
+    gate_set(true);
+    for (int i = 0; i < N; i++) {
+        CHECK(wait_for(&dear[i].finished));
+        CHECK(wait_for(&cheap[i].finished));
+    }
+    /* Arrival order would run every dear job first. The first dear job
+     * started its flow's share; every cheap one fits in that share, before
+     * the second dear job. Within a flow, arrival order. */
+    CHECK(cheap[N - 1].order < dear[1].order);
+    for (int i = 1; i < N; i++) {
+        CHECK(dear[i - 1].order < dear[i].order);
+        CHECK(cheap[i - 1].order < cheap[i].order);
+    }
+    eng_pool_destroy(pool);
+}
+
 int main(void)
 {
     if (duckdb_open(NULL, &db) != DuckDBSuccess) {
@@ -281,6 +334,7 @@ int main(void)
         TEST_CASE(a_long_job_past_its_deadline_is_not_held_by_the_cap),
         TEST_CASE(lanes_keep_short_jobs_apart),
         TEST_CASE(lanes_answer_a_long_job_at_its_deadline),
+        TEST_CASE(flows_share_the_workers_time),
     };
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
     duckdb_close(&db);
