@@ -20,6 +20,8 @@ import http.client
 import json
 import os
 import re
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -84,6 +86,12 @@ SCENARIOS = {
     "sql_point": ("POST", "/api/v1/sql", {"sql": "SELECT * FROM t WHERE id = 4242"}),
     "sql_group": ("POST", "/api/v1/sql",
                   {"sql": "SELECT category, count(*) AS n FROM t GROUP BY 1 ORDER BY 1"}),
+    # The PostgreSQL listener, one connection: a simple Query (what
+    # `pgbench -M simple` and psql send), and the same lookup as a prepared
+    # statement (Parse once, then Bind/Execute/Sync with a text parameter).
+    "pg_simple_point": ("PG", "SELECT * FROM t WHERE id = 4242", None),
+    "pg_simple_point_default": ("PG", "SELECT * FROM d WHERE id = 4242", None),
+    "pg_prepared_point": ("PGX", "SELECT * FROM t WHERE id = $1", "4242"),
 }
 
 
@@ -110,6 +118,59 @@ def request(conn, method, path, body, extra=None):
     return payload
 
 
+class PgConn:
+    """A protocol-3.0 client over a plain socket (trust login), enough for
+    simple Queries and one prepared statement."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=300)
+        body = struct.pack("!i", 196608) + b"user\0vitrine\0database\0vitrine\0\0"
+        self.sock.sendall(struct.pack("!i", len(body) + 4) + body)
+        self.buf = b""
+        self.until_ready()
+        self.prepared = set()
+
+    def read_msg(self):
+        while len(self.buf) < 5 or len(self.buf) < 1 + struct.unpack("!i", self.buf[1:5])[0]:
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                raise RuntimeError("pgwire: connection closed")
+            self.buf += chunk
+        n = struct.unpack("!i", self.buf[1:5])[0]
+        t, body, self.buf = self.buf[:1], self.buf[5:1 + n], self.buf[1 + n:]
+        return t, body
+
+    def until_ready(self):
+        rows = 0
+        while True:
+            t, body = self.read_msg()
+            if t == b"E":
+                raise RuntimeError("pgwire: " + body.decode(errors="replace"))
+            rows += t == b"D"
+            if t == b"Z":
+                return rows
+
+    @staticmethod
+    def msg(t, body):
+        return t + struct.pack("!i", len(body) + 4) + body
+
+    def request(self, kind, sql, param):
+        if kind == "PG":
+            self.sock.sendall(self.msg(b"Q", sql.encode() + b"\0"))
+        else:
+            out = b""
+            if sql not in self.prepared:
+                out += self.msg(b"P", b"s1\0" + sql.encode() + b"\0" + struct.pack("!h", 0))
+                self.prepared.add(sql)
+            v = param.encode()
+            out += self.msg(b"B", b"\0s1\0" + struct.pack("!hhi", 0, 1, len(v)) + v +
+                            struct.pack("!h", 0))
+            out += self.msg(b"E", b"\0" + struct.pack("!i", 0)) + self.msg(b"S", b"")
+            self.sock.sendall(out)
+        if self.until_ready() != 1:
+            raise RuntimeError(f"pgwire: {sql}: not one row")
+
+
 def measure(build, data, n, only, issuer=None):
     work = Path(tempfile.mkdtemp(prefix="vt-callgrind-"))
     cfg = work / "datasets.toml"
@@ -124,6 +185,10 @@ listen = "127.0.0.1"
 port = 0
 request_timeout_ms = 0
 workers = 1
+
+[server.pgwire]
+enabled = true
+port = 0
 
 [sql]
 enabled = true
@@ -186,16 +251,28 @@ index.max_cardinality = 1000
                 break
         time.sleep(0.5)
     results = {}
+    pg = None
     for name, (method, path, body) in SCENARIOS.items():
         if only and name not in only:
             continue
+        if method.startswith("PG") and issuer:
+            continue  # [auth] asks pgwire clients for a password
+        if method.startswith("PG") and pg is None:
+            m = re.search(rb"pgwire listening on [^ ]+:(\d+)", (work / "log").read_bytes())
+            pg = PgConn(int(m.group(1)))
+        if method.startswith("PG"):
+            def send(method=method, path=path, body=body):
+                pg.request(method, path, body)
+        else:
+            def send(method=method, path=path, body=body):
+                request(conn, method, path, body, hdrs)
         for _ in range(20):
-            request(conn, method, path, body, hdrs)
+            send()
         time.sleep(0.3)  # let the access-log flusher run outside the window
         subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
         subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)
         for _ in range(n):
-            request(conn, method, path, body, hdrs)
+            send()
         subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], check=True, capture_output=True)
         before = set(work.glob("callgrind.out*"))
         subprocess.run(["callgrind_control", "-d", name, str(proc.pid)], check=True,

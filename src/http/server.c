@@ -159,7 +159,42 @@ void http_req_on_release(struct http_request *req, void (*fn)(void *user)) { req
 
 const char *http_req_header(const struct http_request *req, const char *name)
 {
-    return req->started ? http_head_field(&req->head, name) : NULL;
+    if (!req->started)
+        return NULL;
+    /* A field sent on several lines means the lines joined with ", " (RFC 9110
+     * §5.3): "Accept-Encoding: gzip" + "Accept-Encoding: br" is "gzip, br".
+     * Almost every request has one line per field, so only a repeat costs a
+     * copy (in the request's arena). For a field that allows one value
+     * (Authorization, Origin, Content-Type) the joined text no longer parses,
+     * which refuses the ambiguity instead of silently taking the first. */
+    const struct http_head *h = &req->head;
+    size_t first = h->n_fields, total = 0, count = 0;
+    for (size_t i = 0; i < h->n_fields; i++) {
+        if (strcasecmp(h->fields[i].name, name))
+            continue;
+        if (!count)
+            first = i;
+        total += h->fields[i].value_len + 2;
+        count++;
+    }
+    if (count <= 1)
+        return count ? h->fields[first].value : NULL;
+    char *out = arena_alloc((struct arena *)&req->arena, total);
+    if (!out)
+        return h->fields[first].value;
+    size_t n = 0;
+    for (size_t i = first; i < h->n_fields; i++) {
+        if (strcasecmp(h->fields[i].name, name))
+            continue;
+        if (n) {
+            out[n++] = ',';
+            out[n++] = ' ';
+        }
+        memcpy(out + n, h->fields[i].value, h->fields[i].value_len);
+        n += h->fields[i].value_len;
+    }
+    out[n] = '\0';
+    return out;
 }
 
 /* The decoded value of a query argument, in the request's arena. */

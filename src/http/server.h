@@ -116,6 +116,8 @@ enum http_method http_req_method(const struct http_request *req);
 const char *http_req_path(const struct http_request *req);     /* without the prefix */
 const char *http_req_route(const struct http_request *req);    /* matched pattern */
 const char *http_req_param(const struct http_request *req, size_t i); /* {x} captures */
+/* A request field's value; a field sent on several lines comes back as the
+ * lines joined with ", " (RFC 9110 §5.3), in the request's arena. */
 const char *http_req_header(const struct http_request *req, const char *name);
 const char *http_req_query(const struct http_request *req, const char *key);
 /* The same, with the decoded value's length (a %00 in it is a NUL byte). */

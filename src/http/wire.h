@@ -91,7 +91,8 @@ enum http_parse http_head_find(struct http_head_scan *s, const char *buf, size_t
 enum vt_err http_head_parse(char *buf, size_t len, struct http_field *fields,
                             struct http_head *out, const char **out_msg);
 
-/* The value of the first field named `name` (any case), or NULL. */
+/* The value of the first field named `name` (any case), or NULL (the
+ * server joins repeated lines: http_req_header). */
 const char *http_head_field(const struct http_head *h, const char *name);
 
 struct http_chunked {

@@ -43,7 +43,7 @@
  * directories (per 1M rows about 0.5 MiB of block offsets, 0.5 MiB of
  * buckets per hashed column, 0.06 MiB of frame keys per monotone column) and
  * the equality index's distinct keys. A thread that must not block
- * (libmicrohttpd's) reads with RWF_NOWAIT and hands the request to a worker
+ * (the HTTP event loop's) reads with RWF_NOWAIT and hands the request to a worker
  * when the bytes are not cached. Without a directory (tests, tools) the same
  * bytes are kept in memory. The memory held by all fast paths is capped by a
  * process-wide budget (index_budget_set, server.index_memory_limit): a build

@@ -118,7 +118,7 @@ const char *pgw_catalog_table_function(const char *name)
 }
 
 /* Catalog functions: PostgreSQL name -> ours. Functions DuckDB has with the
- * PostgreSQL meaning (array_to_string, pg_typeof, ...) stay on the gate's
+ * PostgreSQL meaning (array_to_string, string_agg, ...) stay on the gate's
  * allowlist instead. */
 static const char *const functions[][2] = {
     {"version", "vt:version"},
@@ -192,12 +192,14 @@ static const char *const functions[][2] = {
     {"to_regproc", "vt:regproc_in"},
     {"to_regprocedure", "vt:regproc_in"},
     {"to_regrole", "vt:regrole_in"},
-    {"pg_relation_size", "vt:nullint"},
-    {"pg_total_relation_size", "vt:nullint"},
-    {"pg_table_size", "vt:nullint"},
-    {"pg_indexes_size", "vt:nullint"},
-    {"pg_database_size", "vt:nullint"},
-    {"pg_tablespace_size", "vt:nullint"},
+    {"pg_relation_size", "vt:relation_size"},
+    {"pg_total_relation_size", "vt:relation_size"},
+    {"pg_table_size", "vt:relation_size"},
+    {"pg_indexes_size", "vt:indexes_size"},
+    {"pg_database_size", "vt:database_size"},
+    {"pg_tablespace_size", "vt:database_size"},
+    {"pg_typeof", "vt:pg_typeof"},
+    {"generate_series", "vt:generate_series"},
     {"pg_column_size", "vt:nullint"},
     {"pg_size_pretty", "vt:pg_size_pretty"},
     {"pg_stat_get_numscans", "vt:zero1"},
@@ -332,6 +334,42 @@ static const struct pgtype {
     {3802, "jsonb", -1, false, 'U', 3807, "jsonb", 'i', 0, "jsonb"},
 };
 
+/* DuckDB's type names (typeof) of the scalar types, for pg_typeof: their
+ * PostgreSQL type is pgw_type_of's, so both answer alike. DECIMAL(p,s) and
+ * ENUM(...) carry their parameters in the name ("vt:duck_scalar_oid"). */
+static const struct {
+    const char *name;
+    duckdb_type id;
+} duck_types[] = {
+    {"BOOLEAN", DUCKDB_TYPE_BOOLEAN}, {"TINYINT", DUCKDB_TYPE_TINYINT},
+    {"SMALLINT", DUCKDB_TYPE_SMALLINT}, {"INTEGER", DUCKDB_TYPE_INTEGER},
+    {"BIGINT", DUCKDB_TYPE_BIGINT}, {"HUGEINT", DUCKDB_TYPE_HUGEINT},
+    {"UTINYINT", DUCKDB_TYPE_UTINYINT}, {"USMALLINT", DUCKDB_TYPE_USMALLINT},
+    {"UINTEGER", DUCKDB_TYPE_UINTEGER}, {"UBIGINT", DUCKDB_TYPE_UBIGINT},
+    {"UHUGEINT", DUCKDB_TYPE_UHUGEINT}, {"FLOAT", DUCKDB_TYPE_FLOAT},
+    {"DOUBLE", DUCKDB_TYPE_DOUBLE}, {"VARCHAR", DUCKDB_TYPE_VARCHAR},
+    {"BLOB", DUCKDB_TYPE_BLOB}, {"DATE", DUCKDB_TYPE_DATE}, {"TIME", DUCKDB_TYPE_TIME},
+    {"TIME WITH TIME ZONE", DUCKDB_TYPE_TIME_TZ}, {"TIMESTAMP", DUCKDB_TYPE_TIMESTAMP},
+    {"TIMESTAMP_S", DUCKDB_TYPE_TIMESTAMP_S}, {"TIMESTAMP_MS", DUCKDB_TYPE_TIMESTAMP_MS},
+    {"TIMESTAMP_NS", DUCKDB_TYPE_TIMESTAMP_NS},
+    {"TIMESTAMP WITH TIME ZONE", DUCKDB_TYPE_TIMESTAMP_TZ},
+    {"INTERVAL", DUCKDB_TYPE_INTERVAL}, {"UUID", DUCKDB_TYPE_UUID}, {"BIT", DUCKDB_TYPE_BIT},
+    {"BIGNUM", DUCKDB_TYPE_BIGNUM}, {"\"NULL\"", DUCKDB_TYPE_SQLNULL},
+};
+
+static void add_duck_types(struct strbuf *q)
+{
+    sb_adds(q, "INSERT INTO \"vt:ducktypes\" VALUES ('JSON', 114)");
+    for (size_t i = 0; i < sizeof duck_types / sizeof duck_types[0]; i++) {
+        duckdb_logical_type t = duckdb_create_logical_type(duck_types[i].id);
+        sb_adds(q, ", (");
+        sb_add_sql_string(q, duck_types[i].name);
+        sb_addf(q, ", %u)", (unsigned)pgw_type_of(t).oid);
+        duckdb_destroy_logical_type(&t);
+    }
+    sb_adds(q, ";");
+}
+
 /* ------------------------------------------------------------ the sync */
 
 /* What a worker connection has (thread-local: a worker owns its connection). */
@@ -396,7 +434,8 @@ static enum vt_err create_objects(duckdb_connection con, struct vt_error *err)
         sb_add_sql_string(&q, pg_types[i].sqlname);
         sb_adds(&q, ")");
     }
-    sb_adds(&q, ";");
+    sb_adds(&q, ";\n");
+    add_duck_types(&q);
     enum vt_err rc = q.overflow ? vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL)
                                 : run(con, q.buf, err);
     sb_release(&q);
@@ -439,18 +478,18 @@ static enum vt_err fill_tables(duckdb_connection con, const struct pgw_cat_table
                                struct vt_error *err)
 {
     if (run(con, "DELETE FROM \"vt:pg_class\"; DELETE FROM \"vt:pg_attribute\"; "
-                 "DELETE FROM \"vt:pg_description\";",
+                 "DELETE FROM \"vt:pg_description\"; DELETE FROM \"vt:relsize\";",
             err) != VT_ERR_OK)
         return err->code;
     uint32_t *oids = calloc(n ? n : 1, sizeof *oids);
     if (!oids)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
     table_oids(t, n, oids);
-    duckdb_prepared_statement cls = NULL, att = NULL, desc = NULL;
+    duckdb_prepared_statement cls = NULL, att = NULL, desc = NULL, size = NULL;
     enum vt_err rc = VT_ERR_OK;
     if (duckdb_prepare(con,
                        "INSERT INTO \"vt:pg_class\" VALUES ($1, $2, 2200, 0, 0, 10, 2, $1, 0, "
-                       "0, $3, 0, 0, false, false, 'p', 'r', $4, 0, false, false, false, false, "
+                       "$5, $3, 0, 0, false, false, 'p', 'r', $4, 0, false, false, false, false, "
                        "false, true, 'd', false, 0, 0, 0, NULL, NULL, NULL)",
                        &cls) != DuckDBSuccess ||
         duckdb_prepare(con,
@@ -459,7 +498,9 @@ static enum vt_err fill_tables(duckdb_connection con, const struct pgw_cat_table
                        "NULL, NULL, NULL, NULL)",
                        &att) != DuckDBSuccess ||
         duckdb_prepare(con, "INSERT INTO \"vt:pg_description\" VALUES ($1, 1259, 0, $2)",
-                       &desc) != DuckDBSuccess) {
+                       &desc) != DuckDBSuccess ||
+        duckdb_prepare(con, "INSERT INTO \"vt:relsize\" VALUES ($1, $2)", &size) !=
+            DuckDBSuccess) {
         rc = vt_error_set(err, VT_ERR_INTERNAL, "catalog: cannot prepare the inserts");
         goto out;
     }
@@ -480,10 +521,20 @@ static enum vt_err fill_tables(duckdb_connection con, const struct pgw_cat_table
         duckdb_bind_varchar(cls, 2, t[i].name);
         duckdb_bind_double(cls, 3, (double)t[i].rows);
         duckdb_bind_int16(cls, 4, (int16_t)(ncol > 32767 ? 32767 : ncol));
+        int64_t bytes = t[i].bytes > 0 ? t[i].bytes : 0;
+        int64_t pages = (bytes + 8191) / 8192;
+        duckdb_bind_int32(cls, 5, (int32_t)(pages > INT32_MAX ? INT32_MAX : pages));
         duckdb_result res;
         if (duckdb_execute_prepared(cls, &res) != DuckDBSuccess)
             rc = vt_error_set(err, VT_ERR_INTERNAL, "catalog: %s", duckdb_result_error(&res));
         duckdb_destroy_result(&res);
+        duckdb_bind_int64(size, 1, oids[i]);
+        duckdb_bind_int64(size, 2, bytes);
+        if (rc == VT_ERR_OK) {
+            if (duckdb_execute_prepared(size, &res) != DuckDBSuccess)
+                rc = vt_error_set(err, VT_ERR_INTERNAL, "catalog: %s", duckdb_result_error(&res));
+            duckdb_destroy_result(&res);
+        }
         if (t[i].description && *t[i].description && rc == VT_ERR_OK) {
             duckdb_bind_int64(desc, 1, oids[i]);
             duckdb_bind_varchar(desc, 2, t[i].description);
@@ -517,6 +568,7 @@ out:
     duckdb_destroy_prepare(&cls);
     duckdb_destroy_prepare(&att);
     duckdb_destroy_prepare(&desc);
+    duckdb_destroy_prepare(&size);
     free(oids);
     return rc;
 }

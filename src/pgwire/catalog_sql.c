@@ -321,11 +321,52 @@ const char pgw_catalog_ddl[] =
     "CREATE TEMP MACRO \"vt:nullts1\"(a) AS CAST(NULL AS TIMESTAMPTZ);\n"
     "CREATE TEMP MACRO \"vt:live_tuples\"(o) AS (SELECT CAST(reltuples AS BIGINT) FROM "
     "  \"vt:pg_class\" WHERE oid = o);\n"
-    "CREATE TEMP MACRO \"vt:pg_size_pretty\"(b) AS CASE WHEN b IS NULL THEN NULL WHEN "
-    "  abs(b) < 10240 THEN CAST(b AS VARCHAR) || ' bytes' WHEN abs(b) < 10485760 THEN "
-    "  CAST(round(b / 1024) AS BIGINT) || ' kB' WHEN abs(b) < 10737418240 THEN "
-    "  CAST(round(b / 1048576) AS BIGINT) || ' MB' ELSE CAST(round(b / 1073741824) AS BIGINT) "
-    "  || ' GB' END;\n"
+    /* PostgreSQL 15's units and rounding: bytes below 10 kB, else the
+     * largest unit (to PB) under which the value, truncated to half-units,
+     * stays below 20 kB-of-units - 1; then halves rounded away from zero
+     * (1234567 is "1206 kB", 10485760 is "10 MB") */
+    "CREATE TEMP MACRO \"vt:half_up\"(h) AS CAST((h + sign(h)) // 2 AS VARCHAR);\n"
+    "CREATE TEMP MACRO \"vt:size_pretty\"(b) AS CASE WHEN b IS NULL THEN NULL WHEN abs(b) < "
+    "  10240 THEN CAST(b AS VARCHAR) || ' bytes' WHEN abs(b // 512) < 20479 THEN "
+    "  \"vt:half_up\"(b // 512) || ' kB' WHEN abs(b // 524288) < 20479 THEN "
+    "  \"vt:half_up\"(b // 524288) || ' MB' WHEN abs(b // 536870912) < 20479 THEN "
+    "  \"vt:half_up\"(b // 536870912) || ' GB' WHEN abs(b // 549755813888) < 20479 THEN "
+    "  \"vt:half_up\"(b // 549755813888) || ' TB' ELSE \"vt:half_up\"(b // 562949953421312) "
+    "  || ' PB' END;\n"
+    "CREATE TEMP MACRO \"vt:pg_size_pretty\"(b) AS \"vt:size_pretty\"(CAST(trunc(b) AS HUGEINT));\n"
+    /* sizes: a dataset's is the bytes of the files its generation read
+     * (pg_class.relpages in 8 kB pages); vitrine has no indexes, and the
+     * other forks (fsm, vm, init) are empty */
+    "CREATE TEMP TABLE \"vt:relsize\"(oid BIGINT, bytes BIGINT);\n"
+    "CREATE TEMP MACRO \"vt:relation_size\"(r) AS CASE WHEN r IS NOT NULL THEN "
+    "  COALESCE((SELECT bytes FROM \"vt:relsize\" WHERE oid = \"vt:regclass_in\"(r)), 0) END, "
+    "  (r, f) AS CASE WHEN r IS NOT NULL AND f IS NOT NULL THEN CASE WHEN f = 'main' THEN "
+    "  COALESCE((SELECT bytes FROM \"vt:relsize\" WHERE oid = \"vt:regclass_in\"(r)), 0) WHEN "
+    "  f IN ('fsm', 'vm', 'init') THEN 0 ELSE error('invalid fork name') END END;\n"
+    "CREATE TEMP MACRO \"vt:indexes_size\"(r) AS CASE WHEN r IS NOT NULL THEN CAST(0 AS BIGINT) "
+    "  END;\n"
+    "CREATE TEMP MACRO \"vt:database_size\"(d) AS CASE WHEN d IS NOT NULL THEN "
+    "  CAST(COALESCE((SELECT sum(bytes) FROM \"vt:relsize\"), 0) AS BIGINT) END;\n"
+    /* pg_typeof: the PostgreSQL type this server sends for the value's
+     * DuckDB type (types.c; "vt:ducktypes" is filled from pgw_type_of),
+     * as format_type names it; lists of a scalar are its array type,
+     * everything else nested is json */
+    "CREATE TEMP TABLE \"vt:ducktypes\"(name VARCHAR, oid BIGINT);\n"
+    "CREATE TEMP MACRO \"vt:duck_scalar_oid\"(s) AS CASE WHEN s LIKE 'DECIMAL(%' THEN 1700 "
+    "  WHEN s LIKE 'ENUM(%' THEN 25 ELSE (SELECT oid FROM \"vt:ducktypes\" d WHERE d.name = s) "
+    "  END;\n"
+    "CREATE TEMP MACRO \"vt:duck_oid\"(s) AS CASE WHEN regexp_matches(s, '\\[\\d*\\]$') THEN "
+    "  COALESCE((SELECT oid FROM \"vt:pg_type\" WHERE typcategory = 'A' AND typelem = "
+    "  \"vt:duck_scalar_oid\"(regexp_replace(s, '\\[\\d*\\]$', ''))), 114) WHEN "
+    "  regexp_matches(s, '^(STRUCT|MAP|UNION)\\(') THEN 114 ELSE "
+    "  COALESCE(\"vt:duck_scalar_oid\"(s), 25) END;\n"
+    "CREATE TEMP MACRO \"vt:pg_typeof\"(x) AS \"vt:format_type\"(\"vt:duck_oid\"(typeof(x)), "
+    "  -1);\n"
+    /* generate_series in a select list is a set-returning function, as in
+     * PostgreSQL (rows, not DuckDB's list); in FROM it stays the table
+     * function */
+    "CREATE TEMP MACRO \"vt:generate_series\"(a, b) AS unnest(generate_series(a, b)), "
+    "  (a, b, c) AS unnest(generate_series(a, b, c));\n"
     "CREATE TEMP MACRO \"vt:txid_current\"() AS CAST(\"vt:setting\"('vt.xid') AS BIGINT);\n"
     "CREATE TEMP MACRO \"vt:inet_server_addr\"() AS \"vt:setting\"('vt.server_addr');\n"
     "CREATE TEMP MACRO \"vt:inet_server_port\"() AS CAST(\"vt:setting\"('vt.server_port') AS "

@@ -23,7 +23,8 @@
  * The pure parts are public for the unit tests and the fuzz target: message
  * framing and parsing (proto.c), the SQL lexer that splits a simple Query
  * into statements and recognises the session statements clients and pools
- * send (lexer.c), and the value encoders of the DataRow sink (types.c).
+ * send (lexer.c), and the value encoders of the DataRow sink (types.c,
+ * values.c).
  */
 #ifndef VT_PGWIRE_PGWIRE_H
 #define VT_PGWIRE_PGWIRE_H
@@ -375,6 +376,7 @@ struct pgw_cat_table {
     const char *relation;           /* its pinned generation (column names and types) */
     const char *generation;         /* changes whenever the table may have changed */
     int64_t rows;                   /* pg_class.reltuples */
+    int64_t bytes;                  /* its source files (pg_relation_size); -1 unknown */
     const bool *nullable;           /* per column, or NULL (attnotnull) */
     size_t ncols;
     const char *description;        /* obj_description, or NULL */
@@ -490,8 +492,21 @@ void pgw_write_row_description(struct strbuf *out, size_t ncol, const char *cons
                                const duckdb_logical_type *types, const int16_t *formats,
                                size_t nformats);
 
-/* Text output of single values (exported for the unit tests and for the
- * settings/catalog code): PostgreSQL's float8/float4 output rules. */
+/* Single values in PostgreSQL's output forms (values.c; pure, exported for
+ * the DataRow encoder, the unit tests and the settings/catalog code). */
+/* The text of a date (days since 1970-01-01), a time (microseconds since
+ * midnight), a TIMETZ (DuckDB's packed bits), a timestamp (microseconds since
+ * 1970; tz: with "+00"), an interval and a uuid (DuckDB's 16 bytes, upper half
+ * sign-flipped), written at out (room for 160 bytes); each returns the end.
+ * Infinite dates and timestamps are "infinity"/"-infinity", years before 1
+ * "... BC", as PostgreSQL writes them. */
+char *pgw_txt_date(char *out, int32_t days);
+char *pgw_txt_time(char *out, int64_t us);
+char *pgw_txt_timetz(char *out, uint64_t bits);
+char *pgw_txt_timestamp(char *out, int64_t us, bool tz);
+char *pgw_txt_interval(char *out, int32_t months, int32_t days, int64_t micros);
+char *pgw_txt_uuid(char *out, const void *p);
+/* PostgreSQL's float8/float4 output rules. */
 size_t pgw_fmt_double(char *out, double v, int extra_float_digits);  /* out >= 32 bytes */
 size_t pgw_fmt_float(char *out, float v, int extra_float_digits);    /* out >= 32 bytes */
 /* Binary numeric from a decimal text ("-12.340"): appends the value. */

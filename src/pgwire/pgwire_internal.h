@@ -215,6 +215,8 @@ struct pgw_session {
     uint64_t spilled;               /* bytes of their spill files */
     struct strbuf *out;
     duckdb_connection con;          /* of the running job */
+    uint64_t settings_gen;          /* counts setting changes (shapes.c) */
+    struct pgw_shapes *shapes;      /* the gate's answers by shape (shapes.c) */
 };
 
 /* catalog_sql.c: the SQL that makes the catalog on a worker's connection. */
@@ -238,6 +240,15 @@ void pgw_close_portals(struct pgw_session *s, bool all);
 void pgw_drop_statements(struct pgw_session *s);
 struct pgw_prepared *pgw_find_statement(struct pgw_session *s, const char *name, size_t *out_i);
 struct pgw_portal *pgw_find_portal(struct pgw_session *s, const char *name, size_t *out_i);
+
+/* shapes.c: gate + pins of a simple Query's statement (as
+ * exec_snapshot_take_opts with pgw_gate_options(s, false)), the gate skipped
+ * for a statement whose shape (constants compared with as $k) it answered
+ * before with the same answer as for the constants. */
+struct exec_snapshot;
+enum vt_err pgw_shaped_snapshot(struct pgw_session *s, const char *sql, int64_t deadline_ms,
+                                struct exec_snapshot *snap, struct vt_error *err);
+void pgw_shapes_free(struct pgw_shapes *c);
 
 /* settings.c */
 enum vt_err pgw_settings_init(struct pgw_session *s, const char *const *names,

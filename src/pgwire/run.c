@@ -386,6 +386,7 @@ enum vt_err pgw_sync_catalog(struct pgw_session *s, struct vt_error *err)
             .relation = g->relation,
             .generation = g->id,
             .rows = g->rows,
+            .bytes = list[i].source_bytes,
             .nullable = nullable[nt],
             .ncols = nullable[nt] ? g->n_cols : 0,
         };

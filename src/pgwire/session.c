@@ -230,6 +230,7 @@ void pgw_session_destroy(struct pgw_session *s)
     pgw_close_portals(s, true);
     pgw_drop_statements(s);
     pgw_prepared_put(s, s->unnamed);
+    pgw_shapes_free(s->shapes);
     free(s);
 }
 

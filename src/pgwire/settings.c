@@ -272,6 +272,7 @@ static int setting_index(const char *name)
 static void set_value(struct pgw_session *s, size_t i, const char *v)
 {
     snprintf(s->values[i], PGW_VALUE_MAX, "%s", v);
+    s->settings_gen++; /* the dialect folds settings into what it remembers */
 }
 
 static void report(struct pgw_session *s, size_t i)

@@ -59,10 +59,8 @@ static bool simple_sql(struct pgw_session *s, const char *text, size_t len,
     memset(&snap, 0, sizeof snap);
     bool ok = false;
     uint64_t rows = 0;
-    struct sql_gate_options o = pgw_gate_options(s, false);
-    if (exec_snapshot_take_opts(s->cfg.catalog, s->con, sql, &o,
-                               deadline ? deadline : time_mono_ms() + 60000, &snap,
-                               &err) != VT_ERR_OK ||
+    if (pgw_shaped_snapshot(s, sql, deadline ? deadline : time_mono_ms() + 60000, &snap,
+                            &err) != VT_ERR_OK ||
         (snap.reads_catalog && pgw_sync_catalog(s, &err) != VT_ERR_OK)) {
         pgw_fail(s, &err);
     } else if (explain) {

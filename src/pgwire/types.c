@@ -7,7 +7,10 @@
  * PostgreSQL type of their own here: they are json, written by the JSON
  * encoder every HTTP response uses (json_rows_encode_cells).
  *
- * The other direction, parameter values of a Bind, is params.c.
+ * Here: the mapping of DuckDB types to PostgreSQL ones, the per-column
+ * encoders, the row loops (DataRow, COPY text/CSV/binary, index cells) and
+ * RowDescription. The text of a single date, time, interval or float is
+ * values.c; the other direction, parameter values of a Bind, is params.c.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -380,299 +383,16 @@ static inline char *room(struct strbuf *o, size_t n)
     return o->buf + o->len;
 }
 
-/* ------------------------------------------------------------ text output */
-
-/* Days since 1970-01-01 to a civil date (proleptic Gregorian). */
-static void civil(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t yy = (int64_t)yoe + era * 400;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = yy + (*m <= 2);
-}
-
-static char *put2(char *o, unsigned v)
-{
-    *o++ = (char)('0' + v / 10 % 10);
-    *o++ = (char)('0' + v % 10);
-    return o;
-}
-
-/* YYYY-MM-DD, PostgreSQL's way: years before 1 are "<1 - year> ... BC"
- * (the caller appends " BC" after the whole value when *bc). */
-static char *put_ymd(char *o, int64_t days, bool *bc)
-{
-    int64_t y;
-    unsigned m, d;
-    civil(days, &y, &m, &d);
-    *bc = y <= 0;
-    if (*bc)
-        y = 1 - y;
-    if (y < 10000) { /* the common case without snprintf (this runs per value) */
-        *o++ = (char)('0' + y / 1000);
-        *o++ = (char)('0' + y / 100 % 10);
-        *o++ = (char)('0' + y / 10 % 10);
-        *o++ = (char)('0' + y % 10);
-    } else {
-        char yb[24];
-        int n = snprintf(yb, sizeof yb, "%lld", (long long)y);
-        memcpy(o, yb, (size_t)n);
-        o += n;
-    }
-    *o++ = '-';
-    o = put2(o, m);
-    *o++ = '-';
-    return put2(o, d);
-}
-
-/* HH:MM:SS[.ffffff] with the fraction's trailing zeros trimmed. */
-static char *put_hms_frac(char *o, uint64_t hours, unsigned min, unsigned sec, uint32_t frac)
-{
-    if (hours < 100) {
-        o = put2(o, (unsigned)hours);
-    } else {
-        char hb[24];
-        int n = snprintf(hb, sizeof hb, "%llu", (unsigned long long)hours);
-        memcpy(o, hb, (size_t)n);
-        o += n;
-    }
-    *o++ = ':';
-    o = put2(o, min);
-    *o++ = ':';
-    o = put2(o, sec);
-    if (frac) {
-        *o++ = '.';
-        char fb[7];
-        for (int i = 5; i >= 0; i--) {
-            fb[i] = (char)('0' + frac % 10);
-            frac /= 10;
-        }
-        int k = 6;
-        while (k > 1 && fb[k - 1] == '0')
-            k--;
-        memcpy(o, fb, (size_t)k);
-        o += k;
-    }
-    return o;
-}
-
-static char *put_time_us(char *o, int64_t us)
-{
-    uint64_t u = us < 0 ? 0 : (uint64_t)us;
-    uint64_t s = u / 1000000;
-    return put_hms_frac(o, s / 3600, (unsigned)(s / 60 % 60), (unsigned)(s % 60),
-                        (uint32_t)(u % 1000000));
-}
-
-static int64_t floordiv(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-/* A timestamp in microseconds: date, time, then "+00" for timestamptz, then
- * " BC". Infinite values as PostgreSQL writes them. */
-static char *put_timestamp(char *o, int64_t us, bool tz)
-{
-    if (us == INT64_MAX) {
-        memcpy(o, "infinity", 8);
-        return o + 8;
-    }
-    if (us == -INT64_MAX || us == INT64_MIN) {
-        memcpy(o, "-infinity", 9);
-        return o + 9;
-    }
-    int64_t days = floordiv(us, 86400000000LL);
-    int64_t rest = us - days * 86400000000LL;
-    bool bc;
-    o = put_ymd(o, days, &bc);
-    *o++ = ' ';
-    o = put_time_us(o, rest);
-    if (tz) {
-        memcpy(o, "+00", 3);
-        o += 3;
-    }
-    if (bc) {
-        memcpy(o, " BC", 3);
-        o += 3;
-    }
-    return o;
-}
-
-static char *put_date(char *o, int32_t days)
-{
-    if (days == INT32_MAX) {
-        memcpy(o, "infinity", 8);
-        return o + 8;
-    }
-    if (days == -INT32_MAX || days == INT32_MIN) {
-        memcpy(o, "-infinity", 9);
-        return o + 9;
-    }
-    bool bc;
-    o = put_ymd(o, days, &bc);
-    if (bc) {
-        memcpy(o, " BC", 3);
-        o += 3;
-    }
-    return o;
-}
-
-static char *put_timetz(char *o, uint64_t bits)
-{
-    uint64_t micros = bits >> 24;
-    int32_t offset = 57599 - (int32_t)(bits & 0xffffff); /* seconds east of UTC */
-    o = put_time_us(o, (int64_t)micros);
-    *o++ = offset < 0 ? '-' : '+';
-    uint32_t a = (uint32_t)(offset < 0 ? -offset : offset);
-    o = put2(o, a / 3600);
-    if (a % 3600) {
-        *o++ = ':';
-        o = put2(o, a / 60 % 60);
-        if (a % 60) {
-            *o++ = ':';
-            o = put2(o, a % 60);
-        }
-    }
-    return o;
-}
-
-/* IntervalStyle postgres: "1 year 2 mons 3 days 04:05:06.789"; a positive
- * field after a negative one carries "+". */
-static char *put_interval(char *o, int32_t months, int32_t days, int64_t micros)
-{
-    bool before = false, zero = true;
-    char *start = o;
-    int64_t fields[3] = {months / 12, months % 12, days};
-    static const char *const unit[3] = {"year", "mon", "day"};
-    for (int i = 0; i < 3; i++) {
-        if (!fields[i])
-            continue;
-        char b[48];
-        int n = snprintf(b, sizeof b, "%s%s%lld %s%s", zero ? "" : " ",
-                         before && fields[i] > 0 ? "+" : "", (long long)fields[i], unit[i],
-                         fields[i] == 1 ? "" : "s");
-        memcpy(o, b, (size_t)n);
-        o += n;
-        before |= fields[i] < 0;
-        zero = false;
-    }
-    if (zero || micros != 0) {
-        bool minus = micros < 0;
-        uint64_t u = minus ? 0 - (uint64_t)micros : (uint64_t)micros;
-        if (!zero)
-            *o++ = ' ';
-        if (minus)
-            *o++ = '-';
-        else if (before)
-            *o++ = '+';
-        uint64_t s = u / 1000000;
-        o = put_hms_frac(o, s / 3600, (unsigned)(s / 60 % 60), (unsigned)(s % 60),
-                         (uint32_t)(u % 1000000));
-    }
-    (void)start;
-    return o;
-}
-
-static char *put_uuid(char *o, const void *p)
-{
-    int64_t upper;
-    uint64_t lower;
-    memcpy(&lower, p, 8);
-    memcpy(&upper, (const char *)p + 8, 8);
-    static const char hex[] = "0123456789abcdef";
-    uint64_t hi = (uint64_t)upper ^ (1ull << 63);
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            *o++ = '-';
-        unsigned char b = (unsigned char)(i < 8 ? hi >> (56 - 8 * i) : lower >> (56 - 8 * (i - 8)));
-        *o++ = hex[b >> 4];
-        *o++ = hex[b & 15];
-    }
-    return o;
-}
-
-/* PostgreSQL's float output: shortest round-trip digits (extra_float_digits
- * > 0, the default since PostgreSQL 12), exponent notation when the decimal
- * exponent is below -4 or at least `dig` (15 for float8, 6 for float4);
- * else %.*g with dig + extra_float_digits significant digits. */
-static size_t fmt_float_common(char *out, double v, bool is_float, int efd)
-{
-    if (isnan(v))
-        return (size_t)snprintf(out, 32, "NaN");
-    if (isinf(v))
-        return (size_t)snprintf(out, 32, v > 0 ? "Infinity" : "-Infinity");
-    int dig = is_float ? 6 : 15;
-    if (efd <= 0) {
-        int prec = dig + efd;
-        if (prec < 1)
-            prec = 1;
-        return (size_t)snprintf(out, 32, "%.*g", prec, v);
-    }
-    if (v == 0)
-        return (size_t)snprintf(out, 32, signbit(v) ? "-0" : "0");
-    char digits[24];
-    int point;
-    int k = is_float ? json_ftoa_shortest((float)v, digits, &point)
-                     : json_dtoa_shortest(v, digits, &point);
-    char *o = out;
-    if (v < 0)
-        *o++ = '-';
-    int exp = point - 1;
-    if (exp < -4 || exp >= dig) {
-        *o++ = digits[0];
-        if (k > 1) {
-            *o++ = '.';
-            memcpy(o, digits + 1, (size_t)(k - 1));
-            o += k - 1;
-        }
-        o += snprintf(o, 8, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-    } else if (point <= 0) {
-        *o++ = '0';
-        *o++ = '.';
-        for (int i = 0; i < -point; i++)
-            *o++ = '0';
-        memcpy(o, digits, (size_t)k);
-        o += k;
-    } else if (point >= k) {
-        memcpy(o, digits, (size_t)k);
-        o += k;
-        for (int i = k; i < point; i++)
-            *o++ = '0';
-    } else {
-        memcpy(o, digits, (size_t)point);
-        o += point;
-        *o++ = '.';
-        memcpy(o, digits + point, (size_t)(k - point));
-        o += k - point;
-    }
-    return (size_t)(o - out);
-}
-
-size_t pgw_fmt_double(char *out, double v, int extra_float_digits)
-{
-    return fmt_float_common(out, v, false, extra_float_digits);
-}
-
-size_t pgw_fmt_float(char *out, float v, int extra_float_digits)
-{
-    return fmt_float_common(out, v, true, extra_float_digits);
-}
-
 static int64_t ts_us(const struct col *c, int64_t v)
 {
     if (v == INT64_MAX || v == -INT64_MAX || v == INT64_MIN)
         return v;
     if (c->ts_mul != 1)
         return v * c->ts_mul; /* seconds and milliseconds always fit */
-    if (c->ts_div != 1)
-        return floordiv(v, c->ts_div);
+    if (c->ts_div != 1) { /* floor: a time before 1970 goes to the microsecond before */
+        int64_t q = v / c->ts_div;
+        return v % c->ts_div < 0 ? q - 1 : q;
+    }
     return v;
 }
 
@@ -707,16 +427,16 @@ static char *txt_fixed(const struct col *c, const void *data, idx_t i, char *p,
         const duckdb_hugeint *h = &((const duckdb_hugeint *)data)[i];
         return json_fmt_decimal128(p, h->upper, h->lower, c->scale);
     }
-    case EK_DATE: return put_date(p, ((const int32_t *)data)[i]);
-    case EK_TIME: return put_time_us(p, ((const int64_t *)data)[i]);
-    case EK_TIMETZ: return put_timetz(p, ((const uint64_t *)data)[i]);
-    case EK_TS: return put_timestamp(p, ts_us(c, ((const int64_t *)data)[i]), false);
-    case EK_TSTZ: return put_timestamp(p, ((const int64_t *)data)[i], true);
+    case EK_DATE: return pgw_txt_date(p, ((const int32_t *)data)[i]);
+    case EK_TIME: return pgw_txt_time(p, ((const int64_t *)data)[i]);
+    case EK_TIMETZ: return pgw_txt_timetz(p, ((const uint64_t *)data)[i]);
+    case EK_TS: return pgw_txt_timestamp(p, ts_us(c, ((const int64_t *)data)[i]), false);
+    case EK_TSTZ: return pgw_txt_timestamp(p, ((const int64_t *)data)[i], true);
     case EK_INTERVAL: {
         const duckdb_interval *v = &((const duckdb_interval *)data)[i];
-        return put_interval(p, v->months, v->days, v->micros);
+        return pgw_txt_interval(p, v->months, v->days, v->micros);
     }
-    case EK_UUID: return put_uuid(p, (const char *)data + 16 * i);
+    case EK_UUID: return pgw_txt_uuid(p, (const char *)data + 16 * i);
     default: return p;
     }
 }
@@ -895,76 +615,6 @@ static void be64(char *p, uint64_t v)
 {
     be32w(p, (uint32_t)(v >> 32));
     be32w(p + 4, (uint32_t)v);
-}
-
-int pgw_numeric_binary(struct strbuf *out, const char *text, size_t len)
-{
-    size_t i = 0;
-    bool neg = false;
-    if (len == 3 && !strncasecmp(text, "nan", 3)) {
-        char h[8] = {0};
-        be16(h + 4, 0xC000);
-        return sb_add(out, h, 8);
-    }
-    if (i < len && (text[i] == '-' || text[i] == '+'))
-        neg = text[i++] == '-';
-    size_t istart = i;
-    while (i < len && isdigit((unsigned char)text[i]))
-        i++;
-    size_t iend = i, fstart = i, fend = i;
-    if (i < len && text[i] == '.') {
-        fstart = ++i;
-        while (i < len && isdigit((unsigned char)text[i]))
-            i++;
-        fend = i;
-    }
-    if (i != len || (iend == istart && fend == fstart))
-        return -1;
-    while (istart < iend && text[istart] == '0')
-        istart++;
-    size_t nint = iend - istart, nfrac = fend - fstart;
-    if (nfrac > 16383 || nint > 131072)
-        return -1;
-    /* Groups of 4 digits aligned at the decimal point. */
-    size_t igroups = (nint + 3) / 4, fgroups = (nfrac + 3) / 4;
-    size_t total = igroups + fgroups;
-    uint16_t *g = calloc(total ? total : 1, sizeof *g);
-    if (!g)
-        return -1;
-    size_t lead = igroups * 4 - nint; /* zeros padding the first group */
-    for (size_t d = 0; d < nint; d++) {
-        size_t pos = lead + d;
-        g[pos / 4] = (uint16_t)(g[pos / 4] * 10 + (text[istart + d] - '0'));
-    }
-    for (size_t d = 0; d < fgroups * 4; d++) {
-        unsigned digit = d < nfrac ? (unsigned)(text[fstart + d] - '0') : 0;
-        g[igroups + d / 4] = (uint16_t)(g[igroups + d / 4] * 10 + digit);
-    }
-    size_t first = 0, last = total;
-    while (first < total && g[first] == 0)
-        first++;
-    while (last > first && g[last - 1] == 0)
-        last--;
-    int weight = (int)igroups - 1 - (int)first;
-    size_t nd = last - first;
-    if (nd == 0) {
-        weight = 0;
-        neg = false;
-    }
-    char *p = room(out, 8 + 2 * nd);
-    if (!p) {
-        free(g);
-        return -1;
-    }
-    be16(p, (uint16_t)nd);
-    be16(p + 2, (uint16_t)(int16_t)weight);
-    be16(p + 4, neg ? 0x4000 : 0);
-    be16(p + 6, (uint16_t)nfrac);
-    for (size_t k = 0; k < nd; k++)
-        be16(p + 8 + 2 * k, g[first + k]);
-    out->len += 8 + 2 * nd;
-    free(g);
-    return 0;
 }
 
 /* The binary form of a fixed-size value into b (16 bytes of room): its

@@ -338,7 +338,7 @@ void log_access(const struct log_access_rec *a)
                      a->outcome ? a->outcome : "");
     } else {
         /* Every string here is ours or a checked token (method, route
-         * pattern, request id), except the method, which MHD took verbatim:
+         * pattern, request id), except the method, which the HTTP parser took verbatim:
          * escape it like the rest. */
         char method[64];
         size_t ml = json_escape(method, 0, sizeof method, a->method ? a->method : "?");

@@ -39,7 +39,7 @@ struct log_access_rec {
     uint64_t bytes;
     int64_t dur_us;
     const char *request_id;
-    const char *outcome;        /* NULL, or why MHD ended it early ("client-abort") */
+    const char *outcome;        /* NULL, or why the server ended it early ("client-abort") */
 };
 void log_access(const struct log_access_rec *a);
 /* The thread that writes buffered access lines every few milliseconds; without

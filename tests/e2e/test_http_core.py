@@ -197,3 +197,18 @@ def test_uri_too_long_is_414(vt):
     r = requests.get(s.url("/api/v1/datasets/" + "x" * 9000 + "/status"), timeout=10)
     assert_error(r, 414, "uri_too_long")
     assert s.get("/healthz").status_code == 200
+
+
+def test_repeated_field_lines_are_joined(vt):
+    """Accept-Encoding on two lines means both lists (RFC 9110 §5.3): the
+    server used to read only the first line and answered identity here."""
+    s = vt(server_block())
+    head = (b"GET /docs/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+            b"Accept-Encoding: x-unknown\r\nAccept-Encoding: gzip\r\n\r\n")
+    resp = raw_request(s.port, head)
+    headers, _, body = resp.partition(b"\r\n\r\n")
+    assert headers.startswith(b"HTTP/1.1 200"), headers
+    assert b"\r\ncontent-encoding: gzip" in headers.lower(), headers
+    # and one line answers the same
+    one = raw_request(s.port, head.replace(b"x-unknown\r\nAccept-Encoding: gzip", b"x-unknown, gzip"))
+    assert b"\r\ncontent-encoding: gzip" in one.partition(b"\r\n\r\n")[0].lower()

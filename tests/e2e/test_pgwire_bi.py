@@ -424,3 +424,132 @@ def test_small_statements(srv):
         with pytest.raises(psycopg.Error) as ei:
             c.execute("SELECT format_type(1, 2, 3, 4)")
         assert "vt:" not in str(ei.value) and "format_type" in str(ei.value)
+
+
+# Every DuckDB type a column can have: pg_typeof names the type the
+# RowDescription sends for it (as format_type does), lists of a scalar
+# included.
+TYPED_EXPRESSIONS = [
+    "1::TINYINT", "1::SMALLINT", "1::INTEGER", "1::BIGINT", "1::HUGEINT", "1::UTINYINT",
+    "1::USMALLINT", "1::UINTEGER", "1::UBIGINT", "1::UHUGEINT", "1.5::FLOAT", "1.5::DOUBLE",
+    "1.5::DECIMAL(10,2)", "1.5::DECIMAL(30,2)", "'x'::VARCHAR", "'x'::BLOB", "DATE '2024-01-01'",
+    "TIME '10:00'", "'10:00:00+02'::TIMETZ", "TIMESTAMP '2024-01-01'",
+    "'2024-01-01'::TIMESTAMP_S", "'2024-01-01'::TIMESTAMP_MS", "'2024-01-01'::TIMESTAMP_NS",
+    "TIMESTAMPTZ '2024-01-01'", "INTERVAL '1 day'", "gen_random_uuid()", "'101'::BIT", "true",
+    "1::BIGNUM", "'a'::ENUM('a', 'b')", "'{}'::JSON", "[1, 2]", "['a']", "[1.5::DECIMAL(4,1)]",
+    "[DATE '2024-01-01']", "[INTERVAL '1 day']", "array_value(1, 2)", "[[1]]", "{'a': 1}",
+    "MAP {'a': 1}", "[{'a': 1}]",
+]
+
+
+def test_pg_typeof_names_the_type_sent(srv):
+    with psycopg.connect(dsn(srv), autocommit=True) as c:
+        select = ", ".join(f"{e}, pg_typeof({e})" for e in TYPED_EXPRESSIONS)
+        cur = c.execute(f"SELECT {select}")
+        row = cur.fetchone()
+        oids = [d.type_code for d in cur.description[0::2]]
+        names = c.execute("SELECT " + ", ".join(f"format_type({o}, NULL)" for o in oids)).fetchone()
+        got = dict(zip(TYPED_EXPRESSIONS, row[1::2]))
+        assert got == dict(zip(TYPED_EXPRESSIONS, names))
+        assert [got[e] for e in ("1::INTEGER", "'x'::VARCHAR", "TIMESTAMP '2024-01-01'", "[1, 2]",
+                                 "{'a': 1}")] == [
+            "integer", "text", "timestamp without time zone", "integer[]", "json"]
+        cur = c.execute("SELECT pg_typeof(fare), pg_typeof(trip_id) AS t, "
+                        "pg_typeof(pickup_at)::text = 'timestamp without time zone' FROM trips "
+                        "LIMIT 1")
+        assert cur.fetchone() == ("numeric", "integer", True)
+        assert [d.name for d in cur.description][:2] == ["pg_typeof", "t"]
+
+
+def test_generate_series_in_the_select_list(srv):
+    # A set-returning function: one row per value, as PostgreSQL gives
+    # (DuckDB's scalar generate_series is one list), in both protocols and
+    # psql; in FROM it stays the table function.
+    with psycopg.connect(dsn(srv), autocommit=True) as c:
+        cur = c.execute("SELECT generate_series(1, 3)")
+        assert cur.fetchall() == [(1,), (2,), (3,)]
+        assert cur.description[0].name == "generate_series"
+        assert c.execute("SELECT generate_series(1, 10, 4) * 2 AS g, 'x' AS k").fetchall() == [
+            (2, "x"), (10, "x"), (18, "x")]
+        assert c.execute("SELECT generate_series(%s::int, %s::int) AS n", (5, 6)).fetchall() == [
+            (5,), (6,)]
+        days = c.execute("SELECT generate_series(TIMESTAMP '2024-01-01', TIMESTAMP '2024-01-03', "
+                         "INTERVAL '1 day')::date AS d").fetchall()
+        assert days == [(datetime.date(2024, 1, d),) for d in (1, 2, 3)]
+        assert c.execute("SELECT s.d, count(t.trip_id) FROM (SELECT generate_series(0, 2) AS d) s "
+                         "LEFT JOIN trips t ON t.station = s.d GROUP BY s.d ORDER BY s.d"
+                         ).fetchall() == [(0, 1000), (1, 1000), (2, 1000)]
+        assert c.execute("SELECT * FROM generate_series(1, 2)").fetchall() == [(1,), (2,)]
+        assert c.execute("SELECT count(*) FROM generate_series(1, 5) g(i) WHERE i > 2"
+                         ).fetchone() == (3,)
+    with psycopg2.connect(dsn(srv)) as c2, c2.cursor() as cur:
+        cur.execute("SELECT generate_series(1, 3), 'a'")
+        assert cur.fetchall() == [(1, "a"), (2, "a"), (3, "a")]
+    out = psql(srv, "-c", "SELECT generate_series(1, 2) AS n")
+    assert "(2 rows)" in out, out
+
+
+def test_sizes_and_pg_size_pretty(srv):
+    # A dataset's size is the bytes of the files its generation read
+    # (pg_class.relpages in 8 kB pages); pg_size_pretty as PostgreSQL 15.
+    files = {p.stem: p.stat().st_size for p in Path(srv.workdir).glob("*.parquet")}
+    with psycopg.connect(dsn(srv), autocommit=True) as c:
+        one = lambda sql: c.execute(sql).fetchone()  # noqa: E731
+        assert one("SELECT pg_relation_size('trips'), pg_total_relation_size('public.trips'), "
+                   "pg_table_size('trips'::regclass), pg_indexes_size('trips'), "
+                   "pg_relation_size('trips', 'fsm'), pg_relation_size(NULL)") == (
+            files["trips"], files["trips"], files["trips"], 0, 0, None)
+        rows = c.execute("SELECT relname, relpages, pg_relation_size(c.oid), "
+                         "pg_size_pretty(pg_total_relation_size(c.oid)) FROM pg_class c "
+                         "ORDER BY relname").fetchall()
+        assert rows == [(n, (files[n] + 8191) // 8192, files[n],
+                         f"{files[n]} bytes" if files[n] < 10240 else f"{(files[n] // 512 + 1) // 2} kB")
+                        for n in ("stations", "trips")]
+        assert one("SELECT pg_database_size(current_database())") == (sum(files.values()),)
+        pretty = one("SELECT pg_size_pretty(10239), pg_size_pretty(10240), "
+                     "pg_size_pretty(1234567::bigint), pg_size_pretty(-1234567), "
+                     "pg_size_pretty(10485760), pg_size_pretty(123456789012::numeric), "
+                     "pg_size_pretty(123456789012345678), pg_size_pretty(NULL::bigint)")
+        assert pretty == ("10239 bytes", "10 kB", "1206 kB", "-1206 kB", "10 MB", "115 GB",
+                          "110 PB", None)
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute("SELECT pg_relation_size('nope')")
+        assert "nope" in str(ei.value) and "vt:" not in str(ei.value)
+
+
+def test_simple_statements_of_one_shape(srv):
+    # psycopg2 puts values into the SQL text (simple protocol); statements
+    # that differ only in compared constants share the gate's answer
+    # (src/pgwire/shapes.c): every answer must still be the statement's own.
+    def trip(i):
+        return (i, "card" if i % 3 == 0 else "cash", i % 5)
+
+    with psycopg2.connect(dsn(srv)) as c2, c2.cursor() as cur:
+        c2.autocommit = True
+        q = "SELECT trip_id, payment, station FROM trips WHERE trip_id = %s"
+        for v, want in ((7, [trip(7)]), (4242, [trip(4242)]), (99999, []), (0, [trip(0)]),
+                        ("12", [trip(12)]), (1.5, []), (3, [trip(3)]),
+                        (99999999999999999999, []), (5, [trip(5)])):
+            cur.execute(q, (v,))
+            assert cur.fetchall() == want, v
+        for v, n in (("card", 1667), ("cash", 3333), ("o'brien", 0), ("card", 1667)):
+            cur.execute("SELECT count(*) FROM trips WHERE payment = %s", (v,))
+            assert cur.fetchone() == (n,), v
+        for st, pay in ((1, "card"), (2, "cash"), (4, "card")):
+            cur.execute("SELECT count(*) AS n FROM trips WHERE station = %s AND payment = %s",
+                        (st, pay))
+            assert cur.fetchone() == (sum(1 for i in range(5000) if trip(i)[2] == st and
+                                          trip(i)[1] == pay),)
+            assert cur.description[0].name == "n"
+        for name in ("trips", "stations", "nope"):
+            cur.execute("SELECT relname FROM pg_class WHERE relname = %s", (name,))
+            assert cur.fetchall() == ([] if name == "nope" else [(name,)])
+        # a setting the dialect folds into the statement: SET starts over
+        for app, same in (("a", True), ("b", False)):
+            cur.execute("SET application_name = %s", (app,))
+            cur.execute("SELECT current_setting('application_name') = %s", ("a",))
+            assert cur.fetchone() == (same,)
+        # refused for its structure, whatever the constants
+        for v in (1, 2):
+            with pytest.raises(psycopg2.Error):
+                cur.execute("SELECT * FROM trips WHERE trip_id = %s; DELETE FROM trips", (v,))

@@ -47,8 +47,8 @@ static enum vt_err sync(void)
 {
     static const bool nullable[] = {false, true, true, true, true, true};
     struct pgw_cat_table t[] = {
-        {"trips", "g_trips", "gen1", 10, nullable, 6, "all the trips"},
-        {"stations", "g_stations", "gen1", 3, NULL, 0, NULL},
+        {"trips", "g_trips", "gen1", 10, 20000, nullable, 6, "all the trips"},
+        {"stations", "g_stations", "gen1", 3, -1, NULL, 0, NULL},
     };
     struct pgw_cat_setting s[] = {
         {"vt.user", "vitrine", NULL}, {"vt.database", "analytics", NULL},
@@ -288,6 +288,15 @@ TEST(type_lookups_and_session_functions)
     rows = expect_rows("SELECT count(*), (SELECT relname FROM pg_class WHERE relname = 'trips') "
                        "FROM public.trips");
     CHECK_EQ_STR(rows, "10|trips\n");
+    free(rows);
+    /* sizes: the source bytes (unknown is 0), in 8 kB pages in pg_class */
+    rows = expect_rows("SELECT relname, relpages, pg_relation_size(oid), "
+                       "pg_size_pretty(pg_total_relation_size(oid)) FROM pg_class ORDER BY 1");
+    CHECK_EQ_STR(rows, "stations|0|0|0 bytes\ntrips|3|20000|20 kB\n");
+    free(rows);
+    rows = expect_rows("SELECT pg_typeof(id), pg_typeof(1.5), pg_typeof([1]) FROM trips "
+                       "LIMIT 1");
+    CHECK_EQ_STR(rows, "integer|numeric|integer[]\n");
     free(rows);
 }
 
