@@ -472,3 +472,57 @@ def test_a_reader_before_any_catalog_answers_503_not_404(tmp_path, moto):  # noq
         assert r.get("/api/v1/datasets/trips/status").status_code == 503
     finally:
         assert r.stop() == 0
+
+
+def duckdb_memory(server):
+    """vitrine_duckdb_memory_bytes once the sampler (every second) has run."""
+    time.sleep(1.2)
+    for line in server.get("/metrics").text.splitlines():
+        if line.startswith("vitrine_duckdb_memory_bytes "):
+            return float(line.split()[1])
+    raise AssertionError("no vitrine_duckdb_memory_bytes")
+
+
+def test_a_reader_keeps_no_memory_of_replaced_generations(tmp_path, moto):  # noqa: F811
+    """Each generation a reader imports is a new file: DuckDB's external file
+    cache kept what it read of every one (keyed by path, evicted only at
+    memory_limit): ~20 KiB of DuckDB memory per replaced generation of this
+    file, forever. DuckDB's memory after eight more generations is what it
+    was (tests/soak/rss_per_generation.py measures the RSS)."""
+    data = tmp_path / "data"
+    write_parquet(data / "trips.parquet",
+                  "SELECT i AS id, md5(i::VARCHAR) AS city, i * 1.5 AS fare FROM range(60000) t(i)")
+    write_parquet(data / "events" / "p.parquet", "SELECT 1 AS id, 1 AS kind")
+    moto.create_bucket("memshared")
+    (tmp_path / "w").mkdir()
+    (tmp_path / "r").mkdir()
+    w = Server(tmp_path / "w", config("writer", free_port(), "s3://memshared/p", moto.endpoint,
+                                      str(data)), env=ENV).start()
+    r = None
+    try:
+        w.wait_ready(60)
+        r = Server(tmp_path / "r", config("reader", free_port(), "s3://memshared/p", moto.endpoint,
+                                          str(tmp_path / "nowhere"),
+                                          extra_server="[metrics]\nenabled = true"),
+                   env=ENV).start()
+        r.wait_ready(60)
+
+        def generations(n):
+            for _ in range(n):
+                assert w.post("/api/v1/datasets/trips/reload", headers=ADMIN).status_code == 200
+                gid = w.get("/api/v1/datasets/trips/status").json()["generation_id"]
+                deadline = time.time() + 15
+                while (time.time() < deadline and
+                       r.get("/api/v1/datasets/trips/status").json()["generation_id"] != gid):
+                    time.sleep(0.05)
+                assert r.get("/api/v1/datasets/trips/status").json()["generation_id"] == gid
+
+        generations(2)  # a current and a kept previous generation from now on
+        before = duckdb_memory(r)
+        generations(8)
+        after = duckdb_memory(r)
+        assert after - before < 48 * 1024, (before, after)
+    finally:
+        if r:
+            assert r.stop() == 0
+        assert w.stop() == 0

@@ -2,12 +2,14 @@
 """Memory per generation (not part of make check; minutes): one process (or a
 writer and a reader) on loopback with moto, the `trips` dataset of the soak
 reloaded GENS times with no client load; prints RSS, open files and threads
-every 50 generations. ROLE=reader (default) samples a reader importing the
+and DuckDB's own memory (vitrine_duckdb_memory_bytes) every 50 generations.
+ROLE=reader (default) samples a reader importing the
 writer's generations; ROLE=standalone one process building them itself.
 
   VITRINE_BUILD=$PWD/build GENS=400 /usr/bin/python3 tests/soak/rss_per_generation.py
 """
 import os
+import re
 import sys
 import tempfile
 import time
@@ -24,6 +26,15 @@ GENS = int(os.environ.get("GENS", "400"))
 ROLE = os.environ.get("ROLE", "reader")
 
 
+def cfg(*args):
+    return soak.config(*args).replace("[cluster]\n", "[metrics]\nenabled = true\n[cluster]\n")
+
+
+def duckdb_mib(server):
+    m = re.search(r"^vitrine_duckdb_memory_bytes (\S+)", server.get("/metrics").text, re.M)
+    return float(m.group(1)) / 2**20 if m else -1.0
+
+
 def main():
     root = Path(tempfile.mkdtemp(prefix="vitrine-rss-"))
     moto = Moto(find_moto(), root).start()
@@ -38,13 +49,13 @@ def main():
         write_parquet(data / "local.parquet", "SELECT i AS id, 'x' AS s FROM range(1000) t(i)")
         ep = f"http://127.0.0.1:{moto.port}"
         (root / "w").mkdir()
-        w = Server(root / "w", soak.config("writer" if ROLE == "reader" else "standalone",
+        w = Server(root / "w", cfg("writer" if ROLE == "reader" else "standalone",
                                            free_port(), ep, data), env=soak.ENV).start()
         w.wait_ready(120)
         r = w
         if ROLE == "reader":
             (root / "r").mkdir()
-            r = Server(root / "r", soak.config("reader", free_port(), ep, root / "nowhere"),
+            r = Server(root / "r", cfg("reader", free_port(), ep, root / "nowhere"),
                        env=soak.ENV).start()
             r.wait_ready(120)
         t0 = time.time()
@@ -55,9 +66,10 @@ def main():
                 while (time.time() < deadline and
                        r.get("/api/v1/datasets/trips/status").json()["generation_id"] != gid):
                     time.sleep(0.05)
+                time.sleep(1.1)  # DuckDB's memory is sampled every second
                 rss, fds, threads = soak.proc_stats(r.proc.pid)
                 print(f"{ROLE} generation {i:4d} t={time.time() - t0:5.0f}s RSS {rss:6.1f} MiB "
-                      f"fds {fds} threads {threads}", flush=True)
+                      f"DuckDB {duckdb_mib(r):5.2f} MiB fds {fds} threads {threads}", flush=True)
             w.post("/api/v1/datasets/trips/reload", headers=soak.ADMIN, timeout=60)
             time.sleep(0.6)
         if r is not w:
