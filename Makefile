@@ -295,10 +295,24 @@ FUZZ_LIBS_fuzz_pgwire          := -isystem $(DUCKDB_DIR)
 # JSON span reader of src/explore, with jansson as its oracle.
 FUZZ_SRC_fuzz_explore_jspan    := src/explore/jspan.c
 FUZZ_LIBS_fuzz_explore_jspan   := -ljansson
+# Every allowlisted SQL function with hostile arguments, composed, through the
+# gate and DuckDB, with the wrappers and the allocation budget of src/engine.
+FUZZ_SRC_fuzz_sql_functions    := src/engine/functions.c src/engine/engine.c src/sql/allowlist.c \
+                                  src/sql/gate.c src/query/query_like.c src/util/strbuf.c \
+                                  src/util/errors.c src/util/log.c src/util/file.c \
+                                  src/util/timeutil.c
+FUZZ_DEPS_fuzz_sql_functions   := $(FUZZ_BUILD)/budget.o
+FUZZ_LIBS_fuzz_sql_functions   := $(FUZZ_BUILD)/budget.o -isystem $(DUCKDB_DIR) -ljansson \
+                                  -L$(DUCKDB_DIR) -lduckdb -Wl,-rpath,$(abspath $(DUCKDB_DIR)) \
+                                  -lstdc++ -lm -lpthread
+FUZZ_CXX   ?= clang++
+$(FUZZ_BUILD)/budget.o: src/engine/budget.cc
+	@mkdir -p $(FUZZ_BUILD)
+	$(FUZZ_CXX) -std=c++17 -g -O1 -fsanitize=address,undefined -DVT_BUDGET_NO_NEW -c $< -o $@
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 define FUZZ_RULE
-$(FUZZ_BUILD)/$(1): tests/fuzz/$(1).c $(FUZZ_SRC_$(1)) $(wildcard $(FUZZ_SRC_$(1):.c=.h))
+$(FUZZ_BUILD)/$(1): tests/fuzz/$(1).c $(FUZZ_SRC_$(1)) $(wildcard $(FUZZ_SRC_$(1):.c=.h)) $(FUZZ_DEPS_$(1))
 	@mkdir -p $(FUZZ_BUILD)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $$@ $$< $(FUZZ_SRC_$(1)) $(FUZZ_LIBS_$(1))
 endef

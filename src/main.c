@@ -244,13 +244,20 @@ static int serve(const char *config_path, int port_override, int role_override)
         }
     }
     bool reader = cfg.cluster.role == CFG_ROLE_READER;
-    /* Saved queries of kind "query" (server.saved_queries_dir): a name also
-     * in the config, or a file that does not read, stops the start here. */
+    /* Saved queries of kind "query" (server.saved_queries_dir): a file that
+     * does not read, or names a dataset the config has, is skipped with an
+     * error naming it; only an unreadable directory stops the start. A
+     * reader's datasets, saved queries included, are the writer's. */
     struct saved_file *saved = NULL;
     size_t n_saved = 0;
-    /* A reader's datasets, saved queries included, are the writer's. */
-    if (!reader &&
-        saved_load(cfg.server.saved_queries_dir, &cfg, &saved, &n_saved, &err) != VT_ERR_OK) {
+    struct strvec skipped = {0};
+    enum vt_err saved_rc =
+        reader ? VT_ERR_OK
+               : saved_load(cfg.server.saved_queries_dir, &cfg, &saved, &n_saved, &skipped, &err);
+    for (size_t i = 0; i < skipped.len; i++)
+        log_error("%s", skipped.items[i]);
+    strvec_free(&skipped);
+    if (saved_rc != VT_ERR_OK) {
         log_error("%s", vt_error_message(&err));
         config_free(&cfg);
         return 1;

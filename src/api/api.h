@@ -68,6 +68,10 @@ void api_route_set_release(struct api_route_set *set);
  * credentials (auth_authorize with the app's policy). */
 enum vt_err api_authorize(struct http_request *req, const struct http_route *route,
                           const char **out_message);
+/* Whether the request's credentials would also read data (a GET of a read
+ * route): a token with datasets:manage alone may save queries but must not
+ * learn what they read through row counts or DuckDB's error text. */
+bool api_may_read(struct http_request *req);
 
 /* Handlers (one file per group). */
 void api_healthz(struct http_request *req);

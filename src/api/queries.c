@@ -19,6 +19,10 @@
  * its file removed, and the answer is 504 (use ?async=true for long builds).
  * With async it answers 202 at once; a build that fails leaves the dataset
  * "failed" with last_error, for the status endpoint to show.
+ *
+ * A caller whose credentials do not also read data (with [auth]: a token
+ * with datasets:manage alone, or the admin token) gets no row count and no
+ * DuckDB error text, which quote what the SQL read; a reader sees both.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +62,7 @@ struct create_call {
     struct saved_request sr;
     bool parsed;
     bool async;
+    bool may_read;              /* api_may_read: the caller may see what the SQL reads */
 };
 
 static void create_call_release(void *user)
@@ -71,13 +76,22 @@ static void create_call_release(void *user)
 /* A build failure as the client sees it: the SQL is the client's, so what
  * DuckDB refuses while running it (a conversion, a division by zero) is a
  * 400; running out of time a 504. */
-static void reply_build_failure(struct http_request *req, const struct vt_error *err)
+static void reply_build_failure(struct http_request *req, const struct vt_error *err,
+                                bool may_read)
 {
     struct vt_error e = *err;
     if (e.code == VT_ERR_BUILD_FAILED)
         e.code = VT_ERR_QUERY_FAILED;
     if (e.code == VT_ERR_OK)
         e.code = VT_ERR_INTERNAL;
+    /* DuckDB's text quotes the data it choked on ("Could not convert string
+     * 'v42'"): only for a caller who may read it anyway. */
+    if (!may_read) {
+        enum vt_err code = e.code;
+        vt_error_clear(&e);
+        vt_error_set(&e, code, "%s", "the query failed when it ran; its message quotes data, "
+                                     "which takes a read scope to see");
+    }
     http_reply_vterr(req, &e);
 }
 
@@ -112,9 +126,17 @@ static void create_job(struct http_request *req)
         return;
     }
     /* On the admin pool's worker: the catalog binds on its connection. */
-    if (cat_query_infer(app->catalog, NULL, ds, false, &err) != VT_ERR_OK ||
-        cat_query_describe(app->catalog, NULL, ds, deadline, &err) != VT_ERR_OK) {
+    if (cat_query_infer(app->catalog, NULL, ds, false, &err) != VT_ERR_OK) {
         http_reply_vterr(req, &err);
+        return;
+    }
+    if (cat_query_describe(app->catalog, NULL, ds, deadline, &err) != VT_ERR_OK) {
+        /* DuckDB's binder names the upstreams' columns ("Candidate
+         * bindings: ..."): their schema is a read. */
+        if (err.code == VT_ERR_QUERY_FAILED)
+            reply_build_failure(req, &err, c->may_read);
+        else
+            http_reply_vterr(req, &err);
         return;
     }
     struct cat_saved_opts opts = {
@@ -163,12 +185,14 @@ static void create_job(struct http_request *req)
         if (r->err.code == VT_ERR_TIMEOUT && !c->async)
             http_reply_error(req, VT_ERR_TIMEOUT, "request timed out"); /* the spec's 504 body */
         else
-            reply_build_failure(req, &r->err);
+            reply_build_failure(req, &r->err, c->may_read);
     } else {
         struct cat_saved_summary sum;
         bool known = cat_saved_of(app->catalog, ds->name, &sum);
+        /* The row count is data too (count the rows WHERE salary > x): only
+         * for a caller who may read. */
         write_summary(&w, ds->name, opts.kind, &ds->depends_on, "published",
-                      known ? sum.rows : r->rows, true);
+                      known ? sum.rows : r->rows, c->may_read);
         if (known) {
             free(sum.name);
             strvec_free(&sum.depends_on);
@@ -222,6 +246,7 @@ void api_queries_create(struct http_request *req)
     }
     c->parsed = true;
     c->async = async;
+    c->may_read = api_may_read(req);
     http_req_set_user(req, c);
     http_req_on_release(req, create_call_release);
     http_defer(req, api_app(req)->admin_pool, create_job);

@@ -35,6 +35,9 @@ struct config_mount {
 static size_t config_mounts(const struct vt_config *cfg, struct config_mount *out, size_t cap)
 {
     size_t n = 0;
+    /* The metrics name every dataset and saved query: public unless [auth]
+     * is on, or as metrics.public says. */
+    bool metrics_public = cfg->metrics_public_set ? cfg->metrics_public : !cfg->auth.enabled;
     if (n < cap)
         out[n++] = (struct config_mount){
             cfg->sql.enabled, "/api/v1/sql",
@@ -80,8 +83,12 @@ static size_t config_mounts(const struct vt_config *cfg, struct config_mount *ou
     if (n < cap)
         out[n++] = (struct config_mount){
             cfg->metrics.enabled, cfg->metrics.path,
-            {"", HTTP_GET, api_metrics, AUTH_PERM_PUBLIC,
-             "Prometheus metrics (text format 0.0.4); not under the prefix, unauthenticated.",
+            {"", HTTP_GET, api_metrics, metrics_public ? AUTH_PERM_PUBLIC : AUTH_PERM_READ,
+             metrics_public ? "Prometheus metrics (text format 0.0.4); not under the prefix, "
+                              "unauthenticated."
+                            : "Prometheus metrics (text format 0.0.4); not under the prefix. "
+                              "They name every dataset, so with [auth] they need a read scope "
+                              "(metrics.public = true opens them).",
              true}};
     if (n < cap)
         out[n++] = (struct config_mount){
@@ -229,6 +236,19 @@ enum vt_err api_authorize(struct http_request *req, const struct http_route *rou
         http_add_header(req, "Retry-After", ra);
     }
     return rc;
+}
+
+bool api_may_read(struct http_request *req)
+{
+    const struct auth_policy *p = &api_app(req)->auth;
+    if (!p->bearer_enabled)
+        return true;
+    struct auth_credentials cred = {
+        .authorization = http_req_header(req, "Authorization"),
+        .safe_method = true,
+    };
+    struct auth_decision d;
+    return auth_authorize(p, AUTH_PERM_READ, &cred, &d) == VT_ERR_OK;
 }
 
 struct api_app *api_app(struct http_request *req)

@@ -67,7 +67,9 @@ static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen
     char sql[160];
     snprintf(sql, sizeof sql, "SELECT * FROM %s LIMIT 0", gen->relation);
     if (duckdb_prepare(con, sql, &ps) != DuckDBSuccess) {
-        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s", duckdb_prepare_error(ps));
+        char text[VT_ERROR_MSG_MAX];
+        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
+                     eng_error_text(duckdb_prepare_error(ps), text, sizeof text));
         duckdb_destroy_prepare(&ps);
         return VT_ERR_BUILD_FAILED;
     }
@@ -740,6 +742,9 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     pthread_mutex_lock(&ds->mu);
     ds->state = CAT_BUILDING; /* already, since it was queued */
     ds->building = true;
+    ds->build_job = job;
+    if (!ds->registered && !startup)
+        atomic_store(&job->cancelled, true); /* deleted while it was queued */
     struct vt_dataset_config cfg;
     int copied = config_dataset_copy(&cfg, &ds->cfg);
     pthread_mutex_unlock(&ds->mu);
@@ -786,7 +791,13 @@ static void build_run(struct eng_job *job, duckdb_connection con)
         char d[64];
         config_format_duration(timeout, d);
         vt_error_clear(&err);
-        if (atomic_load(&job->cancelled))
+        pthread_mutex_lock(&ds->mu);
+        bool deleted = !ds->registered;
+        pthread_mutex_unlock(&ds->mu);
+        if (atomic_load(&job->cancelled) && deleted)
+            vt_error_set(&err, VT_ERR_TIMEOUT, "build of %s cancelled: the dataset was deleted",
+                         cfg.name);
+        else if (atomic_load(&job->cancelled))
             vt_error_set(&err, VT_ERR_TIMEOUT, "build of %s cancelled (the server is stopping)",
                          cfg.name);
         else if (by_request)
@@ -844,6 +855,7 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     if ((unsigned)bj->source < 5)
         ds->builds[bj->source][gen ? 0 : 1]++;
     ds->building = false;
+    ds->build_job = NULL;
     ds->build_queued = false;
     pthread_cond_broadcast(&ds->built_cv);
     pthread_mutex_unlock(&ds->mu);

@@ -316,6 +316,12 @@ void cat_unregistered(struct cat_catalog *cat, struct cat_dataset *ds)
 {
     pthread_mutex_lock(&ds->mu);
     ds->registered = false;
+    /* A build still running for it would only publish into nothing (and
+     * hold a builder): cancel it, DuckDB interrupted. */
+    if (ds->build_job) {
+        atomic_store(&ds->build_job->cancelled, true);
+        eng_pool_interrupt(cat->builders, ds->build_job);
+    }
     pthread_mutex_unlock(&ds->mu);
     cat_scheduler_cancel(cat->sched, ds->cfg.name);
     cat_dataset_put(ds);

@@ -57,6 +57,8 @@ struct cat_dataset {
     int64_t previous_until_ms;
     bool build_queued;              /* a build is queued or running */
     bool building;                  /* a build is running */
+    struct eng_job *build_job;      /* the running build's job while building (mu): deleting
+                                     * the dataset cancels it (cat_unregistered) */
     bool registered;
     bool from_config;
     bool startup_counted;           /* counted in cat->startup_pending */

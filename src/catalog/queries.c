@@ -173,8 +173,12 @@ enum vt_err cat_query_describe(struct cat_catalog *cat, duckdb_connection con,
     sb_init(&sql, 0);
     if (!rc)
         rc = cat_query_select_sql(cfg, false, &sql, err);
+    char text[VT_ERROR_MSG_MAX];
     if (!rc && duckdb_prepare(con, sql.buf, &ps) != DuckDBSuccess)
-        rc = vt_error_set(err, VT_ERR_QUERY_FAILED, "%s", duckdb_prepare_error(ps));
+        rc = vt_error_set(err, VT_ERR_QUERY_FAILED, "%s",
+                          /* the client's text starts on line 2 of the wrapping */
+                          eng_error_excerpt(duckdb_prepare_error(ps), cfg->sql, 2, text,
+                                            sizeof text));
     if (!rc) {
         idx_t n = duckdb_prepared_statement_column_count(ps);
         const struct strvec *sort = &cfg->materialize.sort_by;

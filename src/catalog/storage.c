@@ -152,7 +152,9 @@ static enum vt_err wide_integer_columns(duckdb_connection con, const char *selec
 {
     duckdb_prepared_statement ps;
     if (duckdb_prepare(con, select_sql, &ps) != DuckDBSuccess) {
-        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s", duckdb_prepare_error(ps));
+        char text[VT_ERROR_MSG_MAX];
+        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
+                     eng_error_text(duckdb_prepare_error(ps), text, sizeof text));
         duckdb_destroy_prepare(&ps);
         return VT_ERR_BUILD_FAILED;
     }
@@ -223,8 +225,12 @@ enum vt_err cat_storage_write_tmp(struct cat_catalog *cat, duckdb_connection con
         if (sql.overflow) {
             rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
         } else if (duckdb_query(con, sql.buf, &res) != DuckDBSuccess) {
-            const char *m = duckdb_result_error(&res);
-            rc = vt_error_set(err, VT_ERR_BUILD_FAILED, "%s", m ? m : "COPY failed");
+            /* A saved query's text starts on line 2 of the COPY (see
+             * cat_query_select_sql): DuckDB may quote it, never the rest. */
+            char text[VT_ERROR_MSG_MAX];
+            rc = vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
+                              eng_error_excerpt(duckdb_result_error(&res), cfg->sql, 2, text,
+                                                sizeof text));
             duckdb_destroy_result(&res);
         } else {
             w->rows = duckdb_value_int64(&res, 0, 0);

@@ -150,6 +150,8 @@ struct server_config {
     int64_t s3_cache_mb;        /* budget of the S3 range cache of lazy datasets */
     char *temp_directory;       /* DuckDB spill directory, resolved against the config
                                  * file's directory; NULL = a private temp dir */
+    char *max_temp_directory_size; /* DuckDB's cap on spilled bytes: a size or a share of the
+                                 * temp directory's free space ("25%", the default) */
     /* Confinement of runtime registrations (src/sources/ enforces them).
      * Empty lists mean the defaults documented in docs/configuration.md. */
     struct strvec allowed_roots;           /* absolute paths (resolved against the
@@ -238,6 +240,8 @@ struct vt_config {
     struct server_config server;
     struct ui_mount_config swagger;  /* true, /docs */
     struct ui_mount_config metrics;  /* false, /metrics */
+    bool metrics_public;             /* metrics.public: no credentials needed */
+    bool metrics_public_set;         /* the key was given (unset: public unless [auth]) */
     struct ui_mount_config docs;     /* true, /mkdocs */
     struct ui_mount_config explorer; /* true, /explore */
     struct oauth2_config explorer_oauth2;

@@ -259,6 +259,12 @@ static bool check_algorithms(const struct cfg_blk *b, const struct cfg_key *k, v
 
 /* ---------------------------------------------------------------- rules */
 
+static bool rule_metrics_public_set(const struct cfg_blk *b, void *base)
+{
+    ((struct vt_config *)base)->metrics_public_set = cfg_has(b, "public");
+    return true;
+}
+
 static bool rule_backend_set(const struct cfg_blk *b, void *base)
 {
     ((struct vt_config *)base)->server.backend_set = cfg_has(b, "backend");
@@ -692,8 +698,11 @@ const struct cfg_key cfg_schema[] = {
      .doc = "DuckDB's memory limit: a size (\"8GB\", \"512MiB\") or a share of the memory "
             "available (\"50%\" of RAM, or of the cgroup limit when lower; the value used is "
             "logged at start). Resident datasets, sorts and group-bys count against it; above "
-            "it large operators spill to temp_directory. The rest is left for the index, row "
-            "stores and response buffers, which DuckDB does not count."},
+            "it large operators spill to temp_directory. Memory DuckDB takes outside that pool "
+            "(lists and strings that functions build, C++ objects) is held to a budget of this "
+            "limit plus a quarter (at least 128 MiB more): a statement that would pass it fails "
+            "with an out-of-memory error. The rest is left for the index, row stores and "
+            "response buffers."},
     {"server", "index_memory_limit", CFG_T_STR, C(server.index_memory_limit),
      .flags = CFG_NONEMPTY, .check = check_memory_limit, .def = "\"10%\"",
      .doc = "Memory that the index fast paths of all datasets may hold together: a size "
@@ -710,6 +719,12 @@ const struct cfg_key cfg_schema[] = {
     {"server", "temp_directory", CFG_T_PATH, C(server.temp_directory),
      .def_doc = "a private directory under $TMPDIR, removed at exit", .example = "\"tmp\"",
      .doc = "Where DuckDB spills sorts, joins and group-bys that do not fit in memory_limit."},
+    {"server", "max_temp_directory_size", CFG_T_STR, C(server.max_temp_directory_size),
+     .flags = CFG_NONEMPTY, .check = check_memory_limit, .def = "\"25%\"",
+     .doc = "The most DuckDB may spill to temp_directory, all statements together: a size "
+            "(\"20GB\") or a share of that file system's free space at start (the value used "
+            "is logged). A statement that would spill past it fails with an out-of-memory "
+            "error instead of filling the disk."},
     {"server", "allowed_roots", CFG_T_STRVEC, C(server.allowed_roots), .flags = CFG_PATHS,
      .def = "[]",
      .def_doc = "empty: the config file's directory, the directory of each of its local "
@@ -821,10 +836,16 @@ const struct cfg_key cfg_schema[] = {
     {"swagger", "path", CFG_T_STR, C(swagger.path), .def = "\"/docs\"", .check = check_mount,
      .doc = "Mount point."},
     {"", "metrics", CFG_T_TABLE,
-     .doc = "Prometheus metrics (text format), not under the prefix, unauthenticated."},
+     .doc = "Prometheus metrics (text format), not under the prefix."},
     {"metrics", "enabled", CFG_T_BOOL, C(metrics.enabled), .def = "false", .doc = "Serve them."},
     {"metrics", "path", CFG_T_STR, C(metrics.path), .def = "\"/metrics\"", .check = check_mount,
      .doc = "Mount point."},
+    {"metrics", "public", CFG_T_BOOL, C(metrics_public), .def = "false",
+     .def_doc = "true without [auth], false with it", .example = "true",
+     .doc = "Serve the metrics without credentials. They name every dataset and saved query "
+            "and count their failures, so with [auth] enabled they need a bearer token with a "
+            "read scope (or the admin token) unless this is set to true."},
+    {"metrics", NULL, CFG_T_RULE, .rule = rule_metrics_public_set},
     {"", "docs", CFG_T_TABLE, .doc = "The embedded documentation site."},
     {"docs", "enabled", CFG_T_BOOL, C(docs.enabled), .def = "true", .doc = "Serve it."},
     {"docs", "path", CFG_T_STR, C(docs.path), .def = "\"/mkdocs\"", .check = check_mount,
@@ -1097,8 +1118,10 @@ const struct cfg_key cfg_schema[] = {
      .doc = "s3.endpoint is an http:// or https:// URL; http:// needs s3.allow_http = true."},
     {"dataset", "refresh", CFG_T_TABLE, D(refresh.set), .flags = CFG_SETS,
      .doc = "When the dataset rebuilds by itself."},
-    {"dataset.refresh", "interval", CFG_T_DURATION, D(refresh.interval_ms), .min = 1,
-     .def_doc = "unset: no schedule", .example = "\"1h\"", .doc = "Rebuild this often."},
+    {"dataset.refresh", "interval", CFG_T_DURATION, D(refresh.interval_ms), .min = 1000,
+     .def_doc = "unset: no schedule", .example = "\"1h\"",
+     .doc = "Rebuild this often; at least 1s (a shorter schedule would rebuild without "
+            "pause)."},
     {"dataset.refresh", "on_upstream_reload", CFG_T_BOOL, D(refresh.on_upstream_reload),
      .flags = CFG_QUERY_ONLY, .def = "false", .example = "true",
      .doc = "Kind query: rebuild after a dataset it depends on is reloaded."},

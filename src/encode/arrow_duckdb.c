@@ -6,8 +6,26 @@
  */
 #include "encode/arrow_duckdb.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* DuckDB's message of `e`: the exception_message of the JSON it may come
+ * as ({"exception_type":...,"exception_message":"..."}), else the text. */
+static void error_text(const char *m, char *out, size_t cap)
+{
+    const char *k = m ? strstr(m, "\"exception_message\":\"") : NULL;
+    if (!k) {
+        snprintf(out, cap, "%s", m ? m : "");
+        return;
+    }
+    k += strlen("\"exception_message\":\"");
+    size_t n = 0;
+    while (k[n] && k[n] != '"' && n + 1 < cap)
+        n++;
+    memcpy(out, k, n);
+    out[n] = '\0';
+}
 
 /* Maps a duckdb_error_data to vt_error (and frees it); VT_ERR_OK when none. */
 static enum vt_err take_error(duckdb_error_data e, const char *what, struct vt_error *err)
@@ -15,8 +33,21 @@ static enum vt_err take_error(duckdb_error_data e, const char *what, struct vt_e
     if (!e)
         return VT_ERR_OK;
     enum vt_err rc = VT_ERR_OK;
-    if (duckdb_error_data_has_error(e))
-        rc = vt_error_set(err, VT_ERR_INTERNAL, "arrow: %s: %s", what, duckdb_error_data_message(e));
+    if (duckdb_error_data_has_error(e)) {
+        const char *m = duckdb_error_data_message(e);
+        char text[256];
+        error_text(m, text, sizeof text);
+        if (duckdb_error_data_error_type(e) == DUCKDB_ERROR_NOT_IMPLEMENTED ||
+            (m && strstr(m, "Not implemented")))
+            /* The result holds a type DuckDB cannot export to Arrow (TIME_NS
+             * in 1.4): the statement's choice, not a server fault. */
+            rc = vt_error_set(err, VT_ERR_QUERY_FAILED,
+                              "the result has a column Arrow cannot carry (%s): CAST it to "
+                              "another type (TIME, VARCHAR, ...) or ask for JSON",
+                              text);
+        else
+            rc = vt_error_set(err, VT_ERR_INTERNAL, "arrow: %s: %s", what, text);
+    }
     duckdb_destroy_error_data(&e);
     return rc;
 }

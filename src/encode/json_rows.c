@@ -827,7 +827,12 @@ static int col_init(struct jcol *c, duckdb_logical_type t, const char *path, cha
     }
 unsupported:
     if (err && errlen)
-        snprintf(err, errlen, "column \"%s\": DuckDB type id %d has no JSON encoding", path, (int)id);
+        snprintf(err, errlen,
+                 id == DUCKDB_TYPE_INVALID
+                     ? "column \"%s\": its type is one DuckDB 1.4 does not describe to its C API "
+                       "(TIME_NS, ...): CAST it to another type (TIME, VARCHAR, ...)%.0d"
+                     : "column \"%s\": DuckDB type id %d has no JSON encoding",
+                 path, (int)id);
     return -1;
 oom:
     if (err && errlen)
@@ -846,12 +851,53 @@ struct json_rows *json_rows_create(size_t ncol, const char *const *names,
         return NULL;
     }
     enc->ncol = ncol;
-    for (size_t i = 0; i < ncol; i++) {
-        if (col_init(&enc->cols[i], types[i], names[i], err, errlen) < 0 ||
-            col_set_key(&enc->cols[i], names[i], i == 0) < 0) {
-            json_rows_destroy(enc);
-            return NULL;
+    /* A JSON object cannot hold one key twice (SELECT 1 AS a, 2 AS a gave
+     * {"a":1,"a":2}, which parsers read as {"a":2}): a repeated name gets
+     * _1, _2, ... as DuckDB names repeated columns of a subquery. */
+    char **uniq = calloc(ncol ? ncol : 1, sizeof *uniq);
+    if (!uniq) {
+        json_rows_destroy(enc);
+        if (err && errlen)
+            snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < ncol && rc == 0; i++) {
+        const char *name = names[i] ? names[i] : "";
+        bool taken = false;
+        for (size_t k = 0; k < i && !taken; k++)
+            taken = !strcmp(uniq[k], name);
+        if (!taken) {
+            uniq[i] = strdup(name);
+        } else {
+            size_t cap = strlen(name) + 24;
+            uniq[i] = malloc(cap);
+            for (unsigned n = 1; uniq[i]; n++) {
+                snprintf(uniq[i], cap, "%s_%u", name, n);
+                bool again = false;
+                for (size_t k = 0; k < ncol && !again; k++)
+                    again = (k < i && !strcmp(uniq[k], uniq[i])) ||
+                            (names[k] && !strcmp(names[k], uniq[i]));
+                if (!again)
+                    break;
+            }
         }
+        if (!uniq[i]) {
+            rc = -1;
+            if (err && errlen)
+                snprintf(err, errlen, "out of memory");
+            break;
+        }
+        if (col_init(&enc->cols[i], types[i], uniq[i], err, errlen) < 0 ||
+            col_set_key(&enc->cols[i], uniq[i], i == 0) < 0)
+            rc = -1;
+    }
+    for (size_t i = 0; i < ncol; i++)
+        free(uniq[i]);
+    free(uniq);
+    if (rc < 0) {
+        json_rows_destroy(enc);
+        return NULL;
     }
     return enc;
 }

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +28,14 @@
 #include "util/timeutil.h"
 
 #define WATCHDOG_PERIOD_MS 5
+/* A job still running this long after its deadline's interrupt is inside
+ * something DuckDB does not interrupt: its worker is replaced (retire). */
+#define ENG_OVERRUN_GRACE_MS 250
+/* A job queued LONG_WAIT_MS while every worker has run its job for BUSY_MS
+ * gets an overflow worker; one idle EXTRA_IDLE_MS ends. */
+#define LONG_WAIT_MS 50
+#define BUSY_MS 250
+#define EXTRA_IDLE_MS 2000
 
 /* Which jobs a worker takes (engine.h, "Job classes"). */
 enum lane {
@@ -42,6 +52,14 @@ struct eng_worker {
     struct eng_job *current;    /* guarded by pool->mu */
     int index;
     enum lane lane;
+    int64_t interrupted_ms;     /* when the watchdog interrupted `current` (0: not) */
+    int64_t started_ms;         /* when it took `current` */
+    bool retired;               /* left its slot to a new worker; ends after its job */
+    bool quit;                  /* not needed (any more): ends without taking a job */
+    bool extra;                 /* an overflow worker for LONG jobs (pool->extras) */
+    bool overrun_told;          /* eng_job.overrun was called for `current` */
+    bool current_long;          /* `current` counts in running_long */
+    struct eng_worker *next;    /* pool->retired / pool->graveyard */
 };
 
 /* One flow of fair queuing (eng_job.flow): its last finish tag and what
@@ -61,23 +79,32 @@ struct eng_flow {
 
 struct eng_pool {
     char name[32];
+    duckdb_database db;         /* for replacement workers' connections */
     pthread_mutex_t mu;
     pthread_cond_t cv;          /* LANE_ANY and LANE_SHORT workers wait here */
     pthread_cond_t cv_long;     /* long-lane workers wait here */
     pthread_cond_t cv_stream;   /* stream-lane workers wait here */
+    pthread_cond_t cv_retired;  /* a retired worker ended (destroy waits) */
     struct eng_job *head[ENG_JOB_CLASSES], *tail[ENG_JOB_CLASSES]; /* arrival order */
     int64_t vtime[ENG_JOB_CLASSES]; /* fair queuing's virtual time, per class */
     struct eng_flow flows[ENG_FLOWS];
     int queued;
     int running;
     int running_long;
-    int long_cap;               /* LANE_ANY: LONG jobs running at once, at most */
-    int n_long, n_stream;       /* long- and stream-lane workers */
+    int long_cap;               /* LONG jobs running at once (not on extras), at most */
+    int n_long, n_stream;       /* long- and stream-lane workers (the last ones) */
     bool stopping;
     int n;
-    struct eng_worker *workers;
+    struct eng_worker **workers; /* n slots; a slot's worker may be replaced */
+    struct eng_worker *retired; /* still running the job they overran */
+    int n_retired;
+    struct eng_worker *graveyard; /* ended: joined and disconnected by the watchdog */
+    struct eng_worker *extras;  /* overflow workers for LONG jobs (at most n) */
+    int n_extra;
+    int64_t retirements;        /* since start, for the log and tests */
     pthread_t watchdog;
     bool watchdog_started;
+    bool watchdog_stop;         /* set by eng_pool_destroy once the workers are gone */
     struct eng_pool *next_live; /* live_pools, under live_mu */
 };
 
@@ -164,20 +191,73 @@ uint64_t eng_available_memory(void)
     return total;
 }
 
-/* server.memory_limit as DuckDB takes it: a share ("50%") becomes MiB of the
- * available memory; a size is passed as written. */
-static const char *memory_limit_setting(const char *limit, char *buf, size_t cap)
+/* A size as DuckDB reads it ("8GB" = 8e9, "512 MiB", "1.5GB", "100000" bytes),
+ * in bytes; 0 when it does not parse. */
+static uint64_t size_bytes(const char *s)
 {
-    size_t n = strlen(limit);
-    if (!n || limit[n - 1] != '%')
-        return limit;
-    double share = strtod(limit, NULL) / 100.0;
-    uint64_t avail = eng_available_memory();
-    if (!avail)
-        return NULL; /* unknown: DuckDB's own default */
-    uint64_t mib = (uint64_t)((double)avail * share) / (1024 * 1024);
-    snprintf(buf, cap, "%lluMiB", (unsigned long long)(mib ? mib : 1));
+    char *end;
+    double v = strtod(s, &end);
+    while (*end == ' ')
+        end++;
+    static const struct {
+        const char *unit;
+        double mult;
+    } units[] = {{"", 1},        {"b", 1},          {"byte", 1},     {"bytes", 1},
+                 {"kb", 1e3},    {"mb", 1e6},       {"gb", 1e9},     {"tb", 1e12},
+                 {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0},
+                 {"tib", 1099511627776.0}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcasecmp(end, units[i].unit) == 0)
+            return v > 0 ? (uint64_t)(v * units[i].mult) : 0;
+    return 0;
+}
+
+/* A size setting as DuckDB takes it: a share ("50%") becomes MiB of `whole`
+ * (0: unknown, then NULL: DuckDB's own default); a size is passed as
+ * written. *out_bytes gets the value in bytes (0 when unknown). */
+static const char *size_setting(const char *value, uint64_t whole, char *buf, size_t cap,
+                                uint64_t *out_bytes)
+{
+    size_t n = strlen(value);
+    *out_bytes = 0;
+    if (!n || value[n - 1] != '%') {
+        *out_bytes = size_bytes(value);
+        return value;
+    }
+    double share = strtod(value, NULL) / 100.0;
+    if (!whole)
+        return NULL;
+    uint64_t mib = (uint64_t)((double)whole * share) / (1024 * 1024);
+    mib = mib ? mib : 1;
+    snprintf(buf, cap, "%lluMiB", (unsigned long long)mib);
+    *out_bytes = mib * 1024 * 1024;
     return buf;
+}
+
+/* Free bytes of the file system holding `path` (or its nearest existing
+ * parent: the spill directory is made later); 0 when unknown. */
+static uint64_t free_space(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (;;) {
+        struct statvfs st;
+        if (statvfs(dir, &st) == 0)
+            return (uint64_t)st.f_bavail * (uint64_t)st.f_frsize;
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+            return 0;
+        *slash = '\0';
+    }
+}
+
+/* The allocation budget for a buffer pool of `limit` bytes: the pool plus a
+ * quarter for what DuckDB allocates beside it (vectors in flight, plans,
+ * function results), at least 128 MiB. */
+static int64_t budget_for(uint64_t limit)
+{
+    uint64_t extra = limit / 4 > 128u * 1024 * 1024 ? limit / 4 : 128u * 1024 * 1024;
+    return (int64_t)(limit + extra);
 }
 
 enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struct vt_error *err)
@@ -193,15 +273,25 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
     /* Return freed memory to the OS from background threads (flat RSS). */
     if (!rc)
         rc = set_option(config, "allocator_background_threads", "true", err);
-    char limit_buf[32];
+    char limit_buf[32], temp_buf[32];
+    uint64_t limit_bytes = 0, temp_bytes = 0;
     const char *limit = cfg->server.memory_limit
-                            ? memory_limit_setting(cfg->server.memory_limit, limit_buf,
-                                                   sizeof limit_buf)
+                            ? size_setting(cfg->server.memory_limit, eng_available_memory(),
+                                           limit_buf, sizeof limit_buf, &limit_bytes)
                             : NULL;
     if (!rc && limit)
         rc = set_option(config, "memory_limit", limit, err);
     if (!rc && cfg->server.temp_directory)
         rc = set_option(config, "temp_directory", cfg->server.temp_directory, err);
+    /* Spilling is capped too: one anonymous ORDER BY could otherwise fill
+     * the disk (DuckDB's default is 90% of the free space). */
+    const char *temp_max = cfg->server.max_temp_directory_size && cfg->server.temp_directory
+                               ? size_setting(cfg->server.max_temp_directory_size,
+                                              free_space(cfg->server.temp_directory), temp_buf,
+                                              sizeof temp_buf, &temp_bytes)
+                               : NULL;
+    if (!rc && temp_max)
+        rc = set_option(config, "max_temp_directory_size", temp_max, err);
     if (rc) {
         duckdb_destroy_config(&config);
         return rc;
@@ -215,9 +305,17 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
         return VT_ERR_INTERNAL;
     }
     duckdb_destroy_config(&config);
+    eng_budget_set(limit_bytes ? budget_for(limit_bytes) : 0);
+    if (limit_bytes)
+        eng_budget_watch(256 * 1024 * 1024);
     if (limit)
-        log_info("DuckDB memory_limit %s (server.memory_limit = \"%s\")", limit,
-                 cfg->server.memory_limit);
+        log_info("DuckDB memory_limit %s (server.memory_limit = \"%s\"), allocation budget "
+                 "%.0f MiB",
+                 limit, cfg->server.memory_limit,
+                 (double)eng_budget_get() / (1024.0 * 1024.0));
+    if (temp_max)
+        log_info("DuckDB max_temp_directory_size %s (server.max_temp_directory_size = \"%s\")",
+                 temp_max, cfg->server.max_temp_directory_size);
     /* Our SQL functions, for every connection of the database. */
     duckdb_connection con;
     if (duckdb_connect(*out_db, &con) != DuckDBSuccess) {
@@ -225,6 +323,21 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
         return vt_error_set(err, VT_ERR_INTERNAL, "cannot connect to DuckDB");
     }
     rc = query_like_register(con, err);
+    if (rc == VT_ERR_OK)
+        rc = eng_functions_install(con, err);
+    /* Given at open, the cap is reported but not enforced when temp_directory
+     * is set at open too (DuckDB 1.4.4 sizes its temp files' manager from the
+     * free space then): measured 667 MiB spilled under a 64 MiB cap. Set
+     * again, it holds. */
+    if (rc == VT_ERR_OK && temp_max) {
+        struct strbuf set;
+        sb_init(&set, 0);
+        sb_adds(&set, "SET GLOBAL max_temp_directory_size = ");
+        sb_add_sql_string(&set, temp_max);
+        rc = set.overflow ? vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL)
+                          : eng_exec(con, set.buf, VT_ERR_INTERNAL, err);
+        sb_release(&set);
+    }
     /* Lazy generations read the same files query after query: DuckDB keeps
      * their footers (keyed by path and modification time) instead of reading
      * them again each time (measured: a count over 100 files 7 ms -> 2 ms). */
@@ -243,6 +356,9 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
     duckdb_disconnect(&con);
     if (rc != VT_ERR_OK)
         duckdb_close(out_db);
+    else if (!eng_budget_active() && eng_budget_get() > 0)
+        log_warn("the allocation budget does not see DuckDB's allocations (a DuckDB library "
+                 "other than 1.4.4's?): memory outside DuckDB's buffer pool is not bounded");
     return rc;
 }
 
@@ -315,6 +431,65 @@ const char *eng_error_text(const char *duckdb_message, char *out, size_t cap)
         n = cap - 1;
     memcpy(out, m, n);
     out[n] = '\0';
+    return out;
+}
+
+/* Line `n` (1-based) of `text`: its start and length (false past the end).
+ * Lines are counted as DuckDB 1.4 counts them: "\r\n", '\n' and '\r' each
+ * end one. */
+static bool nth_line(const char *text, long n, const char **out, size_t *out_len)
+{
+    for (long i = 1; i < n; i++) {
+        text += strcspn(text, "\r\n");
+        if (!*text)
+            return false;
+        text += text[0] == '\r' && text[1] == '\n' ? 2 : 1;
+    }
+    *out = text;
+    *out_len = strcspn(text, "\r\n");
+    return true;
+}
+
+const char *eng_error_excerpt(const char *duckdb_message, const char *own, int own_line,
+                              char *out, size_t cap)
+{
+    const char *m = duckdb_message ? duckdb_message : "query failed";
+    const char *cut = strstr(m, "\nLINE ");
+    if (!cut || !own)
+        return eng_error_text(m, out, cap);
+    /* "\nLINE <n>: [...]<text>[...]\n<spaces>^" (QueryErrorContext::Format) */
+    char *end;
+    long n = strtol(cut + 6, &end, 10);
+    const char *shown = end + 2;
+    const char *caret = strchr(cut + 1, '\n');
+    if (end == cut + 6 || end[0] != ':' || end[1] != ' ' || !caret)
+        return eng_error_text(m, out, cap);
+    size_t shown_len = (size_t)(caret - shown);
+    size_t pad = strspn(caret + 1, " ");
+    if (caret[1 + pad] != '^' || caret[2 + pad] != '\0')
+        return eng_error_text(m, out, cap);
+    if (shown_len >= 3 && !memcmp(shown, "...", 3)) {
+        shown += 3;
+        shown_len -= 3;
+    }
+    if (shown_len >= 3 && !memcmp(shown + shown_len - 3, "...", 3))
+        shown_len -= 3;
+    const char *line;
+    size_t line_len;
+    long mine = n - own_line + 1;
+    if (mine < 1 || !nth_line(own, mine, &line, &line_len) || shown_len > line_len ||
+        !memmem(line, line_len, shown, shown_len))
+        return eng_error_text(m, out, cap);
+    /* The caret sits under the same character once "LINE <n>: " is written
+     * with the client's number. */
+    char head[32];
+    int old_head = (int)(end + 2 - (cut + 1));
+    int new_head = snprintf(head, sizeof head, "LINE %ld: ", mine);
+    long spaces = (long)pad - old_head + new_head;
+    if (spaces < 0)
+        return eng_error_text(m, out, cap);
+    snprintf(out, cap, "%.*s\n%s%.*s\n%*s^", (int)(cut - m), m, head,
+             (int)(caret - (end + 2)), end + 2, (int)spaces, "");
     return out;
 }
 
@@ -416,6 +591,10 @@ static void flow_ran(struct eng_pool *pool, const struct eng_job *job, int64_t u
 static struct eng_job *take(struct eng_pool *pool, const struct eng_worker *w)
 {
     struct eng_job *l = pool->head[ENG_JOB_LONG]; /* the oldest long job */
+    if (w->extra) /* past the cap: anything that waits, long jobs first */
+        return l                           ? pop(pool, ENG_JOB_LONG)
+               : pool->head[ENG_JOB_SHORT] ? pop(pool, ENG_JOB_SHORT)
+                                           : NULL;
     switch (w->lane) {
     case LANE_STREAM:
         return pool->head[ENG_JOB_STREAM] ? pop(pool, ENG_JOB_STREAM) : NULL;
@@ -451,6 +630,52 @@ duckdb_connection eng_worker_connection(void)
     return worker_con;
 }
 
+static void *worker_main(void *arg);
+
+/* A worker for slot `index` with a connection of its own, started; NULL
+ * with err set. */
+static struct eng_worker *worker_start(struct eng_pool *pool, int index, enum lane lane,
+                                       bool extra, struct vt_error *err)
+{
+    struct eng_worker *w = calloc(1, sizeof *w);
+    if (!w) {
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        return NULL;
+    }
+    w->pool = pool;
+    w->lane = lane;
+    w->extra = extra;
+    w->index = index;
+    if (eng_connect(pool->db, &w->con, err) != VT_ERR_OK) {
+        free(w);
+        return NULL;
+    }
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        duckdb_disconnect(&w->con);
+        free(w);
+        vt_error_set(err, VT_ERR_INTERNAL, "cannot start worker thread");
+        return NULL;
+    }
+    return w;
+}
+
+/* A retired (or unneeded) worker whose thread is ending: off the retired
+ * list, onto the graveyard, where the watchdog joins the thread and closes
+ * its connection after the thread's own data (exec's and the gate's
+ * prepared statements) is freed. Under pool->mu. */
+static void bury_later(struct eng_pool *pool, struct eng_worker *w)
+{
+    for (struct eng_worker **p = &pool->retired; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    pool->n_retired--;
+    w->next = pool->graveyard;
+    pool->graveyard = w;
+    pthread_cond_broadcast(&pool->cv_retired);
+}
+
 static void *worker_main(void *arg)
 {
     struct eng_worker *w = arg;
@@ -458,24 +683,67 @@ static void *worker_main(void *arg)
     worker_con = w->con;
     char tname[16];
     static const char *const lane_tag[] = {"", "", "l", "s"};
-    snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name, lane_tag[w->lane], w->index);
+    snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name, w->extra ? "x" : lane_tag[w->lane],
+             w->index);
     pthread_setname_np(pthread_self(), tname);
     pthread_cond_t *cv = w->lane == LANE_STREAM ? &pool->cv_stream
                          : w->lane == LANE_LONG ? &pool->cv_long
                                                 : &pool->cv;
     for (;;) {
         pthread_mutex_lock(&pool->mu);
-        struct eng_job *job;
-        while (!(job = take(pool, w)) && !pool->stopping)
-            pthread_cond_wait(cv, &pool->mu);
+        struct eng_job *job = NULL;
+        int64_t idle_until = time_mono_ms() + EXTRA_IDLE_MS;
+        while (!w->quit && !(job = take(pool, w)) && !pool->stopping) {
+            if (!w->extra) {
+                pthread_cond_wait(cv, &pool->mu);
+            } else if (time_cond_wait(cv, &pool->mu, idle_until) != 0 &&
+                       time_mono_ms() >= idle_until) {
+                w->quit = true; /* idle: the overflow is over */
+            }
+        }
+        if (w->quit && w->extra) {
+            for (struct eng_worker **p = &pool->extras; *p; p = &(*p)->next)
+                if (*p == w) {
+                    *p = w->next;
+                    break;
+                }
+            pool->n_extra--;
+            w->next = pool->graveyard;
+            pool->graveyard = w;
+            pthread_cond_broadcast(&pool->cv_retired);
+            pthread_mutex_unlock(&pool->mu);
+            return NULL;
+        }
+        if (w->quit) {
+            bury_later(pool, w);
+            pthread_mutex_unlock(&pool->mu);
+            return NULL;
+        }
+        if (!job && w->extra) {
+            for (struct eng_worker **p = &pool->extras; *p; p = &(*p)->next)
+                if (*p == w) {
+                    *p = w->next;
+                    break;
+                }
+            pool->n_extra--;
+            w->next = pool->graveyard;
+            pool->graveyard = w;
+            pthread_cond_broadcast(&pool->cv_retired);
+            pthread_mutex_unlock(&pool->mu);
+            return NULL;
+        }
         if (!job) {
             pthread_mutex_unlock(&pool->mu);
             break;
         }
-        bool is_long = job->cls == ENG_JOB_LONG;
+        bool is_long = job->cls == ENG_JOB_LONG && !w->extra; /* extras are past the cap */
         pool->running++;
         pool->running_long += is_long;
         w->current = job;
+        w->current_long = is_long;
+        w->interrupted_ms = 0;
+        w->started_ms = time_mono_ms();
+        w->overrun_told = false;
         pthread_mutex_unlock(&pool->mu);
 
         if (deadline_passed(job, time_mono_ms()))
@@ -487,8 +755,20 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&pool->mu);
         flow_ran(pool, job, ran);
         w->current = NULL;
+        if (w->retired) {
+            /* Its slot has a new worker; the counts were given back when it
+             * was retired. */
+            bury_later(pool, w);
+            pthread_mutex_unlock(&pool->mu);
+            if (job->done)
+                job->done(job);
+            return NULL;
+        }
         pool->running--;
         pool->running_long -= is_long;
+        if (w->extra && pool->stopping) {
+            w->quit = true; /* ends at the top of the loop */
+        }
         /* A long job may have waited for this slot on an idle worker. */
         if (w->lane == LANE_ANY && is_long && pool->head[ENG_JOB_LONG])
             pthread_cond_signal(&pool->cv);
@@ -497,6 +777,83 @@ static void *worker_main(void *arg)
             job->done(job);
     }
     return NULL;
+}
+
+/* Joins the workers that ended after their retirement and closes their
+ * connections. */
+static void bury(struct eng_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    struct eng_worker *dead = pool->graveyard;
+    pool->graveyard = NULL;
+    pthread_mutex_unlock(&pool->mu);
+    while (dead) {
+        struct eng_worker *next = dead->next;
+        pthread_join(dead->thread, NULL);
+        duckdb_disconnect(&dead->con);
+        free(dead);
+        dead = next;
+    }
+}
+
+/* Worker `w` (slot i) still runs a job ENG_OVERRUN_GRACE_MS after its
+ * deadline's interrupt: DuckDB is inside something it does not interrupt.
+ * Give its slot to a new worker so the pool keeps its size, let the job
+ * finish on the old thread, and tell the job's owner it may answer now. */
+static void retire(struct eng_pool *pool, int i, struct eng_worker *w, struct eng_job *job)
+{
+    struct vt_error err = {0};
+    struct eng_worker *fresh = worker_start(pool, i, w->lane, false, &err);
+    if (!fresh) {
+        log_warn("pool %s: cannot replace a worker stuck past its deadline: %s", pool->name,
+                 vt_error_message(&err));
+        return;
+    }
+    pthread_mutex_lock(&pool->mu);
+    bool still = w->current == job && !w->retired && pool->workers[i] == w && !pool->stopping;
+    struct eng_worker *gone = still ? w : fresh;
+    gone->next = pool->retired;
+    pool->retired = gone;
+    pool->n_retired++;
+    if (still) {
+        w->retired = true;
+        pool->workers[i] = fresh;
+        pool->retirements++;
+        pool->running--;
+        pool->running_long -= w->current_long;
+    } else {
+        fresh->quit = true; /* it finished meanwhile: the new worker is not needed */
+    }
+    pthread_cond_broadcast(&pool->cv);
+    pthread_cond_broadcast(&pool->cv_long);
+    pthread_cond_broadcast(&pool->cv_stream);
+    pthread_mutex_unlock(&pool->mu);
+    if (!still)
+        return;
+    log_warn("pool %s: a job ran %d ms past its deadline without stopping; worker %d "
+             "replaced (the old one ends when DuckDB returns)",
+             pool->name, ENG_OVERRUN_GRACE_MS, i);
+    if (job->overrun)
+        job->overrun(job);
+}
+
+/* Starts an overflow worker (pool->n_extra already counts it). */
+static void add_extra(struct eng_pool *pool)
+{
+    struct vt_error err = {0};
+    struct eng_worker *x = worker_start(pool, 0, LANE_ANY, true, &err);
+    pthread_mutex_lock(&pool->mu);
+    if (!x) {
+        pool->n_extra--;
+    } else {
+        x->next = pool->extras;
+        pool->extras = x;
+        pthread_cond_broadcast(&pool->cv);
+    }
+    pthread_mutex_unlock(&pool->mu);
+    if (!x)
+        log_warn("pool %s: cannot start an overflow worker: %s", pool->name,
+                 vt_error_message(&err));
 }
 
 static void *watchdog_main(void *arg)
@@ -508,20 +865,86 @@ static void *watchdog_main(void *arg)
         nanosleep(&period, NULL);
         int64_t now = time_mono_ms();
         pthread_mutex_lock(&pool->mu);
-        bool stop = pool->stopping && pool->running == 0 && pool->queued == 0;
+        bool stop = pool->watchdog_stop;
         /* A LONG job held back by the cap whose deadline passed is taken by
          * an idle worker now (it only answers 504). */
         if (pool->head[ENG_JOB_LONG] && deadline_passed(pool->head[ENG_JOB_LONG], now))
             pthread_cond_broadcast(&pool->cv);
+        int stuck = -1;
         for (int i = 0; i < pool->n; i++) {
-            struct eng_job *job = pool->workers[i].current;
+            struct eng_worker *w = pool->workers[i];
+            struct eng_job *job = w->current;
             int64_t deadline = job ? atomic_load(&job->deadline_ms) : 0;
             if (deadline && now >= deadline && !atomic_load(&job->timed_out)) {
                 atomic_store(&job->timed_out, true);
-                duckdb_interrupt(pool->workers[i].con);
+                duckdb_interrupt(w->con);
+                w->interrupted_ms = now;
+            } else if (deadline && now >= deadline && !w->interrupted_ms) {
+                w->interrupted_ms = now; /* timed out at dequeue, or by an owner */
+            } else if (deadline && w->interrupted_ms &&
+                       now - w->interrupted_ms >= ENG_OVERRUN_GRACE_MS && stuck < 0 &&
+                       !pool->stopping && pool->n_retired < pool->n) {
+                stuck = i;
             }
         }
+        /* Overflow workers: interrupted at the deadline like the others; one
+         * stuck past it has no slot to give back, its owner is told. */
+        struct eng_job *tell[8];
+        size_t ntell = 0;
+        for (struct eng_worker *x = pool->extras; x; x = x->next) {
+            struct eng_job *job = x->current;
+            int64_t deadline = job ? atomic_load(&job->deadline_ms) : 0;
+            if (!deadline || now < deadline)
+                continue;
+            if (!atomic_load(&job->timed_out)) {
+                atomic_store(&job->timed_out, true);
+                duckdb_interrupt(x->con);
+                x->interrupted_ms = now;
+            } else if (!x->interrupted_ms) {
+                x->interrupted_ms = now;
+            } else if (now - x->interrupted_ms >= ENG_OVERRUN_GRACE_MS && !x->overrun_told &&
+                       ntell < sizeof tell / sizeof tell[0] && job->overrun) {
+                x->overrun_told = true;
+                tell[ntell++] = job;
+            }
+        }
+        /* A job that waited LONG_WAIT_MS while every worker is held by a
+         * job running for BUSY_MS or more (not merely busy with many short
+         * ones) gets an overflow worker, up to max(n, 4) of them: a short
+         * statement never waits for long ones to end. */
+        bool all_held = true, long_held = pool->running_long >= pool->long_cap;
+        for (int i = 0; i < pool->n; i++) {
+            const struct eng_worker *x = pool->workers[i];
+            if (x->lane == LANE_STREAM)
+                continue;
+            bool old = x->current && now - x->started_ms >= BUSY_MS;
+            if (x->lane != LANE_LONG) /* the workers short jobs wait for */
+                all_held = all_held && old;
+            if (x->current && x->current_long && !old)
+                long_held = false;
+        }
+        const struct eng_job *lh = pool->head[ENG_JOB_LONG], *sh = pool->head[ENG_JOB_SHORT];
+        bool waited = (lh && (long_held || all_held) && now - lh->enqueued_ms >= LONG_WAIT_MS) ||
+                      (sh && all_held && now - sh->enqueued_ms >= LONG_WAIT_MS);
+        bool overflow = waited && !pool->stopping && pool->n_extra < (pool->n < 4 ? 4 : pool->n);
+        if (overflow)
+            pool->n_extra++; /* reserved; the worker joins the list below */
+        struct eng_worker *w = stuck >= 0 ? pool->workers[stuck] : NULL;
+        struct eng_job *stuck_job = w ? w->current : NULL;
+        bool dead = pool->graveyard != NULL;
         pthread_mutex_unlock(&pool->mu);
+        /* Called while the job runs: pool->mu is not held (the owner's
+         * answer takes its own locks). The job cannot end meanwhile: it
+         * ends only after its worker takes pool->mu, and done() comes last;
+         * an owner must cope with a call racing the end of run(). */
+        for (size_t k = 0; k < ntell; k++)
+            tell[k]->overrun(tell[k]);
+        if (overflow)
+            add_extra(pool);
+        if (w)
+            retire(pool, stuck, w, stuck_job);
+        if (dead)
+            bury(pool);
         if (stop)
             break;
     }
@@ -553,11 +976,15 @@ struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lane
         return NULL;
     }
     snprintf(pool->name, sizeof pool->name, "%s", name);
+    pool->db = db;
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
     pthread_cond_init(&pool->cv_long, NULL);
     pthread_cond_init(&pool->cv_stream, NULL);
-    pool->long_cap = eng_long_lane_threads(threads);
+    pthread_cond_init(&pool->cv_retired, NULL);
+    /* With a long lane, LONG jobs run on its threads (the cap the overflow
+     * workers look at); without, on at most long_cap general workers. */
+    pool->long_cap = n_long ? n_long : eng_long_lane_threads(threads);
     pool->n_long = n_long;
     pool->n_stream = n_stream;
     int total = threads + n_long + n_stream;
@@ -568,28 +995,16 @@ struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lane
         return NULL;
     }
     for (int i = 0; i < total; i++) {
-        struct eng_worker *w = &pool->workers[i];
-        w->pool = pool;
-        if (i < threads) {
-            w->lane = n_long ? LANE_SHORT : LANE_ANY;
-            w->index = i;
-        } else if (i < threads + n_long) {
-            w->lane = LANE_LONG;
-            w->index = i - threads;
-        } else {
-            w->lane = LANE_STREAM;
-            w->index = i - threads - n_long;
-        }
-        if (eng_connect(db, &w->con, err) != VT_ERR_OK) {
+        enum lane lane = i < threads            ? (n_long ? LANE_SHORT : LANE_ANY)
+                         : i < threads + n_long ? LANE_LONG
+                                                : LANE_STREAM;
+        int index = i < threads ? i : i < threads + n_long ? i - threads : i - threads - n_long;
+        struct eng_worker *w = worker_start(pool, index, lane, false, err);
+        if (!w) {
             eng_pool_destroy(pool);
             return NULL;
         }
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-            duckdb_disconnect(&w->con);
-            vt_error_set(err, VT_ERR_INTERNAL, "cannot start worker thread");
-            eng_pool_destroy(pool);
-            return NULL;
-        }
+        pool->workers[i] = w;
         pool->n++;
     }
     if (pthread_create(&pool->watchdog, NULL, watchdog_main, pool) == 0)
@@ -630,8 +1045,12 @@ void eng_pool_interrupt(struct eng_pool *pool, struct eng_job *job)
 {
     pthread_mutex_lock(&pool->mu);
     for (int i = 0; i < pool->n; i++)
-        if (pool->workers[i].current == job)
-            duckdb_interrupt(pool->workers[i].con);
+        if (pool->workers[i]->current == job)
+            duckdb_interrupt(pool->workers[i]->con);
+    for (int list = 0; list < 2; list++)
+        for (struct eng_worker *w = list ? pool->extras : pool->retired; w; w = w->next)
+            if (w->current == job)
+                duckdb_interrupt(w->con);
     pthread_mutex_unlock(&pool->mu);
 }
 
@@ -639,10 +1058,16 @@ void eng_pool_interrupt_all(struct eng_pool *pool)
 {
     pthread_mutex_lock(&pool->mu);
     for (int i = 0; i < pool->n; i++)
-        if (pool->workers[i].current) {
-            atomic_store(&pool->workers[i].current->cancelled, true);
-            duckdb_interrupt(pool->workers[i].con);
+        if (pool->workers[i]->current) {
+            atomic_store(&pool->workers[i]->current->cancelled, true);
+            duckdb_interrupt(pool->workers[i]->con);
         }
+    for (int list = 0; list < 2; list++)
+        for (struct eng_worker *w = list ? pool->extras : pool->retired; w; w = w->next)
+            if (w->current) {
+                atomic_store(&w->current->cancelled, true);
+                duckdb_interrupt(w->con);
+            }
     pthread_mutex_unlock(&pool->mu);
 }
 
@@ -659,6 +1084,14 @@ int eng_pool_load(struct eng_pool *pool)
     return n;
 }
 
+int64_t eng_pool_retirements(struct eng_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    int64_t n = pool->retirements;
+    pthread_mutex_unlock(&pool->mu);
+    return n;
+}
+
 void eng_pool_destroy(struct eng_pool *pool)
 {
     if (!pool)
@@ -670,16 +1103,38 @@ void eng_pool_destroy(struct eng_pool *pool)
     pthread_cond_broadcast(&pool->cv_long);
     pthread_cond_broadcast(&pool->cv_stream);
     pthread_mutex_unlock(&pool->mu);
-    for (int i = 0; i < pool->n; i++) {
-        pthread_join(pool->workers[i].thread, NULL);
-        duckdb_disconnect(&pool->workers[i].con);
-    }
+    for (int i = 0; i < pool->n; i++)
+        pthread_join(pool->workers[i]->thread, NULL);
+    /* Workers retired while stuck in DuckDB, and overflow workers: the
+     * watchdog still interrupts them at their deadlines; wait a bounded
+     * time. One still running after it keeps the pool alive (the process is
+     * ending). */
+    pthread_mutex_lock(&pool->mu);
+    int64_t until = time_mono_ms() + (int64_t)VT_SHUTDOWN_JOIN_SECS * 1000;
+    pthread_cond_broadcast(&pool->cv); /* idle overflow workers end */
+    while ((pool->n_retired > 0 || pool->n_extra > 0) && time_mono_ms() < until)
+        time_cond_wait(&pool->cv_retired, &pool->mu, until);
+    bool left = pool->n_retired > 0 || pool->n_extra > 0;
+    pool->watchdog_stop = true;
+    pthread_mutex_unlock(&pool->mu);
+    /* The watchdog reads the workers: it goes before they do. */
     if (pool->watchdog_started)
         pthread_join(pool->watchdog, NULL);
+    bury(pool);
+    for (int i = 0; i < pool->n; i++) {
+        duckdb_disconnect(&pool->workers[i]->con);
+        free(pool->workers[i]);
+    }
+    if (left) {
+        log_warn("pool %s: %d worker(s) still inside DuckDB at shutdown", pool->name,
+                 pool->n_retired + pool->n_extra);
+        return;
+    }
     pthread_mutex_destroy(&pool->mu);
     pthread_cond_destroy(&pool->cv);
     pthread_cond_destroy(&pool->cv_long);
     pthread_cond_destroy(&pool->cv_stream);
+    pthread_cond_destroy(&pool->cv_retired);
     free(pool->workers);
     free(pool);
 }

@@ -59,6 +59,14 @@ enum eng_job_class { ENG_JOB_SHORT, ENG_JOB_LONG, ENG_JOB_STREAM, ENG_JOB_CLASSE
 struct eng_job {
     eng_job_fn run;
     void (*done)(struct eng_job *job);
+    /* Optional: called (on the watchdog's thread, while run() is still
+     * going) when the job is still running ~250 ms after its deadline's
+     * interrupt. DuckDB interrupts between vectors, not inside one call of a
+     * function, so this can happen; the pool has then already given the
+     * job's slot to a new worker (the job finishes on the old thread, which
+     * ends after done()). The owner may answer its client now (504), as
+     * long as what run() and done() still touch stays valid. */
+    void (*overrun)(struct eng_job *job);
     _Atomic int64_t deadline_ms; /* time_mono_ms() value; 0 = none */
     atomic_bool timed_out;      /* set by the watchdog (or at dequeue) */
     atomic_bool cancelled;      /* set by the owner: stop as soon as possible */
@@ -76,6 +84,34 @@ struct eng_job {
 };
 
 struct eng_pool;
+
+/* The SQL functions vitrine defines for every connection of the database
+ * (functions.c): bounded wrappers in the database's main schema in front of
+ * the built-ins whose cost one call's arguments choose (edit distances,
+ * padding, bitstring, list builders, printf/format widths, the recursive JSON
+ * functions), each refusing a call past its limit (util/limits.h VT_SQL_*),
+ * and PostgreSQL's to_char(timestamp, text), to_timestamp(text, text) and
+ * overlay. eng_open installs them. */
+enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err);
+
+/* The allocation budget (budget.cc): every allocation DuckDB makes through
+ * its allocator (buffer pool, vectors, strings, lists, hash tables) and every
+ * C++ operator new of the process is counted, and past the budget DuckDB's
+ * allocations fail (an Out of Memory Error for the statement that asked;
+ * operator new refuses only requests of 64 KiB or more). eng_open sets it
+ * to server.memory_limit plus a quarter (at least 128 MiB more); 0 = none.
+ * active: the count sees DuckDB's allocations at all (it takes the place of
+ * DuckDB's allocator functions by symbol interposition). */
+void eng_budget_set(int64_t bytes);
+int64_t eng_budget_get(void);
+int64_t eng_budget_used(void);
+int64_t eng_budget_peak(bool reset); /* highest count since the last reset */
+int64_t eng_budget_refused(void);    /* allocations refused since start */
+bool eng_budget_active(void);
+/* Starts (once) the thread that has DuckDB's allocator return freed pages
+ * to the system whenever the process's RSS exceeds the counted memory by
+ * more than `slack` bytes (freed memory otherwise stays resident ~1 s). */
+void eng_budget_watch(int64_t slack);
 
 /* Opens the process database with the settings docs/architecture.md lists
  * ("DuckDB settings"). */
@@ -131,6 +167,8 @@ void eng_pool_interrupt_all(struct eng_pool *pool);
 /* Stops accepting jobs, runs what is queued, joins the threads. */
 void eng_pool_destroy(struct eng_pool *pool);
 int eng_pool_threads(const struct eng_pool *pool); /* every lane */
+/* Workers replaced because their job would not stop (see eng_job.overrun). */
+int64_t eng_pool_retirements(struct eng_pool *pool);
 /* Jobs queued + running (for metrics and drain). */
 int eng_pool_load(struct eng_pool *pool);
 
@@ -158,6 +196,17 @@ void eng_sampler_stop(struct eng_sampler *s);
  * ("LINE 1: SELECT ..." and the caret line): messages name what failed, never
  * the SQL we wrote. Writes into out (cap bytes) and returns it. */
 const char *eng_error_text(const char *duckdb_message, char *out, size_t cap);
+
+/* DuckDB's error text for a statement that holds the client's own text:
+ * `own` (NULL when nothing DuckDB ran is the client's) begins on line
+ * `own_line` (1-based) of what ran. The excerpt DuckDB quotes ("LINE n: ..."
+ * and the caret under it) stays only when its line is one of `own`'s and
+ * what it shows is that line's text; it is renumbered to count from `own`'s
+ * first line. Otherwise it goes, as in eng_error_text: a client sees its own
+ * SQL, never the SQL we wrapped around it or wrote for it. Writes into out
+ * (cap bytes) and returns it. */
+const char *eng_error_excerpt(const char *duckdb_message, const char *own, int own_line,
+                              char *out, size_t cap);
 
 /* Runs one statement on `con`; on failure sets err with DuckDB's message
  * (eng_error_text). */

@@ -237,6 +237,8 @@ static enum vt_err plan_sql(struct exec_call *c, duckdb_connection con, struct v
         .timing = c->rq.timing,
         .one_off = c->rq.one_off,
         .text_columns = c->rq.text_columns,
+        /* a front end's own snapshot runs its dialect's text (pgwire) */
+        .sql_as_written = !c->rq.snapshot && !snap->rewritten,
     };
     c->planned = true;
     return VT_ERR_OK;

@@ -701,6 +701,19 @@ static const char *as_text_columns(const struct exec_plan *plan, const char *sql
     return text;
 }
 
+/* DuckDB's message quotes the statement that ran: a client may see its own
+ * SQL (with the line numbers of its own text, under the text_columns head),
+ * never the SQL written for it. */
+static void quote_own_sql(const struct exec_plan *plan, struct vt_error *err)
+{
+    if (err->code != VT_ERR_QUERY_FAILED || !strstr(err->msg, "\nLINE "))
+        return;
+    const char *own = plan->kind == EXEC_SQL && plan->sql_as_written ? plan->sql : NULL;
+    char text[VT_ERROR_MSG_MAX];
+    eng_error_excerpt(err->msg, own, plan->text_columns ? 2 : 1, text, sizeof text);
+    memcpy(err->msg, text, sizeof text);
+}
+
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con)
 {
     struct vt_error err = {0};
@@ -814,6 +827,7 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
          * names its internal files: the catalog says what the client sees. */
         if (plan->kind != EXEC_SQL && plan->gen)
             cat_generation_read_failed(plan->gen, &err);
+        quote_own_sql(plan, &err);
         sink->ops->fail(sink, &err);
         source_lazy_read_release(holds);
         return;
@@ -825,6 +839,7 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
         deliver_rows(plan, &res, sink, &err, &early);
     if (plan->kind != EXEC_SQL && plan->gen)
         cat_generation_read_failed(plan->gen, &err);
+    quote_own_sql(plan, &err);
     duckdb_destroy_result(&res);
     if (!cached)
         duckdb_destroy_prepare(&ps);
@@ -862,8 +877,10 @@ enum vt_err exec_describe(const struct exec_plan *plan, duckdb_connection con,
         return err->code;
     bool cached = false;
     duckdb_prepared_statement ps = cached_prepare(s, con, plan->sql, &cached, err);
-    if (!ps)
+    if (!ps) {
+        quote_own_sql(plan, err);
         return err->code;
+    }
     out->nparams = duckdb_nparams(ps);
     out->ncols = duckdb_prepared_statement_column_count(ps);
     out->param_types = calloc(out->nparams ? out->nparams : 1, sizeof *out->param_types);

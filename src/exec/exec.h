@@ -202,6 +202,11 @@ struct exec_plan {
      * cast to VARCHAR): for sinks whose encoder reads text (CSV,
      * enc_format.text_columns). The statement runs as a subquery. */
     bool text_columns;
+    /* EXEC_SQL: `sql` is the client's own text, run as written (not a
+     * dialect's rewriting of it). Only then may a DuckDB error quote it
+     * ("LINE n: ..." and its caret, eng_error_excerpt); otherwise errors
+     * quote no SQL. */
+    bool sql_as_written;
 };
 
 /* ------------------------------------------------------------ front-end help */

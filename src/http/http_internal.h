@@ -121,6 +121,8 @@ struct http_request {
     struct http_stream *stream;
     void *user;
     void (*on_release)(void *user);
+    char *timeout_body;         /* http_set_timeout_body (arena), NULL: the 504 body */
+    int timeout_status;
     struct http_request *prev, *next; /* srv->active, under srv->mu */
 };
 
@@ -176,6 +178,17 @@ struct http_response *http_request_take_response(struct http_request *req);
 
 /* ---- reply.c ---- */
 void http_response_free(struct http_response *r);
+/* The answer to a request past its deadline: the handler's own body
+ * (http_set_timeout_body: MCP's JSON-RPC result) or the 504 body. on_job:
+ * on the job's thread (its end), as any reply. Otherwise on another thread
+ * while the job may still run (eng_job.overrun): built from the timeout
+ * body, the id and the status alone, never the request's header list or
+ * arena, and the connection closes after it; the request is released
+ * from its job there too (detached, no longer suspended: the job's reply
+ * goes nowhere), the caller wakes the connection when this returns true.
+ * False when nothing is to be sent (shutdown or the job answered already,
+ * a stream started, out of memory). */
+bool http_reply_timeout(struct http_request *req, bool on_job);
 void http_stream_unref(struct http_stream *st);
 /* Ends st for good: a producer waiting for room gets -1; with `finish`, the
  * connection sees it ended (failed). */

@@ -229,6 +229,11 @@ static void log_error_reply(struct http_request *req, int status, enum vt_err co
 
 void http_reply_error(struct http_request *req, enum vt_err code, const char *message)
 {
+    pthread_mutex_lock(&req->reply_mu);
+    bool detached = req->detached;
+    pthread_mutex_unlock(&req->reply_mu);
+    if (detached)
+        return; /* answered already (a deadline overrun, shutdown): not logged twice */
     struct strbuf body;
     sb_init(&body, 0);
     const char *msg = message ? message : vt_err_default_message(code);
@@ -244,6 +249,67 @@ void http_reply_error(struct http_request *req, enum vt_err code, const char *me
         http_add_header(req, "Retry-After", "2");
     log_error_reply(req, vt_err_status(code), code, msg);
     http_reply_json(req, vt_err_status(code), &body);
+}
+
+bool http_reply_timeout(struct http_request *req, bool on_job)
+{
+    static const char def[] = "{\"error\":\"request timed out\",\"code\":\"timeout\"}";
+    int status = req->timeout_body ? req->timeout_status : vt_err_status(VT_ERR_TIMEOUT);
+    if (on_job) {
+        if (!req->timeout_body) {
+            http_reply_error(req, VT_ERR_TIMEOUT, "request timed out");
+            return true;
+        }
+        struct strbuf body;
+        sb_init(&body, 0);
+        sb_adds(&body, req->timeout_body);
+        req->err_code = VT_ERR_TIMEOUT;
+        log_error_reply(req, status, VT_ERR_TIMEOUT, "request timed out");
+        http_reply_json(req, status, &body);
+        return true;
+    }
+    /* Not the job's thread: nothing of the request that the job may be
+     * writing (its header list, arena) is read, so the head is written here
+     * from what does not change after dispatch. */
+    const char *body = req->timeout_body ? req->timeout_body : def;
+    size_t len = strlen(body);
+    struct http_response *r = response_new(status, RESP_BUFFER);
+    if (!r || !(r->owned = malloc(len + 1))) {
+        http_response_free(r);
+        return false;
+    }
+    memcpy(r->owned, body, len + 1);
+    r->data = r->owned;
+    r->len = len;
+    sb_addf(&r->head,
+            "HTTP/1.1 %d %s\r\nDate: %s\r\nX-Request-Id: %s\r\n"
+            "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+            status, http_reason(status), date_now(), req->id, len);
+    r->close = true;
+    /* One critical section decides, installs and releases the connection,
+     * so neither the job's own reply (set_response) nor shutdown can come
+     * between the check and the install: nothing is answered twice, and a
+     * stream the job started (the connection owns it from then on) is
+     * never replaced. A buffer the job installed already is its answer
+     * and goes out instead of the timeout. */
+    pthread_mutex_lock(&req->reply_mu);
+    bool open = req->suspended && !req->detached &&
+                !(req->response && req->response->kind == RESP_STREAM);
+    bool installed = open && !req->response;
+    if (installed) {
+        req->response = r;
+        req->err_code = VT_ERR_TIMEOUT;
+    }
+    if (open) {
+        req->detached = true;
+        req->suspended = false;
+    }
+    pthread_mutex_unlock(&req->reply_mu);
+    if (!installed)
+        http_response_free(r);
+    else
+        log_error_reply(req, status, VT_ERR_TIMEOUT, "request timed out");
+    return open;
 }
 
 void http_reply_vterr(struct http_request *req, const struct vt_error *err)

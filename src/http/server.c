@@ -264,17 +264,41 @@ static void job_run(struct eng_job *job, duckdb_connection con)
     log_set_request_id(NULL);
 }
 
+/* The job of `job` is stuck in DuckDB past its deadline (engine.h,
+ * eng_job.overrun; its worker was replaced): answer now so the client gets
+ * its timeout on time. The answer is made from what the request holds for
+ * it alone (http_reply_timeout, never its header list or arena, which the
+ * job may be writing); the job's own reply, when it comes, goes nowhere
+ * (detached). A stream already started is not answered twice. The job holds
+ * its reference to req until done(). */
+static void job_overrun(struct eng_job *job)
+{
+    struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
+    if (http_reply_timeout(req, false))
+        http_conn_wake(req);
+}
+
 static void job_done(struct eng_job *job)
 {
     struct http_request *req = (struct http_request *)((char *)job - offsetof(struct http_request, job));
-    if (!req->stream) {
-        if (atomic_load(&req->shutdown_cancelled) &&
-            (!req->response || req->response->status >= 400)) {
+    /* An overrun answered it already (job_overrun, maybe racing this end):
+     * the job's reply goes nowhere. */
+    pthread_mutex_lock(&req->reply_mu);
+    bool answered = req->detached;
+    int status = req->response ? req->response->status : 0;
+    pthread_mutex_unlock(&req->reply_mu);
+    if (!req->stream && !answered) {
+        /* Past the deadline: the handler's answer stands when it gave one
+         * that is not an error (it finished) or its own timeout answer;
+         * otherwise (it never ran, or DuckDB's interrupt surfaced as some
+         * other failure) the timeout answer. */
+        if (atomic_load(&req->shutdown_cancelled) && (!status || status >= 400)) {
             http_add_header(req, "Connection", "close");
             http_reply_error(req, VT_ERR_SHUTTING_DOWN, NULL);
-        } else if (atomic_load(&job->timed_out))
-            http_reply_error(req, VT_ERR_TIMEOUT, "request timed out");
-        else if (!req->response)
+        } else if (atomic_load(&job->timed_out) &&
+                   (!status || (status >= 400 && req->err_code != VT_ERR_TIMEOUT)))
+            http_reply_timeout(req, true);
+        else if (!status)
             http_reply_error(req, VT_ERR_INTERNAL, "the handler produced no reply");
         /* Shutdown may have answered and woken it already. */
         pthread_mutex_lock(&req->reply_mu);
@@ -310,6 +334,7 @@ void http_defer_flow(struct http_request *req, struct eng_pool *pool, http_job_f
     req->job.flow = flow;
     req->job.run = job_run;
     req->job.done = job_done;
+    req->job.overrun = job_overrun;
     atomic_store(&req->job.deadline_ms, req->deadline_ms);
     req->job_fn = fn;
     req->job_pool = pool;
@@ -333,6 +358,12 @@ void http_defer_flow(struct http_request *req, struct eng_pool *pool, http_job_f
         pthread_mutex_unlock(&req->reply_mu);
         http_reply_error(req, VT_ERR_UNAVAILABLE, "server is overloaded; retry later");
     }
+}
+
+void http_set_timeout_body(struct http_request *req, int status, const char *json)
+{
+    req->timeout_body = json ? arena_strdup(&req->arena, json) : NULL;
+    req->timeout_status = status;
 }
 
 const struct eng_job *http_req_job(const struct http_request *req)

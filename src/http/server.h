@@ -208,5 +208,11 @@ bool http_job_should_stop(struct http_request *req);
 /* The engine job of a deferred request (its timed_out/cancelled flags tell
  * exec why to stop); NULL before http_defer. */
 const struct eng_job *http_req_job(const struct http_request *req);
+/* How this request answers when it passes its deadline before its handler
+ * answered (the job never ran, or it was stuck in DuckDB: the answer then
+ * comes from the pool's watchdog thread, made from this body alone): status
+ * and JSON body in the handler's own form (MCP: a JSON-RPC result), copied.
+ * Call before http_defer. Default: 504 with the standard body. */
+void http_set_timeout_body(struct http_request *req, int status, const char *json);
 
 #endif

@@ -268,6 +268,38 @@ void mcp_send_vterr(struct mcp_call *c, const struct vt_error *err)
 
 /* ------------------------------------------------- helpers for methods */
 
+/* A job on the query pool that answers in MCP's form when it passes its
+ * deadline (a tool result with isError for tools/call, a JSON-RPC error for
+ * other methods), never with the REST 504 body: the reply is made here,
+ * before the job runs, since the server may have to send it while the job
+ * is still inside DuckDB. */
+static void defer(struct mcp_call *c, http_job_fn fn, enum eng_job_class cls)
+{
+#define TIMEOUT_MSG "request timed out (server.request_timeout_ms); narrow the query or ask " \
+                    "for fewer rows"
+    struct strbuf sb;
+    sb_init(&sb, 0);
+    if (c->tool) {
+        mcp_result_open(&sb, c, false);
+        mcp_result_sep(&sb);
+        sb_adds(&sb, "\"content\":[{\"type\":\"text\",\"text\":");
+        sb_add_json_string(&sb, TIMEOUT_MSG " (code: timeout)",
+                           sizeof TIMEOUT_MSG " (code: timeout)" - 1);
+        sb_adds(&sb, "}],\"isError\":true}}");
+    } else {
+        sb_adds(&sb, "{\"jsonrpc\":\"2.0\",\"id\":");
+        add_id(&sb, c->id);
+        sb_addf(&sb, ",\"error\":{\"code\":%d,\"message\":", RPC_INTERNAL);
+        sb_add_json_string(&sb, TIMEOUT_MSG, sizeof TIMEOUT_MSG - 1);
+        sb_adds(&sb, ",\"data\":{\"code\":\"timeout\"}}}");
+    }
+#undef TIMEOUT_MSG
+    if (!sb.overflow && sb.buf)
+        http_set_timeout_body(c->req, 200, sb.buf);
+    sb_release(&sb);
+    http_defer_as(c->req, c->env.queries, fn, cls);
+}
+
 static void job_trampoline(struct http_request *req)
 {
     struct mcp_call *c = http_req_user(req);
@@ -277,7 +309,7 @@ static void job_trampoline(struct http_request *req)
 void mcp_defer(struct mcp_call *c, mcp_job_fn fn)
 {
     c->job = fn;
-    http_defer_as(c->req, c->env.queries, job_trampoline, ENG_JOB_LONG);
+    defer(c, job_trampoline, ENG_JOB_LONG);
 }
 
 enum vt_err mcp_pin(struct mcp_call *c, int64_t deadline, struct vt_error *err)
@@ -326,7 +358,7 @@ static void call_job(struct http_request *req)
 static void call_queue(struct exec_call *call, enum eng_job_class cls)
 {
     struct mcp_call *c = call->rq.user;
-    http_defer_as(c->req, c->env.queries, call_job, cls);
+    defer(c, call_job, cls);
 }
 
 void mcp_start_exec(struct mcp_call *c, struct exec_request *rq)

@@ -16,6 +16,7 @@
 #include "util/file.h"
 #include "util/limits.h"
 #include "util/strbuf.h"
+#include "util/strvec.h"
 
 /* ------------------------------------------------------------- request */
 
@@ -77,6 +78,12 @@ enum vt_err saved_parse_request(const json_t *body, struct saved_request *out,
     if (!config_valid_dataset_name(json_string_value(name), &why))
         return vt_error_set(err, VT_ERR_INVALID_NAME, "invalid dataset name \"%.*s\": it %s",
                             VT_MAX_DATASET_NAME_BYTES, json_string_value(name), why);
+    /* Its file would be <name>.toml: hidden, and never read back at start. */
+    if (json_string_value(name)[0] == '.')
+        return vt_error_set(err, VT_ERR_INVALID_NAME,
+                            "invalid dataset name \"%.*s\": a saved query's name cannot start "
+                            "with '.' (its file would be hidden)",
+                            VT_MAX_DATASET_NAME_BYTES, json_string_value(name));
     if (!json_is_string(sql) || json_string_length(sql) == 0)
         return vt_error_set(err, VT_ERR_INVALID_FIELD, "sql: a non-empty string is required");
     if (json_string_length(sql) > VT_MAX_SQL_BYTES)
@@ -324,7 +331,7 @@ static enum vt_err load_one(const char *dir, const char *file, struct saved_file
 }
 
 enum vt_err saved_load(const char *dir, const struct vt_config *cfg, struct saved_file **out,
-                       size_t *out_n, struct vt_error *err)
+                       size_t *out_n, struct strvec *skipped, struct vt_error *err)
 {
     *out = NULL;
     *out_n = 0;
@@ -340,24 +347,46 @@ enum vt_err saved_load(const char *dir, const struct vt_config *cfg, struct save
     if (!files)
         rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
     for (size_t i = 0; rc == VT_ERR_OK && i < n; i++) {
-        rc = load_one(dir, names[i], &files[i], err);
-        loaded = i + 1;
-        if (rc != VT_ERR_OK)
-            break;
-        /* Unique ignoring case, against the config and the other files. */
-        for (size_t c = 0; cfg && c < cfg->n_datasets; c++)
-            if (!strcasecmp(cfg->datasets[c].name, files[i].ds.name))
-                rc = vt_error_set(err, VT_ERR_INVALID_CONFIG,
-                                  "dataset \"%s\" is defined in both %s (line %d) and %s: "
-                                  "remove one of them",
-                                  cfg->datasets[c].name, cfg->path ? cfg->path : "the config",
-                                  cfg->datasets[c].line, files[i].path);
-        for (size_t j = 0; rc == VT_ERR_OK && j < i; j++)
-            if (!strcasecmp(files[j].ds.name, files[i].ds.name))
-                rc = vt_error_set(err, VT_ERR_INVALID_CONFIG,
-                                  "dataset \"%s\" is defined in both %s and %s (names are unique "
-                                  "ignoring case): remove one of them",
-                                  files[i].ds.name, files[j].path, files[i].path);
+        struct vt_error why = {0};
+        struct saved_file f = {0};
+        enum vt_err frc = load_one(dir, names[i], &f, &why);
+        bool read = frc == VT_ERR_OK; /* f.ds holds a dataset to free */
+        /* Unique ignoring case, against the config and the files before. */
+        for (size_t c = 0; frc == VT_ERR_OK && cfg && c < cfg->n_datasets; c++)
+            if (!strcasecmp(cfg->datasets[c].name, f.ds.name))
+                frc = vt_error_set(&why, VT_ERR_INVALID_CONFIG,
+                                   "%s: dataset \"%s\" is also defined in %s (line %d), which "
+                                   "wins: remove one of them",
+                                   f.path, f.ds.name, cfg->path ? cfg->path : "the config",
+                                   cfg->datasets[c].line);
+        for (size_t j = 0; frc == VT_ERR_OK && j < loaded; j++)
+            if (!strcasecmp(files[j].ds.name, f.ds.name))
+                frc = vt_error_set(&why, VT_ERR_INVALID_CONFIG,
+                                   "%s: dataset \"%s\" is also defined in %s (names are unique "
+                                   "ignoring case): remove one of them",
+                                   f.path, f.ds.name, files[j].path);
+        if (frc == VT_ERR_OK) {
+            files[loaded++] = f;
+            continue;
+        }
+        if (frc == VT_ERR_OUT_OF_MEMORY) {
+            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        } else {
+            /* One unreadable or foreign file never stops the start: it is
+             * skipped, with the reason naming the file (its name, when the
+             * reader had no path to give). */
+            const char *msg = vt_error_message(&why);
+            char line[VT_ERROR_MSG_MAX + 512];
+            if (f.path && strstr(msg, f.path))
+                snprintf(line, sizeof line, "saved query skipped: %s", msg);
+            else
+                snprintf(line, sizeof line, "saved query skipped: %s/%s: %s", dir, names[i], msg);
+            if (skipped && strvec_push(skipped, line) != 0)
+                rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        }
+        free(f.path);
+        if (read)
+            config_dataset_free(&f.ds);
     }
     for (size_t i = 0; i < n; i++)
         free(names[i]);
@@ -366,7 +395,11 @@ enum vt_err saved_load(const char *dir, const struct vt_config *cfg, struct save
         saved_files_free(files, loaded);
         return rc;
     }
+    if (!loaded) {
+        free(files);
+        files = NULL;
+    }
     *out = files;
-    *out_n = n;
+    *out_n = loaded;
     return VT_ERR_OK;
 }

@@ -16,9 +16,10 @@
  *    block (the config file's format, so it can be read, diffed and moved
  *    into the config by hand). A file is replaced atomically (temp file,
  *    fsync, rename, fsync of the directory), so a crash leaves the old file
- *    or the new one. saved_load reads the directory at startup; a name both
- *    in the config and in the directory (ignoring case) fails it, naming both
- *    files.
+ *    or the new one. saved_load reads the directory at startup; a file that
+ *    does not read, is not a saved query, or names a dataset the config (or
+ *    an earlier file) has is skipped with an error naming it: one file never
+ *    stops the start.
  *
  * The SQL gate (src/sql), registration, builds and deletion are the
  * catalog's business (src/catalog); the HTTP handlers are src/api/queries.c.
@@ -32,6 +33,7 @@
 
 #include "config/config.h"
 #include "util/errors.h"
+#include "util/strvec.h"
 
 struct saved_request {
     struct vt_dataset_config ds; /* kind query: name, sql, refresh, materialize, index */
@@ -65,10 +67,13 @@ struct saved_file {
 
 /* Reads every <name>.toml of `dir` (absent directory: none), in name order.
  * Each must hold exactly one [[dataset]] block of kind "query" whose name is
- * the file's. A name also in `cfg` (ignoring case) or in two files fails
- * with INVALID_CONFIG naming both files. */
+ * the file's, not also in `cfg` nor in an earlier file (ignoring case). A
+ * file that does not (unreadable, not TOML, foreign, a second definition) is
+ * skipped: one line naming the file and the reason goes into `skipped` (may
+ * be NULL), and the others load. Fails only when the directory cannot be
+ * read or memory runs out. */
 enum vt_err saved_load(const char *dir, const struct vt_config *cfg, struct saved_file **out,
-                       size_t *out_n, struct vt_error *err);
+                       size_t *out_n, struct strvec *skipped, struct vt_error *err);
 void saved_files_free(struct saved_file *files, size_t n);
 
 #endif

@@ -15,7 +15,12 @@
  * that read or build aggregate states (finalize, combine, cast_to_type: a
  * state is a raw struct whose strings are pointers, so a forged one reads or
  * crashes the process; EXPORT_STATE is refused by gate.c); plus the window
- * functions, which duckdb_functions() does not list. Table functions have
+ * functions and unnest/unlist in a select list, which duckdb_functions() does
+ * not list as scalars, pg_typeof (it names its argument's type), and PostgreSQL's
+ * to_char and overlay, which vitrine defines (engine/functions.c; so does
+ * to_timestamp(text, fmt)). Some names here are bounded wrappers of the
+ * built-in of that name (functions.c): a call past their limits is refused
+ * when it runs. Table functions have
  * their own, much shorter list in gate.c. Sorted, for bsearch;
  * tests/unit/sql/test_gate.c checks that every name exists in DuckDB and
  * that the dangerous ones are absent.
@@ -117,8 +122,8 @@ static const char *const allowed[] = {
     "mean", "median", "microsecond", "millennium", "millisecond", "min", "min_by", "minute",
     "mismatches", "mod", "mode", "month", "monthname", "multiply", "nanosecond", "nextafter",
     "nfc_normalize", "normalized_interval", "not_ilike_escape", "not_like_escape", "now",
-    "nth_value", "ntile", "nullif", "octet_length", "ord", "parse_dirname", "parse_dirpath",
-    "parse_filename", "parse_path", "percent_rank", "pi", "position", "pow", "power", "prefix",
+    "nth_value", "ntile", "nullif", "octet_length", "ord", "overlay", "parse_dirname", "parse_dirpath",
+    "parse_filename", "parse_path", "percent_rank", "pg_typeof", "pi", "position", "pow", "power", "prefix",
     "printf", "product", "quantile", "quantile_cont", "quantile_disc", "quarter", "radians",
     "random", "range", "rank", "reduce", "regexp_escape", "regexp_extract",
     "regexp_extract_all", "regexp_full_match", "regexp_matches", "regexp_replace",
@@ -135,12 +140,12 @@ static const char *const allowed[] = {
     "struct_insert", "struct_pack", "struct_position", "struct_update", "substr", "substring",
     "substring_grapheme", "subtract", "suffix", "sum", "sum_no_overflow", "sumkahan", "tan",
     "tanh", "time_bucket", "timetz_byte_comparable", "timezone", "timezone_hour",
-    "timezone_minute", "to_base", "to_base64", "to_binary", "to_centuries", "to_days",
+    "timezone_minute", "to_base", "to_base64", "to_binary", "to_centuries", "to_char", "to_days",
     "to_decades", "to_hex", "to_hours", "to_json", "to_microseconds", "to_millennia",
     "to_milliseconds", "to_minutes", "to_months", "to_quarters", "to_seconds", "to_timestamp",
     "to_weeks", "to_years", "today", "transaction_timestamp", "translate", "trim", "trunc",
     "try_strptime", "typeof", "ucase", "unbin", "unhex", "unicode", "union_extract",
-    "union_tag", "union_value", "unpivot_list", "upper", "url_decode", "url_encode", "uuid",
+    "union_tag", "union_value", "unlist", "unnest", "unpivot_list", "upper", "url_decode", "url_encode", "uuid",
     "uuid_extract_timestamp", "uuid_extract_version", "uuidv4", "uuidv7", "var_pop", "var_samp",
     "variance", "variant_extract", "variant_typeof", "vector_type", "wavg", "week", "weekday",
     "weekofyear", "weighted_avg", "xor", "year", "yearweek", "|", "||", "~", "~~", "~~*", "~~~",

@@ -166,23 +166,23 @@ static enum vt_err check_function(struct walk *w, const json_t *e, bool table)
     const char *catalog = str(e, "catalog");
     if (!name)
         return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "%s", "a function call without a name");
-    /* DuckDB's parser itself writes main.list_value for [..], main.struct_pack
-     * for {..}, main.map, main.row, and for SQL's special forms EXTRACT(f
-     * FROM x) main.date_part, SUBSTRING(x FROM a FOR b) main.substring,
-     * POSITION(a IN b) main.position, TRIM(BOTH c FROM x) main.trim,
-     * x AT TIME ZONE z main.timezone: that qualification, on those, is the
-     * only one allowed (the name is still checked against the allowlist). */
-    static const char *const parser_names[] = {"list_value", "struct_pack", "map", "row",
-                                               "date_part", "substring", "position", "trim",
-                                               "timezone", NULL};
-    bool constructor = false;
-    for (size_t i = 0; parser_names[i] && !constructor; i++)
-        constructor = !strcmp(name, parser_names[i]);
-    bool parser_qualified = constructor && schema && !strcmp(schema, "main") &&
-                            (!catalog || !*catalog);
-    if (((schema && *schema) || (catalog && *catalog)) && !parser_qualified)
+    /* DuckDB's parser names many everyday forms by their schema: EXTRACT is
+     * main.date_part, trim(s) main.trim, substring main.substring, AT TIME
+     * ZONE main.timezone, [..] main.list_value, {..} main.struct_pack. So
+     * the schema-qualified form of an allowed function is allowed when the
+     * schema is main or pg_catalog: main resolves to the same function (or to
+     * the bounded wrapper engine/functions.c puts in front of it), and
+     * pg_catalog holds only PostgreSQL-compatibility macros, so an allowed
+     * name there is the same function or does not resolve. Any other schema,
+     * and any catalog (system.main.f reaches a built-in past its wrapper),
+     * stays refused. */
+    bool qualified = (schema && *schema) || (catalog && *catalog);
+    bool plain_schema = schema && (!strcmp(schema, "main") || !strcmp(schema, "pg_catalog"));
+    if (qualified && (!plain_schema || (catalog && *catalog)))
         return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION,
-                      "function %s: qualified function names are not allowed", name);
+                      "function %s: names qualified by a catalog or by a schema other than main "
+                      "or pg_catalog are not allowed",
+                      name);
     bool ok = table ? sql_table_function_allowed(name) : sql_function_allowed(name);
     if (!ok)
         return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION,
@@ -487,6 +487,28 @@ static enum vt_err walk_table(struct walk *w, const json_t *ref, int depth)
     }
     if (!strcmp(type, "EMPTY") || !strcmp(type, "EMPTY_FROM"))
         return VT_ERR_OK;
+    if (!strcmp(type, "SHOW_REF")) {
+        /* DESCRIBE <query or dataset> and SUMMARIZE <...>: DuckDB describes
+         * (or summarizes) the query it holds, which the walk checks like any
+         * other. SHOW TABLES, DESCRIBE alone and SHOW <name> name no query:
+         * they would list the process's internal databases and views. */
+        static const char *const keys[] = {"type", "alias", "sample", "query_location",
+                                           "table_name", "query", "show_type", "catalog_name",
+                                           "schema_name", NULL};
+        if ((rc = known_keys(w, ref, keys, "DESCRIBE")))
+            return rc;
+        const char *show = str(ref, "show_type");
+        const char *tname = str(ref, "table_name");
+        const json_t *query = json_object_get(ref, "query");
+        if (!show || (strcmp(show, "DESCRIBE") != 0 && strcmp(show, "SUMMARY") != 0) ||
+            (tname && *tname) || !json_is_object(query) || !json_object_get(query, "type"))
+            return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "%s",
+                          "SHOW and DESCRIBE without a dataset or query are not supported "
+                          "(the datasets are listed at GET /api/v1/datasets)");
+        if ((rc = walk_any(w, json_object_get(ref, "sample"), depth + 1)))
+            return rc;
+        return walk_node(w, query, depth + 1);
+    }
     return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "unsupported table reference: %s", type);
 }
 

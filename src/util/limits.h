@@ -47,6 +47,29 @@
 
 /* SQL (POST /api/v1/sql, saved queries, MCP sql, pgwire) */
 #define VT_MAX_SQL_BYTES (256 * 1024)          /* one statement's text */
+/* What one call of a built-in may be asked to do, and all calls of one
+ * vector (the 2,048 rows DuckDB computes at once: it notices an interrupt
+ * only between vectors). src/engine/functions.c puts a checker in front of
+ * the built-ins DuckDB can neither interrupt nor account for; memory that no
+ * single call controls is bounded by the allocation budget (budget.cc). At
+ * these sizes one call takes ~10-100 ms and one vector ~1 s. */
+#define VT_SQL_MAX_EDIT_CELLS 1000000          /* len(a) * len(b) of levenshtein, editdist3,
+                                                * damerau_levenshtein, jaro(_winkler) */
+#define VT_SQL_MAX_EDIT_CELLS_VECTOR 100000000
+#define VT_SQL_MAX_PAD_CHARS 1000000           /* lpad/rpad length */
+#define VT_SQL_MAX_PAD_CHARS_VECTOR 10000000
+#define VT_SQL_MAX_BITS 1000000                /* bitstring length */
+#define VT_SQL_MAX_BITS_VECTOR 10000000
+#define VT_SQL_MAX_LIST_ELEMENTS 1000000       /* range/generate_series lists, list_resize,
+                                                * repeat of a list */
+#define VT_SQL_MAX_LIST_ELEMENTS_VECTOR 4000000
+#define VT_SQL_MAX_REPEAT_BYTES (64 * 1024 * 1024) /* repeat of a string or blob */
+#define VT_SQL_MAX_REPEAT_BYTES_VECTOR (256 * 1024 * 1024)
+#define VT_SQL_MAX_FORMAT_WIDTH 10000          /* printf/format widths and precisions;
+                                                * to_char/to_timestamp template bytes */
+#define VT_SQL_MAX_JSON_DEPTH 1000             /* nesting of JSON given to the recursive JSON
+                                                * functions (json_structure, json_contains,
+                                                * json_merge_patch) */
 
 /* PostgreSQL wire protocol (src/pgwire) */
 #define VT_PGWIRE_MAX_STARTUP_BYTES 10000      /* startup packet (PostgreSQL's own limit) */

@@ -187,7 +187,7 @@ def manage_routes():
 
 
 PUBLIC_ROUTES = ["/healthz", "/health", "/readyz", "/version",
-                 "/.well-known/oauth-protected-resource", "/metrics",
+                 "/.well-known/oauth-protected-resource",
                  "/explore/config.json", "/explore/",
                  "/docs/openapi.json", "/docs/", "/mkdocs/"]
 
@@ -263,7 +263,8 @@ def test_permission_map_every_row(vt, datadir, issuer):
         name, rows = manage_routes()
         (_, create, body), (_, listing, _), (_, remove, _) = rows
         r = call(s, "POST", create, body, headers)
-        assert r.status_code == 200 and r.json()["rows"] == 1, r.text
+        # No row count for a caller who cannot read (issue 22 item 5).
+        assert r.status_code == 200 and "rows" not in r.json(), r.text
         r = call(s, "GET", listing, None, headers)
         assert r.status_code == 200 and name in [x["name"] for x in r.json()], r.text
         # The saved query reads like any dataset, with a read scope.
@@ -273,6 +274,10 @@ def test_permission_map_every_row(vt, datadir, issuer):
         assert r.status_code == 200, r.text
         assert s.get(f"/api/v1/datasets/{name}/status",
                      headers=bearer(reader)).status_code == 404
+    # With [auth], the metrics (every dataset's name) need a read scope.
+    expect(s.get("/metrics"), 401, "unauthorized")
+    expect(s.get("/metrics", headers=bearer(manager)), 403, "insufficient_scope")
+    assert s.get("/metrics", headers=bearer(reader)).status_code == 200
     for path in PUBLIC_ROUTES:
         for headers in ({}, bearer("garbage"), bearer(reloader)):
             r = s.get(path, headers=headers)

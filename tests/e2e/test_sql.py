@@ -116,7 +116,7 @@ BAD = [
     ("SELECT * FROM query('SELECT 1')", "sql_forbidden_function"),
     ("SELECT * FROM query_table('trips')", "sql_forbidden_function"),
     ('SELECT "current_setting"(\'threads\')', "sql_forbidden_function"),
-    ("SELECT main.lower('A')", "sql_forbidden_function"),
+    ("SELECT system.main.lower('A')", "sql_forbidden_function"),
     ("SELECT * FROM main.trips", "sql_unknown_table"),
     ("SELECT * FROM nope", "sql_unknown_table"),
     ("SELEC 1", "sql_syntax"),

@@ -671,7 +671,9 @@ TEST(dataset_rules)
               "datasets.toml:5: dataset[0].refresh.interval: expected a duration such as \"30s\", "
               "\"5m\" or \"1h 30m\", got \"soon\"");
     CHECK_ERR(DS "refresh.interval = \"0s\"\n",
-              "datasets.toml:5: dataset[0].refresh.interval: must be longer than 0s");
+              "datasets.toml:5: dataset[0].refresh.interval: must be at least 1s");
+    CHECK_ERR(DS "refresh.interval = \"1ms\"\n",
+              "datasets.toml:5: dataset[0].refresh.interval: must be at least 1s");
     CHECK_ERR(DS "refresh.interval = 30\n",
               "datasets.toml:5: dataset[0].refresh.interval: expected a string, got an integer");
     CHECK_ERR(DS "refresh.timeout = \"5\"\n",

@@ -7,7 +7,9 @@
 #include <duckdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "engine/engine.h"
@@ -321,6 +323,110 @@ TEST(flows_share_the_workers_time)
     eng_pool_destroy(pool);
 }
 
+/* ------------------------------------------- DuckDB's excerpt of the SQL */
+
+/* DuckDB's own message for preparing `sql` (a failure), copied into out. */
+static const char *prepare_error(const char *sql, char *out, size_t cap)
+{
+    duckdb_connection con;
+    out[0] = '\0';
+    if (duckdb_connect(db, &con) != DuckDBSuccess)
+        return out;
+    duckdb_prepared_statement ps = NULL;
+    if (duckdb_prepare(con, sql, &ps) != DuckDBSuccess)
+        snprintf(out, cap, "%s", duckdb_prepare_error(ps));
+    duckdb_destroy_prepare(&ps);
+    duckdb_disconnect(&con);
+    return out;
+}
+
+/* The column of the caret under "LINE n: ..." equals the column of `at` in
+ * that line. */
+static bool caret_under(const char *msg, const char *at)
+{
+    const char *line = strstr(msg, "\nLINE ");
+    if (!line)
+        return false;
+    line++;
+    const char *nl = strchr(line, '\n');
+    const char *hit = strstr(line, at);
+    if (!nl || !hit || hit > nl)
+        return false;
+    const char *caret = strchr(nl + 1, '^');
+    return caret && caret - (nl + 1) == hit - line;
+}
+
+static void excerpt_of_the_clients_own_line_is_kept(void)
+{
+    char msg[1024], out[1024];
+    const char *own = "SELECT 1 AS a,\n  nope AS b";
+    prepare_error("SELECT CAST(COLUMNS(*) AS VARCHAR) FROM (\nSELECT 1 AS a,\n  nope AS b\n)", msg,
+                  sizeof msg);
+    CHECK_CONTAINS(msg, "LINE 3:");
+    eng_error_excerpt(msg, own, 2, out, sizeof out);
+    CHECK_CONTAINS(out, "Referenced column \"nope\"");
+    CHECK_CONTAINS(out, "\nLINE 2:   nope AS b\n");
+    CHECK(caret_under(out, "nope"));
+    CHECK(!strstr(out, "COLUMNS"));
+    /* as written: unchanged */
+    prepare_error("SELECT 1 AS a,\n  nope AS b", msg, sizeof msg);
+    CHECK_EQ_STR(eng_error_excerpt(msg, own, 1, out, sizeof out), msg);
+}
+
+static void excerpt_renumbered_keeps_its_caret(void)
+{
+    char msg[1024], out[1024];
+    /* nine lines of ours, then the client's: LINE 10 becomes LINE 1, and the
+     * caret moves one column left with the shorter number */
+    prepare_error("-- 1\n-- 2\n-- 3\n-- 4\n-- 5\n-- 6\n-- 7\n-- 8\n-- 9\nSELECT 1, nope", msg,
+                  sizeof msg);
+    CHECK_CONTAINS(msg, "LINE 10: ");
+    eng_error_excerpt(msg, "SELECT 1, nope", 10, out, sizeof out);
+    CHECK_CONTAINS(out, "\nLINE 1: SELECT 1, nope\n");
+    CHECK(caret_under(out, "nope"));
+    /* a long line is cut by DuckDB ("...") and still recognised */
+    char own[400];
+    snprintf(own, sizeof own, "SELECT '%0200d' AS pad, nope, '%0100d' AS tail", 0, 0);
+    prepare_error(own, msg, sizeof msg);
+    CHECK_CONTAINS(msg, "...");
+    eng_error_excerpt(msg, own, 1, out, sizeof out);
+    CHECK_EQ_STR(out, msg);
+}
+
+static void generated_sql_is_never_quoted(void)
+{
+    char msg[1024], out[1024];
+    /* the failing line is ours, not the client's */
+    prepare_error("SELECT nope FROM (\nSELECT 1 AS a\n) AS \"q\"", msg, sizeof msg);
+    CHECK_CONTAINS(msg, "LINE 1:");
+    eng_error_excerpt(msg, "SELECT 1 AS a", 2, out, sizeof out);
+    CHECK_CONTAINS(out, "Referenced column \"nope\"");
+    CHECK(!strstr(out, "LINE") && !strstr(out, "FROM (") && !strchr(out, '^'));
+    /* the line number is the client's, the text is not (a dialect's rewriting) */
+    prepare_error("SELECT CAST(nope AS INTEGER) AS x", msg, sizeof msg);
+    eng_error_excerpt(msg, "SELECT nope::int4 AS x", 1, out, sizeof out);
+    CHECK(!strstr(out, "LINE") && !strstr(out, "CAST"));
+    /* nothing is the client's */
+    eng_error_excerpt(msg, NULL, 1, out, sizeof out);
+    CHECK(!strstr(out, "LINE"));
+    /* past the client's last line (a comment we appended) */
+    prepare_error("SELECT 1 AS a\n-- g1\n, nope", msg, sizeof msg);
+    eng_error_excerpt(msg, "SELECT 1 AS a", 1, out, sizeof out);
+    CHECK(!strstr(out, "LINE") && !strstr(out, "g1"));
+    /* lines end as DuckDB ends them: "\r\n" is one break, "\n\r" two */
+    static const char *const breaks[] = {"SELECT 1 AS a,\r\n nope", "SELECT 1 AS a,\r nope",
+                                         "SELECT 1 AS a,\n\r nope", "SELECT 1 AS a,\r\r\n nope"};
+    for (size_t i = 0; i < sizeof breaks / sizeof breaks[0]; i++) {
+        prepare_error(breaks[i], msg, sizeof msg);
+        CHECK_CONTAINS(msg, "\nLINE ");
+        eng_error_excerpt(msg, breaks[i], 1, out, sizeof out);
+        CHECK_EQ_STR(out, msg);
+    }
+    /* no excerpt: as it is */
+    CHECK_EQ_STR(eng_error_excerpt("Out of Range Error: overflow", "SELECT 1", 1, out,
+                                   sizeof out), "Out of Range Error: overflow");
+}
+
 int main(void)
 {
     if (duckdb_open(NULL, &db) != DuckDBSuccess) {
@@ -335,6 +441,9 @@ int main(void)
         TEST_CASE(lanes_keep_short_jobs_apart),
         TEST_CASE(lanes_answer_a_long_job_at_its_deadline),
         TEST_CASE(flows_share_the_workers_time),
+        TEST_CASE(excerpt_of_the_clients_own_line_is_kept),
+        TEST_CASE(excerpt_renumbered_keeps_its_caret),
+        TEST_CASE(generated_sql_is_never_quoted),
     };
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
     duckdb_close(&db);

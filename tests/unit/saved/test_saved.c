@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "saved/saved.h"
+#include "util/strvec.h"
 #include "testlib.h"
 #include "util/file.h"
 #include "util/limits.h"
@@ -78,6 +79,9 @@ TEST(refuses_bad_requests_with_stable_codes)
         {"{\"name\":\"reload-all\",\"sql\":\"SELECT 1\"}", VT_ERR_INVALID_NAME, "reserved"},
         {"{\"name\":\"a b\",\"sql\":\"SELECT 1\"}", VT_ERR_INVALID_NAME, "A-Z"},
         {"{\"name\":\"..\",\"sql\":\"SELECT 1\"}", VT_ERR_INVALID_NAME, NULL},
+        {"{\"name\":\".hidden\",\"sql\":\"SELECT 1\"}", VT_ERR_INVALID_NAME, "start with"},
+        {"{\"name\":\"q\",\"sql\":\"SELECT 1\",\"refresh\":{\"interval\":\"1ms\"}}",
+         VT_ERR_INVALID_FIELD, "at least 1s"},
         {"{\"name\":\"\",\"sql\":\"SELECT 1\"}", VT_ERR_INVALID_NAME, "empty"},
         {"{\"name\":\"x\"}", VT_ERR_INVALID_FIELD, "sql"},
         {"{\"name\":\"x\",\"sql\":\"\"}", VT_ERR_INVALID_FIELD, "sql"},
@@ -174,7 +178,7 @@ TEST(files_round_trip)
     config_init_defaults(&cfg);
     struct saved_file *files = NULL;
     size_t n = 0;
-    CHECK_EQ_INT(saved_load(sub, &cfg, &files, &n, &err), VT_ERR_OK);
+    CHECK_EQ_INT(saved_load(sub, &cfg, &files, &n, NULL, &err), VT_ERR_OK);
     CHECK_EQ_INT(n, 1);
     if (n == 1) {
         CHECK(config_dataset_equal(&files[0].ds, &q));
@@ -185,12 +189,12 @@ TEST(files_round_trip)
     CHECK_EQ_INT(saved_remove(sub, "top.1", &err), VT_ERR_OK);
     CHECK(stat(path, &st) != 0);
     CHECK_EQ_INT(saved_remove(sub, "top.1", &err), VT_ERR_OK); /* absent is fine */
-    CHECK_EQ_INT(saved_load(sub, &cfg, &files, &n, &err), VT_ERR_OK);
+    CHECK_EQ_INT(saved_load(sub, &cfg, &files, &n, NULL, &err), VT_ERR_OK);
     CHECK_EQ_INT(n, 0);
     /* An absent directory holds no saved queries. */
     char none[300];
     snprintf(none, sizeof none, "%s/none", dir);
-    CHECK_EQ_INT(saved_load(none, &cfg, &files, &n, &err), VT_ERR_OK);
+    CHECK_EQ_INT(saved_load(none, &cfg, &files, &n, NULL, &err), VT_ERR_OK);
     CHECK_EQ_INT(n, 0);
     free(path);
     config_free(&cfg);
@@ -205,7 +209,9 @@ static void write_text(const char *d, const char *file, const char *text)
     util_write_file_atomic(p, text, strlen(text), 0644, VT_ERR_INTERNAL, &err);
 }
 
-TEST(collisions_and_bad_files_fail_the_load)
+/* One bad file never stops the start (issue 22 item 3): it is skipped with
+ * a line naming it and the reason, and the good files load. */
+TEST(collisions_and_bad_files_are_skipped_naming_the_file)
 {
     char sub[256];
     snprintf(sub, sizeof sub, "%s/coll", dir);
@@ -219,22 +225,34 @@ TEST(collisions_and_bad_files_fail_the_load)
     cfg.path = strdup("/etc/v/datasets.toml");
     struct saved_file *files = NULL;
     size_t n = 0;
+    struct strvec skipped = {0};
+    write_text(sub, "good.toml", "[[dataset]]\nname = \"good\"\nsql = \"SELECT 1\"\n");
 
     write_text(sub, "Trips.toml", "[[dataset]]\nname = \"Trips\"\nsql = \"SELECT 1\"\n");
-    memset(&err, 0, sizeof err);
-    CHECK_EQ_INT(saved_load(sub, &cfg, &files, &n, &err), VT_ERR_INVALID_CONFIG);
-    CHECK_CONTAINS(err.msg, "/etc/v/datasets.toml");
-    CHECK_CONTAINS(err.msg, "/coll/Trips.toml");
-    CHECK(files == NULL && n == 0);
+    CHECK_EQ_INT(saved_load(sub, &cfg, &files, &n, &skipped, &err), VT_ERR_OK);
+    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(skipped.len, 1);
+    if (skipped.len) {
+        CHECK_CONTAINS(skipped.items[0], "/etc/v/datasets.toml");
+        CHECK_CONTAINS(skipped.items[0], "/coll/Trips.toml");
+    }
+    if (n)
+        CHECK_EQ_STR(files[0].ds.name, "good");
+    saved_files_free(files, n);
+    strvec_free(&skipped);
     char p[512];
     snprintf(p, sizeof p, "%s/Trips.toml", sub);
     unlink(p);
 
     write_text(sub, "a.toml", "[[dataset]]\nname = \"a\"\nsql = \"SELECT 1\"\n");
     write_text(sub, "A.toml", "[[dataset]]\nname = \"A\"\nsql = \"SELECT 1\"\n");
-    memset(&err, 0, sizeof err);
-    CHECK_EQ_INT(saved_load(sub, &cfg, &files, &n, &err), VT_ERR_INVALID_CONFIG);
-    CHECK_CONTAINS(err.msg, "A.toml and");
+    CHECK_EQ_INT(saved_load(sub, &cfg, &files, &n, &skipped, &err), VT_ERR_OK);
+    CHECK_EQ_INT(n, 2); /* A.toml sorts first; a.toml is the second definition */
+    CHECK_EQ_INT(skipped.len, 1);
+    if (skipped.len)
+        CHECK_CONTAINS(skipped.items[0], "a.toml: dataset \"a\" is also defined in");
+    saved_files_free(files, n);
+    strvec_free(&skipped);
     snprintf(p, sizeof p, "%s/A.toml", sub);
     unlink(p);
 
@@ -249,22 +267,31 @@ TEST(collisions_and_bad_files_fail_the_load)
         {"[server]\nport = 1\n", "unknown key"},
         {"[[dataset]]\nname = \"a\"\nsql = \"SELECT 1\"\nrefresh = { interval = \"x\" }\n",
          "interval"},
+        {"[[dataset]]\nname = \"a\"\nsql = \"SELECT 1\"\nrefresh = { interval = \"1ms\" }\n",
+         "at least 1s"},
         {"name = ", "a.toml"},
+        {"\x01\x02\xff\xfe binary", "a.toml"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_text(sub, "a.toml", bad[i].text);
-        memset(&err, 0, sizeof err);
-        CHECK_EQ_INT(saved_load(sub, &cfg, &files, &n, &err), VT_ERR_INVALID_CONFIG);
-        CHECK_CONTAINS(err.msg, bad[i].msg);
+        CHECK_EQ_INT(saved_load(sub, &cfg, &files, &n, &skipped, &err), VT_ERR_OK);
+        CHECK_EQ_INT(n, 1);
+        CHECK_EQ_INT(skipped.len, 1);
+        if (skipped.len) {
+            CHECK_CONTAINS(skipped.items[0], bad[i].msg);
+            CHECK_CONTAINS(skipped.items[0], "/coll/a.toml");
+        }
+        saved_files_free(files, n);
+        strvec_free(&skipped);
     }
     /* Hidden and temp files are not saved queries. */
     write_text(sub, "a.toml", "[[dataset]]\nname = \"a\"\nsql = \"SELECT 1\"\n");
     write_text(sub, ".hidden.toml", "garbage");
     write_text(sub, "a.toml.tmp-123", "garbage");
     write_text(sub, "notes.txt", "garbage");
-    memset(&err, 0, sizeof err);
-    CHECK_EQ_INT(saved_load(sub, &cfg, &files, &n, &err), VT_ERR_OK);
-    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(saved_load(sub, &cfg, &files, &n, &skipped, &err), VT_ERR_OK);
+    CHECK_EQ_INT(n, 2);
+    CHECK_EQ_INT(skipped.len, 0);
     saved_files_free(files, n);
     config_free(&cfg);
 }
@@ -276,7 +303,7 @@ int main(void)
     struct tl_case cases[] = {TEST_CASE(parses_a_full_request),
                               TEST_CASE(refuses_bad_requests_with_stable_codes),
                               TEST_CASE(files_round_trip),
-                              TEST_CASE(collisions_and_bad_files_fail_the_load)};
+                              TEST_CASE(collisions_and_bad_files_are_skipped_naming_the_file)};
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
     util_remove_tree(dir);
     return rc;

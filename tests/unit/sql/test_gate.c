@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/engine.h"
 #include "sql/sql.h"
 #include "testlib.h"
 
@@ -25,6 +26,9 @@ static void setup(void)
         return;
     duckdb_open(NULL, &db);
     duckdb_connect(db, &con);
+    struct vt_error err = {0};
+    if (eng_functions_install(con, &err) != VT_ERR_OK)
+        fprintf(stderr, "eng_functions_install: %s\n", err.msg);
     duckdb_result r;
     duckdb_query(con, "CREATE TABLE trips AS SELECT range AS id, range % 5 AS station, "
                       "range * 1.5 AS fare, 'x' || range AS note FROM range(100)", &r);
@@ -76,8 +80,22 @@ static const struct {
     {"SELECT * FROM query('SELECT 1')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
     {"SELECT * FROM query_table('trips')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
     {"SELECT \"current_setting\"('threads')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
-    {"SELECT main.lower('A')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
     {"SELECT system.main.lower('A')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    /* past the bounded wrappers: only main and pg_catalog qualify a name */
+    {"SELECT system.main.levenshtein('a', 'b')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT memory.main.levenshtein('a', 'b')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT system.levenshtein('a', 'b')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT temp.levenshtein('a', 'b')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT main.getenv('HOME')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT pg_catalog.current_setting('threads')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT * FROM system.main.range(3)", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT \"vt:cap\"(1, 2, 'x')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    /* SHOW/DESCRIBE without a query lists the process's own databases */
+    {"SHOW TABLES", VT_ERR_SQL_NOT_READ_ONLY},
+    {"SHOW ALL TABLES", VT_ERR_SQL_NOT_READ_ONLY},
+    {"DESCRIBE", VT_ERR_SQL_NOT_READ_ONLY},
+    {"DESCRIBE nope", VT_ERR_SQL_UNKNOWN_TABLE},
+    {"SUMMARIZE SELECT getenv('HOME')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
     {"SELECT * FROM main.trips", VT_ERR_SQL_UNKNOWN_TABLE},
     {"SELECT * FROM memory.main.trips", VT_ERR_SQL_UNKNOWN_TABLE},
     {"SELECT * FROM nope", VT_ERR_SQL_UNKNOWN_TABLE},
@@ -147,6 +165,16 @@ static const struct {
     {"SELECT station, avg(fare) FILTER (WHERE id > 3) FROM trips GROUP BY ALL", "trips"},
     {"SELECT * EXCLUDE (note) FROM trips ORDER BY id LIMIT 2 OFFSET 1", "trips"},
     {"SELECT * FROM unnest([1, 2])", ""},
+    /* everyday forms DuckDB's parser names by schema (issue 21 item 1) */
+    {"SELECT main.lower('A')", ""},
+    {"SELECT EXTRACT(hour FROM TIMESTAMP '2024-01-02 10:00'), trim(note), substring(note, 1, 3), "
+     "TIMESTAMP '2024-01-02' AT TIME ZONE 'UTC', POSITION('x' IN note), "
+     "OVERLAY(note PLACING 'y' FROM 1 FOR 1) FROM trips", "trips"},
+    {"SELECT to_char(TIMESTAMP '2024-01-02 10:00', 'YYYY-MM-DD HH24:MI'), "
+     "to_timestamp('2024-01-02', 'YYYY-MM-DD'), to_timestamp(0)", ""},
+    {"DESCRIBE trips", "trips"},
+    {"SUMMARIZE trips", "trips"},
+    {"DESCRIBE SELECT id FROM stations", "stations"},
 };
 
 TEST(good_catalogue_passes_and_runs)
@@ -185,7 +213,7 @@ TEST(allowlist_is_real_and_safe)
     CHECK(n > 500);
     static const char *const windows[] = {"row_number", "rank", "dense_rank", "percent_rank",
                                           "cume_dist", "ntile", "lag", "lead", "first_value",
-                                          "last_value", "nth_value", "fill", NULL};
+                                          "last_value", "nth_value", "fill", "unlist", NULL};
     duckdb_prepared_statement ps;
     duckdb_prepare(con, "SELECT count(*) FROM duckdb_functions() WHERE function_name = $1", &ps);
     for (size_t i = 0; i < n; i++) {
@@ -217,6 +245,7 @@ TEST(allowlist_is_real_and_safe)
         CHECK(!sql_table_function_allowed(dangerous[i]));
     }
     CHECK(sql_function_allowed("lower") && sql_function_allowed("count_star"));
+    CHECK(sql_function_allowed("to_char") && sql_function_allowed("overlay"));
     CHECK(sql_table_function_allowed("range"));
 }
 

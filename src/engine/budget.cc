@@ -1,0 +1,313 @@
+/*
+ * The allocation budget (engine.h, eng_budget_*): one process-wide count of
+ * the memory DuckDB holds, and a ceiling on it.
+ *
+ * DuckDB's memory_limit governs its buffer pool only. Lists, strings and
+ * C++ objects that functions build (range(1e8) as a list, repeat, edit
+ * distances, Value-based builders) are allocated beside it, so one statement
+ * could take the process far past the limit (measured, memory_limit 1 GB:
+ * len(range(30000000)) peaked at 2.3 GB RSS, range(1e8) passed 8 GB). Two
+ * doors lead to all of that memory, and both are counted here:
+ *
+ *  - DuckDB's allocator. The DuckDB 1.4.4 library allocates every buffer,
+ *    vector, string heap and arena through duckdb::JemallocExtension's
+ *    Allocate/Free/Reallocate, called through the PLT, so this executable's
+ *    definitions of those three functions take their place (ELF symbol
+ *    interposition; they call the same duckdb_je_* functions the library's
+ *    own do). Free receives the size, so the count is exact. Past the budget
+ *    Allocate returns NULL, which DuckDB turns into an Out of Memory Error for
+ *    the statement that asked: the same path its own memory_limit takes.
+ *  - C++ operator new (std::vector, std::string, Value lists inside DuckDB and
+ *    libstdc++): replaced here as the standard allows, counted by
+ *    malloc_usable_size. Only requests of 64 KiB or more are refused past the
+ *    budget (a large std::vector growing); small ones always succeed, so code
+ *    that cannot handle std::bad_alloc (destructors, bookkeeping) is not made
+ *    to.
+ *
+ * Freed memory stays resident for a while in DuckDB's jemalloc (dirty pages,
+ * purged after ~1 s, per arena): two heavy statements in a row measured
+ * 1.8 GB RSS under a 1.2 GB budget. eng_budget_watch() starts a thread
+ * that reads the process's RSS every 100 ms and has jemalloc purge its
+ * arenas when RSS exceeds the counted memory by more than a slack.
+ *
+ * eng_budget_active() tells whether the interposition took (a DuckDB build
+ * that stopped calling through the PLT would leave the count at zero; the
+ * engine then logs a warning and the wrappers of functions.c still bound
+ * single calls). Memory our own C code allocates (index, row stores, HTTP
+ * buffers) is not counted: it has its own limits.
+ */
+#include <malloc.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+extern "C" {
+void *duckdb_je_malloc(size_t size);
+void duckdb_je_free(void *ptr);
+void *duckdb_je_realloc(void *ptr, size_t size);
+int duckdb_je_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen)
+    __attribute__((weak));
+
+void eng_budget_set(int64_t bytes);
+int64_t eng_budget_get(void);
+int64_t eng_budget_used(void);
+int64_t eng_budget_peak(bool reset);
+int64_t eng_budget_refused(void);
+bool eng_budget_active(void);
+void eng_budget_watch(int64_t slack);
+}
+
+namespace {
+
+constexpr int64_t kRefuseNewFrom = 64 * 1024; /* operator new: smaller always succeeds */
+
+std::atomic<int64_t> used{0};
+std::atomic<int64_t> peak{0};
+std::atomic<int64_t> limit{0};       /* 0: no ceiling */
+std::atomic<int64_t> refused{0};
+std::atomic<int64_t> duckdb_calls{0}; /* allocations seen through DuckDB's allocator */
+
+/* Adds n (> 0) unless that passes the ceiling and `may_refuse`. */
+inline bool charge(int64_t n, bool may_refuse)
+{
+    int64_t now = used.fetch_add(n, std::memory_order_relaxed) + n;
+    int64_t cap = limit.load(std::memory_order_relaxed);
+    if (may_refuse && cap > 0 && now > cap) {
+        used.fetch_sub(n, std::memory_order_relaxed);
+        refused.fetch_add(1, std::memory_order_relaxed);
+        return false;
+    }
+    int64_t p = peak.load(std::memory_order_relaxed);
+    while (now > p && !peak.compare_exchange_weak(p, now, std::memory_order_relaxed))
+        ;
+    return true;
+}
+
+inline void credit(int64_t n)
+{
+    used.fetch_sub(n, std::memory_order_relaxed);
+}
+
+} // namespace
+
+/* The three functions of DuckDB's allocator (duckdb/src/include/duckdb/
+ * main/extension/jemalloc_extension.hpp in 1.4.4: static members taking
+ * PrivateAllocatorData *, data_ptr_t and idx_t). Only their mangled names
+ * matter: they are declared here exactly as the library declares them. */
+namespace duckdb {
+struct PrivateAllocatorData;
+class JemallocExtension {
+public:
+    static unsigned char *Allocate(PrivateAllocatorData *data, unsigned long size);
+    static void Free(PrivateAllocatorData *data, unsigned char *ptr, unsigned long size);
+    static unsigned char *Reallocate(PrivateAllocatorData *data, unsigned char *ptr,
+                                     unsigned long old_size, unsigned long size);
+};
+
+unsigned char *JemallocExtension::Allocate(PrivateAllocatorData *, unsigned long size)
+{
+    duckdb_calls.fetch_add(1, std::memory_order_relaxed);
+    if (!charge((int64_t)size, true))
+        return nullptr;
+    void *p = duckdb_je_malloc(size);
+    if (!p)
+        credit((int64_t)size);
+    return static_cast<unsigned char *>(p);
+}
+
+void JemallocExtension::Free(PrivateAllocatorData *, unsigned char *ptr, unsigned long size)
+{
+    if (ptr)
+        credit((int64_t)size);
+    duckdb_je_free(ptr);
+}
+
+unsigned char *JemallocExtension::Reallocate(PrivateAllocatorData *, unsigned char *ptr,
+                                             unsigned long old_size, unsigned long size)
+{
+    int64_t delta = (int64_t)size - (int64_t)old_size;
+    if (delta > 0 && !charge(delta, true))
+        return nullptr;
+    void *p = duckdb_je_realloc(ptr, size);
+    if (!p) {
+        if (delta > 0)
+            credit(delta);
+    } else if (delta < 0) {
+        credit(-delta);
+    }
+    return static_cast<unsigned char *>(p);
+}
+} // namespace duckdb
+
+/* ------------------------------------------------------------ operator new */
+
+/* The fuzz targets link clang's ASan runtime statically, which brings its
+ * own operator new: they build this file with VT_BUDGET_NO_NEW. */
+#ifndef VT_BUDGET_NO_NEW
+void *operator new(std::size_t n)
+{
+    if (n >= (std::size_t)kRefuseNewFrom) {
+        int64_t cap = limit.load(std::memory_order_relaxed);
+        if (cap > 0 && used.load(std::memory_order_relaxed) + (int64_t)n > cap) {
+            refused.fetch_add(1, std::memory_order_relaxed);
+            throw std::bad_alloc();
+        }
+    }
+    void *p = std::malloc(n ? n : 1);
+    if (!p)
+        throw std::bad_alloc();
+    charge((int64_t)malloc_usable_size(p), false);
+    return p;
+}
+
+void *operator new[](std::size_t n)
+{
+    return ::operator new(n);
+}
+
+void *operator new(std::size_t n, const std::nothrow_t &) noexcept
+{
+    try {
+        return ::operator new(n);
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
+{
+    return ::operator new(n, std::nothrow);
+}
+
+void operator delete(void *p) noexcept
+{
+    if (!p)
+        return;
+    credit((int64_t)malloc_usable_size(p));
+    std::free(p);
+}
+
+void operator delete[](void *p) noexcept
+{
+    ::operator delete(p);
+}
+
+void operator delete(void *p, std::size_t) noexcept
+{
+    ::operator delete(p);
+}
+
+void operator delete[](void *p, std::size_t) noexcept
+{
+    ::operator delete(p);
+}
+
+void operator delete(void *p, const std::nothrow_t &) noexcept
+{
+    ::operator delete(p);
+}
+
+void operator delete[](void *p, const std::nothrow_t &) noexcept
+{
+    ::operator delete(p);
+}
+#endif
+
+/* ------------------------------------------------------------------- API */
+
+void eng_budget_set(int64_t bytes)
+{
+    limit.store(bytes > 0 ? bytes : 0, std::memory_order_relaxed);
+}
+
+int64_t eng_budget_get(void)
+{
+    return limit.load(std::memory_order_relaxed);
+}
+
+int64_t eng_budget_used(void)
+{
+    return used.load(std::memory_order_relaxed);
+}
+
+int64_t eng_budget_peak(bool reset)
+{
+    int64_t p = peak.load(std::memory_order_relaxed);
+    if (reset)
+        peak.store(used.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    return p;
+}
+
+int64_t eng_budget_refused(void)
+{
+    return refused.load(std::memory_order_relaxed);
+}
+
+bool eng_budget_active(void)
+{
+    return duckdb_calls.load(std::memory_order_relaxed) > 0;
+}
+
+/* ----------------------------------------------------------------- watch */
+
+namespace {
+
+std::atomic<int64_t> watch_slack{0};
+
+int64_t rss_bytes()
+{
+    FILE *f = std::fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    long long size = 0, resident = 0;
+    int n = std::fscanf(f, "%lld %lld", &size, &resident);
+    std::fclose(f);
+    return n == 2 ? (int64_t)resident * (int64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+void purge()
+{
+    if (!duckdb_je_mallctl)
+        return;
+    /* MALLCTL_ARENAS_ALL is 4096 */
+    duckdb_je_mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
+}
+
+void *watch_main(void *)
+{
+    pthread_setname_np(pthread_self(), "mem-watch");
+    struct timespec period = {0, 100 * 1000000L};
+    for (;;) {
+        nanosleep(&period, nullptr);
+        int64_t slack = watch_slack.load(std::memory_order_relaxed);
+        int64_t rss = rss_bytes();
+        if (slack > 0 && rss > 0 && rss - used.load(std::memory_order_relaxed) > slack)
+            purge();
+    }
+    return nullptr;
+}
+
+} // namespace
+
+void eng_budget_watch(int64_t slack)
+{
+    static std::atomic<bool> started{false};
+    watch_slack.store(slack, std::memory_order_relaxed);
+    bool expected = false;
+    if (slack <= 0 || !started.compare_exchange_strong(expected, true))
+        return;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, watch_main, nullptr) != 0)
+        started.store(false);
+    pthread_attr_destroy(&attr);
+}

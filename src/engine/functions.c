@@ -1,0 +1,1133 @@
+/*
+ * The SQL functions vitrine defines in the process database (engine.h,
+ * eng_functions_install), for every connection:
+ *
+ *  - Bounded wrappers. A few built-ins do work their arguments choose in one
+ *    call that DuckDB can neither interrupt nor account for: edit distances
+ *    are O(len(a) * len(b)) (damerau_levenshtein also in memory: 7 GB for two
+ *    30k-character strings), lpad/rpad, bitstring, printf widths and the list
+ *    forms of range/generate_series build their result element by element
+ *    (90-450 ns each: 10-60 s for the sizes one request can ask for), and the
+ *    recursive JSON functions overflow the stack on deeply nested input (a
+ *    crash: json_structure of 100,000 '['). A macro in the main schema of
+ *    the database shadows each of them (DuckDB looks in memory.main before
+ *    the built-ins in system.main; the gate refuses the catalog-qualified
+ *    system.main.f that reaches past it) and hands one argument through a
+ *    checker of ours ("vt:..." names, which no user statement can call) that
+ *    raises an error naming the limit when the call would exceed it. The
+ *    limits are in util/limits.h (VT_SQL_*). Column names do not change: they
+ *    come from the statement's text, not from what binds.
+ *  - PostgreSQL's to_char(timestamp, text), to_timestamp(text, text) and
+ *    OVERLAY(... PLACING ... FROM ... [FOR ...]), which DuckDB lacks.
+ *
+ * Memory that no single call controls (a list built over many rows, strings
+ * doubled in a recursive CTE) is bounded by the allocation budget
+ * (budget.cc), not here.
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "util/limits.h"
+#include "util/strbuf.h"
+#include "util/timeutil.h"
+
+/* ------------------------------------------------------------- helpers */
+
+static duckdb_logical_type ltype(duckdb_type t)
+{
+    return duckdb_create_logical_type(t);
+}
+
+static const char *sv_data(duckdb_string_t *s)
+{
+    return duckdb_string_t_data(s);
+}
+
+/* The text of a VARCHAR argument that is constant in practice (a name, a
+ * format): row i of vector v, or "" when NULL. */
+static void arg_text(duckdb_vector v, idx_t i, const char **out, uint32_t *len)
+{
+    uint64_t *valid = duckdb_vector_get_validity(v);
+    if (!duckdb_validity_row_is_valid(valid, i)) {
+        *out = "";
+        *len = 0;
+        return;
+    }
+    duckdb_string_t *s = (duckdb_string_t *)duckdb_vector_get_data(v) + i;
+    *out = sv_data(s);
+    *len = duckdb_string_t_length(*s);
+}
+
+static void fail(duckdb_function_info info, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail(duckdb_function_info info, const char *what, const char *fmt, ...)
+{
+    char msg[320];
+    int n = snprintf(msg, sizeof msg, "%s: ", what);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    va_end(ap);
+    duckdb_scalar_function_set_error(info, msg);
+}
+
+/* Copies input vector `from` row by row into `out` (same type, flat):
+ * the checkers hand their checked argument through unchanged. */
+static void pass_through(duckdb_vector from, duckdb_vector out, idx_t n, size_t width)
+{
+    uint64_t *valid = duckdb_vector_get_validity(from);
+    if (valid) {
+        duckdb_vector_ensure_validity_writable(out);
+        uint64_t *ov = duckdb_vector_get_validity(out);
+        for (idx_t i = 0; i < n; i++)
+            if (!duckdb_validity_row_is_valid(valid, i))
+                duckdb_validity_set_row_invalid(ov, i);
+    }
+    if (width)
+        memcpy(duckdb_vector_get_data(out), duckdb_vector_get_data(from), n * width);
+}
+
+static void pass_strings(duckdb_vector from, duckdb_vector out, idx_t n)
+{
+    pass_through(from, out, n, 0);
+    uint64_t *valid = duckdb_vector_get_validity(from);
+    duckdb_string_t *s = duckdb_vector_get_data(from);
+    for (idx_t i = 0; i < n; i++)
+        if (duckdb_validity_row_is_valid(valid, i))
+            duckdb_vector_assign_string_element_len(out, i, sv_data(&s[i]),
+                                                    duckdb_string_t_length(s[i]));
+}
+
+/* ------------------------------------------------------------- checkers */
+
+/* The name a checker was given (its last argument), for messages. */
+static void what_of(duckdb_data_chunk in, idx_t col, idx_t row, char *out, size_t cap)
+{
+    const char *w;
+    uint32_t wl;
+    arg_text(duckdb_data_chunk_get_vector(in, col), row, &w, &wl);
+    snprintf(out, cap, "%.*s", (int)wl, w);
+}
+
+/* "vt:cap"(n BIGINT, call_limit BIGINT, vector_limit BIGINT, what VARCHAR)
+ * -> n, or an error when one n passes call_limit or the n of the whole
+ * vector together pass vector_limit. */
+static void cap_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector v = duckdb_data_chunk_get_vector(in, 0);
+    int64_t *x = duckdb_vector_get_data(v);
+    int64_t *lim = duckdb_vector_get_data(duckdb_data_chunk_get_vector(in, 1));
+    int64_t *vlim = duckdb_vector_get_data(duckdb_data_chunk_get_vector(in, 2));
+    uint64_t *valid = duckdb_vector_get_validity(v);
+    double total = 0;
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(valid, i) || x[i] <= 0)
+            continue;
+        total += (double)x[i];
+        if (x[i] > lim[i] || total > (double)vlim[i]) {
+            char what[64];
+            what_of(in, 3, i, what, sizeof what);
+            if (x[i] > lim[i])
+                fail(info, what, "%" PRId64 " is over the limit of %" PRId64, x[i], lim[i]);
+            else
+                fail(info, what, "%.0f for %llu rows together is over the limit of %" PRId64
+                     " for one vector of rows", total, (unsigned long long)(i + 1), vlim[i]);
+            return;
+        }
+    }
+    pass_through(v, out, n, sizeof(int64_t));
+}
+
+/* "vt:pair"(a VARCHAR, b VARCHAR, call_limit BIGINT, vector_limit BIGINT,
+ * what VARCHAR) -> b, or an error when bytes(a) * bytes(b) (the cells of an
+ * edit-distance table) passes call_limit, or their sum over the vector
+ * passes vector_limit. */
+static void pair_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector av = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_vector bv = duckdb_data_chunk_get_vector(in, 1);
+    int64_t *lim = duckdb_vector_get_data(duckdb_data_chunk_get_vector(in, 2));
+    int64_t *vlim = duckdb_vector_get_data(duckdb_data_chunk_get_vector(in, 3));
+    duckdb_string_t *a = duckdb_vector_get_data(av), *b = duckdb_vector_get_data(bv);
+    uint64_t *avalid = duckdb_vector_get_validity(av), *bvalid = duckdb_vector_get_validity(bv);
+    double total = 0;
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(avalid, i) || !duckdb_validity_row_is_valid(bvalid, i))
+            continue;
+        uint64_t la = duckdb_string_t_length(a[i]), lb = duckdb_string_t_length(b[i]);
+        total += (double)la * (double)lb;
+        if (la * lb > (uint64_t)lim[i] || total > (double)vlim[i]) {
+            char what[64];
+            what_of(in, 4, i, what, sizeof what);
+            if (la * lb > (uint64_t)lim[i])
+                fail(info, what,
+                     "strings of %" PRIu64 " and %" PRIu64 " bytes are over the limit of %" PRId64
+                     " for the product of their lengths",
+                     la, lb, lim[i]);
+            else
+                fail(info, what,
+                     "%llu rows compare %.0f pairs of bytes together, over the limit of %" PRId64
+                     " for one vector of rows",
+                     (unsigned long long)(i + 1), total, vlim[i]);
+            return;
+        }
+    }
+    pass_strings(bv, out, n);
+}
+
+/* Deepest nesting of JSON text (brackets outside strings). */
+static int64_t json_depth(const char *s, size_t n)
+{
+    int64_t depth = 0, max = 0;
+    bool in_str = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max)
+                max = depth;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return max;
+}
+
+/* "vt:json_depth"(j VARCHAR, what VARCHAR) -> j, or an error when j nests
+ * deeper than VT_SQL_MAX_JSON_DEPTH (DuckDB's recursive JSON functions
+ * overflow the stack on deep documents). */
+static void json_depth_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector jv = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_vector wv = duckdb_data_chunk_get_vector(in, 1);
+    duckdb_string_t *j = duckdb_vector_get_data(jv);
+    uint64_t *valid = duckdb_vector_get_validity(jv);
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(valid, i))
+            continue;
+        int64_t d = json_depth(sv_data(&j[i]), duckdb_string_t_length(j[i]));
+        if (d > VT_SQL_MAX_JSON_DEPTH) {
+            const char *w;
+            uint32_t wl;
+            arg_text(wv, i, &w, &wl);
+            char what[64];
+            snprintf(what, sizeof what, "%.*s", (int)wl, w);
+            fail(info, what, "JSON nested %" PRId64 " levels deep is over the limit of %d", d,
+                 VT_SQL_MAX_JSON_DEPTH);
+            return;
+        }
+    }
+    pass_strings(jv, out, n);
+}
+
+/* "vt:range_step"(start, stop, step) -> step, or an error when the list
+ * range/generate_series would build has more than VT_SQL_MAX_LIST_ELEMENTS
+ * elements. BIGINT, and TIMESTAMP (WITH TIME ZONE) with an INTERVAL step,
+ * whose length counts a month as 28 days (the count is never under the
+ * real one). A zero step is handed on for the built-in to refuse. */
+static bool range_ok(duckdb_function_info info, double count, double total, idx_t i)
+{
+    if (count > VT_SQL_MAX_LIST_ELEMENTS) {
+        fail(info, "range", "a list of about %.0f elements is over the limit of %d", count,
+             VT_SQL_MAX_LIST_ELEMENTS);
+        return false;
+    }
+    if (total > VT_SQL_MAX_LIST_ELEMENTS_VECTOR) {
+        fail(info, "range",
+             "lists of about %.0f elements for %llu rows together are over the limit of %d "
+             "for one vector of rows",
+             total, (unsigned long long)(i + 1), VT_SQL_MAX_LIST_ELEMENTS_VECTOR);
+        return false;
+    }
+    return true;
+}
+
+static void range_step_int(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector av = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_vector bv = duckdb_data_chunk_get_vector(in, 1);
+    duckdb_vector sv = duckdb_data_chunk_get_vector(in, 2);
+    int64_t *a = duckdb_vector_get_data(av), *b = duckdb_vector_get_data(bv);
+    int64_t *s = duckdb_vector_get_data(sv);
+    uint64_t *va = duckdb_vector_get_validity(av), *vb = duckdb_vector_get_validity(bv);
+    uint64_t *vs = duckdb_vector_get_validity(sv);
+    double total = 0;
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(va, i) || !duckdb_validity_row_is_valid(vb, i) ||
+            !duckdb_validity_row_is_valid(vs, i) || s[i] == 0)
+            continue;
+        double count = ((double)b[i] - (double)a[i]) / (double)s[i];
+        if (count > 0)
+            total += count;
+        if (!range_ok(info, count, total, i))
+            return;
+    }
+    pass_through(sv, out, n, sizeof(int64_t));
+}
+
+static void range_step_ts(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector av = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_vector bv = duckdb_data_chunk_get_vector(in, 1);
+    duckdb_vector sv = duckdb_data_chunk_get_vector(in, 2);
+    int64_t *a = duckdb_vector_get_data(av), *b = duckdb_vector_get_data(bv);
+    duckdb_interval *s = duckdb_vector_get_data(sv);
+    uint64_t *va = duckdb_vector_get_validity(av), *vb = duckdb_vector_get_validity(bv);
+    uint64_t *vs = duckdb_vector_get_validity(sv);
+    double total = 0;
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(va, i) || !duckdb_validity_row_is_valid(vb, i) ||
+            !duckdb_validity_row_is_valid(vs, i))
+            continue;
+        double step = (double)s[i].months * 28.0 * 86400e6 + (double)s[i].days * 86400e6 +
+                      (double)s[i].micros;
+        if (step == 0)
+            continue;
+        double count = ((double)b[i] - (double)a[i]) / step;
+        if (count > 0)
+            total += count;
+        if (!range_ok(info, count, total, i))
+            return;
+    }
+    pass_through(sv, out, n, sizeof(duckdb_interval));
+}
+
+/* "vt:repeat_n"(x ANY, n BIGINT) -> n, or an error when repeating x n
+ * times would give a string (or blob) over VT_SQL_MAX_REPEAT_BYTES or a
+ * list over VT_SQL_MAX_LIST_ELEMENTS elements. */
+static void repeat_n_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector xv = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_vector nv = duckdb_data_chunk_get_vector(in, 1);
+    int64_t *cnt = duckdb_vector_get_data(nv);
+    uint64_t *vx = duckdb_vector_get_validity(xv), *vn = duckdb_vector_get_validity(nv);
+    duckdb_logical_type t = duckdb_vector_get_column_type(xv);
+    duckdb_type id = duckdb_get_type_id(t);
+    duckdb_destroy_logical_type(&t);
+    bool list = id == DUCKDB_TYPE_LIST;
+    double limit = list ? VT_SQL_MAX_LIST_ELEMENTS : VT_SQL_MAX_REPEAT_BYTES;
+    double vlimit = list ? VT_SQL_MAX_LIST_ELEMENTS_VECTOR : VT_SQL_MAX_REPEAT_BYTES_VECTOR;
+    double sum = 0;
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(vx, i) || !duckdb_validity_row_is_valid(vn, i) ||
+            cnt[i] <= 0)
+            continue;
+        double total;
+        if (id == DUCKDB_TYPE_VARCHAR || id == DUCKDB_TYPE_BLOB) {
+            duckdb_string_t *s = (duckdb_string_t *)duckdb_vector_get_data(xv) + i;
+            total = (double)duckdb_string_t_length(*s) * (double)cnt[i];
+        } else if (list) {
+            duckdb_list_entry *e = (duckdb_list_entry *)duckdb_vector_get_data(xv) + i;
+            total = (double)e->length * (double)cnt[i];
+        } else {
+            total = (double)cnt[i];
+        }
+        sum += total;
+        if (total > limit || sum > vlimit) {
+            if (total > limit)
+                fail(info, "repeat", "a result of %.0f %s is over the limit of %.0f", total,
+                     list ? "elements" : "bytes", limit);
+            else
+                fail(info, "repeat",
+                     "results of %.0f %s for %llu rows together are over the limit of %.0f for "
+                     "one vector of rows",
+                     sum, list ? "elements" : "bytes", (unsigned long long)(i + 1), vlimit);
+            return;
+        }
+    }
+    pass_through(nv, out, n, sizeof(int64_t));
+}
+
+/* Width and precision numbers of a printf-style format ("%-10.3f", "%5$s"):
+ * true when every one is at most VT_SQL_MAX_FORMAT_WIDTH and none comes
+ * from an argument ('*'). */
+static bool printf_format_ok(const char *f, size_t n, char *why, size_t cap)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (f[i] != '%')
+            continue;
+        i++;
+        if (i < n && f[i] == '%')
+            continue;
+        while (i < n && !isalpha((unsigned char)f[i])) {
+            if (f[i] == '*') {
+                snprintf(why, cap, "a width or precision taken from an argument (*): its limit "
+                                   "cannot be checked");
+                return false;
+            }
+            if (isdigit((unsigned char)f[i])) {
+                uint64_t v = 0;
+                while (i < n && isdigit((unsigned char)f[i])) {
+                    if (v < 1000000000)
+                        v = v * 10 + (uint64_t)(f[i] - '0');
+                    i++;
+                }
+                if (i < n && f[i] == '$')
+                    ; /* a position, not a width */
+                else if (v > VT_SQL_MAX_FORMAT_WIDTH) {
+                    snprintf(why, cap, "a width or precision of %" PRIu64 ", over the limit of %d",
+                             v, VT_SQL_MAX_FORMAT_WIDTH);
+                    return false;
+                }
+                i--;
+            }
+            i++;
+        }
+    }
+    return true;
+}
+
+/* The same for the fmt syntax of format(): "{:>10}", "{0:.3f}", and no
+ * nested replacement field ("{:{}}": a width from an argument). */
+static bool fmt_format_ok(const char *f, size_t n, char *why, size_t cap)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (f[i] != '{')
+            continue;
+        if (i + 1 < n && f[i + 1] == '{') {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < n && f[j] != '}') {
+            if (f[j] == '{') {
+                snprintf(why, cap, "a width or precision taken from an argument ({:{}}): its "
+                                   "limit cannot be checked");
+                return false;
+            }
+            j++;
+        }
+        const char *colon = memchr(f + i, ':', j - i);
+        for (size_t k = colon ? (size_t)(colon - f) : j; k < j; k++) {
+            if (!isdigit((unsigned char)f[k]))
+                continue;
+            uint64_t v = 0;
+            while (k < j && isdigit((unsigned char)f[k])) {
+                if (v < 1000000000)
+                    v = v * 10 + (uint64_t)(f[k] - '0');
+                k++;
+            }
+            if (v > VT_SQL_MAX_FORMAT_WIDTH) {
+                snprintf(why, cap, "a width or precision of %" PRIu64 ", over the limit of %d", v,
+                         VT_SQL_MAX_FORMAT_WIDTH);
+                return false;
+            }
+        }
+        i = j;
+    }
+    return true;
+}
+
+static void format_check(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out,
+                         bool printf_style)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector fv = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_string_t *f = duckdb_vector_get_data(fv);
+    uint64_t *valid = duckdb_vector_get_validity(fv);
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(valid, i))
+            continue;
+        char why[128];
+        const char *s = sv_data(&f[i]);
+        size_t len = duckdb_string_t_length(f[i]);
+        if (!(printf_style ? printf_format_ok(s, len, why, sizeof why)
+                           : fmt_format_ok(s, len, why, sizeof why))) {
+            fail(info, printf_style ? "printf" : "format", "the format has %s", why);
+            return;
+        }
+    }
+    pass_strings(fv, out, n);
+}
+
+static void printf_fmt_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    format_check(info, in, out, true);
+}
+
+static void format_fmt_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    format_check(info, in, out, false);
+}
+
+/* ------------------------------------------------- PostgreSQL date formats
+ *
+ * to_char(ts, fmt) and to_timestamp(text, fmt) take PostgreSQL's template
+ * patterns (YYYY, MM, DD, HH24, MI, SS, MS, US, Mon, Month, Dy, Day, AM,
+ * ...; FM suppresses padding, "text" is literal): both are done here
+ * (DuckDB's strptime wants a constant format, which a macro cannot give). */
+
+static const char *const month_names[] = {"January", "February", "March",     "April",
+                                          "May",     "June",     "July",      "August",
+                                          "September", "October", "November", "December"};
+static const char *const day_names[] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+                                        "Thursday", "Friday", "Saturday"};
+
+/* A name in the case of the pattern that asked for it ("MONTH", "Month",
+ * "month"), blank-padded to `pad` characters unless fm, cut to `cut`. */
+static void add_name(struct strbuf *o, const char *name, const char *pat, size_t cut, int pad,
+                     bool fm)
+{
+    bool upper = isupper((unsigned char)pat[0]) && isupper((unsigned char)pat[1]);
+    bool lower = islower((unsigned char)pat[0]);
+    size_t n = strlen(name);
+    if (cut && n > cut)
+        n = cut;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (upper)
+            c = (char)toupper((unsigned char)c);
+        else if (lower)
+            c = (char)tolower((unsigned char)c);
+        sb_addc(o, c);
+    }
+    for (int i = (int)n; !fm && i < pad; i++)
+        sb_addc(o, ' ');
+}
+
+static void add_num(struct strbuf *o, int64_t v, int width, bool fm)
+{
+    if (fm)
+        sb_addf(o, "%" PRId64, v);
+    else
+        sb_addf(o, "%0*" PRId64, width, v);
+}
+
+static const char *ordinal(int64_t v)
+{
+    int64_t t = v % 100;
+    if (t >= 11 && t <= 13)
+        return "th";
+    switch (v % 10) {
+    case 1:
+        return "st";
+    case 2:
+        return "nd";
+    case 3:
+        return "rd";
+    default:
+        return "th";
+    }
+}
+
+struct tfields {
+    int64_t year, month, day, hour, minute, second, micros, days; /* days since 1970-01-01 */
+};
+
+/* ISO 8601 week-numbering year and week of `days`. */
+static void iso_week(int64_t days, int64_t *out_year, int64_t *out_week)
+{
+    int64_t dow = ((days % 7) + 7 + 3) % 7; /* Monday = 0 (1970-01-01 was a Thursday) */
+    int64_t thursday = days - dow + 3;
+    int64_t y = 1970;
+    /* the year of that Thursday */
+    int64_t lo = thursday / 366 + 1969, hi = thursday / 365 + 1971;
+    for (y = hi; y >= lo && time_days_from_civil(y, 1, 1) > thursday; y--)
+        ;
+    *out_year = y;
+    *out_week = (thursday - time_days_from_civil(y, 1, 1)) / 7 + 1;
+}
+
+/* Formats `t` by PostgreSQL template `f`. */
+static void pg_to_char(struct strbuf *o, const struct tfields *t, const char *f, size_t n)
+{
+    int64_t dow = ((t->days % 7) + 7 + 4) % 7; /* Sunday = 0 */
+    int64_t doy = t->days - time_days_from_civil(t->year, 1, 1) + 1;
+    int64_t h12 = t->hour % 12 == 0 ? 12 : t->hour % 12;
+    for (size_t i = 0; i < n;) {
+        const char *p = f + i;
+        size_t left = n - i;
+        bool fm = false;
+        if (left >= 2 && (p[0] == 'F' || p[0] == 'f') && (p[1] == 'M' || p[1] == 'm')) {
+            fm = true;
+            p += 2;
+            left -= 2;
+            i += 2;
+        }
+#define IS(s) (left >= sizeof(s) - 1 && strncasecmp(p, s, sizeof(s) - 1) == 0)
+        size_t used = 0;
+        int64_t num = -1;
+        if (p[0] == '"') {
+            size_t j = 1;
+            while (j < left && p[j] != '"') {
+                if (p[j] == '\\' && j + 1 < left)
+                    j++;
+                sb_addc(o, p[j]);
+                j++;
+            }
+            i += j + (j < left);
+            continue;
+        } else if (IS("HH24")) {
+            add_num(o, num = t->hour, 2, fm), used = 4;
+        } else if (IS("HH12")) {
+            add_num(o, num = h12, 2, fm), used = 4;
+        } else if (IS("HH")) {
+            add_num(o, num = h12, 2, fm), used = 2;
+        } else if (IS("MI")) {
+            add_num(o, num = t->minute, 2, fm), used = 2;
+        } else if (IS("SSSSS")) {
+            add_num(o, num = t->hour * 3600 + t->minute * 60 + t->second, 0, true), used = 5;
+        } else if (IS("SSSS")) {
+            add_num(o, num = t->hour * 3600 + t->minute * 60 + t->second, 0, true), used = 4;
+        } else if (IS("SS")) {
+            add_num(o, num = t->second, 2, fm), used = 2;
+        } else if (IS("MS")) {
+            add_num(o, num = t->micros / 1000, 3, fm), used = 2;
+        } else if (IS("US")) {
+            add_num(o, num = t->micros, 6, fm), used = 2;
+        } else if (IS("AM") || IS("PM")) {
+            sb_adds(o, t->hour < 12 ? (isupper((unsigned char)p[0]) ? "AM" : "am")
+                                    : (isupper((unsigned char)p[0]) ? "PM" : "pm"));
+            used = 2;
+        } else if (IS("A.M.") || IS("P.M.")) {
+            sb_adds(o, t->hour < 12 ? (isupper((unsigned char)p[0]) ? "A.M." : "a.m.")
+                                    : (isupper((unsigned char)p[0]) ? "P.M." : "p.m."));
+            used = 4;
+        } else if (IS("YYYY")) {
+            add_num(o, num = t->year, 4, fm), used = 4;
+        } else if (IS("IYYY")) {
+            int64_t iy, iw;
+            iso_week(t->days, &iy, &iw);
+            add_num(o, num = iy, 4, fm), used = 4;
+        } else if (IS("YYY")) {
+            add_num(o, num = t->year % 1000, 3, fm), used = 3;
+        } else if (IS("YY")) {
+            add_num(o, num = t->year % 100, 2, fm), used = 2;
+        } else if (IS("Y")) {
+            add_num(o, num = t->year % 10, 1, fm), used = 1;
+        } else if (IS("MONTH")) {
+            add_name(o, month_names[t->month - 1], p, 0, 9, fm), used = 5;
+        } else if (IS("MON")) {
+            add_name(o, month_names[t->month - 1], p, 3, 3, fm), used = 3;
+        } else if (IS("MM")) {
+            add_num(o, num = t->month, 2, fm), used = 2;
+        } else if (IS("DAY")) {
+            add_name(o, day_names[dow], p, 0, 9, fm), used = 3;
+        } else if (IS("DY")) {
+            add_name(o, day_names[dow], p, 3, 3, fm), used = 2;
+        } else if (IS("DDD")) {
+            add_num(o, num = doy, 3, fm), used = 3;
+        } else if (IS("DD")) {
+            add_num(o, num = t->day, 2, fm), used = 2;
+        } else if (IS("D")) {
+            add_num(o, num = dow + 1, 1, fm), used = 1;
+        } else if (IS("ID")) {
+            add_num(o, num = dow == 0 ? 7 : dow, 1, fm), used = 2;
+        } else if (IS("IW")) {
+            int64_t iy, iw;
+            iso_week(t->days, &iy, &iw);
+            add_num(o, num = iw, 2, fm), used = 2;
+        } else if (IS("WW")) {
+            add_num(o, num = (doy - 1) / 7 + 1, 2, fm), used = 2;
+        } else if (IS("W")) {
+            add_num(o, num = (t->day - 1) / 7 + 1, 1, fm), used = 1;
+        } else if (IS("Q")) {
+            add_num(o, num = (t->month - 1) / 3 + 1, 1, fm), used = 1;
+        } else if (IS("CC")) {
+            add_num(o, num = t->year > 0 ? (t->year - 1) / 100 + 1 : t->year / 100 - 1, 2, fm),
+                used = 2;
+        } else if (IS("J")) {
+            add_num(o, num = t->days + 2440588, 0, true), used = 1;
+        } else if (IS("TZ") || IS("OF")) {
+            sb_adds(o, IS("OF") ? "+00" : (isupper((unsigned char)p[0]) ? "UTC" : "utc"));
+            used = 2;
+        }
+#undef IS
+        if (!used) {
+            if (p[0] == '\\' && left > 1) {
+                sb_addc(o, p[1]);
+                i += 2;
+            } else {
+                sb_addc(o, p[0]);
+                i++;
+            }
+            continue;
+        }
+        i += used;
+        /* an ordinal suffix after a number: 1st, 2ND */
+        if (num >= 0 && n - i >= 2 && (f[i] == 'T' || f[i] == 't') &&
+            (f[i + 1] == 'H' || f[i + 1] == 'h')) {
+            const char *suf = ordinal(num);
+            if (f[i] == 'T')
+                sb_addc(o, (char)toupper((unsigned char)suf[0])),
+                    sb_addc(o, (char)toupper((unsigned char)suf[1]));
+            else
+                sb_adds(o, suf);
+            i += 2;
+        }
+    }
+}
+
+/* "vt:to_char"(TIMESTAMP, VARCHAR) -> VARCHAR */
+static void to_char_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector tv = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_vector fv = duckdb_data_chunk_get_vector(in, 1);
+    int64_t *ts = duckdb_vector_get_data(tv);
+    duckdb_string_t *f = duckdb_vector_get_data(fv);
+    uint64_t *vt = duckdb_vector_get_validity(tv), *vf = duckdb_vector_get_validity(fv);
+    duckdb_vector_ensure_validity_writable(out);
+    uint64_t *ov = duckdb_vector_get_validity(out);
+    struct strbuf o;
+    sb_init(&o, 0);
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(vt, i) || !duckdb_validity_row_is_valid(vf, i)) {
+            duckdb_validity_set_row_invalid(ov, i);
+            continue;
+        }
+        if (duckdb_string_t_length(f[i]) > VT_SQL_MAX_FORMAT_WIDTH) {
+            sb_release(&o);
+            fail(info, "to_char", "a template over %d bytes", VT_SQL_MAX_FORMAT_WIDTH);
+            return;
+        }
+        duckdb_timestamp stamp = {ts[i]};
+        if (!duckdb_is_finite_timestamp(stamp)) {
+            duckdb_validity_set_row_invalid(ov, i);
+            continue;
+        }
+        duckdb_timestamp_struct s = duckdb_from_timestamp(stamp);
+        int64_t days = ts[i] / 86400000000LL - (ts[i] % 86400000000LL < 0);
+        struct tfields t = {s.date.year, s.date.month, s.date.day, s.time.hour, s.time.min,
+                            s.time.sec, s.time.micros, days};
+        sb_reset(&o);
+        pg_to_char(&o, &t, sv_data(&f[i]), duckdb_string_t_length(f[i]));
+        if (o.overflow) {
+            sb_release(&o);
+            duckdb_scalar_function_set_error(info, "to_char: out of memory");
+            return;
+        }
+        duckdb_vector_assign_string_element_len(out, i, o.buf ? o.buf : "", o.len);
+    }
+    sb_release(&o);
+}
+
+/* to_timestamp(text, template), as PostgreSQL reads it: fields by the
+ * template's patterns, separators in the template skip one non-alphanumeric
+ * character of the input (and spaces), text in quotes skips its length.
+ * Returns false with `why` set when the text does not fit. */
+struct parsed {
+    int64_t year, month, day, hour, minute, second, micros, offset_min, doy;
+    int pm; /* -1 none, 0 AM, 1 PM */
+};
+
+static bool read_digits(const char **s, const char *end, int max, int64_t *out)
+{
+    const char *p = *s;
+    int64_t v = 0;
+    int k = 0;
+    while (p < end && k < max && isdigit((unsigned char)*p)) {
+        v = v * 10 + (*p - '0');
+        p++, k++;
+    }
+    if (!k)
+        return false;
+    *s = p;
+    *out = v;
+    return true;
+}
+
+static int read_name(const char **s, const char *end, const char *const *names, size_t count,
+                     size_t prefix)
+{
+    for (size_t k = 0; k < count; k++) {
+        size_t n = prefix ? prefix : strlen(names[k]);
+        if ((size_t)(end - *s) >= n && strncasecmp(*s, names[k], n) == 0) {
+            *s += n;
+            return (int)k;
+        }
+    }
+    return -1;
+}
+
+static bool pg_parse(const char *in, size_t inlen, const char *f, size_t n, struct parsed *t,
+                     char *why, size_t cap)
+{
+    const char *s = in, *end = in + inlen;
+    memset(t, 0, sizeof *t);
+    t->year = 1, t->month = 1, t->day = 1, t->pm = -1;
+    for (size_t i = 0; i < n;) {
+        const char *p = f + i;
+        size_t left = n - i;
+#define IS(x) (left >= sizeof(x) - 1 && strncasecmp(p, x, sizeof(x) - 1) == 0)
+        while (s < end && *s == ' ' && p[0] != ' ')
+            s++;
+        bool ok = true;
+        size_t used = 0;
+        if (IS("FM")) {
+            i += 2;
+            continue;
+        } else if (p[0] == '"') {
+            size_t j = 1;
+            while (j < left && p[j] != '"') {
+                if (s < end)
+                    s++;
+                j++;
+            }
+            i += j + (j < left);
+            continue;
+        } else if (IS("HH24")) {
+            ok = read_digits(&s, end, 2, &t->hour), used = 4;
+        } else if (IS("HH12")) {
+            ok = read_digits(&s, end, 2, &t->hour), used = 4;
+        } else if (IS("HH")) {
+            ok = read_digits(&s, end, 2, &t->hour), used = 2;
+        } else if (IS("MI")) {
+            ok = read_digits(&s, end, 2, &t->minute), used = 2;
+        } else if (IS("SS")) {
+            ok = read_digits(&s, end, 2, &t->second), used = 2;
+        } else if (IS("MS")) {
+            int64_t v;
+            const char *b = s;
+            ok = read_digits(&s, end, 3, &v), used = 2;
+            for (long k = (long)(s - b); ok && k < 3; k++)
+                v *= 10;
+            t->micros += v * 1000;
+        } else if (IS("US")) {
+            int64_t v;
+            const char *b = s;
+            ok = read_digits(&s, end, 6, &v), used = 2;
+            for (long k = (long)(s - b); ok && k < 6; k++)
+                v *= 10;
+            t->micros += v;
+        } else if (IS("AM") || IS("PM") || IS("A.M.") || IS("P.M.")) {
+            used = p[1] == '.' ? 4 : 2;
+            if (end - s >= 4 && (strncasecmp(s, "a.m.", 4) == 0 || strncasecmp(s, "p.m.", 4) == 0))
+                t->pm = tolower((unsigned char)*s) == 'p', s += 4;
+            else if (end - s >= 2 && (strncasecmp(s, "am", 2) == 0 || strncasecmp(s, "pm", 2) == 0))
+                t->pm = tolower((unsigned char)*s) == 'p', s += 2;
+            else
+                ok = false;
+        } else if (IS("YYYY")) {
+            ok = read_digits(&s, end, 4, &t->year), used = 4;
+        } else if (IS("YY")) {
+            ok = read_digits(&s, end, 2, &t->year), used = 2;
+            t->year += t->year < 70 ? 2000 : 1900;
+        } else if (IS("MONTH")) {
+            int k = read_name(&s, end, month_names, 12, 0);
+            ok = k >= 0, t->month = k + 1, used = 5;
+        } else if (IS("MON")) {
+            int k = read_name(&s, end, month_names, 12, 3);
+            ok = k >= 0, t->month = k + 1, used = 3;
+        } else if (IS("MM")) {
+            ok = read_digits(&s, end, 2, &t->month), used = 2;
+        } else if (IS("DAY")) {
+            ok = read_name(&s, end, day_names, 7, 0) >= 0, used = 3;
+        } else if (IS("DY")) {
+            ok = read_name(&s, end, day_names, 7, 3) >= 0, used = 2;
+        } else if (IS("DDD")) {
+            ok = read_digits(&s, end, 3, &t->doy), used = 3;
+        } else if (IS("DD")) {
+            ok = read_digits(&s, end, 2, &t->day), used = 2;
+        } else if (IS("OF") || IS("TZH")) {
+            int sign = 1;
+            if (s < end && (*s == '+' || *s == '-'))
+                sign = *s == '-' ? -1 : 1, s++;
+            int64_t h = 0, m = 0;
+            ok = read_digits(&s, end, 2, &h);
+            if (ok && s < end && *s == ':')
+                s++;
+            if (ok && s < end && isdigit((unsigned char)*s))
+                read_digits(&s, end, 2, &m);
+            t->offset_min = sign * (h * 60 + m);
+            used = 2 + (p[1] == 'Z' || p[1] == 'z');
+        }
+#undef IS
+        if (!ok) {
+            snprintf(why, cap, "the text does not match the template at \"%.*s\"",
+                     (int)(end - s > 20 ? 20 : end - s), s);
+            return false;
+        }
+        if (used) {
+            i += used;
+            continue;
+        }
+        /* a separator or literal character of the template */
+        if (s < end && (!isalnum((unsigned char)*s) || *s == p[0]))
+            s++;
+        i++;
+    }
+    while (s < end && *s == ' ')
+        s++;
+    if (s != end) {
+        snprintf(why, cap, "text left over after the template: \"%.*s\"",
+                 (int)(end - s > 20 ? 20 : end - s), s);
+        return false;
+    }
+    if (t->pm == 1 && t->hour < 12)
+        t->hour += 12;
+    else if (t->pm == 0 && t->hour == 12)
+        t->hour = 0;
+    if (t->month < 1 || t->month > 12 || t->day < 1 || t->day > 31 || t->hour > 24 ||
+        t->minute > 59 || t->second > 60) {
+        snprintf(why, cap, "a date or time field is out of range");
+        return false;
+    }
+    return true;
+}
+
+/* "vt:to_timestamp"(VARCHAR, VARCHAR) -> TIMESTAMP WITH TIME ZONE */
+static void to_timestamp_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector sv = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_vector fv = duckdb_data_chunk_get_vector(in, 1);
+    duckdb_string_t *s = duckdb_vector_get_data(sv), *f = duckdb_vector_get_data(fv);
+    uint64_t *vs = duckdb_vector_get_validity(sv), *vf = duckdb_vector_get_validity(fv);
+    int64_t *o = duckdb_vector_get_data(out);
+    duckdb_vector_ensure_validity_writable(out);
+    uint64_t *ov = duckdb_vector_get_validity(out);
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(vs, i) || !duckdb_validity_row_is_valid(vf, i)) {
+            duckdb_validity_set_row_invalid(ov, i);
+            continue;
+        }
+        if (duckdb_string_t_length(f[i]) > VT_SQL_MAX_FORMAT_WIDTH ||
+            duckdb_string_t_length(s[i]) > VT_SQL_MAX_FORMAT_WIDTH) {
+            fail(info, "to_timestamp", "text or template over %d bytes",
+                 VT_SQL_MAX_FORMAT_WIDTH);
+            return;
+        }
+        struct parsed t;
+        char why[128];
+        if (!pg_parse(sv_data(&s[i]), duckdb_string_t_length(s[i]), sv_data(&f[i]),
+                      duckdb_string_t_length(f[i]), &t, why, sizeof why)) {
+            fail(info, "to_timestamp", "%s", why);
+            return;
+        }
+        int64_t days = t.doy ? time_days_from_civil(t.year, 1, 1) + t.doy - 1
+                             : time_days_from_civil(t.year, (int)t.month, (int)t.day);
+        o[i] = ((days * 24 + t.hour) * 60 + t.minute - t.offset_min) * 60000000LL +
+               t.second * 1000000LL + t.micros;
+    }
+}
+
+/* ------------------------------------------------------------ registration */
+
+struct overload {
+    duckdb_type params[5];      /* DUCKDB_TYPE_INVALID ends the list */
+    duckdb_type ret;
+    duckdb_scalar_function_t fn;
+};
+
+static enum vt_err register_set(duckdb_connection con, const char *name,
+                                const struct overload *ov, size_t n, struct vt_error *err)
+{
+    duckdb_scalar_function_set set = duckdb_create_scalar_function_set(name);
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        duckdb_scalar_function f = duckdb_create_scalar_function();
+        duckdb_scalar_function_set_name(f, name);
+        for (size_t k = 0; k < 5 && ov[i].params[k] != DUCKDB_TYPE_INVALID; k++) {
+            duckdb_logical_type t = ltype(ov[i].params[k]);
+            duckdb_scalar_function_add_parameter(f, t);
+            duckdb_destroy_logical_type(&t);
+        }
+        duckdb_logical_type r = ltype(ov[i].ret);
+        duckdb_scalar_function_set_return_type(f, r);
+        duckdb_destroy_logical_type(&r);
+        /* NULL in, NULL out is what the built-ins behind do; the checkers
+         * hand NULLs through themselves. */
+        duckdb_scalar_function_set_special_handling(f);
+        duckdb_scalar_function_set_function(f, ov[i].fn);
+        ok = duckdb_add_scalar_function_to_set(set, f) == DuckDBSuccess;
+        duckdb_destroy_scalar_function(&f);
+    }
+    ok = ok && duckdb_register_scalar_function_set(con, set) == DuckDBSuccess;
+    duckdb_destroy_scalar_function_set(&set);
+    if (!ok)
+        return vt_error_set(err, VT_ERR_INTERNAL, "cannot register SQL function %s", name);
+    return VT_ERR_OK;
+}
+
+#define X DUCKDB_TYPE_INVALID
+#define BIGINT DUCKDB_TYPE_BIGINT
+#define VARCHAR DUCKDB_TYPE_VARCHAR
+#define TS DUCKDB_TYPE_TIMESTAMP
+#define TSTZ DUCKDB_TYPE_TIMESTAMP_TZ
+#define INTERVAL DUCKDB_TYPE_INTERVAL
+
+static const struct overload cap_ov[] = {{{BIGINT, BIGINT, BIGINT, VARCHAR, X}, BIGINT, cap_fn}};
+static const struct overload pair_ov[] = {
+    {{VARCHAR, VARCHAR, BIGINT, BIGINT, VARCHAR}, VARCHAR, pair_fn}};
+static const struct overload json_depth_ov[] = {{{VARCHAR, VARCHAR, X, X, X}, VARCHAR, json_depth_fn}};
+static const struct overload range_ov[] = {
+    {{BIGINT, BIGINT, BIGINT, X, X}, BIGINT, range_step_int},
+    {{TS, TS, INTERVAL, X, X}, INTERVAL, range_step_ts},
+    {{TSTZ, TSTZ, INTERVAL, X, X}, INTERVAL, range_step_ts},
+};
+static const struct overload repeat_ov[] = {
+    {{DUCKDB_TYPE_ANY, BIGINT, X, X, X}, BIGINT, repeat_n_fn}};
+static const struct overload printf_ov[] = {{{VARCHAR, X, X, X, X}, VARCHAR, printf_fmt_fn}};
+static const struct overload format_ov[] = {{{VARCHAR, X, X, X, X}, VARCHAR, format_fmt_fn}};
+static const struct overload to_char_ov[] = {{{TS, VARCHAR, X, X, X}, VARCHAR, to_char_fn}};
+static const struct overload to_timestamp_ov[] = {
+    {{VARCHAR, VARCHAR, X, X, X}, TSTZ, to_timestamp_fn}};
+
+#undef X
+#undef BIGINT
+#undef VARCHAR
+#undef TS
+#undef TSTZ
+#undef INTERVAL
+
+/* The macros, one CREATE each. @PAIR@, @PAD@, @BITS@ and @LIST@ become
+ * "<limit per call>, <limit per vector>" (util/limits.h). */
+static const char *const macros[] = {
+    /* edit distances: O(len(a) * len(b)) time (and memory for damerau) */
+    "levenshtein(a, b) AS "
+    "system.main.levenshtein(a, \"vt:pair\"(a, b, @PAIR@, 'levenshtein'))",
+    "editdist3(a, b) AS "
+    "system.main.editdist3(a, \"vt:pair\"(a, b, @PAIR@, 'editdist3'))",
+    "damerau_levenshtein(a, b) AS "
+    "system.main.damerau_levenshtein(a, \"vt:pair\"(a, b, @PAIR@, 'damerau_levenshtein'))",
+    "jaro_similarity(a, b) AS "
+    "system.main.jaro_similarity(a, \"vt:pair\"(a, b, @PAIR@, 'jaro_similarity')), "
+    "(a, b, c) AS "
+    "system.main.jaro_similarity(a, \"vt:pair\"(a, b, @PAIR@, 'jaro_similarity'), c)",
+    "jaro_winkler_similarity(a, b) AS "
+    "system.main.jaro_winkler_similarity(a, \"vt:pair\"(a, b, @PAIR@, 'jaro_winkler_similarity')), "
+    "(a, b, c) AS "
+    "system.main.jaro_winkler_similarity(a, \"vt:pair\"(a, b, @PAIR@, 'jaro_winkler_similarity'), c)",
+    /* builders that go element by element */
+    "lpad(s, n, p) AS system.main.lpad(s, CAST(\"vt:cap\"(n, @PAD@, 'lpad') AS INTEGER), p)",
+    "rpad(s, n, p) AS system.main.rpad(s, CAST(\"vt:cap\"(n, @PAD@, 'rpad') AS INTEGER), p)",
+    "bitstring(s, n) AS "
+    "system.main.bitstring(s, CAST(\"vt:cap\"(n, @BITS@, 'bitstring') AS INTEGER))",
+    "repeat(x, n) AS system.main.repeat(x, \"vt:repeat_n\"(x, n))",
+    "list_resize(l, n) AS system.main.list_resize(l, \"vt:cap\"(n, @LIST@, 'list_resize')), "
+    "(l, n, v) AS system.main.list_resize(l, \"vt:cap\"(n, @LIST@, 'list_resize'), v)",
+    "array_resize(l, n) AS system.main.array_resize(l, \"vt:cap\"(n, @LIST@, 'array_resize')), "
+    "(l, n, v) AS system.main.array_resize(l, \"vt:cap\"(n, @LIST@, 'array_resize'), v)",
+    "range(a) AS system.main.range(\"vt:cap\"(a, @LIST@, 'range')), "
+    "(a, b) AS system.main.range(a, b, \"vt:range_step\"(a, b, 1)), "
+    "(a, b, c) AS system.main.range(a, b, \"vt:range_step\"(a, b, c))",
+    "generate_series(a) AS "
+    "system.main.generate_series(\"vt:cap\"(a, @LIST@, 'generate_series')), "
+    "(a, b) AS system.main.generate_series(a, b, \"vt:range_step\"(a, b, 1)), "
+    "(a, b, c) AS system.main.generate_series(a, b, \"vt:range_step\"(a, b, c))",
+    /* recursive over the document: the stack overflows on deep nesting */
+    "json_structure(j) AS system.main.json_structure(\"vt:json_depth\"(j, 'json_structure'))",
+    "json_contains(a, b) AS system.main.json_contains(\"vt:json_depth\"(a, 'json_contains'), "
+    "\"vt:json_depth\"(b, 'json_contains'))",
+    /* printf and format: widths and precisions (the format goes through a
+     * checker; up to 16 values) */
+    "@FMT@",
+    /* PostgreSQL's */
+    "to_char(t, f) AS \"vt:to_char\"(CAST(t AS TIMESTAMP), f)",
+    "to_timestamp(x) AS system.main.to_timestamp(x), "
+    "(s, f) AS \"vt:to_timestamp\"(s, f)",
+    "overlay(s, r, p) AS system.main.substring(s, 1, p - 1) || r || "
+    "system.main.substring(s, p + system.main.length(r)), "
+    "(s, r, p, n) AS system.main.substring(s, 1, p - 1) || r || system.main.substring(s, p + n)",
+    NULL,
+};
+
+/* printf/format with 0..16 values, and json_merge_patch with 2..8 documents:
+ * macros take a fixed number of parameters, so one overload per count. */
+static void varargs_macro(struct strbuf *sql, const char *name, const char *checker, int from,
+                          int to)
+{
+    sb_addf(sql, "CREATE OR REPLACE MACRO main.%s", name);
+    for (int k = from; k <= to; k++) {
+        sb_adds(sql, k == from ? "" : ", ");
+        sb_adds(sql, "(f");
+        for (int i = 1; i <= k; i++)
+            sb_addf(sql, ", a%d", i);
+        sb_addf(sql, ") AS system.main.%s(\"%s\"(f%s)", name, checker,
+                strcmp(checker, "vt:json_depth") ? "" : ", 'json_merge_patch'");
+        for (int i = 1; i <= k; i++) {
+            if (!strcmp(checker, "vt:json_depth"))
+                sb_addf(sql, ", \"%s\"(a%d, 'json_merge_patch')", checker, i);
+            else
+                sb_addf(sql, ", a%d", i);
+        }
+        sb_adds(sql, ")");
+    }
+}
+
+static void substitute(struct strbuf *out, const char *text)
+{
+    static const struct {
+        const char *key;
+        long long call, vector;
+    } limits[] = {
+        {"@PAIR@", VT_SQL_MAX_EDIT_CELLS, VT_SQL_MAX_EDIT_CELLS_VECTOR},
+        {"@PAD@", VT_SQL_MAX_PAD_CHARS, VT_SQL_MAX_PAD_CHARS_VECTOR},
+        {"@BITS@", VT_SQL_MAX_BITS, VT_SQL_MAX_BITS_VECTOR},
+        {"@LIST@", VT_SQL_MAX_LIST_ELEMENTS, VT_SQL_MAX_LIST_ELEMENTS_VECTOR},
+    };
+    for (const char *p = text; *p;) {
+        bool hit = false;
+        for (size_t k = 0; k < sizeof limits / sizeof limits[0] && !hit; k++) {
+            size_t kl = strlen(limits[k].key);
+            if (!strncmp(p, limits[k].key, kl)) {
+                sb_addf(out, "%lld, %lld", limits[k].call, limits[k].vector);
+                p += kl;
+                hit = true;
+            }
+        }
+        if (!hit)
+            sb_addc(out, *p++);
+    }
+}
+
+enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err)
+{
+    enum vt_err rc = VT_ERR_OK;
+    static const struct {
+        const char *name;
+        const struct overload *ov;
+        size_t n;
+    } sets[] = {
+        {"vt:cap", cap_ov, 1},
+        {"vt:pair", pair_ov, 1},
+        {"vt:json_depth", json_depth_ov, 1},
+        {"vt:range_step", range_ov, 3},
+        {"vt:repeat_n", repeat_ov, 1},
+        {"vt:printf_format", printf_ov, 1},
+        {"vt:format_format", format_ov, 1},
+        {"vt:to_char", to_char_ov, 1},
+        {"vt:to_timestamp", to_timestamp_ov, 1},
+    };
+    for (size_t i = 0; rc == VT_ERR_OK && i < sizeof sets / sizeof sets[0]; i++)
+        rc = register_set(con, sets[i].name, sets[i].ov, sets[i].n, err);
+    struct strbuf sql;
+    sb_init(&sql, 0);
+    for (size_t i = 0; rc == VT_ERR_OK && macros[i]; i++) {
+        sb_reset(&sql);
+        if (!strcmp(macros[i], "@FMT@")) {
+            varargs_macro(&sql, "printf", "vt:printf_format", 0, 16);
+            sb_adds(&sql, "; ");
+            varargs_macro(&sql, "format", "vt:format_format", 0, 16);
+            sb_adds(&sql, "; ");
+            varargs_macro(&sql, "json_merge_patch", "vt:json_depth", 1, 8);
+        } else {
+            sb_adds(&sql, "CREATE OR REPLACE MACRO main.");
+            substitute(&sql, macros[i]);
+        }
+        if (sql.overflow)
+            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        else
+            rc = eng_exec(con, sql.buf, VT_ERR_INTERNAL, err);
+    }
+    sb_release(&sql);
+    return rc;
+}

@@ -1,0 +1,316 @@
+"""Hostile SQL against memory and time (issue 22 items 1 and 2).
+
+Memory: with memory_limit = "1GB", len(range(30000000)) peaked at 2.3 GB
+RSS, range(1e8) passed 8 GB, repeat('x', 3e9) 5.9 GB, damerau_levenshtein on
+30k-character strings ~7 GB: list and string builders allocate outside
+DuckDB's buffer pool. Now the built-ins whose cost one call chooses are
+bounded (engine/functions.c), DuckDB's allocations are held to a budget
+(engine/budget.cc) and spilling to max_temp_directory_size: the server's RSS,
+sampled through every statement, stays within memory_limit + a quarter +
+the idle process, whatever the statement, on /sql, MCP sql and pgwire.
+
+Deadlines: levenshtein on two 150k-character strings answered 504 after 43 s
+against a 10 s timeout and meanwhile every other /sql request, even SELECT 1,
+got 504 (pgwire 18.7 s, MCP 22 s). Now a statement is answered within its
+deadline plus a second, a worker stuck in DuckDB is replaced, and short
+statements are served while long ones run, on every entry point.
+
+A sampler kills the server if its RSS runs past three times the bound, so a
+regression fails the test without taking the machine with it."""
+import json
+import os
+import threading
+import time
+
+import psycopg
+import pytest
+import requests
+
+from conftest import Server, dataset_block, server_block, write_parquet
+from pgwire_util import pg_port
+from test_arrow_http import asan_env
+
+MIB = 1024 * 1024
+LIMIT_MIB = 256                  # memory_limit below
+BUDGET_MIB = LIMIT_MIB + 128     # engine.c budget_for: + max(1/4, 128 MiB)
+MARGIN_MIB = 160                 # the idle process (index, HTTP, jemalloc slack) beside DuckDB
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Peak:
+    """Samples a process's RSS every 20 ms; kills it past `kill_mib`."""
+
+    def __init__(self, pid, kill_mib):
+        self.pid, self.kill_mib, self.peak, self.killed = pid, kill_mib, 0.0, False
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                r = rss_mib(self.pid)
+            except OSError:
+                return
+            self.peak = max(self.peak, r)
+            if r > self.kill_mib:
+                self.killed = True
+                os.kill(self.pid, 9)
+                return
+            time.sleep(0.02)
+
+    def stop(self):
+        self._stop.set()
+        self._t.join()
+        return self.peak
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    d = tmp_path_factory.mktemp("limits")
+    data = d / "data"
+    data.mkdir()
+    f = write_parquet(data / "t.parquet",
+                      "SELECT i AS id, 'name ' || i AS s, i % 7 AS k FROM range(1000) t(i)")
+    cfg = (server_block(memory_limit=f"{LIMIT_MIB}MiB", request_timeout_ms=1500, workers=2) +
+           "[sql]\nenabled = true\nmax_rows = 10\n[mcp]\nenabled = true\nexpose_sql = true\n"
+           "[server.pgwire]\nenabled = true\nport = 0\n" + dataset_block("t", f))
+    s = Server(d, cfg, env=asan_env())  # RSS means what the server holds, under ASan too
+    s.start()
+    s.wait_ready()
+    s.pg = pg_port(s)
+    # idle: once RSS stops moving
+    idle = rss_mib(s.proc.pid)
+    for _ in range(50):
+        time.sleep(0.1)
+        now = rss_mib(s.proc.pid)
+        if abs(now - idle) < 2:
+            break
+        idle = now
+    s.idle = idle
+    yield s
+    s.stop()
+
+
+def sql(s, text, timeout=60):
+    return requests.post(s.url("/api/v1/sql"), json={"sql": text}, timeout=timeout)
+
+
+def mcp_sql(s, text, timeout=60):
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "sql", "arguments": {"sql": text}}}
+    return requests.post(s.url("/mcp"), data=json.dumps(rpc), timeout=timeout,
+                         headers={"Content-Type": "application/json",
+                                  "Accept": "application/json, text/event-stream"})
+
+
+def pg(s, text):
+    with psycopg.connect(host="127.0.0.1", port=s.pg, user="vitrine", dbname="vitrine",
+                         autocommit=True) as c:
+        return c.execute(text).fetchall()
+
+
+# The probe's memory catalogue, and compositions no single call controls.
+HOG = [
+    "SELECT len(range(30000000))",
+    "SELECT len(range(100000000))",
+    "SELECT length(repeat('x', 3000000000))",
+    "SELECT damerau_levenshtein(repeat('a', 30000), repeat('b', 30000))",
+    "SELECT levenshtein(repeat('a', 150000), repeat('b', 150000))",
+    "SELECT len(list_resize([1], 100000000))",
+    "SELECT length(lpad('x', 2000000000, 'y'))",
+    "SELECT length(rpad('x', 2000000000, 'yz'))",
+    "SELECT length(printf('%1000000000d', 1))",
+    "SELECT length(printf('%.100000000f', 1.5))",
+    "SELECT length(format('{:>1000000000}', 1))",
+    "SELECT length(bitstring('1', 2000000000))",
+    "SELECT len(repeat([1, 2, 3], 100000000))",
+    "SELECT len(generate_series(1, 100000000))",
+    "SELECT max(len(l)) FROM (SELECT range(1000000) AS l FROM range(1000))",
+    "SELECT len(list(i)) FROM range(300000000) t(i)",
+    "SELECT count(DISTINCT s) FROM (SELECT repeat('x', 100000) || i AS s FROM range(100000) t(i))",
+    "WITH RECURSIVE r(s, n) AS (SELECT 'x', 0 UNION ALL SELECT s || s, n + 1 FROM r WHERE n < 40) "
+    "SELECT max(length(s)) FROM r",
+    "SELECT length(string_agg(repeat('x', 60000000), '')) FROM range(40)",
+    "SELECT len(flatten(list(range(1000000)))) FROM range(200)",
+    "SELECT max(length(s)) FROM (SELECT lpad('x', 1000000, 'y') || i AS s FROM range(3000) t(i))",
+    "SELECT count(*) FROM (SELECT i, repeat('y', 200) AS s FROM range(20000000) t(i) ORDER BY s, i DESC)",
+    "SELECT json_structure(repeat('[', 100000) || repeat(']', 100000))",
+]
+
+
+@pytest.mark.serial
+def test_memory_stays_within_the_budget_whatever_the_statement(srv):
+    bound = srv.idle + BUDGET_MIB + MARGIN_MIB
+    watch = Peak(srv.proc.pid, kill_mib=3 * bound)
+    try:
+        for i, text in enumerate(HOG):
+            if i % 3 == 1:
+                r = mcp_sql(srv, text)
+                assert r.status_code == 200, (text, r.text[:300])
+                status = 400 if r.json()["result"]["isError"] else 200
+            elif i % 3 == 2:
+                try:
+                    pg(srv, text)
+                    status = 200
+                except psycopg.Error:
+                    status = 400
+            else:
+                r = sql(srv, text)
+                status = r.status_code
+                assert r.status_code in (400, 504), (text, r.status_code, r.text[:300])
+            assert not watch.killed, f"RSS passed {3 * bound:.0f} MiB on {text}"
+            # the server is still there and answers
+            assert sql(srv, "SELECT 1").status_code == 200, text
+            # Refused, except what fits the budget: the sort spills; pgwire's
+            # shapes (main 289008d) run the max(len(...)) one as a prepared
+            # statement, which DuckDB answers within the bound (RSS checked)
+            assert status != 200 or text.startswith(
+                ("SELECT count(*) FROM (SELECT i, repeat", "SELECT max(len(l))")), text
+    finally:
+        peak = watch.stop()
+    print(f"idle {srv.idle:.0f} MiB, peak {peak:.0f} MiB, bound {bound:.0f} MiB")
+    assert not watch.killed
+    assert peak <= bound, (srv.idle, peak, bound)
+
+
+@pytest.mark.serial
+def test_spill_is_capped(vt, datadir, tmp_path):
+    spill = tmp_path / "spill"
+    s = vt(server_block(memory_limit="128MiB", request_timeout_ms=60000, temp_directory=str(spill),
+                        max_temp_directory_size="64MiB") + "[sql]\nenabled = true\n")
+
+    def spilled():
+        total = 0
+        for root, _, files in os.walk(spill):
+            for f in files:
+                try:
+                    total += os.path.getsize(os.path.join(root, f))
+                except OSError:
+                    pass
+        return total
+
+    most = [0]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            most[0] = max(most[0], spilled())
+            time.sleep(0.02)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    try:
+        r = sql(s, "SELECT max(n) FROM (SELECT row_number() OVER (ORDER BY h DESC) AS n FROM "
+                   "(SELECT md5(i::VARCHAR) || md5((i + 1)::VARCHAR) AS h FROM range(6000000) t(i)))",
+                timeout=120)
+    finally:
+        stop.set()
+        t.join()
+    assert r.status_code == 400, (most[0] / MIB, r.text[:300])
+    assert "max_temp_directory_size" in r.text or "temp" in r.text.lower(), r.text[:300]
+    print(f"spilled at most {most[0] / MIB:.1f} MiB")
+    assert 0 < most[0] <= 64 * MIB + 8 * MIB, most[0]
+    assert sql(s, "SELECT 42 AS x").json()["data"] == [{"x": 42}]
+
+
+def timed(fn):
+    t = time.monotonic()
+    out = fn()
+    return time.monotonic() - t, out
+
+
+# ~1 s of edit distances per vector of 2,048 rows: DuckDB cannot interrupt
+# inside one vector, and the statement is far longer than the deadline.
+SLOW = ("SELECT sum(levenshtein(repeat('a', 200) || (i % 10), repeat('b', 210))) "
+        "FROM range(1000000) t(i)")
+TIMEOUT_S = 1.5
+SLACK_S = 1.5
+
+
+@pytest.mark.serial
+def test_deadline_holds_on_every_entry_point_and_short_statements_pass(srv):
+    results = {}
+
+    def via_sql():
+        results["sql"] = timed(lambda: sql(srv, SLOW))
+
+    def via_mcp():
+        results["mcp"] = timed(lambda: mcp_sql(srv, SLOW))
+
+    def via_pg():
+        def run():
+            try:
+                pg(srv, SLOW)
+                return None
+            except psycopg.Error as e:
+                return e.sqlstate
+        results["pg"] = timed(run)
+
+    threads = [threading.Thread(target=f) for f in (via_sql, via_mcp, via_pg)]
+    for t in threads:
+        t.start()
+    time.sleep(0.4)
+    short = [timed(lambda: sql(srv, "SELECT 1"))[0] for _ in range(5)]
+    short += [timed(lambda: pg(srv, "SELECT 1"))[0] for _ in range(3)]
+    for t in threads:
+        t.join()
+    took, r = results["sql"]
+    assert r.status_code == 504 and r.json()["code"] == "timeout", r.text
+    assert took <= TIMEOUT_S + SLACK_S, took
+    took, r = results["mcp"]
+    assert r.status_code == 200, r.text
+    res = r.json()["result"]
+    assert res["isError"] is True and "timeout" in json.dumps(res), r.text
+    assert took <= TIMEOUT_S + SLACK_S, took
+    took, state = results["pg"]
+    assert state == "57014", state
+    assert took <= TIMEOUT_S + 2 * SLACK_S, took
+    # short statements did not wait for the long ones
+    assert max(short) < TIMEOUT_S, short
+    # everything still answers (whether a stuck job's worker was replaced
+    # depends on how long DuckDB took to see the interrupt: not asserted)
+    assert sql(srv, "SELECT count(*) FROM t").json()["data"][0] == {"count_star()": 1000}
+
+
+CAPS = [
+    ("SELECT levenshtein(repeat('a', 1001), repeat('b', 1000))", "levenshtein"),
+    ("SELECT damerau_levenshtein(repeat('a', 2000), repeat('b', 2000))", "damerau_levenshtein"),
+    ("SELECT jaro_similarity(repeat('a', 2000), repeat('b', 2000))", "jaro_similarity"),
+    ("SELECT lpad('x', 1000001, 'y')", "lpad"),
+    ("SELECT rpad('x', 1000001, 'y')", "rpad"),
+    ("SELECT bitstring('1', 1000001)", "bitstring"),
+    ("SELECT repeat('ab', 40000000)", "repeat"),
+    ("SELECT repeat([1, 2], 600000)", "repeat"),
+    ("SELECT list_resize([1], 1000001)", "list_resize"),
+    ("SELECT range(1000001)", "range"),
+    ("SELECT generate_series(0, 2000000)", "range"),
+    ("SELECT range(TIMESTAMP '2000-01-01', TIMESTAMP '2024-01-01', INTERVAL 1 MINUTE)", "range"),
+    ("SELECT printf('%20000d', 1)", "printf"),
+    ("SELECT printf('%*d', 5, 1)", "printf"),
+    ("SELECT format('{:>20000}', 1)", "format"),
+    ("SELECT format('{:{}}', 1, 5)", "format"),
+    ("SELECT json_contains(repeat('[', 2000) || repeat(']', 2000), '1')", "json_contains"),
+    ("SELECT json_merge_patch('{}', repeat('{\"a\":', 2000) || '1' || repeat('}', 2000))",
+     "json_merge_patch"),
+    ("SELECT json_group_structure(j) FROM (SELECT (repeat('[', 5000) || repeat(']', 5000))::JSON j)",
+     "json_structure"),
+    ("SELECT sum(levenshtein(repeat('a', 400) || i, repeat('b', 400))) FROM range(5000) t(i)",
+     "levenshtein"),
+]
+
+
+@pytest.mark.parametrize("text,fn", CAPS, ids=[c[0][:50] for c in CAPS])
+def test_caps_refuse_with_a_message_naming_the_limit(srv, text, fn):
+    r = sql(srv, text)
+    assert r.status_code == 400, r.text[:300]
+    msg = r.json()["error"]
+    assert fn in msg and "limit" in msg, msg
+    assert sql(srv, "SELECT 1").status_code == 200
