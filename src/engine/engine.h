@@ -28,6 +28,8 @@
  * measured and starved them against the other processes of a busy machine
  * (README.md, "Performance", scenario 12). A LONG job still queued at its
  * deadline is taken by any idle short-lane worker (it only answers 504).
+ * Overflow workers (LONG_WAIT_MS, BUSY_MS in engine.c) count the short
+ * lane's workers for short jobs and the long lane as the LONG cap.
  * Within a class, jobs are fairly queued by flow (eng_job.flow): a cheap
  * kind of request (a page) is not held behind as many turns of a dearer one
  * (a count over a range) as it has connections.
