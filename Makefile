@@ -177,9 +177,10 @@ unit: $(UNIT_BIN)
 # assert wall-clock bounds (a scrape under a millisecond, a flood answered
 # within 100 ms) that a neighbour test would blur.
 # Both passes record every response they get into $(CONTRACT_DIR)
-# (tests/e2e/contract_rec.py); `make contract-check` afterwards validates them
-# against the OpenAPI document each server served (not yet part of check: the
-# document still lacks a few statuses, see issue 28 item 6).
+# (tests/e2e/contract_rec.py); then contract-check validates them against the
+# OpenAPI document each server served (issue 28 item 6), so `make check` (and
+# its ASan run, with its own $(BUILD)) fails on an answer the document does
+# not describe.
 E2E_JOBS ?= 2
 CONTRACT_DIR = $(abspath $(BUILD))/contract
 e2e: all $(UNIT_BIN)
@@ -188,12 +189,18 @@ e2e: all $(UNIT_BIN)
 	    -p xdist -n $(E2E_JOBS) -m 'not serial' tests/e2e $(PYTEST_ARGS)
 	VT_CONTRACT_DIR=$(CONTRACT_DIR) VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x \
 	    -m serial tests/e2e $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory contract-check \
+	    CONTRACT_MIN=$(if $(strip $(PYTEST_ARGS)),0,1000)
 
 # The contract checked from outside (issue 28 item 6): the responses the last
 # e2e run recorded, validated by Stoplight Prism's response validator against
-# the document their server served (tests/e2e/contract/validate.cjs).
+# the document their server served (tests/e2e/contract/validate.cjs; ~10 s of
+# CPU for a whole run's ~12,000 exchanges). Nothing recorded passes (a
+# PYTEST_ARGS selection may start no server that serves a document); a whole
+# suite's run asks for at least CONTRACT_MIN validated exchanges.
+CONTRACT_MIN ?= 0
 contract-check:
-	cd tests/e2e && node contract/validate.cjs $(CONTRACT_DIR)
+	cd tests/e2e && node contract/validate.cjs --min $(CONTRACT_MIN) $(CONTRACT_DIR)
 
 # Unit tests first, then the black-box tests, one after the other (the
 # black-box tests measure time-outs and must not share the CPU with them).
@@ -272,6 +279,8 @@ FUZZ_SRC_fuzz_variant          := src/sources/variant.c src/encode/json_format.c
                                   src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_variant         := -DVT_NO_OVERREAD -isystem $(DUCKDB_DIR) -L$(DUCKDB_DIR) -lduckdb \
                                   -Wl,-rpath,$(abspath $(DUCKDB_DIR))
+FUZZ_SRC_fuzz_delta_stats      := src/sources/delta_stats.c src/sources/lazy_stats.c
+FUZZ_LIBS_fuzz_delta_stats     := -isystem $(DUCKDB_DIR) -ljansson -lm
 FUZZ_SRC_fuzz_lazy_stats       := src/sources/lazy_stats.c
 FUZZ_LIBS_fuzz_lazy_stats      := -lm
 FUZZ_SRC_fuzz_s3_list_xml      := src/sources/s3_xml.c src/util/errors.c

@@ -49,6 +49,7 @@
 #define P_Q 8u           /* ?q=<query JSON> */
 #define P_COLUMNS 16u    /* ?columns=a,b */
 #define P_INM 32u        /* If-None-Match */
+#define P_GEN 64u        /* ?generation=<id>: read a pinned generation */
 
 struct op_resp {
     int status;
@@ -57,6 +58,16 @@ struct op_resp {
     unsigned headers;           /* H_* */
     const char *description;    /* NULL: a standard text for the status */
 };
+
+/* Not a header: in op_resp.headers, marks a response only a cluster reader
+ * (cluster.role = "reader") gives; other servers' documents leave it out. */
+#define W_READER 0x10000u
+
+/* A reader answers admin and write calls 409 not_writer, or relays them to
+ * cluster.writer_url: 503 unavailable when the writer cannot be reached. */
+#define R_READER_WRITES                                                                \
+    {409, NULL, 0, W_READER, "This replica is a reader (not_writer): send admin and write calls to the writer."}, \
+    {503, NULL, 0, H_RETRY | W_READER, "This reader relays admin calls to cluster.writer_url, which cannot be reached (unavailable)."}
 
 #define MAX_RESP 12
 
@@ -79,6 +90,11 @@ struct op_doc {
     {503, NULL, 0, H_RETRY, "The dataset is not published yet (or failed to build), or the server is overloaded."}, \
     {504, NULL, 0, 0, "The request took longer than server.request_timeout_ms."}
 
+/* Answers of ?generation= (P_GEN): a pin this replica cannot serve. */
+#define R_GEN_ERRORS                                                                   \
+    {409, NULL, 0, 0, "?generation= names a generation newer than the one loaded here (generation_not_available): retry."}, \
+    {410, NULL, 0, 0, "?generation= names a generation replaced and no longer kept (generation_gone)."}
+
 static const struct op_doc docs[] = {
     {api_healthz, "probes", NULL, false, 0, false,
      {{200, "Health", M_JSON, 0, "Alive."}}},
@@ -93,43 +109,53 @@ static const struct op_doc docs[] = {
      {{200, "Registered", M_JSON, 0, "Registered and built (in memory only)."},
       {400, NULL, 0, 0, "Name taken or invalid, source cannot be opened, or invalid field."},
       {413, NULL, 0, 0, NULL},
-      {415, NULL, 0, 0, NULL}}},
+      {415, NULL, 0, 0, NULL},
+      {504, NULL, 0, 0, "The build outlived server.request_timeout_ms, or its refresh.timeout."},
+      R_READER_WRITES}},
     {api_datasets_persist, "admin", "DatasetConfig", true, 0, false,
      {{200, "Persisted", M_JSON, 0, "The [[dataset]] block was appended to the config file."},
       {400, NULL, 0, 0, "Invalid block, name taken, source cannot be opened, or the server has no config file."},
       {413, NULL, 0, 0, NULL},
-      {415, NULL, 0, 0, NULL}}},
+      {415, NULL, 0, 0, NULL},
+      R_READER_WRITES}},
     {api_reload_all, "admin", NULL, false, 0, false,
-     {{202, "ReloadAll", M_JSON, 0, "Builds queued in dependency order."}}},
+     {{202, "ReloadAll", M_JSON, 0, "Builds queued in dependency order."},
+      R_READER_WRITES}},
     {api_config_reload, "admin", NULL, false, 0, false,
      {{200, "ConfigReload", M_JSON, 0, "New datasets registered; failures listed in errors."},
-      {400, NULL, 0, 0, "The server was not started from a config file, or the file is invalid."}}},
+      {400, NULL, 0, 0, "The server was not started from a config file, or the file is invalid."},
+      R_READER_WRITES}},
     {api_dataset_reload, "admin", NULL, false, 0, false,
      {{200, "Reloaded", M_JSON, 0, "Rebuilt and swapped in; in-flight queries finished on the old copy."},
       {400, NULL, 0, 0, "The source has no rows, cannot be opened or is not allowed now; the previous generation keeps serving."},
       {404, NULL, 0, 0, "No such dataset."},
       {409, NULL, 0, 0, "The dataset is already building, or this replica is a reader (not_writer)."},
       {422, NULL, 0, 0, "The build failed; the previous generation keeps serving."},
-      {504, NULL, 0, 0, "The build outlived server.request_timeout_ms; it goes on and publishes when done."}}},
+      {504, NULL, 0, 0, "The build outlived server.request_timeout_ms; it goes on and publishes when done."},
+      R_READER_WRITES}},
     {api_dataset_status, "datasets", NULL, false, 0, false,
      {{200, "DatasetStatus", M_JSON, 0, "The dataset's status entry."},
-      {404, NULL, 0, 0, "No such dataset."}}},
-    {api_dataset_schema, "datasets", NULL, false, 0, false,
-     {{200, "DatasetSchema", M_JSON, 0, "Columns, types, indexed columns and one sample row."},
       {404, NULL, 0, 0, "No such dataset."},
+      {503, NULL, 0, H_RETRY | W_READER, "This reader has not read the shared catalog yet (dataset_not_ready): retry."}}},
+    {api_dataset_schema, "datasets", NULL, false, P_GEN, false,
+     {{200, "DatasetSchema", M_JSON, 0, "Columns, types, indexed columns and one sample row."},
+      {400, NULL, 0, 0, "?generation= is not a generation id."},
+      {404, NULL, 0, 0, "No such dataset."},
+      R_GEN_ERRORS,
       {503, NULL, 0, H_RETRY, "Not published yet, or its build failed."}}},
-    {api_dataset_query, "query", "QueryRequest", false, P_FORMAT, false,
+    {api_dataset_query, "query", "QueryRequest", false, P_FORMAT | P_GEN, false,
      {{200, "QueryPage", M_ROWS, H_TIMING | H_REFRESHED | H_PAGE | H_TOTAL,
        "One page: JSON {data, page, page_size}, or the page in another format (?format= or "
        "Accept; X-Page and X-Page-Size say which page)."},
-      R_DATA_ERRORS}},
-    {api_dataset_query_get, "query", NULL, false, P_FORMAT | P_Q | P_INM, false,
+      R_DATA_ERRORS, R_GEN_ERRORS}},
+    {api_dataset_query_get, "query", NULL, false, P_FORMAT | P_Q | P_INM | P_GEN, false,
      {{200, "QueryPage", M_ROWS, H_TIMING | H_REFRESHED | H_PAGE | H_CACHE | H_TOTAL,
        "The answer POST .../query gives for the body in ?q, with a weak ETag of the generation, "
        "the format and q (Cache-Control: no-cache: revalidate, then reuse)."},
       {304, NULL, 0, H_CACHE, "If-None-Match matched: the dataset was not reloaded since."},
       {400, NULL, 0, 0, "Invalid ?q: not JSON, or the code says which rule (invalid_query, unknown_column, ...)."},
       {404, NULL, 0, 0, "No such dataset."},
+      R_GEN_ERRORS,
       {503, NULL, 0, H_RETRY, "The dataset is not published yet (or failed to build), or the server is overloaded."},
       {504, NULL, 0, 0, "The request took longer than server.request_timeout_ms."}}},
     {api_dataset_summary, "datasets", NULL, false, P_COLUMNS | P_INM, false,
@@ -143,20 +169,22 @@ static const struct op_doc docs[] = {
     {api_dataset_facets, "query", "FacetsRequest", true, 0, false,
      {{200, "Facets", M_JSON, 0, "The top values of each column among the selected rows."},
       R_DATA_ERRORS}},
-    {api_dataset_query_stream, "query", "QueryRequest", false, P_FORMAT, false,
+    {api_dataset_query_stream, "query", "QueryRequest", false, P_FORMAT | P_GEN, false,
      {{200, "QueryStream", M_ROWS, H_TIMING,
        "Every matching row, streamed (page and page_size ignored; limit honoured): an Arrow IPC "
        "stream unless ?format= or Accept asks for JSON, CSV or NDJSON; compressed per "
        "Accept-Encoding when the format is text."},
-      R_DATA_ERRORS}},
-    {api_dataset_count, "query", "CountRequest", false, 0, false,
+      R_DATA_ERRORS, R_GEN_ERRORS}},
+    {api_dataset_count, "query", "CountRequest", false, P_GEN, false,
      {{200, "Count", M_JSON, H_TIMING | H_REFRESHED, "The number of matching rows."},
-      R_DATA_ERRORS}},
-    {api_dataset_parquet, "export", NULL, false, P_RANGE, true,
+      R_DATA_ERRORS, R_GEN_ERRORS}},
+    {api_dataset_parquet, "export", NULL, false, P_RANGE | P_GEN, true,
      {{200, "ParquetFile", M_PARQUET, H_RANGE, "The whole dataset as one Parquet file."},
       {206, "ParquetFile", M_PARQUET, H_RANGE, "The requested byte range."},
       {304, NULL, 0, H_RANGE, "If-None-Match matched the current generation."},
+      {400, NULL, 0, 0, "?generation= is not a generation id."},
       {404, NULL, 0, 0, "No such dataset."},
+      R_GEN_ERRORS,
       {412, NULL, 0, 0, "If-Match does not match the current generation."},
       {416, NULL, 0, 0, "Range not satisfiable."},
       {503, NULL, 0, H_RETRY, "Not published yet, or its build failed."}}},
@@ -175,7 +203,8 @@ static const struct op_doc docs[] = {
      {{200, "SavedQueryDeleted", M_JSON, 0, "Unregistered (and its file and storage removed)."},
       {403, NULL, 0, 0, "Not a saved query: config and POST /datasets datasets cannot be deleted (not_deletable)."},
       {404, NULL, 0, 0, "No such dataset."},
-      {409, "HasDependents", M_JSON, 0, "Other datasets depend on it; they are listed."}}},
+      {409, "HasDependents", M_JSON, 0, "Other datasets depend on it; they are listed."},
+      R_READER_WRITES}},
     {api_sql, "query", "SqlRequest", true, P_FORMAT, false,
      {{200, "SqlResult", M_ROWS, H_TIMING,
        "JSON {data, max_rows, truncated}, or the rows in another format (?format= or Accept)."},
@@ -189,6 +218,7 @@ static const struct op_doc docs[] = {
       {202, NULL, 0, 0, "A notification was accepted (no body)."},
       {400, "JsonRpcResponse", M_JSON, 0, "Not a JSON-RPC request (JSON-RPC error -32700/-32600), or an unsupported MCP-Protocol-Version."},
       {403, "JsonRpcResponse", M_JSON, 0, "An Origin the server does not allow (server.allowed_origins, mcp.allowed_origins): JSON-RPC error -32600."},
+      {404, "JsonRpcResponse", M_JSON, 0, "MCP-Protocol-Version 2026-07-28: a method the server does not have (JSON-RPC error -32601)."},
       {413, NULL, 0, 0, NULL}}},
     {api_mcp_resource, "mcp", NULL, false, 0, false,
      {{200, "ProtectedResourceMetadata", M_JSON, 0, "OAuth 2.0 Protected Resource Metadata."}}},
@@ -260,9 +290,12 @@ static const char *status_text(int status)
     case 412: return "Precondition failed.";
     case 413: return "Request body larger than server.max_body_bytes.";
     case 415: return "The body must be sent with Content-Type: application/json.";
+    case 410: return "Gone.";
+    case 414: return "The request target is longer than 8192 bytes (uri_too_long).";
     case 416: return "Range not satisfiable.";
     case 421: return "The Host header names a host this server does not answer.";
     case 422: return "Unprocessable.";
+    case 431: return "The request's header fields together exceed 32 KiB (headers_too_large).";
     case 503: return "Unavailable; retry later.";
     case 504: return "The request took longer than server.request_timeout_ms.";
     }
@@ -304,21 +337,31 @@ static const struct {
     {NULL, 401, "unauthorized invalid_token"},
     {NULL, 403, "admin_disabled insufficient_scope"},
     {NULL, 404, "dataset_not_found not_found"},
+    {api_dataset_query, 409, "generation_not_available"},
+    {api_dataset_query_get, 409, "generation_not_available"},
+    {api_dataset_query_stream, 409, "generation_not_available"},
+    {api_dataset_count, 409, "generation_not_available"},
+    {api_dataset_schema, 409, "generation_not_available"},
+    {api_dataset_parquet, 409, "generation_not_available"},
+    {api_dataset_schema, 400, "invalid_query"},
+    {api_dataset_parquet, 400, "invalid_query"},
     {NULL, 409, "busy"},
+    {NULL, 410, "generation_gone"},
     {NULL, 412, "precondition_failed"},
     {NULL, 413, "body_too_large"},
     {NULL, 415, "unsupported_media_type"},
+    {NULL, 414, "uri_too_long"},
     {NULL, 416, "range_not_satisfiable"},
     {NULL, 421, "host_not_allowed"},
     {NULL, 422, "build_failed"},
+    {NULL, 431, "headers_too_large"},
     {NULL, 503, "dataset_not_ready dataset_failed unavailable"},
     {NULL, 504, "timeout"},
 };
 
 /* {"<code>": {"summary", "value": {"error", "code"}}, ...} for a response. */
-static json_t *error_examples(http_handler_fn handler, int status)
+static json_t *error_examples(http_handler_fn handler, int status, const char *codes)
 {
-    const char *codes = NULL;
     for (size_t i = 0; i < sizeof error_codes / sizeof error_codes[0] && !codes; i++)
         if (error_codes[i].status == status && error_codes[i].handler == handler)
             codes = error_codes[i].codes;
@@ -465,7 +508,14 @@ static json_t *response(const struct op_resp *r, http_handler_fn handler)
     }
     if (media & M_JSON) {
         json_t *mt = json_pack("{s:o}", "schema", ref("schemas", schema));
-        json_t *ex = r->status >= 400 && !r->schema ? error_examples(handler, r->status) : NULL;
+        /* A reader's own answers: not_writer, the relay's unavailable, or
+         * a catalog not read yet. */
+        const char *codes = !(r->headers & W_READER) ? NULL
+                            : r->status == 409    ? "not_writer"
+                            : handler == api_dataset_status ? "dataset_not_ready"
+                                                            : "unavailable";
+        json_t *ex = r->status >= 400 && !r->schema ? error_examples(handler, r->status, codes)
+                                                    : NULL;
         if (ex)
             json_object_set_new(mt, "examples", ex);
         json_object_set_new(content, "application/json", mt);
@@ -480,6 +530,25 @@ static json_t *response(const struct op_resp *r, http_handler_fn handler)
         json_object_set_new(content, "*/*", json_pack("{s:o}", "schema", ref("schemas", schema)));
     json_object_set_new(o, "content", content);
     return o;
+}
+
+/* A server-specific answer (a reader's not_writer) with the status of a
+ * documented one whose body has its own schema (409 HasDependents): the
+ * body is either. */
+static void reader_alternative(json_t *resp, const struct op_resp *r)
+{
+    json_t *content = json_object_get(resp, "content");
+    json_t *mt = content ? json_object_get(content, "application/json") : NULL;
+    json_t *schema = mt ? json_object_get(mt, "schema") : NULL;
+    if (!schema || !json_object_get(schema, "$ref") ||
+        !strcmp(json_string_value(json_object_get(schema, "$ref")), "#/components/schemas/Error"))
+        return;
+    json_object_set_new(mt, "schema", json_pack("{s:[O,o]}", "anyOf", schema,
+                                                ref("schemas", "Error")));
+    const char *d = json_string_value(json_object_get(resp, "description"));
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s Or: %s", d ? d : "", r->description ? r->description : "");
+    json_object_set_new(resp, "description", json_string(buf));
 }
 
 static json_t *scopes(const struct strvec *v, const char *fallback)
@@ -618,6 +687,15 @@ static json_t *operation(const struct http_route *r, const char *method, const s
                               "The columns to describe, comma-separated (or a JSON array of "
                               "names); absent: every column.",
                               "schema", "type", "string"));
+    if (d && (d->params & P_GEN))
+        json_array_append_new(
+            params, json_pack("{s:s,s:s,s:s,s:{s:s,s:s}}", "name", "generation", "in", "query",
+                              "description",
+                              "Read this generation of the dataset (an X-Dataset-Generation "
+                              "value) instead of the current one: the current or the previous "
+                              "one while it is kept; 409 when it is newer than this replica's, "
+                              "410 when it was dropped.",
+                              "schema", "type", "string", "pattern", "^[0-9A-HJKMNP-TV-Z]{26}$"));
     if (d && (d->params & P_INM))
         json_array_append_new(params, json_pack("{s:s,s:s,s:s,s:{s:s}}", "name", "If-None-Match",
                                                 "in", "header", "description",
@@ -668,11 +746,18 @@ static json_t *operation(const struct http_route *r, const char *method, const s
         struct op_resp moved = {301, NULL, 0, H_LOCATION, "To the UI's page: {base}/."};
         json_object_set_new(responses, "301", response(&moved, r->handler));
     } else if (d) {
+        bool reader = cfg->cluster.role == CFG_ROLE_READER;
         for (size_t i = 0; i < MAX_RESP && d->resp[i].status; i++) {
             bool head = !strcmp(method, "head");
             if (head && (d->resp[i].status == 206 || d->resp[i].status == 416))
                 continue; /* Range applies to GET only (RFC 9110): HEAD answers 200 */
+            if ((d->resp[i].headers & W_READER) && !reader)
+                continue;
             snprintf(code, sizeof code, "%d", d->resp[i].status);
+            if ((d->resp[i].headers & W_READER) && json_object_get(responses, code)) {
+                reader_alternative(json_object_get(responses, code), &d->resp[i]);
+                continue;
+            }
             json_t *resp = response(&d->resp[i], r->handler);
             if (!strcmp(method, "head"))
                 json_object_del(resp, "content");
@@ -692,6 +777,9 @@ static json_t *operation(const struct http_route *r, const char *method, const s
                             "the scope (insufficient_scope)."};
         json_object_set_new(responses, "403", response(&e, r->handler));
     }
+    /* Answered before any route is chosen (src/http/wire.c), on every one. */
+    json_object_set_new(responses, "414", ref("responses", "UriTooLong"));
+    json_object_set_new(responses, "431", ref("responses", "HeadersTooLarge"));
     if (host_refusals(cfg)) {
         struct op_resp e = {421, NULL, 0, 0,
                             "The Host header names a host the server does not answer "
@@ -813,6 +901,13 @@ json_t *api_openapi_build(const struct http_route *routes, size_t n, const struc
                      jerr.line);
         return NULL;
     }
+    /* The answers every operation refers to (operation()). */
+    static const struct op_resp everywhere[] = {{414, NULL, 0, 0, NULL},
+                                                {431, NULL, 0, 0, NULL}};
+    json_t *shared = json_object();
+    json_object_set_new(shared, "UriTooLong", response(&everywhere[0], NULL));
+    json_object_set_new(shared, "HeadersTooLarge", response(&everywhere[1], NULL));
+    json_object_set_new(components, "responses", shared);
     const char *prefix = cfg->server.prefix && cfg->server.prefix[0] ? cfg->server.prefix : "";
     json_t *doc = json_object();
     json_object_set_new(doc, "openapi", json_string("3.1.0"));

@@ -815,8 +815,11 @@ static void build_run(struct eng_job *job, duckdb_connection con)
     int64_t rows = 0, columns = 0;
     if (gen) {
         if (gen->priv->snapshot.lazy)
-            log_info("dataset %s: lazy metadata of %zu bytes (footers and statistics)",
-                     ds->cfg.name, source_lazy_bytes(gen->priv->snapshot.lazy));
+            log_info("dataset %s: lazy metadata of %zu bytes (%zu files, %zu footers read, the "
+                     "others' statistics from the table's log)",
+                     ds->cfg.name, source_lazy_bytes(gen->priv->snapshot.lazy),
+                     source_lazy_file_count(gen->priv->snapshot.lazy),
+                     source_lazy_footers_read(gen->priv->snapshot.lazy));
         log_info("dataset %s published: %lld rows, %zu columns, %s, %lld ms", ds->cfg.name,
                  (long long)gen->rows, gen->n_cols, gen->lazy ? "lazy" : "resident",
                  (long long)gen->priv->build_ms);

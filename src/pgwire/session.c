@@ -31,8 +31,34 @@
 
 /* ------------------------------------------------------------- errors */
 
+/* Errors the catalog's macros raise (catalog_sql.c: error('relation "x"
+ * does not exist'), as a regclass cast does): DuckDB reports them as
+ * "Invalid Input Error: ..."; PostgreSQL's SQLSTATE and text are theirs. */
+static const struct {
+    const char *start, *state;
+} raised[] = {
+    {"relation \"", "42P01"}, {"type \"", "42704"}, {"schema \"", "3F000"},
+    {"invalid fork name", "22023"},
+};
+#define RAISED_PREFIX "Invalid Input Error: "
+
+static const char *raised_by_catalog(const char *msg)
+{
+    if (!msg || strncmp(msg, RAISED_PREFIX, strlen(RAISED_PREFIX)) != 0)
+        return NULL;
+    const char *rest = msg + strlen(RAISED_PREFIX);
+    for (size_t i = 0; i < sizeof raised / sizeof raised[0]; i++)
+        if (!strncmp(rest, raised[i].start, strlen(raised[i].start)) &&
+            (i == 3 ? !strcmp(rest, raised[i].start) : strstr(rest, "\" does not exist") != NULL))
+            return raised[i].state;
+    return NULL;
+}
+
 const char *pgw_duckdb_sqlstate(const char *msg)
 {
+    const char *own = raised_by_catalog(msg);
+    if (own)
+        return own;
     static const struct {
         const char *prefix, *state;
     } map[] = {
@@ -92,8 +118,11 @@ void pgw_error_out(struct strbuf *out, const struct vt_error *err, const char *s
 {
     const char *msg = vt_error_message(err);
     const char *state = vt_err_sqlstate(err->code);
-    if (err->code == VT_ERR_QUERY_FAILED)
+    if (err->code == VT_ERR_QUERY_FAILED) {
         state = pgw_duckdb_sqlstate(msg);
+        if (raised_by_catalog(msg))
+            msg += strlen(RAISED_PREFIX);
+    }
     /* The catalog's own names ("vt:imatch") are ours, not the client's:
      * an error speaks of what the client wrote. */
     char clean[VT_ERROR_MSG_MAX + 64];

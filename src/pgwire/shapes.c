@@ -227,7 +227,8 @@ static char *dup_or_null(const char *s, bool *bad)
 
 /* A copy of lookup l with parameter terms given the constants' values;
  * NULL when a value cannot be a lookup value (then the statement runs
- * without the index, as the gate would have said). */
+ * without the index, as the gate would have said). With c NULL, a copy that
+ * keeps the parameter terms. */
 static struct sql_lookup *with_values(const struct sql_lookup *l, const char *sql,
                                       const struct konst *c, size_t nc)
 {
@@ -250,7 +251,9 @@ static struct sql_lookup *with_values(const struct sql_lookup *l, const char *sq
         for (size_t i = 0; i < l->nterms && !bad; i++) {
             const struct sql_lookup_term *t = &l->terms[i];
             o->terms[i].column = dup_or_null(t->column, &bad);
-            if (t->param > 0 && (size_t)t->param <= nc)
+            if (t->param > 0 && !c)
+                o->terms[i].param = t->param;
+            else if (t->param > 0 && (size_t)t->param <= nc)
                 bad |= !(o->terms[i].json = const_json(sql, &c[t->param - 1]));
             else if (t->param > 0)
                 bad = true;
@@ -346,38 +349,6 @@ static bool agree(const struct exec_snapshot *o, const struct exec_snapshot *p, 
     return !bad;
 }
 
-/* A deep copy of a lookup, parameter terms kept as parameters. */
-static struct sql_lookup *copy_lookup(const struct sql_lookup *l)
-{
-    if (!l)
-        return NULL;
-    struct sql_lookup *o = calloc(1, sizeof *o);
-    if (!o)
-        return NULL;
-    bool bad = false;
-    o->dataset = dup_or_null(l->dataset, &bad);
-    o->ncolumns = l->ncolumns;
-    o->nterms = l->nterms;
-    if ((l->ncolumns && !(o->columns = calloc(l->ncolumns, sizeof *o->columns))) ||
-        (l->nterms && !(o->terms = calloc(l->nterms, sizeof *o->terms)))) {
-        o->ncolumns = o->nterms = 0;
-        sql_lookup_free(o);
-        return NULL;
-    }
-    for (size_t i = 0; i < l->ncolumns; i++)
-        o->columns[i] = dup_or_null(l->columns[i], &bad);
-    for (size_t i = 0; i < l->nterms; i++) {
-        o->terms[i].column = dup_or_null(l->terms[i].column, &bad);
-        o->terms[i].param = l->terms[i].param;
-        o->terms[i].json = dup_or_null(l->terms[i].json, &bad);
-    }
-    if (bad) {
-        sql_lookup_free(o);
-        return NULL;
-    }
-    return o;
-}
-
 enum vt_err pgw_shaped_snapshot(struct pgw_session *s, const char *sql, int64_t deadline_ms,
                                 struct exec_snapshot *snap, struct vt_error *err)
 {
@@ -437,7 +408,7 @@ enum vt_err pgw_shaped_snapshot(struct pgw_session *s, const char *sql, int64_t 
     if (exec_snapshot_take_opts(s->cfg.catalog, s->con, k.buf, &po, deadline_ms, &p, &ignored) ==
         VT_ERR_OK) {
         e->same = agree(snap, &p, sql, k.buf, c, nc, e);
-        if (e->same && p.lookup && !(e->lookup = copy_lookup(p.lookup)))
+        if (e->same && p.lookup && !(e->lookup = with_values(p.lookup, NULL, NULL, 0)))
             e->same = false;
     }
     exec_snapshot_release(&p);

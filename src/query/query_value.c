@@ -408,21 +408,6 @@ bool query_iso_parse(const char *s, size_t n, struct query_iso *out, const char 
     return true;
 }
 
-/* Days since 1970-01-01 -> a proleptic Gregorian date (the inverse of
- * time_days_from_civil, util/timeutil.h). */
-static void civil_from_days(int64_t z, int *y, int *m, int *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = (int)(yoe + era * 400 + (*m <= 2));
-}
-
 /* Moves a date-time with an offset to UTC (offset 0). False when the result
  * leaves years 1..9999. */
 static bool to_utc(struct query_iso *t)
@@ -435,7 +420,9 @@ static bool to_utc(struct query_iso *t)
                    t->minute * 60 + t->second - t->offset_sec;
     int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
     int64_t sod = secs - days * 86400;
-    civil_from_days(days, &t->year, &t->month, &t->day);
+    int64_t year;
+    time_civil_from_days(days, &year, &t->month, &t->day);
+    t->year = (int)year;
     t->hour = (int)(sod / 3600);
     t->minute = (int)(sod / 60 % 60);
     t->second = (int)(sod % 60);

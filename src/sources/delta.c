@@ -1238,9 +1238,27 @@ enum vt_err source_delta_resolve(const struct vt_dataset_config *ds,
         char *list = NULL;
         if (rc == VT_ERR_OK && ctx && ctx->for_lazy)
             rc = source_scan_select_list(&scan, &list, err);
+        struct source_file_stats *fs = NULL;
+        if (rc == VT_ERR_OK && list) {
+            /* add.stats name columns by their physical names. */
+            const char **keys = calloc(schema->n ? schema->n : 1, sizeof *keys);
+            const char **types = calloc(schema->n ? schema->n : 1, sizeof *types);
+            for (size_t c = 0; keys && types && c < schema->n; c++) {
+                const struct delta_field *f = &schema->fields[c];
+                keys[c] = cols[c].partition < 0 ? (f->physical ? f->physical : f->name) : NULL;
+                types[c] = f->type->duck;
+            }
+            fs = keys && types ? delta_stats_for_files(t->adds, n, keys, types, schema->n)
+                               : NULL;
+            free(keys);
+            free(types);
+            if (!fs)
+                rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        }
         if (rc == VT_ERR_OK && list)
             rc = source_lazy_build(t->duck, out, ds, ctx, fetched, storage_take_reader(t->st),
-                                   cols, schema->n, list, err);
+                                   cols, schema->n, fs, list, err);
+        delta_stats_free(fs, n, schema->n);
         free(list);
     }
     if (rc == VT_ERR_OK) {

@@ -186,6 +186,26 @@ uint64_t delta_dv_cardinality(const struct delta_dv *dv);
 uint64_t delta_dv_range_cardinality(const struct delta_dv *dv, uint64_t lo, uint64_t hi);
 size_t delta_dv_bytes(const struct delta_dv *dv);
 
+/* ---- per-file statistics (delta_stats.c) ------------------------------------- */
+
+/* Parses an add.stats JSON text: *num_records, and for each of the n columns
+ * (keys[c]: its name in the stats, the physical one under column mapping;
+ * NULL: none; types[c]: its DuckDB type) the canonical texts of its bounds
+ * (mins[c], maxs[c]: malloc'd, NULL unknown; a bound a writer may have
+ * truncated is unknown) and its null count (nulls[c], -1 unknown). False,
+ * with everything unknown, when the text has no numRecords. */
+bool delta_stats_parse(const char *text, size_t len, const char *const *keys,
+                       const char *const *types, size_t n, int64_t *num_records, char **mins,
+                       char **maxs, int64_t *nulls);
+/* The statistics of n active files for a lazy generation (source_lazy_build):
+ * rows -1 for a file whose add has no usable stats (its footer is read).
+ * NULL when out of memory. */
+struct source_file_stats;
+struct source_file_stats *delta_stats_for_files(const struct delta_add *const *adds, size_t n,
+                                                const char *const *keys,
+                                                const char *const *types, size_t n_cols);
+void delta_stats_free(struct source_file_stats *fs, size_t n, size_t n_cols);
+
 /* ---- conversions for the SELECT (delta_sql.c) ------------------------------ */
 
 struct source_probe_type;

@@ -87,6 +87,7 @@ struct source_lazy {
     char *strings;              /* arena of the stats' text (one block) */
     int64_t rows;
     size_t bytes;
+    size_t footers;             /* files whose footer the build read */
     /* Where more of the kept objects comes from (S3); NULL when every file
      * is a whole local file. */
     bool remote;
@@ -130,6 +131,7 @@ void source_lazy_destroy(struct source_lazy *lz)
 struct meta_row {
     size_t file;
     int64_t rg, rows;
+    int col;                    /* the output column (log statistics); -1: by leaf */
     char *leaf;
     char *min, *max;            /* NULL: none */
     int64_t nulls;
@@ -235,6 +237,7 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
                               const struct source_context *ctx,
                               const struct storage_fetch *fetched, struct storage_reader *reader,
                               const struct source_scan_column *cols, size_t n_cols,
+                              const struct source_file_stats *file_stats,
                               const char *select_list, struct vt_error *err)
 {
     struct source_lazy *lz = calloc(1, sizeof *lz);
@@ -256,9 +259,11 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
     lz->select_list = strdup(select_list);
     const char **file_cols = calloc(n_cols ? n_cols : 1, sizeof *file_cols);
     char **sorted = calloc(nf ? nf : 1, sizeof *sorted);
+    bool *from_log = calloc(nf ? nf : 1, sizeof *from_log);
     struct meta_acc acc = {.snap = snap};
     if (!lz->files || !lz->col_names || !lz->col_class || !lz->col_partition ||
-        !lz->part_class || !lz->part_vals || !lz->select_list || !file_cols || !sorted)
+        !lz->part_class || !lz->part_vals || !lz->select_list || !file_cols || !sorted ||
+        !from_log)
         rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     lz->n_files = rc == VT_ERR_OK ? nf : 0;
     for (size_t i = 0; rc == VT_ERR_OK && i < nf; i++) {
@@ -275,13 +280,18 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
             f->pinned = true;
             f->kept = fetched[i].kept;
             f->footer_off = footer_start(f->path, f->size);
-        } else if (stat(f->path, &st) == 0) {
-            /* Pinned or not: a pin (hard link, kept-open file) shares the
-             * inode, so a file rewritten in place changes under it too. */
-            f->mtime = (int64_t)st.st_mtime * 1000000000LL + st.st_mtim.tv_nsec;
-            f->ino = (int64_t)st.st_ino;
-            f->dev = (int64_t)st.st_dev;
-            f->local = true;
+        } else {
+            /* The log's statistics stand for the footer of a local file
+             * (stat'ed all the same: one changed in place is noticed). */
+            from_log[i] = file_stats && file_stats[i].rows >= 0;
+            if (stat(f->path, &st) == 0) {
+                /* Pinned or not: a pin (hard link, kept-open file) shares the
+                 * inode, so a file rewritten in place changes under it too. */
+                f->mtime = (int64_t)st.st_mtime * 1000000000LL + st.st_mtim.tv_nsec;
+                f->ino = (int64_t)st.st_ino;
+                f->dev = (int64_t)st.st_dev;
+                f->local = true;
+            }
         }
         size_t pl = strlen(f->path);
         sorted[i] = f->path ? malloc(pl + 1 + sizeof(size_t)) : NULL;
@@ -333,8 +343,43 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
                 lz->part_vals[i * np + k] = lazy_parse_val(lz->part_class[k], v, strlen(v));
         }
     }
-    /* The footers, once. */
-    if (rc == VT_ERR_OK && nf) {
+    /* The log's statistics: one row group per file (its rows), each column's
+     * bounds from the log. */
+    size_t nlog = 0;
+    for (size_t i = 0; rc == VT_ERR_OK && i < nf; i++)
+        nlog += from_log[i];
+    if (nlog && nlog * (n_cols + 1) > VT_LAZY_MAX_CHUNKS) {
+        /* More than the metadata kept for planning may hold: the footers'
+         * own check below decides (and warns). */
+        memset(from_log, 0, nf * sizeof *from_log);
+        nlog = 0;
+    }
+    if (rc == VT_ERR_OK && nlog) {
+        acc.cap = nlog * (n_cols + 1);
+        acc.rows = calloc(acc.cap, sizeof *acc.rows);
+        if (!acc.rows)
+            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (size_t i = 0; rc == VT_ERR_OK && i < nf; i++) {
+        if (!from_log[i])
+            continue;
+        const struct source_file_stats *fs = &file_stats[i];
+        acc.rows[acc.n++] = (struct meta_row){.file = i, .rows = fs->rows, .col = -1,
+                                              .nulls = -1};
+        for (size_t c = 0; c < n_cols; c++) {
+            if (cols[c].partition >= 0 || !cols[c].file)
+                continue;
+            struct meta_row *m = &acc.rows[acc.n++];
+            *m = (struct meta_row){.file = i, .rows = fs->rows, .col = (int)c,
+                                   .nulls = fs->nulls ? fs->nulls[c] : -1};
+            if ((fs->mins && fs->mins[c] && !(m->min = strdup(fs->mins[c]))) ||
+                (fs->maxs && fs->maxs[c] && !(m->max = strdup(fs->maxs[c]))))
+                rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+    }
+    lz->footers = nf - nlog;
+    /* The footers of the other files, once. */
+    if (rc == VT_ERR_OK && nf > nlog) {
         qsort(sorted, nf, sizeof *sorted, cmp_str);
         struct strbuf sql;
         sb_init(&sql, 0);
@@ -343,8 +388,10 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
                       "least(coalesce(nullif(dictionary_page_offset, 0), data_page_offset), "
                       "data_page_offset), total_compressed_size, bloom_filter_offset, "
                       "bloom_filter_length FROM parquet_metadata([");
-        for (size_t i = 0; i < nf; i++) {
-            if (i)
+        for (size_t i = 0, k = 0; i < nf; i++) {
+            if (from_log[i])
+                continue;
+            if (k++)
                 sb_addc(&sql, ',');
             sb_add_sql_string(&sql, lz->files[i].path);
         }
@@ -359,7 +406,7 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
             duckdb_destroy_result(&res);
         } else {
             idx_t n = duckdb_row_count(&res);
-            if (n > VT_LAZY_MAX_CHUNKS) {
+            if (n + acc.n > VT_LAZY_MAX_CHUNKS) {
                 /* Too much to keep: local files are served without planning
                  * (a view over every file, as before issue 17); S3 ones
                  * cannot be (queries fetch what the metadata says). */
@@ -370,6 +417,12 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
                     free(sorted[i]);
                 free(sorted);
                 free(file_cols);
+                free(from_log);
+                for (size_t r = 0; r < acc.n; r++) {
+                    free(acc.rows[r].min);
+                    free(acc.rows[r].max);
+                }
+                free(acc.rows);
                 lazy_free(lz);
                 if (remote)
                     return vt_error_set(err, VT_ERR_LIMIT_EXCEEDED,
@@ -381,9 +434,11 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
                          ds->name, (unsigned long long)n, VT_LAZY_MAX_CHUNKS);
                 return VT_ERR_OK;
             }
-            acc.rows = calloc(n ? n : 1, sizeof *acc.rows);
-            if (!acc.rows)
+            struct meta_row *grown = realloc(acc.rows, (acc.n + n + 1) * sizeof *acc.rows);
+            if (!grown)
                 rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+            else
+                acc.rows = grown;
             for (idx_t r = 0; rc == VT_ERR_OK && r < n; r++) {
                 char *fname = value_text(&res, 0, r);
                 char *key = fname;
@@ -394,6 +449,7 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
                     break;
                 }
                 struct meta_row *m = &acc.rows[acc.n++];
+                *m = (struct meta_row){.col = -1};
                 memcpy(&m->file, *hit + strlen(*hit) + 1, sizeof m->file);
                 m->rg = duckdb_value_int64(&res, 1, r);
                 m->rows = duckdb_value_int64(&res, 2, r);
@@ -448,7 +504,7 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
         struct lfile *f = &lz->files[m->file];
         size_t g = f->rg0 + (size_t)m->rg;
         lz->rg_rows[g] = m->rows;
-        int c = m->leaf ? leaf_column(lz, file_cols, m->leaf) : -1;
+        int c = m->col >= 0 ? m->col : m->leaf ? leaf_column(lz, file_cols, m->leaf) : -1;
         if (c < 0)
             continue;
         struct lstat *s = &lz->stats[g * n_cols + (size_t)c];
@@ -473,11 +529,16 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
             continue;
         }
         s->nulls = m->nulls;
-        if (m->min && m->max) {
-            size_t a = strlen(m->min), b = strlen(m->max);
+        /* Each bound on its own: the log may know one only (a maximum a
+         * writer truncated). */
+        if (m->min && (m->max || m->col >= 0)) {
+            size_t a = strlen(m->min);
             memcpy(sp, m->min, a + 1);
             s->min = lazy_parse_val(lz->col_class[c], sp, a);
             sp += a + 1;
+        }
+        if (m->max && (m->min || m->col >= 0)) {
+            size_t b = strlen(m->max);
             memcpy(sp, m->max, b + 1);
             s->max = lazy_parse_val(lz->col_class[c], sp, b);
             sp += b + 1;
@@ -508,6 +569,7 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
         free(sorted[i]);
     free(sorted);
     free(file_cols);
+    free(from_log);
     if (rc != VT_ERR_OK) {
         lazy_free(lz);
         return rc;
@@ -530,8 +592,10 @@ enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *
     for (size_t i = 0; i < lz->n_files; i++)
         lz->bytes += strlen(lz->files[i].path) + 1;
     snap->lazy = lz;
-    log_debug("lazy metadata: %zu files, %zu row groups, %lld rows, %zu bytes", lz->n_files,
-              lz->n_rgs, (long long)lz->rows, lz->bytes);
+    log_debug("lazy metadata: %zu files (%zu footers read, %zu from the log's statistics), "
+              "%zu row groups, %lld rows, %zu bytes",
+              lz->n_files, lz->footers, lz->n_files - lz->footers, lz->n_rgs,
+              (long long)lz->rows, lz->bytes);
     return VT_ERR_OK;
 }
 
@@ -543,6 +607,16 @@ int64_t source_lazy_rows(const struct source_lazy *lz)
 size_t source_lazy_bytes(const struct source_lazy *lz)
 {
     return lz ? lz->bytes : 0;
+}
+
+size_t source_lazy_file_count(const struct source_lazy *lz)
+{
+    return lz ? lz->n_files : 0;
+}
+
+size_t source_lazy_footers_read(const struct source_lazy *lz)
+{
+    return lz ? lz->footers : 0;
 }
 
 /* ---- per request ---------------------------------------------------------------- */

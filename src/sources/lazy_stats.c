@@ -49,9 +49,7 @@ enum lazy_class lazy_class_of(const char *type)
     return LAZY_C_NONE;
 }
 
-/* "YYYY-MM-DD[ HH:MM:SS[.f...]][+00]" -> microseconds since the epoch (UTC).
- * Four-digit years only: anything else is "not understood". */
-static bool parse_ts(const char *s, size_t n, int64_t *out)
+bool lazy_parse_timestamp(const char *s, size_t n, struct lazy_ts *out)
 {
     int y, mo, d, h = 0, mi = 0, se = 0;
     if (n < 10 || !time_digits(s, 4, &y) || s[4] != '-' || !time_digits(s + 5, 2, &mo) ||
@@ -59,21 +57,55 @@ static bool parse_ts(const char *s, size_t n, int64_t *out)
         return false;
     int64_t us = 0;
     size_t p = 10;
+    out->digits = 6;
+    out->zoned = false;
     if (p < n && (s[p] == ' ' || s[p] == 'T')) {
         if (p + 9 > n || !time_digits(s + p + 1, 2, &h) || s[p + 3] != ':' ||
-            !time_digits(s + p + 4, 2, &mi) || s[p + 6] != ':' || !time_digits(s + p + 7, 2, &se))
+            !time_digits(s + p + 4, 2, &mi) || s[p + 6] != ':' ||
+            !time_digits(s + p + 7, 2, &se) || h > 23 || mi > 59 || se > 60)
             return false;
         p += 9;
+        out->digits = 0;
         if (p < n && s[p] == '.') {
             int64_t scale = 100000;
-            for (p++; p < n && s[p] >= '0' && s[p] <= '9'; p++, scale /= 10)
+            for (p++; p < n && s[p] >= '0' && s[p] <= '9'; p++, scale /= 10) {
+                if (++out->digits > 9)
+                    return false;
                 us += scale > 0 ? (s[p] - '0') * scale : 0;
+            }
+            if (out->digits > 6)
+                out->digits = 6; /* nanoseconds: cut to what is compared */
         }
     }
-    if (p < n && !(n - p == 3 && s[p] == '+' && s[p + 1] == '0' && s[p + 2] == '0') &&
-        !(n - p == 1 && s[p] == 'Z'))
-        return false; /* another zone: not understood */
-    *out = ((time_days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 * 1000000LL + se * 1000000LL + us;
+    int64_t off = 0;
+    if (p < n && s[p] == 'Z') {
+        out->zoned = true;
+        p++;
+    } else if (p < n && (s[p] == '+' || s[p] == '-')) {
+        int oh, om = 0;
+        bool hm = n - p == 6 && s[p + 3] == ':' && time_digits(s + p + 4, 2, &om);
+        if ((n - p != 3 && !hm) || !time_digits(s + p + 1, 2, &oh) || oh > 18 || om > 59)
+            return false;
+        off = ((int64_t)oh * 60 + om) * 60 * 1000000LL * (s[p] == '-' ? -1 : 1);
+        out->zoned = true;
+        p = n;
+    }
+    if (p != n)
+        return false;
+    out->offset_us = off;
+    out->us = ((time_days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 * 1000000LL +
+              se * 1000000LL + us - off;
+    return true;
+}
+
+/* Statistics, partition values and request values: UTC or no zone at all
+ * (a value in another zone is "not understood"). */
+static bool parse_ts(const char *s, size_t n, int64_t *out)
+{
+    struct lazy_ts t;
+    if (!lazy_parse_timestamp(s, n, &t) || t.offset_us != 0)
+        return false;
+    *out = t.us;
     return true;
 }
 

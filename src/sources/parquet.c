@@ -419,7 +419,7 @@ static enum vt_err build_select(const struct vt_dataset_config *ds,
             rc = source_scan_select_list(&scan, &list, err);
         if (rc == VT_ERR_OK && list)
             rc = source_lazy_build(duck, out, ds, ctx, fetched, storage_take_reader(st), cols,
-                                   nc, list, err);
+                                   nc, NULL, list, err);
         free(list);
     }
     free(cols);

@@ -198,6 +198,10 @@ char *source_lazy_first_relation(const struct source_lazy *lz);
 /* Rows of the generation (from the footers), and the metadata's memory. */
 int64_t source_lazy_rows(const struct source_lazy *lz);
 size_t source_lazy_bytes(const struct source_lazy *lz);
+/* Its files, and how many of them had their Parquet footer read at build (the
+ * others' rows and statistics came from the table's log: Delta add.stats). */
+size_t source_lazy_file_count(const struct source_lazy *lz);
+size_t source_lazy_footers_read(const struct source_lazy *lz);
 /* Bytes the S3 range cache of lazy datasets holds now (all datasets). */
 int64_t source_range_cache_bytes(void);
 

@@ -343,6 +343,15 @@ struct lazy_bounds {
     int64_t nulls, rows;        /* nulls -1 unknown */
 };
 
+/* A timestamp's text: "YYYY-MM-DD[( |T)HH:MM:SS[.f...]][Z|+HH|+HH:MM|-...]". */
+struct lazy_ts {
+    int64_t us;                 /* microseconds since the epoch (UTC when zoned) */
+    int64_t offset_us;          /* the zone's offset (0 without one) */
+    int digits;                 /* fraction digits written (6 for a date alone) */
+    bool zoned;
+};
+bool lazy_parse_timestamp(const char *s, size_t n, struct lazy_ts *out);
+
 /* The class of a DuckDB type name (LAZY_C_NONE: not compared). */
 enum lazy_class lazy_class_of(const char *type);
 /* Text of a statistic or partition value -> a value of the class (kind 0:
@@ -358,15 +367,29 @@ enum lazy_verdict lazy_pred_verdict(enum lazy_class c, const struct query_pred *
 
 /* ---- lazy generations (lazy.c) --------------------------------------------- */
 
-/* Reads the footers of every file of a lazy snapshot once and keeps what
- * plans requests (snap->lazy): the output columns as the scan builds them,
- * and the SELECT's column list. `reader` (ownership passes; NULL for whole
- * local files) reads more of the kept objects per request. */
+/* What a table format's log says of one data file (Delta add.stats), in the
+ * terms of the lazy generation's output columns. */
+struct source_file_stats {
+    int64_t rows;               /* its rows (before deletion vectors); -1: none, the
+                                 * footer is read instead */
+    char **mins, **maxs;        /* per output column: bound as text lazy_parse_val
+                                 * reads, NULL unknown */
+    int64_t *nulls;             /* per output column, -1 unknown */
+};
+
+/* Keeps what plans requests of a lazy snapshot (snap->lazy): per file its
+ * rows and column statistics, from `file_stats` (n_files entries, or NULL:
+ * Parquet sources) where it has rows, else from the file's footer, read once;
+ * the output columns as the scan builds them, and the SELECT's column list.
+ * Kept objects (S3) always have their footers read: their byte ranges are
+ * what requests fetch. `reader` (ownership passes; NULL for whole local
+ * files) reads more of the kept objects per request. */
 enum vt_err source_lazy_build(struct source_duck *duck, struct source_snapshot *snap,
                               const struct vt_dataset_config *ds,
                               const struct source_context *ctx,
                               const struct storage_fetch *fetched, struct storage_reader *reader,
                               const struct source_scan_column *cols, size_t n_cols,
+                              const struct source_file_stats *file_stats,
                               const char *select_list, struct vt_error *err);
 void source_lazy_destroy(struct source_lazy *lz);
 duckdb_connection source_duck_connection(struct source_duck *d);

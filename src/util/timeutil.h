@@ -41,6 +41,21 @@ static inline int64_t time_days_from_civil(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
+/* Days since 1970-01-01 -> a proleptic Gregorian date (the inverse of
+ * time_days_from_civil). */
+static inline void time_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
 /* True when s[0..n) are all ASCII digits, with their decimal value in *out
  * (n small enough not to overflow an int). Shared by the date parsers. */
 static inline bool time_digits(const char *s, int n, int *out)

@@ -10,7 +10,9 @@ taken off), status, headers, the body when it was read and is text (JSON,
 CSV, NDJSON, ...) up to BODY_CAP bytes, and the test that made it. When a
 server is stopped, the OpenAPI document it serves (/docs/openapi.json under
 its prefix) is fetched once, unrecorded, and kept as
-$VT_CONTRACT_DIR/docs/<sha1>.json with a line naming it for that server.
+$VT_CONTRACT_DIR/docs/<sha1>.json with a line naming it for that server
+(and for the runs of the same Server that were killed before, when it was
+restarted with the same config, arguments and environment).
 tests/e2e/contract/validate.cjs then checks every exchange against its own
 server's document with Stoplight Prism's response validator
 (`make contract-check`)."""
@@ -59,10 +61,35 @@ def _write(obj):
         f.flush()
 
 
+def _identity(server):
+    """What the served document depends on: the config file as it is now,
+    the arguments and the environment."""
+    try:
+        text = Path(server.config_path).read_bytes()
+    except OSError:
+        text = b""
+    env = sorted((k, v) for k, v in server.env.items() if k.startswith(("ADMIN_", "VITRINE_")))
+    return hashlib.sha1(repr((text, server.args, env)).encode()).hexdigest()
+
+
 def server_started(server):
-    """conftest.Server.start: the server listens on server.port."""
+    """conftest.Server.start: the server listens on server.port. A server
+    restarted after it was killed (its document could not be fetched) with
+    the same config, arguments and environment serves the same document: its
+    earlier exchanges are validated against the one the restart serves."""
     if not DIR:
         return
+    identity = _identity(server)
+    prior = getattr(server, "_contract_id", None)
+    orphans = getattr(server, "_contract_orphans", [])
+    if prior and not getattr(server, "_contract_kept", False) and \
+            getattr(server, "_contract_identity", None) == identity:
+        orphans = orphans + [prior]
+    else:
+        orphans = []
+    server._contract_orphans = orphans
+    server._contract_identity = identity
+    server._contract_kept = False
     server._contract_id = f"{os.getpid()}-{next(_ids)}"
     server._contract_seen = False
     with _lock:
@@ -132,7 +159,8 @@ def server_stopping(server, timeout=10):
     with _lock:
         if _servers.get(server.port) is server:
             del _servers[server.port]
-    if not server._contract_seen or server.proc is None or server.proc.poll() is not None:
+    if not (server._contract_seen or server._contract_orphans) or server.proc is None or \
+            server.proc.poll() is not None:
         return
     docs_path = "/docs"
     section = re.search(r"^\[swagger\]\s*$(.*?)(?=^\[|\Z)", server.config_text, re.M | re.S)
@@ -156,7 +184,10 @@ def server_stopping(server, timeout=10):
         tmp = docs / f".{sha}.{os.getpid()}"
         tmp.write_bytes(r.content)
         tmp.replace(target)
-    _write({"server": server._contract_id, "doc": sha})
+    server._contract_kept = True
+    for sid in [server._contract_id] + server._contract_orphans:
+        _write({"server": sid, "doc": sha})
+    server._contract_orphans = []
 
 
 if DIR:

@@ -61,3 +61,27 @@ def test_validator_passes_real_answers_and_reports_each_kind_of_mismatch(vt, tmp
     assert "GET /api/v1/datasets/{name}/schema -> 404" in out and "body" in out, out
     assert "body is not JSON" in out, out
     assert "PROBLEM recorder error: ValueError('x')" in out, out
+
+
+def test_a_run_that_recorded_nothing_passes_unless_min_asks(tmp_path):
+    # `make e2e PYTEST_ARGS=...` over modules whose servers serve no document
+    # (or no server at all) records nothing: not a contract failure; the
+    # whole-suite run asks for --min exchanges, so a recorder that stopped
+    # recording fails there.
+    def validate(*args):
+        return subprocess.run(["node", "contract/validate.cjs", *args], cwd=E2E,
+                              capture_output=True, text=True, timeout=300)
+    missing = tmp_path / "none"
+    r = validate(str(missing))
+    assert r.returncode == 0 and "nothing recorded" in r.stdout, r.stdout + r.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "exchanges-gw0-1.ndjson").write_text(
+        json.dumps({"server": "x", "method": "get", "path": "/healthz", "status": 200,
+                    "headers": {}, "body": "none"}) + "\n")
+    r = validate(str(empty))
+    assert r.returncode == 0 and "nothing to validate" in r.stdout, r.stdout + r.stderr
+    r = validate("--min", "1", str(empty))
+    assert r.returncode == 1 and "fewer than --min 1" in r.stdout, r.stdout + r.stderr
+    r = validate("--min", "1", str(missing))
+    assert r.returncode == 1, r.stdout + r.stderr

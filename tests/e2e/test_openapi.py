@@ -63,7 +63,7 @@ def servers(vt, datadir, tmp_path):
     for name in ("t", "big", "fragile"):
         s.wait_state(name, ["published"], timeout=120)
     s.wait_state("broken", ["failed"])
-    slow = vt(server_block(request_timeout_ms=1) + "[sql]\nenabled = true\n"
+    slow = vt(server_block(request_timeout_ms=1, allowed_roots=[datadir]) + "[sql]\nenabled = true\n"
               + dataset_block("big", datadir / "big.parquet", **{"index.mode": "none"}),
               env={"ADMIN_TOKEN": TOKEN}, wait="listening", timeout=120)
     slow.wait_state("big", ["published"], timeout=120)
@@ -187,6 +187,10 @@ def test_lint_and_every_documented_status(servers, tmp_path):
         ("post", "/api/v1/datasets", 401): lambda: post("/api/v1/datasets", reg),
         ("post", "/api/v1/datasets", 413): lambda: post("/api/v1/datasets", headers=H, raw=big_body),
         ("post", "/api/v1/datasets", 415): lambda: no_ct("/api/v1/datasets", H),
+        ("post", "/api/v1/datasets", 504): lambda: post(
+            "/api/v1/datasets", {"name": "big2", "source": {
+                "kind": "parquet", "location": str(data / "big.parquet")}}, H,
+            server=servers["slow"]),
         ("post", "/api/v1/datasets/persist", 200): lambda: post("/api/v1/datasets/persist", per, H),
         ("post", "/api/v1/datasets/persist", 400): lambda: post("/api/v1/datasets/persist", per, H),
         ("post", "/api/v1/datasets/persist", 401): lambda: post("/api/v1/datasets/persist", per),
@@ -343,6 +347,13 @@ def test_lint_and_every_documented_status(servers, tmp_path):
     samples[("get", "/explore/{path}", 302)] = lambda: get("/explore/deep/link")
 
     samples[("post", "/mcp", 403)] = lambda: post("/mcp", rpc, {"Origin": "http://evil.example"})
+    modern = "2026-07-28"
+    samples[("post", "/mcp", 404)] = lambda: post("/mcp", {
+        "jsonrpc": "2.0", "id": 7, "method": "nope/nope", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": modern,
+            "io.modelcontextprotocol/clientCapabilities": {}}}},
+        {"MCP-Protocol-Version": modern, "Mcp-Method": "nope/nope",
+         "Accept": "application/json, text/event-stream"})
 
     def rebound(method, path):
         # 421 is documented on every route: a Host the server is not known by
@@ -350,6 +361,37 @@ def test_lint_and_every_documented_status(servers, tmp_path):
         return requests.request(method.upper(), target, headers={"Host": "rebound.example"},
                                 data=b"{}" if method in ("post", "delete") else None,
                                 timeout=30, allow_redirects=False)
+
+    # ?generation=: not an id (400), newer than the current one (409), older
+    # and no longer kept (410)
+    PINS = {400: "bad", 409: "7ZZZZZZZZZZZZZZZZZZZZZZZZZ", 410: "00000000000000000000000000"}
+
+    def pin(method, path, gen):
+        target = url(path).replace("{name}", "t") + "?generation=" + gen
+        return requests.request(method.upper(), target, data=b"{}" if method == "post" else None,
+                                headers=J if method == "post" else {}, timeout=30)
+
+    # 414 and 431 are documented on every route (answered before routing): a
+    # request target over 8 KiB, header fields over 32 KiB together
+    def oversized(method, path, status):
+        target = url(path).replace("{name}", "t").replace("{path}", "index.html")
+        headers = {}
+        if status == 414:
+            target += "?pad=" + "a" * 9000
+        else:
+            headers = {f"X-Pad-{i}": "b" * 4000 for i in range(9)}
+        return requests.request(method.upper(), target, headers=headers,
+                                data=b"{}" if method in ("post", "delete") else None,
+                                timeout=30, allow_redirects=False)
+
+    def resolved(spec):
+        # a response may be shared: {"$ref": "#/components/responses/..."}
+        while "$ref" in spec:
+            at = doc
+            for part in spec["$ref"][2:].split("/"):
+                at = at[part]
+            spec = at
+        return spec
 
     checked, missing = 0, []
     for path, item in doc["paths"].items():
@@ -360,13 +402,20 @@ def test_lint_and_every_documented_status(servers, tmp_path):
                 key = (method, path, int(status))
                 if int(status) == 421:
                     samples.setdefault(key, lambda m=method, p=path: rebound(m, p))
+                if int(status) in (414, 431):
+                    samples.setdefault(key, lambda m=method, p=path, c=int(status):
+                                       oversized(m, p, c))
+                pinned = any(x["name"] == "generation" for x in op.get("parameters", []))
+                if pinned and int(status) in PINS:
+                    samples.setdefault(key, lambda m=method, p=path, g=PINS[int(status)]:
+                                       pin(m, p, g))
                 if key not in samples:
                     missing.append(key)
                     continue
                 r = samples[key]()
                 assert r.status_code == int(status), (key, r.status_code, r.text[:300])
                 assert r.headers.get("X-Request-Id"), key
-                spec = op["responses"][status]
+                spec = resolved(op["responses"][status])
                 content = spec.get("content")
                 if method == "head" or not content:
                     checked += 1
@@ -389,6 +438,7 @@ def test_lint_and_every_documented_status(servers, tmp_path):
             if method == "servers":
                 continue
             for status, spec in op["responses"].items():
+                spec = resolved(spec)
                 if int(status) < 400 or "content" not in spec:
                     continue
                 examples = spec["content"].get("application/json", {}).get("examples")

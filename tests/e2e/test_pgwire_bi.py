@@ -512,9 +512,17 @@ def test_sizes_and_pg_size_pretty(srv):
                      "pg_size_pretty(123456789012345678), pg_size_pretty(NULL::bigint)")
         assert pretty == ("10239 bytes", "10 kB", "1206 kB", "-1206 kB", "10 MB", "115 GB",
                           "110 PB", None)
+        for sql in ("SELECT pg_relation_size('nope')", "SELECT 'nope'::regclass"):
+            with pytest.raises(psycopg.Error) as ei:
+                c.execute(sql)
+            assert ei.value.sqlstate == "42P01"
+            assert str(ei.value).strip() == 'relation "nope" does not exist'
         with pytest.raises(psycopg.Error) as ei:
-            c.execute("SELECT pg_relation_size('nope')")
-        assert "nope" in str(ei.value) and "vt:" not in str(ei.value)
+            c.execute("SELECT 'nope'::regtype")
+        assert ei.value.sqlstate == "42704" and str(ei.value).strip() == 'type "nope" does not exist'
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute("SELECT pg_relation_size('trips', 'x')")
+        assert ei.value.sqlstate == "22023" and str(ei.value).strip() == "invalid fork name"
 
 
 def test_simple_statements_of_one_shape(srv):
