@@ -169,15 +169,7 @@ uint64_t json_ftoa_decimal(float v, int *out_e) { return ftoa_decimal(v, out_e, 
 /* Digits of d into `digits`; returns the count, *point = count + e. */
 static int to_digits(uint64_t d, int e, char *digits, int *out_point)
 {
-    /* by hand: snprintf("%llu") was a fifth of pgwire's text DataRows of
-     * a table with two DOUBLE columns */
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[sizeof tmp - 1 - n++] = (char)('0' + d % 10);
-        d /= 10;
-    } while (d);
-    memcpy(digits, tmp + sizeof tmp - n, (size_t)n);
+    int n = (int)(json_fmt_u64(digits, d) - digits);
     *out_point = n + e;
     return n;
 }

@@ -659,21 +659,29 @@ static struct eng_worker *worker_start(struct eng_pool *pool, int index, enum la
     return w;
 }
 
-/* A retired (or unneeded) worker whose thread is ending: off the retired
- * list, onto the graveyard, where the watchdog joins the thread and closes
- * its connection after the thread's own data (exec's and the gate's
- * prepared statements) is freed. Under pool->mu. */
-static void bury_later(struct eng_pool *pool, struct eng_worker *w)
+/* A worker whose thread is ending: off its list (`*list`, counted by
+ * `*count`: the retired or the extra workers), onto the graveyard, where the
+ * watchdog joins the thread and closes its connection after the thread's
+ * own data (exec's and the gate's prepared statements) is freed. Under
+ * pool->mu. */
+static void bury_from(struct eng_pool *pool, struct eng_worker *w, struct eng_worker **list,
+                      int *count)
 {
-    for (struct eng_worker **p = &pool->retired; *p; p = &(*p)->next)
+    for (struct eng_worker **p = list; *p; p = &(*p)->next)
         if (*p == w) {
             *p = w->next;
             break;
         }
-    pool->n_retired--;
+    (*count)--;
     w->next = pool->graveyard;
     pool->graveyard = w;
     pthread_cond_broadcast(&pool->cv_retired);
+}
+
+/* A retired (or unneeded) worker whose thread is ending. */
+static void bury_later(struct eng_pool *pool, struct eng_worker *w)
+{
+    bury_from(pool, w, &pool->retired, &pool->n_retired);
 }
 
 static void *worker_main(void *arg)
@@ -701,34 +709,13 @@ static void *worker_main(void *arg)
                 w->quit = true; /* idle: the overflow is over */
             }
         }
-        if (w->quit && w->extra) {
-            for (struct eng_worker **p = &pool->extras; *p; p = &(*p)->next)
-                if (*p == w) {
-                    *p = w->next;
-                    break;
-                }
-            pool->n_extra--;
-            w->next = pool->graveyard;
-            pool->graveyard = w;
-            pthread_cond_broadcast(&pool->cv_retired);
+        if (w->extra && (w->quit || !job)) {
+            bury_from(pool, w, &pool->extras, &pool->n_extra);
             pthread_mutex_unlock(&pool->mu);
             return NULL;
         }
         if (w->quit) {
             bury_later(pool, w);
-            pthread_mutex_unlock(&pool->mu);
-            return NULL;
-        }
-        if (!job && w->extra) {
-            for (struct eng_worker **p = &pool->extras; *p; p = &(*p)->next)
-                if (*p == w) {
-                    *p = w->next;
-                    break;
-                }
-            pool->n_extra--;
-            w->next = pool->graveyard;
-            pool->graveyard = w;
-            pthread_cond_broadcast(&pool->cv_retired);
             pthread_mutex_unlock(&pool->mu);
             return NULL;
         }

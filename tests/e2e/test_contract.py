@@ -52,7 +52,9 @@ def test_validator_passes_real_answers_and_reports_each_kind_of_mismatch(vt, tmp
            dict(healthz, headers=dict(healthz["headers"], **{"content-type": "text/html"})),
            dict(good[2], text=json.dumps({"error": 1})),
            dict(good[1], text="{not json"),
-           {"recorder_error": "ValueError('x')"}]
+           {"recorder_error": "ValueError('x')"},
+           # an answer that is not vitrine's: no request id, no media type
+           dict(good[3], headers={"content-length": "0"}, text="")]
     r = run(tmp_path / "b", doc.content, good + bad)
     assert r.returncode == 1, r.stdout + r.stderr
     out = r.stdout
@@ -61,6 +63,7 @@ def test_validator_passes_real_answers_and_reports_each_kind_of_mismatch(vt, tmp
     assert "GET /api/v1/datasets/{name}/schema -> 404" in out and "body" in out, out
     assert "body is not JSON" in out, out
     assert "PROBLEM recorder error: ValueError('x')" in out, out
+    assert "PROBLEM 1 answers had neither X-Request-Id nor Content-Type" in out, out
 
 
 def test_a_run_that_recorded_nothing_passes_unless_min_asks(tmp_path):

@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "e2e"))
 sys.path.insert(0, str(HERE))
 import soak  # noqa: E402
-from conftest import Server, write_parquet  # noqa: E402
+from conftest import Server  # noqa: E402
 from s3_fixtures import Moto, find_moto, free_port  # noqa: E402
 
 GENS = int(os.environ.get("GENS", "400"))
@@ -39,14 +39,7 @@ def main():
     root = Path(tempfile.mkdtemp(prefix="vitrine-rss-"))
     moto = Moto(find_moto(), root).start()
     try:
-        moto.create_bucket("src")
-        moto.create_bucket("shared")
-        data = root / "data"
-        src = write_parquet(data / "trips" / "part-0.parquet",
-                            "SELECT i AS id, ['paris','lyon','nice'][i % 3 + 1] AS city, "
-                            "(i % 97)::DOUBLE AS fare FROM range(12000) t(i)")
-        moto.upload_file("src", "trips/part-0.parquet", src)
-        write_parquet(data / "local.parquet", "SELECT i AS id, 'x' AS s FROM range(1000) t(i)")
+        data = soak.make_sources(root, moto)
         ep = f"http://127.0.0.1:{moto.port}"
         (root / "w").mkdir()
         w = Server(root / "w", cfg("writer" if ROLE == "reader" else "standalone",

@@ -370,6 +370,20 @@ def phase_kill9(root, moto, proxy):
     report.append("kill -9: " + "; ".join(results))
 
 
+def make_sources(root, moto):
+    """The buckets and the source files every soak run serves: `trips` on S3
+    (bucket src), `local` on disk. Returns the local data directory."""
+    moto.create_bucket("src")
+    moto.create_bucket("shared")
+    data = root / "data"
+    src = write_parquet(data / "trips" / "part-0.parquet",
+                        "SELECT i AS id, ['paris','lyon','nice'][i % 3 + 1] AS city, "
+                        "(i % 97)::DOUBLE AS fare FROM range(12000) t(i)")
+    moto.upload_file("src", "trips/part-0.parquet", src)
+    write_parquet(data / "local.parquet", "SELECT i AS id, 'x' AS s FROM range(1000) t(i)")
+    return data
+
+
 def main():
     exe = find_moto()
     if not exe:
@@ -378,14 +392,7 @@ def main():
     moto = Moto(exe, root).start()
     proxy = FaultProxy(moto.port)
     try:
-        moto.create_bucket("src")
-        moto.create_bucket("shared")
-        data = root / "data"
-        src = write_parquet(data / "trips" / "part-0.parquet",
-                            "SELECT i AS id, ['paris','lyon','nice'][i % 3 + 1] AS city, "
-                            "(i % 97)::DOUBLE AS fare FROM range(12000) t(i)")
-        moto.upload_file("src", "trips/part-0.parquet", src)
-        write_parquet(data / "local.parquet", "SELECT i AS id, 'x' AS s FROM range(1000) t(i)")
+        data = make_sources(root, moto)
         t0 = time.time()
         w, r = phase_load(root, moto, proxy)
         w.stop()

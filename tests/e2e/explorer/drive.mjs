@@ -531,6 +531,9 @@ const scenarios = {
     out.help = await page.$eval('[data-testid=help]', (e) => e.innerText);
     await shot(page, 'explorer-help');
     await page.keyboard.press('Escape');
+    // While the modal help is open the page behind it is inert: a fill would
+    // type into nothing. Go on once it is closed.
+    await page.waitForSelector('[data-testid=help]:not([open])', { state: 'attached' });
     // 14. a wrong admin token is said at once
     await page.fill('[data-testid=admin-token]', 'not-the-token');
     await page.click('[data-testid=admin-token-set]');

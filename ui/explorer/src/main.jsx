@@ -87,7 +87,10 @@ function HelpPanel({ open, onClose }) {
     if (!open && d.open) d.close();
   }, [open]);
   return (
-    <dialog ref={ref} class="help" onCancel={(e) => { e.preventDefault(); onClose(); }} aria-labelledby="help-title" data-testid="help">
+    // Escape lets the browser close the dialog at once (no preventDefault):
+    // the page behind stays inert only while the dialog is really open, not
+    // until the next render catches up.
+    <dialog ref={ref} class="help" onClose={() => { if (open) onClose(); }} aria-labelledby="help-title" data-testid="help">
       <h2 id="help-title">Keyboard shortcuts</h2>
       <table class="keys">
         <tbody>{SHORTCUTS.map(([k, what]) => <tr><th scope="row"><kbd>{k}</kbd></th><td>{what}</td></tr>)}</tbody>
