@@ -551,6 +551,42 @@ static void reader_alternative(json_t *resp, const struct op_resp *r)
     json_object_set_new(resp, "description", json_string(buf));
 }
 
+/* What any operation can answer 503 (src/http: conn.c's connection caps,
+ * http_defer's full work queue, a request that arrives while the server
+ * stops) added to an operation's own 503 `resp`: Error as a possible body,
+ * the two codes as examples, Retry-After, a sentence. A HEAD's (no content)
+ * gets the header and the sentence. */
+#define EVERYWHERE_503 "unavailable shutting_down"
+#define EVERYWHERE_503_TEXT                                                          \
+    "Any route: the server is overloaded (unavailable: past its connection caps, or " \
+    "its work queue is full), or it is shutting down (shutting_down)."
+
+static void add_everywhere_503(json_t *resp)
+{
+    json_t *hs = json_object_get(resp, "headers");
+    if (hs && !json_object_get(hs, "Retry-After"))
+        json_object_set_new(hs, "Retry-After", ref("headers", "Retry-After"));
+    const char *d = json_string_value(json_object_get(resp, "description"));
+    char buf[768];
+    snprintf(buf, sizeof buf, "%s %s", d ? d : "", EVERYWHERE_503_TEXT);
+    json_object_set_new(resp, "description", json_string(buf));
+    json_t *content = json_object_get(resp, "content");
+    json_t *mt = content ? json_object_get(content, "application/json") : NULL;
+    if (!mt)
+        return;
+    json_t *schema = json_object_get(mt, "schema");
+    const char *sref = schema ? json_string_value(json_object_get(schema, "$ref")) : NULL;
+    if (sref && strcmp(sref, "#/components/schemas/Error") != 0)
+        json_object_set_new(mt, "schema", json_pack("{s:[O,o]}", "anyOf", schema,
+                                                    ref("schemas", "Error")));
+    json_t *ex = json_object_get(mt, "examples");
+    if (!ex) {
+        ex = json_object();
+        json_object_set_new(mt, "examples", ex);
+    }
+    json_object_update_missing_new(ex, error_examples(NULL, 503, EVERYWHERE_503));
+}
+
 static json_t *scopes(const struct strvec *v, const char *fallback)
 {
     json_t *a = json_array();
@@ -780,6 +816,11 @@ static json_t *operation(const struct http_route *r, const char *method, const s
     /* Answered before any route is chosen (src/http/wire.c), on every one. */
     json_object_set_new(responses, "414", ref("responses", "UriTooLong"));
     json_object_set_new(responses, "431", ref("responses", "HeadersTooLarge"));
+    json_t *r503 = json_object_get(responses, "503");
+    if (r503)
+        add_everywhere_503(r503);
+    else
+        json_object_set_new(responses, "503", ref("responses", "Unavailable"));
     if (host_refusals(cfg)) {
         struct op_resp e = {421, NULL, 0, 0,
                             "The Host header names a host the server does not answer "
@@ -903,10 +944,16 @@ json_t *api_openapi_build(const struct http_route *routes, size_t n, const struc
     }
     /* The answers every operation refers to (operation()). */
     static const struct op_resp everywhere[] = {{414, NULL, 0, 0, NULL},
-                                                {431, NULL, 0, 0, NULL}};
+                                                {431, NULL, 0, 0, NULL},
+                                                {503, NULL, 0, H_RETRY, EVERYWHERE_503_TEXT}};
     json_t *shared = json_object();
     json_object_set_new(shared, "UriTooLong", response(&everywhere[0], NULL));
     json_object_set_new(shared, "HeadersTooLarge", response(&everywhere[1], NULL));
+    json_t *unavailable = response(&everywhere[2], NULL);
+    json_t *ucontent = json_object_get(unavailable, "content");
+    json_object_set_new(json_object_get(ucontent, "application/json"), "examples",
+                        error_examples(NULL, 503, EVERYWHERE_503));
+    json_object_set_new(shared, "Unavailable", unavailable);
     json_object_set_new(components, "responses", shared);
     const char *prefix = cfg->server.prefix && cfg->server.prefix[0] ? cfg->server.prefix : "";
     json_t *doc = json_object();

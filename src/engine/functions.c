@@ -256,38 +256,18 @@ static bool range_ok(duckdb_function_info info, double count, double total, idx_
     return true;
 }
 
-static void range_step_int(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+/* Both forms: the step is a BIGINT, or an INTERVAL over TIMESTAMP bounds
+ * (microseconds). */
+static void range_step(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out,
+                       bool interval)
 {
     idx_t n = duckdb_data_chunk_get_size(in);
     duckdb_vector av = duckdb_data_chunk_get_vector(in, 0);
     duckdb_vector bv = duckdb_data_chunk_get_vector(in, 1);
     duckdb_vector sv = duckdb_data_chunk_get_vector(in, 2);
     int64_t *a = duckdb_vector_get_data(av), *b = duckdb_vector_get_data(bv);
-    int64_t *s = duckdb_vector_get_data(sv);
-    uint64_t *va = duckdb_vector_get_validity(av), *vb = duckdb_vector_get_validity(bv);
-    uint64_t *vs = duckdb_vector_get_validity(sv);
-    double total = 0;
-    for (idx_t i = 0; i < n; i++) {
-        if (!duckdb_validity_row_is_valid(va, i) || !duckdb_validity_row_is_valid(vb, i) ||
-            !duckdb_validity_row_is_valid(vs, i) || s[i] == 0)
-            continue;
-        double count = ((double)b[i] - (double)a[i]) / (double)s[i];
-        if (count > 0)
-            total += count;
-        if (!range_ok(info, count, total, i))
-            return;
-    }
-    pass_through(sv, out, n, sizeof(int64_t));
-}
-
-static void range_step_ts(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
-{
-    idx_t n = duckdb_data_chunk_get_size(in);
-    duckdb_vector av = duckdb_data_chunk_get_vector(in, 0);
-    duckdb_vector bv = duckdb_data_chunk_get_vector(in, 1);
-    duckdb_vector sv = duckdb_data_chunk_get_vector(in, 2);
-    int64_t *a = duckdb_vector_get_data(av), *b = duckdb_vector_get_data(bv);
-    duckdb_interval *s = duckdb_vector_get_data(sv);
+    int64_t *si = interval ? NULL : duckdb_vector_get_data(sv);
+    duckdb_interval *sp = interval ? duckdb_vector_get_data(sv) : NULL;
     uint64_t *va = duckdb_vector_get_validity(av), *vb = duckdb_vector_get_validity(bv);
     uint64_t *vs = duckdb_vector_get_validity(sv);
     double total = 0;
@@ -295,8 +275,9 @@ static void range_step_ts(duckdb_function_info info, duckdb_data_chunk in, duckd
         if (!duckdb_validity_row_is_valid(va, i) || !duckdb_validity_row_is_valid(vb, i) ||
             !duckdb_validity_row_is_valid(vs, i))
             continue;
-        double step = (double)s[i].months * 28.0 * 86400e6 + (double)s[i].days * 86400e6 +
-                      (double)s[i].micros;
+        double step = si ? (double)si[i]
+                         : (double)sp[i].months * 28.0 * 86400e6 + (double)sp[i].days * 86400e6 +
+                               (double)sp[i].micros;
         if (step == 0)
             continue;
         double count = ((double)b[i] - (double)a[i]) / step;
@@ -305,7 +286,17 @@ static void range_step_ts(duckdb_function_info info, duckdb_data_chunk in, duckd
         if (!range_ok(info, count, total, i))
             return;
     }
-    pass_through(sv, out, n, sizeof(duckdb_interval));
+    pass_through(sv, out, n, interval ? sizeof(duckdb_interval) : sizeof(int64_t));
+}
+
+static void range_step_int(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    range_step(info, in, out, false);
+}
+
+static void range_step_ts(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    range_step(info, in, out, true);
 }
 
 /* "vt:repeat_n"(x ANY, n BIGINT) -> n, or an error when repeating x n

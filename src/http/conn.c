@@ -212,18 +212,20 @@ static void clients_remove(struct http_server *srv, const unsigned char key[17])
 
 /* A complete JSON error reply written straight to a socket that carries no
  * request of ours (the acceptor's refusals, the head deadline). */
-static void send_canned(int fd, enum vt_err code, const char *message)
+static void send_canned(struct http_server *srv, int fd, enum vt_err code, const char *message)
 {
-    char body[256], head[512];
+    char body[256], head[512], id[VT_MAX_REQUEST_ID_BYTES + 1];
+    http_server_new_request_id(srv, id);
     int bl = snprintf(body, sizeof body, "{\"error\":\"%s\",\"code\":\"%s\"}", message,
                       vt_err_code(code));
     int status = vt_err_status(code);
     char date[30];
     http_date(time(NULL), date);
     int hl = snprintf(head, sizeof head,
-                      "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %d\r\n%sConnection: close\r\n\r\n",
-                      status, http_reason(status), date, bl,
+                      "HTTP/1.1 %d %s\r\nDate: %s\r\nX-Request-Id: %s\r\n"
+                      "Content-Type: application/json\r\nContent-Length: %d\r\n%s"
+                      "Connection: close\r\n\r\n",
+                      status, http_reason(status), date, id, bl,
                       status == 503 ? "Retry-After: 2\r\n" : "");
     struct iovec iov[2] = {{head, (size_t)hl}, {body, (size_t)bl}};
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
@@ -231,10 +233,10 @@ static void send_canned(int fd, enum vt_err code, const char *message)
         log_debug("canned %d reply not sent: %s", status, strerror(errno));
 }
 
-static void reject(int fd, const char *why)
+static void reject(struct http_server *srv, int fd, const char *why)
 {
     metrics_connection_rejected();
-    send_canned(fd, VT_ERR_UNAVAILABLE, why);
+    send_canned(srv, fd, VT_ERR_UNAVAILABLE, why);
     shutdown(fd, SHUT_WR);
     /* Read what the client already sent so close() ends with FIN, not RST
      * (an RST can destroy the 503 before the client reads it). */
@@ -780,7 +782,7 @@ static void check_deadlines(struct http_loop *l, int64_t now)
             if (c->head_deadline_ms && now >= c->head_deadline_ms) {
                 /* Slow headers, or an idle keep-alive connection. */
                 c->head_deadline_ms = 0;
-                send_canned(c->fd, VT_ERR_REQUEST_HEAD_TIMEOUT,
+                send_canned(l->srv, c->fd, VT_ERR_REQUEST_HEAD_TIMEOUT,
                             "the request head did not arrive in time");
                 shutdown(c->fd, SHUT_WR);
                 c->state = C_LINGER;
@@ -891,7 +893,7 @@ static void hand_over(struct http_server *srv, int fd, const struct sockaddr_sto
     unsigned char key[17];
     peer_key(ss, key);
     if (!clients_add(srv, key)) {
-        reject(fd, "too many connections from this address; retry later");
+        reject(srv, fd, "too many connections from this address; retry later");
         return;
     }
     struct http_conn *c = calloc(1, sizeof *c);
@@ -954,7 +956,7 @@ static void *acceptor_main(void *arg)
                 break;
             }
             if (atomic_load(&srv->n_conns) >= VT_MAX_CONNECTIONS) {
-                reject(fd, "too many connections; retry later");
+                reject(srv, fd, "too many connections; retry later");
                 continue;
             }
             hand_over(srv, fd, &ss);

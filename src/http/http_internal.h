@@ -123,6 +123,11 @@ struct http_request {
     void (*on_release)(void *user);
     char *timeout_body;         /* http_set_timeout_body (arena), NULL: the 504 body */
     int timeout_status;
+    /* CORS as dispatch decided it (server.c, cors()), for the answer written
+     * off the job's thread (http_reply_timeout): the Origin it sent (points
+     * into the head) when it is allowed, and whether Vary: Origin applies. */
+    const char *cors_origin;
+    bool cors_vary;
     struct http_request *prev, *next; /* srv->active, under srv->mu */
 };
 
@@ -157,6 +162,9 @@ struct http_server {
 
 /* ---- server.c ---- */
 /* A new request on connection `c` (one reference, the connection's). */
+/* A fresh request id of ours (server.h, http_req_id), for an answer written
+ * without a request (conn.c's canned refusals): every answer carries one. */
+void http_server_new_request_id(struct http_server *srv, char out[VT_MAX_REQUEST_ID_BYTES + 1]);
 struct http_request *http_request_new(struct http_server *srv, struct http_conn *c, int fd);
 void http_request_unref(struct http_request *req);
 /* The parsed head (in the request's arena): checks what the wire parser

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "http/compress.h"
+#include "http/cors.h"
 #include "http/encoding.h"
 #include "http/http_internal.h"
 #include "util/log.h"
@@ -281,10 +282,19 @@ bool http_reply_timeout(struct http_request *req, bool on_job)
     memcpy(r->owned, body, len + 1);
     r->data = r->owned;
     r->len = len;
+    sb_addf(&r->head, "HTTP/1.1 %d %s\r\nDate: %s\r\nX-Request-Id: %s\r\n", status,
+            http_reason(status), date_now(), req->id);
+    /* The CORS headers dispatch gave the request (from its head, which does
+     * not change): a page on an allowed origin can read its timeout too. */
+    if (req->cors_vary)
+        sb_adds(&r->head, "Vary: Origin\r\n");
+    if (req->cors_origin)
+        sb_addf(&r->head,
+                "Access-Control-Allow-Origin: %s\r\nAccess-Control-Expose-Headers: %s\r\n",
+                req->cors_origin, HTTP_CORS_EXPOSE_HEADERS);
     sb_addf(&r->head,
-            "HTTP/1.1 %d %s\r\nDate: %s\r\nX-Request-Id: %s\r\n"
             "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
-            status, http_reason(status), date_now(), req->id, len);
+            len);
     r->close = true;
     /* One critical section decides, installs and releases the connection,
      * so neither the job's own reply (set_response) nor shutdown can come

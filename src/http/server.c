@@ -139,6 +139,7 @@ static void make_process_tag(void)
 
 static void new_request_id(char out[VT_MAX_REQUEST_ID_BYTES + 1], uint64_t counter)
 {
+    pthread_once(&process_tag_once, make_process_tag);
     static const char hex[] = "0123456789abcdef";
     memcpy(out, process_tag, 12);
     out[12] = '-';
@@ -152,6 +153,12 @@ static void new_request_id(char out[VT_MAX_REQUEST_ID_BYTES + 1], uint64_t count
         out[13 + i] = tmp[n - 1 - i];
     out[13 + n] = '\0';
 }
+
+void http_server_new_request_id(struct http_server *srv, char out[VT_MAX_REQUEST_ID_BYTES + 1])
+{
+    new_request_id(out, atomic_fetch_add(&srv->next_id, 1) + 1);
+}
+
 int64_t http_req_deadline(const struct http_request *req) { return req->deadline_ms; }
 void http_req_set_user(struct http_request *req, void *user) { req->user = user; }
 void *http_req_user(const struct http_request *req) { return req->user; }
@@ -399,9 +406,7 @@ struct http_request *http_request_new(struct http_server *srv, struct http_conn 
     req->fd = fd;
     atomic_init(&req->refs, 1);
     pthread_mutex_init(&req->reply_mu, NULL);
-    /* The process tag first: the id is built from it. */
-    pthread_once(&process_tag_once, make_process_tag);
-    new_request_id(req->id, atomic_fetch_add(&srv->next_id, 1) + 1);
+    http_server_new_request_id(srv, req->id);
     req->start_us = time_mono_us();
     int64_t timeout = srv->cfg->server.request_timeout_ms;
     req->deadline_ms = timeout > 0 ? req->start_us / 1000 + timeout : 0;
@@ -544,9 +549,11 @@ static bool cors(struct http_request *req)
     if (!origin)
         return false;
     http_add_header(req, "Vary", "Origin");
+    req->cors_vary = true;
     if (!http_cors_allowed(allowed, origin))
         return false;
     http_add_header(req, "Access-Control-Allow-Origin", origin);
+    req->cors_origin = origin;
     if (req->method != HTTP_OPTIONS || !http_req_header(req, "Access-Control-Request-Method")) {
         http_add_header(req, "Access-Control-Expose-Headers", HTTP_CORS_EXPOSE_HEADERS);
         return false;

@@ -310,6 +310,49 @@ static bool rewrite_date_trunc(json_t *e, json_t *args)
     return true;
 }
 
+/* PostgreSQL's set-returning functions DuckDB lacks, as the column name a
+ * call in FROM gives its rows (PostgreSQL: json_array_elements' OUT
+ * parameter is "value"; string_to_table's column takes the function's, or
+ * the alias's, name), or NULL for any other name. */
+static const char *srf_column(const char *name)
+{
+    if (!strcmp(name, "json_array_elements") || !strcmp(name, "jsonb_array_elements") ||
+        !strcmp(name, "json_array_elements_text") || !strcmp(name, "jsonb_array_elements_text"))
+        return "value";
+    if (!strcmp(name, "string_to_table"))
+        return name;
+    return NULL;
+}
+
+/* json[b]_array_elements[_text](j) -> unnest(json_extract[_string](j, '$[*]'))
+ * (an object or a scalar gives no rows where PostgreSQL fails);
+ * string_to_table(s, d [, n]) -> [nullif(]unnest(string_split(s, d))[, n]).
+ * The gate then checks what they became like any call: the same bounds. */
+static bool rewrite_srf(json_t *e, const char *name, json_t *args)
+{
+    size_t n = json_array_size(args);
+    json_t *list;
+    bool strings = !strcmp(name, "string_to_table");
+    if (strings) {
+        if (n != 2 && n != 3)
+            return false;
+        list = new_call("string_split", json_pack("[OO]", json_array_get(args, 0),
+                                                  json_array_get(args, 1)));
+    } else {
+        if (n != 1)
+            return false;
+        bool text = strstr(name, "_text") != NULL;
+        list = new_call(text ? "json_extract_string" : "json_extract",
+                        json_pack("[Oo]", json_array_get(args, 0), const_str("$[*]", 4)));
+    }
+    json_t *rows = new_call("unnest", json_pack("[o]", list));
+    if (strings && n == 3)
+        rows = new_call("nullif", json_pack("[oO]", rows, json_array_get(args, 2)));
+    replace_node(e, rows);
+    json_decref(rows);
+    return true;
+}
+
 /* Whether name(args) was rewritten (*out: what the gate does next). */
 static bool rewrite_call(struct sql_walk *w, json_t *e, const char *name, enum sql_hook *out)
 {
@@ -325,6 +368,9 @@ static bool rewrite_call(struct sql_walk *w, json_t *e, const char *name, enum s
         *out = SQL_HOOK_AGAIN;
     } else if (!strcmp(name, "date_trunc") && json_array_size(args) == 2) {
         done = rewrite_date_trunc(e, args);
+        *out = SQL_HOOK_AGAIN;
+    } else if (srf_column(name)) {
+        done = rewrite_srf(e, name, args);
         *out = SQL_HOOK_AGAIN;
     } else if (!strcmp(name, "to_char") || !strcmp(name, "to_timestamp") ||
                !strcmp(name, "to_date")) {
@@ -681,14 +727,17 @@ static enum sql_hook table_function(struct sql_walk *w, json_t *ref)
         sql_walk_changed(w, true);
         return SQL_HOOK_OWN;
     }
+    const char *srf = srf_column(fname);
     if (!sql_table_function_allowed(fname) &&
-        (sql_function_allowed(fname) || pgw_catalog_function(fname))) {
+        (sql_function_allowed(fname) || pgw_catalog_function(fname) || srf)) {
         char name[128];
         snprintf(name, sizeof name, "%s", alias && *alias ? alias : fname);
         json_t *call = json_incref(fn);
         json_t *cna = json_incref(cols);
-        set_str(call, "alias", json_array_size(cna) == 1
-                                   ? json_string_value(json_array_get(cna, 0)) : name);
+        bool named = srf && strcmp(srf, fname) != 0; /* its column has its own name */
+        set_str(call, "alias", json_array_size(cna) == 1 ? json_string_value(json_array_get(cna, 0))
+                               : named                   ? srf
+                                                         : name);
         json_t *list = json_array();
         json_array_append_new(list, call);
         json_t *empty = json_object();
@@ -912,6 +961,21 @@ static void colnames_after(struct sql_walk *w, json_t *node, void *state, bool o
             !strcmp(json_string_value(json_array_get(cn, 0)), c->names[i]))
             continue; /* a column: DuckDB names it the same */
         set_str(e, "alias", c->names[i]);
+        sql_walk_changed(w, false);
+    }
+    /* A bare NULL is text in PostgreSQL (an unknown-type literal resolved
+     * to text); DuckDB answers INTEGER. Not under a set operation, where
+     * PostgreSQL takes the other branch's type. */
+    const char *t = ok ? str(node, "type") : NULL;
+    for (size_t i = 0; t && !strcmp(t, "SELECT_NODE") && i < json_array_size(list); i++) {
+        json_t *e = json_array_get(list, i);
+        const char *cls = str(e, "class");
+        const json_t *v = json_object_get(e, "value");
+        if (!cls || strcmp(cls, "CONSTANT") != 0 || !json_is_true(json_object_get(v, "is_null")))
+            continue;
+        json_t *cast = new_cast(const_str(NULL, 0), "VARCHAR");
+        replace_node(e, cast);
+        json_decref(cast);
         sql_walk_changed(w, false);
     }
     for (size_t i = 0; i < c->n; i++)

@@ -162,6 +162,16 @@ def server_stopping(server, timeout=10):
     if not (server._contract_seen or server._contract_orphans) or server.proc is None or \
             server.proc.poll() is not None:
         return
+    keep_document(server, timeout)
+
+
+def keep_document(server, timeout=10):
+    """Fetches and keeps the document `server` serves now, for the exchanges
+    it answered so far and will answer until it stops: a test that makes the
+    server stop by itself (SIGTERM) and records answers of its shutdown calls
+    this first, while the server still accepts connections."""
+    if not DIR or getattr(server, "_contract_id", None) is None:
+        return
     docs_path = "/docs"
     section = re.search(r"^\[swagger\]\s*$(.*?)(?=^\[|\Z)", server.config_text, re.M | re.S)
     m = section and re.search(r'^\s*path\s*=\s*"([^"]*)"', section.group(1), re.M)

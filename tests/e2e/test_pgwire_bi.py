@@ -104,6 +104,10 @@ def test_pgjdbc_metadata_metabase_and_dbeaver(srv):
     assert "trip_id:int4/4" in ok["getColumns"] and "tags:_int8/2003" in ok["getColumns"]
     assert "OK replay get tables rows=2" in joined and "|trips|TABLE|null|5000}" in joined
     assert "OK replay question: count by payment rows=2" in joined
+    # PostgreSQL's set-returning functions, and a bare NULL typed text
+    assert 'OK set-returning json/string functions rows=3 [v] {a} {2} {null} ' \
+        'rows=2 [value] {1} {{"k":2}} rows=2 [s] {x} {y}' in joined, joined
+    assert "OK SELECT NULL type ?column?:text/12 n:text/12 i:int4/4 null" in joined, joined
     # Metabase's own connection settings and its batched read
     assert "OK setReadOnly true" in joined and "OK autocommit off + fetch size rows=5000" in joined
 
@@ -487,6 +491,60 @@ def test_generate_series_in_the_select_list(srv):
         assert cur.fetchall() == [(1, "a"), (2, "a"), (3, "a")]
     out = psql(srv, "-c", "SELECT generate_series(1, 2) AS n")
     assert "(2 rows)" in out, out
+
+
+def test_json_and_string_set_returning_functions(srv):
+    # json[b]_array_elements[_text] and string_to_table: one row per element
+    # as PostgreSQL gives, in the select list and in FROM (column "value",
+    # or the function's or alias's name), beside a table (lateral), in both
+    # protocols and psql; bounded like any call (the gate checks what they
+    # become).
+    with psycopg.connect(dsn(srv), autocommit=True) as c:
+        cur = c.execute("SELECT json_array_elements('[1, \"a\", {\"k\": [2]}, null]')")
+        assert cur.description[0].name == "json_array_elements"
+        assert [r[0] for r in cur.fetchall()] == [1, "a", {"k": [2]}, None]
+        cur = c.execute("SELECT jsonb_array_elements_text('[1, \"a\", {\"k\": 2}, null]') AS t")
+        assert cur.fetchall() == [("1",), ("a",), ('{"k":2}',), (None,)]
+        assert c.execute("SELECT value FROM json_array_elements_text(%s) ORDER BY 1",
+                         ('["b", "a"]',)).fetchall() == [("a",), ("b",)]
+        cur = c.execute("SELECT * FROM jsonb_array_elements('[true, 2]') AS e")
+        assert cur.description[0].name == "value" and cur.fetchall() == [(True,), (2,)]
+        assert c.execute("SELECT x FROM json_array_elements_text('[\"q\"]') AS e(x)"
+                         ).fetchall() == [("q",)]
+        cur = c.execute("SELECT string_to_table('a,b,,c', ',')")
+        assert cur.description[0].name == "string_to_table"
+        assert cur.fetchall() == [("a",), ("b",), ("",), ("c",)]
+        assert c.execute("SELECT string_to_table('a|-|b', '|', '-') AS p").fetchall() == [
+            ("a",), (None,), ("b",)]
+        cur = c.execute("SELECT * FROM string_to_table('x y', ' ') AS w")
+        assert cur.description[0].name == "w" and cur.fetchall() == [("x",), ("y",)]
+        # beside a table: one row per element of each row's list
+        assert c.execute("SELECT t.trip_id, e.value FROM (SELECT trip_id, '[' || trip_id || ', 0]' "
+                         "AS j FROM trips ORDER BY trip_id LIMIT 2) t, json_array_elements_text(t.j) e "
+                         "ORDER BY 1, 2").fetchall() == [(0, "0"), (0, "0"), (1, "0"), (1, "1")]
+        # the gate's bounds hold on their arguments
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SELECT count(*) FROM string_to_table(repeat('a,', 40000000), ',')")
+        assert "repeat" in str(e.value) and "limit" in str(e.value), str(e.value)
+        assert c.execute("SELECT count(*) FROM string_to_table(repeat('a,', 300000), ',')"
+                         ).fetchone() == (300001,)
+        # a bare NULL is text, as in PostgreSQL; NULL beside an integer in a
+        # UNION takes the integer's type
+        cur = c.execute("SELECT NULL, NULL AS n, NULL::int AS i")
+        assert [d.type_code for d in cur.description] == [25, 25, 23]
+        assert [d.name for d in cur.description] == ["?column?", "n", "i"]
+        assert cur.fetchall() == [(None, None, None)]
+        cur = c.execute("SELECT NULL AS u UNION ALL SELECT 1")
+        assert cur.description[0].type_code == 23
+        cur = c.execute("SELECT %s::int AS p, NULL AS q", (5,))
+        assert [d.type_code for d in cur.description] == [23, 25]
+    with psycopg2.connect(dsn(srv)) as c2, c2.cursor() as cur:
+        cur.execute("SELECT json_array_elements_text('[\"a\", \"b\"]'), 'k'")
+        assert cur.fetchall() == [("a", "k"), ("b", "k")]
+        cur.execute("SELECT NULL")
+        assert cur.description[0].type_code == 25
+    out = psql(srv, "-c", "SELECT * FROM string_to_table('a,b', ',') AS s")
+    assert "(2 rows)" in out and " s " in out, out
 
 
 def test_sizes_and_pg_size_pretty(srv):

@@ -311,6 +311,24 @@ public class JdbcCheck {
             }
         });
         check(c, "EXPLAIN", x -> query(c, "EXPLAIN SELECT * FROM trips WHERE fare > 10"));
+        check(c, "set-returning json/string functions", x -> {
+            String r = query(c, "SELECT json_array_elements_text('[\"a\", 2, null]') AS v")
+                + " " + query(c, "SELECT value FROM json_array_elements('[1, {\"k\": 2}]')")
+                + " " + query(c, "SELECT * FROM string_to_table('x,y', ',') AS s");
+            return r;
+        });
+        check(c, "SELECT NULL type", x -> {
+            try (Statement st = c.createStatement();
+                 ResultSet rs = st.executeQuery("SELECT NULL, NULL AS n, NULL::int AS i")) {
+                ResultSetMetaData md = rs.getMetaData();
+                StringBuilder b = new StringBuilder();
+                for (int i = 1; i <= md.getColumnCount(); i++)
+                    b.append(md.getColumnLabel(i)).append(':').append(md.getColumnTypeName(i))
+                        .append('/').append(md.getColumnType(i)).append(' ');
+                rs.next();
+                return b.append(rs.getString(1)).toString();
+            }
+        });
         check(c, "~* error names no internal function", x -> {
             String r = query(c, "SELECT count(*) FROM trips WHERE payment ~* 'CA'");
             expect(r.contains("{5000}"), r);
