@@ -133,6 +133,7 @@ static const char *const functions[][2] = {
     {"user", "vt:current_user"},
     {"current_role", "vt:current_user"},
     {"pg_get_userbyid", "vt:pg_get_userbyid"},
+    {"string_to_array", "vt:string_to_array"},
     {"pg_table_is_visible", "vt:visible"},
     {"pg_type_is_visible", "vt:visible"},
     {"pg_function_is_visible", "vt:visible"},

@@ -13,6 +13,12 @@
 
 /* Created once per worker connection. Column lists are PostgreSQL 15's
  * (every column psql and the common drivers read); oid columns are BIGINT. */
+/* The body of "vt:string_to_array" (below), written once for both arities. */
+#define STRING_TO_ARRAY                                                                     \
+    "CASE WHEN CAST(s AS VARCHAR) = '' THEN CAST([] AS VARCHAR[]) WHEN d IS NULL THEN "     \
+    "string_split(CAST(s AS VARCHAR), '') WHEN CAST(d AS VARCHAR) = '' THEN "               \
+    "[CAST(s AS VARCHAR)] ELSE string_split(CAST(s AS VARCHAR), CAST(d AS VARCHAR)) END"
+
 const char pgw_catalog_ddl[] =
     "CREATE TEMP TABLE \"vt:settings\"(name VARCHAR, display VARCHAR, setting VARCHAR, "
     "  description VARCHAR);\n"
@@ -253,6 +259,13 @@ const char pgw_catalog_ddl[] =
     "CREATE TEMP MACRO \"vt:array_upper\"(a, d) AS CASE WHEN d = 1 AND len(a) > 0 THEN "
     "  len(a) END;\n"
     "CREATE TEMP MACRO \"vt:array_lower\"(a, d) AS CASE WHEN d = 1 AND len(a) > 0 THEN 1 END;\n"
+    /* PostgreSQL's string_to_array (and string_to_table, dialect.c): an
+     * empty string has no elements, a NULL delimiter splits into
+     * characters, an empty one keeps the string whole (DuckDB's
+     * string_split does the last two the other way round); the third
+     * argument's elements become NULL. */
+    "CREATE TEMP MACRO \"vt:string_to_array\"(s, d) AS " STRING_TO_ARRAY ", (s, d, n) AS "
+    "  list_transform(" STRING_TO_ARRAY ", lambda x: nullif(x, CAST(n AS VARCHAR)));\n"
     "CREATE TEMP MACRO \"vt:quote_ident\"(s) AS CASE WHEN regexp_full_match(CAST(s AS "
     "  VARCHAR), '[a-z_][a-z0-9_$]*') THEN CAST(s AS VARCHAR) ELSE '\"' || "
     "  replace(CAST(s AS VARCHAR), '\"', '\"\"') || '\"' END;\n"

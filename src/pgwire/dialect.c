@@ -326,18 +326,17 @@ static const char *srf_column(const char *name)
 
 /* json[b]_array_elements[_text](j) -> unnest(json_extract[_string](j, '$[*]'))
  * (an object or a scalar gives no rows where PostgreSQL fails);
- * string_to_table(s, d [, n]) -> [nullif(]unnest(string_split(s, d))[, n]).
- * The gate then checks what they became like any call: the same bounds. */
+ * string_to_table(s, d [, n]) -> unnest(string_to_array(s, d [, n])), which
+ * the walk then maps to catalog.c's PostgreSQL string_to_array. The gate
+ * checks what they became like any call: the same bounds. */
 static bool rewrite_srf(json_t *e, const char *name, json_t *args)
 {
     size_t n = json_array_size(args);
     json_t *list;
-    bool strings = !strcmp(name, "string_to_table");
-    if (strings) {
+    if (!strcmp(name, "string_to_table")) {
         if (n != 2 && n != 3)
             return false;
-        list = new_call("string_split", json_pack("[OO]", json_array_get(args, 0),
-                                                  json_array_get(args, 1)));
+        list = new_call("string_to_array", json_deep_copy(args));
     } else {
         if (n != 1)
             return false;
@@ -346,8 +345,6 @@ static bool rewrite_srf(json_t *e, const char *name, json_t *args)
                         json_pack("[Oo]", json_array_get(args, 0), const_str("$[*]", 4)));
     }
     json_t *rows = new_call("unnest", json_pack("[o]", list));
-    if (strings && n == 3)
-        rows = new_call("nullif", json_pack("[oO]", rows, json_array_get(args, 2)));
     replace_node(e, rows);
     json_decref(rows);
     return true;

@@ -516,6 +516,17 @@ def test_json_and_string_set_returning_functions(srv):
         assert cur.fetchall() == [("a",), ("b",), ("",), ("c",)]
         assert c.execute("SELECT string_to_table('a|-|b', '|', '-') AS p").fetchall() == [
             ("a",), (None,), ("b",)]
+        # PostgreSQL's edges (DuckDB's string_split differs on each): an empty
+        # string has no elements, a NULL delimiter splits into characters,
+        # an empty one keeps the string whole; string_to_array alike
+        assert c.execute("SELECT string_to_table('', ',')").fetchall() == []
+        assert c.execute("SELECT string_to_table('abc', NULL)").fetchall() == [
+            ("a",), ("b",), ("c",)]
+        assert c.execute("SELECT string_to_table('abc', '')").fetchall() == [("abc",)]
+        assert c.execute("SELECT string_to_array('', ','), string_to_array('ab', ''), "
+                         "string_to_array('ab', NULL), string_to_array('a,-', ',', '-'), "
+                         "string_to_array(NULL, ',')").fetchone() == (
+            [], ["ab"], ["a", "b"], ["a", None], None)
         cur = c.execute("SELECT * FROM string_to_table('x y', ' ') AS w")
         assert cur.description[0].name == "w" and cur.fetchall() == [("x",), ("y",)]
         # beside a table: one row per element of each row's list
