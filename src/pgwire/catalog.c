@@ -248,6 +248,10 @@ static const char *const functions[][2] = {
     {"jsonb_object_agg", "json_group_object"},
     {"to_jsonb", "to_json"},
     {"unnest", "unnest"}, /* x = ANY(array): DuckDB's plan calls it as a scalar */
+    /* dialect.c's json_array_elements[_text] (a client writing the name gets
+     * the same list) */
+    {"vt:json_elements", "vt:json_elements"},
+    {"vt:json_elements_text", "vt:json_elements_text"},
     /* PostgreSQL's regular-expression operators match anywhere in the
      * string; DuckDB's parser makes `~` a full match. */
     {"regexp_full_match", "regexp_matches"},

@@ -266,6 +266,17 @@ const char pgw_catalog_ddl[] =
      * argument's elements become NULL. */
     "CREATE TEMP MACRO \"vt:string_to_array\"(s, d) AS " STRING_TO_ARRAY ", (s, d, n) AS "
     "  list_transform(" STRING_TO_ARRAY ", lambda x: nullif(x, CAST(n AS VARCHAR)));\n"
+    /* The elements of a JSON array, as JSON or as text (dialect.c's
+     * json_array_elements[_text]); anything else fails as in PostgreSQL. */
+    "CREATE TEMP MACRO \"vt:json_elements\"(j) AS CASE WHEN j IS NULL THEN NULL "
+    "  WHEN json_type(CAST(j AS JSON)) = 'ARRAY' THEN CAST(json_extract(CAST(j AS JSON), "
+    "  '$[*]') AS JSON[]) "
+    "  ELSE error('cannot extract elements from ' || CASE WHEN json_type(CAST(j AS JSON)) = "
+    "  'OBJECT' THEN 'an object' ELSE 'a scalar' END) END;\n"
+    "CREATE TEMP MACRO \"vt:json_elements_text\"(j) AS CASE WHEN j IS NULL THEN NULL "
+    "  WHEN json_type(CAST(j AS JSON)) = 'ARRAY' THEN CAST(json_extract_string("
+    "  CAST(j AS JSON), '$[*]') AS VARCHAR[]) ELSE error('cannot extract elements from ' || CASE WHEN "
+    "  json_type(CAST(j AS JSON)) = 'OBJECT' THEN 'an object' ELSE 'a scalar' END) END;\n"
     "CREATE TEMP MACRO \"vt:quote_ident\"(s) AS CASE WHEN regexp_full_match(CAST(s AS "
     "  VARCHAR), '[a-z_][a-z0-9_$]*') THEN CAST(s AS VARCHAR) ELSE '\"' || "
     "  replace(CAST(s AS VARCHAR), '\"', '\"\"') || '\"' END;\n"

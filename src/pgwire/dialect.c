@@ -324,8 +324,9 @@ static const char *srf_column(const char *name)
     return NULL;
 }
 
-/* json[b]_array_elements[_text](j) -> unnest(json_extract[_string](j, '$[*]'))
- * (an object or a scalar gives no rows where PostgreSQL fails);
+/* json[b]_array_elements[_text](j) -> unnest("vt:json_elements[_text]"(j))
+ * (catalog_sql.c: json_extract[_string](j, '$[*]') of an array, PostgreSQL's
+ * error for an object or a scalar);
  * string_to_table(s, d [, n]) -> unnest(string_to_array(s, d [, n])), which
  * the walk then maps to catalog.c's PostgreSQL string_to_array. The gate
  * checks what they became like any call: the same bounds. */
@@ -341,8 +342,7 @@ static bool rewrite_srf(json_t *e, const char *name, json_t *args)
         if (n != 1)
             return false;
         bool text = strstr(name, "_text") != NULL;
-        list = new_call(text ? "json_extract_string" : "json_extract",
-                        json_pack("[Oo]", json_array_get(args, 0), const_str("$[*]", 4)));
+        list = new_call(text ? "vt:json_elements_text" : "vt:json_elements", json_deep_copy(args));
     }
     json_t *rows = new_call("unnest", json_pack("[o]", list));
     replace_node(e, rows);

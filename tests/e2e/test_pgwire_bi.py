@@ -516,6 +516,14 @@ def test_json_and_string_set_returning_functions(srv):
         assert cur.fetchall() == [("a",), ("b",), ("",), ("c",)]
         assert c.execute("SELECT string_to_table('a|-|b', '|', '-') AS p").fetchall() == [
             ("a",), (None,), ("b",)]
+        # an object or a scalar fails as in PostgreSQL; SQL NULL gives no rows
+        for text, what in (("SELECT json_array_elements('{\"a\": 1}')", "an object"),
+                           ("SELECT * FROM json_array_elements_text('3')", "a scalar")):
+            with pytest.raises(psycopg.Error) as e:
+                c.execute(text)
+            assert f"cannot extract elements from {what}" in str(e.value), str(e.value)
+        assert c.execute("SELECT json_array_elements(NULL)").fetchall() == []
+        assert c.execute("SELECT * FROM json_array_elements_text(NULL)").fetchall() == []
         # PostgreSQL's edges (DuckDB's string_split differs on each): an empty
         # string has no elements, a NULL delimiter splits into characters,
         # an empty one keeps the string whole; string_to_array alike
