@@ -337,9 +337,13 @@ static int serve(const char *config_path, int port_override, int role_override)
         if (auth_bearer_create(&cfg.auth, &app.auth.bearer, &err) != VT_ERR_OK)
             goto fail;
     }
-    /* A stream lane of one thread per worker: streams paced by their
-     * clients never hold a query worker (engine.h, job classes). */
-    app.queries = eng_pool_create_ext(db, workers, workers, "query", &err);
+    /* Lanes (engine.h, job classes): the workers run short jobs only, a long
+     * lane the group bys, sorts and SQL, a stream lane of one thread per
+     * worker the streams paced by their clients; none holds another's. */
+    struct eng_lanes lanes = {.threads = workers,
+                              .long_threads = eng_long_lane_threads(workers),
+                              .stream_threads = workers};
+    app.queries = eng_pool_create_lanes(db, &lanes, "query", &err);
     app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
     app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;
     if (!app.catalog)

@@ -57,7 +57,7 @@ static void call_job(struct http_request *req)
 static void call_queue(struct exec_call *call, enum eng_job_class cls)
 {
     struct api_call *c = call->rq.user;
-    http_defer_as(c->req, api_app(c->req)->queries, call_job, cls);
+    http_defer_flow(c->req, api_app(c->req)->queries, call_job, cls, exec_call_flow(call));
 }
 
 void api_call_start(struct api_call *c, struct exec_request *rq)

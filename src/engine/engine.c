@@ -37,13 +37,21 @@
 #define BUSY_MS 250
 #define EXTRA_IDLE_MS 2000
 
+/* Which jobs a worker takes (engine.h, "Job classes"). */
+enum lane {
+    LANE_ANY,                   /* a pool without lanes: SHORT and LONG (LONG capped) */
+    LANE_SHORT,                 /* SHORT only (and LONG jobs past their deadline) */
+    LANE_LONG,                  /* LONG only */
+    LANE_STREAM,                /* STREAM only */
+};
+
 struct eng_worker {
     struct eng_pool *pool;
     pthread_t thread;
     duckdb_connection con;
     struct eng_job *current;    /* guarded by pool->mu */
     int index;
-    bool stream_lane;           /* runs STREAM jobs only */
+    enum lane lane;
     int64_t interrupted_ms;     /* when the watchdog interrupted `current` (0: not) */
     int64_t started_ms;         /* when it took `current` */
     bool retired;               /* left its slot to a new worker; ends after its job */
@@ -54,19 +62,37 @@ struct eng_worker {
     struct eng_worker *next;    /* pool->retired / pool->graveyard */
 };
 
+/* One flow of fair queuing (eng_job.flow): its last finish tag and what
+ * its jobs cost, microseconds of a worker's time. */
+struct eng_flow {
+    uint64_t key;
+    int64_t finish_us;
+    int64_t cost_us;
+    bool used;
+};
+
+/* Flows remembered per pool (a power of two), the slots a key may take, and
+ * the cost a flow's first job is assumed to have. */
+#define ENG_FLOWS 64
+#define ENG_FLOW_PROBES 8
+#define ENG_FLOW_COST0_US 1000
+
 struct eng_pool {
     char name[32];
     duckdb_database db;         /* for replacement workers' connections */
     pthread_mutex_t mu;
-    pthread_cond_t cv;          /* general workers wait here */
+    pthread_cond_t cv;          /* LANE_ANY and LANE_SHORT workers wait here */
+    pthread_cond_t cv_long;     /* long-lane workers wait here */
     pthread_cond_t cv_stream;   /* stream-lane workers wait here */
     pthread_cond_t cv_retired;  /* a retired worker ended (destroy waits) */
-    struct eng_job *head[ENG_JOB_CLASSES], *tail[ENG_JOB_CLASSES];
+    struct eng_job *head[ENG_JOB_CLASSES], *tail[ENG_JOB_CLASSES]; /* arrival order */
+    int64_t vtime[ENG_JOB_CLASSES]; /* fair queuing's virtual time, per class */
+    struct eng_flow flows[ENG_FLOWS];
     int queued;
     int running;
     int running_long;
-    int long_cap;               /* LONG jobs running at once, at most */
-    int n_stream;               /* stream-lane workers (the last ones) */
+    int long_cap;               /* LONG jobs running at once (not on extras), at most */
+    int n_long, n_stream;       /* long- and stream-lane workers (the last ones) */
     bool stopping;
     int n;
     struct eng_worker **workers; /* n slots; a slot's worker may be replaced */
@@ -487,31 +513,110 @@ static bool deadline_passed(const struct eng_job *job, int64_t now_ms)
     return deadline && now_ms >= deadline;
 }
 
+/* ------------------------------------------------- fair queuing per flow */
+
+/* The flow table entry of `key` (open addressing over a few slots; when they
+ * are all taken, the flow whose tag is oldest gives its slot up: a flow idle
+ * that long has nothing queued that its tag could still order). NULL when
+ * `create` is false and the flow is unknown. Under pool->mu. */
+static struct eng_flow *flow_get(struct eng_pool *pool, uint64_t key, bool create)
+{
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    struct eng_flow *victim = NULL;
+    for (int i = 0; i < ENG_FLOW_PROBES; i++) {
+        struct eng_flow *f = &pool->flows[((h >> 58) + (uint64_t)i) & (ENG_FLOWS - 1)];
+        if (f->used && f->key == key)
+            return f;
+        if (!victim || !f->used || (victim->used && f->finish_us < victim->finish_us))
+            victim = f;
+    }
+    if (!create)
+        return NULL;
+    *victim = (struct eng_flow){.used = true, .key = key, .cost_us = ENG_FLOW_COST0_US};
+    return victim;
+}
+
+/* Start-time fair queuing: a job's start tag is the later of its class's
+ * virtual time and its flow's last finish tag; the flow's finish tag moves
+ * on by the flow's measured cost. Workers take the smallest start tag, so
+ * every flow with jobs queued gets an equal share of the workers' time,
+ * whatever its jobs cost and however many it queues; one flow alone is
+ * served in arrival order. */
+static void tag(struct eng_pool *pool, struct eng_job *job)
+{
+    struct eng_flow *f = flow_get(pool, job->flow, true);
+    int64_t v = pool->vtime[job->cls];
+    job->vstart = f->finish_us > v ? f->finish_us : v;
+    f->finish_us = job->vstart + f->cost_us;
+}
+
+/* Removes `job` (after `prev`, NULL for the head) from class c's queue. */
+static struct eng_job *unlink_job(struct eng_pool *pool, enum eng_job_class c,
+                                  struct eng_job *prev, struct eng_job *job)
+{
+    if (prev)
+        prev->next = job->next;
+    else
+        pool->head[c] = job->next;
+    if (pool->tail[c] == job)
+        pool->tail[c] = prev;
+    pool->queued--;
+    if (job->vstart > pool->vtime[c])
+        pool->vtime[c] = job->vstart;
+    return job;
+}
+
+/* The queued job of class c with the smallest start tag (the earliest to
+ * arrive among equals). */
 static struct eng_job *pop(struct eng_pool *pool, enum eng_job_class c)
 {
-    struct eng_job *job = pool->head[c];
-    pool->head[c] = job->next;
-    if (!pool->head[c])
-        pool->tail[c] = NULL;
-    pool->queued--;
-    return job;
+    struct eng_job *best = pool->head[c], *best_prev = NULL;
+    for (struct eng_job *prev = best, *j = best->next; j; prev = j, j = j->next)
+        if (j->vstart < best->vstart) {
+            best = j;
+            best_prev = prev;
+        }
+    return unlink_job(pool, c, best_prev, best);
+}
+
+/* The job ran for `us` microseconds: its flow's cost is a moving average. */
+static void flow_ran(struct eng_pool *pool, const struct eng_job *job, int64_t us)
+{
+    struct eng_flow *f = flow_get(pool, job->flow, false);
+    if (f)
+        f->cost_us = (3 * f->cost_us + (us > 1 ? us : 1)) / 4;
 }
 
 /* The next job worker `w` may run, or NULL (under pool->mu). */
 static struct eng_job *take(struct eng_pool *pool, const struct eng_worker *w)
 {
-    if (w->stream_lane)
-        return pool->head[ENG_JOB_STREAM] ? pop(pool, ENG_JOB_STREAM) : NULL;
-    if (w->extra) /* past the cap: anything that waits */
-        return pool->head[ENG_JOB_LONG]    ? pop(pool, ENG_JOB_LONG)
+    struct eng_job *l = pool->head[ENG_JOB_LONG]; /* the oldest long job */
+    if (w->extra) /* past the cap: anything that waits, long jobs first */
+        return l                           ? pop(pool, ENG_JOB_LONG)
                : pool->head[ENG_JOB_SHORT] ? pop(pool, ENG_JOB_SHORT)
                                            : NULL;
+    switch (w->lane) {
+    case LANE_STREAM:
+        return pool->head[ENG_JOB_STREAM] ? pop(pool, ENG_JOB_STREAM) : NULL;
+    case LANE_LONG:
+        return l ? pop(pool, ENG_JOB_LONG) : NULL;
+    case LANE_SHORT:
+        if (pool->head[ENG_JOB_SHORT])
+            return pop(pool, ENG_JOB_SHORT);
+        /* A long job still queued at its deadline only answers 504: any idle
+         * worker may do that rather than keep the client waiting for the
+         * long lane. */
+        return l && deadline_passed(l, time_mono_ms()) ? unlink_job(pool, ENG_JOB_LONG, NULL, l)
+                                                       : NULL;
+    case LANE_ANY:
+        break;
+    }
     /* Long jobs first while fewer than long_cap run (else they would starve
      * under a steady flow of short ones), short jobs on the other workers. */
-    const struct eng_job *l = pool->head[ENG_JOB_LONG];
-    if (l && (pool->stopping || pool->running_long < pool->long_cap ||
-              deadline_passed(l, time_mono_ms())))
+    if (l && (pool->stopping || pool->running_long < pool->long_cap))
         return pop(pool, ENG_JOB_LONG);
+    if (l && deadline_passed(l, time_mono_ms()))
+        return unlink_job(pool, ENG_JOB_LONG, NULL, l);
     if (pool->head[ENG_JOB_SHORT])
         return pop(pool, ENG_JOB_SHORT);
     return NULL;
@@ -529,7 +634,7 @@ static void *worker_main(void *arg);
 
 /* A worker for slot `index` with a connection of its own, started; NULL
  * with err set. */
-static struct eng_worker *worker_start(struct eng_pool *pool, int index, bool stream_lane,
+static struct eng_worker *worker_start(struct eng_pool *pool, int index, enum lane lane,
                                        bool extra, struct vt_error *err)
 {
     struct eng_worker *w = calloc(1, sizeof *w);
@@ -538,7 +643,7 @@ static struct eng_worker *worker_start(struct eng_pool *pool, int index, bool st
         return NULL;
     }
     w->pool = pool;
-    w->stream_lane = stream_lane;
+    w->lane = lane;
     w->extra = extra;
     w->index = index;
     if (eng_connect(pool->db, &w->con, err) != VT_ERR_OK) {
@@ -585,10 +690,13 @@ static void *worker_main(void *arg)
     struct eng_pool *pool = w->pool;
     worker_con = w->con;
     char tname[16];
-    snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name,
-             w->stream_lane ? "s" : w->extra ? "x" : "", w->index);
+    static const char *const lane_tag[] = {"", "", "l", "s"};
+    snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name, w->extra ? "x" : lane_tag[w->lane],
+             w->index);
     pthread_setname_np(pthread_self(), tname);
-    pthread_cond_t *cv = w->stream_lane ? &pool->cv_stream : &pool->cv;
+    pthread_cond_t *cv = w->lane == LANE_STREAM ? &pool->cv_stream
+                         : w->lane == LANE_LONG ? &pool->cv_long
+                                                : &pool->cv;
     for (;;) {
         pthread_mutex_lock(&pool->mu);
         struct eng_job *job = NULL;
@@ -627,9 +735,12 @@ static void *worker_main(void *arg)
 
         if (deadline_passed(job, time_mono_ms()))
             atomic_store(&job->timed_out, true);
+        int64_t t0 = time_mono_us();
         job->run(job, w->con);
+        int64_t ran = time_mono_us() - t0;
 
         pthread_mutex_lock(&pool->mu);
+        flow_ran(pool, job, ran);
         w->current = NULL;
         if (w->retired) {
             /* Its slot has a new worker; the counts were given back when it
@@ -646,7 +757,7 @@ static void *worker_main(void *arg)
             w->quit = true; /* ends at the top of the loop */
         }
         /* A long job may have waited for this slot on an idle worker. */
-        if (is_long && pool->head[ENG_JOB_LONG])
+        if (w->lane == LANE_ANY && is_long && pool->head[ENG_JOB_LONG])
             pthread_cond_signal(&pool->cv);
         pthread_mutex_unlock(&pool->mu);
         if (job->done)
@@ -679,7 +790,7 @@ static void bury(struct eng_pool *pool)
 static void retire(struct eng_pool *pool, int i, struct eng_worker *w, struct eng_job *job)
 {
     struct vt_error err = {0};
-    struct eng_worker *fresh = worker_start(pool, i, w->stream_lane, false, &err);
+    struct eng_worker *fresh = worker_start(pool, i, w->lane, false, &err);
     if (!fresh) {
         log_warn("pool %s: cannot replace a worker stuck past its deadline: %s", pool->name,
                  vt_error_message(&err));
@@ -701,6 +812,7 @@ static void retire(struct eng_pool *pool, int i, struct eng_worker *w, struct en
         fresh->quit = true; /* it finished meanwhile: the new worker is not needed */
     }
     pthread_cond_broadcast(&pool->cv);
+    pthread_cond_broadcast(&pool->cv_long);
     pthread_cond_broadcast(&pool->cv_stream);
     pthread_mutex_unlock(&pool->mu);
     if (!still)
@@ -716,7 +828,7 @@ static void retire(struct eng_pool *pool, int i, struct eng_worker *w, struct en
 static void add_extra(struct eng_pool *pool)
 {
     struct vt_error err = {0};
-    struct eng_worker *x = worker_start(pool, 0, false, true, &err);
+    struct eng_worker *x = worker_start(pool, 0, LANE_ANY, true, &err);
     pthread_mutex_lock(&pool->mu);
     if (!x) {
         pool->n_extra--;
@@ -790,10 +902,11 @@ static void *watchdog_main(void *arg)
         bool all_held = true, long_held = pool->running_long >= pool->long_cap;
         for (int i = 0; i < pool->n; i++) {
             const struct eng_worker *x = pool->workers[i];
-            if (x->stream_lane)
+            if (x->lane == LANE_STREAM)
                 continue;
             bool old = x->current && now - x->started_ms >= BUSY_MS;
-            all_held = all_held && old;
+            if (x->lane != LANE_LONG) /* the workers short jobs wait for */
+                all_held = all_held && old;
             if (x->current && x->current_long && !old)
                 long_held = false;
         }
@@ -828,16 +941,22 @@ static void *watchdog_main(void *arg)
 struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *name,
                                  struct vt_error *err)
 {
-    return eng_pool_create_ext(db, threads, 0, name, err);
+    struct eng_lanes lanes = {.threads = threads};
+    return eng_pool_create_lanes(db, &lanes, name, err);
 }
 
-struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream_threads,
-                                     const char *name, struct vt_error *err)
+int eng_long_lane_threads(int threads)
 {
-    if (threads < 1)
-        threads = 1;
-    if (stream_threads < 0)
-        stream_threads = 0;
+    int reserve = threads / 4 > 1 ? threads / 4 : 1;
+    return threads > reserve ? threads - reserve : 1;
+}
+
+struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lanes *lanes,
+                                       const char *name, struct vt_error *err)
+{
+    int threads = lanes->threads < 1 ? 1 : lanes->threads;
+    int n_long = lanes->long_threads > 0 ? lanes->long_threads : 0;
+    int n_stream = lanes->stream_threads > 0 ? lanes->stream_threads : 0;
     struct eng_pool *pool = calloc(1, sizeof *pool);
     if (!pool) {
         vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
@@ -847,12 +966,15 @@ struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream
     pool->db = db;
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
+    pthread_cond_init(&pool->cv_long, NULL);
     pthread_cond_init(&pool->cv_stream, NULL);
     pthread_cond_init(&pool->cv_retired, NULL);
-    int reserve = threads / 4 > 1 ? threads / 4 : 1;
-    pool->long_cap = threads > reserve ? threads - reserve : 1;
-    pool->n_stream = stream_threads;
-    int total = threads + stream_threads;
+    /* With a long lane, LONG jobs run on its threads (the cap the overflow
+     * workers look at); without, on at most long_cap general workers. */
+    pool->long_cap = n_long ? n_long : eng_long_lane_threads(threads);
+    pool->n_long = n_long;
+    pool->n_stream = n_stream;
+    int total = threads + n_long + n_stream;
     pool->workers = calloc((size_t)total, sizeof *pool->workers);
     if (!pool->workers) {
         free(pool);
@@ -860,8 +982,11 @@ struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream
         return NULL;
     }
     for (int i = 0; i < total; i++) {
-        bool stream_lane = i >= threads;
-        struct eng_worker *w = worker_start(pool, stream_lane ? i - threads : i, stream_lane, false, err);
+        enum lane lane = i < threads            ? (n_long ? LANE_SHORT : LANE_ANY)
+                         : i < threads + n_long ? LANE_LONG
+                                                : LANE_STREAM;
+        int index = i < threads ? i : i < threads + n_long ? i - threads : i - threads - n_long;
+        struct eng_worker *w = worker_start(pool, index, lane, false, err);
         if (!w) {
             eng_pool_destroy(pool);
             return NULL;
@@ -889,13 +1014,16 @@ bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job)
         return false;
     }
     enum eng_job_class c = job->cls;
+    tag(pool, job);
     if (pool->tail[c])
         pool->tail[c]->next = job;
     else
         pool->head[c] = job;
     pool->tail[c] = job;
     pool->queued++;
-    pthread_cond_signal(c == ENG_JOB_STREAM ? &pool->cv_stream : &pool->cv);
+    pthread_cond_signal(c == ENG_JOB_STREAM                 ? &pool->cv_stream
+                        : c == ENG_JOB_LONG && pool->n_long ? &pool->cv_long
+                                                            : &pool->cv);
     pthread_mutex_unlock(&pool->mu);
     return true;
 }
@@ -959,6 +1087,7 @@ void eng_pool_destroy(struct eng_pool *pool)
     pthread_mutex_lock(&pool->mu);
     pool->stopping = true;
     pthread_cond_broadcast(&pool->cv);
+    pthread_cond_broadcast(&pool->cv_long);
     pthread_cond_broadcast(&pool->cv_stream);
     pthread_mutex_unlock(&pool->mu);
     for (int i = 0; i < pool->n; i++)
@@ -990,6 +1119,7 @@ void eng_pool_destroy(struct eng_pool *pool)
     }
     pthread_mutex_destroy(&pool->mu);
     pthread_cond_destroy(&pool->cv);
+    pthread_cond_destroy(&pool->cv_long);
     pthread_cond_destroy(&pool->cv_stream);
     pthread_cond_destroy(&pool->cv_retired);
     free(pool->workers);

@@ -18,18 +18,26 @@
  * load of `make bench`, scenario 12):
  *   SHORT   a point query, a page, a count: milliseconds.
  *   LONG    a full-table aggregate, sort or big page, a /sql statement.
- *           At most `long_cap` of the N workers run one at a time
- *           (N - max(1, N/4), at least 1), so at least one worker is free for
- *           short jobs whenever N >= 2. Below the cap a free worker takes a
- *           long job before a short one, so neither class starves. A long
- *           query is parallel inside DuckDB anyway, so running fewer of them
- *           at once costs little throughput.
- *   STREAM  a whole-result stream, paced by its client (seconds). Runs on the
- *           pool's stream lane (eng_pool_create_ext), threads of their own,
- *           so a slow reader never holds a query worker. A pool without a
- *           stream lane runs streams as LONG jobs.
- * A LONG job still queued at its deadline is taken whatever the cap (it only
- * answers 504).
+ *   STREAM  a whole-result stream, paced by its client (seconds).
+ * A pool made with lanes (eng_pool_create_lanes; the query pool) runs each
+ * class on threads of its own: the `threads` general workers run SHORT jobs
+ * only, the long lane LONG jobs, the stream lane STREAM jobs. So a page never
+ * waits for a worker a group by or a slow stream reader holds, however many
+ * of those queue, and neither of those ever starves. All lanes run at the
+ * same CPU priority: a lower one (nice) for the long and stream lanes was
+ * measured and starved them against the other processes of a busy machine
+ * (README.md, "Performance", scenario 12). A LONG job still queued at its
+ * deadline is taken by any idle short-lane worker (it only answers 504).
+ * Overflow workers (LONG_WAIT_MS, BUSY_MS in engine.c) count the short
+ * lane's workers for short jobs and the long lane as the LONG cap.
+ * Within a class, jobs are fairly queued by flow (eng_job.flow): a cheap
+ * kind of request (a page) is not held behind as many turns of a dearer one
+ * (a count over a range) as it has connections.
+ * A pool without lanes (eng_pool_create: builders, admin) runs SHORT and
+ * LONG jobs on the same workers, at most `long_cap` LONG ones at a time
+ * (N - max(1, N/4), at least 1; eng_long_lane_threads), a free worker taking
+ * a long job before a short one below the cap so neither class starves;
+ * STREAM jobs run there as LONG ones.
  */
 #ifndef VT_ENGINE_ENGINE_H
 #define VT_ENGINE_ENGINE_H
@@ -65,6 +73,14 @@ struct eng_job {
     atomic_bool timed_out;      /* set by the watchdog (or at dequeue) */
     atomic_bool cancelled;      /* set by the owner: stop as soon as possible */
     enum eng_job_class cls;     /* set by the owner before submitting (0: SHORT) */
+    /* The job's flow for fair queuing (set by the owner; 0: the flow of
+     * every job that names none): jobs of the same kind, e.g. one query
+     * shape. Within a class, every flow with jobs queued gets an equal share
+     * of the workers' time, whatever its jobs cost and however many it
+     * queues (start-time fair queuing on each flow's measured cost); jobs of
+     * one flow run in arrival order. */
+    uint64_t flow;
+    int64_t vstart;             /* the pool's: start tag */
     struct eng_job *next;       /* queue link, owned by the pool */
     int64_t enqueued_ms;
 };
@@ -125,10 +141,19 @@ enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, bool lock
 
 struct eng_pool *eng_pool_create(duckdb_database db, int threads, const char *name,
                                  struct vt_error *err);
-/* The same with a stream lane of `stream_threads` more threads that run
- * STREAM jobs only (0: none). */
-struct eng_pool *eng_pool_create_ext(duckdb_database db, int threads, int stream_threads,
-                                     const char *name, struct vt_error *err);
+/* The threads of each lane of a pool with lanes (above). `long_threads` 0
+ * makes a pool without a long lane (LONG jobs share the general workers,
+ * capped), `stream_threads` 0 one without a stream lane. */
+struct eng_lanes {
+    int threads;                /* general workers (SHORT; at least 1) */
+    int long_threads;
+    int stream_threads;
+};
+struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lanes *lanes,
+                                       const char *name, struct vt_error *err);
+/* The long lane the query pool gets for `threads` workers: as many LONG jobs
+ * at a time as a pool without lanes would allow (N - max(1, N/4), >= 1). */
+int eng_long_lane_threads(int threads);
 /* Queues a job. Returns false when the queue is full or the pool is stopping
  * (the caller answers 503). */
 bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job);

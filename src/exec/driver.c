@@ -315,6 +315,45 @@ void exec_call_refuse(struct exec_call *c, const struct vt_error *err)
     fail(c, err);
 }
 
+/* FNV-1a over the fields of a request's shape. */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++, v >>= 8)
+        h = (h ^ (v & 0xff)) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t mix_ref(uint64_t h, const struct query_ref *r)
+{
+    return mix(mix(h, (uint64_t)r->is_agg << 1 | r->is_group), r->is_group ? r->grp : r->idx);
+}
+
+uint64_t exec_call_flow(const struct exec_call *c)
+{
+    uint64_t h = mix(0xcbf29ce484222325ull, c->rq.kind);
+    if (c->rq.kind == EXEC_SQL) {
+        for (const char *p = c->rq.sql ? c->rq.sql : ""; *p; p++)
+            h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+        return h;
+    }
+    const struct query_request *q = c->query;
+    h = mix(h, (uint64_t)(uintptr_t)c->ds);
+    if (!q)
+        return h;
+    h = mix(mix(mix(h, q->mode), q->distinct), q->count_result);
+    for (size_t i = 0; i < q->ncolumns; i++)
+        h = mix(h, q->columns[i]);
+    for (size_t i = 0; i < q->npreds; i++)
+        h = mix(mix_ref(h, &q->preds[i].ref), q->preds[i].op);
+    for (size_t i = 0; i < q->ngroup; i++)
+        h = mix(mix(h, q->groups[i].col), q->groups[i].bucket);
+    for (size_t i = 0; i < q->naggs; i++)
+        h = mix(mix(h, q->aggs[i].op), q->aggs[i].col);
+    for (size_t i = 0; i < q->norder; i++)
+        h = mix(mix_ref(h, &q->order[i].ref), q->order[i].desc);
+    return mix(mix(h, (uint64_t)q->max_rows), (uint64_t)q->limit);
+}
+
 void exec_call_release(struct exec_call *c)
 {
     if (!c || c->released)

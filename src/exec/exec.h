@@ -501,5 +501,11 @@ void exec_call_refuse(struct exec_call *call, const struct vt_error *err);
  * are valid inside the sink's ops, not after); the front end calls it when
  * its request is freed, for a call that never ran (a job the queue dropped). */
 void exec_call_release(struct exec_call *call);
+/* The fair-queuing flow of a call the driver queues (eng_job.flow), for
+ * rq.queue to pass on: the shape of the request (kind, dataset, columns,
+ * predicates' columns and operators, grouping, aggregations, order, paging;
+ * never the values), or the text of a SQL statement. Requests of one shape
+ * are one flow, so the workers' time is shared fairly between shapes. */
+uint64_t exec_call_flow(const struct exec_call *call);
 
 #endif

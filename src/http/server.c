@@ -330,8 +330,15 @@ void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn)
 void http_defer_as(struct http_request *req, struct eng_pool *pool, http_job_fn fn,
                    enum eng_job_class cls)
 {
+    http_defer_flow(req, pool, fn, cls, 0);
+}
+
+void http_defer_flow(struct http_request *req, struct eng_pool *pool, http_job_fn fn,
+                     enum eng_job_class cls, uint64_t flow)
+{
     memset(&req->job, 0, sizeof req->job);
     req->job.cls = cls;
+    req->job.flow = flow;
     req->job.run = job_run;
     req->job.done = job_done;
     req->job.overrun = job_overrun;

@@ -199,6 +199,9 @@ int http_stream_commit(struct http_stream *st);
 void http_defer(struct http_request *req, struct eng_pool *pool, http_job_fn fn);
 void http_defer_as(struct http_request *req, struct eng_pool *pool, http_job_fn fn,
                    enum eng_job_class cls);
+/* The same as one job of fair-queuing flow `flow` (eng_job.flow). */
+void http_defer_flow(struct http_request *req, struct eng_pool *pool, http_job_fn fn,
+                     enum eng_job_class cls, uint64_t flow);
 /* Inside a job: the deadline passed, the job was cancelled, or the client went
  * away (also noticed while the connection is suspended). */
 bool http_job_should_stop(struct http_request *req);

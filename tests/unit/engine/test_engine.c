@@ -1,7 +1,8 @@
-/* The engine pool's job classes (engine.h): long jobs are capped so a worker
- * stays free for short ones, neither class starves the other, streams run on
- * their own lane, and a long job held back by the cap still answers at its
- * deadline. Jobs here block on a gate the test opens, so every check is about
+/* The engine pool's job classes (engine.h): without lanes, long jobs are
+ * capped so a worker stays free for short ones and neither class starves the
+ * other; with lanes, short jobs, long jobs and streams each have threads of
+ * their own; a long job held
+ * back still answers at its deadline. Jobs here block on a gate the test opens, so every check is about
  * which job a worker took, not about timing. */
 #include <duckdb.h>
 #include <pthread.h>
@@ -22,6 +23,7 @@ struct tjob {
     atomic_int saw_timeout;
     int order;                  /* how many jobs started before this one */
     bool gated;                 /* waits for the gate to open */
+    long sleep_ms;              /* then takes this long */
 };
 
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -48,6 +50,8 @@ static void tjob_run(struct eng_job *job, duckdb_connection con)
             pthread_cond_wait(&gate_cv, &gate_mu);
         pthread_mutex_unlock(&gate_mu);
     }
+    if (t->sleep_ms)
+        sleep_ms(t->sleep_ms);
     atomic_store(&t->finished, 1);
 }
 
@@ -145,7 +149,8 @@ TEST(long_jobs_do_not_starve_under_short_ones)
 TEST(streams_run_on_their_own_lane)
 {
     struct vt_error err = {0};
-    struct eng_pool *pool = eng_pool_create_ext(db, 1, 1, "t", &err);
+    struct eng_lanes lanes = {.threads = 1, .stream_threads = 1};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
     CHECK(pool != NULL);
     if (!pool)
         return;
@@ -175,13 +180,11 @@ TEST(streams_run_on_their_own_lane)
     eng_pool_destroy(pool);
 }
 
-TEST(a_long_job_past_its_deadline_is_not_held_by_the_cap)
+/* With one long job running (holding the pool's only slot for long work),
+ * a second long job queued with a near deadline is taken at that deadline by
+ * an idle worker, which only reports the timeout. Destroys the pool. */
+static void check_long_job_answers_at_its_deadline(struct eng_pool *pool)
 {
-    struct vt_error err = {0};
-    struct eng_pool *pool = eng_pool_create(db, 2, "t", &err);
-    CHECK(pool != NULL);
-    if (!pool)
-        return;
     gate_set(false);
     struct tjob l1, l2;
     tjob_init(&l1, ENG_JOB_LONG, true);
@@ -190,13 +193,124 @@ TEST(a_long_job_past_its_deadline_is_not_held_by_the_cap)
     CHECK(wait_for(&l1.started));
     atomic_store(&l2.job.deadline_ms, time_mono_ms() + 100);
     CHECK(eng_pool_submit(pool, &l2.job));
-    /* The first long job still runs; the second is taken at its deadline by
-     * the idle worker and sees it has timed out. */
     CHECK(wait_for(&l2.finished));
     CHECK_EQ_INT(atomic_load(&l2.saw_timeout), 1);
     CHECK_EQ_INT(atomic_load(&l1.finished), 0);
     gate_set(true);
     CHECK(wait_for(&l1.finished));
+    eng_pool_destroy(pool);
+}
+
+TEST(a_long_job_past_its_deadline_is_not_held_by_the_cap)
+{
+    struct vt_error err = {0};
+    struct eng_pool *pool = eng_pool_create(db, 2, "t", &err);
+    CHECK(pool != NULL);
+    if (pool)
+        check_long_job_answers_at_its_deadline(pool);
+}
+
+/* The query pool's lanes: short jobs have workers of their own, however many
+ * long jobs and streams hold theirs or queue. */
+TEST(lanes_keep_short_jobs_apart)
+{
+    struct vt_error err = {0};
+    struct eng_lanes lanes = {.threads = 2, .long_threads = 1, .stream_threads = 1};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    CHECK_EQ_INT(eng_pool_threads(pool), 4);
+    gate_set(false);
+    enum { NL = 4 };
+    struct tjob l[NL], st, s1, s2;
+    for (int i = 0; i < NL; i++) {
+        tjob_init(&l[i], ENG_JOB_LONG, true);
+        CHECK(eng_pool_submit(pool, &l[i].job));
+    }
+    tjob_init(&st, ENG_JOB_STREAM, true);
+    CHECK(eng_pool_submit(pool, &st.job));
+    CHECK(wait_for(&l[0].started));
+    CHECK(wait_for(&st.started));
+    /* Both general workers take short jobs, though long ones were queued
+     * first; only one long job runs (the long lane has one thread). */
+    tjob_init(&s1, ENG_JOB_SHORT, true);
+    tjob_init(&s2, ENG_JOB_SHORT, true);
+    CHECK(eng_pool_submit(pool, &s1.job));
+    CHECK(eng_pool_submit(pool, &s2.job));
+    CHECK(wait_for(&s1.started));
+    CHECK(wait_for(&s2.started));
+    sleep_ms(50);
+    for (int i = 1; i < NL; i++)
+        CHECK_EQ_INT(atomic_load(&l[i].started), 0);
+    gate_set(true);
+    for (int i = 0; i < NL; i++)
+        CHECK(wait_for(&l[i].finished));
+    CHECK(wait_for(&st.finished));
+    CHECK(wait_for(&s1.finished));
+    CHECK(wait_for(&s2.finished));
+    eng_pool_destroy(pool);
+}
+
+/* A long job queued behind a busy long lane still answers at its deadline:
+ * an idle general worker takes it (it only reports the timeout). */
+TEST(lanes_answer_a_long_job_at_its_deadline)
+{
+    struct vt_error err = {0};
+    struct eng_lanes lanes = {.threads = 1, .long_threads = 1};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+    CHECK(pool != NULL);
+    if (pool)
+        check_long_job_answers_at_its_deadline(pool);
+}
+
+/* Fair queuing by flow: a flow of cheap jobs queued behind a flow of dear
+ * ones gets its turns between theirs, not after all of them. */
+TEST(flows_share_the_workers_time)
+{
+    struct vt_error err = {0};
+    struct eng_pool *pool = eng_pool_create(db, 1, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    enum { DEAR = 1, CHEAP = 2, N = 3 };
+    /* The pool learns what each flow costs: 60 ms and nearly nothing. */
+    struct tjob train[5];
+    for (int i = 0; i < 5; i++) {
+        tjob_init(&train[i], ENG_JOB_SHORT, false);
+        train[i].job.flow = i == 0 ? DEAR : CHEAP;
+        train[i].sleep_ms = i == 0 ? 60 : 0;
+        CHECK(eng_pool_submit(pool, &train[i].job));
+        CHECK(wait_for(&train[i].finished));
+    }
+    gate_set(false);
+    struct tjob hold, dear[N], cheap[N];
+    tjob_init(&hold, ENG_JOB_SHORT, true);
+    CHECK(eng_pool_submit(pool, &hold.job));
+    CHECK(wait_for(&hold.started));
+    for (int i = 0; i < N; i++) {
+        tjob_init(&dear[i], ENG_JOB_SHORT, false);
+        dear[i].job.flow = DEAR;
+        CHECK(eng_pool_submit(pool, &dear[i].job));
+    }
+    for (int i = 0; i < N; i++) {
+        tjob_init(&cheap[i], ENG_JOB_SHORT, false);
+        cheap[i].job.flow = CHEAP;
+        CHECK(eng_pool_submit(pool, &cheap[i].job));
+    }
+    gate_set(true);
+    for (int i = 0; i < N; i++) {
+        CHECK(wait_for(&dear[i].finished));
+        CHECK(wait_for(&cheap[i].finished));
+    }
+    /* Arrival order would run every dear job first. The first dear job
+     * started its flow's share; every cheap one fits in that share, before
+     * the second dear job. Within a flow, arrival order. */
+    CHECK(cheap[N - 1].order < dear[1].order);
+    for (int i = 1; i < N; i++) {
+        CHECK(dear[i - 1].order < dear[i].order);
+        CHECK(cheap[i - 1].order < cheap[i].order);
+    }
     eng_pool_destroy(pool);
 }
 
@@ -315,6 +429,9 @@ int main(void)
         TEST_CASE(long_jobs_do_not_starve_under_short_ones),
         TEST_CASE(streams_run_on_their_own_lane),
         TEST_CASE(a_long_job_past_its_deadline_is_not_held_by_the_cap),
+        TEST_CASE(lanes_keep_short_jobs_apart),
+        TEST_CASE(lanes_answer_a_long_job_at_its_deadline),
+        TEST_CASE(flows_share_the_workers_time),
         TEST_CASE(excerpt_of_the_clients_own_line_is_kept),
         TEST_CASE(excerpt_renumbered_keeps_its_caret),
         TEST_CASE(generated_sql_is_never_quoted),
