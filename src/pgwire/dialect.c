@@ -725,16 +725,38 @@ static enum sql_hook table_function(struct sql_walk *w, json_t *ref)
         return SQL_HOOK_OWN;
     }
     const char *srf = srf_column(fname);
+    if (srf) {
+        /* unnest(<the list>) as the table function: WITH ORDINALITY and
+         * column aliases stay; the column is named as PostgreSQL does. The
+         * names are copied first: fn goes when the call replaces it. */
+        char fnm[64], col[64];
+        snprintf(fnm, sizeof fnm, "%s", fname);
+        snprintf(col, sizeof col, "%s", strcmp(srf, fname) ? srf : alias && *alias ? alias : fname);
+        json_t *call = json_deep_copy(fn);
+        if (!rewrite_srf(call, fnm, json_object_get(call, "children"))) {
+            json_decref(call);
+            return refused(w, VT_ERR_SQL_SYNTAX, "function %s: wrong number of arguments", fnm);
+        }
+        json_object_set_new(ref, "function", call);
+        if (!alias || !*alias) /* PostgreSQL's: the function's name (and a column list needs one) */
+            set_str(ref, "alias", fnm);
+        if (!json_is_array(cols)) {
+            cols = json_array();
+            json_object_set_new(ref, "column_name_alias", cols);
+        }
+        if (json_array_size(cols) == 0)
+            json_array_append_new(cols, json_string(col));
+        sql_walk_changed(w, false);
+        return SQL_HOOK_CHECK; /* a table function still: unnest's rules, its arguments walked */
+    }
     if (!sql_table_function_allowed(fname) &&
-        (sql_function_allowed(fname) || pgw_catalog_function(fname) || srf)) {
+        (sql_function_allowed(fname) || pgw_catalog_function(fname))) {
         char name[128];
         snprintf(name, sizeof name, "%s", alias && *alias ? alias : fname);
         json_t *call = json_incref(fn);
         json_t *cna = json_incref(cols);
-        bool named = srf && strcmp(srf, fname) != 0; /* its column has its own name */
-        set_str(call, "alias", json_array_size(cna) == 1 ? json_string_value(json_array_get(cna, 0))
-                               : named                   ? srf
-                                                         : name);
+        set_str(call, "alias", json_array_size(cna) == 1
+                                   ? json_string_value(json_array_get(cna, 0)) : name);
         json_t *list = json_array();
         json_array_append_new(list, call);
         json_t *empty = json_object();

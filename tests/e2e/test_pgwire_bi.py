@@ -516,6 +516,17 @@ def test_json_and_string_set_returning_functions(srv):
         assert cur.fetchall() == [("a",), ("b",), ("",), ("c",)]
         assert c.execute("SELECT string_to_table('a|-|b', '|', '-') AS p").fetchall() == [
             ("a",), (None,), ("b",)]
+        # WITH ORDINALITY, column aliases, the function's name as the table's
+        cur = c.execute("SELECT * FROM json_array_elements_text('[\"a\", \"b\"]') WITH ORDINALITY")
+        assert [d.name for d in cur.description] == ["value", "ordinality"]
+        assert cur.fetchall() == [("a", 1), ("b", 2)]
+        cur = c.execute("SELECT * FROM string_to_table('a,b', ',') WITH ORDINALITY AS t(x, n)")
+        assert [d.name for d in cur.description] == ["x", "n"]
+        assert cur.fetchall() == [("a", 1), ("b", 2)]
+        assert c.execute("SELECT string_to_table.string_to_table FROM string_to_table('a', ',')"
+                         ).fetchall() == [("a",)]
+        assert c.execute("SELECT json_array_elements.value FROM json_array_elements('[3]')"
+                         ).fetchall() == [(3,)]
         # an object or a scalar fails as in PostgreSQL; SQL NULL gives no rows
         for text, what in (("SELECT json_array_elements('{\"a\": 1}')", "an object"),
                            ("SELECT * FROM json_array_elements_text('3')", "a scalar")):
