@@ -111,8 +111,10 @@ def latency(name, srv, floor, ds, path, bodies, sql, params, mode, check, goal=N
     b.detail("  %s: service median %.2f ms (p90 %.2f), floor %.2f ms (p90 %.2f)"
              % (name, o, r["svc_p90_us"] / 1000, t, r["p90_us"] / 1000))
     if floor_ratio:
-        b.add_result(name, o, t, "ms", o / t, "<=" if goal else None, goal, cpu / r["cpu_us"],
-                     note)
+        # `goal` bounds service / floor time; the table's ratio is floor /
+        # service (higher is better, bench.add_result), so its goal is 1/goal.
+        b.add_result(name, o, t, "ms", t / o, 1 / goal if goal else None,
+                     r["cpu_us"] / cpu if cpu > 0 else None, note)
     return o, t
 
 
@@ -176,7 +178,7 @@ def run():
         first_ms = (time.monotonic() - t0) * 1000
         assert json.loads(r["body"])["count"] == ROWS, r
         b.add_result("S1 lazy local: start -> published", pub["lz"], first_ms, "ms",
-                     pub["lz"] / first_ms, None, None,
+                     first_ms / pub["lz"], None, None,
                      note="floor: DuckDB's first count(*) over the files, cold process")
         if moto:
             b.add_result("S1s lazy S3: start -> published", pub["s3"], None, "ms", None, None,
@@ -204,7 +206,7 @@ def run():
                            one_body, page_sql, [(picks[0],)], "tojson", check_page(None),
                            floor_ratio=False)
         b.add_result("S2b lazy page / resident page (one partition)", o_lz1, o_res, "ms",
-                     o_lz1 / o_res, "<=", 3.0, note="floor = vitrine resident, same request")
+                     o_res / o_lz1, 1 / 3.0, note="floor = vitrine resident, same request")
 
         ids = [(i * 7919 * 104729) % (ROWS - 1000) for i in range(10)]
         id_bodies = [json.dumps({"predicates": [{"col": "id", "op": "between",
@@ -233,6 +235,26 @@ def run():
         latency("S4 lazy local: group_by over one partition", srv, floor, "lz", "query",
                 grp_bodies, grp_sql, [(p,) for p in picks], "tojson", check_grp, runs=RUNS // 2)
 
+        # The same over a partition range: two adjacent days (issue 24's
+        # "lazy group-by over a partition range", goal >= 0.9 of DuckDB).
+        pairs = [(days[i][4:], days[i + 1][4:])
+                 for i in ((k * 37 + 11) % (len(days) - 1) for k in range(10))]
+        grp2_bodies = [json.dumps({"predicates": [{"col": "day", "op": "between", "val": list(pr)}],
+                                   "group_by": ["category"], "aggregations": [
+                                       {"op": "count"}, {"op": "sum", "col": "price"}]})
+                       for pr in pairs]
+        grp2_sql = ('SELECT * FROM (SELECT "category", count(*) AS "count", sum("price") AS '
+                    '"sum_price" FROM %s WHERE "day" BETWEEN CAST(? AS DATE) AND CAST(? AS DATE) '
+                    'GROUP BY "category") AS "q" LIMIT 1000' % scan(files))
+
+        def check_grp2(d):
+            assert len(d["data"]) == len(CATEGORIES), str(d)[:300]
+            assert sum(r["count"] for r in d["data"]) in (2 * per_day,
+                                                          ROWS - per_day * (DAYS - 2)), d
+        latency("S4r lazy local: group_by over a two-day range", srv, floor, "lz", "query",
+                grp2_bodies, grp2_sql, pairs, "tojson", check_grp2, 1 / 0.9, runs=RUNS // 2,
+                note="goal: >= 0.9 of DuckDB (time ratio <= 1.11)")
+
         def check_all(d):
             assert d["count"] == ROWS, d
         o_cnt, _ = latency("S5 lazy local: /count, no predicate", srv, floor, "lz", "count",
@@ -253,12 +275,12 @@ def run():
             o_s3p, _ = latency("S7 lazy S3: page, eq on the partition column", srv, floor, "s3",
                                "query", page_bodies, page_sql, [(p,) for p in picks], "tojson",
                                check_page(None))
-            b.add_result("S7b S3 / local: partition page", o_s3p, o_part, "ms", o_s3p / o_part,
-                         "<=", 2.0, note="floor = vitrine lazy local, same requests")
+            b.add_result("S7b S3 / local: partition page", o_s3p, o_part, "ms", o_part / o_s3p,
+                         1 / 2.0, note="floor = vitrine lazy local, same requests")
             o_s3i, _ = latency("S8 lazy S3: page, between on sorted id", srv, floor, "s3",
                                "query", id_bodies, id_sql, [(str(x), str(x + 999)) for x in ids],
                                "tojson", check_ids)
-            b.add_result("S8b S3 / local: id page", o_s3i, o_id, "ms", o_s3i / o_id, "<=", 2.0,
+            b.add_result("S8b S3 / local: id page", o_s3i, o_id, "ms", o_id / o_s3i, 1 / 2.0,
                          note="floor = vitrine lazy local, same requests")
             latency("S9 lazy S3: /count, no predicate", srv, floor, "s3", "count", ["{}"],
                     'SELECT count(*) AS "count" FROM %s' % scan(files), None, "count", check_all)
