@@ -14,20 +14,22 @@ import psycopg
 import pytest
 
 from conftest import dataset_block, server_block, write_parquet
-from s3_fixtures import free_port
+from pgwire_util import pg_port
 
 
 def test_sigterm_drains_and_sighup_reloads(vt, datadir, tmp_path):
     write_parquet(datadir / "a.parquet", "SELECT i AS id FROM range(100) t(i)")
     write_parquet(datadir / "b.parquet", "SELECT i AS id FROM range(7) t(i)")
-    pg = free_port()
     sock_path = tmp_path / "notify.sock"
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(str(sock_path))
     notify.settimeout(10)
-    cfg = (server_block(drain_delay_secs=2) + f"[server.pgwire]\nenabled = true\nport = {pg}\n"
+    cfg = (server_block(drain_delay_secs=2) + "[server.pgwire]\nenabled = true\nport = 0\n"
            + dataset_block("a", str(datadir / "a.parquet")))
     s = vt(cfg, env={"NOTIFY_SOCKET": str(sock_path)})
+    # Port 0 and the port the log names: a port probed free beforehand could
+    # be taken meanwhile (by a neighbour test's client, as its local port).
+    pg = pg_port(s)
 
     def messages(until):
         got = []
