@@ -85,6 +85,8 @@ def test_tabs_load_without_console_errors(vt, trips):
     # keyboard: arrows move between tabs and keep focus on the tab list
     assert out["afterRight"] == "#/datasets" and out["afterLeft"] == "#/register"
     assert out["focused"] == "tab-register"
+    assert out["fastArrows"][0].startswith("#/query") and out["fastArrows"][1] == "tab-query", \
+        out["fastArrows"]
     assert out["firstTab"] == "Skip to content"
     # phone width: nothing wider than the screen (tables scroll inside their box)
     assert out["phone_datasets_overflow"] <= 0 and out["phone_query_overflow"] <= 0

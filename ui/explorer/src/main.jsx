@@ -136,7 +136,11 @@ function Tabs({ tab, name }) {
     location.hash = `#/${id}${name && (id === 'query' || id === 'datasets') ? `/${encodeURIComponent(name)}` : ''}`;
   };
   const onKey = (e) => {
-    const i = TABS.findIndex((t) => t.id === tab);
+    // From the tab the key was pressed on: after a first arrow the focus has
+    // moved but `tab` still names the old one until the hash change renders
+    // (a second arrow pressed before that moved from the old tab).
+    let i = TABS.findIndex((t) => refs.current[t.id] === e.target);
+    if (i < 0) i = TABS.findIndex((t) => t.id === tab);
     let j = -1;
     if (e.key === 'ArrowRight') j = (i + 1) % TABS.length;
     if (e.key === 'ArrowLeft') j = (i + TABS.length - 1) % TABS.length;
