@@ -591,6 +591,7 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         if (!rc && !gen->lazy)
             rc = cat_checkpoint_generation(con, gen, err);
         if (rc) {
+            source_snapshot_name_files(&gen->priv->snapshot, err);
             cat_detach_database(cat, con, gen->priv->db_name);
             cat_import_release(&imp);
             cat_generation_free(gen);
@@ -606,6 +607,8 @@ static struct cat_generation *build_generation(struct cat_catalog *cat, duckdb_c
         rc = read_schema(con, gen, err);
     if (!rc)
         rc = cat_generation_derive(cat, con, gen, cfg, err);
+    if (rc)
+        source_snapshot_name_files(&gen->priv->snapshot, err);
     /* A resident generation has its rows: the snapshot and the files
      * downloaded for it go now. A lazy one keeps them (its view reads them),
      * without what only the build needed held. */

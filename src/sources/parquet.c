@@ -504,8 +504,8 @@ enum vt_err source_parquet_resolve(const struct vt_dataset_config *ds,
             out->total_bytes += files.items[i].size;
         }
         rc = st->ops->fetch(st, fetch, n,
-                            ctx && ctx->for_lazy ? STORAGE_USE_KEEP : STORAGE_USE_BUILD, out,
-                            err);
+                            ctx && ctx->for_lazy ? STORAGE_USE_KEEP : STORAGE_USE_BUILD_PINNED,
+                            out, err);
         if (st->access_denied && out_access_denied)
             *out_access_denied = true;
         for (size_t i = 0; i < n; i++) {
@@ -522,7 +522,9 @@ enum vt_err source_parquet_resolve(const struct vt_dataset_config *ds,
     storage_listing_release(&files);
     storage_close(st);
     where_release(&w);
-    if (rc != VT_ERR_OK)
+    if (rc != VT_ERR_OK) {
+        source_snapshot_name_files(out, err);
         source_snapshot_release(out);
+    }
     return rc;
 }

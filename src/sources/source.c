@@ -169,6 +169,8 @@ void source_snapshot_release(struct source_snapshot *snap)
     for (size_t i = 0; i < snap->n_pin_fds; i++)
         close(snap->pin_fds[i]);
     free(snap->pin_fds);
+    free_strings(snap->link_paths, snap->n_links);
+    free_strings(snap->link_sources, snap->n_links);
     source_lazy_destroy(snap->lazy);
     range_cache_release(snap->holds);
     memset(snap, 0, sizeof *snap);
@@ -184,6 +186,60 @@ enum vt_err source_check_bounds(const struct source_context *ctx, const char *wh
     if (ctx->deadline_ms && time_mono_ms() >= ctx->deadline_ms)
         return vt_error_set(err, VT_ERR_TIMEOUT, "%s: the build's deadline passed", what);
     return VT_ERR_OK;
+}
+
+bool source_snapshot_add_link(struct source_snapshot *snap, const char *link, const char *source)
+{
+    size_t n = snap->n_links;
+    /* Grown in powers of two (n is a power of two when the arrays are full). */
+    if ((n & (n - 1)) == 0) {
+        size_t cap = n ? 2 * n : 4;
+        char **a = realloc(snap->link_paths, cap * sizeof *a);
+        if (!a)
+            return false;
+        snap->link_paths = a;
+        char **b = realloc(snap->link_sources, cap * sizeof *b);
+        if (!b)
+            return false;
+        snap->link_sources = b;
+    }
+    char *l = strdup(link), *src = strdup(source);
+    if (!l || !src) {
+        free(l);
+        free(src);
+        return false;
+    }
+    snap->link_paths[n] = l;
+    snap->link_sources[n] = src;
+    snap->n_links = n + 1;
+    return true;
+}
+
+void source_snapshot_name_files(const struct source_snapshot *snap, struct vt_error *err)
+{
+    if (!snap || !err || !snap->n_links || !snap->pin_dir || !strstr(err->msg, snap->pin_dir))
+        return;
+    struct strbuf out;
+    sb_init(&out, 0);
+    const char *p = err->msg;
+    while (*p) {
+        size_t i = 0;
+        size_t len = 0;
+        for (; i < snap->n_links; i++) {
+            len = strlen(snap->link_paths[i]);
+            if (!strncmp(p, snap->link_paths[i], len))
+                break;
+        }
+        if (i < snap->n_links) {
+            sb_adds(&out, snap->link_sources[i]);
+            p += len;
+        } else {
+            sb_addc(&out, *p++);
+        }
+    }
+    if (!out.overflow)
+        snprintf(err->msg, sizeof err->msg, "%s", out.buf);
+    sb_release(&out);
 }
 
 void source_snapshot_settle(struct source_snapshot *snap)

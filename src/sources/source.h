@@ -72,6 +72,11 @@ struct source_snapshot {
     char *pin_dir;
     int *pin_fds;
     size_t n_pin_fds;
+    /* Each link in pin_dir and the path it stands for, so that a message
+     * naming the link names the source's file (source_snapshot_name_files). */
+    char **link_paths;
+    char **link_sources;
+    size_t n_links;
     /* Lazy snapshots: the metadata read once (footers, statistics) that plans
      * every request (lazy.c); NULL for resident ones. */
     struct source_lazy *lazy;
@@ -161,6 +166,14 @@ enum vt_err source_select_sql(const struct source_snapshot *snap, const struct s
 
 /* Frees the snapshot and removes the files it owns (downloads, pins). */
 void source_snapshot_release(struct source_snapshot *snap);
+/* Rewrites err's message to name the source's files where it names the
+ * snapshot's links to them (a DuckDB error reading a pinned file), so a
+ * failed build says which file of the source is broken, not which link in
+ * the temp directory. Call before the release. */
+void source_snapshot_name_files(const struct source_snapshot *snap, struct vt_error *err);
+/* Records that `link` (in the pin directory) stands for `source`; false out
+ * of memory (the message then names the link). */
+bool source_snapshot_add_link(struct source_snapshot *snap, const char *link, const char *source);
 /* The build is done reading through the snapshot: what it held in the S3
  * range cache may be evicted again. */
 void source_snapshot_settle(struct source_snapshot *snap);

@@ -53,6 +53,14 @@ enum storage_use {
                                  * objects as temp files the snapshot deletes */
     STORAGE_USE_KEEP,           /* read by a lazy generation until it goes: local files
                                  * pinned (links), S3 objects in the range cache (lazy) */
+    STORAGE_USE_BUILD_PINNED,   /* read once by a resident build from files that may be
+                                 * replaced meanwhile (Parquet sources): local files
+                                 * pinned (links) until the snapshot is released, S3
+                                 * objects as for STORAGE_USE_BUILD. DuckDB 1.4.4 opens
+                                 * a file more than once in one build (schema, then
+                                 * scan): read in place, a source replaced by a rename
+                                 * meanwhile was read half old, half new
+                                 * ("TProtocolException: Invalid data") */
 };
 
 /* One object to make readable by DuckDB. */

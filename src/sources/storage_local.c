@@ -456,7 +456,7 @@ static const char *pin_dir(const struct storage *st, struct source_snapshot *sna
 
 /* Links for every file, or none (then the paths are read in place). */
 static void pin_all(const struct storage *st, struct storage_fetch *items, size_t n,
-                    struct source_snapshot *snap)
+                    enum storage_use use, struct source_snapshot *snap)
 {
     /* One array per snapshot, for all its fetches. */
     size_t max_fds = VT_MAX_PINNED_FDS;
@@ -475,15 +475,20 @@ static void pin_all(const struct storage *st, struct storage_fetch *items, size_
     }
     if (!why) {
         for (size_t i = 0; i < n; i++) {
+            source_snapshot_add_link(snap, links[i], items[i].path);
             free(items[i].path);
             items[i].path = links[i];
         }
         free(links);
         return;
     }
-    log_warn("%s: cannot pin its %zu source file(s) (%s): they are read in place, so "
-             "replacing them changes the rows of this generation before a reload",
-             st->location, n, strerror(why));
+    if (use == STORAGE_USE_KEEP)
+        log_warn("%s: cannot pin its %zu source file(s) (%s): they are read in place, so "
+                 "replacing them changes the rows of this generation before a reload",
+                 st->location, n, strerror(why));
+    else
+        log_debug("%s: the build reads its %zu source file(s) in place (no links: %s)",
+                  st->location, n, strerror(why));
     for (size_t i = 0; links && i < n; i++)
         free(links[i]);
     free(links);
@@ -517,6 +522,7 @@ static enum vt_err link_for_duckdb(struct local_storage *ls, struct storage_fetc
             return vt_error_set(err, VT_ERR_SOURCE_UNAVAILABLE, "%s: cannot link %s for reading (%s)",
                                 ls->base.location, path, strerror(why));
         }
+        source_snapshot_add_link(snap, dst.buf, path);
         free(items[i].path);
         items[i].path = sb_detach(&dst, NULL);
     }
@@ -551,8 +557,8 @@ static enum vt_err local_fetch(struct storage *st, struct storage_fetch *items, 
         if (items[i].size < 0)
             items[i].size = (int64_t)sbuf.st_size;
     }
-    if (use == STORAGE_USE_KEEP && n > 0)
-        pin_all(st, items, n, snap);
+    if (use != STORAGE_USE_BUILD && n > 0)
+        pin_all(st, items, n, use, snap);
     return link_for_duckdb(ls, items, n, snap, err);
 }
 

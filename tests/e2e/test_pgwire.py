@@ -486,12 +486,15 @@ def test_cancel_request_interrupts_the_query(vt, datadir):
 
 
 def test_request_timeout_per_statement(vt, datadir):
-    srv = start(vt, datadir, server={"request_timeout_ms": 700})
+    # 2 s against the session's 200 ms: the answer tells which applied with
+    # 1.8 s to spare (700 ms left 0.49 s for the cancel, the round trip and
+    # a loaded or ASan machine's scheduling).
+    srv = start(vt, datadir, server={"request_timeout_ms": 2000})
     with connect(srv, autocommit=True) as c:
         t0 = time.time()
         with pytest.raises(psycopg.errors.QueryCanceled) as ei:
             c.execute("SELECT count(*) FROM range(100000000000) a(x) WHERE x % 7 = 3")
-        assert 0.5 < time.time() - t0 < 10
+        assert 1.9 < time.time() - t0 < 20
         assert "statement timeout" in str(ei.value)
         assert c.execute("SELECT 1").fetchone() == (1,)
         # the session's statement_timeout applies when it is lower
@@ -499,7 +502,7 @@ def test_request_timeout_per_statement(vt, datadir):
         t0 = time.time()
         with pytest.raises(psycopg.errors.QueryCanceled):
             c.execute("SELECT count(*) FROM range(100000000000) a(x) WHERE x % 7 = 3")
-        assert time.time() - t0 < 0.69
+        assert 0.15 < time.time() - t0 < 1.9
 
 
 def test_idle_timeout_and_connection_cap(vt, datadir):

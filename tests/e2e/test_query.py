@@ -321,20 +321,27 @@ def test_sigterm_lets_inflight_request_finish(vt, datadir):
     # Generous drain and request deadlines: the query only has to be in
     # flight at SIGTERM; under ASan on a loaded machine it runs for many
     # seconds, and the default 30 s drain then answers 503 (correctly).
-    s = start(vt, datadir, rows=2000000, shutdown_timeout_secs=180,
-              request_timeout_ms=180000)
+    table(datadir, 2000000)
+    s = vt(server_block(shutdown_timeout_secs=180, request_timeout_ms=180000) +
+           "[metrics]\nenabled = true\n" + dataset_block("t", datadir / "t.parquet"))
     result = {}
 
     def slow():
         result["r"] = s.post(QUERY, {"group_by": ["id", "note"], "order_by": [{"col": "note"}],
-                                     "page_size": 1})
+                                     "page_size": 1}, timeout=300)
 
     t = threading.Thread(target=slow)
     t.start()
-    time.sleep(0.2)
+    # SIGTERM once the query is in flight (the scrape itself is the other
+    # one): a fixed pause let a loaded machine signal before the request had
+    # even been accepted.
+    deadline = time.time() + 60
+    while "\nvitrine_http_requests_in_flight 2\n" not in s.get("/metrics").text:
+        assert time.time() < deadline and t.is_alive(), "the query was never seen in flight"
+        time.sleep(0.01)
     import signal
     s.proc.send_signal(signal.SIGTERM)
-    t.join(60)
+    t.join(300)
     assert result["r"].status_code == 200
     assert s.proc.wait(30) == 0
     # no longer accepting

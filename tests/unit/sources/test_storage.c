@@ -217,6 +217,47 @@ TEST(local_fetch_in_place_or_pinned)
     teardown();
 }
 
+TEST(local_fetch_for_a_build_pins_until_released_and_messages_name_the_sources)
+{
+    setup();
+    write_file("x/one.parquet", "111");
+    write_file("x/two.parquet", "22");
+    struct storage *st = open_root("x");
+    struct source_context ctx = {.temp_dir = root, .pin_name = "g2"};
+    st->ctx = &ctx;
+    struct storage_fetch f[2] = {{.name = "one.parquet", .size = -1},
+                                 {.name = "two.parquet", .size = -1}};
+    struct source_snapshot snap = {0};
+    struct vt_error err = {0};
+    CHECK_EQ_INT(st->ops->fetch(st, f, 2, STORAGE_USE_BUILD_PINNED, &snap, &err), VT_ERR_OK);
+    char link0[256], link1[256], src0[256], src1[256];
+    snprintf(link0, sizeof link0, "%s/lazy-g2/0.parquet", root);
+    snprintf(link1, sizeof link1, "%s/lazy-g2/1.parquet", root);
+    snprintf(src0, sizeof src0, "%s/x/one.parquet", root);
+    snprintf(src1, sizeof src1, "%s/x/two.parquet", root);
+    CHECK_EQ_STR(f[0].path, link0);
+    CHECK_EQ_STR(f[1].path, link1);
+    CHECK_EQ_INT(f[0].size, 3);
+    /* A message naming the links names the source's files instead. */
+    vt_error_set(&err, VT_ERR_BUILD_FAILED, "no magic bytes at end of '%s'; nor '%s' (%s/lazy-g2)",
+                 link1, link0, root);
+    source_snapshot_name_files(&snap, &err);
+    char want[1024];
+    snprintf(want, sizeof want, "no magic bytes at end of '%s'; nor '%s' (%s/lazy-g2)", src1,
+             src0, root);
+    CHECK_EQ_STR(vt_error_message(&err), want);
+    char pin_dir[256];
+    snprintf(pin_dir, sizeof pin_dir, "%s", snap.pin_dir ? snap.pin_dir : "");
+    source_snapshot_release(&snap);
+    struct stat sb;
+    CHECK(stat(pin_dir, &sb) != 0 && errno == ENOENT);
+    CHECK(stat(src0, &sb) == 0); /* the source itself stays */
+    free(f[0].path);
+    free(f[1].path);
+    storage_close(st);
+    teardown();
+}
+
 static enum vt_err resolve(const char *location, enum cfg_s3_partitioning part,
                            struct source_snapshot *snap, struct vt_error *err)
 {
@@ -512,5 +553,6 @@ RUN_TESTS(TEST_CASE(policy_confines_paths_whatever_lies_outside),
           TEST_CASE(local_listing_is_sorted_and_bounded_by_depth),
           TEST_CASE(local_stat_and_read_only_regular_files),
           TEST_CASE(local_fetch_in_place_or_pinned),
+          TEST_CASE(local_fetch_for_a_build_pins_until_released_and_messages_name_the_sources),
           TEST_CASE(parquet_directory_glob_single_file_and_hidden),
           TEST_CASE(parquet_hive_partitions_are_typed_and_consistent))
