@@ -260,12 +260,35 @@ def _open_idle(src, port, n):
     return socks
 
 
+def _wait_settled(port, timeout=30):
+    """Until the flood has reached the server: no connection to `port` still
+    waiting for its handshake (a SYN the full backlog dropped is sent again
+    1 s, 3 s ... later) and the listening socket's accept queue empty (what
+    the kernel completed, the server took). A fixed pause guessed at both."""
+    want = ":%04X" % port
+    deadline = time.monotonic() + timeout
+    while True:
+        pending = queued = 0
+        with open("/proc/net/tcp") as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                local, remote, state, queues = fields[1], fields[2], fields[3], fields[4]
+                if state == "02" and remote.endswith(want):    # SYN_SENT to the server
+                    pending += 1
+                elif state == "0A" and local.endswith(want):   # the server's LISTEN
+                    queued += int(queues.split(":")[1], 16)
+        if pending == 0 and queued == 0:
+            return
+        assert time.monotonic() < deadline, f"{pending} connecting, {queued} not accepted"
+        time.sleep(0.02)
+
+
 @pytest.mark.serial
 def test_connection_flood_from_one_address_does_not_starve_others(plain):
     assert _raise_nofile(12000) >= 9000
     flood = _open_idle("127.0.0.1", plain.port, 4200)
     try:
-        time.sleep(1.0)
+        _wait_settled(plain.port)
         t0 = time.monotonic()
         out = raw(plain.port, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
                   src="127.0.0.2")
@@ -286,7 +309,7 @@ def test_global_connection_cap_answers_503_fast(plain):
     try:
         for i in range(3, 3 + 17):
             flood += _open_idle(f"127.0.0.{i}", plain.port, 256)
-        time.sleep(1.5)
+        _wait_settled(plain.port)
         t0 = time.monotonic()
         out = raw(plain.port, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
                   src="127.0.1.1", timeout=5)
