@@ -436,26 +436,43 @@ def nginx(tmp_path):
     work = tmp_path / "nginx"
     www = work / "www"
     www.mkdir(parents=True)
-    port = free_port()
-    (work / "nginx.conf").write_text(f"""
-daemon off;
-master_process off;
-worker_processes 1;
-pid {work}/nginx.pid;
-error_log {work}/error.log;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    types {{ {PARQUET} parquet; }}
-    client_body_temp_path {work}/t1; proxy_temp_path {work}/t2; fastcgi_temp_path {work}/t3;
-    uwsgi_temp_path {work}/t4; scgi_temp_path {work}/t5;
-    server {{ listen 127.0.0.1:{port}; root {www}; }}
-}}
-""")
-    proc = subprocess.Popen([NGINX, "-p", str(work), "-c", str(work / "nginx.conf"), "-e",
-                             str(work / "error.log")], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+    # A port probed free may be taken before nginx binds it (a neighbour
+    # test's server binding port 0, a client's local port): then nginx exits
+    # saying so, and it starts again on another one.
+    log = work / "error.log"
+    for attempt in range(5):
+        port = free_port()
+        log.write_text("")
+        (work / "nginx.conf").write_text(f"""
+    daemon off;
+    master_process off;
+    worker_processes 1;
+    pid {work}/nginx.pid;
+    error_log {work}/error.log;
+    events {{ worker_connections 64; }}
+    http {{
+        access_log off;
+        types {{ {PARQUET} parquet; }}
+        client_body_temp_path {work}/t1; proxy_temp_path {work}/t2; fastcgi_temp_path {work}/t3;
+        uwsgi_temp_path {work}/t4; scgi_temp_path {work}/t5;
+        server {{ listen 127.0.0.1:{port}; root {www}; }}
+    }}
+    """)
+        proc = subprocess.Popen([NGINX, "-p", str(work), "-c", str(work / "nginx.conf"), "-e",
+                                 str(work / "error.log")], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        base = f"http://127.0.0.1:{port}"
+        deadline, taken = time.time() + 10, False
+        while proc.poll() is None and time.time() < deadline:
+            # (nginx logs a refused bind at once, then tries again for 2 s)
+            taken = "Address already in use" in log.read_text()
+            if taken or _up(base):
+                break
+            time.sleep(0.05)
+        if not taken:
+            break
+        proc.kill()
+        proc.wait()
     try:
         wait_for(lambda: _up(base), what="nginx")
         yield base, www
@@ -470,9 +487,9 @@ http {{
 
 def _up(base):
     try:
-        requests.get(base + "/", timeout=1)
-        return True
-    except requests.ConnectionError:
+        # nginx itself, not whoever else may hold the port
+        return requests.get(base + "/", timeout=1).headers.get("Server", "").startswith("nginx")
+    except requests.RequestException:
         return False
 
 
