@@ -237,17 +237,25 @@ def test_scrape_of_100_datasets_under_a_millisecond(vt, datadir):
     assert len(series(m, "vitrine_dataset_rows")) == 100
     assert all(v == 10 for v in series(m, "vitrine_dataset_rows").values())
     n = 50
-    before = parse(sess.get(s.base + "/m", timeout=30).text)
-    for _ in range(n):
-        assert sess.get(s.base + "/m", timeout=30).status_code == 200
-    after = parse(sess.get(s.base + "/m", timeout=30).text)
     key = dict(route="/m", method="GET")
-    secs = (val(after, "vitrine_http_request_duration_seconds_sum", **key)
-            - val(before, "vitrine_http_request_duration_seconds_sum", **key))
-    count = (val(after, "vitrine_http_request_duration_seconds_count", **key)
-             - val(before, "vitrine_http_request_duration_seconds_count", **key))
-    assert count == n + 1
-    per_scrape_ms = secs / count * 1000
+
+    def batch_ms():
+        """The mean server time of one scrape over a batch of n."""
+        before = parse(sess.get(s.base + "/m", timeout=30).text)
+        for _ in range(n):
+            assert sess.get(s.base + "/m", timeout=30).status_code == 200
+        after = parse(sess.get(s.base + "/m", timeout=30).text)
+        secs = (val(after, "vitrine_http_request_duration_seconds_sum", **key)
+                - val(before, "vitrine_http_request_duration_seconds_sum", **key))
+        count = (val(after, "vitrine_http_request_duration_seconds_count", **key)
+                 - val(before, "vitrine_http_request_duration_seconds_count", **key))
+        assert count == n + 1
+        return secs / count * 1000
+
+    # The best of three batches: one preemption of the server thread by a
+    # neighbour (tens of ms) would lift a single batch's mean past the bound
+    # on a shared machine; a scrape that is really slow is slow in all three.
+    per_scrape_ms = min(batch_ms() for _ in range(3))
     # The request's whole server time (routing, the scrape, compression
     # choice, queueing the reply). Sanitizer builds run several times slower.
     limit = 1.0 if version["profile"] == "release" else 8.0
