@@ -764,6 +764,7 @@ enum vt_err delta_table_open(const struct vt_dataset_config *ds, const struct so
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     struct log_list list = {0};
     struct log_plan plan = {0};
+    t->scratch.scratch = true; /* its links must not share the generation's directory */
     delta_replay_init(&t->r);
     const char *loc = ds->location ? ds->location : "";
     enum vt_err rc = VT_ERR_OK;

@@ -70,6 +70,11 @@ struct source_snapshot {
     char **temp_files;
     size_t n_temp_files;
     char *pin_dir;
+    /* A build's helper snapshot (the Delta checkpoint reads): its pin
+     * directory is <temp>/scratch-<new ULID>, never the generation's
+     * lazy-<pin_name>, which its release would otherwise remove with the
+     * generation's own links. Set before the first fetch into it. */
+    bool scratch;
     int *pin_fds;
     size_t n_pin_fds;
     /* Each link in pin_dir and the path it stands for, so that a message

@@ -434,18 +434,22 @@ static int pin_file(struct source_snapshot *snap, const char *src, char *dst, si
     return 0;
 }
 
-/* The snapshot's pin directory (<temp>/lazy-<pin name or a new ULID>), named
- * once per snapshot; NULL out of memory. Made on demand by make_parents. */
+/* The snapshot's pin directory (<temp>/lazy-<pin name or a new ULID>; a
+ * scratch snapshot's <temp>/scratch-<new ULID>, as its release removes the
+ * whole directory), named once per snapshot; NULL out of memory. Made on
+ * demand by make_parents. */
 static const char *pin_dir(const struct storage *st, struct source_snapshot *snap)
 {
     if (snap->pin_dir)
         return snap->pin_dir;
     char ulid[27];
     ulid_new(ulid);
-    const char *name = st->ctx && st->ctx->pin_name ? st->ctx->pin_name : ulid;
+    const char *name =
+        !snap->scratch && st->ctx && st->ctx->pin_name ? st->ctx->pin_name : ulid;
     struct strbuf dir;
     sb_init(&dir, 0);
-    sb_addf(&dir, "%s/lazy-%s", source_temp_dir(st->ctx), name);
+    sb_addf(&dir, "%s/%s-%s", source_temp_dir(st->ctx), snap->scratch ? "scratch" : "lazy",
+            name);
     if (dir.overflow) {
         sb_release(&dir);
         return NULL;

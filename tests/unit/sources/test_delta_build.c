@@ -6,6 +6,7 @@
  * values, column mapping with nested fields, glob characters in file names,
  * protocol features, empty tables and broken logs.
  */
+#include <errno.h>
 #include <jansson.h>
 
 #include "delta_testutil.h"
@@ -277,6 +278,76 @@ TEST(checkpoint_then_commits_with_vacuumed_history)
     td_release(&snap);
     free(a3);
     free(a4);
+    tb_rm(dir);
+}
+
+/* The checkpoint is read through a scratch snapshot of its own. When DuckDB
+ * may not open the table's directory (added after start), both the
+ * checkpoint and the data files reach it through links in pin directories:
+ * releasing the scratch one at the end of the resolve must leave the
+ * generation's links (<temp>/lazy-<pin_name>) in place, for a resident build
+ * (which reads them after the resolve) and a lazy one (which reads them until
+ * it goes). */
+TEST(checkpoint_scratch_links_leave_the_generations_links)
+{
+    char dir[64], tmp[64], conf[64];
+    tb_new(dir);
+    strcpy(tmp, "/tmp/vt-delta-pins-XXXXXX");
+    CHECK(mkdtemp(tmp) != NULL);
+    strcpy(conf, "/tmp/vt-delta-conf-XXXXXX");
+    CHECK(mkdtemp(conf) != NULL);
+    const char *schema = "{\"type\":\"struct\",\"fields\":[" F("id", "\"long\"") "]}";
+    tb_parquet(dir, "f1.parquet", "SELECT 1::BIGINT AS id");
+    tb_parquet(dir, "f2.parquet", "SELECT 2::BIGINT AS id");
+    cp_insert_common(schema, "[]");
+    cp_add("f1.parquet", "MAP {}");
+    cp_write(dir, "00000000000000000001.checkpoint.parquet", "");
+    char *a2 = tb_add("f2.parquet", NULL, 10);
+    commit3(dir, 2, a2, NULL, NULL);
+    free(a2);
+    /* A policy whose roots grew by the table's directory after start: DuckDB
+     * may not open it, so every file it reads there goes through a link. */
+    struct vt_config cfg;
+    config_init_defaults(&cfg);
+    free(cfg.dir);
+    cfg.dir = strdup(conf);
+    struct source_policy *pol = source_policy_create(&cfg);
+    CHECK(pol != NULL);
+    struct vt_dataset_config ds = {.name = "built", .kind = CFG_SOURCE_DELTA, .location = dir};
+    source_policy_add_dataset(pol, &ds);
+    CHECK(!source_policy_engine_reads(pol, dir));
+    for (int lazy = 0; lazy <= 1; lazy++) {
+        struct source_context ctx = {.temp_dir = tmp, .policy = pol, .pin_name = "g9",
+                                     .for_lazy = lazy != 0};
+        struct source_snapshot snap;
+        struct vt_error err = {0};
+        CHECK_EQ_INT(source_delta_resolve(&ds, &ctx, &snap, NULL, &err), VT_ERR_OK);
+        char want[128];
+        snprintf(want, sizeof want, "%s/lazy-g9/", tmp);
+        CHECK_EQ_INT(snap.n_files, 2);
+        for (size_t i = 0; i < snap.n_files; i++) {
+            struct stat sb;
+            CHECK(strncmp(snap.files[i].path, want, strlen(want)) == 0);
+            if (stat(snap.files[i].path, &sb) != 0)
+                fprintf(stderr, "  %s link %s is gone (%s)\n", lazy ? "lazy" : "resident",
+                        snap.files[i].path, strerror(errno));
+            CHECK(stat(snap.files[i].path, &sb) == 0);
+        }
+        char *v = load_and(&snap, "SELECT string_agg(id::VARCHAR, ',' ORDER BY id) FROM mine");
+        CHECK_EQ_STR(v ? v : "(failed)", "1,2");
+        free(v);
+        td_release(&snap);
+        struct stat sb;
+        CHECK(stat(want, &sb) != 0 && errno == ENOENT); /* gone with the snapshot */
+    }
+    /* No scratch directory is left behind either. */
+    if (rmdir(tmp) != 0)
+        td_sh("ls -AR '%s' >&2; rm -rf '%s'", tmp, tmp);
+    struct stat sb;
+    CHECK(stat(tmp, &sb) != 0 && errno == ENOENT);
+    source_policy_destroy(pol);
+    config_free(&cfg);
+    tb_rm(conf);
     tb_rm(dir);
 }
 
@@ -815,6 +886,7 @@ TEST(close_duckdb)
 RUN_TESTS(TEST_CASE(open_duckdb), TEST_CASE(new_commit_is_seen_by_the_next_resolve),
           TEST_CASE(removes_and_encoded_paths),
           TEST_CASE(checkpoint_then_commits_with_vacuumed_history),
+          TEST_CASE(checkpoint_scratch_links_leave_the_generations_links),
           TEST_CASE(multipart_checkpoint_and_stale_last_checkpoint),
           TEST_CASE(schema_evolution_fills_nulls_and_widens),
           TEST_CASE(type_widening_serves_the_current_types),
