@@ -19,6 +19,7 @@ import http.client
 import http.server
 import json
 import os
+import re
 import shutil
 import socket
 import socketserver
@@ -68,29 +69,41 @@ _IAM_AUTH = ("AWS4-HMAC-SHA256 Credential=setup/20240101/us-east-1/iam/aws4_requ
 
 
 class Moto:
+    """moto_server on a port it binds itself (-p 0) and then reports: a port
+    probed free here could be taken by a neighbour before moto binds it."""
+
     def __init__(self, exe, workdir):
         self.exe = exe
-        self.port = free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-        self.log_path = Path(workdir) / f"moto-{self.port}.log"
+        self.port = None
+        self.endpoint = None
+        self.log_path = Path(workdir) / "moto.log"
         self.proc = None
         self.key_id = None
         self.secret = None
 
     def start(self, timeout=60):
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([self.exe, "-H", "127.0.0.1", "-p", str(self.port)],
+        self.proc = subprocess.Popen([self.exe, "-H", "127.0.0.1", "-p", "0"],
                                      stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("moto_server exited:\n" + self.log_path.read_text())
-            try:
-                with urllib.request.urlopen(self.endpoint + "/", timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.1)
+            if self.port is None:
+                # werkzeug's startup line names the port the kernel chose.
+                m = re.search(r"Running on http://127\.0\.0\.1:(\d+)",
+                              self.log_path.read_text(errors="replace"))
+                if m:
+                    self.port = int(m.group(1))
+                    self.endpoint = f"http://127.0.0.1:{self.port}"
+            if self.port is not None:
+                try:
+                    with urllib.request.urlopen(self.endpoint + "/", timeout=1):
+                        return self
+                except OSError:
+                    pass
+            time.sleep(0.1)
         raise RuntimeError("moto_server did not start:\n" + self.log_path.read_text())
 
     def stop(self):
