@@ -85,8 +85,39 @@ class Nginx:
     def __init__(self, work, upstreams):
         self.work = Path(work)
         self.work.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
         ups = "\n".join(f"server 127.0.0.1:{p} max_fails=1 fail_timeout=1s;" for p in upstreams)
+        # A port probed free may be taken before nginx binds it (a neighbour
+        # test's server binding port 0, a client's local port): nginx then
+        # logs 'Address already in use' and it starts again on another one;
+        # 'up' means nginx itself answered, not whoever holds the port.
+        log = self.work / "error.log"
+        for attempt in range(5):
+            port = free_port()
+            log.write_text("")
+            self._start(port, ups)
+            deadline, taken = time.time() + 10, False
+            while self.proc.poll() is None and time.time() < deadline:
+                taken = "Address already in use" in log.read_text()
+                if taken or self._up(port):
+                    break
+                time.sleep(0.05)
+            if not taken:
+                break
+            self.proc.kill()
+            self.proc.wait()
+        self.port = port
+        if not self._up(port):
+            raise RuntimeError("nginx did not start:\n" + log.read_text())
+
+    @staticmethod
+    def _up(port):
+        try:
+            r = requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+            return r.headers.get("Server", "").startswith("nginx")
+        except requests.RequestException:  # refused, or a holder that never answers
+            return False
+
+    def _start(self, port, ups):
         (self.work / "nginx.conf").write_text(f"""
 daemon off;
 master_process off;
@@ -103,7 +134,7 @@ http {{
         keepalive 16;
     }}
     server {{
-        listen 127.0.0.1:{self.port};
+        listen 127.0.0.1:{port};
         location / {{
             proxy_pass http://readers;
             proxy_http_version 1.1;
@@ -121,14 +152,6 @@ http {{
         self.proc = subprocess.Popen([NGINX, "-p", str(self.work), "-c", str(self.work / "nginx.conf"),
                                       "-e", str(self.work / "error.log")],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                requests.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1)
-                return
-            except requests.ConnectionError:
-                time.sleep(0.05)
-        raise RuntimeError("nginx did not start")
 
     def url(self, path):
         return f"http://127.0.0.1:{self.port}{path}"
