@@ -175,6 +175,8 @@ class Cluster:
         write_parquet(data / "events" / "part-0.parquet",
                       "SELECT i AS id, i % 5 AS kind FROM range(2000) t(i)")
         self.data = data
+        # Fixed ports: readers come back on theirs behind nginx, reader2 names
+        # the writer's. (The standalone servers below bind port 0.)
         self.wport = free_port()
         self.writer = self._server("writer", "writer", self.wport, str(data))
         self.rports = [free_port() for _ in range(3)]
@@ -505,7 +507,7 @@ def test_collection_keeps_current_and_previous(tmp_path, moto):  # noqa: F811
     write_parquet(data / "trips.parquet", "SELECT i AS id, 'x' AS city, 1.0 AS fare FROM range(10) t(i)")
     write_parquet(data / "events" / "p.parquet", "SELECT 1 AS id, 1 AS kind")
     moto.create_bucket("gcbucket")
-    cfg = config("writer", free_port(), "s3://gcbucket/p", moto.endpoint, str(data)).replace(
+    cfg = config("writer", 0, "s3://gcbucket/p", moto.endpoint, str(data)).replace(
         "pin_secs = 30\ngc_grace_secs = 60", "pin_secs = 1\ngc_grace_secs = 2\ngc_interval_secs = 1")
     (tmp_path / "w").mkdir()
     w = Server(tmp_path / "w", cfg, env=ENV).start()
@@ -537,7 +539,7 @@ def test_a_reader_before_any_catalog_answers_503_not_404(tmp_path, moto):  # noq
     """Until it has read the shared catalog a reader cannot know which names
     exist: 503 (a balancer retries elsewhere), never a 404 it would pass on."""
     moto.create_bucket("empty-shared")
-    cfg = config("reader", free_port(), "s3://empty-shared/none", moto.endpoint,
+    cfg = config("reader", 0, "s3://empty-shared/none", moto.endpoint,
                  str(tmp_path / "nowhere"))
     (tmp_path / "r").mkdir()
     r = Server(tmp_path / "r", cfg, env=ENV).start()
@@ -572,12 +574,12 @@ def test_a_reader_keeps_no_memory_of_replaced_generations(tmp_path, moto):  # no
     moto.create_bucket("memshared")
     (tmp_path / "w").mkdir()
     (tmp_path / "r").mkdir()
-    w = Server(tmp_path / "w", config("writer", free_port(), "s3://memshared/p", moto.endpoint,
+    w = Server(tmp_path / "w", config("writer", 0, "s3://memshared/p", moto.endpoint,
                                       str(data)), env=ENV).start()
     r = None
     try:
         w.wait_ready(60)
-        r = Server(tmp_path / "r", config("reader", free_port(), "s3://memshared/p", moto.endpoint,
+        r = Server(tmp_path / "r", config("reader", 0, "s3://memshared/p", moto.endpoint,
                                           str(tmp_path / "nowhere"),
                                           extra_server="[metrics]\nenabled = true"),
                    env=ENV).start()
