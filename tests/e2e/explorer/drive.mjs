@@ -342,10 +342,20 @@ const scenarios = {
 
   // Badges move from pending/building to published without a click.
   async polling(page) {
+    // The first list the page rendered, recorded in the page as it renders:
+    // read afterwards from here, a loaded machine could first let the page
+    // poll again and see the builds already published.
+    await page.addInitScript(() => {
+      const grab = () => {
+        const trs = document.querySelectorAll('[data-testid=dataset-list] tbody tr');
+        if (window.__firstStates || !trs.length) return;
+        window.__firstStates = [...trs].map((tr) => [tr.dataset.name, tr.querySelector('[data-state]')?.dataset.state]);
+      };
+      new MutationObserver(grab).observe(document, { childList: true, subtree: true });
+    });
     await page.goto(args.url);
     await page.waitForSelector('[data-testid=dataset-list] tbody tr');
-    out.first = await page.$$eval('[data-testid=dataset-list] tbody tr', (trs) =>
-      trs.map((tr) => [tr.dataset.name, tr.querySelector('[data-state]').dataset.state]));
+    out.first = await page.evaluate(() => window.__firstStates);
     await shot(page, 'explorer-building');
     await page.waitForFunction(() => {
       const s = [...document.querySelectorAll('[data-testid=dataset-list] [data-state]')];
