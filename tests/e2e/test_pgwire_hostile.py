@@ -123,8 +123,8 @@ def test_ssl_then_plain_and_pipelined_plaintext(vt, datadir, tmp_path):
     alive(srv)
 
 
-def session(srv):
-    r = Raw(srv.pg)
+def session(srv, timeout=10):
+    r = Raw(srv.pg, timeout=timeout)
     assert r.login()[-1][0] == b"Z"
     return r
 
@@ -292,7 +292,9 @@ def test_rows_held_for_a_row_limited_portal_spill_to_a_file(vt, datadir):
     under temp_directory (1 GiB per connection; past it the result is cut and
     reading on ends in 54000). Read back in parts, in order, to the end."""
     srv = start(vt, datadir)
-    r = session(srv)
+    # Each step writes or reads tens of MB of held rows: under ASan on a loaded
+    # machine one can pass 10 s without a byte on the socket (seen once).
+    r = session(srv, timeout=120)
     big = "SELECT x, repeat('p', 100) AS pad FROM range(400000) t(x)"  # ~45 MB of rows
     r.send(parse("", big) + bind("c", "") + execute("c", 5) + FLUSH)
     msgs = r.read_until((b"s", b"E"))
