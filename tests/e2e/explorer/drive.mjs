@@ -423,6 +423,20 @@ const scenarios = {
       await page.waitForSelector('[data-testid=results], [data-testid=no-rows], [data-testid=error]');
     };
     const lastQuery = () => out.requests.filter((r) => r.url.includes('/query') && r.method === 'POST').pop();
+    // Open a shared query URL and wait for ITS answer. Only the hash changes,
+    // so the previous query's results stay on the page until the page has
+    // sent this one: waiting for results alone could read the old ones.
+    const openQuery = async (dataset, q) => {
+      const before = out.requests.length;
+      await page.goto(`${args.url}#/query/${dataset}?q=${encodeURIComponent(JSON.stringify(q))}`);
+      const want = JSON.stringify(q);
+      const sent = () => out.requests.slice(before).some((r) => r.method === 'POST'
+        && r.url.includes(`/datasets/${dataset}/query`) && r.body && JSON.stringify(JSON.parse(r.body)) === want);
+      for (const t0 = Date.now(); !sent(); await page.waitForTimeout(20))
+        if (Date.now() - t0 > 20000) throw new Error(`the page did not send ${want}`);
+      await page.waitForSelector('[data-testid=results]');
+      await waitIdle();
+    };
     // 1. a shared URL runs its query
     await page.goto(`${args.url}#/query/${args.dataset}?q=${encodeURIComponent(JSON.stringify(args.shared))}`);
     await page.waitForSelector('[data-testid=results]');
@@ -478,26 +492,20 @@ const scenarios = {
     out.exportName = dl.suggestedFilename();
     out.exportCsv = fs.readFileSync(await dl.path(), 'utf8');
     // 7b. formula cells in CSV downloads
-    await page.goto(`${args.url}#/query/evil?q=${encodeURIComponent(JSON.stringify({ order_by: [{ col: 'id' }] }))}`);
-    await page.waitForSelector('[data-testid=results]');
-    await waitIdle();
+    await openQuery('evil', { order_by: [{ col: 'id' }] });
     for (const [k, sel] of [['evilPage', 'download-csv'], ['evilAll', 'export-csv']]) {
       const [d] = await Promise.all([page.waitForEvent('download'), page.click(`[data-testid=${sel}]`)]);
       out[k] = fs.readFileSync(await d.path(), 'utf8');
     }
     // 8. a chart of a group-by with two measures: one axis each
-    await page.goto(`${args.url}#/query/${args.dataset}?q=${encodeURIComponent(JSON.stringify(args.grouped))}`);
-    await page.waitForSelector('[data-testid=results]');
-    await waitIdle();
+    await openQuery(args.dataset, args.grouped);
     await page.click('[data-testid=chart-toggle]');
     await page.waitForSelector('[data-testid=chart][data-rendered]');
     out.groupedChart = await page.$eval('[data-testid=chart]', (c) => ({ axes: c.dataset.axes, label: c.getAttribute('aria-label') }));
     await page.waitForTimeout(200);
     await shot(page, 'explorer-chart-two-axes');
     // 9. a time series from a bucketed group-by
-    await page.goto(`${args.url}#/query/${args.dataset}?q=${encodeURIComponent(JSON.stringify(args.timeseries))}`);
-    await page.waitForSelector('[data-testid=results]');
-    await waitIdle();
+    await openQuery(args.dataset, args.timeseries);
     // (the chart stays open from the last result)
     if (await page.$eval('[data-testid=chart-toggle]', (b) => b.getAttribute('aria-expanded')) !== 'true')
       await page.click('[data-testid=chart-toggle]');
@@ -506,9 +514,14 @@ const scenarios = {
     await page.waitForTimeout(200);
     await shot(page, 'explorer-chart-time-series');
     // 10. cancel a running query
+    // Only the hash changes: the previous dataset's request box is still on
+    // the page until the new one's schema came (changing dataset resets the
+    // box). Fill once the builder shows the slow dataset's columns, and check
+    // the box holds the slow request before running it.
     await page.goto(`${args.url}#/query/${args.slowDataset}`);
-    await page.waitForSelector('[data-testid=request-json]');
+    await page.waitForFunction((col) => !!document.querySelector(`[data-testid=b-columns] input[value="${col}"]`), args.slow.group_by[0]);
     await page.fill('[data-testid=request-json]', JSON.stringify(args.slow));
+    await page.waitForFunction(() => (document.querySelector('[data-testid=request-json]')?.value || '').includes('count_distinct'));
     await page.click('[data-testid=run-query]');
     await page.waitForSelector('[data-testid=cancel-query]');
     await page.click('[data-testid=cancel-query]');
