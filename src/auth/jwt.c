@@ -14,6 +14,7 @@
 
 #include "auth/auth.h"
 #include "util/limits.h"
+#include "util/text.h"
 
 static const char *const alg_names[AUTH_ALG__COUNT] = {
     [AUTH_ALG_INVALID] = "invalid",
@@ -81,31 +82,6 @@ int auth_b64url_decode(const char *in, size_t len, unsigned char *out, size_t ca
     return 0;
 }
 
-/* Nesting of a JSON text, counted outside strings; jansson's own limit is
- * far above ours. False when deeper than max. */
-static bool depth_ok(const char *s, size_t n, int max)
-{
-    int depth = 0;
-    bool in_str = false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_str = false;
-        } else if (c == '"') {
-            in_str = true;
-        } else if (c == '{' || c == '[') {
-            if (++depth > max)
-                return false;
-        } else if (c == '}' || c == ']') {
-            depth--;
-        }
-    }
-    return true;
-}
-
 /* Decodes one base64url part holding a JSON object. */
 static json_t *decode_object(const char *part, size_t len, size_t max, int max_depth,
                              const char **why)
@@ -125,7 +101,7 @@ static json_t *decode_object(const char *part, size_t len, size_t max, int max_d
         *why = "token is not base64url";
     } else if (n > max) {
         *why = "token part too large";
-    } else if (!depth_ok((const char *)buf, n, max_depth)) {
+    } else if (text_json_depth((const char *)buf, n) > (size_t)max_depth) {
         *why = "token JSON nested too deeply";
     } else {
         json_error_t e;

@@ -33,6 +33,7 @@
 #include "engine/engine.h"
 #include "util/limits.h"
 #include "util/strbuf.h"
+#include "util/text.h"
 #include "util/timeutil.h"
 
 /* ------------------------------------------------------------- helpers */
@@ -182,30 +183,6 @@ static void pair_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vect
     pass_strings(bv, out, n);
 }
 
-/* Deepest nesting of JSON text (brackets outside strings). */
-static int64_t json_depth(const char *s, size_t n)
-{
-    int64_t depth = 0, max = 0;
-    bool in_str = false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_str = false;
-        } else if (c == '"') {
-            in_str = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > max)
-                max = depth;
-        } else if (c == ']' || c == '}') {
-            depth--;
-        }
-    }
-    return max;
-}
-
 /* "vt:json_depth"(j VARCHAR, what VARCHAR) -> j, or an error when j nests
  * deeper than VT_SQL_MAX_JSON_DEPTH (DuckDB's recursive JSON functions
  * overflow the stack on deep documents). */
@@ -219,14 +196,14 @@ static void json_depth_fn(duckdb_function_info info, duckdb_data_chunk in, duckd
     for (idx_t i = 0; i < n; i++) {
         if (!duckdb_validity_row_is_valid(valid, i))
             continue;
-        int64_t d = json_depth(sv_data(&j[i]), duckdb_string_t_length(j[i]));
+        size_t d = text_json_depth(sv_data(&j[i]), duckdb_string_t_length(j[i]));
         if (d > VT_SQL_MAX_JSON_DEPTH) {
             const char *w;
             uint32_t wl;
             arg_text(wv, i, &w, &wl);
             char what[64];
             snprintf(what, sizeof what, "%.*s", (int)wl, w);
-            fail(info, what, "JSON nested %" PRId64 " levels deep is over the limit of %d", d,
+            fail(info, what, "JSON nested %zu levels deep is over the limit of %d", d,
                  VT_SQL_MAX_JSON_DEPTH);
             return;
         }

@@ -38,4 +38,30 @@ static inline const char *text_show(const char *s, size_t len, char *out, size_t
     return out;
 }
 
+/* The deepest nesting of a JSON text: brackets counted outside strings (an
+ * escaped quote does not end one). Parsers with recursive descent (jansson,
+ * DuckDB's JSON functions) are checked with it before they see the text. */
+static inline size_t text_json_depth(const char *s, size_t n)
+{
+    long long depth = 0, max = 0; /* signed: a stray closer goes below 0 */
+    int in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max)
+                max = depth;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return (size_t)max;
+}
+
 #endif
