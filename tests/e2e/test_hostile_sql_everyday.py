@@ -438,3 +438,36 @@ def test_to_timestamp_refuses_text_that_does_not_fit(srv):
     assert r.status_code == 400 and "to_timestamp" in r.json()["error"], r.text
     r = sql(srv, "SELECT to_timestamp('abc', 'YYYY')")
     assert r.status_code == 400, r.text
+
+
+def test_uuid_beside_null_is_answered_everywhere(srv):
+    """DuckDB 1.4.4's deprecated value API dereferences NULL for a UUID column
+    beside a NULL-typed one (found by fuzz_sql_functions in CI, stop 33): every
+    front end must read such results through the chunk API and answer them."""
+    text = "SELECT 'ffffffff-ffff-ffff-ffff-ffffffffffff'::UUID AS u, NULL AS n, gen_random_uuid() AS g"
+    r = sql(srv, text)
+    assert r.status_code == 200, r.text
+    row = r.json()["data"][0]
+    assert row["u"] == "ffffffff-ffff-ffff-ffff-ffffffffffff" and row["n"] is None, row
+    r = requests.post(srv.url("/api/v1/sql"), data=json.dumps({"sql": text}), timeout=30,
+                      headers={"Content-Type": "application/json",
+                               "Accept": "application/vnd.apache.arrow.stream"})
+    assert r.status_code == 200 and len(r.content) > 0, r.text
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "sql", "arguments": {"sql": text}}}
+    r = requests.post(srv.url("/mcp"), data=json.dumps(rpc), timeout=60,
+                      headers={"Content-Type": "application/json",
+                               "Accept": "application/json, text/event-stream"})
+    assert r.status_code == 200 and r.json()["result"]["isError"] is False, r.text
+    with psycopg.connect(host="127.0.0.1", port=pg_port(srv), user="vitrine", dbname="vitrine",
+                         autocommit=True) as c:
+        got = c.execute(text).fetchall()
+        assert str(got[0][0]) == "ffffffff-ffff-ffff-ffff-ffffffffffff" and got[0][1] is None, got
+    r = srv.post("/api/v1/queries", {"name": "uuidnull", "sql": text.replace(", gen_random_uuid() AS g", "")},
+                 headers=ADMIN)
+    assert r.status_code == 200 and r.json()["state"] == "published", r.text
+    r = srv.post("/api/v1/datasets/uuidnull/query", {})
+    assert r.status_code == 200, r.text
+    assert r.json()["data"][0]["u"] == "ffffffff-ffff-ffff-ffff-ffffffffffff", r.text
+    assert requests.delete(srv.url("/api/v1/queries/uuidnull"), headers=ADMIN, timeout=30).status_code == 200
+    assert srv.get("/healthz").status_code == 200
