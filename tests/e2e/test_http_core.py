@@ -280,16 +280,9 @@ def test_streamed_page_survives_partial_sends(vt, datadir):
             assert "transfer-encoding: chunked" in head.lower()
             assert len(sizes) > 3  # really streamed in several chunks
             assert body == want.content
-    with socket.create_connection(("127.0.0.1", s.port), timeout=30) as sock:
-        sock.sendall(b"POST /api/v1/datasets/t/query HTTP/1.0\r\n"
-                     b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                     % (len(req), req))
-        raw = b""
-        while True:
-            b = sock.recv(65536)
-            if not b:
-                break
-            raw += b
+    raw = raw_request(s.port, b"POST /api/v1/datasets/t/query HTTP/1.0\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                      % (len(req), req), timeout=30)
     head, _, body = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.") and b" 200 " in head.split(b"\r\n")[0] + b" "
     assert body == want.content
