@@ -417,18 +417,23 @@ static void add_select_list(const struct source_scan *scan, struct strbuf *out)
         sb_adds(out, "NULL AS \"__vt_empty\"");
 }
 
+/* A partition value: a SQL string, or NULL. */
+static void add_value(struct strbuf *out, const char *v)
+{
+    if (v)
+        sb_add_sql_string(out, v);
+    else
+        sb_adds(out, "NULL");
+}
+
 /* Each file's value of partition k picked by the row's file_index. */
 static void add_partition_pick(struct strbuf *out, const struct source_scan_files *f, size_t k)
 {
     sb_adds(out, ", CAST([");
     for (size_t i = 0; i < f->n; i++) {
-        const char *v = f->pvals[i * f->n_partitions + k];
         if (i)
             sb_adds(out, ", ");
-        if (v)
-            sb_add_sql_string(out, v);
-        else
-            sb_adds(out, "NULL");
+        add_value(out, f->pvals[i * f->n_partitions + k]);
     }
     sb_addf(out, "] AS VARCHAR[])[CAST(file_index AS BIGINT) + 1] AS \"__vt_p%zu\"", k);
 }
@@ -482,13 +487,9 @@ int source_scan_add_from(struct strbuf *out, const struct source_scan_files *f)
         if (np) {
             sb_adds(out, " CROSS JOIN (VALUES (");
             for (size_t k = 0; k < np; k++) {
-                const char *v = f->pvals[k];
                 if (k)
                     sb_adds(out, ", ");
-                if (v)
-                    sb_add_sql_string(out, v);
-                else
-                    sb_adds(out, "NULL");
+                add_value(out, f->pvals[k]);
             }
             sb_adds(out, ")) AS p(");
             for (size_t k = 0; k < np; k++)
@@ -509,12 +510,8 @@ int source_scan_add_from(struct strbuf *out, const struct source_scan_files *f)
         sb_addc(out, '(');
         sb_add_sql_string(out, f->paths[i]);
         for (size_t k = 0; k < np; k++) {
-            const char *v = f->pvals[i * np + k];
             sb_adds(out, ", ");
-            if (v)
-                sb_add_sql_string(out, v);
-            else
-                sb_adds(out, "NULL");
+            add_value(out, f->pvals[i * np + k]);
         }
         if (any_dv)
             sb_addf(out, ", %llu", (unsigned long long)f->dvs[i]);
