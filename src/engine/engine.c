@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -682,6 +683,53 @@ static void bury_from(struct eng_pool *pool, struct eng_worker *w, struct eng_wo
 static void bury_later(struct eng_pool *pool, struct eng_worker *w)
 {
     bury_from(pool, w, &pool->retired, &pool->n_retired);
+}
+
+/* sched_setattr(2)'s argument (its first published size, 48 bytes):
+ * glibc 2.36 has no wrapper, so the syscall is called directly. */
+struct slice_attr {
+    uint32_t size;
+    uint32_t policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime;           /* SCHED_OTHER: the requested slice, ns */
+    uint64_t deadline;
+    uint64_t period;
+};
+
+static _Thread_local int64_t thread_slice_us;
+
+bool eng_thread_slice(int64_t us)
+{
+#ifdef SYS_sched_setattr
+    /* The thread's policy and nice stay as they are (an operator may run the
+     * service under chrt or nice); only SCHED_OTHER (0) and SCHED_BATCH (3)
+     * threads have a slice to ask for. */
+    struct slice_attr a = {0};
+    if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0) != 0 ||
+        (a.policy != 0 && a.policy != 3))
+        return false;
+    a.size = sizeof a;
+    a.flags = 0;
+    a.runtime = (uint64_t)us * 1000u;
+    if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
+        return false;
+    struct slice_attr got = {0};
+    if (syscall(SYS_sched_getattr, 0, &got, (unsigned)sizeof got, 0) != 0 ||
+        got.runtime != a.runtime)
+        return false; /* a kernel before 6.12 reads no slice from it */
+    thread_slice_us = us;
+    return true;
+#else
+    (void)us;
+    return false;
+#endif
+}
+
+int64_t eng_thread_slice_get(void)
+{
+    return thread_slice_us;
 }
 
 static void *worker_main(void *arg)

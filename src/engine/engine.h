@@ -215,6 +215,19 @@ const char *eng_error_excerpt(const char *duckdb_message, const char *own, int o
 enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
                      struct vt_error *err);
 
+/* Asks the kernel for a scheduling slice of `us` microseconds for the
+ * calling thread (sched_setattr's sched_runtime for a SCHED_OTHER or
+ * SCHED_BATCH thread; Linux 6.12+ EEVDF uses it, between 100 us and 100 ms:
+ * a thread with a shorter slice gets an earlier deadline, so it runs sooner
+ * after it wakes and may preempt a thread running a longer slice, without a
+ * larger share of the CPU). Policy and nice stay as they are. False when
+ * the kernel refuses it or does not keep it (before 6.12; a real-time or
+ * idle policy): the thread keeps the default then.
+ * eng_thread_slice_get: the slice this thread got from eng_thread_slice
+ * (us), 0 when none. */
+bool eng_thread_slice(int64_t us);
+int64_t eng_thread_slice_get(void);
+
 /* The number of CPUs available to this process. */
 int eng_cpu_count(void);
 /* Memory this process may use: physical memory, or the cgroup's limit when

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "testlib.h"
@@ -80,6 +83,71 @@ static bool wait_for(atomic_int *flag)
 }
 
 static duckdb_database db;
+
+/* Whether the running kernel keeps a SCHED_OTHER thread's own slice
+ * (Linux 6.12 and later). */
+static bool kernel_has_slices(void)
+{
+    struct utsname u;
+    int major = 0, minor = 0;
+    if (uname(&u) != 0)
+        return false;
+    const char *p = u.release;
+    while (*p >= '0' && *p <= '9')
+        major = major * 10 + (*p++ - '0');
+    if (*p++ != '.')
+        return false;
+    while (*p >= '0' && *p <= '9')
+        minor = minor * 10 + (*p++ - '0');
+    return major > 6 || (major == 6 && minor >= 12);
+}
+
+struct slice_probe {
+    bool ok;
+    int64_t got_us;
+    uint64_t kernel_ns;
+};
+
+/* sched_getattr's first 48 bytes (no glibc wrapper). */
+struct sched_attr48 {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+};
+
+static void *slice_thread(void *arg)
+{
+    struct slice_probe *p = arg;
+    p->ok = eng_thread_slice(300);
+    p->got_us = eng_thread_slice_get();
+    struct sched_attr48 a = {0};
+    if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0) == 0)
+        p->kernel_ns = a.runtime;
+    return NULL;
+}
+
+/* A thread asks for a short scheduling slice (the HTTP loops do, so a
+ * loop answering an inline lookup runs soon after it wakes beside CPU-bound
+ * workers): on a kernel that keeps one, the kernel reports it. */
+TEST(a_thread_gets_the_scheduling_slice_it_asks_for)
+{
+    struct slice_probe p = {0};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, slice_thread, &p) == 0);
+    pthread_join(t, NULL);
+    if (kernel_has_slices()) {
+        CHECK(p.ok);
+        CHECK_EQ_INT(p.got_us, 300);
+        CHECK_EQ_INT((long long)p.kernel_ns, 300000);
+    } else {
+        CHECK(!p.ok);
+        CHECK_EQ_INT(p.got_us, 0);
+    }
+    /* This thread asked for nothing. */
+    CHECK_EQ_INT(eng_thread_slice_get(), 0);
+}
 
 TEST(long_jobs_leave_a_worker_for_short_ones)
 {
@@ -432,6 +500,7 @@ int main(void)
         TEST_CASE(lanes_keep_short_jobs_apart),
         TEST_CASE(lanes_answer_a_long_job_at_its_deadline),
         TEST_CASE(flows_share_the_workers_time),
+        TEST_CASE(a_thread_gets_the_scheduling_slice_it_asks_for),
         TEST_CASE(excerpt_of_the_clients_own_line_is_kept),
         TEST_CASE(excerpt_renumbered_keeps_its_caret),
         TEST_CASE(generated_sql_is_never_quoted),
