@@ -18,6 +18,10 @@ Environment knobs (defaults in brackets):
   BENCH_MIX_SECONDS [5]     seconds per run of scenario 12 (after 1 s of warm-up)
   BENCH_MIX_LOAD [0.65]     scenario 12's open-loop variant: the load all kinds
                             together offer, as a fraction of what the server can do
+  BENCH_MIX_RATES           the open-loop variant's rates instead, e.g.
+                            "lookup=4000,page=90,group_by=9,count=30,stream=1"
+                            (the same offered load for runs that compare builds)
+  BENCH_MIX_VARIANTS [closed,open]  scenario 12's variants to run
 """
 import hashlib
 import http.client
@@ -956,6 +960,9 @@ def scenario_stream(v, floor):
 
 MIX_SECONDS = float(os.environ.get("BENCH_MIX_SECONDS", "5"))
 MIX_LOAD = float(os.environ.get("BENCH_MIX_LOAD", "0.65"))
+MIX_VARIANTS = os.environ.get("BENCH_MIX_VARIANTS", "closed,open").split(",")
+MIX_RATES = dict((k, float(v)) for k, v in (
+    kv.split("=") for kv in os.environ.get("BENCH_MIX_RATES", "").split(",") if kv))
 
 
 def scenario_mix(v):
@@ -1014,8 +1021,16 @@ def scenario_mix(v):
         return res
 
     solo = {}
-    for kind in kinds:
-        solo.update(run([kind], "solo-" + kind[0]))
+    if "closed" in MIX_VARIANTS or set(MIX_RATES) != set(k[0] for k in kinds):
+        for kind in kinds:
+            solo.update(run([kind], "solo-" + kind[0]))
+    if "closed" in MIX_VARIANTS:
+        scenario_mix_closed(kinds, solo, run)
+    if "open" in MIX_VARIANTS:
+        scenario_mix_open(kinds, solo, run)
+
+
+def scenario_mix_closed(kinds, solo, run):
     mixed = run(kinds, "all")
     for name, conns, _, _ in kinds:
         s, m = solo[name], mixed[name]
@@ -1024,6 +1039,8 @@ def scenario_mix(v):
                    note="alone: p50 %.2f ms, %d req; mixed: p50 %.2f ms, %d req"
                    % (s["p50_us"] / 1000, s["requests"], m["p50_us"] / 1000, m["requests"]))
 
+
+def scenario_mix_open(kinds, solo, run):
     # The open-loop variant (12o): each kind's requests arrive at a fixed
     # mean rate, the same alone and mixed, chosen so that all kinds together
     # offer MIX_LOAD of what the server can do: each kind gets an equal
@@ -1035,6 +1052,9 @@ def scenario_mix(v):
     ncpu = os.cpu_count() or 1
     rates = {}
     for name, conns, _, _ in kinds:
+        if name in MIX_RATES:
+            rates[name] = MIX_RATES[name]
+            continue
         capacity = solo[name]["requests"] / MIX_SECONDS * max(1.0, ncpu / conns)
         rates[name] = max(MIX_LOAD / len(kinds) * capacity, 4.0 / MIX_SECONDS)
     detail("  open-loop rates (req/s, %.0f%% load): %s" % (MIX_LOAD * 100, ", ".join(

@@ -29,7 +29,10 @@
  * (README.md, "Performance", scenario 12). A LONG job still queued at its
  * deadline is taken by any idle short-lane worker (it only answers 504).
  * Overflow workers (LONG_WAIT_MS, BUSY_MS in engine.c) count the short
- * lane's workers for short jobs and the long lane as the LONG cap.
+ * lane's workers for short jobs and the long lane as the LONG cap; one
+ * starts for a waiting LONG job only while no SHORT job waits, and they
+ * take SHORT jobs first (a queue of slow long jobs must not take the cores
+ * from the short ones beside it).
  * Within a class, jobs are fairly queued by flow (eng_job.flow): a cheap
  * kind of request (a page) is not held behind as many turns of a dearer one
  * (a count over a range) as it has connections.

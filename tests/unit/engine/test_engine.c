@@ -320,6 +320,75 @@ TEST(lanes_keep_short_jobs_apart)
     eng_pool_destroy(pool);
 }
 
+/* Overflow workers (engine.c: a job that waited while every worker it may
+ * use is held by a job running 250 ms or more) serve short jobs first, and
+ * none starts for a long job while short ones wait: before, the first
+ * overflow worker took the queued long job, and on a loaded machine (every
+ * group by past 250 ms) up to four of them ran group bys beside the long
+ * lane while pages and counts queued. */
+TEST(overflow_workers_serve_short_jobs_before_long_ones)
+{
+    struct vt_error err = {0};
+    struct eng_lanes lanes = {.threads = 1, .long_threads = 1};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    gate_set(false);
+    enum { NS = 6 };
+    struct tjob l0, l1, s0, s[NS];
+    tjob_init(&l0, ENG_JOB_LONG, true);
+    tjob_init(&s0, ENG_JOB_SHORT, true);
+    CHECK(eng_pool_submit(pool, &l0.job));
+    CHECK(eng_pool_submit(pool, &s0.job));
+    CHECK(wait_for(&l0.started));
+    CHECK(wait_for(&s0.started));
+    /* Both lanes held; a long job queued first, then short ones. */
+    tjob_init(&l1, ENG_JOB_LONG, true);
+    CHECK(eng_pool_submit(pool, &l1.job));
+    for (int i = 0; i < NS; i++) {
+        tjob_init(&s[i], ENG_JOB_SHORT, true);
+        CHECK(eng_pool_submit(pool, &s[i].job));
+    }
+    /* Four overflow workers (max(n, 4)) start, one after the other, and
+     * each takes a short job, in their fair order. */
+    for (int i = 0; i < 4; i++)
+        CHECK(wait_for(&s[i].started));
+    CHECK_EQ_INT(atomic_load(&l1.started), 0);
+    gate_set(true);
+    CHECK(wait_for(&l1.finished));
+    for (int i = 0; i < NS; i++)
+        CHECK(wait_for(&s[i].finished));
+    CHECK(wait_for(&l0.finished));
+    CHECK(wait_for(&s0.finished));
+    eng_pool_destroy(pool);
+}
+
+/* With no short job waiting, a long job held behind a long lane busy for
+ * 250 ms or more still gets an overflow worker (a /sql SELECT 1 is not held
+ * by a statement DuckDB does not interrupt). */
+TEST(a_long_job_gets_an_overflow_worker_when_no_short_job_waits)
+{
+    struct vt_error err = {0};
+    struct eng_lanes lanes = {.threads = 1, .long_threads = 1};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    gate_set(false);
+    struct tjob l0, l1;
+    tjob_init(&l0, ENG_JOB_LONG, true);
+    CHECK(eng_pool_submit(pool, &l0.job));
+    CHECK(wait_for(&l0.started));
+    tjob_init(&l1, ENG_JOB_LONG, false);
+    CHECK(eng_pool_submit(pool, &l1.job));
+    CHECK(wait_for(&l1.finished)); /* while l0 still holds the long lane */
+    CHECK_EQ_INT(atomic_load(&l0.finished), 0);
+    gate_set(true);
+    CHECK(wait_for(&l0.finished));
+    eng_pool_destroy(pool);
+}
+
 /* A long job queued behind a busy long lane still answers at its deadline:
  * an idle general worker takes it (it only reports the timeout). */
 TEST(lanes_answer_a_long_job_at_its_deadline)
@@ -500,6 +569,8 @@ int main(void)
         TEST_CASE(lanes_keep_short_jobs_apart),
         TEST_CASE(lanes_answer_a_long_job_at_its_deadline),
         TEST_CASE(flows_share_the_workers_time),
+        TEST_CASE(overflow_workers_serve_short_jobs_before_long_ones),
+        TEST_CASE(a_long_job_gets_an_overflow_worker_when_no_short_job_waits),
         TEST_CASE(a_thread_gets_the_scheduling_slice_it_asks_for),
         TEST_CASE(excerpt_of_the_clients_own_line_is_kept),
         TEST_CASE(excerpt_renumbered_keeps_its_caret),
