@@ -41,6 +41,10 @@ SCENARIOS = {
     # A plain first page (its LIMIT bound, away from late materialization)
     # and a small ordered page (late materialization's Top-N).
     "first_page_1000": ("POST", "/api/v1/datasets/t/query", {"page_size": 1000}),
+    # Every row as one JSON page and as an Arrow stream (make bench's 6 and
+    # 8a): the encoders and the streamed response's hand-off to the socket.
+    "page_all_json": ("POST", "/api/v1/datasets/t/query", {"page_size": 50000}),
+    "stream_arrow": ("POST", "/api/v1/datasets/t/query/stream", {}),
     "ordered_page_20": ("POST", "/api/v1/datasets/t/query",
                         {"order_by": [{"col": "price", "dir": "desc"}], "page_size": 20}),
     "count_sql": ("POST", "/api/v1/datasets/t/count",

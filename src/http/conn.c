@@ -81,6 +81,19 @@ struct http_loop {
     atomic_bool stop;
 };
 
+/* Stream bytes taken from the producer and not yet sent, as slices: each
+ * chunk's size line, the chunk itself (its buffer, owned here until sent:
+ * the body is never copied on this side), its CRLF, and at the end the
+ * last-chunk marker. One sendmsg sends what the socket takes of all of them;
+ * sent slices are advanced in place. */
+struct sout {
+    struct iovec piece[3 * VT_STREAM_QUEUE_BATCHES + 1];
+    size_t n, i;                /* slices; the first not fully sent */
+    char *owned[VT_STREAM_QUEUE_BATCHES];
+    size_t nowned;
+    char frame[VT_STREAM_QUEUE_BATCHES][24];
+};
+
 struct http_conn {
     struct http_loop *loop;
     int fd;
@@ -101,8 +114,7 @@ struct http_conn {
     struct http_response *resp; /* being written */
     size_t head_off;
     uint64_t body_off;
-    struct strbuf sout;         /* stream bytes taken, framed, not yet sent */
-    size_t sout_off;
+    struct sout sout;           /* stream chunks taken, framed, not yet sent */
     bool stream_waiting;        /* the producer has nothing queued yet */
     bool stream_ended;          /* the last chunk is in sout */
     uint32_t events;
@@ -265,10 +277,64 @@ static void set_events(struct http_conn *c, uint32_t ev)
         c->events = ev;
 }
 
+/* Frees the chunks taken and forgets the slices. */
+static void sout_clear(struct sout *o)
+{
+    for (size_t k = 0; k < o->nowned; k++)
+        free(o->owned[k]);
+    o->nowned = o->n = o->i = 0;
+}
+
+static void sout_piece(struct sout *o, const void *p, size_t len)
+{
+    o->piece[o->n].iov_base = (void *)p;
+    o->piece[o->n].iov_len = len;
+    o->n++;
+}
+
+/* `sent` bytes went out: skip the slices they covered. */
+static void sout_advance(struct sout *o, size_t sent)
+{
+    while (sent && o->i < o->n) {
+        struct iovec *v = &o->piece[o->i];
+        if (sent < v->iov_len) {
+            v->iov_base = (char *)v->iov_base + sent;
+            v->iov_len -= sent;
+            return;
+        }
+        sent -= v->iov_len;
+        o->i++;
+    }
+    while (o->i < o->n && o->piece[o->i].iov_len == 0)
+        o->i++;
+}
+
+/* Takes what the producer has queued into the slices (chunk-framed when
+ * `chunked`); http_stream_take's result. */
+static int sout_take(struct sout *o, struct http_stream *st, bool chunked, bool *failed)
+{
+    sout_clear(o);
+    struct stream_chunk got[VT_STREAM_QUEUE_BATCHES];
+    int k = http_stream_take(st, got, VT_STREAM_QUEUE_BATCHES, failed);
+    for (int j = 0; j < k; j++) {
+        o->owned[o->nowned++] = got[j].data;
+        if (got[j].len == 0)
+            continue; /* a zero-size chunk would end the body */
+        if (chunked) {
+            int fl = snprintf(o->frame[j], sizeof o->frame[j], "%zx\r\n", got[j].len);
+            sout_piece(o, o->frame[j], (size_t)fl);
+        }
+        sout_piece(o, got[j].data, got[j].len);
+        if (chunked)
+            sout_piece(o, "\r\n", 2);
+    }
+    return k;
+}
+
 static void conn_free(struct http_conn *c)
 {
     free(c->rbuf);
-    sb_release(&c->sout);
+    sout_clear(&c->sout);
     free(c);
 }
 
@@ -341,8 +407,7 @@ static void start_write(struct http_conn *c, struct http_response *r)
     c->resp = r;
     c->head_off = 0;
     c->body_off = 0;
-    sb_reset(&c->sout);
-    c->sout_off = 0;
+    sout_clear(&c->sout);
     c->stream_waiting = false;
     c->stream_ended = false;
     c->state = C_WRITE;
@@ -425,24 +490,22 @@ static int write_some(struct http_conn *c)
             break;
         }
         case RESP_STREAM:
-            if (c->sout_off < c->sout.len) {
-                n = send(c->fd, c->sout.buf + c->sout_off, c->sout.len - c->sout_off,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (c->sout.i < c->sout.n) {
+                struct msghdr mh = {.msg_iov = c->sout.piece + c->sout.i,
+                                    .msg_iovlen = c->sout.n - c->sout.i};
+                n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n < 0)
                     goto fail;
-                c->sout_off += (size_t)n;
+                sout_advance(&c->sout, (size_t)n);
                 break;
             }
             if (c->stream_ended) {
+                sout_clear(&c->sout);
                 c->req->bytes_out = r->stream->bytes;
                 return 1;
             }
-            sb_reset(&c->sout);
-            c->sout_off = 0;
             bool failed;
-            int got = http_stream_take(r->stream, &c->sout, r->chunked, &failed);
-            if (c->sout.overflow)
-                return -1;
+            int got = sout_take(&c->sout, r->stream, r->chunked, &failed);
             if (got == 0) {
                 c->stream_waiting = true;
                 return 0;
@@ -451,7 +514,7 @@ static int write_some(struct http_conn *c)
                 if (failed)
                     return -1; /* the client sees a truncated response */
                 if (r->chunked)
-                    sb_adds(&c->sout, "0\r\n\r\n");
+                    sout_piece(&c->sout, "0\r\n\r\n", 5);
                 else
                     c->close_after = true;
                 c->stream_ended = true;
@@ -920,7 +983,6 @@ static void hand_over(struct http_server *srv, int fd, const struct sockaddr_sto
     memcpy(c->key, key, 17);
     c->state = C_HEAD;
     c->head_deadline_ms = time_mono_ms() + (int64_t)VT_REQUEST_HEAD_TIMEOUT_SECS * 1000;
-    sb_init(&c->sout, 0);
     atomic_fetch_add(&srv->n_conns, 1);
     pthread_mutex_lock(&l->mu);
     c->next = l->incoming;

@@ -31,6 +31,7 @@
 #include "util/limits.h"
 
 #define STREAM_CHUNK_BYTES (64 * 1024) /* a producer hands over chunks this big */
+#define STREAM_PRESIZE_MAX (4 * 1024 * 1024) /* ... and the next is pre-sized up to this */
 #define REQUEST_ARENA_MAX (8 * 1024 * 1024)
 
 struct http_header {
@@ -201,10 +202,13 @@ void http_stream_unref(struct http_stream *st);
 /* Ends st for good: a producer waiting for room gets -1; with `finish`, the
  * connection sees it ended (failed). */
 void http_stream_abort(struct http_stream *st, bool finish);
-/* Loop side: moves queued chunks into `out` (chunk-framed when `chunked`).
- * 1: data moved; 0: nothing now (the reader is marked waiting: the producer
- * wakes the connection); -1: the stream ended (*out_failed says how). */
-int http_stream_take(struct http_stream *st, struct strbuf *out, bool chunked, bool *out_failed);
+/* Loop side: moves up to `max` queued chunks into `out` (their buffers pass
+ * to the caller, who frees them once sent: the connection sends them as they
+ * are, no copy). Returns how many (> 0); 0: nothing now (the reader is
+ * marked waiting: the producer wakes the connection); -1: the stream ended
+ * (*out_failed says how). */
+int http_stream_take(struct http_stream *st, struct stream_chunk *out, size_t max,
+                     bool *out_failed);
 
 /* ---- conn.c ---- */
 /* Starts the loops and the acceptor. */

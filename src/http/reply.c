@@ -370,24 +370,19 @@ void http_stream_abort(struct http_stream *st, bool finish)
     pthread_mutex_unlock(&st->mu);
 }
 
-int http_stream_take(struct http_stream *st, struct strbuf *out, bool chunked, bool *out_failed)
+int http_stream_take(struct http_stream *st, struct stream_chunk *out, size_t max,
+                     bool *out_failed)
 {
     *out_failed = false;
     pthread_mutex_lock(&st->mu);
     int moved = 0;
-    while (st->qlen > 0) {
+    while (st->qlen > 0 && (size_t)moved < max) {
         struct stream_chunk *c = &st->q[st->qhead];
-        if (chunked)
-            sb_addf(out, "%zx\r\n", c->len);
-        sb_add(out, c->data, c->len);
-        if (chunked)
-            sb_adds(out, "\r\n");
+        out[moved++] = *c;
         st->bytes += c->len;
-        free(c->data);
         c->data = NULL;
         st->qhead = (st->qhead + 1) % VT_STREAM_QUEUE_BATCHES;
         st->qlen--;
-        moved = 1;
     }
     if (moved) {
         pthread_cond_signal(&st->cv);
@@ -462,8 +457,14 @@ static int stream_flush(struct http_stream *st, bool final)
         }
         sb_reset(&st->pending);
     } else {
+        /* The next chunk is about as big as this one (a chunk of rows
+         * each time): the fresh buffer starts at that size instead of
+         * doubling up to it, copying and faulting in pages on the way. */
+        size_t hint = st->pending.len;
         out = st->pending;
         sb_init(&st->pending, 0);
+        if (!final && hint <= STREAM_PRESIZE_MAX)
+            sb_grow(&st->pending, hint + hint / 8);
     }
     size_t len;
     char *data = sb_detach(&out, &len);

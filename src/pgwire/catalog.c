@@ -242,16 +242,25 @@ static const char *const functions[][2] = {
     {"jsonb_build_object", "json_object"},
     {"json_build_array", "json_array"},
     {"jsonb_build_array", "json_array"},
-    {"json_agg", "json_group_array"},
-    {"jsonb_agg", "json_group_array"},
-    {"json_object_agg", "json_group_object"},
-    {"jsonb_object_agg", "json_group_object"},
+    /* json[b]_agg and json[b]_object_agg: dialect.c (they take ORDER BY) */
     {"to_jsonb", "to_json"},
+    /* PostgreSQL's JSON accessors: paths of keys and array indexes, its
+     * type names, an integer length (catalog_sql.c) */
+    {"json_extract_path", "vt:json_extract_path"},
+    {"jsonb_extract_path", "vt:json_extract_path"},
+    {"json_extract_path_text", "vt:json_extract_path_text"},
+    {"jsonb_extract_path_text", "vt:json_extract_path_text"},
+    {"json_array_length", "vt:json_array_length"},
+    {"jsonb_array_length", "vt:json_array_length"},
+    {"json_typeof", "vt:json_typeof"},
+    {"jsonb_typeof", "vt:json_typeof"},
+    {"jsonb_pretty", "json_pretty"},
     {"unnest", "unnest"}, /* x = ANY(array): DuckDB's plan calls it as a scalar */
     /* dialect.c's json_array_elements[_text] (a client writing the name gets
      * the same list) */
     {"vt:json_elements", "vt:json_elements"},
     {"vt:json_elements_text", "vt:json_elements_text"},
+    {"vt:json_pairs", "vt:json_pairs"},
     /* PostgreSQL's regular-expression operators match anywhere in the
      * string; DuckDB's parser makes `~` a full match. */
     {"regexp_full_match", "regexp_matches"},
@@ -284,6 +293,8 @@ static const char *const casts[][3] = {
     {"regconfig", "vt:text", "vt:text"},
     {"xid", "vt:int8", "vt:int8"},
     {"cid", "vt:int8", "vt:int8"},
+    /* DuckDB has one JSON type: jsonb values are json (OID 114) */
+    {"jsonb", "vt:jsonb", "vt:jsonb"},
     {NULL, NULL, NULL},
 };
 

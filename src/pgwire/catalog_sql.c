@@ -19,6 +19,23 @@
     "string_split(CAST(s AS VARCHAR), '') WHEN CAST(d AS VARCHAR) = '' THEN "               \
     "[CAST(s AS VARCHAR)] ELSE string_split(CAST(s AS VARCHAR), CAST(d AS VARCHAR)) END"
 
+/* The overloads of "vt:json_extract_path[_text]" (below): FN(j, the JSON
+ * pointer of one to eight path elements, as text). */
+#define P1 "CAST(a AS VARCHAR)"
+#define P2 P1 ", CAST(b AS VARCHAR)"
+#define P3 P2 ", CAST(c AS VARCHAR)"
+#define P4 P3 ", CAST(d AS VARCHAR)"
+#define P5 P4 ", CAST(e AS VARCHAR)"
+#define P6 P5 ", CAST(f AS VARCHAR)"
+#define P7 P6 ", CAST(g AS VARCHAR)"
+#define P8 P7 ", CAST(h AS VARCHAR)"
+#define JPATH(FN, params, elems) "(j, " params ") AS " FN "(j, \"vt:jpath\"([" elems "]))"
+#define JPATH_OVERLOADS(FN)                                                                 \
+    JPATH(FN, "a", P1) ", " JPATH(FN, "a, b", P2) ", " JPATH(FN, "a, b, c", P3) ", "        \
+    JPATH(FN, "a, b, c, d", P4) ", " JPATH(FN, "a, b, c, d, e", P5) ", "                    \
+    JPATH(FN, "a, b, c, d, e, f", P6) ", " JPATH(FN, "a, b, c, d, e, f, g", P7) ", "        \
+    JPATH(FN, "a, b, c, d, e, f, g, h", P8)
+
 const char pgw_catalog_ddl[] =
     "CREATE TEMP TABLE \"vt:settings\"(name VARCHAR, display VARCHAR, setting VARCHAR, "
     "  description VARCHAR);\n"
@@ -277,6 +294,33 @@ const char pgw_catalog_ddl[] =
     "  WHEN json_type(CAST(j AS JSON)) = 'ARRAY' THEN CAST(json_extract_string("
     "  CAST(j AS JSON), '$[*]') AS VARCHAR[]) ELSE error('cannot extract elements from ' || CASE WHEN "
     "  json_type(CAST(j AS JSON)) = 'OBJECT' THEN 'an object' ELSE 'a scalar' END) END;\n"
+    /* x::jsonb: DuckDB's JSON (validated as PostgreSQL does) */
+    "CREATE TEMP MACRO \"vt:jsonb\"(s) AS CAST(s AS JSON);\n"
+    /* json[b]_extract_path[_text](j, VARIADIC path): each element a key or
+     * an array index, as PostgreSQL walks them: a JSON pointer (RFC 6901,
+     * `~` and `/` escaped), which DuckDB reads as both. Up to eight. */
+    "CREATE TEMP MACRO \"vt:jpath\"(l) AS CASE WHEN list_count(l) < len(l) THEN NULL ELSE "
+    "  '/' || array_to_string(list_transform(l, lambda k: replace(replace(k, '~', '~0'), '/', "
+    "  '~1')), '/') END;\n"
+    "CREATE TEMP MACRO \"vt:json_extract_path\"" JPATH_OVERLOADS("json_extract") ";\n"
+    "CREATE TEMP MACRO \"vt:json_extract_path_text\"" JPATH_OVERLOADS("json_extract_string")
+    ";\n"
+    /* json[b]_object_agg's object from its [key, value JSON] pairs
+     * (dialect.c); a NULL key fails as in PostgreSQL */
+    "CREATE TEMP MACRO \"vt:json_pairs\"(l) AS CAST('{' || array_to_string(list_transform(l, "
+    "  lambda p: CASE WHEN p[1] IS NULL THEN error('field name must not be null') ELSE "
+    "  CAST(to_json(p[1]) AS VARCHAR) || ':' || coalesce(p[2], 'null') END), ',') || '}' AS "
+    "  JSON);\n"
+    /* PostgreSQL's names of JSON value types; its length is an integer and
+     * only an array has one */
+    "CREATE TEMP MACRO \"vt:json_typeof\"(j) AS CASE json_type(CAST(j AS JSON)) WHEN 'OBJECT' "
+    "  THEN 'object' WHEN 'ARRAY' THEN 'array' WHEN 'VARCHAR' THEN 'string' WHEN 'BOOLEAN' "
+    "  THEN 'boolean' WHEN 'NULL' THEN 'null' WHEN 'BIGINT' THEN 'number' WHEN 'UBIGINT' THEN "
+    "  'number' WHEN 'DOUBLE' THEN 'number' WHEN 'HUGEINT' THEN 'number' END;\n"
+    "CREATE TEMP MACRO \"vt:json_array_length\"(j) AS CASE WHEN j IS NULL THEN NULL "
+    "  WHEN json_type(CAST(j AS JSON)) = 'ARRAY' THEN CAST(json_array_length(CAST(j AS JSON)) "
+    "  AS INTEGER) ELSE error('cannot get array length of ' || CASE WHEN "
+    "  json_type(CAST(j AS JSON)) = 'OBJECT' THEN 'a non-array' ELSE 'a scalar' END) END;\n"
     "CREATE TEMP MACRO \"vt:quote_ident\"(s) AS CASE WHEN regexp_full_match(CAST(s AS "
     "  VARCHAR), '[a-z_][a-z0-9_$]*') THEN CAST(s AS VARCHAR) ELSE '\"' || "
     "  replace(CAST(s AS VARCHAR), '\"', '\"\"') || '\"' END;\n"

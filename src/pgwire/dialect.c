@@ -350,6 +350,42 @@ static bool rewrite_srf(json_t *e, const char *name, json_t *args)
     return true;
 }
 
+/* json[b]_agg(x [ORDER BY ..] [FILTER ..]) -> to_json(list(x ..)): DuckDB's
+ * json_group_array is a macro, which takes no ORDER BY, FILTER or DISTINCT;
+ * list keeps them, and gives what PostgreSQL does (a NULL element is JSON
+ * null, no rows give NULL). */
+static bool rewrite_json_agg(json_t *e)
+{
+    json_t *agg = json_deep_copy(e);
+    set_str(agg, "function_name", "list");
+    set_str(agg, "schema", "");
+    set_str(agg, "alias", "");
+    json_t *call = new_call("to_json", json_pack("[o]", agg));
+    replace_node(e, call);
+    json_decref(call);
+    return true;
+}
+
+/* json[b]_object_agg(k, v [ORDER BY ..] [FILTER ..]) ->
+ * "vt:json_pairs"(list([k::VARCHAR, to_json(v)::VARCHAR] ..)) (catalog_sql.c
+ * writes the object): json_group_object is a macro too. */
+static bool rewrite_json_object_agg(json_t *e, json_t *args)
+{
+    json_t *k = new_cast(json_incref(json_array_get(args, 0)), "VARCHAR");
+    json_t *v = new_cast(new_call("to_json", json_pack("[O]", json_array_get(args, 1))),
+                         "VARCHAR");
+    json_t *agg = json_deep_copy(e);
+    set_str(agg, "function_name", "list");
+    set_str(agg, "schema", "");
+    set_str(agg, "alias", "");
+    json_object_set_new(agg, "children", json_pack("[o]", new_call("list_value",
+                                                                   json_pack("[oo]", k, v))));
+    json_t *call = new_call("vt:json_pairs", json_pack("[o]", agg));
+    replace_node(e, call);
+    json_decref(call);
+    return true;
+}
+
 /* Whether name(args) was rewritten (*out: what the gate does next). */
 static bool rewrite_call(struct sql_walk *w, json_t *e, const char *name, enum sql_hook *out)
 {
@@ -365,6 +401,14 @@ static bool rewrite_call(struct sql_walk *w, json_t *e, const char *name, enum s
         *out = SQL_HOOK_AGAIN;
     } else if (!strcmp(name, "date_trunc") && json_array_size(args) == 2) {
         done = rewrite_date_trunc(e, args);
+        *out = SQL_HOOK_AGAIN;
+    } else if ((!strcmp(name, "json_agg") || !strcmp(name, "jsonb_agg")) &&
+               json_array_size(args) == 1) {
+        done = rewrite_json_agg(e);
+        *out = SQL_HOOK_AGAIN;
+    } else if ((!strcmp(name, "json_object_agg") || !strcmp(name, "jsonb_object_agg")) &&
+               json_array_size(args) == 2) {
+        done = rewrite_json_object_agg(e, args);
         *out = SQL_HOOK_AGAIN;
     } else if (srf_column(name)) {
         done = rewrite_srf(e, name, args);

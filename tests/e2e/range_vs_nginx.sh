@@ -27,8 +27,15 @@ mkdir -p "$work/www"
 for size in 0 1 1000 10000; do
     head -c "$size" /dev/urandom >"$work/www/f$size.bin"
 done
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$work/nginx.conf" <<CONF
+# nginx cannot bind port 0 and report it. A port probed free may be taken
+# before nginx binds it (a neighbour test's server, a client's local port):
+# nginx then logs 'Address already in use' and it starts again on another
+# port; it is up when nginx itself answers (Server: nginx), not whoever else
+# holds the port.
+start_nginx() {
+    port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    : >"$work/error.log"
+    cat >"$work/nginx.conf" <<CONF
 daemon off;
 master_process off;
 worker_processes 1;
@@ -42,12 +49,24 @@ http {
     server { listen 127.0.0.1:$port; root $work/www; }
 }
 CONF
-"$nginx" -p "$work" -c "$work/nginx.conf" -e "$work/error.log" &
-ngx_pid=$!
-for _ in $(seq 50); do
-    curl -s -o /dev/null "http://127.0.0.1:$port/f1.bin" && break
-    sleep 0.1
+    "$nginx" -p "$work" -c "$work/nginx.conf" -e "$work/error.log" &
+    ngx_pid=$!
+    for _ in $(seq 100); do
+        grep -q "Address already in use" "$work/error.log" && return 1
+        hdrs=$(curl -s -m 1 -o /dev/null -D - "http://127.0.0.1:$port/f1.bin" 2>/dev/null || true)
+        grep -qi '^server: nginx' <<<"$hdrs" && return 0
+        kill -0 "$ngx_pid" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+up=
+for _ in 1 2 3 4 5; do
+    if start_nginx; then up=1; break; fi
+    kill "$ngx_pid" 2>/dev/null; wait "$ngx_pid" 2>/dev/null || true
+    ngx_pid=
 done
+[ -n "$up" ] || { echo "nginx did not start:" >&2; cat "$work/error.log" >&2; exit 2; }
 
 # ask METHOD TOTAL HAS_HEADER HEADER -> "status|content-range"
 ask() {

@@ -82,31 +82,40 @@ sql = "SELECT city, count(*) AS n, sum(fare) AS total FROM trips GROUP BY city"
 
 
 class Nginx:
+    """nginx (a master and one worker) balancing the readers. Every vitrine
+    here binds port 0, so a reader that restarts comes back on another port:
+    set_upstreams rewrites the upstream list and reloads nginx (SIGHUP, the
+    listener and in-flight requests stay), as an operator's balancer follows
+    its replicas."""
+
     def __init__(self, work, upstreams):
         self.work = Path(work)
         self.work.mkdir(parents=True, exist_ok=True)
-        ups = "\n".join(f"server 127.0.0.1:{p} max_fails=1 fail_timeout=1s;" for p in upstreams)
-        # A port probed free may be taken before nginx binds it (a neighbour
-        # test's server binding port 0, a client's local port): nginx then
-        # logs 'Address already in use' and it starts again on another one;
-        # 'up' means nginx itself answered, not whoever holds the port.
+        self.upstreams = list(upstreams)
+        # nginx cannot bind port 0 and report it: a port probed free may be
+        # taken before nginx binds it (a neighbour test's server binding port
+        # 0, a client's local port): nginx then logs 'Address already in use'
+        # and it starts again on another one; 'up' means nginx itself
+        # answered, not whoever holds the port.
         log = self.work / "error.log"
         for attempt in range(5):
-            port = free_port()
+            self.port = free_port()
             log.write_text("")
-            self._start(port, ups)
+            self._write_conf()
+            self.proc = subprocess.Popen([NGINX, "-p", str(self.work), "-c", str(self.work / "nginx.conf"),
+                                          "-e", str(log)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             deadline, taken = time.time() + 10, False
             while self.proc.poll() is None and time.time() < deadline:
                 taken = "Address already in use" in log.read_text()
-                if taken or self._up(port):
+                if taken or self._up(self.port):
                     break
                 time.sleep(0.05)
             if not taken:
                 break
             self.proc.kill()
             self.proc.wait()
-        self.port = port
-        if not self._up(port):
+        if not self._up(self.port):
             raise RuntimeError("nginx did not start:\n" + log.read_text())
 
     @staticmethod
@@ -117,24 +126,44 @@ class Nginx:
         except requests.RequestException:  # refused, or a holder that never answers
             return False
 
-    def _start(self, port, ups):
-        (self.work / "nginx.conf").write_text(f"""
+    def set_upstreams(self, ports):
+        """Reloads nginx with these reader ports; the caller waits for the
+        new configuration to route (wait_routed_again)."""
+        self.upstreams = list(ports)
+        self._write_conf()
+        self.proc.send_signal(signal.SIGHUP)
+
+    def log(self):
+        return (self.work / "error.log").read_text(errors="replace")
+
+    def _write_conf(self):
+        w = self.work
+        ups = "\n".join(f"server 127.0.0.1:{p} max_fails=1 fail_timeout=1s;" for p in self.upstreams)
+        # As root the workers would run as nobody, who cannot enter pytest's
+        # 0700 temporary directories (proxy_temp_path).
+        user = "user root root;" if os.geteuid() == 0 else ""
+        (w / "nginx.conf").write_text(f"""
 daemon off;
-master_process off;
+master_process on;
+{user}
 worker_processes 1;
-pid {self.work}/nginx.pid;
-error_log {self.work}/error.log warn;
+pid {w}/nginx.pid;
+error_log {w}/error.log warn;
 events {{ worker_connections 512; }}
 http {{
     access_log off;
-    client_body_temp_path {self.work}/t1; proxy_temp_path {self.work}/t2;
-    fastcgi_temp_path {self.work}/t3; uwsgi_temp_path {self.work}/t4; scgi_temp_path {self.work}/t5;
+    client_body_temp_path {w}/t1; proxy_temp_path {w}/t2;
+    fastcgi_temp_path {w}/t3; uwsgi_temp_path {w}/t4; scgi_temp_path {w}/t5;
+    # No keep-alive towards the clients: a reload closes the old worker's
+    # idle client connections, and a client that sent its next request on
+    # one at that instant would see it dropped (nginx's, not a reader's).
+    keepalive_timeout 0;
     upstream readers {{
         {ups}
         keepalive 16;
     }}
     server {{
-        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{self.port};
         location / {{
             proxy_pass http://readers;
             proxy_http_version 1.1;
@@ -149,9 +178,6 @@ http {{
     }}
 }}
 """)
-        self.proc = subprocess.Popen([NGINX, "-p", str(self.work), "-c", str(self.work / "nginx.conf"),
-                                      "-e", str(self.work / "error.log")],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def url(self, path):
         return f"http://127.0.0.1:{self.port}{path}"
@@ -175,34 +201,47 @@ class Cluster:
         write_parquet(data / "events" / "part-0.parquet",
                       "SELECT i AS id, i % 5 AS kind FROM range(2000) t(i)")
         self.data = data
-        # Fixed ports: readers come back on theirs behind nginx, reader2 names
-        # the writer's. (The standalone servers below bind port 0.)
-        self.wport = free_port()
-        self.writer = self._server("writer", "writer", self.wport, str(data))
-        self.rports = [free_port() for _ in range(3)]
-        self.readers = []
-        for i, p in enumerate(self.rports):
-            extra = f'writer_url = "http://127.0.0.1:{self.wport}"' if i == 2 else ""
-            self.readers.append(self._server(f"reader{i}", "reader", p,
-                                             str(self.root / "nowhere"), extra))
+        # Every server binds port 0 and reports its port (Server reads it
+        # from the log): the writer first, as reader2 names it (writer_url).
+        self.writer = self._server("writer", "writer", str(data))
         self.writer.start()
         self.writer.wait_ready(60)
+        self.readers = []
+        for i in range(3):
+            extra = f'writer_url = "http://127.0.0.1:{self.wport}"' if i == 2 else ""
+            self.readers.append(self._server(f"reader{i}", "reader",
+                                             str(self.root / "nowhere"), extra))
         for r in self.readers:
             r.start()
         for r in self.readers:
             r.wait_ready(60)
         self.nginx = Nginx(self.root / "nginx", self.rports)
 
-    def _server(self, name, role, port, data, extra=""):
+    @property
+    def wport(self):
+        """The writer's port now (another after a restart; reader2's
+        writer_url keeps the first: no relay is asked of it after that)."""
+        return self.writer.port
+
+    @property
+    def rports(self):
+        return [r.port for r in self.readers]
+
+    def _server(self, name, role, data, extra=""):
         d = self.root / name
         d.mkdir(parents=True, exist_ok=True)
-        return Server(d, config(role, port, self.storage, self.moto.endpoint, data, extra,
+        return Server(d, config(role, 0, self.storage, self.moto.endpoint, data, extra,
                                 drain=READER_DRAIN_SECS if role == "reader" else 1),
                       env=ENV)
 
-    def restart(self, s):
-        s.start()
-        return s
+    def restart(self, r):
+        """Starts reader r again (on a new port), puts it behind nginx and
+        waits until nginx routes to it."""
+        r.start()
+        r.wait_ready(30)
+        self.nginx.set_upstreams(self.rports)
+        wait_routed_again(self.nginx, r)
+        return r
 
     def status(self, s, name):
         r = s.get(f"/api/v1/datasets/{name}/status", timeout=5)
@@ -428,7 +467,6 @@ def test_kill9_of_a_reader_under_load(cl):
     victim.proc.wait()
     time.sleep(1.0)
     cl.restart(victim)
-    victim.wait_ready(30)
     time.sleep(1.0)
     ok, failures = load.finish()
     assert ok > 50 and failures == [], (ok, failures[:5])
@@ -444,7 +482,7 @@ def wait_routed_again(nginx, r, timeout=30):
         if got.startswith(mine + "-"):
             return
         time.sleep(0.02)
-    raise AssertionError(f"nginx does not route to {r.base} again")
+    raise AssertionError(f"nginx does not route to {r.base} again:\n{nginx.log()}")
 
 
 def test_rolling_restart_of_the_readers_under_load(cl):
@@ -466,12 +504,11 @@ def test_rolling_restart_of_the_readers_under_load(cl):
         assert r.proc.poll() is None
         # A second signal ends the delay; the reader exits cleanly.
         assert r.stop(timeout=20) == 0
-        r.start()
-        r.wait_ready(30)
-        # The next one goes down only once nginx routes to this one again
-        # (it marked it failed for fail_timeout): what an operator's rolling
-        # restart waits for too, else all three could be out at once.
-        wait_routed_again(cl.nginx, r)
+        # Back on a new port, behind nginx again; the next one goes down only
+        # once nginx routes to this one (cl.restart waits for it): what an
+        # operator's rolling restart waits for too, else all three could be
+        # out at once.
+        cl.restart(r)
     time.sleep(0.5)
     ok, failures = load.finish()
     assert ok > 50 and failures == [], (ok, failures[:5])
@@ -489,8 +526,7 @@ def test_readers_keep_serving_while_the_writer_is_gone(cl):
     # A reader that starts meanwhile hydrates from the storage alone.
     r1 = cl.readers[1]
     assert drain_stop(r1) == 0
-    r1.start()
-    r1.wait_ready(30)
+    cl.restart(r1)
     assert cl.status(r1, "trips")["generation_id"] == gid
     ok, failures = load.finish()
     assert ok > 20 and failures == [], (ok, failures[:5])

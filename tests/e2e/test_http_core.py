@@ -212,3 +212,77 @@ def test_repeated_field_lines_are_joined(vt):
     # and one line answers the same
     one = raw_request(s.port, head.replace(b"x-unknown\r\nAccept-Encoding: gzip", b"x-unknown, gzip"))
     assert b"\r\ncontent-encoding: gzip" in one.partition(b"\r\n\r\n")[0].lower()
+
+
+def read_chunked_strictly(sock):
+    """Reads one chunked HTTP/1.1 response from sock in small reads; returns
+    (head, body, sizes). Every size line, chunk and CRLF is checked."""
+    buf = b""
+
+    def need(n):
+        nonlocal buf
+        while len(buf) < n:
+            b = sock.recv(997)  # small, odd reads: the server's sends split anywhere
+            assert b, "connection closed early"
+            buf += b
+
+    def line():
+        nonlocal buf
+        while b"\r\n" not in buf:
+            need(len(buf) + 1)
+        i = buf.index(b"\r\n")
+        out, buf = buf[:i], buf[i + 2:]
+        return out
+
+    while b"\r\n\r\n" not in buf:
+        need(len(buf) + 1)
+    i = buf.index(b"\r\n\r\n")
+    head, buf = buf[:i].decode(), buf[i + 4:]
+    body, sizes = [], []
+    while True:
+        size = int(line(), 16)
+        sizes.append(size)
+        if size == 0:
+            assert line() == b""
+            return head, b"".join(body), sizes
+        need(size + 2)
+        body.append(buf[:size])
+        assert buf[size:size + 2] == b"\r\n"
+        buf = buf[size + 2:]
+
+
+def test_streamed_page_survives_partial_sends(vt, datadir):
+    """A page big enough to stream goes out as the producer's chunks, sent
+    from their own buffers: a client with a tiny receive buffer, reading a
+    few hundred bytes at a time, makes nearly every send partial. The chunked
+    framing must stay exact, the body must equal the unchunked (HTTP/1.0)
+    one, and a second request on the same connection must work."""
+    write_parquet(datadir / "t.parquet",
+                  "SELECT range AS id, repeat(chr(97 + (range % 26)::INTEGER), 60) AS s "
+                  "FROM range(20000)")
+    s = vt(server_block() + dataset_block("t", datadir / "t.parquet"))
+    req = json.dumps({"page_size": 20000}).encode()
+    want = s.post("/api/v1/datasets/t/query", data=req,
+                  headers={"Content-Type": "application/json"})
+    assert want.status_code == 200
+    rows = want.json()["data"]
+    assert len(rows) == 20000 and rows[19999] == {"id": 19999, "s": "f" * 60}
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(30)
+        sock.connect(("127.0.0.1", s.port))
+        for _ in range(2):
+            sock.sendall(b"POST /api/v1/datasets/t/query HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                         % (len(req), req))
+            head, body, sizes = read_chunked_strictly(sock)
+            assert head.startswith("HTTP/1.1 200"), head
+            assert "transfer-encoding: chunked" in head.lower()
+            assert len(sizes) > 3  # really streamed in several chunks
+            assert body == want.content
+    raw = raw_request(s.port, b"POST /api/v1/datasets/t/query HTTP/1.0\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                      % (len(req), req), timeout=30)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.") and b" 200 " in head.split(b"\r\n")[0] + b" "
+    assert body == want.content

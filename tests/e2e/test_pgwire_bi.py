@@ -577,6 +577,67 @@ def test_json_and_string_set_returning_functions(srv):
     assert "(2 rows)" in out and " s " in out, out
 
 
+def test_json_functions_are_typed_as_postgresql_types_them(srv):
+    # What returns JSON is json (OID 114) in RowDescription, so drivers parse
+    # it (psycopg gives Python objects): the json_/jsonb_ builders and
+    # aggregates, casts to json and jsonb, -> and the extract-path functions
+    # (nested paths, array indexes, as PostgreSQL walks them); what returns
+    # text or a count is text or integer, in both protocols.
+    json_valued = {
+        "json_build_object('a', 1, 'b', json_build_array(1, 2))": {"a": 1, "b": [1, 2]},
+        "jsonb_build_object('a', 1)": {"a": 1},
+        "jsonb_build_array(1, 'x')": [1, "x"],
+        "to_jsonb('x'::text)": "x",
+        "(SELECT jsonb_agg(station ORDER BY station) FROM stations_ids)": [0, 1, 2],
+        "(SELECT json_object_agg(name, id ORDER BY id) FROM stations WHERE id < 2)":
+            {"st0": 0, "st1": 1},
+        "'{\"a\": [1, {\"b\": null}]}'::jsonb": {"a": [1, {"b": None}]},
+        "CAST('[1, 2]' AS jsonb)": [1, 2],
+        "'[3]'::json": [3],
+        "'{\"a\": {\"b\": 2}}'::jsonb -> 'a'": {"b": 2},
+        "jsonb_extract_path('{\"a\": {\"b\": [5, {\"c\": 6}]}}', 'a', 'b', '1')": {"c": 6},
+        "json_extract_path('{\"a/b\": {\"~\": 7}}'::json, 'a/b', '~')": 7,
+        "json_extract_path('{\"a\": 1}', 'missing')": None,
+    }
+    text_valued = {
+        "jsonb_extract_path_text('{\"a\": {\"b\": \"x\"}}'::jsonb, 'a', 'b')": ("x", 25),
+        "json_extract_path_text('{\"a\": [1, 2]}', 'a')": ("[1,2]", 25),
+        "'{\"a\": \"x\"}'::jsonb ->> 'a'": ("x", 25),
+        "jsonb_typeof('{\"a\": 1}'::jsonb)": ("object", 25),
+        "json_typeof('[1]')": ("array", 25),
+        "jsonb_typeof('1.5')": ("number", 25),
+        "jsonb_typeof('18446744073709551615')": ("number", 25),
+        "json_typeof('\"s\"')": ("string", 25),
+        "json_typeof('false')": ("boolean", 25),
+        "jsonb_typeof('null')": ("null", 25),
+        "jsonb_array_length('[1, 2, 3]'::jsonb)": (3, 23),
+        "json_array_length('[]')": (0, 23),
+    }
+    with psycopg.connect(dsn(srv), autocommit=True) as c:
+        for prepare in (False, True):
+            for expr, want in json_valued.items():
+                cur = c.execute(f"WITH stations_ids AS (SELECT id AS station FROM stations "
+                                f"WHERE id < 3) SELECT {expr} AS v", prepare=prepare)
+                assert cur.description[0].type_code == 114, (expr, cur.description[0])
+                assert cur.fetchone() == (want,), expr
+            for expr, (want, oid) in text_valued.items():
+                cur = c.execute(f"SELECT {expr} AS v", prepare=prepare)
+                assert cur.description[0].type_code == oid, (expr, cur.description[0])
+                assert cur.fetchone() == (want,), expr
+        # PostgreSQL's errors for a length that is not an array's
+        for text, what in (("'{}'", "a non-array"), ("'3'", "a scalar")):
+            with pytest.raises(psycopg.Error) as e:
+                c.execute(f"SELECT jsonb_array_length({text})")
+            assert f"cannot get array length of {what}" in str(e.value), str(e.value)
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SELECT '{not json'::jsonb")
+        assert "json" in str(e.value).lower(), str(e.value)
+    # psycopg2 (simple protocol) parses json too
+    with psycopg2.connect(dsn(srv)) as c2, c2.cursor() as cur:
+        cur.execute("SELECT jsonb_build_object('k', jsonb_extract_path('[[1, 2]]', '0', '1'))")
+        assert cur.fetchone() == ({"k": 2},) and cur.description[0].type_code == 114
+
+
 def test_sizes_and_pg_size_pretty(srv):
     # A dataset's size is the bytes of the files its generation read
     # (pg_class.relpages in 8 kB pages); pg_size_pretty as PostgreSQL 15.

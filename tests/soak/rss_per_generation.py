@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE.parent / "e2e"))
 sys.path.insert(0, str(HERE))
 import soak  # noqa: E402
 from conftest import Server  # noqa: E402
-from s3_fixtures import Moto, find_moto, free_port  # noqa: E402
+from s3_fixtures import Moto, find_moto  # noqa: E402
 
 GENS = int(os.environ.get("GENS", "400"))
 ROLE = os.environ.get("ROLE", "reader")
@@ -43,12 +43,12 @@ def main():
         ep = f"http://127.0.0.1:{moto.port}"
         (root / "w").mkdir()
         w = Server(root / "w", cfg("writer" if ROLE == "reader" else "standalone",
-                                           free_port(), ep, data), env=soak.ENV).start()
+                                           0, ep, data), env=soak.ENV).start()
         w.wait_ready(120)
         r = w
         if ROLE == "reader":
             (root / "r").mkdir()
-            r = Server(root / "r", cfg("reader", free_port(), ep, root / "nowhere"),
+            r = Server(root / "r", cfg("reader", 0, ep, root / "nowhere"),
                        env=soak.ENV).start()
             r.wait_ready(120)
         t0 = time.time()

@@ -37,7 +37,8 @@ import requests
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "e2e"))
 from conftest import Server, write_parquet  # noqa: E402
-from s3_fixtures import Fault, FaultProxy, Moto, find_moto, free_port  # noqa: E402
+from pgwire_util import pg_port  # noqa: E402
+from s3_fixtures import Fault, FaultProxy, Moto, find_moto  # noqa: E402
 
 SOAK_SECS = int(os.environ.get("SOAK_SECS", "300"))
 ADMIN = {"X-Admin-Token": "soak"}
@@ -53,7 +54,7 @@ def check(cond, what):
         print("PROBLEM:", what, flush=True)
 
 
-def config(role, port, endpoint, data, pgport=0, extra=""):
+def config(role, port, endpoint, data, pgwire=False, extra=""):
     return f"""
 [server]
 listen = "127.0.0.1"
@@ -61,8 +62,8 @@ port = {port}
 allowed_roots = ["{data}"]
 drain_delay_secs = 0
 [server.pgwire]
-enabled = {"true" if pgport else "false"}
-port = {pgport or 5432}
+enabled = {"true" if pgwire else "false"}
+port = 0
 [mcp]
 enabled = true
 [sql]
@@ -204,15 +205,16 @@ def wait_ready(s, timeout=120):
 
 def phase_load(root, moto, proxy):
     data = root / "data"
-    wport, rport, pgport = free_port(), free_port(), free_port()
+    # Every listener binds port 0; Server and pg_port read the ports back
+    # from the log (a port probed free could be taken before it is bound).
     (root / "w").mkdir()
     (root / "r").mkdir()
-    w = Server(root / "w", config("writer", wport, proxy.endpoint, data), env=ENV).start()
+    w = Server(root / "w", config("writer", 0, proxy.endpoint, data), env=ENV).start()
     wait_ready(w)
-    r = Server(root / "r", config("reader", rport, proxy.endpoint, root / "nowhere", pgport),
+    r = Server(root / "r", config("reader", 0, proxy.endpoint, root / "nowhere", pgwire=True),
                env=ENV).start()
     wait_ready(r)
-    load = LoadRunner(r, pgport)
+    load = LoadRunner(r, pg_port(r))
     kinds = [Fault("status", status=500, code="InternalError", times=3),
              Fault("status", status=503, code="SlowDown", times=3),
              Fault("drop", times=2), Fault("truncate", method="GET", times=2),
@@ -287,7 +289,7 @@ def phase_storage_full(root, moto, proxy, r):
         data = root / "data"
         (root / "wf").mkdir()
         env = dict(ENV, TMPDIR=str(mnt))
-        w = Server(root / "wf", config("writer", free_port(), proxy.endpoint, data), env=env).start()
+        w = Server(root / "wf", config("writer", 0, proxy.endpoint, data), env=env).start()
         wait_ready(w)
         before = w.get("/api/v1/datasets/local/status").json()["generation_id"]
         write_parquet(data / "local.parquet",
@@ -313,8 +315,7 @@ def phase_kill9(root, moto, proxy):
     data = root / "data"
     saved = root / "wk" / "datasets.d"
     (root / "wk").mkdir()
-    port = free_port()
-    cfg = config("writer", port, proxy.endpoint, data)
+    cfg = config("writer", 0, proxy.endpoint, data)
     results = []
     for path, fault in (("upload", Fault("stall", method="PUT", path="/data.parquet", stall_secs=5)),
                         ("CURRENT swap", Fault("stall", method="PUT", path="/CURRENT", stall_secs=5)),
