@@ -196,7 +196,7 @@ static void write_engine(struct strbuf *out, struct api_app *app)
         metrics_w_sample(out, "vitrine_pool_busy_workers", labels, pools[i].running);
     }
     metrics_w_family(out, "vitrine_pool_queued_jobs", METRICS_GAUGE,
-                     "Jobs waiting for a worker (503 past VT_MAX_PENDING_JOBS).");
+                     "Jobs waiting for a worker (503 past server.max_queued_jobs).");
     for (size_t i = 0; i < n; i++) {
         const char *labels[] = {"pool", pools[i].name, NULL};
         metrics_w_sample(out, "vitrine_pool_queued_jobs", labels, pools[i].queued);

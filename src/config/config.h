@@ -129,6 +129,7 @@ struct server_config {
     char *listen;               /* default 127.0.0.1 */
     int port;                   /* default 8080; 0 = an ephemeral port chosen by the OS */
     int workers;                /* default: number of CPUs (0 in the struct = resolve at start) */
+    int max_queued_jobs;        /* query pool queue depth; default VT_MAX_PENDING_JOBS */
     char *prefix;               /* default "" */
     bool compress;              /* default true */
     int64_t max_body_bytes;     /* default 1048576 */

@@ -651,6 +651,11 @@ const struct cfg_key cfg_schema[] = {
     {"server", "workers", CFG_T_INT, C(server.workers), RANGE(1, 4096),
      .def_doc = "one per CPU", .example = "4",
      .doc = "Worker threads running queries (each owns one DuckDB connection)."},
+    {"server", "max_queued_jobs", CFG_T_INT, C(server.max_queued_jobs),
+     RANGE(1, VT_MAX_PENDING_JOBS), .def = "4096",
+     .doc = "Requests and PostgreSQL statements waiting for a query worker, at most; past it "
+            "a request gets 503 unavailable (with Retry-After) at once instead of queueing. "
+            "Lower it to shed load sooner when a balancer can send it elsewhere."},
     {"server", "prefix", CFG_T_STR, C(server.prefix), .def = "\"\"", .check = check_prefix,
      .doc = "Mount every route, probes included, under this path (\"/vitrine\"); starts with "
             "\"/\", does not end with one."},

@@ -90,6 +90,7 @@ struct eng_pool {
     int64_t vtime[ENG_JOB_CLASSES]; /* fair queuing's virtual time, per class */
     struct eng_flow flows[ENG_FLOWS];
     int queued;
+    int max_queued;             /* eng_lanes.max_queued: past it submit refuses */
     int running;
     int running_long;
     int long_cap;               /* LONG jobs running at once (not on extras), at most */
@@ -1027,6 +1028,9 @@ struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lane
     /* With a long lane, LONG jobs run on its threads (the cap the overflow
      * workers look at); without, on at most long_cap general workers. */
     pool->long_cap = n_long ? n_long : eng_long_lane_threads(threads);
+    pool->max_queued = lanes->max_queued > 0 && lanes->max_queued < VT_MAX_PENDING_JOBS
+                           ? lanes->max_queued
+                           : VT_MAX_PENDING_JOBS;
     pool->n_long = n_long;
     pool->n_stream = n_stream;
     int total = threads + n_long + n_stream;
@@ -1064,7 +1068,7 @@ bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job)
     pthread_mutex_lock(&pool->mu);
     if (job->cls == ENG_JOB_STREAM && pool->n_stream == 0)
         job->cls = ENG_JOB_LONG;
-    if (pool->stopping || pool->queued >= VT_MAX_PENDING_JOBS) {
+    if (pool->stopping || pool->queued >= pool->max_queued) {
         pthread_mutex_unlock(&pool->mu);
         return false;
     }

@@ -151,14 +151,15 @@ struct eng_lanes {
     int threads;                /* general workers (SHORT; at least 1) */
     int long_threads;
     int stream_threads;
+    int max_queued;             /* jobs waiting at most (0: VT_MAX_PENDING_JOBS) */
 };
 struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lanes *lanes,
                                        const char *name, struct vt_error *err);
 /* The long lane the query pool gets for `threads` workers: as many LONG jobs
  * at a time as a pool without lanes would allow (N - max(1, N/4), >= 1). */
 int eng_long_lane_threads(int threads);
-/* Queues a job. Returns false when the queue is full or the pool is stopping
- * (the caller answers 503). */
+/* Queues a job. Returns false when the queue is full (max_queued jobs
+ * waiting, of every class) or the pool is stopping (the caller answers 503). */
 bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job);
 /* The DuckDB connection of the pool worker this thread is (every job's run()
  * gets it too), or NULL on any other thread. The execution layer (src/exec)
