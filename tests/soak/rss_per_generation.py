@@ -5,6 +5,8 @@ reloaded GENS times with no client load; prints RSS, open files and threads
 and DuckDB's own memory (vitrine_duckdb_memory_bytes) every 50 generations.
 ROLE=reader (default) samples a reader importing the
 writer's generations; ROLE=standalone one process building them itself.
+LOAD=http,pg,mcp (a comma list, one client thread each; default none) keeps
+soak.py's clients querying the sampled process meanwhile.
 
   VITRINE_BUILD=$PWD/build GENS=400 /usr/bin/python3 tests/soak/rss_per_generation.py
 """
@@ -20,14 +22,16 @@ sys.path.insert(0, str(HERE.parent / "e2e"))
 sys.path.insert(0, str(HERE))
 import soak  # noqa: E402
 from conftest import Server  # noqa: E402
+from pgwire_util import pg_port  # noqa: E402
 from s3_fixtures import Moto, find_moto  # noqa: E402
 
 GENS = int(os.environ.get("GENS", "400"))
 ROLE = os.environ.get("ROLE", "reader")
+LOAD = [k for k in os.environ.get("LOAD", "").split(",") if k]
 
 
-def cfg(*args):
-    return soak.config(*args).replace("[cluster]\n", "[metrics]\nenabled = true\n[cluster]\n")
+def cfg(*args, **kw):
+    return soak.config(*args, **kw).replace("[cluster]\n", "[metrics]\nenabled = true\n[cluster]\n")
 
 
 def duckdb_mib(server):
@@ -43,14 +47,16 @@ def main():
         ep = f"http://127.0.0.1:{moto.port}"
         (root / "w").mkdir()
         w = Server(root / "w", cfg("writer" if ROLE == "reader" else "standalone",
-                                           0, ep, data), env=soak.ENV).start()
+                                   0, ep, data, pgwire="pg" in LOAD and ROLE != "reader"),
+                   env=soak.ENV).start()
         w.wait_ready(120)
         r = w
         if ROLE == "reader":
             (root / "r").mkdir()
-            r = Server(root / "r", cfg("reader", 0, ep, root / "nowhere"),
+            r = Server(root / "r", cfg("reader", 0, ep, root / "nowhere", pgwire="pg" in LOAD),
                        env=soak.ENV).start()
             r.wait_ready(120)
+        load = soak.LoadRunner(r, pg_port(r) if "pg" in LOAD else 0, LOAD) if LOAD else None
         t0 = time.time()
         for i in range(GENS + 1):
             if i % 50 == 0:
@@ -65,6 +71,9 @@ def main():
                       f"DuckDB {duckdb_mib(r):5.2f} MiB fds {fds} threads {threads}", flush=True)
             w.post("/api/v1/datasets/trips/reload", headers=soak.ADMIN, timeout=60)
             time.sleep(0.6)
+        if load:
+            load.finish()
+            print(f"load: {load.counts}, {len(load.failures)} failed {load.failures[:3]}")
         if r is not w:
             r.stop()
         w.stop()
