@@ -15,6 +15,13 @@ Environment knobs (defaults in brackets):
                             request) and nginx writes an access log, both to
                             files; 0: neither logs requests
   BENCH_ONLY                comma-separated scenario numbers to run (e.g. 1,3)
+  BENCH_MIX_SECONDS [5]     seconds per run of scenario 12 (after 1 s of warm-up)
+  BENCH_MIX_LOAD [0.65]     scenario 12's open-loop variant: the load all kinds
+                            together offer, as a fraction of what the server can do
+  BENCH_MIX_RATES           the open-loop variant's rates instead, e.g.
+                            "lookup=4000,page=90,group_by=9,count=30,stream=1"
+                            (the same offered load for runs that compare builds)
+  BENCH_MIX_VARIANTS [closed,open]  scenario 12's variants to run
 """
 import hashlib
 import http.client
@@ -952,6 +959,10 @@ def scenario_stream(v, floor):
 
 
 MIX_SECONDS = float(os.environ.get("BENCH_MIX_SECONDS", "5"))
+MIX_LOAD = float(os.environ.get("BENCH_MIX_LOAD", "0.65"))
+MIX_VARIANTS = os.environ.get("BENCH_MIX_VARIANTS", "closed,open").split(",")
+MIX_RATES = dict((k, float(v)) for k, v in (
+    kv.split("=") for kv in os.environ.get("BENCH_MIX_RATES", "").split(",") if kv))
 
 
 def scenario_mix(v):
@@ -977,12 +988,13 @@ def scenario_mix(v):
         st, _, body = v.post(path, json.loads(bodies[0]))
         assert st == 200, (name, st, body[:200])
 
-    def run(selected, tag):
+    def run(selected, tag, rates=None):
         spec = os.path.join(OUT, "mix-%s.tsv" % tag)
         with open(spec, "w") as f:
             for name, conns, path, bodies in selected:
                 assert all("\t" not in b and "\x1e" not in b for b in bodies)
-                f.write("%s\t%d\t%s\t%s\n" % (name, conns, path, "\x1e".join(bodies)))
+                f.write("%s\t%d\t%s\t%s%s\n" % (name, conns, path, "\x1e".join(bodies),
+                                                  "\t%.3f" % rates[name] if rates else ""))
         c0, t0 = cpu_seconds([v.pid]), thread_cpu(v.pid)
         out = subprocess.run([FLOOR, "mix", str(v.port), "1000", str(MIX_SECONDS), spec],
                              capture_output=True, text=True, timeout=MIX_SECONDS + 600).stdout
@@ -995,10 +1007,13 @@ def scenario_mix(v):
         for m in re.finditer(r"^mix (.*)$", out, re.M):
             r = dict(kv.split("=") for kv in m.group(1).split())
             res[r["kind"]] = dict((k, float(x)) for k, x in r.items() if k != "kind")
-        detail("  mix %s: %s (server CPU %.1f s)" % (tag, "; ".join(
-            "%s %d req p50 %.1f ms p99 %.1f ms err %d" % (k, r["requests"], r["p50_us"] / 1e3,
-                                                        r["p99_us"] / 1e3, r["errors"])
-            for k, r in res.items()), cpu))
+        detail("  mix %s: %s (server CPU %.1f s, load average %s)" % (tag, "; ".join(
+            "%s %d req p50 %.1f ms p99 %.1f ms err %d%s" % (
+                k, r["requests"], r["p50_us"] / 1e3, r["p99_us"] / 1e3, r["errors"],
+                " offered %.2f/s late %d" % (r["offered"], r["late"]) if "offered" in r else "")
+            for k, r in res.items()), cpu, "%.1f %.1f %.1f" % os.getloadavg()))
+        for r in res.values():
+            r["cpu"] = cpu
         for k, r in res.items():
             if r["errors"] or not r["requests"]:
                 raise RuntimeError("mix %s: kind %s had %d errors, %d requests"
@@ -1006,12 +1021,51 @@ def scenario_mix(v):
         return res
 
     solo = {}
-    for kind in kinds:
-        solo.update(run([kind], "solo-" + kind[0]))
+    if "closed" in MIX_VARIANTS or set(MIX_RATES) != set(k[0] for k in kinds):
+        for kind in kinds:
+            solo.update(run([kind], "solo-" + kind[0]))
+    if "closed" in MIX_VARIANTS:
+        scenario_mix_closed(kinds, solo, run)
+    if "open" in MIX_VARIANTS:
+        scenario_mix_open(kinds, solo, run)
+
+
+def scenario_mix_closed(kinds, solo, run):
     mixed = run(kinds, "all")
     for name, conns, _, _ in kinds:
         s, m = solo[name], mixed[name]
         add_result("12 mixed: %s p99 (%d conns)" % (name, conns), m["p99_us"] / 1000,
+                   s["p99_us"] / 1000, "ms", s["p99_us"] / m["p99_us"], 1 / 3.0,
+                   note="alone: p50 %.2f ms, %d req; mixed: p50 %.2f ms, %d req"
+                   % (s["p50_us"] / 1000, s["requests"], m["p50_us"] / 1000, m["requests"]))
+
+
+def scenario_mix_open(kinds, solo, run):
+    # The open-loop variant (12o): each kind's requests arrive at a fixed
+    # mean rate, the same alone and mixed, chosen so that all kinds together
+    # offer MIX_LOAD of what the server can do: each kind gets an equal
+    # part of it, at the rate the closed-loop run alone showed the kind
+    # can be answered (a kind with fewer connections than cores, the
+    # stream, is scaled up to all cores). A kind's latency is counted from
+    # the arrival's time, so a queue anywhere (a worker, a lane, the kernel,
+    # a busy connection) shows in its p99. At least 4 arrivals per run.
+    ncpu = os.cpu_count() or 1
+    rates = {}
+    for name, conns, _, _ in kinds:
+        if name in MIX_RATES:
+            rates[name] = MIX_RATES[name]
+            continue
+        capacity = solo[name]["requests"] / MIX_SECONDS * max(1.0, ncpu / conns)
+        rates[name] = max(MIX_LOAD / len(kinds) * capacity, 4.0 / MIX_SECONDS)
+    detail("  open-loop rates (req/s, %.0f%% load): %s" % (MIX_LOAD * 100, ", ".join(
+        "%s %.2f" % kv for kv in rates.items())))
+    osolo = {}
+    for kind in kinds:
+        osolo.update(run([kind], "open-solo-" + kind[0], rates))
+    omixed = run(kinds, "open-all", rates)
+    for name, conns, _, _ in kinds:
+        s, m = osolo[name], omixed[name]
+        add_result("12o open loop: %s p99 (%.1f/s)" % (name, rates[name]), m["p99_us"] / 1000,
                    s["p99_us"] / 1000, "ms", s["p99_us"] / m["p99_us"], 1 / 3.0,
                    note="alone: p50 %.2f ms, %d req; mixed: p50 %.2f ms, %d req"
                    % (s["p50_us"] / 1000, s["requests"], m["p50_us"] / 1000, m["requests"]))

@@ -53,12 +53,23 @@
  *       read) are kept after the warm-up. Prints per kind "mix kind=K
  *       requests=N errors=E p50_us=... p90_us=... p99_us=... max_us=...
  *       bytes=..." (a non-200 answer or a broken connection is an error).
+ *       An optional fifth field RATE (requests a second, > 0) makes that kind
+ *       OPEN-LOOP: its requests arrive at that mean rate whatever the server
+ *       answers (Poisson arrivals from a fixed seed per kind name, so the
+ *       kind sees the same schedule alone and mixed). A free one of its CONNS
+ *       connections sends each arrival at its time; a latency is measured
+ *       from the arrival's scheduled time, so waiting for a free connection
+ *       counts (no coordinated omission). Open-loop kinds also print
+ *       "offered=R late=L" (L: arrivals sent more than 1 ms after their
+ *       time because every connection was busy).
  */
 #include <arpa/inet.h>
 #include <duckdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -736,22 +747,91 @@ struct mix_kind {
     char *path;
     char *bodies[256];
     int nbodies;
+    /* open loop (rate > 0): the arrival schedule, offsets in us from the
+     * start, and the next arrival a connection takes */
+    double rate;
+    double *arrivals;
+    size_t narrivals;
+    _Atomic size_t next;
+    _Atomic long late;
 };
 
 struct mix_conn {
     pthread_t thread;
     struct mix_kind *kind;
     int port, index;
-    double t_measure, t_end;    /* now_us() values */
+    double t_start, t_measure, t_end; /* now_us() values */
     double *lat;                /* measured latencies (us) */
     size_t nlat, caplat;
     long errors;
     size_t bytes;
 };
 
+/* Records one answer's latency (us) when it counts. */
+static void mix_record(struct mix_conn *m, int st, double lat, size_t bytes)
+{
+    if (st != 200) {
+        m->errors++;
+        return;
+    }
+    if (m->nlat == m->caplat) {
+        m->caplat = m->caplat ? m->caplat * 2 : 1024;
+        m->lat = realloc(m->lat, m->caplat * sizeof *m->lat);
+        if (!m->lat)
+            die("mix", "out of memory");
+    }
+    m->lat[m->nlat++] = lat;
+    m->bytes += bytes;
+}
+
+static void sleep_until_us(double t)
+{
+    for (;;) {
+        double d = t - now_us();
+        if (d <= 0)
+            return;
+        struct timespec ts = {(time_t)(d / 1e6), (long)fmod(d, 1e6) * 1000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* An open-loop connection: takes the kind's next arrival, sends it at its
+ * time (or as soon as this connection is free, if later). */
+static void mix_open(struct mix_conn *m, double t_start)
+{
+    struct mix_kind *k = m->kind;
+    struct hconn hc = {.fd = -1};
+    bool up = false;
+    for (;;) {
+        size_t i = atomic_fetch_add(&k->next, 1);
+        if (i >= k->narrivals)
+            break;
+        double due = t_start + k->arrivals[i];
+        sleep_until_us(due);
+        if (now_us() > due + 1000)
+            atomic_fetch_add(&k->late, 1);
+        if (!up) {
+            h_close(&hc);
+            up = h_connect(&hc, m->port) == 0;
+        }
+        size_t bytes = 0;
+        int st = up ? h_post(&hc, k->path, k->bodies[i % (size_t)k->nbodies], &bytes) : -1;
+        double t1 = now_us();
+        if (st < 0)
+            up = false;
+        if (due >= m->t_measure)
+            mix_record(m, st, t1 - due, bytes);
+    }
+    h_close(&hc);
+}
+
 static void *mix_main(void *arg)
 {
     struct mix_conn *m = arg;
+    if (m->kind->rate > 0) {
+        mix_open(m, m->t_start);
+        return NULL;
+    }
     struct hconn hc = {.fd = -1};
     bool up = false;
     for (unsigned i = (unsigned)m->index * 7919u;; i++) {
@@ -775,21 +855,40 @@ static void *mix_main(void *arg)
             up = false;
         if (t0 < m->t_measure)
             continue;
-        if (st != 200) {
-            m->errors++;
-            continue;
-        }
-        if (m->nlat == m->caplat) {
-            m->caplat = m->caplat ? m->caplat * 2 : 1024;
-            m->lat = realloc(m->lat, m->caplat * sizeof *m->lat);
-            if (!m->lat)
-                die("mix", "out of memory");
-        }
-        m->lat[m->nlat++] = t1 - t0;
-        m->bytes += bytes;
+        mix_record(m, st, t1 - t0, bytes);
     }
     h_close(&hc);
     return NULL;
+}
+
+/* The kind's Poisson arrivals over `span_us`, from a seed that is its name:
+ * the same schedule whenever the kind runs. */
+static void mix_schedule(struct mix_kind *k, double span_us)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (const char *p = k->name; *p; p++)
+        x = (x ^ (unsigned char)*p) * 0x100000001b3ull;
+    size_t cap = (size_t)(k->rate * span_us / 1e6 * 1.5) + 16;
+    k->arrivals = malloc(cap * sizeof *k->arrivals);
+    if (!k->arrivals)
+        die("mix", "out of memory");
+    double t = 0;
+    for (;;) {
+        x ^= x << 13; /* xorshift64 */
+        x ^= x >> 7;
+        x ^= x << 17;
+        double u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
+        t += -log(u) / k->rate * 1e6;
+        if (t >= span_us)
+            break;
+        if (k->narrivals == cap) {
+            cap *= 2;
+            k->arrivals = realloc(k->arrivals, cap * sizeof *k->arrivals);
+            if (!k->arrivals)
+                die("mix", "out of memory");
+        }
+        k->arrivals[k->narrivals++] = t;
+    }
 }
 
 static int cmd_mix(int port, long warmup_ms, double seconds, const char *specfile)
@@ -806,6 +905,7 @@ static int cmd_mix(int port, long warmup_ms, double seconds, const char *specfil
         char *save;
         char *name = strtok_r(line, "\t", &save), *conns = strtok_r(NULL, "\t", &save);
         char *path = strtok_r(NULL, "\t", &save), *bodies = strtok_r(NULL, "\t", &save);
+        char *rate = strtok_r(NULL, "\t", &save);
         if (!name || !conns || !path || !bodies)
             continue;
         struct mix_kind *k = &kinds[nk++];
@@ -819,6 +919,8 @@ static int cmd_mix(int port, long warmup_ms, double seconds, const char *specfil
             k->bodies[k->nbodies++] = strdup(b);
         if (k->conns < 1 || k->nbodies < 1)
             die("mix", "a kind needs connections and bodies");
+        if (rate && (k->rate = atof(rate)) > 0)
+            mix_schedule(k, (double)warmup_ms * 1e3 + seconds * 1e6);
         total += k->conns;
     }
     free(line);
@@ -831,6 +933,7 @@ static int cmd_mix(int port, long warmup_ms, double seconds, const char *specfil
             mc[n].kind = &kinds[k];
             mc[n].port = port;
             mc[n].index = n;
+            mc[n].t_start = t0;
             mc[n].t_measure = t0 + (double)warmup_ms * 1e3;
             mc[n].t_end = mc[n].t_measure + seconds * 1e6;
             if (pthread_create(&mc[n].thread, NULL, mix_main, &mc[n]) != 0)
@@ -857,9 +960,13 @@ static int cmd_mix(int port, long warmup_ms, double seconds, const char *specfil
         double p50 = cnt ? all[cnt / 2] : 0, p90 = cnt ? all[cnt * 9 / 10] : 0;
         double p99 = cnt ? all[cnt * 99 / 100] : 0, mx = cnt ? all[cnt - 1] : 0;
         printf("mix kind=%s requests=%zu errors=%ld p50_us=%.0f p90_us=%.0f p99_us=%.0f "
-               "max_us=%.0f bytes=%zu\n",
+               "max_us=%.0f bytes=%zu",
                kinds[k].name, cnt, errors, p50, p90, p99, mx, bytes);
+        if (kinds[k].rate > 0)
+            printf(" offered=%g late=%ld", kinds[k].rate, atomic_load(&kinds[k].late));
+        printf("\n");
         free(all);
+        free(kinds[k].arrivals);
     }
     for (int i = 0; i < n; i++)
         free(mc[i].lat);

@@ -29,7 +29,10 @@
  * (README.md, "Performance", scenario 12). A LONG job still queued at its
  * deadline is taken by any idle short-lane worker (it only answers 504).
  * Overflow workers (LONG_WAIT_MS, BUSY_MS in engine.c) count the short
- * lane's workers for short jobs and the long lane as the LONG cap.
+ * lane's workers for short jobs and the long lane as the LONG cap; one
+ * starts for a waiting LONG job only while no SHORT job waits, and they
+ * take SHORT jobs first (a queue of slow long jobs must not take the cores
+ * from the short ones beside it).
  * Within a class, jobs are fairly queued by flow (eng_job.flow): a cheap
  * kind of request (a page) is not held behind as many turns of a dearer one
  * (a count over a range) as it has connections.
@@ -215,6 +218,19 @@ const char *eng_error_excerpt(const char *duckdb_message, const char *own, int o
  * (eng_error_text). */
 enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
                      struct vt_error *err);
+
+/* Asks the kernel for a scheduling slice of `us` microseconds for the
+ * calling thread (sched_setattr's sched_runtime for a SCHED_OTHER or
+ * SCHED_BATCH thread; Linux 6.12+ EEVDF uses it, between 100 us and 100 ms:
+ * a thread with a shorter slice gets an earlier deadline, so it runs sooner
+ * after it wakes and may preempt a thread running a longer slice, without a
+ * larger share of the CPU). Policy and nice stay as they are. False when
+ * the kernel refuses it or does not keep it (before 6.12; a real-time or
+ * idle policy): the thread keeps the default then.
+ * eng_thread_slice_get: the slice this thread got from eng_thread_slice
+ * (us), 0 when none. */
+bool eng_thread_slice(int64_t us);
+int64_t eng_thread_slice_get(void);
 
 /* The number of CPUs available to this process. */
 int eng_cpu_count(void);

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "testlib.h"
@@ -80,6 +83,71 @@ static bool wait_for(atomic_int *flag)
 }
 
 static duckdb_database db;
+
+/* Whether the running kernel keeps a SCHED_OTHER thread's own slice
+ * (Linux 6.12 and later). */
+static bool kernel_has_slices(void)
+{
+    struct utsname u;
+    int major = 0, minor = 0;
+    if (uname(&u) != 0)
+        return false;
+    const char *p = u.release;
+    while (*p >= '0' && *p <= '9')
+        major = major * 10 + (*p++ - '0');
+    if (*p++ != '.')
+        return false;
+    while (*p >= '0' && *p <= '9')
+        minor = minor * 10 + (*p++ - '0');
+    return major > 6 || (major == 6 && minor >= 12);
+}
+
+struct slice_probe {
+    bool ok;
+    int64_t got_us;
+    uint64_t kernel_ns;
+};
+
+/* sched_getattr's first 48 bytes (no glibc wrapper). */
+struct sched_attr48 {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+};
+
+static void *slice_thread(void *arg)
+{
+    struct slice_probe *p = arg;
+    p->ok = eng_thread_slice(300);
+    p->got_us = eng_thread_slice_get();
+    struct sched_attr48 a = {0};
+    if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0) == 0)
+        p->kernel_ns = a.runtime;
+    return NULL;
+}
+
+/* A thread asks for a short scheduling slice (the HTTP loops do, so a
+ * loop answering an inline lookup runs soon after it wakes beside CPU-bound
+ * workers): on a kernel that keeps one, the kernel reports it. */
+TEST(a_thread_gets_the_scheduling_slice_it_asks_for)
+{
+    struct slice_probe p = {0};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, slice_thread, &p) == 0);
+    pthread_join(t, NULL);
+    if (kernel_has_slices()) {
+        CHECK(p.ok);
+        CHECK_EQ_INT(p.got_us, 300);
+        CHECK_EQ_INT((long long)p.kernel_ns, 300000);
+    } else {
+        CHECK(!p.ok);
+        CHECK_EQ_INT(p.got_us, 0);
+    }
+    /* This thread asked for nothing. */
+    CHECK_EQ_INT(eng_thread_slice_get(), 0);
+}
 
 TEST(long_jobs_leave_a_worker_for_short_ones)
 {
@@ -249,6 +317,75 @@ TEST(lanes_keep_short_jobs_apart)
     CHECK(wait_for(&st.finished));
     CHECK(wait_for(&s1.finished));
     CHECK(wait_for(&s2.finished));
+    eng_pool_destroy(pool);
+}
+
+/* Overflow workers (engine.c: a job that waited while every worker it may
+ * use is held by a job running 250 ms or more) serve short jobs first, and
+ * none starts for a long job while short ones wait: before, the first
+ * overflow worker took the queued long job, and on a loaded machine (every
+ * group by past 250 ms) up to four of them ran group bys beside the long
+ * lane while pages and counts queued. */
+TEST(overflow_workers_serve_short_jobs_before_long_ones)
+{
+    struct vt_error err = {0};
+    struct eng_lanes lanes = {.threads = 1, .long_threads = 1};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    gate_set(false);
+    enum { NS = 6 };
+    struct tjob l0, l1, s0, s[NS];
+    tjob_init(&l0, ENG_JOB_LONG, true);
+    tjob_init(&s0, ENG_JOB_SHORT, true);
+    CHECK(eng_pool_submit(pool, &l0.job));
+    CHECK(eng_pool_submit(pool, &s0.job));
+    CHECK(wait_for(&l0.started));
+    CHECK(wait_for(&s0.started));
+    /* Both lanes held; a long job queued first, then short ones. */
+    tjob_init(&l1, ENG_JOB_LONG, true);
+    CHECK(eng_pool_submit(pool, &l1.job));
+    for (int i = 0; i < NS; i++) {
+        tjob_init(&s[i], ENG_JOB_SHORT, true);
+        CHECK(eng_pool_submit(pool, &s[i].job));
+    }
+    /* Four overflow workers (max(n, 4)) start, one after the other, and
+     * each takes a short job, in their fair order. */
+    for (int i = 0; i < 4; i++)
+        CHECK(wait_for(&s[i].started));
+    CHECK_EQ_INT(atomic_load(&l1.started), 0);
+    gate_set(true);
+    CHECK(wait_for(&l1.finished));
+    for (int i = 0; i < NS; i++)
+        CHECK(wait_for(&s[i].finished));
+    CHECK(wait_for(&l0.finished));
+    CHECK(wait_for(&s0.finished));
+    eng_pool_destroy(pool);
+}
+
+/* With no short job waiting, a long job held behind a long lane busy for
+ * 250 ms or more still gets an overflow worker (a /sql SELECT 1 is not held
+ * by a statement DuckDB does not interrupt). */
+TEST(a_long_job_gets_an_overflow_worker_when_no_short_job_waits)
+{
+    struct vt_error err = {0};
+    struct eng_lanes lanes = {.threads = 1, .long_threads = 1};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    gate_set(false);
+    struct tjob l0, l1;
+    tjob_init(&l0, ENG_JOB_LONG, true);
+    CHECK(eng_pool_submit(pool, &l0.job));
+    CHECK(wait_for(&l0.started));
+    tjob_init(&l1, ENG_JOB_LONG, false);
+    CHECK(eng_pool_submit(pool, &l1.job));
+    CHECK(wait_for(&l1.finished)); /* while l0 still holds the long lane */
+    CHECK_EQ_INT(atomic_load(&l0.finished), 0);
+    gate_set(true);
+    CHECK(wait_for(&l0.finished));
     eng_pool_destroy(pool);
 }
 
@@ -432,6 +569,9 @@ int main(void)
         TEST_CASE(lanes_keep_short_jobs_apart),
         TEST_CASE(lanes_answer_a_long_job_at_its_deadline),
         TEST_CASE(flows_share_the_workers_time),
+        TEST_CASE(overflow_workers_serve_short_jobs_before_long_ones),
+        TEST_CASE(a_long_job_gets_an_overflow_worker_when_no_short_job_waits),
+        TEST_CASE(a_thread_gets_the_scheduling_slice_it_asks_for),
         TEST_CASE(excerpt_of_the_clients_own_line_is_kept),
         TEST_CASE(excerpt_renumbered_keeps_its_caret),
         TEST_CASE(generated_sql_is_never_quoted),
