@@ -133,14 +133,17 @@ def shared_state_ok(moto, where):
 
 
 class LoadRunner:
-    def __init__(self, reader, pgport):
+    """Client threads against the reader; `kinds` names one thread each
+    (http, pg, mcp)."""
+
+    def __init__(self, reader, pgport, kinds=("http", "http", "pg", "mcp")):
         self.reader, self.pgport = reader, pgport
         self.stop = threading.Event()
         self.counts = {"http": 0, "pgwire": 0, "mcp": 0}
         self.failures = []
         self.lock = threading.Lock()
         self.threads = [threading.Thread(target=f, daemon=True)
-                        for f in (self.http, self.http, self.pg, self.mcp)]
+                        for f in (getattr(self, k) for k in kinds)]
         for t in self.threads:
             t.start()
 
