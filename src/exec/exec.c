@@ -714,6 +714,30 @@ static void quote_own_sql(const struct exec_plan *plan, struct vt_error *err)
     memcpy(err->msg, text, sizeof text);
 }
 
+/* The request without the predicates the lazy plan decided for every file it
+ * reads (source.h, pred_decided): the same rows, no test per row. The request
+ * itself when there are none; NULL when out of memory. */
+static const struct query_request *without_decided(const struct exec_plan *plan,
+                                                   const struct source_lazy_plan *lp)
+{
+    const struct query_request *req = plan->query;
+    if (!lp->n_pred_decided)
+        return req;
+    struct query_request *q = arena_alloc(plan->arena, sizeof *q);
+    struct query_pred *preds = arena_alloc(plan->arena, (req->npreds ? req->npreds : 1) *
+                                                            sizeof *preds);
+    if (!q || !preds)
+        return NULL;
+    *q = *req;
+    size_t n = 0;
+    for (size_t i = 0; i < req->npreds; i++)
+        if (!lp->pred_decided[i])
+            preds[n++] = req->preds[i];
+    q->preds = preds;
+    q->npreds = n;
+    return q;
+}
+
 void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_connection con)
 {
     struct vt_error err = {0};
@@ -746,6 +770,7 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
         }
     } else {
         const char *relation = plan->gen->relation;
+        const struct query_request *query = plan->query;
         if (plan->gen->lazy) {
             /* Only the files the predicates can match; a count the footers
              * answer needs no DuckDB at all. */
@@ -777,8 +802,11 @@ void exec_run(const struct exec_plan *plan, struct exec_sink *sink, duckdb_conne
             }
             if (lp.relation)
                 relation = lp.relation;
+            query = without_decided(plan, &lp);
         }
-        if (query_build_sql(plan->query, relation, plan->arena, &qp, &err) != VT_ERR_OK) {
+        if (!query || query_build_sql(query, relation, plan->arena, &qp, &err) != VT_ERR_OK) {
+            if (!query)
+                vt_error_set(&err, VT_ERR_OUT_OF_MEMORY, NULL);
             sink->ops->fail(sink, &err);
             source_lazy_read_release(holds);
             return;

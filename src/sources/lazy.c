@@ -637,6 +637,21 @@ static int lazy_column(const struct source_lazy *lz, const struct query_request 
 
 /* The verdict of every predicate together on one file (rg = SIZE_MAX: the
  * file's row groups taken together) or one row group. */
+/* What a predicate on partition k decides for a whole file: its one value
+ * (or NULL) is every row's. */
+static enum lazy_verdict part_verdict(const struct source_lazy *lz, const struct query_pred *p,
+                                      int k, size_t file, size_t rg)
+{
+    const struct lfile *f = &lz->files[file];
+    const struct lazy_val *val = &lz->part_vals[file * lz->n_partitions + (size_t)k];
+    bool null = !f->pvals || !f->pvals[k];
+    if (!null && !val->kind)
+        return LAZY_SOME; /* a value we cannot compare */
+    int64_t rows = rg == SIZE_MAX ? f->rows : lz->rg_rows[f->rg0 + rg];
+    struct lazy_bounds b = {val, val, null ? rows : 0, rows};
+    return lazy_pred_verdict(lz->part_class[k], p, &b);
+}
+
 static enum lazy_verdict verdict(const struct source_lazy *lz, const struct query_request *req,
                             const int *pcol, size_t file, size_t rg)
 {
@@ -652,15 +667,7 @@ static enum lazy_verdict verdict(const struct source_lazy *lz, const struct quer
         enum lazy_verdict v;
         int k = lz->col_partition[c];
         if (k >= 0) {
-            const struct lazy_val *val = &lz->part_vals[file * lz->n_partitions + (size_t)k];
-            bool null = !f->pvals || !f->pvals[k];
-            if (!null && !val->kind) {
-                v = LAZY_SOME; /* a value we cannot compare */
-            } else {
-                int64_t rows = rg == SIZE_MAX ? f->rows : lz->rg_rows[f->rg0 + rg];
-                struct lazy_bounds b = {val, val, null ? rows : 0, rows};
-                v = lazy_pred_verdict(lz->part_class[k], p, &b);
-            }
+            v = part_verdict(lz, p, k, file, rg);
         } else if (rg != SIZE_MAX) {
             const struct lstat *s = &lz->stats[(f->rg0 + rg) * lz->n_cols + (size_t)c];
             struct lazy_bounds b = {&s->min, &s->max, s->nulls, lz->rg_rows[f->rg0 + rg]};
@@ -890,6 +897,26 @@ enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_re
         n++;
     }
     out->files_read = n;
+    /* A predicate on a partition column that every file read matches as a
+     * whole needs no test per row (a date range over whole days): the
+     * caller leaves it out of the statement. */
+    for (size_t i = 0; i < req->npreds && n > 0; i++) {
+        int c = pcol[i];
+        int k = c >= 0 ? lz->col_partition[c] : -1;
+        bool all = k >= 0;
+        for (size_t j = 0; j < n && all; j++)
+            all = part_verdict(lz, &req->preds[i], k, chosen[j], SIZE_MAX) == LAZY_ALL;
+        if (all) {
+            if (!out->pred_decided) {
+                out->pred_decided = arena_calloc(arena, req->npreds);
+                if (!out->pred_decided)
+                    return vt_error_set(err, VT_ERR_OUT_OF_MEMORY,
+                                        "query request too large for memory");
+            }
+            out->pred_decided[i] = true;
+            out->n_pred_decided++;
+        }
+    }
     if (req->mode == QUERY_COUNT && all_known) {
         out->count_known = true;
         out->count = known;

@@ -7,14 +7,27 @@
  *
  *   SELECT CAST(d."id" AS BIGINT) AS "id",            -- a file column (converted)
  *          CAST(NULL AS VARCHAR) AS "added_later",     -- a column in no file
- *          CAST(p."__vt_p0" AS DATE) AS "day"          -- partition value of the row's file
- *   FROM read_parquet(['/t/a.parquet', ...], union_by_name = true,
- *                     hive_partitioning = false, filename = '__vt_file') AS d
- *   JOIN (VALUES ('/t/a.parquet', '2024-01-01'), ...) AS p("__vt_file", "__vt_p0")
- *     ON d."__vt_file" = p."__vt_file"
+ *          CAST("__vt_p0" AS DATE) AS "day"            -- partition value of the row's file
+ *   FROM (SELECT *, CAST(['2024-01-01', ...] AS VARCHAR[])
+ *                       [CAST(file_index AS BIGINT) + 1] AS "__vt_p0"
+ *         FROM read_parquet(['/t/a.parquet', ...], union_by_name = true,
+ *                           hive_partitioning = false)) AS d
  *
- * (When every file has the same partition values, as a pruned set of one
- * partition does, the join is a one-row CROSS JOIN instead.)
+ * The partition value is picked from a list by DuckDB's file_index virtual
+ * column (the position of the row's file in the list given; DuckDB keeps the
+ * order): no join. A join of every row with a VALUES table on the file's
+ * name measured 13.5 ms a query against 11 ms for this form (group by over
+ * two files of 100,000 rows, vt-sql, CPU time). When every file has the same
+ * partition values, as a pruned set of one partition does, the values are a
+ * one-row CROSS JOIN (relation "p"); with deletion vectors that differ per
+ * file, the VALUES join above carries each file's vector too:
+ *
+ *   ... FROM read_parquet([...], filename = '__vt_file', file_row_number = true) AS d
+ *   JOIN (VALUES ('/t/a.parquet', '2024-01-01', 17), ...) AS p("__vt_file", "__vt_p0", "__vt_dv")
+ *     ON d."__vt_file" = p."__vt_file" AND NOT vt_dv_deleted(p."__vt_dv", d.file_row_number)
+ *
+ * Partition values are named "__vt_pN" unqualified in the select list, so
+ * whichever relation carries them answers.
  *
  * union_by_name makes files written before a column was added yield NULL for
  * it; hive_partitioning is off because partition values come from the
@@ -372,7 +385,7 @@ static void add_column_expr(struct strbuf *out, const struct source_scan_column 
     struct strbuf ref;
     sb_init(&ref, 0);
     if (col->partition >= 0) {
-        sb_addf(&ref, "p.\"__vt_p%d\"", col->partition);
+        sb_addf(&ref, "\"__vt_p%d\"", col->partition);
     } else if (col->file) {
         sb_adds(&ref, "d.");
         sb_add_sql_ident(&ref, col->file->name);
@@ -404,15 +417,40 @@ static void add_select_list(const struct source_scan *scan, struct strbuf *out)
         sb_adds(out, "NULL AS \"__vt_empty\"");
 }
 
+/* A partition value: a SQL string, or NULL. */
+static void add_value(struct strbuf *out, const char *v)
+{
+    if (v)
+        sb_add_sql_string(out, v);
+    else
+        sb_adds(out, "NULL");
+}
+
+/* Each file's value of partition k picked by the row's file_index. */
+static void add_partition_pick(struct strbuf *out, const struct source_scan_files *f, size_t k)
+{
+    sb_adds(out, ", CAST([");
+    for (size_t i = 0; i < f->n; i++) {
+        if (i)
+            sb_adds(out, ", ");
+        add_value(out, f->pvals[i * f->n_partitions + k]);
+    }
+    sb_addf(out, "] AS VARCHAR[])[CAST(file_index AS BIGINT) + 1] AS \"__vt_p%zu\"", k);
+}
+
 /* The files as relation "d": read_parquet over them, with the carrier's
  * columns added by name and, when one vector covers them all, its deleted
- * rows filtered out. */
+ * rows filtered out; with `picks`, each row's partition values too. */
 static void add_files(struct strbuf *out, const struct source_scan_files *f, bool by_file,
-                      bool row_numbers, uint64_t one_dv)
+                      bool row_numbers, uint64_t one_dv, bool picks)
 {
-    bool wrap = f->carrier || one_dv;
+    bool wrap = f->carrier || one_dv || picks;
     if (wrap)
-        sb_adds(out, "(SELECT * FROM ");
+        sb_adds(out, "(SELECT *");
+    for (size_t k = 0; picks && k < f->n_partitions; k++)
+        add_partition_pick(out, f, k);
+    if (wrap)
+        sb_adds(out, " FROM ");
     add_read_parquet(out, f->paths, f->n, by_file ? FILE_COL : NULL, row_numbers);
     if (one_dv)
         sb_addf(out, " WHERE NOT " SOURCE_DV_FUNCTION "(%llu, file_row_number)",
@@ -445,17 +483,13 @@ int source_scan_add_from(struct strbuf *out, const struct source_scan_files *f)
             same = false;
     }
     if (same) {
-        add_files(out, f, false, any_dv, any_dv ? f->dvs[0] : 0);
+        add_files(out, f, false, any_dv, any_dv ? f->dvs[0] : 0, false);
         if (np) {
             sb_adds(out, " CROSS JOIN (VALUES (");
             for (size_t k = 0; k < np; k++) {
-                const char *v = f->pvals[k];
                 if (k)
                     sb_adds(out, ", ");
-                if (v)
-                    sb_add_sql_string(out, v);
-                else
-                    sb_adds(out, "NULL");
+                add_value(out, f->pvals[k]);
             }
             sb_adds(out, ")) AS p(");
             for (size_t k = 0; k < np; k++)
@@ -464,7 +498,11 @@ int source_scan_add_from(struct strbuf *out, const struct source_scan_files *f)
         }
         return out->overflow ? -1 : 0;
     }
-    add_files(out, f, true, any_dv, 0);
+    if (!any_dv) {
+        add_files(out, f, false, false, 0, true);
+        return out->overflow ? -1 : 0;
+    }
+    add_files(out, f, true, any_dv, 0, false);
     sb_adds(out, " JOIN (VALUES ");
     for (size_t i = 0; i < n; i++) {
         if (i)
@@ -472,12 +510,8 @@ int source_scan_add_from(struct strbuf *out, const struct source_scan_files *f)
         sb_addc(out, '(');
         sb_add_sql_string(out, f->paths[i]);
         for (size_t k = 0; k < np; k++) {
-            const char *v = f->pvals[i * np + k];
             sb_adds(out, ", ");
-            if (v)
-                sb_add_sql_string(out, v);
-            else
-                sb_adds(out, "NULL");
+            add_value(out, f->pvals[i * np + k]);
         }
         if (any_dv)
             sb_addf(out, ", %llu", (unsigned long long)f->dvs[i]);

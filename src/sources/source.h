@@ -194,6 +194,11 @@ struct source_lazy_plan {
     int64_t count;
     size_t files, files_read;   /* in the generation / left after pruning */
     size_t row_groups, row_groups_read;
+    /* Per predicate of the request (in `arena`; NULL when none): true when
+     * it is on a partition column and every file read matches it as a whole,
+     * so the statement over `relation` need not test it row by row. */
+    bool *pred_decided;
+    size_t n_pred_decided;
 };
 enum vt_err source_lazy_plan(const struct source_lazy *lz, const struct query_request *req,
                              struct arena *arena, int64_t deadline_ms, const atomic_bool *cancel,

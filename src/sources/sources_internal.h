@@ -266,8 +266,9 @@ struct source_scan {
     const uint64_t *dvs;        /* per file: its deletion vector (dvset.c), 0 none; or NULL */
 };
 
-/* The files a statement reads, as relation "d" (with "p" for their
- * partition values). */
+/* The files a statement reads, as relation "d"; their partition values are
+ * columns "__vt_pN" of "d" (picked by file_index) or of a relation "p" (one
+ * row for all, or joined by file name with per-file deletion vectors). */
 struct source_scan_files {
     const char *const *paths;
     size_t n;
@@ -288,8 +289,9 @@ enum vt_err source_scan_sql(const struct source_scan *scan, char **out, struct v
  * generation keeps it and writes the FROM for each query's files. */
 enum vt_err source_scan_select_list(const struct source_scan *scan, char **out,
                                     struct vt_error *err);
-/* The FROM item over these files with their partition values (the join, or a
- * one-row cross join when they all share them) and without the rows their
+/* The FROM item over these files with their partition values (picked by
+ * file_index, a one-row cross join when they all share them, or the join by
+ * file name when deletion vectors differ per file) and without the rows their
  * deletion vectors remove (NOT vt_dv_deleted(vector, file_row_number)). */
 int source_scan_add_from(struct strbuf *out, const struct source_scan_files *f);
 /* read_parquet([paths...], union_by_name = true, hive_partitioning = false[,

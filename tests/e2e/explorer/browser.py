@@ -19,7 +19,7 @@ def drive(scenario, **args):
         "tests/e2e/node_modules/playwright-core is missing: npm ci in tests/e2e"
     args.setdefault("shots", str(SHOTS))
     r = subprocess.run([node, str(DRIVER), scenario, json.dumps(args)], capture_output=True,
-                       text=True, timeout=240, cwd=DRIVER.parent)
+                       text=True, timeout=600, cwd=DRIVER.parent)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert not out.get("failure"), out["failure"] + "\n" + json.dumps(out["console"])
