@@ -108,6 +108,9 @@ def test_pgjdbc_metadata_metabase_and_dbeaver(srv):
     assert 'OK set-returning json/string functions rows=3 [v] {a} {2} {null} ' \
         'rows=2 [value] {1} {{"k":2}} rows=2 [s] {x} {y}' in joined, joined
     assert "OK SELECT NULL type ?column?:text/12 n:text/12 i:int4/4 null" in joined, joined
+    # JSON is json (OID 114): pgJDBC gives a PGobject of type json
+    assert 'OK json types o:json/1111 l:json/1111 t:text/12 n:int4/4 PGobject {"a":7} [1, 2] v 3' \
+        in joined, joined
     # Metabase's own connection settings and its batched read
     assert "OK setReadOnly true" in joined and "OK autocommit off + fetch size rows=5000" in joined
 

@@ -329,6 +329,26 @@ public class JdbcCheck {
                 return b.append(rs.getString(1)).toString();
             }
         });
+        check(c, "json types", x -> {
+            try (PreparedStatement ps = c.prepareStatement(
+                     "SELECT jsonb_build_object('a', ?::int) AS o, '[1, 2]'::jsonb AS l, "
+                     + "jsonb_extract_path_text('{\"k\": \"v\"}', 'k') AS t, "
+                     + "jsonb_array_length('[1, 2, 3]') AS n")) {
+                ps.setInt(1, 7);
+                try (ResultSet rs = ps.executeQuery()) {
+                    ResultSetMetaData md = rs.getMetaData();
+                    StringBuilder b = new StringBuilder();
+                    for (int i = 1; i <= md.getColumnCount(); i++)
+                        b.append(md.getColumnLabel(i)).append(':').append(md.getColumnTypeName(i))
+                            .append('/').append(md.getColumnType(i)).append(' ');
+                    rs.next();
+                    Object o = rs.getObject(1);
+                    return b.append(o.getClass().getSimpleName()).append(' ')
+                        .append(rs.getString(1)).append(' ').append(rs.getString(2)).append(' ')
+                        .append(rs.getString(3)).append(' ').append(rs.getInt(4)).toString();
+                }
+            }
+        });
         check(c, "~* error names no internal function", x -> {
             String r = query(c, "SELECT count(*) FROM trips WHERE payment ~* 'CA'");
             expect(r.contains("{5000}"), r);
