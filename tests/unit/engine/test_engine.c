@@ -10,13 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
 #include "testlib.h"
+#include "testsched.h"
 #include "util/timeutil.h"
 
 struct tjob {
@@ -84,37 +83,10 @@ static bool wait_for(atomic_int *flag)
 
 static duckdb_database db;
 
-/* Whether the running kernel keeps a SCHED_OTHER thread's own slice
- * (Linux 6.12 and later). */
-static bool kernel_has_slices(void)
-{
-    struct utsname u;
-    int major = 0, minor = 0;
-    if (uname(&u) != 0)
-        return false;
-    const char *p = u.release;
-    while (*p >= '0' && *p <= '9')
-        major = major * 10 + (*p++ - '0');
-    if (*p++ != '.')
-        return false;
-    while (*p >= '0' && *p <= '9')
-        minor = minor * 10 + (*p++ - '0');
-    return major > 6 || (major == 6 && minor >= 12);
-}
-
 struct slice_probe {
     bool ok;
     int64_t got_us;
     uint64_t kernel_ns;
-};
-
-/* sched_getattr's first 48 bytes (no glibc wrapper). */
-struct sched_attr48 {
-    uint32_t size, policy;
-    uint64_t flags;
-    int32_t nice;
-    uint32_t priority;
-    uint64_t runtime, deadline, period;
 };
 
 static void *slice_thread(void *arg)
@@ -122,9 +94,7 @@ static void *slice_thread(void *arg)
     struct slice_probe *p = arg;
     p->ok = eng_thread_slice(300);
     p->got_us = eng_thread_slice_get();
-    struct sched_attr48 a = {0};
-    if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0) == 0)
-        p->kernel_ns = a.runtime;
+    p->kernel_ns = tl_thread_slice_ns(0);
     return NULL;
 }
 
@@ -137,7 +107,7 @@ TEST(a_thread_gets_the_scheduling_slice_it_asks_for)
     pthread_t t;
     CHECK(pthread_create(&t, NULL, slice_thread, &p) == 0);
     pthread_join(t, NULL);
-    if (kernel_has_slices()) {
+    if (tl_kernel_has_slices()) {
         CHECK(p.ok);
         CHECK_EQ_INT(p.got_us, 300);
         CHECK_EQ_INT((long long)p.kernel_ns, 300000);

@@ -10,38 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "config/config.h"
 #include "http/server.h"
 #include "testlib.h"
-
-struct sched_attr48 {
-    uint32_t size, policy;
-    uint64_t flags;
-    int32_t nice;
-    uint32_t priority;
-    uint64_t runtime, deadline, period;
-};
-
-static bool kernel_has_slices(void)
-{
-    struct utsname u;
-    int major = 0, minor = 0;
-    if (uname(&u) != 0)
-        return false;
-    const char *p = u.release;
-    while (*p >= '0' && *p <= '9')
-        major = major * 10 + (*p++ - '0');
-    if (*p++ != '.')
-        return false;
-    while (*p >= '0' && *p <= '9')
-        minor = minor * 10 + (*p++ - '0');
-    return major > 6 || (major == 6 && minor >= 12);
-}
+#include "testsched.h"
 
 /* The slices (ns) of this process's threads named http-loop: how many
  * there are, and how many have `want`. */
@@ -66,9 +41,7 @@ static void loop_slices(uint64_t want, int *loops, int *with)
         if (strcmp(comm, "http-loop\n") != 0)
             continue;
         (*loops)++;
-        struct sched_attr48 a = {0};
-        if (syscall(SYS_sched_getattr, atoi(e->d_name), &a, (unsigned)sizeof a, 0) == 0 &&
-            a.runtime == want)
+        if (tl_thread_slice_ns(atoi(e->d_name)) == want)
             (*with)++;
     }
     closedir(d);
@@ -86,9 +59,9 @@ TEST(every_http_loop_runs_with_a_short_slice)
     if (!srv)
         return;
     int loops = 0, with = 0;
-    bool want = kernel_has_slices();
-    /* The loops set it when they start: poll up to 5 s for that. */
-    for (int i = 0; i < 1000; i++) {
+    bool want = tl_kernel_has_slices();
+    /* The loops set it when they start: poll up to 20 s for that. */
+    for (int i = 0; i < 4000; i++) {
         loop_slices(100000, &loops, &with);
         if (loops > 0 && (!want || with == loops))
             break;
