@@ -98,11 +98,13 @@ def test_every_corpus_table_resident_lazy_local_s3(vt, moto, tmp_path):
             published += 1
             schema = srv.get(f"/api/v1/datasets/{n}/schema").json()
             served = [(c["name"], c["type"]) for c in schema["columns"]]
-            r = srv.get(f"/api/v1/datasets/{n}/parquet")
+            # the first request builds the export (from S3 for the s3 mode):
+            # minutes on a loaded machine under ASan, not the default 30 s
+            r = srv.get(f"/api/v1/datasets/{n}/parquet", timeout=300)
             assert r.status_code == 200, (t, m, r.text)
             export = tmp_path / f"{n}.parquet"
             export.write_bytes(r.content)
-            c = srv.post(f"/api/v1/datasets/{n}/count", {}).json()
+            c = srv.post(f"/api/v1/datasets/{n}/count", {}, timeout=300).json()
             exports.append((m, export, served, c["count"]))
         if not exports:
             continue
