@@ -17,6 +17,15 @@ public class JdbcCheck {
         String run(Connection c) throws Exception;
     }
 
+    /* "label:typename/sqltype " per column, as the checks print them. */
+    static StringBuilder columnTypes(ResultSetMetaData md) throws SQLException {
+        StringBuilder b = new StringBuilder();
+        for (int i = 1; i <= md.getColumnCount(); i++)
+            b.append(md.getColumnLabel(i)).append(':').append(md.getColumnTypeName(i))
+                .append('/').append(md.getColumnType(i)).append(' ');
+        return b;
+    }
+
     static final List<String> lines = new ArrayList<>();
 
     static void check(Connection c, String name, Check body) {
@@ -320,11 +329,7 @@ public class JdbcCheck {
         check(c, "SELECT NULL type", x -> {
             try (Statement st = c.createStatement();
                  ResultSet rs = st.executeQuery("SELECT NULL, NULL AS n, NULL::int AS i")) {
-                ResultSetMetaData md = rs.getMetaData();
-                StringBuilder b = new StringBuilder();
-                for (int i = 1; i <= md.getColumnCount(); i++)
-                    b.append(md.getColumnLabel(i)).append(':').append(md.getColumnTypeName(i))
-                        .append('/').append(md.getColumnType(i)).append(' ');
+                StringBuilder b = columnTypes(rs.getMetaData());
                 rs.next();
                 return b.append(rs.getString(1)).toString();
             }
@@ -336,11 +341,7 @@ public class JdbcCheck {
                      + "jsonb_array_length('[1, 2, 3]') AS n")) {
                 ps.setInt(1, 7);
                 try (ResultSet rs = ps.executeQuery()) {
-                    ResultSetMetaData md = rs.getMetaData();
-                    StringBuilder b = new StringBuilder();
-                    for (int i = 1; i <= md.getColumnCount(); i++)
-                        b.append(md.getColumnLabel(i)).append(':').append(md.getColumnTypeName(i))
-                            .append('/').append(md.getColumnType(i)).append(' ');
+                    StringBuilder b = columnTypes(rs.getMetaData());
                     rs.next();
                     Object o = rs.getObject(1);
                     return b.append(o.getClass().getSimpleName()).append(' ')
