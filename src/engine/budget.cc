@@ -103,7 +103,9 @@ inline void credit(int64_t n)
  * way: `used` is then exact to kLocalFlush per thread, which is nothing
  * beside a budget of hundreds of MiB. A thread's remainder is added when it
  * exits (a pthread key's destructor; what is freed after that, in later
- * thread-exit destructors, is counted at once). */
+ * thread-exit destructors, is counted at once). pthread_setspecific does not
+ * call operator new (glibc allocates its second-level key arrays with
+ * calloc), so registering from inside operator new does not recurse. */
 #ifndef VT_BUDGET_NO_NEW
 constexpr int64_t kLocalFlush = 256 * 1024;
 thread_local int64_t local_pending;   /* trivially destructible: no TLS guard */
@@ -142,15 +144,15 @@ inline void local_add(int64_t n)
             credit(-n);
         return;
     }
-    local_pending += n;
-    if (local_pending > kLocalFlush || local_pending < -kLocalFlush) {
-        if (!local_registered) {
-            local_registered = true;
-            pthread_once(&local_once, local_make_key);
-            pthread_setspecific(local_key, &local_key); /* any non-NULL value */
-        }
-        local_flush();
+    if (!local_registered) {
+        /* Before the first sum, so that no thread exits with one uncounted. */
+        local_registered = true;
+        pthread_once(&local_once, local_make_key);
+        pthread_setspecific(local_key, &local_key); /* any non-NULL value */
     }
+    local_pending += n;
+    if (local_pending > kLocalFlush || local_pending < -kLocalFlush)
+        local_flush();
 }
 #endif
 
