@@ -99,6 +99,13 @@ struct eng_pool;
  * overlay. eng_open installs them. */
 enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err);
 
+/* PostgreSQL's jsonb containment (jsonb.c): "vt:jsonb_contains"(a, b) is
+ * a @> b over JSON text, NULL when either is; text that is not JSON fails
+ * ("invalid input syntax for type json"). The pgwire dialect calls it for
+ * @>, <@ and jsonb_contains/jsonb_contained. eng_functions_install installs
+ * it. */
+enum vt_err eng_jsonb_install(duckdb_connection con, struct vt_error *err);
+
 /* The allocation budget (budget.cc): every allocation DuckDB makes through
  * its allocator (buffer pool, vectors, strings, lists, hash tables) and every
  * C++ operator new of the process is counted, and past the budget DuckDB's

@@ -935,6 +935,20 @@ static enum vt_err read_copy(const char *s, size_t len, const struct toks *k,
 
 /* ------------------------------------------------------------ normalizing */
 
+/* The stand-in for jsonb operator op (n bytes), or NULL. */
+static const char *json_operator(const char *op, size_t n)
+{
+    static const char *const map[][2] = {
+        {"->", PGW_OP_GET},  {"->>", PGW_OP_GET_TEXT}, {"#>", PGW_OP_PATH},
+        {"#>>", PGW_OP_PATH_TEXT}, {"?", PGW_OP_EXISTS},
+        {"?|", PGW_OP_EXISTS_ANY}, {"?&", PGW_OP_EXISTS_ALL},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strlen(map[i][0]) == n && !memcmp(op, map[i][0], n))
+            return map[i][1];
+    return NULL;
+}
+
 char *pgw_normalize(const char *s, size_t n)
 {
     struct strbuf out;
@@ -963,13 +977,33 @@ char *pgw_normalize(const char *s, size_t n)
                 if (t[2].kind == PGW_TOK_OP && tok_punct(s, &t[3], ')')) {
                     sb_add(&out, s + copied, t[0].pos - copied);
                     sb_addc(&out, ' ');
-                    sb_add(&out, s + t[2].pos, op_end - t[2].pos);
+                    const char *jop = json_operator(s + t[2].pos, op_end - t[2].pos);
+                    if (jop)
+                        sb_adds(&out, jop);
+                    else
+                        sb_add(&out, s + t[2].pos, op_end - t[2].pos);
                     sb_addc(&out, ' ');
                     copied = pos = p;
                     changed = true;
                     continue;
                 }
             }
+        }
+        /* PostgreSQL's jsonb operators DuckDB's parser cannot read (`#` is
+         * not an operator character there, `?` is a parameter) or reads
+         * otherwise (-> and ->> bind looser, and take '$..' and '/..' as
+         * paths, not keys) -> operators
+         * of the same precedence class it reads and nobody else defines;
+         * the dialect maps them (catalog.c) */
+        const char *jop = t[0].kind == PGW_TOK_OP ? json_operator(s + t[0].pos, t[0].len) : NULL;
+        if (jop) {
+            sb_add(&out, s + copied, t[0].pos - copied);
+            sb_addc(&out, ' ');
+            sb_adds(&out, jop);
+            sb_addc(&out, ' ');
+            copied = pos = next;
+            changed = true;
+            continue;
         }
         /* pg_catalog . name -> name */
         if (pgw_tok_word(s, &t[0], "pg_catalog")) {
