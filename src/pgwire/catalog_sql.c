@@ -314,9 +314,10 @@ const char pgw_catalog_ddl[] =
      * literal is text), else PostgreSQL's error for an operator no type
      * has (op: the operator, r: its right operand) */
     "CREATE TEMP MACRO \"vt:json_operand\"(j, op, r) AS CASE WHEN typeof(j) IN ('JSON', "
-    "  'VARCHAR', 'NULL', '\"NULL\"') THEN CAST(j AS JSON) ELSE error('operator does "
-    "  not exist: ' || lower(typeof(j)) || ' ' || op || ' ' || CASE typeof(r) WHEN 'VARCHAR' THEN "
-    "  'unknown' WHEN 'VARCHAR[]' THEN 'text[]' ELSE lower(typeof(r)) END) END;\n"
+    "  'VARCHAR', 'NULL', '\"NULL\"') THEN CAST(j AS JSON) ELSE error("
+    "  'operator does not exist: ' || lower(typeof(j)) || ' ' || op || ' ' || CASE typeof(r) "
+    "  WHEN 'VARCHAR' THEN 'unknown' WHEN 'VARCHAR[]' THEN 'text[]' ELSE lower(typeof(r)) END) "
+    "  END;\n"
     /* jsonb's -> and ->>: an integer is an array index (negative: from the
      * end), anything else an object's key, as written (DuckDB's -> reads
      * '$..' and '/..' as paths) */
