@@ -269,9 +269,7 @@ static const char *const functions[][2] = {
     {"jsonb_exists_any", "vt:jsonb_exists_any"},
     {"jsonb_exists_all", "vt:jsonb_exists_all"},
     {"jsonb_contains", "vt:jsonb_contains"},
-    {"jsonb_contained", "vt:jsonb_contained"},
     {"vt:jsonb_contains", "vt:jsonb_contains"},
-    {"vt:jsonb_contained", "vt:jsonb_contained"},
     {"vt:json_keys", "vt:json_keys"},
     {"vt:json_object", "vt:json_object"},
     {"unnest", "unnest"}, /* x = ANY(array): DuckDB's plan calls it as a scalar */

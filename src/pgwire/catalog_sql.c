@@ -358,8 +358,6 @@ const char pgw_catalog_ddl[] =
     "CREATE TEMP MACRO \"vt:jsonb_exists_all\"(j, l) AS CASE WHEN j IS NULL OR l IS NULL "
     "  THEN NULL ELSE list_has_all(\"vt:jsonb_strings\"(\"vt:json_operand\"(j, '?&', "
     "  l)), CAST(l AS VARCHAR[])) END;\n"
-    /* b <@ a: engine/jsonb.c's a @> b */
-    "CREATE TEMP MACRO \"vt:jsonb_contained\"(b, a) AS \"vt:jsonb_contains\"(a, b);\n"
     /* json[b]_object_keys and json[b]_each[_text] (dialect.c): an object's
      * keys, or PostgreSQL's error (fn: the function called) */
     "CREATE TEMP MACRO \"vt:json_keys\"(j, fn) AS CASE WHEN j IS NULL THEN NULL "

@@ -437,19 +437,27 @@ static bool json_evident(const json_t *e)
     return yes;
 }
 
-/* a @> b and a <@ b where a side is evidently JSON: jsonb containment
- * (engine/jsonb.c); else DuckDB's list containment, as for PostgreSQL's
- * arrays. */
+/* a @> b and a <@ b where a side is evidently JSON, and
+ * jsonb_contained(a, b): jsonb containment, "vt:jsonb_contains"(a, b) or
+ * (b, a) (engine/jsonb.c); else DuckDB's list containment, as for
+ * PostgreSQL's arrays. */
 static bool json_operator(struct sql_walk *w, json_t *e, const char *name)
 {
-    if (!json_is_true(json_object_get(e, "is_operator")) ||
-        (strcmp(name, "@>") != 0 && strcmp(name, "<@") != 0))
+    bool op = json_is_true(json_object_get(e, "is_operator"));
+    bool contained = op ? !strcmp(name, "<@") : !strcmp(name, "jsonb_contained");
+    if (op ? !contained && strcmp(name, "@>") != 0 : !contained)
         return false;
     json_t *args = args_of(e);
-    if (json_array_size(args) != 2 ||
-        (!json_evident(json_array_get(args, 0)) && !json_evident(json_array_get(args, 1))))
+    if (json_array_size(args) != 2 || (op && !json_evident(json_array_get(args, 0)) &&
+                                       !json_evident(json_array_get(args, 1))))
         return false;
-    set_str(e, "function_name", name[0] == '@' ? "vt:jsonb_contains" : "vt:jsonb_contained");
+    if (contained) {
+        json_t *b = json_incref(json_array_get(args, 0));
+        json_array_remove(args, 0);
+        json_array_append_new(args, b);
+    }
+    set_str(e, "function_name", "vt:jsonb_contains");
+    set_str(e, "schema", "");
     json_object_set_new(e, "is_operator", json_false());
     sql_walk_changed(w, true);
     return true;

@@ -949,6 +949,20 @@ static const char *json_operator(const char *op, size_t n)
     return NULL;
 }
 
+/* Whether the token at pos is what PostgreSQL's -> takes: a key or an index
+ * (a string, a number, a negative number, a parameter). */
+static bool json_key_follows(const char *s, size_t n, size_t pos)
+{
+    struct pgw_token k;
+    size_t p = pgw_lex(s, n, pos, &k);
+    if (k.kind == PGW_TOK_STRING || k.kind == PGW_TOK_NUMBER || k.kind == PGW_TOK_PARAM)
+        return true;
+    if (k.kind != PGW_TOK_OP || k.len != 1 || s[k.pos] != '-')
+        return false;
+    pgw_lex(s, n, p, &k);
+    return k.kind == PGW_TOK_NUMBER;
+}
+
 char *pgw_normalize(const char *s, size_t n)
 {
     struct strbuf out;
@@ -992,10 +1006,13 @@ char *pgw_normalize(const char *s, size_t n)
         /* PostgreSQL's jsonb operators DuckDB's parser cannot read (`#` is
          * not an operator character there, `?` is a parameter) or reads
          * otherwise (-> and ->> bind looser, and take '$..' and '/..' as
-         * paths, not keys) -> operators
+         * paths, not keys; -> only before a key or an index, else it is
+         * DuckDB's lambda arrow) -> operators
          * of the same precedence class it reads and nobody else defines;
          * the dialect maps them (catalog.c) */
         const char *jop = t[0].kind == PGW_TOK_OP ? json_operator(s + t[0].pos, t[0].len) : NULL;
+        if (jop && !strcmp(jop, PGW_OP_GET) && !json_key_follows(s, n, next))
+            jop = NULL; /* `x -> x + 1`: DuckDB's lambda, which clients send too */
         if (jop) {
             sb_add(&out, s + copied, t[0].pos - copied);
             sb_addc(&out, ' ');

@@ -682,6 +682,8 @@ def test_jsonb_operators_and_functions_as_postgresql_gives_them(srv):
         "'[\"x\", 1]'::jsonb @> '\"x\"'": (True, 16),      # an array holds a scalar
         "'\"x\"'::jsonb @> '[\"x\"]'": (False, 16),
         "jsonb_contains('{\"a\": [1, 2]}', '{\"a\": [2]}')": (True, 16),
+        "jsonb_contained('{\"a\": [2]}', '{\"a\": [1, 2]}')": (True, 16),
+        "jsonb_contained('{\"a\": [1, 2]}', '{\"a\": [2]}')": (False, 16),
         "jsonb_exists_any('{\"a\": 1}', array['a'])": (True, 16),
         "ARRAY[1, 2, 3] @> ARRAY[3, 1]": (True, 16),        # arrays: still arrays
         "ARRAY[1] <@ ARRAY[2]": (False, 16),
@@ -698,6 +700,10 @@ def test_jsonb_operators_and_functions_as_postgresql_gives_them(srv):
             assert c.execute(f"SELECT {doc} -> 'a' @> '{{\"b\": [5]}}', {doc} ->> '$k' = '1', "
                              f"{doc} #> '{{a}}' ? 'b'", prepare=prepare).fetchone() == (
                 True, True, True)
+            # DuckDB's lambda arrow is still one where no key follows
+            assert c.execute("SELECT list_transform(tags, v -> v * 10), to_json(info) -> 's' "
+                             "FROM trips WHERE trip_id = 2", prepare=prepare).fetchone() == (
+                [20, 30], "x2")
             # over a dataset's rows, and a parameter as the key
             assert c.execute("SELECT count(*) FROM trips WHERE to_jsonb(info) @> %s::jsonb",
                              ('{"s": "x7"}',), prepare=prepare).fetchone() == (1,)
