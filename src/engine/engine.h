@@ -124,6 +124,13 @@ bool eng_budget_active(void);
  * to the system whenever the process's RSS exceeds the counted memory by
  * more than `slack` bytes (freed memory otherwise stays resident ~1 s). */
 void eng_budget_watch(int64_t slack);
+/* After a job (engine.c's workers): has DuckDB's allocator return freed
+ * pages to the system when the count fell by an eighth of the budget (at
+ * least 32 MiB) since its highest point, i.e. after a statement that freed
+ * that much; a no-op without a budget. The next statement may run on a
+ * thread of another lane, whose allocations come from other jemalloc
+ * arenas than those freed pages (budget.cc). */
+void eng_budget_settle(void);
 
 /* Opens the process database with the settings docs/architecture.md lists
  * ("DuckDB settings"). */
