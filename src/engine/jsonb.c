@@ -11,15 +11,17 @@
  * jsonb_contains/jsonb_contained onto it.
  *
  * The values are parsed with jansson (numbers as doubles: equal as
- * PostgreSQL's numerics are, up to 2^53; jansson's depth limit bounds the
- * recursion, as DuckDB's own JSON functions' depth is bounded in
- * functions.c).
+ * PostgreSQL's numerics are, up to 2^53). DuckDB cannot interrupt a call,
+ * and arrays compare element by element (quadratic): the comparisons of one
+ * call and of one vector, and the nesting walked, are bounded
+ * (util/limits.h), past them the statement fails naming the limit.
  */
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "engine/engine.h"
+#include "util/limits.h"
 
 static bool scalar(const json_t *v)
 {
@@ -38,53 +40,72 @@ static bool scalar_eq(const json_t *a, const json_t *b)
     return true; /* true, false, null: the type is the value */
 }
 
+/* One call's work: comparisons made (arrays compare each element of one
+ * with the elements of the other: quadratic) and the nesting reached, each
+ * bounded (util/limits.h) since DuckDB cannot interrupt a call. */
+struct walk {
+    int64_t steps, max_steps;
+    int depth;
+    bool over;
+};
+
 /* Whether container value a holds b (b a scalar: equal; b a container: one
  * of the same kind that contains it). */
-static bool contains(const json_t *a, const json_t *b);
+static bool contains(struct walk *k, const json_t *a, const json_t *b);
 
-static bool holds(const json_t *a, const json_t *b)
+static bool holds(struct walk *k, const json_t *a, const json_t *b)
 {
+    if (++k->steps > k->max_steps) {
+        k->over = true;
+        return false;
+    }
     if (scalar(b))
         return scalar(a) && scalar_eq(a, b);
-    return json_typeof(a) == json_typeof(b) && contains(a, b);
+    return json_typeof(a) == json_typeof(b) && contains(k, a, b);
 }
 
-static bool contains(const json_t *a, const json_t *b)
+static bool contains(struct walk *k, const json_t *a, const json_t *b)
 {
+    if (++k->depth > VT_SQL_MAX_JSON_DEPTH) {
+        k->over = true;
+        return false;
+    }
+    bool yes = true;
     if (json_is_object(b)) {
         if (!json_is_object(a))
-            return false;
-        const char *k;
+            yes = false;
+        const char *key;
         size_t kn;
         json_t *v;
-        json_object_keylen_foreach((json_t *)b, k, kn, v)
+        json_object_keylen_foreach((json_t *)b, key, kn, v)
         {
-            const json_t *av = json_object_getn(a, k, kn);
-            if (!av || !holds(av, v))
-                return false;
+            const json_t *av = yes ? json_object_getn(a, key, kn) : NULL;
+            if (!av || !holds(k, av, v)) {
+                yes = false;
+                break;
+            }
         }
-        return true;
-    }
-    if (json_is_array(b)) {
+    } else if (json_is_array(b)) {
         if (!json_is_array(a))
-            return false;
-        for (size_t i = 0; i < json_array_size(b); i++) {
+            yes = false;
+        for (size_t i = 0; yes && i < json_array_size(b); i++) {
             const json_t *v = json_array_get(b, i);
             bool found = false;
-            for (size_t j = 0; j < json_array_size(a) && !found; j++)
-                found = holds(json_array_get(a, j), v);
-            if (!found)
-                return false;
+            for (size_t j = 0; j < json_array_size(a) && !found && !k->over; j++)
+                found = holds(k, json_array_get(a, j), v);
+            yes = found;
         }
-        return true;
+    } else {
+        yes = scalar(a) && scalar_eq(a, b);
     }
-    return scalar(a) && scalar_eq(a, b);
+    k->depth--;
+    return yes && !k->over;
 }
 
 /* The top level: PostgreSQL keeps a scalar as an array of one, so an array
  * contains a scalar element of its own, and a scalar contains only an equal
  * scalar. */
-static bool top_contains(const json_t *a, const json_t *b)
+static bool top_contains(struct walk *k, const json_t *a, const json_t *b)
 {
     if (scalar(b) && json_is_array(a)) {
         for (size_t j = 0; j < json_array_size(a); j++)
@@ -92,7 +113,7 @@ static bool top_contains(const json_t *a, const json_t *b)
                 return true;
         return false;
     }
-    return contains(a, b);
+    return contains(k, a, b);
 }
 
 static json_t *parse(duckdb_string_t *s)
@@ -115,6 +136,7 @@ static void contains_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_
     bool *o = duckdb_vector_get_data(out);
     duckdb_vector_ensure_validity_writable(out);
     uint64_t *ov = duckdb_vector_get_validity(out);
+    int64_t vector_steps = 0;
     for (idx_t i = 0; i < n; i++) {
         if (!duckdb_validity_row_is_valid(valid_a, i) ||
             !duckdb_validity_row_is_valid(valid_b, i)) {
@@ -127,9 +149,23 @@ static void contains_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_
             duckdb_scalar_function_set_error(info, "invalid input syntax for type json");
             return;
         }
-        o[i] = top_contains(a, b);
+        int64_t left = VT_SQL_MAX_JSONB_CONTAINS_STEPS_VECTOR - vector_steps;
+        struct walk k = {0, left < VT_SQL_MAX_JSONB_CONTAINS_STEPS
+                                ? left : VT_SQL_MAX_JSONB_CONTAINS_STEPS, 0, false};
+        o[i] = top_contains(&k, a, b);
+        vector_steps += k.steps;
         json_decref(a);
         json_decref(b);
+        if (k.over) {
+            char msg[200];
+            snprintf(msg, sizeof msg,
+                     "jsonb containment: past %d levels of nesting or %d element comparisons "
+                     "(%d for 2,048 rows)",
+                     VT_SQL_MAX_JSON_DEPTH, VT_SQL_MAX_JSONB_CONTAINS_STEPS,
+                     VT_SQL_MAX_JSONB_CONTAINS_STEPS_VECTOR);
+            duckdb_scalar_function_set_error(info, msg);
+            return;
+        }
     }
 }
 

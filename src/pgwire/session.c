@@ -50,6 +50,7 @@ static const struct {
     {"field name must not be null", NULL, "22004", true},
     {"invalid input syntax for type json", NULL, "22P02", true},
     {"operator does not exist: ", NULL, "42883", false},
+    {"jsonb containment: past ", NULL, "54000", false},
 };
 #define RAISED_PREFIX "Invalid Input Error: "
 

@@ -729,6 +729,13 @@ def test_jsonb_operators_and_functions_as_postgresql_gives_them(srv):
             with pytest.raises(psycopg.Error) as e:
                 c.execute(text)
             assert (e.value.sqlstate, str(e.value).strip()) == (state, words), text
+        # containment compares arrays element by element: bounded, as a
+        # call DuckDB cannot interrupt (util/limits.h)
+        assert c.execute("SELECT to_jsonb(range(2000)) @> to_jsonb(range(1999, -1, -1))"
+                         ).fetchone() == (True,)
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SELECT to_jsonb(range(20000)) @> to_jsonb(range(19999, -1, -1))")
+        assert e.value.sqlstate == "54000" and "element comparisons" in str(e.value), str(e.value)
         # json[b]_each[_text]: PostgreSQL's two columns, lateral beside a
         # table; json[b]_object_keys as rows, in FROM or the select list
         cur = c.execute("SELECT * FROM json_each('{\"a\": 1, \"b\": [2], \"c\": null}')")
