@@ -868,6 +868,23 @@ static json_t *select_node(json_t *list, json_t *from)
     return node;
 }
 
+/* Makes table reference ref `(node) AS alias(cols)` (references to node and
+ * cols taken; alias copied before ref is cleared). */
+static void subquery_ref(json_t *ref, json_t *node, const char *alias, json_t *cols)
+{
+    json_t *sq = json_object();
+    json_object_set_new(sq, "node", node);
+    json_object_set_new(sq, "named_param_map", json_array());
+    json_t *as = json_string(alias);
+    json_object_clear(ref);
+    set_str(ref, "type", "SUBQUERY");
+    json_object_set_new(ref, "alias", as);
+    json_object_set_new(ref, "sample", json_null());
+    json_object_set_new(ref, "query_location", json_integer(0));
+    json_object_set_new(ref, "subquery", sq);
+    json_object_set_new(ref, "column_name_alias", cols);
+}
+
 /* json[b]_each[_text](j) in FROM: PostgreSQL's two columns (key, value:
  * json, or text for _text) of an object's members, in the document's order,
  * as `(SELECT key, value FROM json_each("vt:json_object"(j, 'fn'))) AS fn`
@@ -912,19 +929,10 @@ static bool json_each_ref(struct sql_walk *w, json_t *ref, const char *fname,
         value = new_call("json_extract_string", json_pack("[oo]", value, const_str("$", 1)));
         set_str(value, "alias", "value");
     }
-    json_t *sq = json_object();
-    json_object_set_new(sq, "node", select_node(json_pack("[oo]", column_ref("key"), value), tf));
-    json_object_set_new(sq, "named_param_map", json_array());
     json_t *cna = json_is_array(cols) ? json_incref(cols) : json_array();
     char as[128];
     snprintf(as, sizeof as, "%s", alias && *alias ? alias : name);
-    json_object_clear(ref);
-    set_str(ref, "type", "SUBQUERY");
-    set_str(ref, "alias", as);
-    json_object_set_new(ref, "sample", json_null());
-    json_object_set_new(ref, "query_location", json_integer(0));
-    json_object_set_new(ref, "subquery", sq);
-    json_object_set_new(ref, "column_name_alias", cna);
+    subquery_ref(ref, select_node(json_pack("[oo]", column_ref("key"), value), tf), as, cna);
     sql_walk_changed(w, false);
     return true;
 }
@@ -1014,17 +1022,7 @@ static enum sql_hook table_function(struct sql_walk *w, json_t *ref)
         set_str(empty, "alias", "");
         json_object_set_new(empty, "sample", json_null());
         json_object_set_new(empty, "query_location", json_integer(0));
-        json_t *node = select_node(list, empty);
-        json_t *sq = json_object();
-        json_object_set_new(sq, "node", node);
-        json_object_set_new(sq, "named_param_map", json_array());
-        json_object_clear(ref);
-        set_str(ref, "type", "SUBQUERY");
-        set_str(ref, "alias", name);
-        json_object_set_new(ref, "sample", json_null());
-        json_object_set_new(ref, "query_location", json_integer(0));
-        json_object_set_new(ref, "subquery", sq);
-        json_object_set_new(ref, "column_name_alias", json_array());
+        subquery_ref(ref, select_node(list, empty), name, json_array());
         json_decref(cna);
         sql_walk_changed(w, false);
         return SQL_HOOK_AGAIN;
