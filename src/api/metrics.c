@@ -206,8 +206,18 @@ static void write_job_hist(struct strbuf *out, const char *name, const char *poo
 /* Per pool and job class (engine.h, "Job classes"): what waits and runs now,
  * and how long jobs waited for a worker and ran, since start. Wait high
  * beside run: the class queues (too few workers for it, or CPU taken by
- * another class); run high in a mix and not alone: CPU contention. */
-static void write_jobs(struct strbuf *out, const struct eng_pool_stats *pools, size_t n)
+ * another class); run high in a mix and not alone: CPU contention. The
+ * histograms (21 lines each) are written for every class of the query pool
+ * (`query`: server.workers) and for another pool's class once it ran a job
+ * (the builders' jobs are builds: vitrine_dataset_refresh_duration_seconds
+ * has them by trigger), so the scrape stays small. */
+static bool hist_wanted(const struct eng_pool_stats *p, int c, const char *query_pool)
+{
+    return (query_pool && !strcmp(p->name, query_pool)) || p->cls[c].wait.count > 0;
+}
+
+static void write_jobs(struct strbuf *out, const struct eng_pool_stats *pools, size_t n,
+                       const char *query_pool)
 {
     static const struct {
         const char *name, *help;
@@ -233,15 +243,19 @@ static void write_jobs(struct strbuf *out, const struct eng_pool_stats *pools, s
                      "/sql; stream: /query/stream).");
     for (size_t i = 0; i < n; i++)
         for (int c = 0; c < ENG_JOB_CLASSES; c++)
-            write_job_hist(out, "vitrine_engine_job_wait_seconds", pools[i].name,
-                           eng_job_class_name((enum eng_job_class)c), &pools[i].cls[c].wait);
+            if (hist_wanted(&pools[i], c, query_pool))
+                write_job_hist(out, "vitrine_engine_job_wait_seconds", pools[i].name,
+                               eng_job_class_name((enum eng_job_class)c),
+                               &pools[i].cls[c].wait);
     metrics_w_family(out, "vitrine_engine_job_run_seconds", METRICS_HISTOGRAM,
                      "Time jobs ran on a worker, by pool and job class (a stream's includes "
                      "the time its client took to read).");
     for (size_t i = 0; i < n; i++)
         for (int c = 0; c < ENG_JOB_CLASSES; c++)
-            write_job_hist(out, "vitrine_engine_job_run_seconds", pools[i].name,
-                           eng_job_class_name((enum eng_job_class)c), &pools[i].cls[c].run);
+            if (hist_wanted(&pools[i], c, query_pool))
+                write_job_hist(out, "vitrine_engine_job_run_seconds", pools[i].name,
+                               eng_job_class_name((enum eng_job_class)c),
+                               &pools[i].cls[c].run);
 }
 
 static void write_engine(struct strbuf *out, struct api_app *app)
@@ -269,7 +283,10 @@ static void write_engine(struct strbuf *out, struct api_app *app)
         const char *labels[] = {"pool", pools[i].name, NULL};
         metrics_w_sample(out, "vitrine_pool_queued_jobs", labels, pools[i].queued);
     }
-    write_jobs(out, pools, n);
+    struct eng_pool_stats query = {0};
+    if (app->queries)
+        eng_pool_stats_get(app->queries, &query);
+    write_jobs(out, pools, n, app->queries ? query.name : NULL);
     free(pools);
     int64_t mem = 0, tmp = 0;
     if (eng_sampler_read(app->sampler, &mem, &tmp)) {

@@ -3,7 +3,9 @@
  * run work against it.
  *
  * A pool has N worker threads, each owning one duckdb_connection. Jobs are
- * queued (bounded) and run in FIFO order within their class (below). A job
+ * queued (bounded per class: eng_lanes.max_queued) and run in FIFO order
+ * within their class (below); the pool keeps per class what waits and runs
+ * and histograms of how long jobs waited and ran (eng_pool_stats). A job
  * may carry a deadline: a
  * watchdog interrupts the worker's connection (duckdb_interrupt) when it
  * passes, and a job still queued at its deadline runs with `timed_out` set so
