@@ -159,15 +159,16 @@ inline void local_add(int64_t n)
             credit(-n);
         return;
     }
-    local_pending += n;
-    if (local_pending > kLocalFlush || local_pending < -kLocalFlush) {
-        if (!local_registered) {
-            local_registered = true;
-            pthread_once(&local_once, local_make_key);
-            pthread_setspecific(local_key, &local_key); /* any non-NULL value */
-        }
-        local_flush();
+    if (__builtin_expect(!local_registered, 0)) {
+        /* at a thread's first call, so that even a remainder that never
+         * reached kLocalFlush is added when it exits */
+        local_registered = true;
+        pthread_once(&local_once, local_make_key);
+        pthread_setspecific(local_key, &local_key); /* any non-NULL value */
     }
+    local_pending += n;
+    if (local_pending > kLocalFlush || local_pending < -kLocalFlush)
+        local_flush();
 }
 #endif
 
