@@ -92,6 +92,7 @@ struct eng_pool {
     int queued;
     int queued_cls[ENG_JOB_CLASSES];
     int max_queued;             /* eng_lanes.max_queued, per class: past it submit refuses */
+    int busy_ms;                /* eng_lanes.busy_ms: BUSY_MS unless a test raised it */
     int running;
     int running_cls[ENG_JOB_CLASSES]; /* by the running job's class (retired ones not) */
     struct eng_job_hist wait[ENG_JOB_CLASSES], run[ENG_JOB_CLASSES];
@@ -1017,7 +1018,7 @@ static void *watchdog_main(void *arg)
             const struct eng_worker *x = pool->workers[i];
             if (x->lane == LANE_STREAM)
                 continue;
-            bool old = x->current && now - x->started_ms >= BUSY_MS;
+            bool old = x->current && now - x->started_ms >= pool->busy_ms;
             if (x->lane != LANE_LONG) /* the workers short jobs wait for */
                 all_held = all_held && old;
             if (x->current && x->current_long && !old)
@@ -1086,6 +1087,7 @@ struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lane
     /* With a long lane, LONG jobs run on its threads (the cap the overflow
      * workers look at); without, on at most long_cap general workers. */
     pool->long_cap = n_long ? n_long : eng_long_lane_threads(threads);
+    pool->busy_ms = lanes->busy_ms > 0 ? lanes->busy_ms : BUSY_MS;
     pool->max_queued = lanes->max_queued > 0 && lanes->max_queued < VT_MAX_PENDING_JOBS
                            ? lanes->max_queued
                            : VT_MAX_PENDING_JOBS;

@@ -175,6 +175,10 @@ struct eng_lanes {
     int long_threads;
     int stream_threads;
     int max_queued;             /* jobs waiting at most, per class (0: VT_MAX_PENDING_JOBS) */
+    int busy_ms;                /* a job running this long holds its worker for the overflow
+                                 * rule below (0: 250 ms); unit tests that hold jobs on
+                                 * purpose raise it, so a slow machine starts no overflow
+                                 * worker behind their back */
 };
 struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lanes *lanes,
                                        const char *name, struct vt_error *err);
