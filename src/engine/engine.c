@@ -37,10 +37,6 @@
 #define LONG_WAIT_MS 50
 #define BUSY_MS 250
 #define EXTRA_IDLE_MS 2000
-/* A stream pauses between chunks while short jobs wait (eng_worker_yield):
- * at most YIELD_SLICE_MS at a time, and in all at most as long as it has
- * run, so a stream in a mix takes at most twice its time. */
-#define YIELD_SLICE_MS 5
 
 /* Which jobs a worker takes (engine.h, "Job classes"). */
 enum lane {
@@ -64,8 +60,6 @@ struct eng_worker {
     bool extra;                 /* an overflow worker for LONG jobs (pool->extras) */
     bool overrun_told;          /* eng_job.overrun was called for `current` */
     bool current_long;          /* `current` counts in running_long */
-    int64_t started_us;         /* when it took `current` (eng_worker_yield's budget) */
-    int64_t yielded_us;         /* what `current` paused in eng_worker_yield so far */
     struct eng_worker *next;    /* pool->retired / pool->graveyard */
 };
 
@@ -92,7 +86,6 @@ struct eng_pool {
     pthread_cond_t cv_long;     /* long-lane workers wait here */
     pthread_cond_t cv_stream;   /* stream-lane workers wait here */
     pthread_cond_t cv_retired;  /* a retired worker ended (destroy waits) */
-    pthread_cond_t cv_short_taken; /* the short queue emptied (streams paused wait) */
     struct eng_job *head[ENG_JOB_CLASSES], *tail[ENG_JOB_CLASSES]; /* arrival order */
     int64_t vtime[ENG_JOB_CLASSES]; /* fair queuing's virtual time, per class */
     struct eng_flow flows[ENG_FLOWS];
@@ -102,7 +95,6 @@ struct eng_pool {
     int running;
     int running_cls[ENG_JOB_CLASSES]; /* by the running job's class (retired ones not) */
     struct eng_job_hist wait[ENG_JOB_CLASSES], run[ENG_JOB_CLASSES];
-    int64_t yields, yielded_us; /* eng_worker_yield's pauses, since start */
     int running_long;
     int long_cap;               /* LONG jobs running at once (not on extras), at most */
     int n_long, n_stream;       /* long- and stream-lane workers (the last ones) */
@@ -178,8 +170,6 @@ static void stats_fill(struct eng_pool *p, struct eng_pool_stats *out)
     out->queued = p->queued;
     out->running = p->running;
     out->max_queued = p->max_queued;
-    out->yields = p->yields;
-    out->yielded_us = p->yielded_us;
     for (int c = 0; c < ENG_JOB_CLASSES; c++) {
         out->cls[c].queued = p->queued_cls[c];
         out->cls[c].running = p->running_cls[c];
@@ -617,8 +607,7 @@ static struct eng_job *unlink_job(struct eng_pool *pool, enum eng_job_class c,
     if (pool->tail[c] == job)
         pool->tail[c] = prev;
     pool->queued--;
-    if (--pool->queued_cls[c] == 0 && c == ENG_JOB_SHORT)
-        pthread_cond_broadcast(&pool->cv_short_taken);
+    pool->queued_cls[c]--;
     if (job->vstart > pool->vtime[c])
         pool->vtime[c] = job->vstart;
     return job;
@@ -682,38 +671,6 @@ static struct eng_job *take(struct eng_pool *pool, const struct eng_worker *w)
 
 /* The connection of the pool worker running on this thread (NULL elsewhere). */
 static _Thread_local duckdb_connection worker_con;
-/* The pool worker this thread is (NULL elsewhere). */
-static _Thread_local struct eng_worker *worker_self;
-
-bool eng_worker_yield(void)
-{
-    struct eng_worker *w = worker_self;
-    if (!w || w->lane != LANE_STREAM || w->extra)
-        return false;
-    struct eng_pool *pool = w->pool;
-    pthread_mutex_lock(&pool->mu);
-    struct eng_job *job = w->current;
-    bool paused = false;
-    if (job && job->cls == ENG_JOB_STREAM && pool->queued_cls[ENG_JOB_SHORT] > 0 &&
-        !pool->stopping && !atomic_load(&job->cancelled) && !atomic_load(&job->timed_out)) {
-        int64_t now = time_mono_us();
-        int64_t budget = (now - w->started_us - w->yielded_us) - w->yielded_us;
-        if (budget >= 1000) {
-            int64_t slice = budget < YIELD_SLICE_MS * 1000 ? budget : YIELD_SLICE_MS * 1000;
-            int64_t until_ms = (now + slice) / 1000;
-            paused = true;
-            while (pool->queued_cls[ENG_JOB_SHORT] > 0 && !pool->stopping &&
-                   time_cond_wait(&pool->cv_short_taken, &pool->mu, until_ms))
-                ;
-            int64_t took = time_mono_us() - now;
-            w->yielded_us += took;
-            pool->yields++;
-            pool->yielded_us += took;
-        }
-    }
-    pthread_mutex_unlock(&pool->mu);
-    return paused;
-}
 
 duckdb_connection eng_worker_connection(void)
 {
@@ -826,7 +783,6 @@ static void *worker_main(void *arg)
     struct eng_worker *w = arg;
     struct eng_pool *pool = w->pool;
     worker_con = w->con;
-    worker_self = w;
     char tname[16];
     static const char *const lane_tag[] = {"", "", "l", "s"};
     snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name, w->extra ? "x" : lane_tag[w->lane],
@@ -869,9 +825,7 @@ static void *worker_main(void *arg)
         w->current = job;
         w->current_long = is_long;
         w->interrupted_ms = 0;
-        w->started_us = time_mono_us();
-        w->started_ms = w->started_us / 1000;
-        w->yielded_us = 0;
+        w->started_ms = time_mono_ms();
         w->overrun_told = false;
         pthread_mutex_unlock(&pool->mu);
 
@@ -1121,7 +1075,6 @@ struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lane
     pthread_cond_init(&pool->cv_long, NULL);
     pthread_cond_init(&pool->cv_stream, NULL);
     pthread_cond_init(&pool->cv_retired, NULL);
-    pthread_cond_init(&pool->cv_short_taken, NULL);
     /* With a long lane, LONG jobs run on its threads (the cap the overflow
      * workers look at); without, on at most long_cap general workers. */
     pool->long_cap = n_long ? n_long : eng_long_lane_threads(threads);
@@ -1244,7 +1197,6 @@ void eng_pool_destroy(struct eng_pool *pool)
     live_remove(pool);
     pthread_mutex_lock(&pool->mu);
     pool->stopping = true;
-    pthread_cond_broadcast(&pool->cv_short_taken);
     pthread_cond_broadcast(&pool->cv);
     pthread_cond_broadcast(&pool->cv_long);
     pthread_cond_broadcast(&pool->cv_stream);
@@ -1281,7 +1233,6 @@ void eng_pool_destroy(struct eng_pool *pool)
     pthread_cond_destroy(&pool->cv_long);
     pthread_cond_destroy(&pool->cv_stream);
     pthread_cond_destroy(&pool->cv_retired);
-    pthread_cond_destroy(&pool->cv_short_taken);
     free(pool->workers);
     free(pool);
 }

@@ -170,15 +170,6 @@ bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job);
  * and the catalog take it from here, so the code above them (the HTTP job
  * callbacks, the front ends) never holds a connection. */
 duckdb_connection eng_worker_connection(void);
-/* Called by a job between steps of its work (a stream between result
- * chunks): on a stream-lane worker running a STREAM job, while SHORT jobs
- * wait in the queue (every short worker is busy), it pauses so the cores go
- * to them: until the short queue empties, at most 5 ms a call, and in all at
- * most as long as the job has run (a stream in a mix takes at most twice
- * its time; alone it never pauses). Returns at once anywhere else (another
- * lane, a thread that is no worker, a cancelled or timed-out job). True when
- * it paused. */
-bool eng_worker_yield(void);
 /* Interrupts the running job (if `job` is running) — used on client disconnect. */
 void eng_pool_interrupt(struct eng_pool *pool, struct eng_job *job);
 /* Interrupts every running job (shutdown after the grace period). */
@@ -222,7 +213,6 @@ struct eng_pool_stats {
     int queued;                 /* jobs waiting for a worker */
     int running;                /* busy workers */
     int max_queued;             /* per class */
-    int64_t yields, yielded_us; /* eng_worker_yield's pauses and their time */
     struct eng_class_stats cls[ENG_JOB_CLASSES];
 };
 /* One pool's numbers (the same as eng_pools_stats gives). */

@@ -497,9 +497,6 @@ static void deliver_rows(const struct exec_plan *plan, duckdb_result *res,
         }
         if (rc != VT_ERR_OK)
             return;
-        /* A stream gives its core to pages and counts that wait for a
-         * worker (the engine decides; nothing happens for other jobs). */
-        eng_worker_yield();
     }
     *out_early = false;
     fetch_error(plan, res, err);

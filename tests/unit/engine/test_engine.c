@@ -26,8 +26,6 @@ struct tjob {
     int order;                  /* how many jobs started before this one */
     bool gated;                 /* waits for the gate to open */
     long sleep_ms;              /* then takes this long */
-    bool yield_probe;           /* then calls eng_worker_yield once */
-    atomic_int yielded;         /* what it returned (1: paused) */
 };
 
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -56,8 +54,6 @@ static void tjob_run(struct eng_job *job, duckdb_connection con)
     }
     if (t->sleep_ms)
         sleep_ms(t->sleep_ms);
-    if (t->yield_probe)
-        atomic_store(&t->yielded, eng_worker_yield() ? 1 : 0);
     atomic_store(&t->finished, 1);
 }
 
@@ -569,57 +565,6 @@ TEST(the_pool_accounts_wait_and_run_per_class)
     eng_pool_destroy(pool);
 }
 
-/* A stream pauses between its chunks (eng_worker_yield) only while short
- * jobs wait for a worker, and only after it has run (its pauses are at most
- * its running time): never alone, never on another lane, never on a thread
- * that is no worker. What is checked is whether it paused, which the state
- * at the call decides (a short job held queued by the gate), not for how
- * long. */
-TEST(a_stream_yields_only_while_short_jobs_wait)
-{
-    CHECK(!eng_worker_yield()); /* not a worker */
-    struct vt_error err = {0};
-    struct eng_lanes lanes = {.threads = 1, .stream_threads = 1};
-    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
-    CHECK(pool != NULL);
-    if (!pool)
-        return;
-    /* Alone: no pause. */
-    struct tjob st;
-    tjob_init(&st, ENG_JOB_STREAM, false);
-    st.sleep_ms = 20;
-    st.yield_probe = true;
-    CHECK(eng_pool_submit(pool, &st.job));
-    CHECK(wait_for(&st.finished));
-    CHECK_EQ_INT(atomic_load(&st.yielded), 0);
-    /* The short worker held, a second short job queued: the stream pauses;
-     * a short job calling it does not. */
-    gate_set(false);
-    struct tjob s1, s2, st2;
-    tjob_init(&s1, ENG_JOB_SHORT, true);
-    tjob_init(&s2, ENG_JOB_SHORT, true);
-    s2.yield_probe = true;
-    CHECK(eng_pool_submit(pool, &s1.job));
-    CHECK(wait_for(&s1.started));
-    CHECK(eng_pool_submit(pool, &s2.job));
-    tjob_init(&st2, ENG_JOB_STREAM, false);
-    st2.sleep_ms = 20; /* it has run: it may pause */
-    st2.yield_probe = true;
-    CHECK(eng_pool_submit(pool, &st2.job));
-    CHECK(wait_for(&st2.finished));
-    CHECK_EQ_INT(atomic_load(&st2.yielded), 1);
-    CHECK_EQ_INT(atomic_load(&s2.started), 0);
-    gate_set(true);
-    CHECK(wait_for(&s2.finished));
-    CHECK_EQ_INT(atomic_load(&s2.yielded), 0);
-    struct eng_pool_stats stats;
-    stats_when_idle(pool, &stats);
-    CHECK_EQ_INT(stats.yields, 1);
-    /* At most as long as it had run (20 ms or more) and one slice. */
-    CHECK(stats.yielded_us > 0 && stats.yielded_us <= stats.cls[ENG_JOB_STREAM].run.sum_us);
-    eng_pool_destroy(pool);
-}
-
 /* ------------------------------------------- DuckDB's excerpt of the SQL */
 
 /* DuckDB's own message for preparing `sql` (a failure), copied into out. */
@@ -740,7 +685,6 @@ int main(void)
         TEST_CASE(flows_share_the_workers_time),
         TEST_CASE(each_class_has_its_own_queue_limit),
         TEST_CASE(the_pool_accounts_wait_and_run_per_class),
-        TEST_CASE(a_stream_yields_only_while_short_jobs_wait),
         TEST_CASE(overflow_workers_serve_short_jobs_before_long_ones),
         TEST_CASE(a_long_job_gets_an_overflow_worker_when_no_short_job_waits),
         TEST_CASE(a_thread_gets_the_scheduling_slice_it_asks_for),
