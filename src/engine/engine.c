@@ -352,8 +352,15 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
     }
     duckdb_destroy_config(&config);
     eng_budget_set(limit_bytes ? budget_for(limit_bytes) : 0);
-    if (limit_bytes)
-        eng_budget_watch(256 * 1024 * 1024);
+    /* The RSS beyond the counted memory the watcher lets be: 256 MiB, or a
+     * quarter of a small budget (at least 64 MiB): with 256 MiB a 384 MiB
+     * budget's RSS reached idle + budget + ~200 MiB when a statement that
+     * overran its deadline still held memory beside the next (test:
+     * test_hostile_sql_limits' memory test; budget.cc). */
+    if (limit_bytes) {
+        int64_t quarter = eng_budget_get() / 4, mib = 1024 * 1024;
+        eng_budget_watch(quarter > 256 * mib ? 256 * mib : quarter < 64 * mib ? 64 * mib : quarter);
+    }
     if (limit)
         log_info("DuckDB memory_limit %s (server.memory_limit = \"%s\"), allocation budget "
                  "%.0f MiB",
@@ -834,6 +841,7 @@ static void *worker_main(void *arg)
         int64_t t0 = time_mono_us();
         job->run(job, w->con);
         int64_t ran = time_mono_us() - t0;
+        eng_budget_settle();
 
         pthread_mutex_lock(&pool->mu);
         flow_ran(pool, job, ran);

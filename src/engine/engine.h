@@ -102,6 +102,13 @@ struct eng_pool;
  * overlay. eng_open installs them. */
 enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err);
 
+/* PostgreSQL's jsonb containment (jsonb.c): "vt:jsonb_contains"(a, b) is
+ * a @> b over JSON text, NULL when either is; text that is not JSON fails
+ * ("invalid input syntax for type json"). The pgwire dialect calls it for
+ * @>, <@ and jsonb_contains/jsonb_contained. eng_functions_install installs
+ * it. */
+enum vt_err eng_jsonb_install(duckdb_connection con, struct vt_error *err);
+
 /* The allocation budget (budget.cc): every allocation DuckDB makes through
  * its allocator (buffer pool, vectors, strings, lists, hash tables) and every
  * C++ operator new of the process is counted, and past the budget DuckDB's
@@ -120,6 +127,13 @@ bool eng_budget_active(void);
  * to the system whenever the process's RSS exceeds the counted memory by
  * more than `slack` bytes (freed memory otherwise stays resident ~1 s). */
 void eng_budget_watch(int64_t slack);
+/* After a job (engine.c's workers): has DuckDB's allocator return freed
+ * pages to the system when the count fell by an eighth of the budget (at
+ * least 32 MiB) since its highest point, i.e. after a statement that freed
+ * that much; a no-op without a budget. The next statement may run on a
+ * thread of another lane, whose allocations come from other jemalloc
+ * arenas than those freed pages (budget.cc). */
+void eng_budget_settle(void);
 
 /* Opens the process database with the settings docs/architecture.md lists
  * ("DuckDB settings"). */
