@@ -248,10 +248,10 @@ index.max_cardinality = 1000
         r = conn.getresponse()
         body = r.read()
         if r.status == 200 and b'"indexed":["id","category"]' in body:
-            conn.request("GET", "/api/v1/datasets/tl/schema")
+            conn.request("GET", "/api/v1/datasets/tl/schema", headers=hdrs)
             r = conn.getresponse()
             r.read()
-            conn.request("GET", "/api/v1/datasets/d/schema")
+            conn.request("GET", "/api/v1/datasets/d/schema", headers=hdrs)
             r2 = conn.getresponse()
             b2 = r2.read()
             if r.status == 200 and r2.status == 200 and b'"indexed":["category"]' in b2:
