@@ -370,13 +370,24 @@ def vitrine_config(name, port, datasets, extra=""):
 
 
 class Vitrine:
-    def __init__(self, name, datasets, extra="", headers=None):
+    def __init__(self, name, datasets, extra="", headers=None, notify=False):
         self.port = free_port()
         self.cfg = vitrine_config(name, self.port, datasets, extra)
         self.headers = headers or {}
         self.log_path = os.path.join(OUT, name + ".log")
         env = dict(os.environ)
         env["VITRINE_LOG"] = "info" if ACCESS_LOG else "warn"
+        # notify: the systemd readiness protocol (docs/operations.md), the
+        # signal a service manager waits on: a datagram READY=1 once every
+        # dataset is published, received without polling the server.
+        self.notify = None
+        if notify:
+            path = os.path.join(OUT, name + ".notify")
+            if os.path.exists(path):
+                os.unlink(path)
+            self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self.notify.bind(path)
+            env["NOTIFY_SOCKET"] = path
         self.logf = open(self.log_path, "w")
         self.t0 = time.monotonic()
         self.proc = spawn([VITRINE, "--config", self.cfg], stdout=self.logf, stderr=self.logf,
@@ -402,6 +413,18 @@ class Vitrine:
         wait_until(ok, timeout, 0.005, "dataset %s" % ds)
         return time.monotonic() - self.t0
 
+    def wait_ready_notify(self, ds, timeout=300):
+        """Blocks until the server sends READY=1 (all datasets published),
+        then checks that `ds` is published; returns seconds since spawn."""
+        self.notify.settimeout(timeout)
+        while b"READY=1" not in self.notify.recv(4096):
+            pass
+        t = time.monotonic() - self.t0
+        s = self.status(ds)
+        if not s or s["state"] != "published":
+            raise RuntimeError("READY=1 with dataset %s %s" % (ds, s))
+        return t
+
     def indexed(self, ds):
         st, _, body = request(self.port, "GET", "/api/v1/datasets/%s/schema" % ds,
                               headers=self.headers)
@@ -418,6 +441,8 @@ class Vitrine:
     def stop(self):
         stop(self.proc)
         self.logf.close()
+        if self.notify:
+            self.notify.close()
 
 
 # ------------------------------------------------------------------- floor
@@ -503,9 +528,14 @@ def scenario_startup():
                % (floor_ms[-1], line.strip(), floor_rss[-1], int(m.group(2)) / 1024, floor_db[-1]))
 
         for mode in ("none", "auto"):
+            # Published = READY=1 (one dataset): the floor's side is a line
+            # read from a pipe, so ours is a message read from a socket, not
+            # a poll of /status every 5 ms (measured: polling took ~45 ms
+            # from the load, its requests competing for the two cores).
             v = Vitrine("startup-%s-%d" % (mode, r),
-                        [("main", 'index.mode = "none"\n' if mode == "none" else "")])
-            t_pub = v.wait_published("main")
+                        [("main", 'index.mode = "none"\n' if mode == "none" else "")],
+                        notify=True)
+            t_pub = v.wait_ready_notify("main")
             ours_ms.append(t_pub * 1000)
             t_fast = v.wait_fastpath("main") if mode == "auto" else None
             time.sleep(IDLE_SECONDS)
@@ -674,7 +704,8 @@ def run_all():
     v = Vitrine("server", [("main", ""),
                            ("lookup", 'index.mode = "list"\nindex.columns = ["id"]\n'),
                            ("plain", 'index.mode = "none"\n')],
-                extra="[sql]\nenabled = true\nmax_rows = 1000000\n\n")
+                extra="[sql]\nenabled = true\nmax_rows = 1000000\n\n"
+                      "[metrics]\nenabled = true\n\n")
     floor = Floor() if any(n in rest for n in (3, 4, 5, 6, 7, 8, 11)) else None
     for ds in ("main", "lookup", "plain"):
         v.wait_published(ds)
@@ -965,6 +996,49 @@ MIX_RATES = dict((k, float(v)) for k, v in (
     kv.split("=") for kv in os.environ.get("BENCH_MIX_RATES", "").split(",") if kv))
 
 
+def job_hists(v):
+    """The query pool's job histograms from /metrics: {(wait|run, class):
+    {"le": [(bound_s, cumulative)], "sum": s, "count": n}}; {} when the
+    server has no metrics route or no such families (an older build)."""
+    try:
+        st, _, body = request(v.port, "GET", "/metrics", headers=v.headers, timeout=10)
+    except OSError:
+        return {}
+    if st != 200:
+        return {}
+    out = {}
+    for m in re.finditer(r'^vitrine_engine_job_(wait|run)_seconds_(bucket|sum|count)'
+                         r'\{pool="query",class="(\w+)"(?:,le="([^"]+)")?\} (\S+)$',
+                         body.decode(), re.M):
+        h = out.setdefault((m.group(1), m.group(3)), {"le": [], "sum": 0.0, "count": 0})
+        if m.group(2) == "bucket":
+            h["le"].append((float(m.group(4)), float(m.group(5))))
+        else:
+            h[m.group(2)] = float(m.group(5))
+    return out
+
+
+def job_attribution(before, after):
+    """Per class, what the jobs of a run waited and ran (the difference of
+    two job_hists): count, mean and the p50/p99 bucket bounds, in ms."""
+    res = {}
+    for key, a in after.items():
+        b = before.get(key, {"le": [(le, 0) for le, _ in a["le"]], "sum": 0.0, "count": 0})
+        n = a["count"] - b["count"]
+        if n <= 0:
+            continue
+        cum = [(le, x - y) for (le, x), (_, y) in zip(a["le"], b["le"])]
+
+        def q(p):
+            for le, c in cum:
+                if c >= p * n:
+                    return le * 1e3
+            return float("inf")
+        res[key] = {"n": n, "mean": (a["sum"] - b["sum"]) / n * 1e3, "p50": q(0.5),
+                    "p99": q(0.99)}
+    return res
+
+
 def scenario_mix(v):
     """12: 64 connections of mixed kinds on the default-config dataset, each
     kind's p50/p99 beside the same kind alone (same connections, the worker
@@ -995,10 +1069,25 @@ def scenario_mix(v):
                 assert all("\t" not in b and "\x1e" not in b for b in bodies)
                 f.write("%s\t%d\t%s\t%s%s\n" % (name, conns, path, "\x1e".join(bodies),
                                                   "\t%.3f" % rates[name] if rates else ""))
+        h0 = job_hists(v)
         c0, t0 = cpu_seconds([v.pid]), thread_cpu(v.pid)
         out = subprocess.run([FLOOR, "mix", str(v.port), "1000", str(MIX_SECONDS), spec],
                              capture_output=True, text=True, timeout=MIX_SECONDS + 600).stdout
         cpu = cpu_seconds([v.pid]) - c0
+        # Where each class's time went on the server (the engine's per-job
+        # accounting; lookups the index answers run on the HTTP threads and
+        # are not in it): queued for a worker vs running. Includes the 1 s
+        # warm-up and the requests still answered after the run's end.
+        att = job_attribution(h0, job_hists(v))
+        if att:
+            detail("  mix %s: server jobs (ms; p50/p99 are histogram bucket bounds): %s" % (
+                tag, "; ".join(
+                    "%s %d jobs wait mean %.2f p50 %.3g p99 %.3g, run mean %.2f p50 %.3g p99 %.3g"
+                    % (c, att[("wait", c)]["n"], att[("wait", c)]["mean"], att[("wait", c)]["p50"],
+                       att[("wait", c)]["p99"], att[("run", c)]["mean"], att[("run", c)]["p50"],
+                       att[("run", c)]["p99"])
+                    for c in ("short", "long", "stream")
+                    if ("wait", c) in att and ("run", c) in att)))
         t1 = thread_cpu(v.pid)
         per = sorted(((k, t1[k] - t0.get(k, 0)) for k in t1), key=lambda kv: -kv[1])
         detail("  mix %s: server CPU by thread: %s" % (tag, ", ".join(

@@ -208,6 +208,11 @@ static bool bounded_teardown(struct api_app *app, duckdb_database *db)
     return done;
 }
 
+static void notify_recheck_cb(void *notifier)
+{
+    notify_recheck(notifier);
+}
+
 /* /readyz's answer, for the systemd notifier. */
 static bool app_ready(void *ctx, int64_t *out_datasets)
 {
@@ -420,6 +425,9 @@ static int serve(const char *config_path, int port_override, int role_override)
     if (cluster_start(app.cluster, &err) != VT_ERR_OK)
         log_error("%s", vt_error_message(&err));
     notifier = notify_start(app_ready, &app, http_server_port(srv), cfg.server.prefix);
+    /* READY=1 the moment the last startup build ends, not at the next tick. */
+    if (notifier)
+        cat_set_ready_listener(app.catalog, notify_recheck_cb, notifier);
 
     int sig = 0;
     for (;;) {
@@ -466,6 +474,7 @@ static int serve(const char *config_path, int port_override, int role_override)
     bool clean = http_server_stop(srv, cfg.server.shutdown_timeout_secs * 1000, app.queries);
     clean = pgw_server_destroy(pg, drain_until) && clean;
     pg = NULL;
+    cat_set_ready_listener(app.catalog, NULL, NULL); /* builds may still end */
     notify_stop(notifier);
     notifier = NULL;
     /* No more polling, publishing or collecting (its S3 requests are cut). */

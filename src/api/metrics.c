@@ -179,10 +179,91 @@ static void write_datasets(struct strbuf *out, struct cat_catalog *cat)
     cat_status_list_free(list, n);
 }
 
+/* One histogram of a pool's job class (wait or run), in seconds. */
+static void write_job_hist(struct strbuf *out, const char *name, const char *pool,
+                           const char *cls, const struct eng_job_hist *h)
+{
+    char bucket[96], le[32];
+    snprintf(bucket, sizeof bucket, "%s_bucket", name);
+    uint64_t cum = 0;
+    for (size_t b = 0; b <= ENG_JOB_BUCKETS; b++) {
+        cum += h->bucket[b];
+        if (b < ENG_JOB_BUCKETS)
+            snprintf(le, sizeof le, "%g", (double)eng_job_bucket_us[b] / 1e6);
+        else
+            snprintf(le, sizeof le, "+Inf");
+        const char *labels[] = {"pool", pool, "class", cls, "le", le, NULL};
+        metrics_w_sample_u64(out, bucket, labels, cum);
+    }
+    const char *labels[] = {"pool", pool, "class", cls, NULL};
+    char sum[96], count[96];
+    snprintf(sum, sizeof sum, "%s_sum", name);
+    snprintf(count, sizeof count, "%s_count", name);
+    metrics_w_sample_fixed(out, sum, labels, h->sum_us, 6);
+    metrics_w_sample_u64(out, count, labels, h->count);
+}
+
+/* Per pool and job class (engine.h, "Job classes"): what waits and runs now,
+ * and how long jobs waited for a worker and ran, since start. Wait high
+ * beside run: the class queues (too few workers for it, or CPU taken by
+ * another class); run high in a mix and not alone: CPU contention. The
+ * histograms (21 lines each) are written for every class of the query pool
+ * (`query`: server.workers) and for another pool's class once it ran a job
+ * (the builders' jobs are builds: vitrine_dataset_refresh_duration_seconds
+ * has them by trigger), so the scrape stays small. */
+static bool hist_wanted(const struct eng_pool_stats *p, int c, const char *query_pool)
+{
+    return (query_pool && !strcmp(p->name, query_pool)) || p->cls[c].wait.count > 0;
+}
+
+static void write_jobs(struct strbuf *out, const struct eng_pool_stats *pools, size_t n,
+                       const char *query_pool)
+{
+    static const struct {
+        const char *name, *help;
+    } gauges[] = {
+        {"vitrine_engine_jobs_queued",
+         "Jobs waiting for a worker, by pool and job class (503 unavailable past "
+         "server.max_queued_jobs of one class)."},
+        {"vitrine_engine_jobs_running", "Jobs running on a worker, by pool and job class."},
+    };
+    for (size_t g = 0; g < 2; g++) {
+        metrics_w_family(out, gauges[g].name, METRICS_GAUGE, gauges[g].help);
+        for (size_t i = 0; i < n; i++)
+            for (int c = 0; c < ENG_JOB_CLASSES; c++) {
+                const char *labels[] = {"pool", pools[i].name, "class",
+                                        eng_job_class_name((enum eng_job_class)c), NULL};
+                metrics_w_sample(out, gauges[g].name, labels,
+                                 g == 0 ? pools[i].cls[c].queued : pools[i].cls[c].running);
+            }
+    }
+    metrics_w_family(out, "vitrine_engine_job_wait_seconds", METRICS_HISTOGRAM,
+                     "Time jobs waited in the queue before a worker took them, by pool and job "
+                     "class (short: pages, counts, point queries; long: group bys, sorts, "
+                     "/sql; stream: /query/stream).");
+    for (size_t i = 0; i < n; i++)
+        for (int c = 0; c < ENG_JOB_CLASSES; c++)
+            if (hist_wanted(&pools[i], c, query_pool))
+                write_job_hist(out, "vitrine_engine_job_wait_seconds", pools[i].name,
+                               eng_job_class_name((enum eng_job_class)c),
+                               &pools[i].cls[c].wait);
+    metrics_w_family(out, "vitrine_engine_job_run_seconds", METRICS_HISTOGRAM,
+                     "Time jobs ran on a worker, by pool and job class (a stream's includes "
+                     "the time its client took to read).");
+    for (size_t i = 0; i < n; i++)
+        for (int c = 0; c < ENG_JOB_CLASSES; c++)
+            if (hist_wanted(&pools[i], c, query_pool))
+                write_job_hist(out, "vitrine_engine_job_run_seconds", pools[i].name,
+                               eng_job_class_name((enum eng_job_class)c),
+                               &pools[i].cls[c].run);
+}
+
 static void write_engine(struct strbuf *out, struct api_app *app)
 {
-    struct eng_pool_stats pools[16];
-    size_t n = eng_pools_stats(pools, sizeof pools / sizeof pools[0]);
+    enum { MAX_POOLS = 16 };
+    /* ~1 KiB each with the histograms: off the HTTP thread's stack. */
+    struct eng_pool_stats *pools = calloc(MAX_POOLS, sizeof *pools);
+    size_t n = pools ? eng_pools_stats(pools, MAX_POOLS) : 0;
     metrics_w_family(out, "vitrine_pool_workers", METRICS_GAUGE,
                      "Worker threads of each pool (query: server.workers; build, admin, ...).");
     for (size_t i = 0; i < n; i++) {
@@ -196,11 +277,17 @@ static void write_engine(struct strbuf *out, struct api_app *app)
         metrics_w_sample(out, "vitrine_pool_busy_workers", labels, pools[i].running);
     }
     metrics_w_family(out, "vitrine_pool_queued_jobs", METRICS_GAUGE,
-                     "Jobs waiting for a worker (503 past server.max_queued_jobs).");
+                     "Jobs waiting for a worker, every class together (vitrine_engine_jobs_queued "
+                     "by class).");
     for (size_t i = 0; i < n; i++) {
         const char *labels[] = {"pool", pools[i].name, NULL};
         metrics_w_sample(out, "vitrine_pool_queued_jobs", labels, pools[i].queued);
     }
+    struct eng_pool_stats query = {0};
+    if (app->queries)
+        eng_pool_stats_get(app->queries, &query);
+    write_jobs(out, pools, n, app->queries ? query.name : NULL);
+    free(pools);
     int64_t mem = 0, tmp = 0;
     if (eng_sampler_read(app->sampler, &mem, &tmp)) {
         metrics_w_family(out, "vitrine_duckdb_memory_bytes", METRICS_GAUGE,

@@ -883,6 +883,18 @@ void cat_startup_done(struct cat_catalog *cat, struct cat_dataset *ds)
         ds->startup_counted = false;
         cat->startup_pending--;
     }
+    void (*listener)(void *) = cat->ready_listener;
+    void *ctx = cat->ready_listener_ctx;
+    pthread_mutex_unlock(&cat->state_mu);
+    if (listener)
+        listener(ctx);
+}
+
+void cat_set_ready_listener(struct cat_catalog *cat, void (*fn)(void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&cat->state_mu);
+    cat->ready_listener = fn;
+    cat->ready_listener_ctx = ctx;
     pthread_mutex_unlock(&cat->state_mu);
 }
 

@@ -142,6 +142,12 @@ void cat_destroy(struct cat_catalog *cat);
 
 /* Readiness per [server.startup] readiness; *out_datasets = registered count. */
 bool cat_ready(struct cat_catalog *cat, int64_t *out_datasets);
+/* fn(ctx) is called each time a startup build ends (published, failed or
+ * skipped: whenever cat_ready's answer may have changed), on the builder's
+ * thread with no catalog lock held. Set it at any time (NULL: none); a
+ * listener set after the builds ended is not called, so ask cat_ready once
+ * after setting it. */
+void cat_set_ready_listener(struct cat_catalog *cat, void (*fn)(void *ctx), void *ctx);
 
 /* Looks a dataset up and takes a reference on it (NULL when unknown). */
 struct cat_dataset *cat_dataset_get(struct cat_catalog *cat, const char *name);

@@ -87,6 +87,8 @@ struct cat_catalog {
     pthread_mutex_t ddl_mu;
     pthread_mutex_t state_mu;
     int64_t startup_pending;        /* eager startup builds not finished */
+    void (*ready_listener)(void *); /* cat_set_ready_listener (under state_mu) */
+    void *ready_listener_ctx;
     bool registering;               /* cat_start is still registering the config's datasets */
     const char *temp_dir;
     const char *cache_dir;

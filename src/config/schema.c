@@ -653,9 +653,12 @@ const struct cfg_key cfg_schema[] = {
      .doc = "Worker threads running queries (each owns one DuckDB connection)."},
     {"server", "max_queued_jobs", CFG_T_INT, C(server.max_queued_jobs),
      RANGE(1, VT_MAX_PENDING_JOBS), .def = "4096",
-     .doc = "Requests and PostgreSQL statements waiting for a query worker, at most; past it "
-            "a request gets 503 unavailable (with Retry-After) at once instead of queueing. "
-            "Lower it to shed load sooner when a balancer can send it elsewhere."},
+     .doc = "Requests and PostgreSQL statements waiting for a query worker, at most, per job "
+            "class (short: pages, counts, point queries; long: group bys, sorts, /sql; "
+            "stream: /query/stream): past it a request of that class gets 503 unavailable "
+            "(with Retry-After) at once instead of queueing, while the other classes still "
+            "queue. Lower it to shed load sooner when a balancer can send it elsewhere; "
+            "/readyz and vitrine_engine_jobs_queued show each class's queue."},
     {"server", "prefix", CFG_T_STR, C(server.prefix), .def = "\"\"", .check = check_prefix,
      .doc = "Mount every route, probes included, under this path (\"/vitrine\"); starts with "
             "\"/\", does not end with one."},

@@ -22,13 +22,26 @@
  *    malloc_usable_size. Only requests of 64 KiB or more are refused past the
  *    budget (a large std::vector growing); small ones always succeed, so code
  *    that cannot handle std::bad_alloc (destructors, bookkeeping) is not made
- *    to.
+ *    to. Each thread sums these locally and adds to the count every 256 KiB
+ *    (see local_add).
  *
  * Freed memory stays resident for a while in DuckDB's jemalloc (dirty pages,
  * purged after ~1 s, per arena): two heavy statements in a row measured
  * 1.8 GB RSS under a 1.2 GB budget. eng_budget_watch() starts a thread
  * that reads the process's RSS every 100 ms and has jemalloc purge its
  * arenas when RSS exceeds the counted memory by more than a slack.
+ *
+ * Between statements the slack is too much: the engine's lanes (engine.h)
+ * run consecutive statements on different threads, whose allocations come
+ * from other arenas than the pages freed before, jemalloc's and glibc's
+ * (DuckDB's C++ operator new, below, is glibc's malloc, per-thread arenas
+ * too). Measured on the hostile memory test (49 MiB idle, 384 MiB budget):
+ * a count(DISTINCT) freed 200 MiB that stayed resident (under the 256 MiB
+ * slack), and the recursive CTE after it peaked at 469 MiB RSS; a jemalloc
+ * purge alone left 345 MiB resident with 3 MiB counted, malloc_trim the
+ * rest. eng_budget_settle(), after each job, does both when the count has
+ * fallen by an eighth of the budget (at least 32 MiB) since its highest:
+ * only after a statement that freed that much, so small ones never pay.
  *
  * eng_budget_active() tells whether the interposition took (a DuckDB build
  * that stopped calling through the PLT would leave the count at zero; the
@@ -62,6 +75,7 @@ int64_t eng_budget_peak(bool reset);
 int64_t eng_budget_refused(void);
 bool eng_budget_active(void);
 void eng_budget_watch(int64_t slack);
+void eng_budget_settle(void);
 }
 
 namespace {
@@ -70,6 +84,7 @@ constexpr int64_t kRefuseNewFrom = 64 * 1024; /* operator new: smaller always su
 
 std::atomic<int64_t> used{0};
 std::atomic<int64_t> peak{0};
+std::atomic<int64_t> high{0};        /* highest count since the last settle */
 std::atomic<int64_t> limit{0};       /* 0: no ceiling */
 std::atomic<int64_t> refused{0};
 std::atomic<int64_t> duckdb_calls{0}; /* allocations seen through DuckDB's allocator */
@@ -87,6 +102,9 @@ inline bool charge(int64_t n, bool may_refuse)
     int64_t p = peak.load(std::memory_order_relaxed);
     while (now > p && !peak.compare_exchange_weak(p, now, std::memory_order_relaxed))
         ;
+    int64_t h = high.load(std::memory_order_relaxed);
+    while (now > h && !high.compare_exchange_weak(h, now, std::memory_order_relaxed))
+        ;
     return true;
 }
 
@@ -94,6 +112,65 @@ inline void credit(int64_t n)
 {
     used.fetch_sub(n, std::memory_order_relaxed);
 }
+
+/* operator new and delete run on every thread millions of times a second
+ * (a 1M-row CTAS: ~4% of its CPU went to the lock'ed add on `used` shared by
+ * DuckDB's threads, perf). They never refuse small requests, so each thread
+ * sums its own and adds the sum to `used` once it passes kLocalFlush either
+ * way: `used` is then exact to kLocalFlush per thread, which is nothing
+ * beside a budget of hundreds of MiB. A thread's remainder is added when it
+ * exits (a pthread key's destructor; what is freed after that, in later
+ * thread-exit destructors, is counted at once). */
+#ifndef VT_BUDGET_NO_NEW
+constexpr int64_t kLocalFlush = 256 * 1024;
+thread_local int64_t local_pending;   /* trivially destructible: no TLS guard */
+thread_local bool local_registered;
+thread_local bool local_exited;
+pthread_key_t local_key;
+pthread_once_t local_once = PTHREAD_ONCE_INIT;
+
+void local_flush()
+{
+    int64_t n = local_pending;
+    local_pending = 0;
+    if (n > 0)
+        charge(n, false);
+    else if (n < 0)
+        credit(-n);
+}
+
+void local_exit(void *)
+{
+    local_flush();
+    local_exited = true;
+}
+
+void local_make_key()
+{
+    pthread_key_create(&local_key, local_exit);
+}
+
+inline void local_add(int64_t n)
+{
+    if (local_exited) {
+        if (n > 0)
+            charge(n, false);
+        else
+            credit(-n);
+        return;
+    }
+    if (__builtin_expect(!local_registered, 0)) {
+        /* at a thread's first call, so that even a remainder that never
+         * reached kLocalFlush is added when it exits */
+        local_registered = true;
+        pthread_once(&local_once, local_make_key);
+        pthread_setspecific(local_key, &local_key); /* any non-NULL value */
+    }
+    local_pending += n;
+    if (local_pending > kLocalFlush || local_pending < -kLocalFlush)
+        local_flush();
+}
+#endif
 
 } // namespace
 
@@ -163,7 +240,7 @@ void *operator new(std::size_t n)
     void *p = std::malloc(n ? n : 1);
     if (!p)
         throw std::bad_alloc();
-    charge((int64_t)malloc_usable_size(p), false);
+    local_add((int64_t)malloc_usable_size(p));
     return p;
 }
 
@@ -190,7 +267,7 @@ void operator delete(void *p) noexcept
 {
     if (!p)
         return;
-    credit((int64_t)malloc_usable_size(p));
+    local_add(-(int64_t)malloc_usable_size(p));
     std::free(p);
 }
 
@@ -279,6 +356,23 @@ void purge()
     /* MALLCTL_ARENAS_ALL is 4096 */
     duckdb_je_mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
 }
+
+} // namespace
+
+void eng_budget_settle(void)
+{
+    int64_t cap = limit.load(std::memory_order_relaxed);
+    int64_t now = used.load(std::memory_order_relaxed);
+    int64_t h = high.load(std::memory_order_relaxed);
+    int64_t freed = cap / 8 > (32 << 20) ? cap / 8 : (32 << 20);
+    if (cap <= 0 || h - now < freed)
+        return;
+    high.store(now, std::memory_order_relaxed);
+    purge();
+    malloc_trim(0);
+}
+
+namespace {
 
 void *watch_main(void *)
 {

@@ -90,8 +90,11 @@ struct eng_pool {
     int64_t vtime[ENG_JOB_CLASSES]; /* fair queuing's virtual time, per class */
     struct eng_flow flows[ENG_FLOWS];
     int queued;
-    int max_queued;             /* eng_lanes.max_queued: past it submit refuses */
+    int queued_cls[ENG_JOB_CLASSES];
+    int max_queued;             /* eng_lanes.max_queued, per class: past it submit refuses */
     int running;
+    int running_cls[ENG_JOB_CLASSES]; /* by the running job's class (retired ones not) */
+    struct eng_job_hist wait[ENG_JOB_CLASSES], run[ENG_JOB_CLASSES];
     int running_long;
     int long_cap;               /* LONG jobs running at once (not on extras), at most */
     int n_long, n_stream;       /* long- and stream-lane workers (the last ones) */
@@ -133,19 +136,60 @@ static void live_remove(struct eng_pool *pool)
     pthread_mutex_unlock(&live_mu);
 }
 
+/* ------------------------------------------------------ job accounting */
+
+/* 100 us .. 60 s: an inline-fast page is in the first buckets, a stream of a
+ * large table in the last ones. */
+const int64_t eng_job_bucket_us[ENG_JOB_BUCKETS] = {
+    100,     250,     500,     1000,    2500,     5000,     10000,    25000,    50000,
+    100000,  250000,  500000,  1000000, 2500000,  5000000,  10000000, 30000000, 60000000};
+
+const char *eng_job_class_name(enum eng_job_class c)
+{
+    static const char *const names[ENG_JOB_CLASSES] = {"short", "long", "stream"};
+    return (unsigned)c < ENG_JOB_CLASSES ? names[c] : "short";
+}
+
+static void hist_add(struct eng_job_hist *h, int64_t us)
+{
+    if (us < 0)
+        us = 0;
+    size_t b = 0;
+    while (b < ENG_JOB_BUCKETS && us > eng_job_bucket_us[b])
+        b++;
+    h->bucket[b]++;
+    h->count++;
+    h->sum_us += us;
+}
+
+static void stats_fill(struct eng_pool *p, struct eng_pool_stats *out)
+{
+    pthread_mutex_lock(&p->mu);
+    snprintf(out->name, sizeof out->name, "%s", p->name);
+    out->threads = p->n;
+    out->queued = p->queued;
+    out->running = p->running;
+    out->max_queued = p->max_queued;
+    for (int c = 0; c < ENG_JOB_CLASSES; c++) {
+        out->cls[c].queued = p->queued_cls[c];
+        out->cls[c].running = p->running_cls[c];
+        out->cls[c].wait = p->wait[c];
+        out->cls[c].run = p->run[c];
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+void eng_pool_stats_get(struct eng_pool *pool, struct eng_pool_stats *out)
+{
+    stats_fill(pool, out);
+}
+
 size_t eng_pools_stats(struct eng_pool_stats *out, size_t cap)
 {
     size_t n = 0;
     pthread_mutex_lock(&live_mu);
-    for (struct eng_pool *p = live_pools; p && n < cap; p = p->next_live) {
-        pthread_mutex_lock(&p->mu);
-        snprintf(out[n].name, sizeof out[n].name, "%s", p->name);
-        out[n].threads = p->n;
-        out[n].queued = p->queued;
-        out[n].running = p->running;
-        pthread_mutex_unlock(&p->mu);
-        n++;
-    }
+    for (struct eng_pool *p = live_pools; p && n < cap; p = p->next_live)
+        stats_fill(p, &out[n++]);
     pthread_mutex_unlock(&live_mu);
     return n;
 }
@@ -308,8 +352,15 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
     }
     duckdb_destroy_config(&config);
     eng_budget_set(limit_bytes ? budget_for(limit_bytes) : 0);
-    if (limit_bytes)
-        eng_budget_watch(256 * 1024 * 1024);
+    /* The RSS beyond the counted memory the watcher lets be: 256 MiB, or a
+     * quarter of a small budget (at least 64 MiB): with 256 MiB a 384 MiB
+     * budget's RSS reached idle + budget + ~200 MiB when a statement that
+     * overran its deadline still held memory beside the next (test:
+     * test_hostile_sql_limits' memory test; budget.cc). */
+    if (limit_bytes) {
+        int64_t quarter = eng_budget_get() / 4, mib = 1024 * 1024;
+        eng_budget_watch(quarter > 256 * mib ? 256 * mib : quarter < 64 * mib ? 64 * mib : quarter);
+    }
     if (limit)
         log_info("DuckDB memory_limit %s (server.memory_limit = \"%s\"), allocation budget "
                  "%.0f MiB",
@@ -563,6 +614,7 @@ static struct eng_job *unlink_job(struct eng_pool *pool, enum eng_job_class c,
     if (pool->tail[c] == job)
         pool->tail[c] = prev;
     pool->queued--;
+    pool->queued_cls[c]--;
     if (job->vstart > pool->vtime[c])
         pool->vtime[c] = job->vstart;
     return job;
@@ -773,7 +825,9 @@ static void *worker_main(void *arg)
             break;
         }
         bool is_long = job->cls == ENG_JOB_LONG && !w->extra; /* extras are past the cap */
+        hist_add(&pool->wait[job->cls], time_mono_us() - job->enqueued_us);
         pool->running++;
+        pool->running_cls[job->cls]++;
         pool->running_long += is_long;
         w->current = job;
         w->current_long = is_long;
@@ -787,9 +841,11 @@ static void *worker_main(void *arg)
         int64_t t0 = time_mono_us();
         job->run(job, w->con);
         int64_t ran = time_mono_us() - t0;
+        eng_budget_settle();
 
         pthread_mutex_lock(&pool->mu);
         flow_ran(pool, job, ran);
+        hist_add(&pool->run[job->cls], ran);
         w->current = NULL;
         if (w->retired) {
             /* Its slot has a new worker; the counts were given back when it
@@ -801,6 +857,7 @@ static void *worker_main(void *arg)
             return NULL;
         }
         pool->running--;
+        pool->running_cls[job->cls]--;
         pool->running_long -= is_long;
         if (w->extra && pool->stopping) {
             w->quit = true; /* ends at the top of the loop */
@@ -856,6 +913,7 @@ static void retire(struct eng_pool *pool, int i, struct eng_worker *w, struct en
         pool->workers[i] = fresh;
         pool->retirements++;
         pool->running--;
+        pool->running_cls[job->cls]--;
         pool->running_long -= w->current_long;
     } else {
         fresh->quit = true; /* it finished meanwhile: the new worker is not needed */
@@ -1062,17 +1120,18 @@ struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lane
 bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job)
 {
     job->next = NULL;
-    job->enqueued_ms = time_mono_ms();
+    job->enqueued_us = time_mono_us();
+    job->enqueued_ms = job->enqueued_us / 1000;
     if ((unsigned)job->cls >= ENG_JOB_CLASSES)
         job->cls = ENG_JOB_SHORT;
     pthread_mutex_lock(&pool->mu);
     if (job->cls == ENG_JOB_STREAM && pool->n_stream == 0)
         job->cls = ENG_JOB_LONG;
-    if (pool->stopping || pool->queued >= pool->max_queued) {
+    enum eng_job_class c = job->cls;
+    if (pool->stopping || pool->queued_cls[c] >= pool->max_queued) {
         pthread_mutex_unlock(&pool->mu);
         return false;
     }
-    enum eng_job_class c = job->cls;
     tag(pool, job);
     if (pool->tail[c])
         pool->tail[c]->next = job;
@@ -1080,6 +1139,7 @@ bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job)
         pool->head[c] = job;
     pool->tail[c] = job;
     pool->queued++;
+    pool->queued_cls[c]++;
     pthread_cond_signal(c == ENG_JOB_STREAM                 ? &pool->cv_stream
                         : c == ENG_JOB_LONG && pool->n_long ? &pool->cv_long
                                                             : &pool->cv);

@@ -3,7 +3,9 @@
  * run work against it.
  *
  * A pool has N worker threads, each owning one duckdb_connection. Jobs are
- * queued (bounded) and run in FIFO order within their class (below). A job
+ * queued (bounded per class: eng_lanes.max_queued) and run in FIFO order
+ * within their class (below); the pool keeps per class what waits and runs
+ * and histograms of how long jobs waited and ran (eng_pool_stats). A job
  * may carry a deadline: a
  * watchdog interrupts the worker's connection (duckdb_interrupt) when it
  * passes, and a job still queued at its deadline runs with `timed_out` set so
@@ -86,6 +88,7 @@ struct eng_job {
     int64_t vstart;             /* the pool's: start tag */
     struct eng_job *next;       /* queue link, owned by the pool */
     int64_t enqueued_ms;
+    int64_t enqueued_us;        /* the pool's: for the wait histogram */
 };
 
 struct eng_pool;
@@ -98,6 +101,13 @@ struct eng_pool;
  * and PostgreSQL's to_char(timestamp, text), to_timestamp(text, text) and
  * overlay. eng_open installs them. */
 enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err);
+
+/* PostgreSQL's jsonb containment (jsonb.c): "vt:jsonb_contains"(a, b) is
+ * a @> b over JSON text, NULL when either is; text that is not JSON fails
+ * ("invalid input syntax for type json"). The pgwire dialect calls it for
+ * @>, <@ and jsonb_contains/jsonb_contained. eng_functions_install installs
+ * it. */
+enum vt_err eng_jsonb_install(duckdb_connection con, struct vt_error *err);
 
 /* The allocation budget (budget.cc): every allocation DuckDB makes through
  * its allocator (buffer pool, vectors, strings, lists, hash tables) and every
@@ -117,6 +127,13 @@ bool eng_budget_active(void);
  * to the system whenever the process's RSS exceeds the counted memory by
  * more than `slack` bytes (freed memory otherwise stays resident ~1 s). */
 void eng_budget_watch(int64_t slack);
+/* After a job (engine.c's workers): has DuckDB's allocator return freed
+ * pages to the system when the count fell by an eighth of the budget (at
+ * least 32 MiB) since its highest point, i.e. after a statement that freed
+ * that much; a no-op without a budget. The next statement may run on a
+ * thread of another lane, whose allocations come from other jemalloc
+ * arenas than those freed pages (budget.cc). */
+void eng_budget_settle(void);
 
 /* Opens the process database with the settings docs/architecture.md lists
  * ("DuckDB settings"). */
@@ -151,15 +168,16 @@ struct eng_lanes {
     int threads;                /* general workers (SHORT; at least 1) */
     int long_threads;
     int stream_threads;
-    int max_queued;             /* jobs waiting at most (0: VT_MAX_PENDING_JOBS) */
+    int max_queued;             /* jobs waiting at most, per class (0: VT_MAX_PENDING_JOBS) */
 };
 struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lanes *lanes,
                                        const char *name, struct vt_error *err);
 /* The long lane the query pool gets for `threads` workers: as many LONG jobs
  * at a time as a pool without lanes would allow (N - max(1, N/4), >= 1). */
 int eng_long_lane_threads(int threads);
-/* Queues a job. Returns false when the queue is full (max_queued jobs
- * waiting, of every class) or the pool is stopping (the caller answers 503). */
+/* Queues a job. Returns false when its class's queue is full (max_queued
+ * jobs of that class waiting: a queue of streams never refuses a page) or
+ * the pool is stopping (the caller answers 503). */
 bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job);
 /* The DuckDB connection of the pool worker this thread is (every job's run()
  * gets it too), or NULL on any other thread. The execution layer (src/exec)
@@ -178,14 +196,41 @@ int64_t eng_pool_retirements(struct eng_pool *pool);
 /* Jobs queued + running (for metrics and drain). */
 int eng_pool_load(struct eng_pool *pool);
 
+/* Per job class, how long jobs waited in the queue (from submit to a worker
+ * taking them) and how long they ran (run() on the worker): histograms over
+ * ENG_JOB_BUCKETS upper bounds (eng_job_bucket_us, microseconds), kept by
+ * the pool under its lock as it hands jobs out, so the numbers cost nothing
+ * to whoever does not read them. A job is counted in its class as submitted
+ * (a STREAM job of a pool without a stream lane is a LONG one), whichever
+ * worker ran it (a short-lane worker answering a long job at its deadline,
+ * an overflow worker). */
+#define ENG_JOB_BUCKETS 18
+extern const int64_t eng_job_bucket_us[ENG_JOB_BUCKETS];
+struct eng_job_hist {
+    uint64_t bucket[ENG_JOB_BUCKETS + 1]; /* per bucket, not cumulative; the last: +Inf */
+    uint64_t count;
+    int64_t sum_us;
+};
+/* The lower-case name of a class ("short", "long", "stream"). */
+const char *eng_job_class_name(enum eng_job_class c);
+
 /* The numbers of every live pool, for the metrics: up to `cap` entries,
  * returns how many were written. */
+struct eng_class_stats {
+    int queued;                 /* jobs of the class waiting for a worker */
+    int running;                /* jobs of the class running */
+    struct eng_job_hist wait, run; /* since the pool started */
+};
 struct eng_pool_stats {
     char name[32];
     int threads;
     int queued;                 /* jobs waiting for a worker */
     int running;                /* busy workers */
+    int max_queued;             /* per class */
+    struct eng_class_stats cls[ENG_JOB_CLASSES];
 };
+/* One pool's numbers (the same as eng_pools_stats gives). */
+void eng_pool_stats_get(struct eng_pool *pool, struct eng_pool_stats *out);
 size_t eng_pools_stats(struct eng_pool_stats *out, size_t cap);
 
 /* DuckDB's memory, sampled by a thread of its own every period_ms (the

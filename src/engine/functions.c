@@ -1077,6 +1077,8 @@ enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err)
     };
     for (size_t i = 0; rc == VT_ERR_OK && i < sizeof sets / sizeof sets[0]; i++)
         rc = register_set(con, sets[i].name, sets[i].ov, sets[i].n, err);
+    if (rc == VT_ERR_OK)
+        rc = eng_jsonb_install(con, err);
     struct strbuf sql;
     sb_init(&sql, 0);
     for (size_t i = 0; rc == VT_ERR_OK && macros[i]; i++) {

@@ -26,6 +26,7 @@ struct notify {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop;
+    bool recheck;               /* notify_recheck since the last look */
 };
 
 static size_t discard(char *p, size_t s, size_t n, void *ud)
@@ -54,14 +55,18 @@ static void *notify_main(void *arg)
 {
     struct notify *n = arg;
     pthread_setname_np(pthread_self(), "sd-notify");
-    bool ready = false;
+    bool ready = false, first = true;
     int64_t next_dog = 0;
     for (;;) {
+        /* The first look is at once (the datasets may all be built before
+         * this thread starts); then at each tick or notify_recheck. The tick
+         * stays for what no recheck announces (a cluster reader's import). */
         pthread_mutex_lock(&n->mu);
-        bool stop = n->stop;
-        if (!stop)
+        if (!first && !n->stop && !n->recheck)
             time_cond_wait(&n->cv, &n->mu, time_mono_ms() + (ready ? 500 : 250));
-        stop = n->stop;
+        first = false;
+        n->recheck = false;
+        bool stop = n->stop;
         pthread_mutex_unlock(&n->mu);
         if (stop)
             break;
@@ -112,6 +117,16 @@ struct notify *notify_start(notify_ready_fn ready, void *ctx, int http_port, con
     log_info("systemd: notifying %s%s", getenv("NOTIFY_SOCKET"),
              n->watchdog_usec ? " (watchdog on)" : "");
     return n;
+}
+
+void notify_recheck(struct notify *n)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->mu);
+    n->recheck = true;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
 }
 
 void notify_reloading(struct notify *n)

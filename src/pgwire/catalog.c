@@ -255,6 +255,23 @@ static const char *const functions[][2] = {
     {"json_typeof", "vt:json_typeof"},
     {"jsonb_typeof", "vt:json_typeof"},
     {"jsonb_pretty", "json_pretty"},
+    /* jsonb's operators (lexer.c's stand-ins for -> ->> #> #>> ? ?| ?&, @> and <@
+     * where dialect.c sees JSON) and the functions behind them; a text[]
+     * constant argument is a list by then (dialect.c) */
+    {PGW_OP_GET, "vt:json_get"},
+    {PGW_OP_GET_TEXT, "vt:json_get_text"},
+    {PGW_OP_PATH, "vt:json_path"},
+    {PGW_OP_PATH_TEXT, "vt:json_path_text"},
+    {PGW_OP_EXISTS, "vt:jsonb_exists"},
+    {PGW_OP_EXISTS_ANY, "vt:jsonb_exists_any"},
+    {PGW_OP_EXISTS_ALL, "vt:jsonb_exists_all"},
+    {"jsonb_exists", "vt:jsonb_exists"},
+    {"jsonb_exists_any", "vt:jsonb_exists_any"},
+    {"jsonb_exists_all", "vt:jsonb_exists_all"},
+    {"jsonb_contains", "vt:jsonb_contains"},
+    {"vt:jsonb_contains", "vt:jsonb_contains"},
+    {"vt:json_keys", "vt:json_keys"},
+    {"vt:json_object", "vt:json_object"},
     {"unnest", "unnest"}, /* x = ANY(array): DuckDB's plan calls it as a scalar */
     /* dialect.c's json_array_elements[_text] (a client writing the name gets
      * the same list) */

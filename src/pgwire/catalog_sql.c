@@ -36,6 +36,11 @@
     JPATH(FN, "a, b, c, d, e, f", P6) ", " JPATH(FN, "a, b, c, d, e, f, g", P7) ", "        \
     JPATH(FN, "a, b, c, d, e, f, g, h", P8)
 
+/* The integer types: -> and ->> take one as an array index. */
+#define JSON_INTS                                                                           \
+    "('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', "     \
+    "'UINTEGER', 'UBIGINT')"
+
 const char pgw_catalog_ddl[] =
     "CREATE TEMP TABLE \"vt:settings\"(name VARCHAR, display VARCHAR, setting VARCHAR, "
     "  description VARCHAR);\n"
@@ -305,6 +310,63 @@ const char pgw_catalog_ddl[] =
     "CREATE TEMP MACRO \"vt:json_extract_path\"" JPATH_OVERLOADS("json_extract") ";\n"
     "CREATE TEMP MACRO \"vt:json_extract_path_text\"" JPATH_OVERLOADS("json_extract_string")
     ";\n"
+    /* The left operand of a jsonb operator as JSON: JSON or text (a
+     * literal is text), else PostgreSQL's error for an operator no type
+     * has (op: the operator, r: its right operand) */
+    "CREATE TEMP MACRO \"vt:json_operand\"(j, op, r) AS CASE WHEN typeof(j) IN ('JSON', "
+    "  'VARCHAR', 'NULL', '\"NULL\"') THEN CAST(j AS JSON) ELSE error("
+    "  'operator does not exist: ' || lower(typeof(j)) || ' ' || op || ' ' || CASE typeof(r) "
+    "  WHEN 'VARCHAR' THEN 'unknown' WHEN 'VARCHAR[]' THEN 'text[]' ELSE lower(typeof(r)) END) "
+    "  END;\n"
+    /* jsonb's -> and ->>: an integer is an array index (negative: from the
+     * end), anything else an object's key, as written (DuckDB's -> reads
+     * '$..' and '/..' as paths) */
+    "CREATE TEMP MACRO \"vt:jget\"(j, k) AS CASE WHEN typeof(k) IN " JSON_INTS " THEN "
+    "  json_extract(j, TRY_CAST(k AS BIGINT)) WHEN json_type(j) = 'OBJECT' THEN "
+    "  json_extract(j, \"vt:jpath\"([CAST(k AS VARCHAR)])) END;\n"
+    "CREATE TEMP MACRO \"vt:jget_text\"(j, k) AS CASE WHEN typeof(k) IN " JSON_INTS " THEN "
+    "  json_extract_string(j, TRY_CAST(k AS BIGINT)) WHEN json_type(j) = 'OBJECT' THEN "
+    "  json_extract_string(j, \"vt:jpath\"([CAST(k AS VARCHAR)])) END;\n"
+    "CREATE TEMP MACRO \"vt:json_get\"(j, k) AS \"vt:jget\"(\"vt:json_operand\"(j, '->', k), "
+    "  k);\n"
+    "CREATE TEMP MACRO \"vt:json_get_text\"(j, k) AS \"vt:jget_text\"(\"vt:json_operand\"(j, "
+    "  '->>', k), k);\n"
+    /* jsonb's #> and #>>: a path of keys and array indexes (the empty path
+     * is the value itself) */
+    "CREATE TEMP MACRO \"vt:jpath_get\"(j, l) AS CASE WHEN len(l) = 0 THEN j ELSE "
+    "  json_extract(j, \"vt:jpath\"(CAST(l AS VARCHAR[]))) END;\n"
+    "CREATE TEMP MACRO \"vt:jpath_get_text\"(j, l) AS CASE WHEN len(l) = 0 THEN "
+    "  json_extract_string(j, '$') ELSE json_extract_string(j, \"vt:jpath\"(CAST(l AS "
+    "  VARCHAR[]))) END;\n"
+    "CREATE TEMP MACRO \"vt:json_path\"(j, l) AS \"vt:jpath_get\"(\"vt:json_operand\"(j, "
+    "  '#>', l), l);\n"
+    "CREATE TEMP MACRO \"vt:json_path_text\"(j, l) AS \"vt:jpath_get_text\"("
+    "  \"vt:json_operand\"(j, '#>>', l), l);\n"
+    /* ? ?| ?&: the top-level strings, an object's keys, an array's string
+     * elements, a string scalar */
+    "CREATE TEMP MACRO \"vt:jsonb_strings\"(j) AS CASE json_type(CAST(j AS JSON)) "
+    "  WHEN 'OBJECT' THEN json_keys(CAST(j AS JSON)) WHEN 'ARRAY' THEN list_transform("
+    "  list_filter(CAST(json_extract(CAST(j AS JSON), '$[*]') AS JSON[]), lambda x: "
+    "  json_type(x) = 'VARCHAR'), lambda x: json_extract_string(x, '$')) WHEN 'VARCHAR' THEN "
+    "  [json_extract_string(CAST(j AS JSON), '$')] ELSE CAST([] AS VARCHAR[]) END;\n"
+    "CREATE TEMP MACRO \"vt:jsonb_exists\"(j, k) AS CASE WHEN j IS NULL OR k IS NULL THEN "
+    "  NULL ELSE list_contains(\"vt:jsonb_strings\"(\"vt:json_operand\"(j, '?', k)), "
+    "  CAST(k AS VARCHAR)) END;\n"
+    "CREATE TEMP MACRO \"vt:jsonb_exists_any\"(j, l) AS CASE WHEN j IS NULL OR l IS NULL "
+    "  THEN NULL ELSE list_has_any(\"vt:jsonb_strings\"(\"vt:json_operand\"(j, '?|', "
+    "  l)), CAST(l AS VARCHAR[])) END;\n"
+    "CREATE TEMP MACRO \"vt:jsonb_exists_all\"(j, l) AS CASE WHEN j IS NULL OR l IS NULL "
+    "  THEN NULL ELSE list_has_all(\"vt:jsonb_strings\"(\"vt:json_operand\"(j, '?&', "
+    "  l)), CAST(l AS VARCHAR[])) END;\n"
+    /* json[b]_object_keys and json[b]_each[_text] (dialect.c): an object's
+     * keys, or PostgreSQL's error (fn: the function called) */
+    "CREATE TEMP MACRO \"vt:json_keys\"(j, fn) AS CASE WHEN j IS NULL THEN NULL "
+    "  WHEN json_type(CAST(j AS JSON)) = 'OBJECT' THEN json_keys(CAST(j AS JSON)) "
+    "  ELSE error('cannot call ' || fn || ' on ' || CASE WHEN json_type(CAST(j AS JSON)) = "
+    "  'ARRAY' THEN 'an array' ELSE 'a scalar' END) END;\n"
+    "CREATE TEMP MACRO \"vt:json_object\"(j, fn) AS CASE WHEN j IS NULL THEN NULL "
+    "  WHEN json_type(CAST(j AS JSON)) = 'OBJECT' THEN CAST(j AS JSON) "
+    "  ELSE error('cannot call ' || fn || ' on a non-object') END;\n"
     /* json[b]_object_agg's object from its [key, value JSON] pairs
      * (dialect.c); a NULL key fails as in PostgreSQL */
     "CREATE TEMP MACRO \"vt:json_pairs\"(l) AS CAST('{' || array_to_string(list_transform(l, "

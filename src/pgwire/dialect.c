@@ -319,7 +319,8 @@ static const char *srf_column(const char *name)
     if (!strcmp(name, "json_array_elements") || !strcmp(name, "jsonb_array_elements") ||
         !strcmp(name, "json_array_elements_text") || !strcmp(name, "jsonb_array_elements_text"))
         return "value";
-    if (!strcmp(name, "string_to_table"))
+    if (!strcmp(name, "string_to_table") || !strcmp(name, "json_object_keys") ||
+        !strcmp(name, "jsonb_object_keys"))
         return name;
     return NULL;
 }
@@ -338,6 +339,11 @@ static bool rewrite_srf(json_t *e, const char *name, json_t *args)
         if (n != 2 && n != 3)
             return false;
         list = new_call("string_to_array", json_deep_copy(args));
+    } else if (strstr(name, "_object_keys")) {
+        if (n != 1)
+            return false;
+        list = new_call("vt:json_keys", json_pack("[Oo]", json_array_get(args, 0),
+                                                   const_str(name, strlen(name))));
     } else {
         if (n != 1)
             return false;
@@ -384,6 +390,111 @@ static bool rewrite_json_object_agg(json_t *e, json_t *args)
     replace_node(e, call);
     json_decref(call);
     return true;
+}
+
+static bool array_item(void *ctx, const char *s, size_t n, bool is_null)
+{
+    return json_array_append_new(ctx, const_str(is_null ? NULL : s, n)) == 0;
+}
+
+static json_t *args_of(json_t *e)
+{
+    return json_object_get(e, "children");
+}
+
+/* Whether expression e is evidently JSON before anything binds: a cast to
+ * json or jsonb, a json/jsonb function, `->`, or a constant that is JSON
+ * text and no PostgreSQL array literal ('{}' is both: not evident). */
+static bool json_evident(const json_t *e)
+{
+    const char *cls = json_is_object(e) ? str(e, "class") : NULL;
+    if (!cls)
+        return false;
+    if (!strcmp(cls, "CAST")) {
+        const json_t *ct = json_object_get(e, "cast_type");
+        const json_t *info = json_is_object(ct) ? json_object_get(ct, "type_info") : NULL;
+        const char *t = json_is_object(info) ? str(info, "user_type_name") : NULL;
+        return t && (!strcasecmp(t, "json") || !strcasecmp(t, "jsonb"));
+    }
+    if (!strcmp(cls, "FUNCTION")) {
+        const char *fn = str(e, "function_name");
+        if (!fn)
+            return false;
+        if (json_is_true(json_object_get(e, "is_operator")))
+            return !strcmp(fn, "->") || !strcmp(fn, PGW_OP_GET) || !strcmp(fn, PGW_OP_PATH);
+        return !strncmp(fn, "json", 4) || !strncmp(fn, "to_json", 7) ||
+               !strcmp(fn, "row_to_json") || !strcmp(fn, "array_to_json") ||
+               !strcmp(fn, "vt:jsonb") || !strcmp(fn, "vt:json_get") ||
+               !strcmp(fn, "vt:json_path");
+    }
+    size_t n;
+    const char *text = const_text(e, &n);
+    if (!text)
+        return false;
+    json_t *v = json_loadb(text, n, JSON_DECODE_ANY, NULL);
+    bool yes = v && !(json_is_object(v) && json_object_size(v) == 0);
+    json_decref(v);
+    return yes;
+}
+
+/* a @> b and a <@ b where a side is evidently JSON, and
+ * jsonb_contained(a, b): jsonb containment, "vt:jsonb_contains"(a, b) or
+ * (b, a) (engine/jsonb.c); else DuckDB's list containment, as for
+ * PostgreSQL's arrays. */
+static bool json_operator(struct sql_walk *w, json_t *e, const char *name)
+{
+    bool op = json_is_true(json_object_get(e, "is_operator"));
+    bool contained = op ? !strcmp(name, "<@") : !strcmp(name, "jsonb_contained");
+    if (op ? !contained && strcmp(name, "@>") != 0 : !contained)
+        return false;
+    json_t *args = args_of(e);
+    if (json_array_size(args) != 2 || (op && !json_evident(json_array_get(args, 0)) &&
+                                       !json_evident(json_array_get(args, 1))))
+        return false;
+    if (contained) {
+        json_t *b = json_incref(json_array_get(args, 0));
+        json_array_remove(args, 0);
+        json_array_append_new(args, b);
+    }
+    set_str(e, "function_name", "vt:jsonb_contains");
+    set_str(e, "schema", "");
+    json_object_set_new(e, "is_operator", json_false());
+    sql_walk_changed(w, true);
+    return true;
+}
+
+/* The calls whose second argument is PostgreSQL's text[]: a path (#>, #>>)
+ * or keys (?|, ?&). */
+static bool text_array_arg(const char *name)
+{
+    static const char *const names[] = {PGW_OP_PATH, PGW_OP_PATH_TEXT, PGW_OP_EXISTS_ANY,
+                                        PGW_OP_EXISTS_ALL, "jsonb_exists_any",
+                                        "jsonb_exists_all"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i]))
+            return true;
+    return false;
+}
+
+/* The second argument, a constant '{a,b}' (PostgreSQL's array literal, of
+ * type unknown: text[] here), as the list of its elements. */
+static void lists_of_constants(struct sql_walk *w, json_t *args)
+{
+    size_t n;
+    json_t *a = json_array_get(args, 1);
+    const char *text = json_array_size(args) == 2 ? const_text(a, &n) : NULL;
+    if (!text)
+        return;
+    json_t *items = json_array();
+    struct vt_error ignored = {0};
+    if (pgw_array_parse(text, n, array_item, items, &ignored) != VT_ERR_OK) {
+        json_decref(items); /* DuckDB reports what it cannot read */
+        return;
+    }
+    json_t *list = new_call("list_value", items);
+    set_str(list, "schema", "main");
+    json_array_set_new(args, 1, list);
+    sql_walk_changed(w, false);
 }
 
 /* Whether name(args) was rewritten (*out: what the gate does next). */
@@ -447,6 +558,10 @@ static enum sql_hook function(struct sql_walk *w, json_t *e)
         sql_walk_changed(w, false);
         return SQL_HOOK_CHECK;
     }
+    if (json_operator(w, e, name))
+        return SQL_HOOK_OWN;
+    if (text_array_arg(name))
+        lists_of_constants(w, args_of(e));
     const char *fn = pgw_catalog_function(name);
     if (fn && !strcmp(fn, name) && !pgq) /* as it is (unnest of = ANY) */
         return SQL_HOOK_OWN;
@@ -467,11 +582,6 @@ static enum sql_hook function(struct sql_walk *w, json_t *e)
 }
 
 /* CAST(x AS regclass) and friends become fn(x). */
-static bool array_item(void *ctx, const char *s, size_t n, bool is_null)
-{
-    return json_array_append_new(ctx, const_str(is_null ? NULL : s, n)) == 0;
-}
-
 /* '{a,b}'::text[] : PostgreSQL's array literal as a list of its elements
  * (DuckDB reads '[a, b]' only), still cast to the list type. */
 static enum sql_hook array_literal(struct sql_walk *w, json_t *e)
@@ -725,6 +835,108 @@ static enum sql_hook base_table(struct sql_walk *w, json_t *ref)
     return SQL_HOOK_DATASET;
 }
 
+static json_t *column_ref(const char *name)
+{
+    json_t *c = json_object();
+    set_str(c, "class", "COLUMN_REF");
+    set_str(c, "type", "COLUMN_REF");
+    set_str(c, "alias", "");
+    json_object_set_new(c, "query_location", json_integer(0));
+    json_object_set_new(c, "column_names", json_pack("[s]", name));
+    return c;
+}
+
+/* A SELECT node of this list from this table reference (references
+ * taken). */
+static json_t *select_node(json_t *list, json_t *from)
+{
+    json_t *node = json_object();
+    set_str(node, "type", "SELECT_NODE");
+    json_object_set_new(node, "modifiers", json_array());
+    json_t *cm = json_object();
+    json_object_set_new(cm, "map", json_array());
+    json_object_set_new(node, "cte_map", cm);
+    json_object_set_new(node, "select_list", list);
+    json_object_set_new(node, "from_table", from);
+    json_object_set_new(node, "where_clause", json_null());
+    json_object_set_new(node, "group_expressions", json_array());
+    json_object_set_new(node, "group_sets", json_array());
+    set_str(node, "aggregate_handling", "STANDARD_HANDLING");
+    json_object_set_new(node, "having", json_null());
+    json_object_set_new(node, "sample", json_null());
+    json_object_set_new(node, "qualify", json_null());
+    return node;
+}
+
+/* Makes table reference ref `(node) AS alias(cols)` (references to node and
+ * cols taken; alias copied before ref is cleared). */
+static void subquery_ref(json_t *ref, json_t *node, const char *alias, json_t *cols)
+{
+    json_t *sq = json_object();
+    json_object_set_new(sq, "node", node);
+    json_object_set_new(sq, "named_param_map", json_array());
+    json_t *as = json_string(alias);
+    json_object_clear(ref);
+    set_str(ref, "type", "SUBQUERY");
+    json_object_set_new(ref, "alias", as);
+    json_object_set_new(ref, "sample", json_null());
+    json_object_set_new(ref, "query_location", json_integer(0));
+    json_object_set_new(ref, "subquery", sq);
+    json_object_set_new(ref, "column_name_alias", cols);
+}
+
+/* json[b]_each[_text](j) in FROM: PostgreSQL's two columns (key, value:
+ * json, or text for _text) of an object's members, in the document's order,
+ * as `(SELECT key, value FROM json_each("vt:json_object"(j, 'fn'))) AS fn`
+ * over DuckDB's json_each (which has six more columns and walks arrays
+ * too); anything but an object fails as in PostgreSQL. A column of an
+ * earlier FROM item is a lateral reference, as PostgreSQL allows. */
+static bool json_each_ref(struct sql_walk *w, json_t *ref, const char *fname,
+                          const char *alias, json_t *cols)
+{
+    bool text;
+    if (!strcmp(fname, "json_each") || !strcmp(fname, "jsonb_each"))
+        text = false;
+    else if (!strcmp(fname, "json_each_text") || !strcmp(fname, "jsonb_each_text"))
+        text = true;
+    else
+        return false;
+    json_t *fn = json_object_get(ref, "function");
+    json_t *args = json_object_get(fn, "children");
+    const json_t *a0 = json_array_get(args, 0);
+    const char *inner = json_is_object(a0) ? str(a0, "function_name") : NULL;
+    if (json_array_size(args) != 1 || (inner && !strcmp(inner, "vt:json_object")))
+        return false; /* ours already, or DuckDB's own signature: its rules */
+    const char *ord = str(ref, "with_ordinality");
+    if (ord && strcmp(ord, "WITHOUT_ORDINALITY") != 0) {
+        refused(w, VT_ERR_SQL_SYNTAX, "%s: WITH ORDINALITY is not supported", fname);
+        return true;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%s", fname);
+    json_t *obj = new_call("vt:json_object", json_pack("[Oo]", json_array_get(args, 0),
+                                                       const_str(name, strlen(name))));
+    json_t *tf = json_object();
+    set_str(tf, "type", "TABLE_FUNCTION");
+    set_str(tf, "alias", "");
+    json_object_set_new(tf, "sample", json_null());
+    json_object_set_new(tf, "query_location", json_integer(0));
+    json_object_set_new(tf, "function", new_call("json_each", json_pack("[o]", obj)));
+    json_object_set_new(tf, "column_name_alias", json_array());
+    set_str(tf, "with_ordinality", "WITHOUT_ORDINALITY");
+    json_t *value = column_ref("value");
+    if (text) {
+        value = new_call("json_extract_string", json_pack("[oo]", value, const_str("$", 1)));
+        set_str(value, "alias", "value");
+    }
+    json_t *cna = json_is_array(cols) ? json_incref(cols) : json_array();
+    char as[128];
+    snprintf(as, sizeof as, "%s", alias && *alias ? alias : name);
+    subquery_ref(ref, select_node(json_pack("[oo]", column_ref("key"), value), tf), as, cna);
+    sql_walk_changed(w, false);
+    return true;
+}
+
 /* A function in FROM: the catalog's set-returning functions
  * (pg_get_keywords()) read its tables; a scalar function (string_to_array(...)
  * s, as PostgreSQL allows) becomes `(SELECT f(...) AS s) AS s`;
@@ -768,6 +980,8 @@ static enum sql_hook table_function(struct sql_walk *w, json_t *ref)
         sql_walk_changed(w, true);
         return SQL_HOOK_OWN;
     }
+    if (json_each_ref(w, ref, fname, alias, cols))
+        return SQL_HOOK_AGAIN;
     const char *srf = srf_column(fname);
     if (srf) {
         /* unnest(<the list>) as the table function: WITH ORDINALITY and
@@ -808,31 +1022,7 @@ static enum sql_hook table_function(struct sql_walk *w, json_t *ref)
         set_str(empty, "alias", "");
         json_object_set_new(empty, "sample", json_null());
         json_object_set_new(empty, "query_location", json_integer(0));
-        json_t *node = json_object();
-        set_str(node, "type", "SELECT_NODE");
-        json_object_set_new(node, "modifiers", json_array());
-        json_t *cm = json_object();
-        json_object_set_new(cm, "map", json_array());
-        json_object_set_new(node, "cte_map", cm);
-        json_object_set_new(node, "select_list", list);
-        json_object_set_new(node, "from_table", empty);
-        json_object_set_new(node, "where_clause", json_null());
-        json_object_set_new(node, "group_expressions", json_array());
-        json_object_set_new(node, "group_sets", json_array());
-        set_str(node, "aggregate_handling", "STANDARD_HANDLING");
-        json_object_set_new(node, "having", json_null());
-        json_object_set_new(node, "sample", json_null());
-        json_object_set_new(node, "qualify", json_null());
-        json_t *sq = json_object();
-        json_object_set_new(sq, "node", node);
-        json_object_set_new(sq, "named_param_map", json_array());
-        json_object_clear(ref);
-        set_str(ref, "type", "SUBQUERY");
-        set_str(ref, "alias", name);
-        json_object_set_new(ref, "sample", json_null());
-        json_object_set_new(ref, "query_location", json_integer(0));
-        json_object_set_new(ref, "subquery", sq);
-        json_object_set_new(ref, "column_name_alias", json_array());
+        subquery_ref(ref, select_node(list, empty), name, json_array());
         json_decref(cna);
         sql_walk_changed(w, false);
         return SQL_HOOK_AGAIN;

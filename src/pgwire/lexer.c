@@ -935,6 +935,34 @@ static enum vt_err read_copy(const char *s, size_t len, const struct toks *k,
 
 /* ------------------------------------------------------------ normalizing */
 
+/* The stand-in for jsonb operator op (n bytes), or NULL. */
+static const char *json_operator(const char *op, size_t n)
+{
+    static const char *const map[][2] = {
+        {"->", PGW_OP_GET},  {"->>", PGW_OP_GET_TEXT}, {"#>", PGW_OP_PATH},
+        {"#>>", PGW_OP_PATH_TEXT}, {"?", PGW_OP_EXISTS},
+        {"?|", PGW_OP_EXISTS_ANY}, {"?&", PGW_OP_EXISTS_ALL},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strlen(map[i][0]) == n && !memcmp(op, map[i][0], n))
+            return map[i][1];
+    return NULL;
+}
+
+/* Whether the token at pos is what PostgreSQL's -> takes: a key or an index
+ * (a string, a number, a negative number, a parameter). */
+static bool json_key_follows(const char *s, size_t n, size_t pos)
+{
+    struct pgw_token k;
+    size_t p = pgw_lex(s, n, pos, &k);
+    if (k.kind == PGW_TOK_STRING || k.kind == PGW_TOK_NUMBER || k.kind == PGW_TOK_PARAM)
+        return true;
+    if (k.kind != PGW_TOK_OP || k.len != 1 || s[k.pos] != '-')
+        return false;
+    pgw_lex(s, n, p, &k);
+    return k.kind == PGW_TOK_NUMBER;
+}
+
 char *pgw_normalize(const char *s, size_t n)
 {
     struct strbuf out;
@@ -963,13 +991,36 @@ char *pgw_normalize(const char *s, size_t n)
                 if (t[2].kind == PGW_TOK_OP && tok_punct(s, &t[3], ')')) {
                     sb_add(&out, s + copied, t[0].pos - copied);
                     sb_addc(&out, ' ');
-                    sb_add(&out, s + t[2].pos, op_end - t[2].pos);
+                    const char *jop = json_operator(s + t[2].pos, op_end - t[2].pos);
+                    if (jop)
+                        sb_adds(&out, jop);
+                    else
+                        sb_add(&out, s + t[2].pos, op_end - t[2].pos);
                     sb_addc(&out, ' ');
                     copied = pos = p;
                     changed = true;
                     continue;
                 }
             }
+        }
+        /* PostgreSQL's jsonb operators DuckDB's parser cannot read (`#` is
+         * not an operator character there, `?` is a parameter) or reads
+         * otherwise (-> and ->> bind looser, and take '$..' and '/..' as
+         * paths, not keys; -> only before a key or an index, else it is
+         * DuckDB's lambda arrow) -> operators
+         * of the same precedence class it reads and nobody else defines;
+         * the dialect maps them (catalog.c) */
+        const char *jop = t[0].kind == PGW_TOK_OP ? json_operator(s + t[0].pos, t[0].len) : NULL;
+        if (jop && !strcmp(jop, PGW_OP_GET) && !json_key_follows(s, n, next))
+            jop = NULL; /* `x -> x + 1`: DuckDB's lambda, which clients send too */
+        if (jop) {
+            sb_add(&out, s + copied, t[0].pos - copied);
+            sb_addc(&out, ' ');
+            sb_adds(&out, jop);
+            sb_addc(&out, ' ');
+            copied = pos = next;
+            changed = true;
+            continue;
         }
         /* pg_catalog . name -> name */
         if (pgw_tok_word(s, &t[0], "pg_catalog")) {

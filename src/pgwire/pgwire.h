@@ -320,10 +320,23 @@ struct pgw_stmt {
 enum vt_err pgw_stmt_read(const char *s, size_t len, struct pgw_stmt *out, struct vt_error *err);
 void pgw_stmt_release(struct pgw_stmt *st);
 
+/* Stand-ins for PostgreSQL's jsonb operators DuckDB's parser cannot read:
+ * operators it parses with the same precedence (PostgreSQL's and DuckDB's
+ * grammars give every such operator one class), which no function of
+ * DuckDB's has; the dialect maps them to calls (catalog.c). */
+#define PGW_OP_GET "&~^"        /* ->  (DuckDB's binds looser than ours: */
+#define PGW_OP_GET_TEXT "&~^^"  /* ->> PostgreSQL's j -> 'a' @> x is (j -> 'a') @> x) */
+#define PGW_OP_PATH "&~>"       /* #>  */
+#define PGW_OP_PATH_TEXT "&~>>" /* #>> */
+#define PGW_OP_EXISTS "&~="     /* ?   */
+#define PGW_OP_EXISTS_ANY "&~|" /* ?|  */
+#define PGW_OP_EXISTS_ALL "&~&" /* ?&  */
+
 /* PostgreSQL spellings DuckDB's parser cannot read, rewritten to what it can:
  * `OPERATOR(pg_catalog.~)` becomes `~`, an unquoted `pg_catalog.` qualifier is
  * dropped (every pg_catalog name is visible unqualified, as in PostgreSQL),
- * `COLLATE "default"` and `COLLATE pg_catalog.default` are dropped. Returns a
+ * `COLLATE "default"` and `COLLATE pg_catalog.default` are dropped, the jsonb
+ * operators -> ->> #> #>> ? ?| ?& become the stand-ins above. Returns a
  * malloc'd text when something changed, else NULL (also when out of memory:
  * the text then runs as written). Lexical only: what the gate checks is the
  * result. */

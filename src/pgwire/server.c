@@ -135,6 +135,7 @@ static void conn_free(struct pgw_server *s, struct pgw_conn *c)
     close(c->fd);
     free_pending_startup(c);
     pgw_session_destroy(c->session);
+    eng_budget_settle(); /* its prepared statements and results held DuckDB's memory */
     sb_release(&c->in);
     sb_release(&c->out);
     free(c);

@@ -32,13 +32,25 @@
 /* ------------------------------------------------------------- errors */
 
 /* Errors the catalog's macros raise (catalog_sql.c: error('relation "x"
- * does not exist'), as a regclass cast does): DuckDB reports them as
- * "Invalid Input Error: ..."; PostgreSQL's SQLSTATE and text are theirs. */
+ * does not exist'), as a regclass cast does; the JSON functions' errors, and
+ * engine/jsonb.c's): DuckDB reports them as "Invalid Input Error: ...";
+ * PostgreSQL's SQLSTATE and text are theirs. `whole`: the message is exactly
+ * `start`; else with `end` it must contain that too. */
 static const struct {
-    const char *start, *state;
+    const char *start, *end, *state;
+    bool whole;
 } raised[] = {
-    {"relation \"", "42P01"}, {"type \"", "42704"}, {"schema \"", "3F000"},
-    {"invalid fork name", "22023"},
+    {"relation \"", "\" does not exist", "42P01", false},
+    {"type \"", "\" does not exist", "42704", false},
+    {"schema \"", "\" does not exist", "3F000", false},
+    {"invalid fork name", NULL, "22023", true},
+    {"cannot call json", NULL, "22023", false},
+    {"cannot extract elements from ", NULL, "22023", false},
+    {"cannot get array length of ", NULL, "22023", false},
+    {"field name must not be null", NULL, "22004", true},
+    {"invalid input syntax for type json", NULL, "22P02", true},
+    {"operator does not exist: ", NULL, "42883", false},
+    {"jsonb containment: past ", NULL, "54000", false},
 };
 #define RAISED_PREFIX "Invalid Input Error: "
 
@@ -47,10 +59,13 @@ static const char *raised_by_catalog(const char *msg)
     if (!msg || strncmp(msg, RAISED_PREFIX, strlen(RAISED_PREFIX)) != 0)
         return NULL;
     const char *rest = msg + strlen(RAISED_PREFIX);
-    for (size_t i = 0; i < sizeof raised / sizeof raised[0]; i++)
-        if (!strncmp(rest, raised[i].start, strlen(raised[i].start)) &&
-            (i == 3 ? !strcmp(rest, raised[i].start) : strstr(rest, "\" does not exist") != NULL))
+    for (size_t i = 0; i < sizeof raised / sizeof raised[0]; i++) {
+        if (strncmp(rest, raised[i].start, strlen(raised[i].start)) != 0)
+            continue;
+        if (raised[i].whole ? !strcmp(rest, raised[i].start)
+                            : !raised[i].end || strstr(rest, raised[i].end) != NULL)
             return raised[i].state;
+    }
     return NULL;
 }
 

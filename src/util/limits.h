@@ -69,7 +69,10 @@
                                                 * to_char/to_timestamp template bytes */
 #define VT_SQL_MAX_JSON_DEPTH 1000             /* nesting of JSON given to the recursive JSON
                                                 * functions (json_structure, json_contains,
-                                                * json_merge_patch) */
+                                                * json_merge_patch, engine/jsonb.c's @>) */
+#define VT_SQL_MAX_JSONB_CONTAINS_STEPS 10000000 /* element comparisons of one jsonb @>
+                                                  * (arrays compare element by element) */
+#define VT_SQL_MAX_JSONB_CONTAINS_STEPS_VECTOR 100000000
 
 /* PostgreSQL wire protocol (src/pgwire) */
 #define VT_PGWIRE_MAX_STARTUP_BYTES 10000      /* startup packet (PostgreSQL's own limit) */

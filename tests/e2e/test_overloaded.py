@@ -1,6 +1,11 @@
 """The engine refusing work when its queue is full: 503 `unavailable` through
 real HTTP, with Retry-After and X-Request-Id, and the server serving again
-once the queue drains.
+once the queue drains. The limit is per job class: a full queue of streams
+leaves pages, counts and group bys their own queues. And the engine's
+accounting by class: /readyz's `jobs` and the metrics'
+vitrine_engine_jobs_* gauges and vitrine_engine_job_{wait,run}_seconds
+histograms (valid for promtool; they move by one per request of their
+class).
 
 The state is built, not hoped for: one query worker (so one stream-lane
 thread) and server.max_queued_jobs = 1. A first stream whose client never
@@ -15,7 +20,9 @@ sleeps: every step polls for the state it needs, so a fast, a loaded and an
 ASan machine go through the same states.
 """
 import re
+import shutil
 import socket
+import subprocess
 import time
 
 import pytest
@@ -31,7 +38,7 @@ ROWS = 1_000_000  # ~15 MB as Arrow, ~40 MB as NDJSON: more than any socket buff
 def srv(tmp_path_factory):
     d = tmp_path_factory.mktemp("overloaded")
     big = write_parquet(d / "big.parquet",
-                        "SELECT i, 'row ' || i AS s FROM range(%d) t(i)" % ROWS)
+                        "SELECT i, 'row ' || i AS s, i %% 10 AS g FROM range(%d) t(i)" % ROWS)
     cfg = server_block(workers=1, max_queued_jobs=1, request_timeout_ms=0)
     cfg += "[metrics]\nenabled = true\n" + dataset_block("big", big)
     s = Server(d, cfg)
@@ -114,6 +121,117 @@ def test_a_full_queue_answers_503_unavailable(srv):
     # The refusal is logged under the client's request id, which it echoed.
     line = [l for l in srv.log().splitlines() if "overload-check-1" in l]
     assert line and "503 unavailable" in line[0], line
+
+
+# One request of each class (exec_job_class): a count the index does not
+# answer (a LIKE) is SHORT, a group by of the 1M rows LONG, a stream STREAM.
+COUNT = ("/api/v1/datasets/big/count",
+         {"predicates": [{"col": "s", "op": "like", "val": "row 1%"}]}, 111111)
+GROUP_BY = ("/api/v1/datasets/big/query",
+            {"group_by": ["g"], "aggregations": [{"op": "count"}]})
+SMALL_STREAM = (STREAM, {"predicates": [{"col": "i", "op": "lt", "val": 100}]})
+
+
+def test_a_full_stream_queue_leaves_the_other_classes_their_queues(srv):
+    """server.max_queued_jobs is per class: one stream running and one
+    queued fill the stream queue, and a count, a page and a group by are
+    still answered (before, the queued stream made them 503 while their
+    lanes were idle)."""
+    wait_state(srv, (0, 0))
+    first = held_stream(srv)
+    second = None
+    try:
+        wait_state(srv, (1, 0))
+        second = held_stream(srv)
+        wait_state(srv, (1, 1))
+        jobs = srv.get("/readyz").json()["jobs"]
+        assert jobs == {"short": {"queued": 0, "running": 0},
+                        "long": {"queued": 0, "running": 0},
+                        "stream": {"queued": 1, "running": 1}, "max_queued": 1}, jobs
+        r = srv.post(STREAM, {})
+        assert r.status_code == 503 and r.json()["code"] == "unavailable", r.text[:300]
+        path, body, want = COUNT
+        r = srv.post(path, body)
+        assert r.status_code == 200 and r.json() == {"count": want}, r.text[:300]
+        r = srv.post(*GROUP_BY)
+        assert r.status_code == 200 and len(r.json()["data"]) == 10, r.text[:300]
+        r = srv.post("/api/v1/datasets/big/query",
+                     {"predicates": [{"col": "s", "op": "like", "val": "row 7%"}],
+                      "page_size": 2})
+        assert r.status_code == 200 and [x["i"] for x in r.json()["data"]] == [7, 70], r.text
+        assert pool_state(srv) == (1, 1)
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+    wait_state(srv, (0, 0))
+
+
+def job_series(text):
+    """{(family, class): value} of the query pool's job families."""
+    out = {}
+    for m in re.finditer(r'^(vitrine_engine_job\w*)\{pool="query",class="(\w+)"(?:,le="([^"]+)")?\}'
+                         r' (\S+)$', text, re.M):
+        name = m.group(1) + ("{le=%s}" % m.group(3) if m.group(3) else "")
+        out[(name, m.group(2))] = float(m.group(4))
+    return out
+
+
+def test_job_wait_and_run_by_class(srv):
+    """The families exist for every class, pass promtool, the buckets are
+    cumulative up to +Inf == _count, and each request moves its own class's
+    counts by one (polled: a job counts as ended just after it answered)."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool (Debian package prometheus) is needed: scripts/install-deps.sh"
+    wait_state(srv, (0, 0))
+    text = srv.get("/metrics").text
+    r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for fam in ("vitrine_engine_jobs_queued", "vitrine_engine_jobs_running",
+                "vitrine_engine_job_wait_seconds", "vitrine_engine_job_run_seconds"):
+        kind = "gauge" if "jobs_" in fam else "histogram"
+        assert f"# TYPE {fam} {kind}" in text, fam
+    before = job_series(text)
+    for cls in ("short", "long", "stream"):
+        assert before[("vitrine_engine_jobs_queued", cls)] == 0
+        assert before[("vitrine_engine_jobs_running", cls)] == 0
+        for h in ("wait", "run"):
+            fam = f"vitrine_engine_job_{h}_seconds"
+            buckets = [v for (n, c), v in before.items()
+                       if c == cls and n.startswith(fam + "_bucket")]
+            assert len(buckets) == 19 and buckets == sorted(buckets), (cls, h, buckets)
+            assert before[(fam + "_bucket{le=+Inf}", cls)] == before[(fam + "_count", cls)]
+
+    def counts():
+        s = job_series(srv.get("/metrics").text)
+        return {(h, c): s[(f"vitrine_engine_job_{h}_seconds_count", c)]
+                for h in ("wait", "run") for c in ("short", "long", "stream")}
+
+    def wait_counts(want):
+        deadline = time.monotonic() + 60
+        got = counts()
+        while got != want and time.monotonic() < deadline:
+            time.sleep(0.02)
+            got = counts()
+        assert got == want, (got, want)
+
+    c = counts()
+    steps = [("short", lambda: srv.post(COUNT[0], COUNT[1])),
+             ("long", lambda: srv.post(*GROUP_BY)),
+             ("stream", lambda: srv.post(*SMALL_STREAM, headers={"Accept": "application/x-ndjson"}))]
+    for cls, send in steps:
+        r = send()
+        assert r.status_code == 200, r.text[:300]
+        c[("wait", cls)] += 1
+        c[("run", cls)] += 1
+        wait_counts(c)
+    if cls == "stream":
+        assert len(r.text.splitlines()) == 100
+    after = job_series(srv.get("/metrics").text)
+    for cls in ("short", "long", "stream"):
+        assert after[("vitrine_engine_job_run_seconds_sum", cls)] > \
+            before[("vitrine_engine_job_run_seconds_sum", cls)], cls
 
 
 def test_the_queue_cap_is_validated(tmp_path):

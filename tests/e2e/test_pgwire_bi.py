@@ -29,6 +29,7 @@ from pathlib import Path
 import psycopg
 import psycopg2
 import pytest
+import requests
 import sqlalchemy as sa
 
 from conftest import REPO, Server, dataset_block, server_block
@@ -43,7 +44,7 @@ JDBC_JAR = Path("/usr/share/java/postgresql.jar")
 def srv(tmp_path_factory):
     d = tmp_path_factory.mktemp("pgbi")
     t, s = datasets(d)
-    cfg = server_block() + "[server.pgwire]\nenabled = true\nport = 0\n\n"
+    cfg = server_block() + "[server.pgwire]\nenabled = true\nport = 0\n\n[sql]\nenabled = true\n"
     cfg += dataset_block("trips", t) + dataset_block("stations", s)
     server = Server(d, cfg)
     server.start()
@@ -111,6 +112,9 @@ def test_pgjdbc_metadata_metabase_and_dbeaver(srv):
     # JSON is json (OID 114): pgJDBC gives a PGobject of type json
     assert 'OK json types o:json/1111 l:json/1111 t:text/12 n:int4/4 PGobject {"a":7} [1, 2] v 3' \
         in joined, joined
+    # jsonb's operators through pgJDBC (`??` is its spelling of `?`)
+    assert "OK jsonb operators e:bool/-7 y:bool/-7 p:text/12 c:bool/-7 n:int8/-5 " \
+        "true true six true 2" in joined, joined
     # Metabase's own connection settings and its batched read
     assert "OK setReadOnly true" in joined and "OK autocommit off + fetch size rows=5000" in joined
 
@@ -639,6 +643,138 @@ def test_json_functions_are_typed_as_postgresql_types_them(srv):
     with psycopg2.connect(dsn(srv)) as c2, c2.cursor() as cur:
         cur.execute("SELECT jsonb_build_object('k', jsonb_extract_path('[[1, 2]]', '0', '1'))")
         assert cur.fetchone() == ({"k": 2},) and cur.description[0].type_code == 114
+
+
+def test_jsonb_operators_and_functions_as_postgresql_gives_them(srv):
+    # The jsonb operators as BI tools and people write them: DuckDB's parser
+    # reads neither #> #>> ? ?| ?& (`#` is no operator character there, `?`
+    # a parameter) nor -> ->> with PostgreSQL's precedence and keys; @> and
+    # <@ are containment on jsonb (DuckDB's json_contains searches nested
+    # values, and 1 <> 1.0 there), list containment on arrays. Typed as
+    # PostgreSQL does (json 114, text 25, bool 16), in both protocols.
+    doc = "'{\"a\": {\"b\": [5, {\"c\": \"x\"}]}, \"$k\": 1, \"/p\": 2, \"s\": null}'::jsonb"
+    valued = {
+        f"{doc} -> 'a' -> 'b' -> 1": ({"c": "x"}, 114),
+        f"{doc} -> 'a' -> 'b' ->> 0": ("5", 25),
+        f"{doc} ->> 's'": (None, 25),
+        "'[1, 2, 3]'::json -> -1": (3, 114),
+        "'[1, 2]'::jsonb -> '0'": (None, 114),           # a key, not an index
+        f"{doc} -> '$k'": (1, 114),                     # keys as written, not paths
+        f"{doc} ->> '/p'": ("2", 25),
+        f"{doc} #> '{{a,b,1}}'": ({"c": "x"}, 114),
+        f"{doc} #>> '{{a,b,1,c}}'": ("x", 25),
+        f"{doc} #>> array['a', 'b', '0']": ("5", 25),
+        f"{doc} #> '{{}}'": ({"a": {"b": [5, {"c": "x"}]}, "$k": 1, "/p": 2, "s": None}, 114),
+        f"{doc} #> '{{a,nope}}'": (None, 114),
+        f"{doc} ? 'a'": (True, 16),
+        f"{doc} ? 'b'": (False, 16),                    # top-level keys only
+        "'[\"a\", 1]'::jsonb ? 'a'": (True, 16),          # an array's strings
+        "'[\"a\", 1]'::jsonb ? '1'": (False, 16),
+        f"{doc} ?| array['x', 's']": (True, 16),
+        f"{doc} ?| '{{x,y}}'": (False, 16),
+        f"{doc} ?& array['a', 's']": (True, 16),
+        f"{doc} ?& '{{a,x}}'": (False, 16),
+        f"{doc} @> '{{\"a\": {{\"b\": [{{\"c\": \"x\"}}]}}}}'": (True, 16),
+        f"{doc} @> '{{\"c\": \"x\"}}'": (False, 16),    # not searched for inside
+        "'{\"a\": 1}'::jsonb <@ '{\"a\": 1.0, \"b\": 2}'": (True, 16),
+        "'[1, 2, [3]]'::jsonb @> '[3]'": (False, 16),
+        "'[1, 2, [3]]'::jsonb @> '[[3]]'": (True, 16),
+        "'[\"x\", 1]'::jsonb @> '\"x\"'": (True, 16),      # an array holds a scalar
+        "'\"x\"'::jsonb @> '[\"x\"]'": (False, 16),
+        "jsonb_contains('{\"a\": [1, 2]}', '{\"a\": [2]}')": (True, 16),
+        "jsonb_contained('{\"a\": [2]}', '{\"a\": [1, 2]}')": (True, 16),
+        "jsonb_contained('{\"a\": [1, 2]}', '{\"a\": [2]}')": (False, 16),
+        "jsonb_exists_any('{\"a\": 1}', array['a'])": (True, 16),
+        "ARRAY[1, 2, 3] @> ARRAY[3, 1]": (True, 16),        # arrays: still arrays
+        "ARRAY[1] <@ ARRAY[2]": (False, 16),
+        "NULL::jsonb -> 'a'": (None, 114),
+        "NULL::jsonb ? 'a'": (None, 16),
+    }
+    with psycopg.connect(dsn(srv), autocommit=True) as c:
+        for prepare in (False, True):
+            for expr, (want, oid) in valued.items():
+                cur = c.execute(f"SELECT {expr} AS v", prepare=prepare)
+                assert (cur.fetchone()[0], cur.description[0].type_code) == (want, oid), expr
+            # PostgreSQL's precedence: one class for all of them, left to
+            # right, tighter than comparison
+            assert c.execute(f"SELECT {doc} -> 'a' @> '{{\"b\": [5]}}', {doc} ->> '$k' = '1', "
+                             f"{doc} #> '{{a}}' ? 'b'", prepare=prepare).fetchone() == (
+                True, True, True)
+            # DuckDB's lambda arrow is still one where no key follows
+            assert c.execute("SELECT list_transform(tags, v -> v * 10), to_json(info) -> 's' "
+                             "FROM trips WHERE trip_id = 2", prepare=prepare).fetchone() == (
+                [20, 30], "x2")
+            # over a dataset's rows, and a parameter as the key
+            assert c.execute("SELECT count(*) FROM trips WHERE to_jsonb(info) @> %s::jsonb",
+                             ('{"s": "x7"}',), prepare=prepare).fetchone() == (1,)
+            assert c.execute("SELECT count(*) FROM trips WHERE to_jsonb(info) ? %s AND "
+                             "(to_jsonb(info) ->> 'k')::int < 10 AND tags @> ARRAY[3::BIGINT]",
+                             ("k",), prepare=prepare).fetchone() == (2,)
+            assert c.execute("SELECT info ->> 's' FROM (SELECT to_json(info) AS info FROM trips "
+                             "WHERE trip_id = 4) t", prepare=prepare).fetchone() == ("x4",)
+        # wrong types: PostgreSQL's SQLSTATEs and words
+        for text, state, words in (
+                ("SELECT 3 -> 'a'", "42883", "operator does not exist: integer -> unknown"),
+                ("SELECT true ? 'a'", "42883", "operator does not exist: boolean ? unknown"),
+                ("SELECT '{\"a\": 1}'::jsonb @> '{not json'", "22P02",
+                 "invalid input syntax for type json"),
+                ("SELECT * FROM json_each('[1]')", "22023",
+                 "cannot call json_each on a non-object"),
+                ("SELECT jsonb_object_keys('[1]')", "22023",
+                 "cannot call jsonb_object_keys on an array"),
+                ("SELECT json_object_keys('3')", "22023",
+                 "cannot call json_object_keys on a scalar"),
+                ("SELECT json_array_elements('{}')", "22023",
+                 "cannot extract elements from an object")):
+            with pytest.raises(psycopg.Error) as e:
+                c.execute(text)
+            assert (e.value.sqlstate, str(e.value).strip()) == (state, words), text
+        # containment compares arrays element by element: bounded, as a
+        # call DuckDB cannot interrupt (util/limits.h)
+        assert c.execute("SELECT to_jsonb(range(2000)) @> to_jsonb(range(1999, -1, -1))"
+                         ).fetchone() == (True,)
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SELECT to_jsonb(range(20000)) @> to_jsonb(range(19999, -1, -1))")
+        assert e.value.sqlstate == "54000" and "element comparisons" in str(e.value), str(e.value)
+        # json[b]_each[_text]: PostgreSQL's two columns, lateral beside a
+        # table; json[b]_object_keys as rows, in FROM or the select list
+        cur = c.execute("SELECT * FROM json_each('{\"a\": 1, \"b\": [2], \"c\": null}')")
+        assert [(d.name, d.type_code) for d in cur.description] == [("key", 25), ("value", 114)]
+        assert cur.fetchall() == [("a", 1), ("b", [2]), ("c", None)]
+        cur = c.execute("SELECT * FROM jsonb_each_text('{\"a\": 1, \"b\": \"x\", \"c\": null, "
+                        "\"d\": {\"e\": 1}}') AS e(k, v)")
+        assert [(d.name, d.type_code) for d in cur.description] == [("k", 25), ("v", 25)]
+        assert cur.fetchall() == [("a", "1"), ("b", "x"), ("c", None), ("d", '{"e":1}')]
+        assert c.execute("SELECT t.trip_id, e.key, e.value FROM trips t, jsonb_each(to_jsonb(t.info)) e "
+                         "WHERE t.trip_id < 2 ORDER BY 1, 2").fetchall() == [
+            (0, "k", 0), (0, "s", "x0"), (1, "k", 1), (1, "s", "x1")]
+        assert c.execute("SELECT * FROM jsonb_each(NULL)").fetchall() == []
+        cur = c.execute("SELECT jsonb_object_keys('{\"b\": 1, \"a\": [2]}')")
+        assert cur.description[0].name == "jsonb_object_keys"
+        assert cur.fetchall() == [("b",), ("a",)]
+        assert c.execute("SELECT k FROM json_object_keys(%s) AS k ORDER BY 1",
+                         ('{"y": 1, "x": 2}',)).fetchall() == [("x",), ("y",)]
+    # psycopg2 (simple protocol: the values in the text)
+    with psycopg2.connect(dsn(srv)) as c2, c2.cursor() as cur:
+        cur.execute("SELECT %s::jsonb #>> '{a,0}', %s::jsonb ? 'a', %s::jsonb @> %s",
+                    ('{"a": ["q"]}', '{"a": 1}', '{"a": 1, "b": 2}', '{"b": 2}'))
+        assert cur.fetchone() == ("q", True, True)
+        cur.execute("SELECT key, value FROM json_each_text(%s) ORDER BY key", ('{"z": 1, "y": "w"}',))
+        assert cur.fetchall() == [("y", "w"), ("z", "1")]
+
+
+def test_json_through_sql_in_duckdb_spelling(srv):
+    # /sql speaks DuckDB: its ->, ->> (paths too), json_contains, json_exists,
+    # json_keys and json_each pass the gate as they are
+    r = requests.post(srv.url("/api/v1/sql"), timeout=30, json={"sql": (
+        "SELECT '{\"a\": {\"b\": [1, 2]}}'::JSON -> '$.a.b[1]' AS p, '{\"a\": \"x\"}'::JSON ->> 'a' AS w, "
+        "json_contains('{\"a\": 1, \"b\": 2}', '{\"a\": 1}') AS c, json_exists('{\"a\": 1}', '$.a') AS e, "
+        "json_keys('{\"a\": 1, \"b\": 2}') AS k, (SELECT count(*) FROM trips WHERE "
+        "json_contains(to_json(info), '{\"s\": \"x7\"}')) AS n, "
+        "(SELECT list(key ORDER BY key) FROM json_each('{\"q\": 1, \"r\": 2}')) AS each")})
+    assert r.status_code == 200, r.text
+    assert r.json()["data"] == [{"p": 2, "w": "x", "c": True, "e": True, "k": ["a", "b"], "n": 1,
+                                 "each": ["q", "r"]}]
 
 
 def test_sizes_and_pg_size_pretty(srv):

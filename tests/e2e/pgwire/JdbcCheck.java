@@ -350,6 +350,25 @@ public class JdbcCheck {
                 }
             }
         });
+        check(c, "jsonb operators", x -> {
+            // pgJDBC turns `??` into the `?` operator (a lone `?` is a
+            // parameter); the path operators and containment as written
+            try (PreparedStatement ps = c.prepareStatement(
+                     "SELECT ?::jsonb ?? 'a' AS e, ?::jsonb ??| array['x', 'b'] AS y, "
+                     + "?::jsonb #>> '{b,1}' AS p, ?::jsonb @> '{\"a\": 1}' AS c, "
+                     + "count(*) AS n FROM jsonb_each(?::jsonb)")) {
+                String doc = "{\"a\": 1, \"b\": [5, \"six\"]}";
+                for (int i = 1; i <= 5; i++)
+                    ps.setString(i, doc);
+                try (ResultSet rs = ps.executeQuery()) {
+                    StringBuilder b = columnTypes(rs.getMetaData());
+                    rs.next();
+                    return b.append(rs.getBoolean(1)).append(' ').append(rs.getBoolean(2))
+                        .append(' ').append(rs.getString(3)).append(' ').append(rs.getBoolean(4))
+                        .append(' ').append(rs.getLong(5)).toString();
+                }
+            }
+        });
         check(c, "~* error names no internal function", x -> {
             String r = query(c, "SELECT count(*) FROM trips WHERE payment ~* 'CA'");
             expect(r.contains("{5000}"), r);

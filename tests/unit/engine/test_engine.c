@@ -421,6 +421,150 @@ TEST(flows_share_the_workers_time)
     eng_pool_destroy(pool);
 }
 
+/* ---------------------------------------- queue limits and accounting */
+
+/* server.max_queued_jobs bounds each class's queue: with one stream
+ * running and one queued (the stream queue full), a page still queues
+ * behind a busy short worker, and a group by behind a busy long lane.
+ * Before, the limit counted every class together: the queued stream made
+ * the page's submit fail (503) while the short lane had room. */
+TEST(each_class_has_its_own_queue_limit)
+{
+    struct vt_error err = {0};
+    struct eng_lanes lanes = {.threads = 1, .long_threads = 1, .stream_threads = 1,
+                              .max_queued = 1};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    gate_set(false);
+    struct tjob st[3], s[3], l[3];
+    for (int i = 0; i < 3; i++) {
+        tjob_init(&st[i], ENG_JOB_STREAM, true);
+        tjob_init(&s[i], ENG_JOB_SHORT, true);
+        tjob_init(&l[i], ENG_JOB_LONG, true);
+    }
+    CHECK(eng_pool_submit(pool, &st[0].job));
+    CHECK(wait_for(&st[0].started));
+    CHECK(eng_pool_submit(pool, &st[1].job));
+    CHECK(!eng_pool_submit(pool, &st[2].job)); /* the stream queue is full */
+    CHECK(eng_pool_submit(pool, &s[0].job));
+    CHECK(wait_for(&s[0].started));
+    CHECK(eng_pool_submit(pool, &s[1].job)); /* queues beside the queued stream */
+    CHECK(!eng_pool_submit(pool, &s[2].job));
+    CHECK(eng_pool_submit(pool, &l[0].job));
+    CHECK(wait_for(&l[0].started));
+    CHECK(eng_pool_submit(pool, &l[1].job));
+    CHECK(!eng_pool_submit(pool, &l[2].job));
+    struct eng_pool_stats stats;
+    eng_pool_stats_get(pool, &stats);
+    CHECK_EQ_INT(stats.max_queued, 1);
+    CHECK_EQ_INT(stats.queued, 3);
+    for (int c = 0; c < ENG_JOB_CLASSES; c++) {
+        CHECK_EQ_INT(stats.cls[c].queued, 1);
+        CHECK_EQ_INT(stats.cls[c].running, 1);
+    }
+    gate_set(true);
+    for (int i = 0; i < 2; i++) {
+        CHECK(wait_for(&st[i].finished));
+        CHECK(wait_for(&s[i].finished));
+        CHECK(wait_for(&l[i].finished));
+    }
+    eng_pool_destroy(pool);
+}
+
+/* The pool's numbers, once no job of it runs any more (a job's run() has
+ * returned before the pool counts it as ended: polled, up to 5 s). */
+static void stats_when_idle(struct eng_pool *pool, struct eng_pool_stats *out)
+{
+    for (int i = 0; i < 1000; i++) {
+        eng_pool_stats_get(pool, out);
+        if (out->running == 0 && out->queued == 0)
+            return;
+        sleep_ms(5);
+    }
+}
+
+static uint64_t bucket_sum(const struct eng_job_hist *h)
+{
+    uint64_t n = 0;
+    for (int b = 0; b <= ENG_JOB_BUCKETS; b++)
+        n += h->bucket[b];
+    return n;
+}
+
+/* Per class, the pool counts what waits and runs now, and how long each job
+ * waited for a worker and ran (the metrics' vitrine_engine_job_*_seconds).
+ * The gate stays shut at least 30 ms, so the job held behind it waited at
+ * least that long and the one holding the worker ran at least that long:
+ * lower bounds only, whatever the machine's speed. */
+TEST(the_pool_accounts_wait_and_run_per_class)
+{
+    for (int b = 1; b < ENG_JOB_BUCKETS; b++)
+        CHECK(eng_job_bucket_us[b - 1] < eng_job_bucket_us[b]);
+    CHECK_EQ_STR(eng_job_class_name(ENG_JOB_SHORT), "short");
+    CHECK_EQ_STR(eng_job_class_name(ENG_JOB_LONG), "long");
+    CHECK_EQ_STR(eng_job_class_name(ENG_JOB_STREAM), "stream");
+    struct vt_error err = {0};
+    struct eng_lanes lanes = {.threads = 1, .long_threads = 1, .stream_threads = 1};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    struct eng_pool_stats st;
+    eng_pool_stats_get(pool, &st);
+    for (int c = 0; c < ENG_JOB_CLASSES; c++) {
+        CHECK_EQ_INT(st.cls[c].queued + st.cls[c].running, 0);
+        CHECK_EQ_INT(st.cls[c].wait.count + st.cls[c].run.count, 0);
+    }
+    gate_set(false);
+    int64_t t0 = time_mono_us();
+    struct tjob s1, s2, l1;
+    tjob_init(&s1, ENG_JOB_SHORT, true);
+    tjob_init(&s2, ENG_JOB_SHORT, true);
+    tjob_init(&l1, ENG_JOB_LONG, true);
+    CHECK(eng_pool_submit(pool, &s1.job));
+    CHECK(wait_for(&s1.started));
+    CHECK(eng_pool_submit(pool, &s2.job));
+    CHECK(eng_pool_submit(pool, &l1.job));
+    CHECK(wait_for(&l1.started));
+    eng_pool_stats_get(pool, &st);
+    CHECK_EQ_INT(st.cls[ENG_JOB_SHORT].running, 1);
+    CHECK_EQ_INT(st.cls[ENG_JOB_SHORT].queued, 1);
+    CHECK_EQ_INT(st.cls[ENG_JOB_LONG].running, 1);
+    CHECK_EQ_INT(st.cls[ENG_JOB_LONG].queued, 0);
+    CHECK_EQ_INT(st.cls[ENG_JOB_STREAM].running + st.cls[ENG_JOB_STREAM].queued, 0);
+    CHECK_EQ_INT(st.cls[ENG_JOB_SHORT].wait.count, 1); /* s1 was taken; s2 waits */
+    CHECK_EQ_INT(st.cls[ENG_JOB_SHORT].run.count, 0);
+    while (time_mono_us() - t0 < 30000)
+        sleep_ms(5);
+    gate_set(true);
+    CHECK(wait_for(&s2.finished));
+    CHECK(wait_for(&l1.finished));
+    stats_when_idle(pool, &st);
+    const struct eng_class_stats *sh = &st.cls[ENG_JOB_SHORT], *lo = &st.cls[ENG_JOB_LONG],
+                                 *sm = &st.cls[ENG_JOB_STREAM];
+    CHECK_EQ_INT(sh->running + sh->queued + lo->running + lo->queued, 0);
+    CHECK_EQ_INT(sh->wait.count, 2);
+    CHECK_EQ_INT(sh->run.count, 2);
+    CHECK_EQ_INT(lo->wait.count, 1);
+    CHECK_EQ_INT(lo->run.count, 1);
+    CHECK_EQ_INT(sm->wait.count + sm->run.count, 0);
+    CHECK_EQ_INT(bucket_sum(&sh->wait), 2);
+    CHECK_EQ_INT(bucket_sum(&sh->run), 2);
+    CHECK_EQ_INT(bucket_sum(&lo->run), 1);
+    /* s2 waited for s1, which the gate held 30 ms or more. */
+    CHECK(sh->wait.sum_us >= 25000);
+    CHECK(sh->run.sum_us >= 25000);
+    CHECK(lo->run.sum_us >= 25000);
+    /* None of them in a bucket below 25 ms: s2's wait, s1's run. */
+    uint64_t short_runs_below = 0;
+    for (int b = 0; b < ENG_JOB_BUCKETS && eng_job_bucket_us[b] < 25000; b++)
+        short_runs_below += sh->run.bucket[b];
+    CHECK(short_runs_below <= 1); /* s2 ran after the gate opened */
+    eng_pool_destroy(pool);
+}
+
 /* ------------------------------------------- DuckDB's excerpt of the SQL */
 
 /* DuckDB's own message for preparing `sql` (a failure), copied into out. */
@@ -539,6 +683,8 @@ int main(void)
         TEST_CASE(lanes_keep_short_jobs_apart),
         TEST_CASE(lanes_answer_a_long_job_at_its_deadline),
         TEST_CASE(flows_share_the_workers_time),
+        TEST_CASE(each_class_has_its_own_queue_limit),
+        TEST_CASE(the_pool_accounts_wait_and_run_per_class),
         TEST_CASE(overflow_workers_serve_short_jobs_before_long_ones),
         TEST_CASE(a_long_job_gets_an_overflow_worker_when_no_short_job_waits),
         TEST_CASE(a_thread_gets_the_scheduling_slice_it_asks_for),
