@@ -279,6 +279,10 @@ FUZZ_SRC_fuzz_variant          := src/sources/variant.c src/encode/json_format.c
                                   src/util/strbuf.c src/util/errors.c
 FUZZ_LIBS_fuzz_variant         := -DVT_NO_OVERREAD -isystem $(DUCKDB_DIR) -L$(DUCKDB_DIR) -lduckdb \
                                   -Wl,-rpath,$(abspath $(DUCKDB_DIR))
+# jsonb containment (engine/jsonb.c: what the pgwire dialect makes of @> and <@).
+FUZZ_SRC_fuzz_jsonb            := src/engine/jsonb.c src/util/errors.c src/util/strbuf.c
+FUZZ_LIBS_fuzz_jsonb           := -isystem $(DUCKDB_DIR) -ljansson -L$(DUCKDB_DIR) -lduckdb \
+                                  -Wl,-rpath,$(abspath $(DUCKDB_DIR))
 FUZZ_SRC_fuzz_delta_stats      := src/sources/delta_stats.c src/sources/lazy_stats.c
 FUZZ_LIBS_fuzz_delta_stats     := -isystem $(DUCKDB_DIR) -ljansson -lm
 FUZZ_SRC_fuzz_lazy_stats       := src/sources/lazy_stats.c
@@ -309,8 +313,9 @@ FUZZ_SRC_fuzz_explore_jspan    := src/explore/jspan.c
 FUZZ_LIBS_fuzz_explore_jspan   := -ljansson
 # Every allowlisted SQL function with hostile arguments, composed, through the
 # gate and DuckDB, with the wrappers and the allocation budget of src/engine.
-FUZZ_SRC_fuzz_sql_functions    := src/engine/functions.c src/engine/jsonb.c src/engine/engine.c src/sql/allowlist.c \
-                                  src/sql/gate.c src/query/query_like.c src/util/strbuf.c \
+FUZZ_SRC_fuzz_sql_functions    := src/engine/functions.c src/engine/jsonb.c src/engine/engine.c \
+                                  src/sql/allowlist.c src/sql/gate.c src/query/query_like.c \
+                                  src/util/strbuf.c \
                                   src/util/errors.c src/util/log.c src/util/file.c \
                                   src/util/timeutil.c
 FUZZ_DEPS_fuzz_sql_functions   := $(FUZZ_BUILD)/budget.o

@@ -181,18 +181,15 @@ static void write_datasets(struct strbuf *out, struct cat_catalog *cat)
 
 /* One histogram of a pool's job class (wait or run), in seconds. */
 static void write_job_hist(struct strbuf *out, const char *name, const char *pool,
-                           const char *cls, const struct eng_job_hist *h)
+                           const char *cls, const struct eng_job_hist *h,
+                           char le[ENG_JOB_BUCKETS + 1][16])
 {
-    char bucket[96], le[32];
+    char bucket[96];
     snprintf(bucket, sizeof bucket, "%s_bucket", name);
     uint64_t cum = 0;
     for (size_t b = 0; b <= ENG_JOB_BUCKETS; b++) {
         cum += h->bucket[b];
-        if (b < ENG_JOB_BUCKETS)
-            snprintf(le, sizeof le, "%g", (double)eng_job_bucket_us[b] / 1e6);
-        else
-            snprintf(le, sizeof le, "+Inf");
-        const char *labels[] = {"pool", pool, "class", cls, "le", le, NULL};
+        const char *labels[] = {"pool", pool, "class", cls, "le", le[b], NULL};
         metrics_w_sample_u64(out, bucket, labels, cum);
     }
     const char *labels[] = {"pool", pool, "class", cls, NULL};
@@ -237,6 +234,10 @@ static void write_jobs(struct strbuf *out, const struct eng_pool_stats *pools, s
                                  g == 0 ? pools[i].cls[c].queued : pools[i].cls[c].running);
             }
     }
+    char le[ENG_JOB_BUCKETS + 1][16]; /* the bounds as label values, once a scrape */
+    for (size_t b = 0; b < ENG_JOB_BUCKETS; b++)
+        snprintf(le[b], sizeof le[b], "%g", (double)eng_job_bucket_us[b] / 1e6);
+    snprintf(le[ENG_JOB_BUCKETS], sizeof le[ENG_JOB_BUCKETS], "+Inf");
     metrics_w_family(out, "vitrine_engine_job_wait_seconds", METRICS_HISTOGRAM,
                      "Time jobs waited in the queue before a worker took them, by pool and job "
                      "class (short: pages, counts, point queries; long: group bys, sorts, "
@@ -246,7 +247,7 @@ static void write_jobs(struct strbuf *out, const struct eng_pool_stats *pools, s
             if (hist_wanted(&pools[i], c, query_pool))
                 write_job_hist(out, "vitrine_engine_job_wait_seconds", pools[i].name,
                                eng_job_class_name((enum eng_job_class)c),
-                               &pools[i].cls[c].wait);
+                               &pools[i].cls[c].wait, le);
     metrics_w_family(out, "vitrine_engine_job_run_seconds", METRICS_HISTOGRAM,
                      "Time jobs ran on a worker, by pool and job class (a stream's includes "
                      "the time its client took to read).");
@@ -255,7 +256,7 @@ static void write_jobs(struct strbuf *out, const struct eng_pool_stats *pools, s
             if (hist_wanted(&pools[i], c, query_pool))
                 write_job_hist(out, "vitrine_engine_job_run_seconds", pools[i].name,
                                eng_job_class_name((enum eng_job_class)c),
-                               &pools[i].cls[c].run);
+                               &pools[i].cls[c].run, le);
 }
 
 static void write_engine(struct strbuf *out, struct api_app *app)

@@ -33,25 +33,7 @@ static const char openapi_components_json[] = OPENAPI_JSON({
         "status": {"enum": ["ready", "not_ready"]},
         "datasets": {"type": "integer", "minimum": 0,
                      "description": "Registered datasets (0 when not ready)."},
-        "reason": {"const": "shutting_down"},
-        "jobs": {
-          "type": "object",
-          "description": "The query workers' jobs by class (short: pages, counts, point queries; long: group bys, sorts, /sql; stream: /query/stream), waiting and running now; max_queued is server.max_queued_jobs, the queue limit of each class (past it a request gets 503 unavailable).",
-          "required": ["short", "long", "stream", "max_queued"],
-          "properties": {
-            "short": {"$ref": "#/components/schemas/JobCounts"},
-            "long": {"$ref": "#/components/schemas/JobCounts"},
-            "stream": {"$ref": "#/components/schemas/JobCounts"},
-            "max_queued": {"type": "integer", "minimum": 1}
-          }
-        }
-      }
-    },
-    "JobCounts": {
-      "type": "object", "required": ["queued", "running"],
-      "properties": {
-        "queued": {"type": "integer", "minimum": 0},
-        "running": {"type": "integer", "minimum": 0}
+        "reason": {"const": "shutting_down"}
       }
     },
     "Version": {

@@ -1,7 +1,6 @@
 /*
  * Probes: /healthz and /health (liveness, always 200), /readyz (readiness per
- * [server.startup] readiness, and the query pool's jobs queued and running
- * per class), /version (build metadata). They answer on the
+ * [server.startup] readiness), /version (build metadata). They answer on the
  * HTTP thread without touching DuckDB, so they stay fast under any load.
  */
 #include "api/api.h"
@@ -41,24 +40,6 @@ void api_readyz(struct http_request *req)
     jw_kint(&w, "datasets", ready ? datasets : 0);
     if (draining)
         jw_kstr(&w, "reason", "shutting_down");
-    /* The query pool's load by job class, so a balancer or an operator sees
-     * which kind of work queues (the histograms of how long are in the
-     * metrics: vitrine_engine_job_wait_seconds). */
-    if (app->queries) {
-        struct eng_pool_stats st;
-        eng_pool_stats_get(app->queries, &st);
-        jw_key(&w, "jobs");
-        jw_obj_begin(&w);
-        for (int c = 0; c < ENG_JOB_CLASSES; c++) {
-            jw_key(&w, eng_job_class_name((enum eng_job_class)c));
-            jw_obj_begin(&w);
-            jw_kint(&w, "queued", st.cls[c].queued);
-            jw_kint(&w, "running", st.cls[c].running);
-            jw_obj_end(&w);
-        }
-        jw_kint(&w, "max_queued", st.max_queued);
-        jw_obj_end(&w);
-    }
     jw_obj_end(&w);
     if (!ready)
         http_add_header(req, "Retry-After", "2");

@@ -658,7 +658,7 @@ const struct cfg_key cfg_schema[] = {
             "stream: /query/stream): past it a request of that class gets 503 unavailable "
             "(with Retry-After) at once instead of queueing, while the other classes still "
             "queue. Lower it to shed load sooner when a balancer can send it elsewhere; "
-            "/readyz and vitrine_engine_jobs_queued show each class's queue."},
+            "vitrine_engine_jobs_queued shows each class's queue."},
     {"server", "prefix", CFG_T_STR, C(server.prefix), .def = "\"\"", .check = check_prefix,
      .doc = "Mount every route, probes included, under this path (\"/vitrine\"); starts with "
             "\"/\", does not end with one."},

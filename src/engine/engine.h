@@ -108,6 +108,12 @@ enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err);
  * @>, <@ and jsonb_contains/jsonb_contained. eng_functions_install installs
  * it. */
 enum vt_err eng_jsonb_install(duckdb_connection con, struct vt_error *err);
+/* The same on two texts (what the function calls; fuzz_jsonb too): 1 when
+ * a contains b, 0 when not, -1 when either is not JSON, -2 past
+ * VT_SQL_MAX_JSON_DEPTH levels or `max_steps` element comparisons; adds the
+ * comparisons made to *steps. */
+int eng_jsonb_contains(const char *a, size_t an, const char *b, size_t bn, int64_t max_steps,
+                       int64_t *steps);
 
 /* The allocation budget (budget.cc): every allocation DuckDB makes through
  * its allocator (buffer pool, vectors, strings, lists, hash tables) and every

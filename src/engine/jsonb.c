@@ -116,10 +116,25 @@ static bool top_contains(struct walk *k, const json_t *a, const json_t *b)
     return contains(k, a, b);
 }
 
-static json_t *parse(duckdb_string_t *s)
+static json_t *parse(const char *s, size_t n)
 {
-    return json_loadb(duckdb_string_t_data(s), duckdb_string_t_length(*s),
-                      JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, NULL);
+    return json_loadb(s, n, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, NULL);
+}
+
+int eng_jsonb_contains(const char *a, size_t an, const char *b, size_t bn, int64_t max_steps,
+                       int64_t *steps)
+{
+    json_t *ja = parse(a, an), *jb = ja ? parse(b, bn) : NULL;
+    if (!ja || !jb) {
+        json_decref(ja);
+        return -1;
+    }
+    struct walk k = {0, max_steps, 0, false};
+    bool yes = top_contains(&k, ja, jb);
+    json_decref(ja);
+    json_decref(jb);
+    *steps += k.steps;
+    return k.over ? -2 : yes;
 }
 
 /* "vt:jsonb_contains"(a VARCHAR, b VARCHAR) -> BOOLEAN: a @> b; NULL when
@@ -143,20 +158,17 @@ static void contains_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_
             duckdb_validity_set_row_invalid(ov, i);
             continue;
         }
-        json_t *a = parse(&sa[i]), *b = a ? parse(&sb[i]) : NULL;
-        if (!a || !b) {
-            json_decref(a);
+        int64_t left = VT_SQL_MAX_JSONB_CONTAINS_STEPS_VECTOR - vector_steps;
+        int rc = eng_jsonb_contains(
+            duckdb_string_t_data(&sa[i]), duckdb_string_t_length(sa[i]),
+            duckdb_string_t_data(&sb[i]), duckdb_string_t_length(sb[i]),
+            left < VT_SQL_MAX_JSONB_CONTAINS_STEPS ? left : VT_SQL_MAX_JSONB_CONTAINS_STEPS,
+            &vector_steps);
+        if (rc == -1) {
             duckdb_scalar_function_set_error(info, "invalid input syntax for type json");
             return;
         }
-        int64_t left = VT_SQL_MAX_JSONB_CONTAINS_STEPS_VECTOR - vector_steps;
-        struct walk k = {0, left < VT_SQL_MAX_JSONB_CONTAINS_STEPS
-                                ? left : VT_SQL_MAX_JSONB_CONTAINS_STEPS, 0, false};
-        o[i] = top_contains(&k, a, b);
-        vector_steps += k.steps;
-        json_decref(a);
-        json_decref(b);
-        if (k.over) {
+        if (rc == -2) {
             char msg[200];
             snprintf(msg, sizeof msg,
                      "jsonb containment: past %d levels of nesting or %d element comparisons "
@@ -166,6 +178,7 @@ static void contains_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_
             duckdb_scalar_function_set_error(info, msg);
             return;
         }
+        o[i] = rc == 1;
     }
 }
 

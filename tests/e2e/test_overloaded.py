@@ -2,7 +2,7 @@
 real HTTP, with Retry-After and X-Request-Id, and the server serving again
 once the queue drains. The limit is per job class: a full queue of streams
 leaves pages, counts and group bys their own queues. And the engine's
-accounting by class: /readyz's `jobs` and the metrics'
+accounting by class: the metrics'
 vitrine_engine_jobs_* gauges and vitrine_engine_job_{wait,run}_seconds
 histograms (valid for promtool; they move by one per request of their
 class).
@@ -144,10 +144,14 @@ def test_a_full_stream_queue_leaves_the_other_classes_their_queues(srv):
         wait_state(srv, (1, 0))
         second = held_stream(srv)
         wait_state(srv, (1, 1))
-        jobs = srv.get("/readyz").json()["jobs"]
-        assert jobs == {"short": {"queued": 0, "running": 0},
-                        "long": {"queued": 0, "running": 0},
-                        "stream": {"queued": 1, "running": 1}, "max_queued": 1}, jobs
+        jobs = {(fam, cls): v for (fam, cls), v in job_series(srv.get("/metrics").text).items()
+                if fam in ("vitrine_engine_jobs_queued", "vitrine_engine_jobs_running")}
+        assert jobs == {("vitrine_engine_jobs_queued", "short"): 0,
+                        ("vitrine_engine_jobs_running", "short"): 0,
+                        ("vitrine_engine_jobs_queued", "long"): 0,
+                        ("vitrine_engine_jobs_running", "long"): 0,
+                        ("vitrine_engine_jobs_queued", "stream"): 1,
+                        ("vitrine_engine_jobs_running", "stream"): 1}, jobs
         r = srv.post(STREAM, {})
         assert r.status_code == 503 and r.json()["code"] == "unavailable", r.text[:300]
         path, body, want = COUNT
