@@ -305,6 +305,9 @@ FUZZ_SRC_fuzz_pgwire           := src/pgwire/proto.c src/pgwire/lexer.c src/pgwi
                                   src/encode/json_format.c src/util/arena.c src/util/strbuf.c \
                                   src/util/errors.c
 FUZZ_LIBS_fuzz_pgwire          := -isystem $(DUCKDB_DIR)
+# The small-body JSON loader of src/util, with jansson as its oracle.
+FUZZ_SRC_fuzz_json_small       := src/util/json_small.c
+FUZZ_LIBS_fuzz_json_small      := -ljansson
 # JSON span reader of src/explore, with jansson as its oracle.
 FUZZ_SRC_fuzz_explore_jspan    := src/explore/jspan.c
 FUZZ_LIBS_fuzz_explore_jspan   := -ljansson

@@ -6,12 +6,17 @@
  * A key given twice in one object is refused (jansson would keep the last,
  * so {"limit":1,"limit":null} would quietly mean "unlimited"). Depth counts
  * containers: {} is 1, {"a":[1]} is 2; scalars add nothing.
+ *
+ * Small plain bodies take json_small_load first (util/json_small.h: the
+ * tree jansson would build, several times cheaper); it declines anything
+ * else, which jansson then loads or refuses.
  */
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "api/api.h"
+#include "util/json_small.h"
 #include "util/limits.h"
 
 /* The deepest container nesting below and including v (v at `depth`). */
@@ -49,6 +54,12 @@ static int json_depth(const json_t *v, int depth)
 /* text[0..len) as one JSON object; `what` names it in messages. */
 static json_t *parse_object(const char *text, size_t len, const char *what, struct vt_error *err)
 {
+    /* The small plain bodies of the hot paths (a point lookup) without
+     * jansson's lexer: the same tree, and every other text (errors
+     * included) goes to jansson below. */
+    json_t *small = json_small_load(text, len);
+    if (small)
+        return small;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {

@@ -293,9 +293,10 @@ bool http_encoding_should_vary(bool compress_enabled, const char *content_type)
 enum http_encoding http_encoding_choose(const char *accept_encoding, bool compress_enabled,
                                         const char *content_type, uint64_t body_len)
 {
-    if (!compress_enabled || !http_content_type_compressible(content_type))
-        return HTTP_ENC_IDENTITY;
-    if (body_len != HTTP_BODY_LEN_UNKNOWN && body_len < HTTP_COMPRESS_MIN_BYTES)
+    /* (the length first: the cheaper test, and most API answers are small) */
+    if (!compress_enabled ||
+        (body_len != HTTP_BODY_LEN_UNKNOWN && body_len < HTTP_COMPRESS_MIN_BYTES) ||
+        !http_content_type_compressible(content_type))
         return HTTP_ENC_IDENTITY;
     struct http_accept_encoding ae;
     http_accept_encoding_parse(accept_encoding, &ae);

@@ -6,6 +6,7 @@
  * (conn.c). Streams are the one reply that keeps changing after it is
  * installed: a producer (a job) queues chunks, the loop takes them.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,13 +58,37 @@ static bool has_body(int status)
  * Content-Type/Vary/Content-Encoding of the body, then the framing (a
  * Content-Length, or chunked for a stream) and whether the connection stays.
  * `length` < 0: a stream. */
+/* n in decimal at the end of h (no printf: this runs on every response). */
+static void add_uint(struct strbuf *h, uint64_t n)
+{
+    char tmp[20];
+    size_t k = sizeof tmp;
+    do {
+        tmp[--k] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    sb_add(h, tmp + k, sizeof tmp - k);
+}
+
+/* The constant string s without its strlen. */
+#define ADD_LIT(h, s) sb_add((h), (s), sizeof(s) - 1)
+
 static void build_head(struct http_request *req, struct http_response *r,
                        const char *content_type, bool vary, const char *encoding, int64_t length)
 {
     struct strbuf *h = &r->head;
     bool close = !req->keep_alive || atomic_load(&req->srv->stopping);
-    sb_addf(h, "HTTP/1.1 %d %s\r\nDate: %s\r\nX-Request-Id: %s\r\n", r->status,
-            http_reason(r->status), date_now(), req->id);
+    /* One allocation for the usual head (a grown one doubles from here). */
+    sb_grow(h, 256);
+    ADD_LIT(h, "HTTP/1.1 ");
+    add_uint(h, (uint64_t)(r->status > 0 ? r->status : 0));
+    sb_addc(h, ' ');
+    sb_adds(h, http_reason(r->status));
+    ADD_LIT(h, "\r\nDate: ");
+    sb_adds(h, date_now());
+    ADD_LIT(h, "\r\nX-Request-Id: ");
+    sb_adds(h, req->id);
+    ADD_LIT(h, "\r\n");
     for (struct http_header *f = req->headers; f; f = f->next) {
         if (!strcasecmp(f->name, "Connection")) {
             if (!strcasecmp(f->value, "close"))
@@ -71,30 +96,39 @@ static void build_head(struct http_request *req, struct http_response *r,
             continue;
         }
         sb_adds(h, f->name);
-        sb_adds(h, ": ");
+        ADD_LIT(h, ": ");
         sb_adds(h, f->value);
-        sb_adds(h, "\r\n");
+        ADD_LIT(h, "\r\n");
     }
-    if (content_type)
-        sb_addf(h, "Content-Type: %s\r\n", content_type);
+    if (content_type) {
+        ADD_LIT(h, "Content-Type: ");
+        sb_adds(h, content_type);
+        ADD_LIT(h, "\r\n");
+    }
     if (vary)
-        sb_adds(h, "Vary: Accept-Encoding\r\n");
-    if (encoding)
-        sb_addf(h, "Content-Encoding: %s\r\n", encoding);
+        ADD_LIT(h, "Vary: Accept-Encoding\r\n");
+    if (encoding) {
+        ADD_LIT(h, "Content-Encoding: ");
+        sb_adds(h, encoding);
+        ADD_LIT(h, "\r\n");
+    }
     if (length >= 0) {
-        if (has_body(r->status))
-            sb_addf(h, "Content-Length: %lld\r\n", (long long)length);
+        if (has_body(r->status)) {
+            ADD_LIT(h, "Content-Length: ");
+            add_uint(h, (uint64_t)length);
+            ADD_LIT(h, "\r\n");
+        }
     } else if (req->minor == 1) {
-        sb_adds(h, "Transfer-Encoding: chunked\r\n");
+        ADD_LIT(h, "Transfer-Encoding: chunked\r\n");
         r->chunked = true;
     } else {
         close = true; /* HTTP/1.0: the end of the body is the end of the connection */
     }
     if (close)
-        sb_adds(h, "Connection: close\r\n");
+        ADD_LIT(h, "Connection: close\r\n");
     else if (req->minor == 0)
-        sb_adds(h, "Connection: keep-alive\r\n");
-    sb_adds(h, "\r\n");
+        ADD_LIT(h, "Connection: keep-alive\r\n");
+    ADD_LIT(h, "\r\n");
     r->close = close;
 }
 

@@ -266,6 +266,11 @@ static const char *join_rest(struct arena *a, const struct http_path *path, size
 static bool entry_match(const struct route_entry *e, const struct http_path *path, size_t off,
                         struct arena *a, const char *params[HTTP_MAX_PARAMS])
 {
+    /* Without a {*} tail the path has exactly as many segments (with one,
+     * at least as many): most entries fail here, before any compare. */
+    bool tail = e->nseg && e->segs[e->nseg - 1].kind == SEG_REST;
+    if (tail ? path->n < off + e->nseg : path->n != off + e->nseg)
+        return false;
     size_t np = 0;
     size_t i = 0;
     for (; i < e->nseg; i++) {

@@ -21,7 +21,13 @@ static bool is_tchar(unsigned char c)
 {
     if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
         return true;
-    return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+    switch (c) { /* the rest of RFC 9110's tchar */
+    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
+    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+        return true;
+    default:
+        return false;
+    }
 }
 
 /* A control character other than HTAB (RFC 9110 §5.5). */
@@ -52,6 +58,18 @@ static bool has_ctl(const unsigned char *v, size_t n)
     return false;
 }
 
+/* The first CR or LF in buf[from..len), or len: memchr's word-at-a-time
+ * scan, as a head's lines (a bearer token) run to kilobytes. */
+static size_t next_cr_or_lf(const char *buf, size_t from, size_t len)
+{
+    if (from >= len)
+        return len;
+    const char *cr = memchr(buf + from, '\r', len - from);
+    size_t end = cr ? (size_t)(cr - buf) : len;
+    const char *lf = memchr(buf + from, '\n', end - from);
+    return lf ? (size_t)(lf - buf) : end;
+}
+
 static enum http_parse fail(enum vt_err *out_code, const char **out_msg, enum vt_err code,
                             const char *msg)
 {
@@ -64,13 +82,10 @@ enum http_parse http_head_find(struct http_head_scan *s, const char *buf, size_t
                                size_t *out_end, enum vt_err *out_code, const char **out_msg)
 {
     *out_end = 0;
-    for (size_t i = s->pos; i < len; i++) {
-        char c = buf[i];
-        if (c == '\n')
+    for (size_t i = next_cr_or_lf(buf, s->pos, len); i < len; i = next_cr_or_lf(buf, i + 1, len)) {
+        if (buf[i] == '\n')
             return fail(out_code, out_msg, VT_ERR_MALFORMED_REQUEST,
                         "a line ends in LF without CR");
-        if (c != '\r')
-            continue;
         if (i + 1 == len) {
             s->pos = i; /* look at the CR again with its LF */
             goto more;

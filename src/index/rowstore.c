@@ -13,8 +13,9 @@
  * cost no second read) and decodes only the row it wants.
  *
  * Measured on the bench table (1M rows, 10 columns with md5 strings and
- * random doubles): ~60 bytes a row in the file with 16-row blocks, where the
- * JSON text cells of the previous row store took ~78 in memory.
+ * random doubles): ~79 bytes a row in the file with 16-row blocks at zstd
+ * level -1 (~70 at level 1, see ZSTD_LEVEL), where the JSON text cells of
+ * the previous row store took ~78 in memory.
  */
 #include "index/index_internal.h"
 
@@ -25,7 +26,14 @@
 
 #include "encode/json_rows.h"
 
-#define ZSTD_LEVEL 1
+/* A negative level: zstd's fast mode without Huffman-coded literals. A
+ * point lookup decompresses a whole 16-row block, and for blocks this small
+ * building the literals' Huffman table cost more than the bytes: level 1
+ * took ~28,000 instructions a block, -1 takes ~1,800
+ * (bench/callgrind.py point_index_ids: 70,235 -> 40,063 a lookup), for a
+ * store ~13% larger (the bench's 1M rows: 67.0 -> 75.7 MiB, in the file,
+ * not in memory) and a faster build. */
+#define ZSTD_LEVEL (-1)
 /* A block starts with the offset of each of its rows (uint32, from the
  * block's start), so a reader decodes only the row it wants. */
 #define BLOCK_HEADER (4 * IX_BLOCK_ROWS)
