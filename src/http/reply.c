@@ -54,10 +54,6 @@ static bool has_body(int status)
     return status >= 200 && status != 204 && status != 304;
 }
 
-/* The response's head: status line, Date, the request's own headers,
- * Content-Type/Vary/Content-Encoding of the body, then the framing (a
- * Content-Length, or chunked for a stream) and whether the connection stays.
- * `length` < 0: a stream. */
 /* n in decimal at the end of h (no printf: this runs on every response). */
 static void add_uint(struct strbuf *h, uint64_t n)
 {
@@ -73,6 +69,10 @@ static void add_uint(struct strbuf *h, uint64_t n)
 /* The constant string s without its strlen. */
 #define ADD_LIT(h, s) sb_add((h), (s), sizeof(s) - 1)
 
+/* The response's head: status line, Date, the request's own headers,
+ * Content-Type/Vary/Content-Encoding of the body, then the framing (a
+ * Content-Length, or chunked for a stream) and whether the connection stays.
+ * `length` < 0: a stream. */
 static void build_head(struct http_request *req, struct http_response *r,
                        const char *content_type, bool vary, const char *encoding, int64_t length)
 {
