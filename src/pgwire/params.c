@@ -329,7 +329,11 @@ static enum vt_err binary_scalar(const unsigned char *s, size_t n, uint32_t oid,
         if (n != 8)
             goto size;
         int64_t t = (int64_t)rd_be(s, 8);
-        int64_t us = t == INT64_MAX ? INT64_MAX : t == INT64_MIN ? -INT64_MAX : t + PG_EPOCH_US;
+        int64_t us;
+        if (t == INT64_MAX || t == INT64_MIN) /* infinity, -infinity */
+            us = t == INT64_MAX ? INT64_MAX : -INT64_MAX;
+        else if (__builtin_add_overflow(t, PG_EPOCH_US, &us))
+            return vt_error_set(err, VT_ERR_PG_PROTOCOL, "timestamp out of range in a parameter");
         char *e = json_fmt_timestamp(buf, us, JSON_TS_US, oid == PGW_OID_TIMESTAMPTZ);
         return formatted(a, buf + 1, (size_t)(e - buf) - 2, out, err);
     }
