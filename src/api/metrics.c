@@ -213,6 +213,21 @@ static bool hist_wanted(const struct eng_pool_stats *p, int c, const char *query
     return (query_pool && !strcmp(p->name, query_pool)) || p->cls[c].wait.count > 0;
 }
 
+/* One job histogram family (`run`: run times, else waits) over the pools'
+ * classes hist_wanted keeps. */
+static void write_job_family(struct strbuf *out, const char *name, const char *help,
+                             const struct eng_pool_stats *pools, size_t n,
+                             const char *query_pool, bool run,
+                             char le[ENG_JOB_BUCKETS + 1][16])
+{
+    metrics_w_family(out, name, METRICS_HISTOGRAM, help);
+    for (size_t i = 0; i < n; i++)
+        for (int c = 0; c < ENG_JOB_CLASSES; c++)
+            if (hist_wanted(&pools[i], c, query_pool))
+                write_job_hist(out, name, pools[i].name, eng_job_class_name((enum eng_job_class)c),
+                               run ? &pools[i].cls[c].run : &pools[i].cls[c].wait, le);
+}
+
 static void write_jobs(struct strbuf *out, const struct eng_pool_stats *pools, size_t n,
                        const char *query_pool)
 {
@@ -238,25 +253,15 @@ static void write_jobs(struct strbuf *out, const struct eng_pool_stats *pools, s
     for (size_t b = 0; b < ENG_JOB_BUCKETS; b++)
         snprintf(le[b], sizeof le[b], "%g", (double)eng_job_bucket_us[b] / 1e6);
     snprintf(le[ENG_JOB_BUCKETS], sizeof le[ENG_JOB_BUCKETS], "+Inf");
-    metrics_w_family(out, "vitrine_engine_job_wait_seconds", METRICS_HISTOGRAM,
+    write_job_family(out, "vitrine_engine_job_wait_seconds",
                      "Time jobs waited in the queue before a worker took them, by pool and job "
                      "class (short: pages, counts, point queries; long: group bys, sorts, "
-                     "/sql; stream: /query/stream).");
-    for (size_t i = 0; i < n; i++)
-        for (int c = 0; c < ENG_JOB_CLASSES; c++)
-            if (hist_wanted(&pools[i], c, query_pool))
-                write_job_hist(out, "vitrine_engine_job_wait_seconds", pools[i].name,
-                               eng_job_class_name((enum eng_job_class)c),
-                               &pools[i].cls[c].wait, le);
-    metrics_w_family(out, "vitrine_engine_job_run_seconds", METRICS_HISTOGRAM,
+                     "/sql; stream: /query/stream).",
+                     pools, n, query_pool, false, le);
+    write_job_family(out, "vitrine_engine_job_run_seconds",
                      "Time jobs ran on a worker, by pool and job class (a stream's includes "
-                     "the time its client took to read).");
-    for (size_t i = 0; i < n; i++)
-        for (int c = 0; c < ENG_JOB_CLASSES; c++)
-            if (hist_wanted(&pools[i], c, query_pool))
-                write_job_hist(out, "vitrine_engine_job_run_seconds", pools[i].name,
-                               eng_job_class_name((enum eng_job_class)c),
-                               &pools[i].cls[c].run, le);
+                     "the time its client took to read).",
+                     pools, n, query_pool, true, le);
 }
 
 static void write_engine(struct strbuf *out, struct api_app *app)
