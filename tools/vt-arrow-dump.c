@@ -4,14 +4,18 @@
  * development and test tool: the e2e tests decode its output with a real
  * Arrow reader, and --bench measures the writer against DuckDB's own export.
  *
- *   vt-arrow-dump [-o FILE] [--slice N] [--schema] SQL...
+ *   vt-arrow-dump [-o FILE] [--slice N] [--schema] [--export-only] SQL...
  *       Every argument but the last is run first (setup: CREATE, SET ...).
+ *       Chunks go through arrow_duckdb_write_chunk as in the service (plain
+ *       columns converted directly, the rest by DuckDB: arrow_duckdb.h);
+ *       --export-only makes DuckDB convert every column.
  *       --slice N   re-cuts every DuckDB chunk into batches of N rows by moving
  *                   the top-level offset, so the writer sees sliced arrays.
  *       --schema    prints the Arrow C schema (format strings) instead.
  *   vt-arrow-dump --bench REPS SQL...
  *       Times, on the materialized result of the last statement, (A) DuckDB's
- *       duckdb_data_chunk_to_arrow alone and (B) the same plus IPC writing,
+ *       duckdb_data_chunk_to_arrow alone, (B) the same plus IPC writing and
+ *       (C) arrow_duckdb_write_chunk (the service's direct conversion + IPC),
  *       best of REPS, and prints rows, bytes and throughputs.
  */
 #include <duckdb.h>
@@ -81,14 +85,14 @@ static int run_setup(duckdb_connection con, char **sql, int n)
 }
 
 /* Streams the result as IPC to f; slice > 0 re-cuts batches. */
-static int dump(duckdb_result *res, FILE *f, int64_t slice)
+static int dump(duckdb_result *res, FILE *f, int64_t slice, enum arrow_duckdb_mode mode)
 {
     struct vt_error err = {0};
     struct strbuf out;
     sb_init(&out, 0);
     struct arrow_duckdb_stream st;
     int rc = 0;
-    if (arrow_duckdb_begin(&st, res, &out, &err) != VT_ERR_OK) {
+    if (arrow_duckdb_begin_mode(&st, res, mode, &out, &err) != VT_ERR_OK) {
         fprintf(stderr, "vt-arrow-dump: %s\n", vt_error_message(&err));
         sb_release(&out);
         return 1;
@@ -132,11 +136,13 @@ static int dump(duckdb_result *res, FILE *f, int64_t slice)
     return rc;
 }
 
-/* One timed pass over a materialized result: DuckDB export, plus IPC when
- * `ipc`. Returns seconds; *out_bytes gets the IPC bytes. */
-static double bench_pass(duckdb_connection con, const char *sql, bool ipc, uint64_t *out_rows,
+/* One timed pass over a materialized result: pass 0 DuckDB's export alone,
+ * 1 the same plus IPC, 2 arrow_duckdb_write_chunk. Returns seconds;
+ * *out_bytes gets the IPC bytes. */
+static double bench_pass(duckdb_connection con, const char *sql, int pass, uint64_t *out_rows,
                          uint64_t *out_bytes, double *out_ipc_s)
 {
+    bool ipc = pass == 1;
     duckdb_result res;
     if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
         fprintf(stderr, "vt-arrow-dump: %s\n", duckdb_result_error(&res));
@@ -156,6 +162,17 @@ static double bench_pass(duckdb_connection con, const char *sql, bool ipc, uint6
     double t0 = now_s();
     duckdb_data_chunk chunk;
     while ((chunk = duckdb_fetch_chunk(res)) != NULL) {
+        if (pass == 2) {
+            rows += duckdb_data_chunk_get_size(chunk);
+            if (arrow_duckdb_write_chunk(&st, chunk, &out, &err) != VT_ERR_OK) {
+                fprintf(stderr, "vt-arrow-dump: %s\n", vt_error_message(&err));
+                exit(1);
+            }
+            bytes += out.len;
+            sb_reset(&out);
+            duckdb_destroy_data_chunk(&chunk);
+            continue;
+        }
         struct ArrowArray arr;
         memset(&arr, 0, sizeof arr);
         duckdb_error_data e = duckdb_data_chunk_to_arrow(st.opts, chunk, &arr);
@@ -187,16 +204,19 @@ static double bench_pass(duckdb_connection con, const char *sql, bool ipc, uint6
 
 static int bench(duckdb_connection con, const char *sql, int reps)
 {
-    double best_a = 1e30, best_b = 1e30, ipc = 1e30, unused;
+    double best_a = 1e30, best_b = 1e30, best_c = 1e30, ipc = 1e30, unused;
     uint64_t rows = 0, bytes = 0, dummy;
     for (int r = 0; r < reps; r++) {
         double ipc_s;
-        double a = bench_pass(con, sql, false, &rows, &dummy, &unused);
-        double b = bench_pass(con, sql, true, &rows, &bytes, &ipc_s);
+        double a = bench_pass(con, sql, 0, &rows, &dummy, &unused);
+        double b = bench_pass(con, sql, 1, &rows, &bytes, &ipc_s);
+        double c = bench_pass(con, sql, 2, &rows, &dummy, &unused);
         if (a < best_a)
             best_a = a;
         if (b < best_b)
             best_b = b;
+        if (c < best_c)
+            best_c = c;
         if (ipc_s < ipc)
             ipc = ipc_s;
     }
@@ -207,7 +227,9 @@ static int bench(duckdb_connection con, const char *sql, int reps)
     printf("B A + arrow_ipc_write_batch  %.3f s  %.1f MB/s\n", best_b, (double)bytes / best_b / 1e6);
     printf("IPC writing alone (timed)    %.3f s  %.1f MB/s\n", ipc,
            ipc > 0 ? (double)bytes / ipc / 1e6 : 0.0);
+    printf("C arrow_duckdb_write_chunk   %.3f s  %.1f MB/s\n", best_c, (double)bytes / best_c / 1e6);
     printf("throughput ratio A/B         %.3f\n", best_a / best_b);
+    printf("throughput ratio C/B         %.3f\n", best_b / best_c);
     return 0;
 }
 
@@ -217,6 +239,7 @@ int main(int argc, char **argv)
     int64_t slice = 0;
     int reps = 0;
     bool schema_only = false;
+    enum arrow_duckdb_mode mode = ARROW_DUCKDB_DIRECT;
     int i = 1;
     for (; i < argc && strncmp(argv[i], "-", 1) == 0; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
@@ -227,11 +250,13 @@ int main(int argc, char **argv)
             reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--schema") == 0)
             schema_only = true;
+        else if (strcmp(argv[i], "--export-only") == 0)
+            mode = ARROW_DUCKDB_EXPORT_ONLY;
         else
             break;
     }
     if (i >= argc) {
-        fprintf(stderr, "usage: vt-arrow-dump [-o FILE] [--slice N] [--schema] [--bench REPS] SQL...\n");
+        fprintf(stderr, "usage: vt-arrow-dump [-o FILE] [--slice N] [--schema] [--export-only] [--bench REPS] SQL...\n");
         return 2;
     }
     duckdb_database db;
@@ -268,7 +293,7 @@ int main(int argc, char **argv)
                 perror(outpath);
                 rc = 1;
             } else {
-                rc = dump(&res, f, slice);
+                rc = dump(&res, f, slice, mode);
                 if (outpath && fclose(f) != 0)
                     rc = 1;
             }
