@@ -10,6 +10,8 @@
  *              memory
  *   eqindex.c  the spec's equality index: distinct keys in memory (hash
  *              table), posting lists in the store
+ *   sorted.c   range counts: a column's values sorted in the store, every
+ *              IX_SORTED_STEP-th in memory
  *   keys.c     lookups on near-unique columns: monotone integer runs
  *              (frames) or hash buckets, directories in memory, the bulk in
  *              the store
