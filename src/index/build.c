@@ -579,6 +579,15 @@ uint64_t index_fastpath_row_store_bytes(const struct index_fastpath *fp)
     return fp && fp->rows ? fp->rows->disk_bytes : 0;
 }
 
+uint64_t index_fastpath_sorted_bytes(const struct index_fastpath *fp)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; fp && fp->index && i < fp->n_cols; i++)
+        if (fp->index->sorted[i])
+            n += fp->index->sorted[i]->disk;
+    return n;
+}
+
 bool index_fastpath_has_rows(const struct index_fastpath *fp)
 {
     return fp && fp->rows;

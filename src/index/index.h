@@ -195,6 +195,8 @@ size_t index_memory_used(void);
 size_t index_fastpath_memory(const struct index_fastpath *fp); /* bytes in memory */
 uint64_t index_fastpath_disk(const struct index_fastpath *fp); /* bytes of its file */
 uint64_t index_fastpath_row_store_bytes(const struct index_fastpath *fp);
+/* Bytes of its file that hold sorted values (range counts). */
+uint64_t index_fastpath_sorted_bytes(const struct index_fastpath *fp);
 bool index_fastpath_has_rows(const struct index_fastpath *fp);
 /* "col (N keys, structure, X MiB)" for each column kept, comma-separated. */
 void index_fastpath_describe(const struct index_fastpath *fp, struct strbuf *out);

@@ -213,6 +213,11 @@ def test_other_shapes_still_answer(srv):
 
 def test_status_reports_the_sorted_values(srv):
     st = srv.get("/api/v1/datasets/t/status").json()
-    assert st["index"]["state"] == "ready", st
+    ix = st["index"]
+    assert ix["state"] == "ready", st
+    # ts, tstz, day, d, n, u, id: 8 bytes a non-NULL value
+    nulls = sum((ROWS + m - 1) // m for m in (13, 11, 17, 19)) + ROWS // 10
+    assert ix["sorted_bytes"] == 8 * (7 * ROWS - nulls), ix
+    assert ix["disk_bytes"] >= ix["row_store_bytes"] + ix["sorted_bytes"], ix
     log = srv.log()
     assert "ts (%d values, sorted values for ranges" % (ROWS - (ROWS + 12) // 13) in log, log[-3000:]
