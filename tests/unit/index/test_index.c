@@ -610,6 +610,21 @@ static const char *op_sql(enum index_range_op op)
                                                                                           : "<";
 }
 
+/* One comparison of the index's count with DuckDB's; false (reported) when
+ * they differ. */
+static bool same_count(const struct index_fastpath *fp, size_t col,
+                       const struct index_range_term *t, size_t n, const char *where)
+{
+    uint64_t got = UINT64_MAX;
+    CHECK_EQ_INT(index_range_count(fp, col, t, n, false, &got), INDEX_FAST_DONE);
+    int64_t want = duck_count(where);
+    if ((int64_t)got == want)
+        return true;
+    fprintf(stderr, "%s: index %llu, DuckDB %lld\n", where, (unsigned long long)got,
+            (long long)want);
+    return false;
+}
+
 /* Range counts from sorted values: two bound searches give DuckDB's count for
  * every bound (inside, equal, outside the data, empty ranges), NULLs never
  * counted, doubles with NaN above +inf and -0 equal to +0, unsigned columns
@@ -655,14 +670,7 @@ TEST(range_counts)
             w += snprintf(where + w, sizeof where - (size_t)w, "%sv %s %lld", j ? " AND " : "",
                           op_sql(t[j].op), (long long)t[j].i);
         }
-        uint64_t got = UINT64_MAX;
-        CHECK_EQ_INT(index_range_count(fp, 1, t, n, false, &got), INDEX_FAST_DONE);
-        int64_t want = duck_count(where);
-        if ((int64_t)got != want) {
-            fprintf(stderr, "v: %s: index %llu, DuckDB %lld\n", where, (unsigned long long)got,
-                    (long long)want);
-            bad++;
-        }
+        bad += !same_count(fp, 1, t, n, where);
         /* the same bounds on the unsigned column */
         w = 0;
         for (size_t j = 0; j < n; j++)
@@ -670,13 +678,7 @@ TEST(range_counts)
                           op_sql(t[j].op), (long long)(t[j].i / 4));
         for (size_t j = 0; j < n; j++)
             t[j].i /= 4;
-        CHECK_EQ_INT(index_range_count(fp, 3, t, n, false, &got), INDEX_FAST_DONE);
-        want = duck_count(where);
-        if ((int64_t)got != want) {
-            fprintf(stderr, "u: %s: index %llu, DuckDB %lld\n", where, (unsigned long long)got,
-                    (long long)want);
-            bad++;
-        }
+        bad += !same_count(fp, 3, t, n, where);
         /* doubles, the edges included */
         static const char *const dv[] = {"'-inf'::DOUBLE", "-0.0::DOUBLE", "0.0::DOUBLE",
                                          "'inf'::DOUBLE", "1e300::DOUBLE"};
@@ -696,13 +698,7 @@ TEST(range_counts)
             w += snprintf(where + w, sizeof where - (size_t)w, "%sd %s %s", j ? " AND " : "",
                           op_sql(t[j].op), lit);
         }
-        CHECK_EQ_INT(index_range_count(fp, 2, t, n, false, &got), INDEX_FAST_DONE);
-        want = duck_count(where);
-        if ((int64_t)got != want) {
-            fprintf(stderr, "d: %s: index %llu, DuckDB %lld\n", where, (unsigned long long)got,
-                    (long long)want);
-            bad++;
-        }
+        bad += !same_count(fp, 2, t, n, where);
         /* timestamps (microseconds) */
         w = 0;
         for (size_t j = 0; j < n; j++) {
@@ -713,13 +709,7 @@ TEST(range_counts)
                           "%sts %s TIMESTAMP '2024-01-01' + to_microseconds(%lld)",
                           j ? " AND " : "", op_sql(t[j].op), (long long)us);
         }
-        CHECK_EQ_INT(index_range_count(fp, 4, t, n, false, &got), INDEX_FAST_DONE);
-        want = duck_count(where);
-        if ((int64_t)got != want) {
-            fprintf(stderr, "ts: %s: index %llu, DuckDB %lld\n", where, (unsigned long long)got,
-                    (long long)want);
-            bad++;
-        }
+        bad += !same_count(fp, 4, t, n, where);
     }
     CHECK_EQ_INT(bad, 0);
     /* a column without sorted values (a string) is not answered */
