@@ -346,7 +346,7 @@ enum vt_err http_head_parse(char *buf, size_t len, struct http_field *fields,
 const char *http_head_field(const struct http_head *h, const char *name)
 {
     for (size_t i = 0; i < h->n_fields; i++)
-        if (!strcasecmp(h->fields[i].name, name))
+        if (http_name_eq(h->fields[i].name, name))
             return h->fields[i].value;
     return NULL;
 }
