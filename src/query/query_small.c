@@ -93,31 +93,32 @@ static bool scan_pred(struct json_small_cur *c, struct query_small_pred *p)
     return json_small_punct(c, '}');
 }
 
-static bool scan_preds(struct json_small_cur *c, struct query_small *out)
+static bool pred_item(struct json_small_cur *c, struct query_small *out)
 {
-    if (!json_small_punct(c, '['))
+    if (out->npreds == QUERY_SMALL_MAX_PREDS || !scan_pred(c, &out->preds[out->npreds]))
         return false;
-    for (;;) {
-        if (out->npreds == QUERY_SMALL_MAX_PREDS || !scan_pred(c, &out->preds[out->npreds]))
-            return false;
-        out->npreds++;
-        if (json_small_punct(c, ']'))
-            return true;
-        if (c->p >= c->end || *c->p != ',')
-            return false;
-        c->p++;
-    }
+    out->npreds++;
+    return true;
 }
 
-static bool scan_columns(struct json_small_cur *c, struct query_small *out)
+static bool column_item(struct json_small_cur *c, struct query_small *out)
+{
+    if (out->ncolumns == QUERY_SMALL_MAX_COLUMNS ||
+        !str(c, &out->columns[out->ncolumns].name, &out->columns[out->ncolumns].len))
+        return false;
+    out->ncolumns++;
+    return true;
+}
+
+/* [item, ...], at least one. */
+static bool scan_list(struct json_small_cur *c, struct query_small *out,
+                      bool (*item)(struct json_small_cur *, struct query_small *))
 {
     if (!json_small_punct(c, '['))
         return false;
     for (;;) {
-        if (out->ncolumns == QUERY_SMALL_MAX_COLUMNS ||
-            !str(c, &out->columns[out->ncolumns].name, &out->columns[out->ncolumns].len))
+        if (!item(c, out))
             return false;
-        out->ncolumns++;
         if (json_small_punct(c, ']'))
             return true;
         if (c->p >= c->end || *c->p != ',')
@@ -143,10 +144,10 @@ bool query_small_scan(const char *text, size_t len, struct query_small *out)
         if (!str(&c, &key, &kn) || !json_small_punct(&c, ':'))
             return false;
         if (is(key, kn, "predicates")) {
-            if (out->npreds || !scan_preds(&c, out))
+            if (out->npreds || !scan_list(&c, out, pred_item))
                 return false;
         } else if (is(key, kn, "columns")) {
-            if (out->ncolumns || !scan_columns(&c, out))
+            if (out->ncolumns || !scan_list(&c, out, column_item))
                 return false;
         } else if (is(key, kn, "limit")) {
             json_small_ws(&c);
