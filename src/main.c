@@ -309,8 +309,6 @@ static int serve(const char *config_path, int port_override, int role_override)
     if (!cfg.server.temp_directory)
         cfg.server.temp_directory = strdup(spill_dir);
 
-    if (getenv("VT_EXP_LANE_NICE")) cfg.server.lane_nice = (int)strtol(getenv("VT_EXP_LANE_NICE"), NULL, 10); /* EXPERIMENT */
-    if (getenv("VT_EXP_TASK_NICE")) cfg.server.task_nice = (int)strtol(getenv("VT_EXP_TASK_NICE"), NULL, 10); /* EXPERIMENT */
     if (eng_open(&cfg, &db, &err) != VT_ERR_OK)
         goto fail;
     /* The SQL functions source statements call (deletion vectors). */
@@ -352,7 +350,6 @@ static int serve(const char *config_path, int port_override, int role_override)
                               .stream_threads = workers,
                               .max_queued = cfg.server.max_queued_jobs,
                               .lane_nice = cfg.server.lane_nice};
-    if (getenv("VT_EXP_SHORT")) lanes.threads = (int)strtol(getenv("VT_EXP_SHORT"), NULL, 10); /* EXPERIMENT */
     app.queries = eng_pool_create_lanes(db, &lanes, "query", &err);
     app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
     app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;

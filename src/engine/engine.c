@@ -468,8 +468,6 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
      * files took the same time (~11 ms). */
     if (rc == VT_ERR_OK)
         rc = eng_exec(con, "SET GLOBAL enable_external_file_cache = false", VT_ERR_INTERNAL, err);
-    if (rc == VT_ERR_OK && getenv("VT_EXP_PARTIAL")) /* EXPERIMENT */
-        rc = eng_exec(con, "SET GLOBAL scheduler_process_partial = true", VT_ERR_INTERNAL, err);
     if (rc == VT_ERR_OK)
         rc = relaunch_task_threads(con, cfg->server.task_nice, err);
     duckdb_disconnect(&con);

@@ -198,28 +198,20 @@ TEST(long_and_stream_lanes_run_at_their_lower_priority)
 {
     int base = self_nice();
     CHECK(base >= -20 && base <= 19);
-    int want = base + 5 > 19 ? 19 : base + 5;
-    struct vt_error err = {0};
-    struct eng_lanes lanes = {.threads = 1, .long_threads = 1, .stream_threads = 1,
-                              .busy_ms = NO_OVERFLOW_MS, .lane_nice = 5};
-    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
-    CHECK(pool != NULL);
-    if (!pool)
-        return;
-    CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_SHORT), base);
-    CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_LONG), want);
-    CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_STREAM), want);
-    eng_pool_destroy(pool);
-
-    lanes.lane_nice = 0;
-    pool = eng_pool_create_lanes(db, &lanes, "t", &err);
-    CHECK(pool != NULL);
-    if (!pool)
-        return;
-    CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_SHORT), base);
-    CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_LONG), base);
-    CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_STREAM), base);
-    eng_pool_destroy(pool);
+    for (int lane_nice = 5; lane_nice >= 0; lane_nice -= 5) {
+        int want = base + lane_nice > 19 ? 19 : base + lane_nice;
+        struct vt_error err = {0};
+        struct eng_lanes lanes = {.threads = 1, .long_threads = 1, .stream_threads = 1,
+                                  .busy_ms = NO_OVERFLOW_MS, .lane_nice = lane_nice};
+        struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+        CHECK(pool != NULL);
+        if (!pool)
+            return;
+        CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_SHORT), base);
+        CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_LONG), want);
+        CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_STREAM), want);
+        eng_pool_destroy(pool);
+    }
     /* The calling thread is left as it was. */
     CHECK_EQ_INT(self_nice(), base);
 }
