@@ -15,6 +15,7 @@
 #include "encode/json_format.h"
 #include "encode/json_rows.h"
 #include "index/index.h"
+#include "util/json_small.h"
 #include "util/log.h"
 #include "util/timeutil.h"
 
@@ -165,15 +166,15 @@ void exec_unpin(struct exec_pin *pin)
     pin->ds = NULL;
 }
 
-enum vt_err exec_parse_query(const json_t *body, const struct cat_generation *gen,
-                             const struct query_options *opts, struct arena *arena,
-                             struct query_request *out, struct vt_error *err)
+/* The generation's columns as the validator's schema, in the arena. */
+static const struct query_schema *schema_of(const struct cat_generation *gen,
+                                            struct arena *arena)
 {
     size_t n = gen->n_cols;
     struct query_column *cols = arena_alloc(arena, (n ? n : 1) * sizeof *cols);
     struct query_schema *schema = arena_alloc(arena, sizeof *schema);
     if (!cols || !schema)
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        return NULL;
     for (size_t i = 0; i < n; i++) {
         cols[i].name = gen->cols[i].name;
         cols[i].type = gen->cols[i].type;
@@ -181,7 +182,36 @@ enum vt_err exec_parse_query(const json_t *body, const struct cat_generation *ge
     }
     schema->cols = cols;
     schema->n = n;
+    return schema;
+}
+
+enum vt_err exec_parse_query(const json_t *body, const struct cat_generation *gen,
+                             const struct query_options *opts, struct arena *arena,
+                             struct query_request *out, struct vt_error *err)
+{
+    const struct query_schema *schema = schema_of(gen, arena);
+    if (!schema)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
     return query_parse(body, schema, opts, arena, out, err);
+}
+
+enum vt_err exec_parse_small(const struct query_small *small, const struct cat_generation *gen,
+                             const struct query_options *opts, struct arena *arena,
+                             struct query_request *out, struct vt_error *err)
+{
+    const struct query_schema *schema = schema_of(gen, arena);
+    if (!schema)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    if (query_small_parse(small, schema, opts, arena, out))
+        return VT_ERR_OK;
+    /* Declined: the general validator over the same text's tree (the scan
+     * accepted only texts json_small_load loads). */
+    json_t *body = json_small_load(small->text, small->len);
+    if (!body)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    enum vt_err rc = query_parse(body, schema, opts, arena, out, err);
+    json_decref(body);
+    return rc;
 }
 
 /* ------------------------------------------------------ index fast path */
