@@ -1094,8 +1094,9 @@ const struct cfg_key cfg_schema[] = {
      .doc = "The equality index of resident datasets (eq and in lookups in microseconds)."},
     {"dataset.index", "mode", CFG_T_ENUM, D(index_mode), .names = cfg_index_mode_names,
      .def = "\"auto\"",
-     .doc = "\"auto\" indexes string, boolean and integer columns below max_cardinality; "
-            "\"list\" the listed columns; \"none\" nothing."},
+     .doc = "\"auto\" indexes string, boolean and integer columns below max_cardinality, "
+            "and keeps the values of integer, DOUBLE, DATE, TIMESTAMP and TIMESTAMPTZ columns "
+            "sorted for range counts; \"list\" the listed columns; \"none\" nothing."},
     {"dataset.index", "columns", CFG_T_STRVEC, D(index_columns), .def = "[]",
      .doc = "Columns to index when mode is \"list\"."},
     {"dataset.index", "max_cardinality", CFG_T_INT, D(index_max_cardinality),
