@@ -270,7 +270,8 @@ FUZZ_SRC_fuzz_toml             := $(wildcard src/config/*.c) src/util/strbuf.c s
 FUZZ_LIBS_fuzz_toml            := -ljansson
 # Query compiler; FUZZ_QUERY_DUCKDB=1 also runs each statement in DuckDB.
 FUZZ_SRC_fuzz_query            := $(filter-out src/query/query_index.c,$(wildcard src/query/*.c)) \
-                                  src/util/arena.c src/util/strbuf.c src/util/errors.c
+                                  src/util/arena.c src/util/strbuf.c src/util/errors.c \
+                                  src/util/json_small.c
 FUZZ_LIBS_fuzz_query           := -isystem $(DUCKDB_DIR) -ljansson -L$(DUCKDB_DIR) -lduckdb \
                                   -Wl,-rpath,$(abspath $(DUCKDB_DIR)) -lm
 FUZZ_SRC_fuzz_delta_log        := src/sources/delta_log.c src/sources/delta_schema.c \
@@ -311,6 +312,10 @@ FUZZ_LIBS_fuzz_pgwire          := -isystem $(DUCKDB_DIR)
 # The small-body JSON loader of src/util, with jansson as its oracle.
 FUZZ_SRC_fuzz_json_small       := src/util/json_small.c
 FUZZ_LIBS_fuzz_json_small      := -ljansson
+# The query lookup shape read without a tree (src/query/query_small.c), with
+# json_small_load + query_parse as its oracle (tests/fuzz/query_small_check.h).
+FUZZ_SRC_fuzz_query_small      := $(FUZZ_SRC_fuzz_query)
+FUZZ_LIBS_fuzz_query_small     := $(FUZZ_LIBS_fuzz_query)
 # JSON span reader of src/explore, with jansson as its oracle.
 FUZZ_SRC_fuzz_explore_jspan    := src/explore/jspan.c
 FUZZ_LIBS_fuzz_explore_jspan   := -ljansson

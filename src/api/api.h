@@ -143,6 +143,10 @@ void api_config_reload_signal(struct api_app *app);
 /* The JSON object of the request body (415 / 400 invalid_json / 400
  * limit_exceeded on failure). An empty body is {} when empty_is_object. */
 json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_error *err);
+/* The body as the query lookup shape (query_small_scan), without a tree:
+ * true when it is one and sent as JSON (api_json_body would load it);
+ * false: call api_json_body. `out` borrows the request's body. */
+bool api_small_query(struct http_request *req, struct query_small *out);
 /* The JSON object in the query parameter `key` (GET /query?q=...), URL-
  * decoded; absent or empty is {}. 400 invalid_json / limit_exceeded as for
  * bodies. */

@@ -9,7 +9,9 @@
  *
  * Small plain bodies take json_small_load first (util/json_small.h: the
  * tree jansson would build, several times cheaper); it declines anything
- * else, which jansson then loads or refuses.
+ * else, which jansson then loads or refuses. A query body in the lookup
+ * shape is not loaded at all (api_small_query: the driver validates its
+ * text, query_small_parse).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -99,6 +101,13 @@ json_t *api_json_body(struct http_request *req, bool empty_is_object, struct vt_
         return NULL;
     }
     return parse_object(body, len, "", err);
+}
+
+bool api_small_query(struct http_request *req, struct query_small *out)
+{
+    size_t len;
+    const char *body = http_req_body(req, &len);
+    return len && http_req_is_json(req) && query_small_scan(body, len, out);
 }
 
 json_t *api_json_query_param(struct http_request *req, const char *key, struct vt_error *err)

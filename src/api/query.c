@@ -127,8 +127,15 @@ static void start(struct http_request *req, enum query_mode mode, bool get)
     }
     api_sink_init(&c->sink, req, kind, fmt);
     int64_t t0 = time_mono_us();
-    json_t *body = get ? api_json_query_param(req, "q", &err) : api_json_body(req, true, &err);
-    if (!body) {
+    /* A lookup-shaped body goes to the driver as text (no tree: query.h,
+     * "the lookup shape without a JSON tree"). */
+    struct query_small *small = get ? NULL : arena_alloc(http_req_arena(req), sizeof *small);
+    if (small && !api_small_query(req, small))
+        small = NULL;
+    json_t *body = small ? NULL
+                   : get ? api_json_query_param(req, "q", &err)
+                         : api_json_body(req, true, &err);
+    if (!body && !small) {
         http_reply_vterr(req, &err);
         return;
     }
@@ -139,17 +146,19 @@ static void start(struct http_request *req, enum query_mode mode, bool get)
         .dataset = http_req_param(req, 0),
         .generation = http_req_query(req, "generation"),
         .body = body,
+        .small = small,
         .opts = {.mode = mode, .max_page_size = api_app(req)->cfg->server.max_page_size},
         .caps = {.max_rows = EXEC_NO_CAP}, /* paging bounds a page, nothing a stream */
         .text_columns = fmt && fmt->text_columns,
         .checked = get ? get_checked : NULL,
         /* (only asked for on paged queries: a worker, never the inline path) */
-        .before_run = mode == QUERY_PAGED && json_is_true(json_object_get(body, "include_total"))
+        .before_run = mode == QUERY_PAGED && body &&
+                              json_is_true(json_object_get(body, "include_total"))
                           ? total_before_run
                           : NULL,
     };
     api_call_start(c, &rq);
-    json_decref(body); /* the call holds its own reference */
+    json_decref(body); /* the call holds its own reference (NULL: none) */
 }
 
 void api_dataset_query(struct http_request *req)

@@ -107,11 +107,12 @@ struct cat_status {
     /* For the metrics: */
     int64_t source_bytes;       /* files read by the current generation; -1 = none */
     /* its index fast path: state, memory held, bytes of its file (of which
-     * the row store's); 0 = none */
+     * the row store's, and the sorted values'); 0 = none */
     enum cat_index_state index_state;
     int64_t index_bytes;
     int64_t index_disk_bytes;
     int64_t row_store_bytes;
+    int64_t sorted_bytes;
     int64_t lazy_metadata_bytes; /* a lazy generation's footers and statistics; -1 = none */
     /* builds ended, by trigger (enum cat_refresh_source) and outcome (0 ok, 1 failed) */
     uint64_t builds[5][2];

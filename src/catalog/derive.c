@@ -102,6 +102,7 @@ void cat_generation_index_status(const struct cat_generation *gen, struct cat_st
     st->index_bytes = (int64_t)index_fastpath_memory(fp);
     st->index_disk_bytes = (int64_t)index_fastpath_disk(fp);
     st->row_store_bytes = (int64_t)index_fastpath_row_store_bytes(fp);
+    st->sorted_bytes = (int64_t)index_fastpath_sorted_bytes(fp);
 }
 
 void cat_set_index_dir(struct cat_catalog *cat, const char *dir)

@@ -54,6 +54,7 @@ void cat_write_status(struct jw *w, const struct cat_status *st)
     jw_kint(w, "memory_bytes", st->index_bytes);
     jw_kint(w, "disk_bytes", st->index_disk_bytes);
     jw_kint(w, "row_store_bytes", st->row_store_bytes);
+    jw_kint(w, "sorted_bytes", st->sorted_bytes);
     jw_obj_end(w);
     jw_key(w, "depends_on");
     jw_arr_begin(w);

@@ -130,6 +130,8 @@ struct server_config {
     int port;                   /* default 8080; 0 = an ephemeral port chosen by the OS */
     int workers;                /* default: number of CPUs (0 in the struct = resolve at start) */
     int max_queued_jobs;        /* query pool queue depth; default VT_MAX_PENDING_JOBS */
+    int lane_nice;              /* nice added to the long and stream lanes; default 0 */
+    int task_nice;              /* nice added to DuckDB's task threads; default 0 */
     char *prefix;               /* default "" */
     bool compress;              /* default true */
     int64_t max_body_bytes;     /* default 1048576 */

@@ -659,6 +659,15 @@ const struct cfg_key cfg_schema[] = {
             "(with Retry-After) at once instead of queueing, while the other classes still "
             "queue. Lower it to shed load sooner when a balancer can send it elsewhere; "
             "vitrine_engine_jobs_queued shows each class's queue."},
+    {"server", "lane_nice", CFG_T_INT, C(server.lane_nice), RANGE(0, 19), .def = "0",
+     .doc = "Added to the nice value of the threads that run group bys, sorts, /sql and "
+            "streams (the long and stream lanes), so that pages, counts and point lookups "
+            "get the CPU first when the cores are busy. Linux shares a busy core by weight: "
+            "nice 5 weighs about a third of nice 0. 0 runs every lane at the process's "
+            "priority. Raising a thread's nice needs no privilege."},
+    {"server", "task_nice", CFG_T_INT, C(server.task_nice), RANGE(0, 19), .def = "0",
+     .doc = "Added to the nice value of DuckDB's own task threads, which run the parallel "
+            "part of every statement beside the worker that started it."},
     {"server", "prefix", CFG_T_STR, C(server.prefix), .def = "\"\"", .check = check_prefix,
      .doc = "Mount every route, probes included, under this path (\"/vitrine\"); starts with "
             "\"/\", does not end with one."},
@@ -1085,8 +1094,9 @@ const struct cfg_key cfg_schema[] = {
      .doc = "The equality index of resident datasets (eq and in lookups in microseconds)."},
     {"dataset.index", "mode", CFG_T_ENUM, D(index_mode), .names = cfg_index_mode_names,
      .def = "\"auto\"",
-     .doc = "\"auto\" indexes string, boolean and integer columns below max_cardinality; "
-            "\"list\" the listed columns; \"none\" nothing."},
+     .doc = "\"auto\" indexes string, boolean and integer columns below max_cardinality, "
+            "and keeps the values of integer, DOUBLE, DATE, TIMESTAMP and TIMESTAMPTZ columns "
+            "sorted for range counts; \"list\" the listed columns; \"none\" nothing."},
     {"dataset.index", "columns", CFG_T_STRVEC, D(index_columns), .def = "[]",
      .doc = "Columns to index when mode is \"list\"."},
     {"dataset.index", "max_cardinality", CFG_T_INT, D(index_max_cardinality),

@@ -9,6 +9,7 @@
  */
 #include "engine/engine.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -93,6 +95,7 @@ struct eng_pool {
     int queued_cls[ENG_JOB_CLASSES];
     int max_queued;             /* eng_lanes.max_queued, per class: past it submit refuses */
     int busy_ms;                /* eng_lanes.busy_ms: BUSY_MS unless a test raised it */
+    int lane_nice;              /* eng_lanes.lane_nice: added to the long and stream lanes' nice */
     int running;
     int running_cls[ENG_JOB_CLASSES]; /* by the running job's class (retired ones not) */
     struct eng_job_hist wait[ENG_JOB_CLASSES], run[ENG_JOB_CLASSES];
@@ -307,6 +310,64 @@ static int64_t budget_for(uint64_t limit)
     return (int64_t)(limit + extra);
 }
 
+/* DuckDB's task threads (server.task_nice): they run the parallel part of
+ * every statement, whichever lane it came from, and a new thread starts
+ * with its creator's nice and name. So a thread of ours, named and at the
+ * lower priority, sets `threads` to 1 (DuckDB ends its task threads) and
+ * back (DuckDB starts them again, from that thread). The statements' own
+ * workers keep their lane's priority. */
+struct relaunch {
+    duckdb_connection con;
+    int nice;
+    int64_t threads;
+    bool niced;
+    enum vt_err rc;
+    struct vt_error err;
+};
+
+static void *relaunch_main(void *arg)
+{
+    struct relaunch *r = arg;
+    /* A new thread also starts with its creator's name: DuckDB's threads
+     * show as "duckdb-task" (top -H, the bench's CPU per thread). */
+    pthread_setname_np(pthread_self(), "duckdb-task");
+    r->niced = eng_thread_nice(r->nice);
+    char sql[64];
+    r->rc = eng_exec(r->con, "SET GLOBAL threads = 1", VT_ERR_INTERNAL, &r->err);
+    snprintf(sql, sizeof sql, "SET GLOBAL threads = %lld", (long long)r->threads);
+    if (r->rc == VT_ERR_OK)
+        r->rc = eng_exec(r->con, sql, VT_ERR_INTERNAL, &r->err);
+    return NULL;
+}
+
+static enum vt_err relaunch_task_threads(duckdb_connection con, int nice, struct vt_error *err)
+{
+    duckdb_result res;
+    int64_t threads = 0;
+    if (duckdb_query(con, "SELECT current_setting('threads')::BIGINT", &res) == DuckDBSuccess) {
+        duckdb_data_chunk chunk = duckdb_fetch_chunk(res);
+        if (chunk && duckdb_data_chunk_get_size(chunk) == 1) {
+            duckdb_vector v = duckdb_data_chunk_get_vector(chunk, 0);
+            threads = ((const int64_t *)duckdb_vector_get_data(v))[0];
+        }
+        if (chunk)
+            duckdb_destroy_data_chunk(&chunk);
+    }
+    duckdb_destroy_result(&res);
+    if (threads <= 1)
+        return VT_ERR_OK; /* no task threads besides the callers' */
+    struct relaunch r = {.con = con, .nice = nice, .threads = threads, .rc = VT_ERR_OK};
+    pthread_t t;
+    if (pthread_create(&t, NULL, relaunch_main, &r) != 0)
+        return vt_error_set(err, VT_ERR_INTERNAL, "cannot start a thread");
+    pthread_join(t, NULL);
+    if (r.rc != VT_ERR_OK)
+        return vt_error_set(err, r.rc, "%s", r.err.msg);
+    if (!r.niced)
+        log_warn("engine: cannot lower the CPU priority of DuckDB's task threads");
+    return VT_ERR_OK;
+}
+
 /* The SQL functions' install on a thread of its own (eng_open_deferred):
  * one at a time per process (the service opens one database). */
 static struct {
@@ -475,6 +536,8 @@ static enum vt_err open_db(const struct vt_config *cfg, duckdb_database *out_db,
      * files took the same time (~11 ms). */
     if (rc == VT_ERR_OK)
         rc = eng_exec(con, "SET GLOBAL enable_external_file_cache = false", VT_ERR_INTERNAL, err);
+    if (rc == VT_ERR_OK)
+        rc = relaunch_task_threads(con, cfg->server.task_nice, err);
     duckdb_disconnect(&con);
     /* Deferred: ~30 DuckDB statements (19 CREATE MACROs, each bound in full
      * when created: ~13 ms) on a connection of their own, while the caller
@@ -882,6 +945,22 @@ int64_t eng_thread_slice_get(void)
     return thread_slice_us;
 }
 
+bool eng_thread_nice(int more)
+{
+    if (more <= 0)
+        return true;
+    /* Linux keeps nice per thread: PRIO_PROCESS with the thread's id names
+     * this thread alone (POSIX would say the process; glibc passes the id
+     * through). Raising it never needs a privilege. */
+    id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int cur = getpriority(PRIO_PROCESS, tid);
+    if (cur == -1 && errno)
+        return false;
+    int want = cur + more > 19 ? 19 : cur + more;
+    return setpriority(PRIO_PROCESS, tid, want) == 0;
+}
+
 static void *worker_main(void *arg)
 {
     struct eng_worker *w = arg;
@@ -892,6 +971,12 @@ static void *worker_main(void *arg)
     snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name, w->extra ? "x" : lane_tag[w->lane],
              w->index);
     pthread_setname_np(pthread_self(), tname);
+    /* The long and stream lanes yield the CPU to the short lane and the HTTP
+     * loops (engine.h, "CPU priority"); overflow workers take short jobs
+     * first, so they keep the short lane's priority. */
+    if (!w->extra && (w->lane == LANE_LONG || w->lane == LANE_STREAM) && pool->lane_nice > 0 &&
+        !eng_thread_nice(pool->lane_nice))
+        log_warn("engine: cannot lower the %s lane's CPU priority", tname);
     pthread_cond_t *cv = w->lane == LANE_STREAM ? &pool->cv_stream
                          : w->lane == LANE_LONG ? &pool->cv_long
                                                 : &pool->cv;
@@ -1184,6 +1269,7 @@ struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lane
      * workers look at); without, on at most long_cap general workers. */
     pool->long_cap = n_long ? n_long : eng_long_lane_threads(threads);
     pool->busy_ms = lanes->busy_ms > 0 ? lanes->busy_ms : BUSY_MS;
+    pool->lane_nice = lanes->lane_nice > 0 ? lanes->lane_nice : 0;
     pool->max_queued = lanes->max_queued > 0 && lanes->max_queued < VT_MAX_PENDING_JOBS
                            ? lanes->max_queued
                            : VT_MAX_PENDING_JOBS;

@@ -25,10 +25,15 @@
  * class on threads of its own: the `threads` general workers run SHORT jobs
  * only, the long lane LONG jobs, the stream lane STREAM jobs. So a page never
  * waits for a worker a group by or a slow stream reader holds, however many
- * of those queue, and neither of those ever starves. All lanes run at the
- * same CPU priority: a lower one (nice) for the long and stream lanes was
- * measured and starved them against the other processes of a busy machine
- * (README.md, "Performance", scenario 12). A LONG job still queued at its
+ * of those queue, and neither of those ever starves.
+ * CPU priority: with eng_lanes.lane_nice (server.lane_nice) the long and
+ * stream lanes' threads run at a higher nice than the short lane's and the
+ * HTTP loops, so when the cores are busy a page or a count gets them first
+ * (Linux shares a busy core by weight; nice 5 weighs a third of nice 0);
+ * alone, every lane has the cores it can use. DuckDB's own task threads,
+ * which run the parallel part of every lane's statements, get
+ * server.task_nice at eng_open. (README.md, "Fair latency under mixed
+ * load (12)", has what was measured.) A LONG job still queued at its
  * deadline is taken by any idle short-lane worker (it only answers 504).
  * Overflow workers (LONG_WAIT_MS, BUSY_MS in engine.c) count the short
  * lane's workers for short jobs and the long lane as the LONG cap; one
@@ -192,9 +197,15 @@ struct eng_lanes {
                                  * rule below (0: 250 ms); unit tests that hold jobs on
                                  * purpose raise it, so a slow machine starts no overflow
                                  * worker behind their back */
+    int lane_nice;              /* added to the nice value of the long and stream lanes'
+                                 * threads (server.lane_nice; 0: the same as the rest) */
 };
 struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lanes *lanes,
                                        const char *name, struct vt_error *err);
+/* Lowers the calling thread's CPU priority: `more` added to its nice value
+ * (Linux keeps it per thread; capped at 19; no privilege needed). true when
+ * done or `more` <= 0. New threads start with their creator's value. */
+bool eng_thread_nice(int more);
 /* The long lane the query pool gets for `threads` workers: as many LONG jobs
  * at a time as a pool without lanes would allow (N - max(1, N/4), >= 1). */
 int eng_long_lane_threads(int threads);

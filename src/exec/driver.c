@@ -185,7 +185,9 @@ static enum vt_err plan_rows(struct exec_call *c, int64_t deadline, struct vt_er
     c->gen = c->pin.gen;
     int64_t t0 = c->rq.timing ? time_mono_us() : 0;
     enum vt_err rc =
-        exec_parse_query(c->rq.body, c->gen, &c->rq.opts, c->rq.arena, &c->qr, err);
+        c->rq.small
+            ? exec_parse_small(c->rq.small, c->gen, &c->rq.opts, c->rq.arena, &c->qr, err)
+            : exec_parse_query(c->rq.body, c->gen, &c->rq.opts, c->rq.arena, &c->qr, err);
     if (c->rq.timing)
         c->rq.timing->plan_us += time_mono_us() - t0;
     if (rc != VT_ERR_OK)

@@ -236,6 +236,12 @@ void exec_unpin(struct exec_pin *pin);
 enum vt_err exec_parse_query(const json_t *body, const struct cat_generation *gen,
                              const struct query_options *opts, struct arena *arena,
                              struct query_request *out, struct vt_error *err);
+/* The same for a body scanned as the lookup shape (query.h): the request
+ * query_small_parse fills, or, when it declines, exec_parse_query's over the
+ * text's tree. */
+enum vt_err exec_parse_small(const struct query_small *small, const struct cat_generation *gen,
+                             const struct query_options *opts, struct arena *arena,
+                             struct query_request *out, struct vt_error *err);
 
 /* ------------------------------------------------------------------- runs */
 
@@ -413,6 +419,12 @@ struct exec_request {
     const char *dataset;
     const char *generation;         /* ?generation= (NULL: the current one; exec_pin_at) */
     json_t *body;
+    /* Instead of body: a body the front end scanned as the lookup shape
+     * (query_small_scan; its text must outlive the call). The driver
+     * validates it with query_small_parse and, when that declines, loads
+     * the text into a tree (json_small_load) and validates that as it
+     * would `body`. */
+    const struct query_small *small;
     struct query_options opts;
     /* EXEC_SQL: the statement, checked by the gate (gate options NULL: the
      * plain gate of /sql) with every dataset it reads pinned for the run,

@@ -584,16 +584,27 @@ static void got_head(struct http_conn *c, size_t end)
     }
     c->req = req;
     /* The head is parsed in a copy in the request's arena: the fields live as
-     * long as the request, whatever happens to the read buffer. */
+     * long as the request, whatever happens to the read buffer. They are
+     * parsed into room for the most a head may hold, on the stack, and only
+     * the ones sent are kept (in the arena's first block with the head: the
+     * whole array would take another block, malloc and free, per request). */
     char *copy = arena_alloc(&req->arena, end + 1);
-    struct http_field *fields = arena_alloc(&req->arena,
-                                            VT_MAX_HEADER_FIELDS * sizeof *fields);
+    struct http_field fields[VT_MAX_HEADER_FIELDS];
     const char *msg = NULL;
-    enum vt_err rc = copy && fields ? VT_ERR_OK : VT_ERR_OUT_OF_MEMORY;
+    enum vt_err rc = copy ? VT_ERR_OK : VT_ERR_OUT_OF_MEMORY;
     if (rc == VT_ERR_OK) {
         memcpy(copy, c->rbuf, end);
         copy[end] = '\0';
         rc = http_head_parse(copy, end, fields, &req->head, &msg);
+        /* (a refused head keeps the fields read before its error, as ever) */
+        struct http_field *kept = arena_alloc(&req->arena, req->head.n_fields * sizeof *kept);
+        if (kept)
+            memcpy(kept, fields, req->head.n_fields * sizeof *kept);
+        else if (rc == VT_ERR_OK)
+            rc = VT_ERR_OUT_OF_MEMORY;
+        req->head.fields = kept; /* never the stack's */
+        if (!kept)
+            req->head.n_fields = 0;
     }
     c->rlen -= end;
     memmove(c->rbuf, c->rbuf + end, c->rlen);

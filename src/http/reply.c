@@ -90,7 +90,7 @@ static void build_head(struct http_request *req, struct http_response *r,
     sb_adds(h, req->id);
     ADD_LIT(h, "\r\n");
     for (struct http_header *f = req->headers; f; f = f->next) {
-        if (!strcasecmp(f->name, "Connection")) {
+        if (http_name_eq(f->name, "Connection")) {
             if (!strcasecmp(f->value, "close"))
                 close = true;
             continue;

@@ -177,7 +177,7 @@ const char *http_req_header(const struct http_request *req, const char *name)
     const struct http_head *h = &req->head;
     size_t first = h->n_fields, total = 0, count = 0;
     for (size_t i = 0; i < h->n_fields; i++) {
-        if (strcasecmp(h->fields[i].name, name))
+        if (!http_name_eq(h->fields[i].name, name))
             continue;
         if (!count)
             first = i;
@@ -191,7 +191,7 @@ const char *http_req_header(const struct http_request *req, const char *name)
         return h->fields[first].value;
     size_t n = 0;
     for (size_t i = first; i < h->n_fields; i++) {
-        if (strcasecmp(h->fields[i].name, name))
+        if (!http_name_eq(h->fields[i].name, name))
             continue;
         if (n) {
             out[n++] = ',';

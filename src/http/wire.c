@@ -162,6 +162,11 @@ static enum vt_err parse_framing(struct http_head *h, const char **out_msg)
     h->keep_alive = h->minor == 1;
     for (size_t i = 0; i < h->n_fields; i++) {
         const char *n = h->fields[i].name, *v = h->fields[i].value;
+        /* Only names that start as one of ours are compared in full (five
+         * compares a field were ~15 a lookup's head; bench/callgrind.py). */
+        char first = (char)(n[0] | 0x20);
+        if (first != 'h' && first != 'c' && first != 't' && first != 'e')
+            continue;
         if (!strcasecmp(n, "Host")) {
             hosts++;
             h->host = v;
@@ -341,7 +346,7 @@ enum vt_err http_head_parse(char *buf, size_t len, struct http_field *fields,
 const char *http_head_field(const struct http_head *h, const char *name)
 {
     for (size_t i = 0; i < h->n_fields; i++)
-        if (!strcasecmp(h->fields[i].name, name))
+        if (http_name_eq(h->fields[i].name, name))
             return h->fields[i].value;
     return NULL;
 }

@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <strings.h>
 #include <time.h>
 
 #include "util/errors.h"
@@ -94,6 +95,14 @@ enum vt_err http_head_parse(char *buf, size_t len, struct http_field *fields,
 /* The value of the first field named `name` (any case), or NULL (the
  * server joins repeated lines: http_req_header). */
 const char *http_head_field(const struct http_head *h, const char *name);
+
+/* Whether field names a and b are the same name (case-insensitive, as
+ * strcasecmp in the C locale): the first bytes are compared inline, so the
+ * usual mismatch costs no call (a head's lookups compare every field). */
+static inline bool http_name_eq(const char *a, const char *b)
+{
+    return (a[0] | 0x20) == (b[0] | 0x20) && strcasecmp(a, b) == 0;
+}
 
 struct http_chunked {
     int state;

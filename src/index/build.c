@@ -23,6 +23,7 @@ struct index_builder {
     size_t n_cols;
     struct ix_col *cols;
     struct cand *cands;             /* by column; col NULL when not a candidate */
+    struct ix_sorted_builder **sorted; /* by column; NULL: no range structure */
     size_t n_rows;
     bool list_mode;
     struct index_fastpath *fp;      /* the store lives here from the start */
@@ -129,9 +130,13 @@ void index_fastpath_destroy(struct index_fastpath *fp)
     if (fp->memory)
         ix_budget_release(fp->memory);
     if (fp->index) {
-        for (size_t i = 0; i < fp->index->n_cols; i++)
+        for (size_t i = 0; i < fp->index->n_cols; i++) {
             column_free(fp->index->by_col[i]);
+            if (fp->index->sorted)
+                ix_sorted_free(fp->index->sorted[i]);
+        }
         free(fp->index->by_col);
+        free(fp->index->sorted);
         free(fp->index);
     }
     if (fp->rows) {
@@ -150,6 +155,9 @@ void index_builder_abort(struct index_builder *b)
     for (size_t i = 0; b->cands && i < b->n_cols; i++)
         cand_drop(&b->cands[i]);
     free(b->cands);
+    for (size_t i = 0; b->sorted && i < b->n_cols; i++)
+        ix_sorted_builder_free(b->sorted[i]);
+    free(b->sorted);
     ix_rowstore_builder_abort(b->rows);
     if (b->fp) {
         b->fp->cols = b->cols;
@@ -192,8 +200,9 @@ struct index_builder *index_builder_create(size_t n_cols, const char *const *nam
         b->cols[i].ltype = types[i]; /* ours from here */
     b->list_mode = cfg->index_mode == CFG_INDEX_LIST;
     b->cands = calloc(n_cols ? n_cols : 1, sizeof *b->cands);
+    b->sorted = calloc(n_cols ? n_cols : 1, sizeof *b->sorted);
     b->fp = calloc(1, sizeof *b->fp);
-    if (!b->cands || !b->fp) {
+    if (!b->cands || !b->sorted || !b->fp) {
         index_builder_abort(b);
         return NULL;
     }
@@ -214,20 +223,24 @@ struct index_builder *index_builder_create(size_t n_cols, const char *const *nam
         col->key = sb_detach(&key, &col->key_len);
         ix_col_setup(col, types[i]);
         duckdb_type t = duckdb_get_type_id(types[i]);
-        bool want;
+        bool want, want_range;
         if (b->list_mode) {
             want = listed(cfg, names[i]);
-            if (want && !index_type_eligible(t)) {
+            want_range = want && index_range_type(t);
+            if (want && !index_type_eligible(t) && !want_range) {
                 if (warn && warnlen)
                     snprintf(warn, warnlen,
                              "index.columns: column \"%s\" has a type that cannot be indexed "
-                             "(strings, booleans and 8-to-64-bit integers can)",
+                             "(strings, booleans, integers, DOUBLE, DATE and TIMESTAMP can)",
                              names[i]);
-                want = false;
             }
+            want = want && index_type_eligible(t);
         } else {
             want = index_type_eligible(t);
+            want_range = index_range_type(t);
         }
+        if (want_range && (b->sorted[i] = ix_sorted_builder_create(i, t)) != NULL)
+            n++;
         if (!want)
             continue;
         struct index_column *c = calloc(1, sizeof *c);
@@ -329,6 +342,13 @@ int index_builder_add_chunk(struct index_builder *b, duckdb_data_chunk chunk)
         if (rc != 0)
             cand_drop(k); /* out of memory: this column goes, the rest stays */
     }
+    for (size_t i = 0; i < b->n_cols; i++)
+        if (b->sorted[i] &&
+            ix_sorted_builder_add(b->sorted[i], duckdb_data_chunk_get_vector(chunk, (idx_t)i),
+                                  n) != 0) {
+            ix_sorted_builder_free(b->sorted[i]); /* out of memory: this one goes */
+            b->sorted[i] = NULL;
+        }
     if (b->rows && ix_rowstore_builder_add_chunk(b->rows, chunk) != 0)
         return -1;
     b->n_rows += n;
@@ -358,32 +378,49 @@ static size_t fastpath_memory(const struct index_fastpath *fp)
         m += fp->cols[i].key_len + strlen(fp->cols[i].name) + 2;
     if (fp->index) {
         m += sizeof *fp->index + fp->n_cols * sizeof(void *);
-        for (size_t i = 0; i < fp->n_cols; i++)
+        for (size_t i = 0; i < fp->n_cols; i++) {
             if (fp->index->by_col[i])
                 m += fp->index->by_col[i]->memory;
+            if (fp->index->sorted[i])
+                m += fp->index->sorted[i]->memory;
+        }
     }
     if (fp->rows)
         m += ix_rowstore_memory(fp->rows);
     return m;
 }
 
-/* The column to drop first when over budget: the largest in memory. */
-static size_t largest_column(const struct vt_index *ix)
+/* The structure to drop first when over budget: the largest in memory (a
+ * lookup structure, or *out_sorted: a column's sorted values). */
+static size_t largest_column(const struct vt_index *ix, bool *out_sorted)
 {
     size_t best = SIZE_MAX, bytes = 0;
-    for (size_t i = 0; i < ix->n_cols; i++)
+    *out_sorted = false;
+    for (size_t i = 0; i < ix->n_cols; i++) {
         if (ix->by_col[i] && ix->by_col[i]->memory >= bytes) {
             bytes = ix->by_col[i]->memory;
             best = i;
+            *out_sorted = false;
         }
+        if (ix->sorted[i] && ix->sorted[i]->memory >= bytes) {
+            bytes = ix->sorted[i]->memory;
+            best = i;
+            *out_sorted = true;
+        }
+    }
     return best;
 }
 
+/* Whether something is kept: a lookup structure with positions (rows would
+ * be read), or anything at all (sorted values included). */
 static bool any_column(const struct vt_index *ix, bool positions)
 {
-    for (size_t i = 0; i < ix->n_cols; i++)
+    for (size_t i = 0; i < ix->n_cols; i++) {
         if (ix->by_col[i] && (!positions || has_positions(ix->by_col[i])))
             return true;
+        if (!positions && ix->sorted[i])
+            return true;
+    }
     return false;
 }
 
@@ -416,9 +453,11 @@ struct index_fastpath *index_builder_finish(struct index_builder *b, char *note,
     struct strbuf notes;
     sb_init(&notes, 1024);
     fp->index = calloc(1, sizeof *fp->index);
-    if (fp->index)
+    if (fp->index) {
         fp->index->by_col = calloc(b->n_cols ? b->n_cols : 1, sizeof *fp->index->by_col);
-    if (!fp->index || !fp->index->by_col) {
+        fp->index->sorted = calloc(b->n_cols ? b->n_cols : 1, sizeof *fp->index->sorted);
+    }
+    if (!fp->index || !fp->index->by_col || !fp->index->sorted) {
         snprintf(why, whylen, "out of memory");
         goto fail;
     }
@@ -446,6 +485,13 @@ struct index_fastpath *index_builder_finish(struct index_builder *b, char *note,
             k->col = NULL;
         }
         cand_drop(k);
+    }
+    for (size_t i = 0; i < b->n_cols; i++) {
+        if (!b->sorted[i])
+            continue;
+        fp->index->sorted[i] = ix_sorted_builder_finish(b->sorted[i], &fp->store);
+        ix_sorted_builder_free(b->sorted[i]);
+        b->sorted[i] = NULL;
     }
     fp->cols = b->cols;
     fp->n_cols = b->n_cols;
@@ -476,10 +522,18 @@ struct index_fastpath *index_builder_finish(struct index_builder *b, char *note,
             fp->memory = m;
             break;
         }
-        size_t i = largest_column(fp->index);
-        sb_addf(&notes, "%s%s (%.1f MiB)", notes.len ? ", " : "", fp->cols[i].name,
-                fp->index->by_col[i]->memory / 1048576.0);
-        drop_column(fp, i);
+        bool sorted;
+        size_t i = largest_column(fp->index, &sorted);
+        if (sorted) {
+            sb_addf(&notes, "%s%s sorted values (%.1f MiB)", notes.len ? ", " : "",
+                    fp->cols[i].name, fp->index->sorted[i]->memory / 1048576.0);
+            ix_sorted_free(fp->index->sorted[i]);
+            fp->index->sorted[i] = NULL;
+        } else {
+            sb_addf(&notes, "%s%s (%.1f MiB)", notes.len ? ", " : "", fp->cols[i].name,
+                    fp->index->by_col[i]->memory / 1048576.0);
+            drop_column(fp, i);
+        }
         snprintf(why, whylen, "over server.index_memory_limit (%zu bytes left)",
                  index_budget() - index_memory_used());
         if (!any_column(fp->index, true))
@@ -491,6 +545,7 @@ struct index_fastpath *index_builder_finish(struct index_builder *b, char *note,
         snprintf(note, notelen, "left out over server.index_memory_limit: %s", notes.buf);
     sb_release(&notes);
     free(b->cands);
+    free(b->sorted);
     free(b);
     why[0] = '\0';
     return fp;
@@ -522,6 +577,15 @@ uint64_t index_fastpath_disk(const struct index_fastpath *fp)
 uint64_t index_fastpath_row_store_bytes(const struct index_fastpath *fp)
 {
     return fp && fp->rows ? fp->rows->disk_bytes : 0;
+}
+
+uint64_t index_fastpath_sorted_bytes(const struct index_fastpath *fp)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; fp && fp->index && i < fp->n_cols; i++)
+        if (fp->index->sorted[i])
+            n += fp->index->sorted[i]->disk;
+    return n;
 }
 
 bool index_fastpath_has_rows(const struct index_fastpath *fp)
@@ -580,4 +644,29 @@ void index_fastpath_describe(const struct index_fastpath *fp, struct strbuf *out
                 out->len > start ? ", " : "", fp->cols[i].name, c->n_keys, kind_name(c),
                 c->memory / 1048576.0, c->disk / 1048576.0);
     }
+    for (size_t i = 0; fp->index && i < fp->n_cols; i++) {
+        const struct ix_sorted *c = fp->index->sorted[i];
+        if (!c)
+            continue;
+        sb_addf(out, "%s%s (%zu values, sorted values for ranges, %.2f MiB in memory, %.1f MiB on "
+                "disk)", out->len > start ? ", " : "", fp->cols[i].name, c->n,
+                c->memory / 1048576.0, c->disk / 1048576.0);
+    }
+}
+
+bool index_has_range(const struct vt_index *ix, size_t col)
+{
+    return ix && col < ix->n_cols && ix->sorted[col] != NULL;
+}
+
+enum index_fast index_range_count(const struct index_fastpath *fp, size_t col,
+                                  const struct index_range_term *terms, size_t n_terms,
+                                  bool nowait, uint64_t *out)
+{
+    const struct vt_index *ix = fp ? fp->index : NULL;
+    if (!index_has_range(ix, col))
+        return INDEX_FAST_NO;
+    enum ix_read rd = ix_sorted_count(ix->sorted[col], ix->store, terms, n_terms, nowait, out);
+    return rd == IX_READ_OK ? INDEX_FAST_DONE
+           : rd == IX_READ_WOULD_BLOCK ? INDEX_FAST_ELSEWHERE : INDEX_FAST_NO;
 }

@@ -65,6 +65,22 @@ enum ix_read ix_keys_lookup(const struct index_column *c, const struct ix_store 
                             const struct index_key *key, size_t limit, bool nowait,
                             struct ix_hits *out, bool *out_over);
 
+/* sorted.c: range counts */
+struct ix_sorted_builder;
+struct ix_sorted_builder *ix_sorted_builder_create(size_t col, duckdb_type t);
+void ix_sorted_builder_free(struct ix_sorted_builder *b);
+/* The next n rows of the column (NULLs skipped). 0, or -1 out of memory. */
+int ix_sorted_builder_add(struct ix_sorted_builder *b, duckdb_vector vec, size_t n);
+/* Sorts, writes the keys to the store, keeps the sample: the structure
+ * (owned by the caller), or NULL (out of memory; the builder still owns
+ * what it had). The builder is freed by the caller either way. */
+struct ix_sorted *ix_sorted_builder_finish(struct ix_sorted_builder *b, struct ix_store *store);
+void ix_sorted_free(struct ix_sorted *c);
+uint64_t ix_sorted_key_double(double d);
+enum ix_read ix_sorted_count(const struct ix_sorted *c, const struct ix_store *store,
+                             const struct index_range_term *terms, size_t n_terms, bool nowait,
+                             uint64_t *out);
+
 /* rowstore.c */
 void ix_col_setup(struct ix_col *c, duckdb_logical_type t);
 void ix_col_release(struct ix_col *c);

@@ -32,6 +32,15 @@
  *    INDEX_HASHED_MAX_ROWS_PER_KEY rows a value). In list mode a column with
  *    more than INDEX_LIST_MAX_KEYS distinct keys takes the same structures.
  *
+ *  - Range counts: a column of a type that ranges are asked of (8-to-64-bit
+ *    integers, DOUBLE, DATE, TIMESTAMP, TIMESTAMPTZ: index_range_type) keeps
+ *    its non-NULL values sorted, as order-preserving 64-bit keys (8 bytes a
+ *    value in the file), with every IX_SORTED_STEP-th key in memory (16 KiB
+ *    per 1M values). Mode auto keeps them for every such column, mode list
+ *    for the listed ones, mode none for none. A count whose predicates are
+ *    all comparisons on one such column (index_range_count) is then two
+ *    bound searches of one 4 KiB read each instead of DuckDB's scan.
+ *
  *  - The row store: every row as typed cells (the values as DuckDB holds
  *    them, not JSON text), IX_BLOCK_ROWS rows to a zstd-compressed block.
  *    Nested types (lists, structs, maps, unions) are kept as their JSON text.
@@ -186,6 +195,8 @@ size_t index_memory_used(void);
 size_t index_fastpath_memory(const struct index_fastpath *fp); /* bytes in memory */
 uint64_t index_fastpath_disk(const struct index_fastpath *fp); /* bytes of its file */
 uint64_t index_fastpath_row_store_bytes(const struct index_fastpath *fp);
+/* Bytes of its file that hold sorted values (range counts). */
+uint64_t index_fastpath_sorted_bytes(const struct index_fastpath *fp);
 bool index_fastpath_has_rows(const struct index_fastpath *fp);
 /* "col (N keys, structure, X MiB)" for each column kept, comma-separated. */
 void index_fastpath_describe(const struct index_fastpath *fp, struct strbuf *out);
@@ -248,6 +259,36 @@ enum index_fast {
     INDEX_FAST_DONE,      /* answered; *out_err says how it ended (VT_ERR_OK: complete) */
     INDEX_FAST_ELSEWHERE, /* it could, but not within max_rows / without waiting: nothing sent */
 };
+
+/* -------------------------------------------------------------- range counts */
+
+/* True when a column of this DuckDB type keeps sorted values (see above). */
+bool index_range_type(duckdb_type t);
+/* The column keeps sorted values in this index. */
+bool index_has_range(const struct vt_index *ix, size_t col);
+
+enum index_range_op { INDEX_RANGE_GE, INDEX_RANGE_GT, INDEX_RANGE_LE, INDEX_RANGE_LT };
+
+/* One comparison `col op value`, the value as DuckDB compares it with the
+ * column: an integer in the column's unit (microseconds since the epoch for
+ * TIMESTAMP and TIMESTAMPTZ, days for DATE; any int64 for integer columns,
+ * unsigned ones included), or on a DOUBLE column a double (not NaN) or an
+ * integer (compared as DuckDB compares a DOUBLE with a BIGINT: as a double). */
+struct index_range_term {
+    enum index_range_op op;
+    bool is_double;
+    int64_t i;
+    double d;
+};
+
+/* Counts the rows whose value in `col` satisfies every term (their AND;
+ * NULLs never do; a DOUBLE NaN is above every number, as in DuckDB).
+ * INDEX_FAST_DONE with *out set; INDEX_FAST_NO when the column keeps no
+ * sorted values (or the file cannot be read); INDEX_FAST_ELSEWHERE when
+ * nowait and the bytes are not in the page cache. */
+enum index_fast index_range_count(const struct index_fastpath *fp, size_t col,
+                                  const struct index_range_term *terms, size_t n_terms,
+                                  bool nowait, uint64_t *out);
 
 /* Frees the calling thread's decoding cursor (a thread that ends frees it by
  * itself; one that goes on, such as main in tests, may call this). */

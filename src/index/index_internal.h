@@ -10,6 +10,8 @@
  *              memory
  *   eqindex.c  the spec's equality index: distinct keys in memory (hash
  *              table), posting lists in the store
+ *   sorted.c   range counts: a column's values sorted in the store, every
+ *              IX_SORTED_STEP-th in memory
  *   keys.c     lookups on near-unique columns: monotone integer runs
  *              (frames) or hash buckets, directories in memory, the bulk in
  *              the store
@@ -196,10 +198,26 @@ struct index_column {
 
 #define IX_FRAME_ROWS 128
 
+/* Range counts (sorted.c): a column's non-NULL values as order-preserving
+ * keys, sorted, in the store at `off`; sample[j] = key of position
+ * j * IX_SORTED_STEP, in memory. */
+#define IX_SORTED_STEP 512
+struct ix_sorted {
+    size_t col;
+    duckdb_type type;
+    size_t n;                   /* values (rows that are not NULL) */
+    uint64_t off;
+    uint64_t *sample;
+    size_t n_sample;
+    size_t memory;
+    uint64_t disk;
+};
+
 struct vt_index {
     size_t n_rows;
     size_t n_cols;
     struct index_column **by_col;   /* NULL where nothing is kept */
+    struct ix_sorted **sorted;      /* by column; NULL where no range structure */
     const struct ix_store *store;
 };
 

@@ -348,6 +348,65 @@ enum vt_err query_parse(const json_t *body, const struct query_schema *schema,
                         const struct query_options *opts, struct arena *arena,
                         struct query_request *out, struct vt_error *err);
 
+/* ---- the lookup shape without a JSON tree ----
+ *
+ * A point lookup's body, {"predicates":[{"col":"id","op":"eq","val":42}]},
+ * read straight from its text: query_small_scan recognises the shape (no
+ * schema), query_small_parse validates it against a schema. Together they
+ * are a shortcut of query_parse, never a second validator: the scan accepts
+ * only texts json_small_load loads (so jansson would load them too, the same
+ * tree), and the parse fills exactly the request query_parse fills for that
+ * tree, or declines. It never refuses: every error, and every shape or value
+ * outside the subset, is left to query_parse over the tree, which then
+ * answers as it always does. tests/fuzz/fuzz_query_small.c checks both
+ * promises against json_small_load + query_parse.
+ *
+ * The shape: one object with "predicates" (1 to QUERY_SMALL_MAX_PREDS
+ * objects with exactly col, op and val; op one of eq, neq, gt, gte, lt,
+ * lte; val an integer or a string, in json_small's subset), optionally
+ * "columns" (1 to QUERY_SMALL_MAX_COLUMNS names) and "limit" (an integer
+ * >= 0), each key once. The parse also declines a column not in the schema,
+ * a column named twice in "columns", and a value whose type the column's
+ * class does not take as it is (integers: integer, float and double columns;
+ * strings: string and enum columns). */
+#define QUERY_SMALL_MAX_PREDS 8
+#define QUERY_SMALL_MAX_COLUMNS 16
+
+struct query_small_pred {
+    const char *col; /* inside the text, not NUL-terminated */
+    size_t col_len;
+    enum query_op op;
+    bool is_int;     /* val: the integer i, else the string s/s_len */
+    int64_t i;
+    const char *s;
+    size_t s_len;
+};
+
+struct query_small {
+    const char *text; /* the body, borrowed: query_small_parse reads names in it */
+    size_t len;
+    struct query_small_pred preds[QUERY_SMALL_MAX_PREDS];
+    size_t npreds;
+    struct {
+        const char *name;
+        size_t len;
+    } columns[QUERY_SMALL_MAX_COLUMNS];
+    size_t ncolumns; /* 0: no "columns" key */
+    int64_t limit;   /* -1: no "limit" key */
+};
+
+/* text[0..len) in the lookup shape: fills `out` and returns true; false
+ * declines (out is then unspecified). */
+bool query_small_scan(const char *text, size_t len, struct query_small *out);
+
+/* `in` (a query_small_scan result) validated against `schema`: true with
+ * `out` filled as query_parse would fill it from the same text; false
+ * declines (outside the subset, or the arena is full): call query_parse
+ * over the tree. */
+bool query_small_parse(const struct query_small *in, const struct query_schema *schema,
+                       const struct query_options *opts, struct arena *arena,
+                       struct query_request *out);
+
 /* The request that counts what `req` selects across all its pages
  * ("include_total"): without grouping or DISTINCT, a QUERY_COUNT of its
  * predicates (the index and a lazy dataset's statistics may answer it);
@@ -418,6 +477,19 @@ struct index_term;
 bool query_index_match_terms(const struct query_request *req, const struct vt_index *ix,
                              struct arena *arena, const struct index_term **out_terms,
                              size_t *out_n, bool *out_empty);
+
+struct index_range_term;
+
+/* A count (QUERY_COUNT) the index can answer from a column's sorted values:
+ * every predicate is eq, gt, gte, lt, lte or between on one column that
+ * keeps them (index_has_range), with values DuckDB would compare exactly as
+ * the index does (TIMESTAMP/TIMESTAMPTZ values as microseconds, DATE values
+ * given as dates as days, integer columns with integer values, DOUBLE
+ * columns with numbers). Then *out_col and the terms (their AND, arena-
+ * allocated) go to index_range_count. False for anything else. */
+bool query_index_range(const struct query_request *req, const struct vt_index *ix,
+                       struct arena *arena, size_t *out_col,
+                       const struct index_range_term **out_terms, size_t *out_n);
 
 /* ---- LIKE in linear time (query_like.c) ---- */
 

@@ -47,6 +47,12 @@ enum vt_err query_value_from_json(struct arena *a, enum query_class c, const jso
                                   const char *slot, const char *what, struct query_value *out,
                                   struct vt_error *err);
 
+/* The paging fields of r (limit, page, page_size, offset, max_rows) from
+ * the request's validated limit (-1: none), page and page_size, normalised
+ * for r->mode (query_parse and query_small_parse). */
+void query_paging_apply(struct query_request *r, const struct query_options *opts,
+                        int64_t limit, int64_t page, int64_t page_size);
+
 /* A parsed ISO-8601 date, date-time or time. */
 struct query_iso {
     bool has_date, has_time, has_offset;

@@ -991,8 +991,15 @@ static enum vt_err parse_paging(struct pctx *c, const json_t *body)
         return e;
     if ((e = get_int(c, body, "page_size", "an integer", &has, &page_size)))
         return e;
-    int64_t max_ps = c->opts && c->opts->max_page_size > 0 ? c->opts->max_page_size
-                                                           : QUERY_DEFAULT_MAX_PAGE_SIZE;
+    query_paging_apply(r, c->opts, limit, page, page_size);
+    return VT_ERR_OK;
+}
+
+void query_paging_apply(struct query_request *r, const struct query_options *opts,
+                        int64_t limit, int64_t page, int64_t page_size)
+{
+    int64_t max_ps = opts && opts->max_page_size > 0 ? opts->max_page_size
+                                                     : QUERY_DEFAULT_MAX_PAGE_SIZE;
     if (page < 1)
         page = 1;
     if (page_size < 1)
@@ -1035,7 +1042,6 @@ static enum vt_err parse_paging(struct pctx *c, const json_t *body)
         r->max_rows = -1;
         break;
     }
-    return VT_ERR_OK;
 }
 
 /* ---- entry point ---- */

@@ -11,20 +11,18 @@
 #include <stdint.h>
 #include <string.h>
 
-struct cur {
-    const char *p, *end;
-};
+/* ---- the tokens (json_small.h: shared with other shape scanners) ---- */
 
-static void skip_ws(struct cur *c)
+void json_small_ws(struct json_small_cur *c)
 {
     while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
         c->p++;
 }
 
-/* A string of printable ASCII without escapes; c->p at its opening quote.
- * Sets s/n to its bytes (inside the buffer) and moves past the closing one. */
-static bool scan_string(struct cur *c, const char **s, size_t *n)
+bool json_small_string(struct json_small_cur *c, const char **s, size_t *n)
 {
+    if (c->p >= c->end || *c->p != '"')
+        return false;
     const char *p = c->p + 1;
     const char *start = p;
     while (p < c->end) {
@@ -47,43 +45,59 @@ static bool is_digit(char ch)
     return ch >= '0' && ch <= '9';
 }
 
-/* An integer of at most 18 digits (no overflow possible), never "-0";
- * anything with a fraction or an exponent is declined (jansson reads it as
- * a real). */
-static json_t *scan_integer(struct cur *c)
+bool json_small_int(struct json_small_cur *c, int64_t *out)
 {
     const char *p = c->p;
     bool neg = false;
-    if (*p == '-') {
+    if (p < c->end && *p == '-') {
         neg = true;
         p++;
     }
     if (p >= c->end || !is_digit(*p))
-        return NULL;
+        return false;
     if (*p == '0') {
         p++;
         if (neg)
-            return NULL; /* "-0" */
+            return false; /* "-0" */
         if (p < c->end && (is_digit(*p) || *p == '.' || *p == 'e' || *p == 'E'))
-            return NULL;
+            return false;
         c->p = p;
-        return json_integer(0);
+        *out = 0;
+        return true;
     }
     int64_t v = 0;
     int digits = 0;
     while (p < c->end && is_digit(*p)) {
         if (++digits > 18)
-            return NULL;
+            return false;
         v = v * 10 + (*p - '0');
         p++;
     }
     if (p < c->end && (*p == '.' || *p == 'e' || *p == 'E'))
-        return NULL;
+        return false;
     c->p = p;
-    return json_integer(neg ? -v : v);
+    *out = neg ? -v : v;
+    return true;
 }
 
-static bool literal(struct cur *c, const char *word, size_t n)
+bool json_small_punct(struct json_small_cur *c, char ch)
+{
+    json_small_ws(c);
+    if (c->p >= c->end || *c->p != ch)
+        return false;
+    c->p++;
+    return true;
+}
+
+/* ---- the tree ---- */
+
+static json_t *scan_integer(struct json_small_cur *c)
+{
+    int64_t v;
+    return json_small_int(c, &v) ? json_integer(v) : NULL;
+}
+
+static bool literal(struct json_small_cur *c, const char *word, size_t n)
 {
     if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n) != 0)
         return false;
@@ -91,15 +105,15 @@ static bool literal(struct cur *c, const char *word, size_t n)
     return true;
 }
 
-static json_t *value(struct cur *c, int depth);
+static json_t *value(struct json_small_cur *c, int depth);
 
-static json_t *object(struct cur *c, int depth)
+static json_t *object(struct json_small_cur *c, int depth)
 {
     json_t *obj = json_object();
     if (!obj)
         return NULL;
     c->p++; /* '{' */
-    skip_ws(c);
+    json_small_ws(c);
     if (c->p < c->end && *c->p == '}') {
         c->p++;
         return obj;
@@ -107,9 +121,9 @@ static json_t *object(struct cur *c, int depth)
     for (;;) {
         const char *k;
         size_t kn;
-        if (c->p >= c->end || *c->p != '"' || !scan_string(c, &k, &kn))
+        if (c->p >= c->end || *c->p != '"' || !json_small_string(c, &k, &kn))
             break;
-        skip_ws(c);
+        json_small_ws(c);
         if (c->p >= c->end || *c->p != ':')
             break;
         c->p++;
@@ -121,7 +135,7 @@ static json_t *object(struct cur *c, int depth)
             json_decref(v);
             break;
         }
-        skip_ws(c);
+        json_small_ws(c);
         if (c->p >= c->end)
             break;
         if (*c->p == '}') {
@@ -131,19 +145,19 @@ static json_t *object(struct cur *c, int depth)
         if (*c->p != ',')
             break;
         c->p++;
-        skip_ws(c);
+        json_small_ws(c);
     }
     json_decref(obj);
     return NULL;
 }
 
-static json_t *array(struct cur *c, int depth)
+static json_t *array(struct json_small_cur *c, int depth)
 {
     json_t *arr = json_array();
     if (!arr)
         return NULL;
     c->p++; /* '[' */
-    skip_ws(c);
+    json_small_ws(c);
     if (c->p < c->end && *c->p == ']') {
         c->p++;
         return arr;
@@ -152,7 +166,7 @@ static json_t *array(struct cur *c, int depth)
         json_t *v = value(c, depth);
         if (!v || json_array_append_new(arr, v) != 0)
             break;
-        skip_ws(c);
+        json_small_ws(c);
         if (c->p >= c->end)
             break;
         if (*c->p == ']') {
@@ -168,9 +182,9 @@ static json_t *array(struct cur *c, int depth)
 }
 
 /* One value after optional whitespace; `depth` containers enclose it. */
-static json_t *value(struct cur *c, int depth)
+static json_t *value(struct json_small_cur *c, int depth)
 {
-    skip_ws(c);
+    json_small_ws(c);
     if (c->p >= c->end)
         return NULL;
     switch (*c->p) {
@@ -181,7 +195,7 @@ static json_t *value(struct cur *c, int depth)
     case '"': {
         const char *s;
         size_t n;
-        return scan_string(c, &s, &n) ? json_stringn_nocheck(s, n) : NULL;
+        return json_small_string(c, &s, &n) ? json_stringn_nocheck(s, n) : NULL;
     }
     case 't': return literal(c, "true", 4) ? json_true() : NULL;
     case 'f': return literal(c, "false", 5) ? json_false() : NULL;
@@ -192,14 +206,14 @@ static json_t *value(struct cur *c, int depth)
 
 json_t *json_small_load(const char *text, size_t len)
 {
-    struct cur c = {text, text + len};
-    skip_ws(&c);
+    struct json_small_cur c = {text, text + len};
+    json_small_ws(&c);
     if (c.p >= c.end || *c.p != '{')
         return NULL;
     json_t *root = value(&c, 0);
     if (!root)
         return NULL;
-    skip_ws(&c);
+    json_small_ws(&c);
     if (c.p != c.end) { /* something after the object: jansson's to judge */
         json_decref(root);
         return NULL;

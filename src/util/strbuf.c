@@ -56,7 +56,9 @@ int sb_grow(struct strbuf *sb, size_t extra)
 
 int sb_add(struct strbuf *sb, const void *data, size_t n)
 {
-    if (sb_grow(sb, n) < 0)
+    /* Room already there (the usual append): no call to sb_grow. */
+    bool room = sb->cap > sb->len && n < sb->cap - sb->len && (!sb->max || sb->len + n <= sb->max);
+    if (!room && sb_grow(sb, n) < 0)
         return -1;
     if (n)
         memcpy(sb->buf + sb->len, data, n);

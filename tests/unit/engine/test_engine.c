@@ -4,15 +4,18 @@
  * their own; a long job held
  * back still answers at its deadline. Jobs here block on a gate the test opens, so every check is about
  * which job a worker took, not about timing. */
+#include <dirent.h>
 #include <duckdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "engine/engine.h"
 #include "testlib.h"
 #include "testsched.h"
@@ -130,6 +133,182 @@ TEST(a_thread_gets_the_scheduling_slice_it_asks_for)
     }
     /* This thread asked for nothing. */
     CHECK_EQ_INT(eng_thread_slice_get(), 0);
+}
+
+/* The nice value of thread `tid` of this process, as the kernel reports it
+ * (/proc/self/task/<tid>/stat, field 19); -100 when unreadable. */
+static int task_nice(long tid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -100;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    if (!p)
+        return -100;
+    /* After ")": state is field 3; nice is field 19. */
+    int field = 2;
+    for (p++; *p && field < 19; p++)
+        if (*p == ' ')
+            field++;
+    return field == 19 ? (int)strtol(p, NULL, 10) : -100;
+}
+
+static int self_nice(void)
+{
+    return task_nice((long)syscall(SYS_gettid));
+}
+
+struct nice_job {
+    struct eng_job job;
+    atomic_int nice;            /* the worker's nice while it ran the job */
+    atomic_int finished;
+};
+
+static void nice_job_run(struct eng_job *job, duckdb_connection con)
+{
+    (void)con;
+    struct nice_job *t = (struct nice_job *)job;
+    atomic_store(&t->nice, self_nice());
+    atomic_store(&t->finished, 1);
+}
+
+/* Runs one job of class `cls` on `pool` and returns the nice value of the
+ * worker that ran it (-100 when it did not run). */
+static int nice_of_lane(struct eng_pool *pool, enum eng_job_class cls)
+{
+    struct nice_job t;
+    memset(&t, 0, sizeof t);
+    t.job.run = nice_job_run;
+    t.job.cls = cls;
+    atomic_store(&t.nice, -100);
+    if (!eng_pool_submit(pool, &t.job) || !wait_for(&t.finished))
+        return -100;
+    return atomic_load(&t.nice);
+}
+
+/* server.lane_nice: the long and stream lanes run at a lower CPU priority
+ * (a higher nice) than the short lane, which keeps the process's own; a
+ * pool without it runs every lane at the process's. */
+TEST(long_and_stream_lanes_run_at_their_lower_priority)
+{
+    int base = self_nice();
+    CHECK(base >= -20 && base <= 19);
+    for (int lane_nice = 5; lane_nice >= 0; lane_nice -= 5) {
+        int want = base + lane_nice > 19 ? 19 : base + lane_nice;
+        struct vt_error err = {0};
+        struct eng_lanes lanes = {.threads = 1, .long_threads = 1, .stream_threads = 1,
+                                  .busy_ms = NO_OVERFLOW_MS, .lane_nice = lane_nice};
+        struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+        CHECK(pool != NULL);
+        if (!pool)
+            return;
+        CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_SHORT), base);
+        CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_LONG), want);
+        CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_STREAM), want);
+        eng_pool_destroy(pool);
+    }
+    /* The calling thread is left as it was. */
+    CHECK_EQ_INT(self_nice(), base);
+}
+
+/* The ids of this process's threads whose nice is `nice` and that are not
+ * in `skip` (n_skip ids); returns how many were found (at most `cap`). */
+static int threads_at_nice(int nice, const long *skip, int n_skip, long *out, int cap)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < cap) {
+        long tid = strtol(e->d_name, NULL, 10);
+        if (tid <= 0)
+            continue;
+        bool old = false;
+        for (int i = 0; i < n_skip; i++)
+            old = old || skip[i] == tid;
+        if (!old && task_nice(tid) == nice)
+            out[n++] = tid;
+    }
+    closedir(d);
+    return n;
+}
+
+/* DuckDB's `threads` setting on `con`'s database (0 when unreadable). */
+static int64_t threads_setting(duckdb_connection con)
+{
+    duckdb_result res;
+    int64_t threads = 0;
+    if (duckdb_query(con, "SELECT current_setting('threads')::BIGINT", &res) != DuckDBSuccess)
+        return 0;
+    duckdb_data_chunk chunk = duckdb_fetch_chunk(res);
+    if (chunk) {
+        duckdb_vector v = duckdb_data_chunk_get_vector(chunk, 0);
+        if (duckdb_data_chunk_get_size(chunk) == 1)
+            threads = ((const int64_t *)duckdb_vector_get_data(v))[0];
+        duckdb_destroy_data_chunk(&chunk);
+    }
+    duckdb_destroy_result(&res);
+    return threads;
+}
+
+/* server.task_nice: DuckDB's task threads (threads - 1 of them) start again
+ * at the lower priority when the database opens; the thread that opened it
+ * keeps its own. */
+TEST(duckdb_task_threads_run_at_task_nice)
+{
+    int base = self_nice();
+    int want = base + 4 > 19 ? 19 : base + 4;
+    long before[512];
+    int n_before = threads_at_nice(want, NULL, 0, before, 512);
+    struct vt_config cfg;
+    config_init_defaults(&cfg);
+    cfg.server.task_nice = 4;
+    struct vt_error err = {0};
+    duckdb_database tdb = NULL;
+    CHECK(eng_open(&cfg, &tdb, &err) == VT_ERR_OK);
+    if (!tdb) {
+        config_free(&cfg);
+        return;
+    }
+    duckdb_connection con;
+    CHECK(duckdb_connect(tdb, &con) == DuckDBSuccess);
+    int64_t threads = threads_setting(con);
+    /* The setting is back as DuckDB chose it (as in a database opened
+     * without vitrine's settings), not 1. */
+    duckdb_connection plain;
+    CHECK(duckdb_connect(db, &plain) == DuckDBSuccess);
+    CHECK_EQ_INT(threads, threads_setting(plain));
+    duckdb_disconnect(&plain);
+    long found[512];
+    int n = threads_at_nice(want, before, n_before, found, 512);
+    /* Want may equal base (a process already at nice 19): then nothing to tell. */
+    if (want != base)
+        CHECK(n >= threads - 1);
+    /* ... and by name (top -H, the bench's CPU per thread). */
+    int named = 0;
+    for (int i = 0; i < n; i++) {
+        char path[64], name[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%ld/comm", found[i]);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fgets(name, sizeof name, f))
+                name[strcspn(name, "\n")] = '\0';
+            fclose(f);
+        }
+        named += strcmp(name, "duckdb-task") == 0;
+    }
+    if (want != base)
+        CHECK(named >= threads - 1);
+    CHECK_EQ_INT(self_nice(), base);
+    duckdb_disconnect(&con);
+    eng_close(&tdb);
+    config_free(&cfg);
 }
 
 TEST(long_jobs_leave_a_worker_for_short_ones)
@@ -706,6 +885,8 @@ int main(void)
         TEST_CASE(overflow_workers_serve_short_jobs_before_long_ones),
         TEST_CASE(a_long_job_gets_an_overflow_worker_when_no_short_job_waits),
         TEST_CASE(a_thread_gets_the_scheduling_slice_it_asks_for),
+        TEST_CASE(long_and_stream_lanes_run_at_their_lower_priority),
+        TEST_CASE(duckdb_task_threads_run_at_task_nice),
         TEST_CASE(excerpt_of_the_clients_own_line_is_kept),
         TEST_CASE(excerpt_renumbered_keeps_its_caret),
         TEST_CASE(generated_sql_is_never_quoted),

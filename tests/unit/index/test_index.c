@@ -583,6 +583,149 @@ TEST(nowait_reads_of_a_cold_file)
     index_fastpath_destroy(fp);
 }
 
+
+/* DuckDB's count for a WHERE clause (chunks, not duckdb_value_*). */
+static int64_t duck_count(const char *where)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT count(*)::BIGINT FROM rt WHERE %s", where);
+    duckdb_result res;
+    int64_t n = -1;
+    if (duckdb_query(con, sql, &res) == DuckDBSuccess) {
+        duckdb_data_chunk c = duckdb_fetch_chunk(res);
+        if (c) {
+            n = ((int64_t *)duckdb_vector_get_data(duckdb_data_chunk_get_vector(c, 0)))[0];
+            duckdb_destroy_data_chunk(&c);
+        }
+    } else {
+        fprintf(stderr, "%s: %s\n", sql, duckdb_result_error(&res));
+    }
+    duckdb_destroy_result(&res);
+    return n;
+}
+
+static const char *op_sql(enum index_range_op op)
+{
+    return op == INDEX_RANGE_GE ? ">=" : op == INDEX_RANGE_GT ? ">" : op == INDEX_RANGE_LE ? "<="
+                                                                                          : "<";
+}
+
+/* One comparison of the index's count with DuckDB's; false (reported) when
+ * they differ. */
+static bool same_count(const struct index_fastpath *fp, size_t col,
+                       const struct index_range_term *t, size_t n, const char *where)
+{
+    uint64_t got = UINT64_MAX;
+    CHECK_EQ_INT(index_range_count(fp, col, t, n, false, &got), INDEX_FAST_DONE);
+    int64_t want = duck_count(where);
+    if ((int64_t)got == want)
+        return true;
+    fprintf(stderr, "%s: index %llu, DuckDB %lld\n", where, (unsigned long long)got,
+            (long long)want);
+    return false;
+}
+
+/* Range counts from sorted values: two bound searches give DuckDB's count for
+ * every bound (inside, equal, outside the data, empty ranges), NULLs never
+ * counted, doubles with NaN above +inf and -0 equal to +0, unsigned columns
+ * against negative bounds. */
+TEST(range_counts)
+{
+    CHECK(duckdb_query(con, "CREATE OR REPLACE TABLE rt AS SELECT i AS r, "
+                            "CASE WHEN i % 17 = 0 THEN NULL ELSE (hash(i) % 2001)::BIGINT - 1000 "
+                            "END AS v, "
+                            "CASE i % 9 WHEN 0 THEN 'NaN'::DOUBLE WHEN 1 THEN -0.0::DOUBLE "
+                            "WHEN 2 THEN 'inf'::DOUBLE WHEN 3 THEN '-inf'::DOUBLE WHEN 4 THEN NULL "
+                            "ELSE ((hash(i) % 2001)::BIGINT - 1000) / 4.0 END AS d, "
+                            "(hash(i * 7) % 250)::UTINYINT AS u, "
+                            "TIMESTAMP '2024-01-01' + to_microseconds((hash(i) % 100000)::BIGINT) "
+                            "AS ts, 's' || i AS s FROM range(9000) t(i)",
+                       NULL) == DuckDBSuccess);
+    struct index_fastpath *fp = build("SELECT * FROM rt", CFG_INDEX_AUTO, NULL, 100000);
+    CHECK(fp != NULL);
+    if (!fp)
+        return;
+    const struct vt_index *ix = index_fastpath_index(fp);
+    CHECK(index_has_range(ix, 1) && index_has_range(ix, 2) && index_has_range(ix, 3) &&
+          index_has_range(ix, 4));
+    struct strbuf d;
+    sb_init(&d, 0);
+    index_fastpath_describe(fp, &d);
+    CHECK_CONTAINS(d.buf, "sorted values for ranges");
+    sb_release(&d);
+    static const enum index_range_op ops[] = {INDEX_RANGE_GE, INDEX_RANGE_GT, INDEX_RANGE_LE,
+                                              INDEX_RANGE_LT};
+    unsigned seed = 12345;
+    int bad = 0;
+    for (int k = 0; k < 400 && bad < 5; k++) {
+        /* integers: one or two comparisons */
+        struct index_range_term t[2];
+        size_t n = 1 + (size_t)(rand_r(&seed) % 2);
+        char where[256];
+        int w = 0;
+        for (size_t j = 0; j < n; j++) {
+            t[j] = (struct index_range_term){.op = ops[rand_r(&seed) % 4]};
+            int r = rand_r(&seed) % 10;
+            t[j].i = r == 0 ? INT64_MAX : r == 1 ? INT64_MIN : rand_r(&seed) % 2400 - 1200;
+            w += snprintf(where + w, sizeof where - (size_t)w, "%sv %s %lld", j ? " AND " : "",
+                          op_sql(t[j].op), (long long)t[j].i);
+        }
+        bad += !same_count(fp, 1, t, n, where);
+        /* the same bounds on the unsigned column */
+        w = 0;
+        for (size_t j = 0; j < n; j++)
+            w += snprintf(where + w, sizeof where - (size_t)w, "%su %s %lld", j ? " AND " : "",
+                          op_sql(t[j].op), (long long)(t[j].i / 4));
+        for (size_t j = 0; j < n; j++)
+            t[j].i /= 4;
+        bad += !same_count(fp, 3, t, n, where);
+        /* doubles, the edges included */
+        static const char *const dv[] = {"'-inf'::DOUBLE", "-0.0::DOUBLE", "0.0::DOUBLE",
+                                         "'inf'::DOUBLE", "1e300::DOUBLE"};
+        static const double dd[] = {-1.0 / 0.0, -0.0, 0.0, 1.0 / 0.0, 1e300};
+        w = 0;
+        for (size_t j = 0; j < n; j++) {
+            t[j].is_double = true;
+            int r = rand_r(&seed) % 8;
+            char lit[64];
+            if (r < 5) {
+                t[j].d = dd[r];
+                snprintf(lit, sizeof lit, "%s", dv[r]);
+            } else {
+                t[j].d = (rand_r(&seed) % 2400 - 1200) / 4.0;
+                snprintf(lit, sizeof lit, "%.17g", t[j].d);
+            }
+            w += snprintf(where + w, sizeof where - (size_t)w, "%sd %s %s", j ? " AND " : "",
+                          op_sql(t[j].op), lit);
+        }
+        bad += !same_count(fp, 2, t, n, where);
+        /* timestamps (microseconds) */
+        w = 0;
+        for (size_t j = 0; j < n; j++) {
+            t[j].is_double = false;
+            int64_t us = rand_r(&seed) % 120000 - 10000;
+            t[j].i = 1704067200000000LL + us; /* 2024-01-01 */
+            w += snprintf(where + w, sizeof where - (size_t)w,
+                          "%sts %s TIMESTAMP '2024-01-01' + to_microseconds(%lld)",
+                          j ? " AND " : "", op_sql(t[j].op), (long long)us);
+        }
+        bad += !same_count(fp, 4, t, n, where);
+    }
+    CHECK_EQ_INT(bad, 0);
+    /* a column without sorted values (a string) is not answered */
+    uint64_t got;
+    struct index_range_term t0 = {.op = INDEX_RANGE_GE};
+    CHECK_EQ_INT(index_range_count(fp, 5, &t0, 1, false, &got), INDEX_FAST_NO);
+    index_fastpath_destroy(fp);
+    /* mode list keeps them for a listed column only; none keeps nothing */
+    fp = build("SELECT * FROM rt", CFG_INDEX_LIST, "ts", 100000);
+    CHECK(fp != NULL);
+    ix = index_fastpath_index(fp);
+    CHECK(fp && index_has_range(ix, 4) && !index_has_range(ix, 1) && !index_has_column(ix, 4));
+    index_fastpath_destroy(fp);
+    CHECK(build("SELECT * FROM rt", CFG_INDEX_NONE, NULL, 100000) == NULL);
+}
+
 int main(void)
 {
     duckdb_open(NULL, &db);
@@ -592,7 +735,7 @@ int main(void)
         TEST_CASE(list_mode), TEST_CASE(equality_index_and_of_ors),
         TEST_CASE(empty_string_first_key), TEST_CASE(pages_and_bounds),
         TEST_CASE(cells_match_the_json_encoder), TEST_CASE(long_values), TEST_CASE(memory_budget),
-        TEST_CASE(nowait_reads_of_a_cold_file)};
+        TEST_CASE(nowait_reads_of_a_cold_file), TEST_CASE(range_counts)};
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
     char dir[] = "/tmp/vt-test-index-XXXXXX";
     store_dir = mkdtemp(dir);

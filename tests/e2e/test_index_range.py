@@ -1,0 +1,223 @@
+"""Range counts from the index (issue 24, bench line 7): /count with
+comparisons on one integer, DOUBLE, DATE, TIMESTAMP or TIMESTAMPTZ column is
+answered from the column's sorted values, and must equal DuckDB's count for
+every input: the same file served with index.mode = "none" (DuckDB answers)
+and /sql count(*) are the references. NULLs, NaN, -0, infinities, equal
+bounds, empty ranges, bounds outside the data and time-zone offsets are in."""
+import datetime
+import random
+import time
+
+import pytest
+
+from conftest import SANITIZER_MARKERS, Server, dataset_block, server_block, write_parquet
+
+ROWS = 20_000
+T0 = 1704067200  # 2024-01-01T00:00:00Z
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    d = tmp_path_factory.mktemp("range")
+    path = write_parquet(d / "r.parquet", f"""
+        SELECT i AS id,
+               CASE WHEN i % 13 = 0 THEN NULL
+                    ELSE TIMESTAMP '2024-01-01' + to_microseconds((hash(i) % 31536000000)::BIGINT * 1000 + i % 7)
+               END AS ts,
+               CASE WHEN i % 11 = 0 THEN NULL
+                    ELSE TIMESTAMPTZ '2024-01-01 00:00:00+00' + to_seconds((hash(i * 3) % 86400 * 30)::BIGINT)
+               END AS tstz,
+               CASE WHEN i % 17 = 0 THEN NULL ELSE DATE '2024-01-01' + (hash(i) % 400)::INTEGER END AS day,
+               CASE i % 10 WHEN 0 THEN 'NaN'::DOUBLE WHEN 1 THEN -0.0::DOUBLE WHEN 2 THEN 0.0::DOUBLE
+                           WHEN 3 THEN 'inf'::DOUBLE WHEN 4 THEN '-inf'::DOUBLE WHEN 5 THEN NULL
+                           ELSE ((hash(i) % 20001)::BIGINT - 10000) / 8.0 END AS d,
+               CASE WHEN i % 19 = 0 THEN NULL ELSE (hash(i * 5) % 2001)::BIGINT - 1000 END AS n,
+               (hash(i * 7) % 60000)::USMALLINT AS u,
+               i % 2 = 0 AS flag
+        FROM range({ROWS}) t(i)""")
+    cfg = (server_block() + "[sql]\nenabled = true\n" + dataset_block("t", path)
+           + dataset_block("plain", path, **{"index.mode": "none"}))
+    s = Server(d, cfg)
+    s.start()
+    s.wait_ready(timeout=120)
+    deadline = time.time() + 120
+    while s.get("/api/v1/datasets/t/status").json()["index"]["state"] not in (
+            "ready", "failed", "none"):
+        assert time.time() < deadline
+        time.sleep(0.02)
+    yield s
+    rc = s.stop()
+    log = s.log()
+    for marker in SANITIZER_MARKERS:
+        assert marker not in log, log[-8000:]
+    assert rc == 0, log[-4000:]
+
+
+def count(s, ds, preds):
+    r = s.post(f"/api/v1/datasets/{ds}/count", {"predicates": preds})
+    return r
+
+
+def same(s, preds):
+    a = count(s, "t", preds)
+    b = count(s, "plain", preds)
+    assert a.status_code == b.status_code, (preds, a.text, b.text)
+    if a.status_code == 200:
+        assert a.json()["count"] == b.json()["count"], (preds, a.json(), b.json())
+    else:
+        assert a.json()["code"] == b.json()["code"], (preds, a.text, b.text)
+    return a
+
+
+def from_index(r):
+    # answered on the HTTP thread, without a DuckDB job
+    return r.headers["Server-Timing"].startswith("queue;dur=0.000,")
+
+
+def iso(us, offset_min=0):
+    t = datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=us)
+    t += datetime.timedelta(minutes=offset_min)
+    text = t.strftime("%Y-%m-%dT%H:%M:%S") + (".%06d" % t.microsecond if t.microsecond else "")
+    if offset_min:
+        sign = "+" if offset_min > 0 else "-"
+        m = abs(offset_min)
+        text += "%s%02d:%02d" % (sign, m // 60, m % 60)
+    return text
+
+
+OPS1 = ["gt", "gte", "lt", "lte", "eq"]
+
+
+def preds_for(rng, col, value):
+    """One or two comparisons on col (value() gives a JSON value)."""
+    k = rng.random()
+    if k < 0.4:
+        a, b = value(), value()
+        if rng.random() < 0.7:
+            a, b = min(a, b), max(a, b)
+        return [{"col": col, "op": "between", "val": [a, b]}]
+    if k < 0.8:
+        return [{"col": col, "op": rng.choice(OPS1), "val": value()}]
+    return [{"col": col, "op": rng.choice(OPS1), "val": value()},
+            {"col": col, "op": rng.choice(OPS1), "val": value()}]
+
+
+def test_timestamp_ranges_equal_duckdb(srv):
+    rng = random.Random(7)
+    span = 365 * 86400 * 1000000
+
+    def value():
+        k = rng.random()
+        us = T0 * 1000000 + rng.randrange(-span // 10, span + span // 10)
+        if k < 0.1:
+            return iso(us - us % 86400000000)[:10]  # a date alone: midnight
+        if k < 0.2:
+            return iso(us, rng.choice([-300, 60, 330]))  # an offset: moved to UTC
+        if k < 0.25:
+            return rng.choice(["0001-01-01", "9999-12-31T23:59:59.999999", "1970-01-01"])
+        return iso(us)
+    answered = 0
+    for _ in range(150):
+        r = same(srv, preds_for(rng, "ts", value))
+        answered += from_index(r)
+    assert answered > 100
+    # the bench's shape, and against /sql
+    a, b = "2024-03-01T00:00:00", "2024-06-30T23:59:59"
+    r = same(srv, [{"col": "ts", "op": "between", "val": [a, b]}])
+    assert from_index(r)
+    q = srv.post("/api/v1/sql", {"sql": "SELECT count(*) AS c FROM t WHERE ts BETWEEN "
+                                 "TIMESTAMP '2024-03-01 00:00:00' AND TIMESTAMP '2024-06-30 23:59:59'"})
+    assert q.status_code == 200, q.text
+    assert q.json()["data"][0]["c"] == r.json()["count"]
+    # equal bounds on an existing value (microseconds), an empty range
+    row = srv.post("/api/v1/datasets/t/query", {"predicates": [{"col": "id", "op": "eq",
+                                                                "val": 5}]}).json()["data"][0]
+    v = row["ts"]
+    r = same(srv, [{"col": "ts", "op": "between", "val": [v, v]}])
+    assert r.json()["count"] >= 1 and from_index(r)
+    r = same(srv, [{"col": "ts", "op": "between", "val": [b, a]}])
+    assert r.json()["count"] == 0
+    # a malformed bound is the same 400 as before
+    r = same(srv, [{"col": "ts", "op": "gt", "val": "2024-13-01"}])
+    assert r.status_code == 400
+
+
+def test_timestamptz_and_date_ranges_equal_duckdb(srv):
+    rng = random.Random(8)
+
+    def tz_value():
+        us = T0 * 1000000 + rng.randrange(-86400 * 10**6, 31 * 86400 * 10**6)
+        return iso(us - us % 1000000, rng.choice([0, 0, -480, 120]))
+
+    def day_value():
+        us = T0 * 1000000 + rng.randrange(-30, 430) * 86400 * 10**6
+        if rng.random() < 0.15:  # a date-time against a DATE: DuckDB answers
+            return iso(us + rng.randrange(86400) * 10**6)
+        return iso(us)[:10]
+    for _ in range(80):
+        same(srv, preds_for(rng, "tstz", tz_value))
+        same(srv, preds_for(rng, "day", day_value))
+    r = same(srv, [{"col": "day", "op": "gte", "val": "2024-02-01"}])
+    assert from_index(r)
+
+
+def test_number_ranges_equal_duckdb(srv):
+    rng = random.Random(9)
+
+    def d_value():
+        k = rng.random()
+        if k < 0.2:
+            return rng.choice([0, -0.0, 0.0, 1e308, -1e308, 1250, -1250, 2**53 + 1])
+        if k < 0.5:
+            return rng.randrange(-1300, 1300)
+        return rng.randrange(-11000, 11000) / 8.0
+
+    def n_value():
+        k = rng.random()
+        if k < 0.1:
+            return rng.choice([2**63 - 1, -2**63, 0])
+        if k < 0.2:
+            return rng.randrange(-1200, 1200) + 0.5  # a fraction: DuckDB answers
+        return rng.randrange(-1200, 1200)
+
+    def u_value():
+        if rng.random() < 0.15:
+            return rng.choice([-1, -70000, 0, 65535, 70000, 2**63 - 1])
+        return rng.randrange(-100, 66000)
+    for _ in range(100):
+        same(srv, preds_for(rng, "d", d_value))
+        same(srv, preds_for(rng, "n", n_value))
+        same(srv, preds_for(rng, "u", u_value))
+    # NaN is above every number (DuckDB's order): gt counts it, lte does not
+    total = srv.post("/api/v1/sql", {"sql": "SELECT count(*) AS c FROM t WHERE isnan(d)"})
+    nans = total.json()["data"][0]["c"]
+    assert nans > 0
+    r = same(srv, [{"col": "d", "op": "gt", "val": 1e308}])
+    assert r.json()["count"] >= nans and from_index(r)
+    r = same(srv, [{"col": "id", "op": "lt", "val": 100}])
+    assert r.json()["count"] == 100 and from_index(r)
+
+
+def test_other_shapes_still_answer(srv):
+    # two columns, other ops, or a column without sorted values: DuckDB, same answers
+    for preds in (
+        [{"col": "n", "op": "gt", "val": 0}, {"col": "d", "op": "lt", "val": 0}],
+        [{"col": "n", "op": "neq", "val": 3}],
+        [{"col": "n", "op": "in", "val": [1, 2, 3]}],
+        [{"col": "n", "op": "is_null"}],
+        [{"col": "flag", "op": "eq", "val": True}],
+        [{"col": "ts", "op": "is_not_null"}],
+    ):
+        same(srv, preds)
+
+
+def test_status_reports_the_sorted_values(srv):
+    st = srv.get("/api/v1/datasets/t/status").json()
+    ix = st["index"]
+    assert ix["state"] == "ready", st
+    # ts, tstz, day, d, n, u, id: 8 bytes a non-NULL value
+    nulls = sum((ROWS + m - 1) // m for m in (13, 11, 17, 19)) + ROWS // 10
+    assert ix["sorted_bytes"] == 8 * (7 * ROWS - nulls), ix
+    assert ix["disk_bytes"] >= ix["row_store_bytes"] + ix["sorted_bytes"], ix
+    log = srv.log()
+    assert "ts (%d values, sorted values for ranges" % (ROWS - (ROWS + 12) // 13) in log, log[-3000:]
