@@ -23,7 +23,10 @@ endif
 CFLAGS  := -std=c17 -g -fno-omit-frame-pointer -pthread $(OPT) $(WARN) $(DEFS) -Isrc -isystem $(DUCKDB_DIR) -MMD -MP
 CXXFLAGS:= -std=c++17 -g -fno-omit-frame-pointer -pthread $(OPT) -Wall -Wextra -Werror -Isrc -MMD -MP
 RPATH   := -Wl,-rpath,'$$ORIGIN/../third_party/duckdb:$$ORIGIN/../../third_party/duckdb:$$ORIGIN/../../../third_party/duckdb'
-LDLIBS  := -L$(DUCKDB_DIR) -lduckdb $(RPATH) -ljansson -lcurl -lz -lbrotlienc -lbrotlidec \
+# No -lcurl: src/util/curl_load.c opens libcurl at its first use (its ~35
+# libraries cost ~11M instructions at every exec; most configurations never
+# call it).
+LDLIBS  := -L$(DUCKDB_DIR) -lduckdb $(RPATH) -ljansson -lz -lbrotlienc -lbrotlidec \
            -lzstd -lxxhash -lexpat -lssl -lcrypto -lsystemd -ldouble-conversion -lroaring -lstdc++ -lpthread -lm
 LDFLAGS := -pthread $(SANLD)
 

@@ -34,6 +34,7 @@
 #include "quack/quack.h"
 #include "saved/saved.h"
 #include "sources/source.h"
+#include "sql/sql.h"
 #include "util/file.h"
 #include "util/limits.h"
 #include "util/log.h"
@@ -309,7 +310,11 @@ static int serve(const char *config_path, int port_override, int role_override)
     if (!cfg.server.temp_directory)
         cfg.server.temp_directory = strdup(spill_dir);
 
-    if (eng_open(&cfg, &db, &err) != VT_ERR_OK)
+    /* The SQL functions install while the rest starts (and the first
+     * builds list, probe and attach their sources); the gate holds every
+     * user statement until they are there. */
+    sql_gate_set_wait(eng_functions_wait);
+    if (eng_open_deferred(&cfg, &db, &err) != VT_ERR_OK)
         goto fail;
     /* The SQL functions source statements call (deletion vectors). */
     if (source_functions_register(db, &err) != VT_ERR_OK)
@@ -430,6 +435,9 @@ static int serve(const char *config_path, int port_override, int role_override)
     if (notifier)
         cat_set_ready_listener(app.catalog, notify_recheck_cb, notifier);
 
+    /* A failed install stops the start, as it did when it was not deferred. */
+    if (eng_functions_wait(&err) != VT_ERR_OK)
+        goto fail;
     int sig = 0;
     for (;;) {
         sigwait(&sigs, &sig);

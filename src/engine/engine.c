@@ -368,7 +368,75 @@ static enum vt_err relaunch_task_threads(duckdb_connection con, int nice, struct
     return VT_ERR_OK;
 }
 
+/* The SQL functions' install on a thread of its own (eng_open_deferred):
+ * one at a time per process (the service opens one database). */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    bool started, done;
+    duckdb_connection con;
+    enum vt_err rc;
+    struct vt_error err;
+} fn_install = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void *fn_install_main(void *arg)
+{
+    (void)arg;
+    struct vt_error err = {0};
+    enum vt_err rc = eng_functions_install(fn_install.con, &err);
+    duckdb_disconnect(&fn_install.con);
+    pthread_mutex_lock(&fn_install.mu);
+    fn_install.rc = rc;
+    fn_install.err = err;
+    fn_install.done = true;
+    pthread_cond_broadcast(&fn_install.cv);
+    pthread_mutex_unlock(&fn_install.mu);
+    return NULL;
+}
+
+enum vt_err eng_functions_wait(struct vt_error *err)
+{
+    pthread_mutex_lock(&fn_install.mu);
+    while (fn_install.started && !fn_install.done)
+        pthread_cond_wait(&fn_install.cv, &fn_install.mu);
+    enum vt_err rc = fn_install.started ? fn_install.rc : VT_ERR_OK;
+    if (rc != VT_ERR_OK && err)
+        *err = fn_install.err;
+    pthread_mutex_unlock(&fn_install.mu);
+    return rc;
+}
+
+/* Waits for the install and forgets it (eng_close, before the database goes). */
+static void fn_install_join(void)
+{
+    pthread_mutex_lock(&fn_install.mu);
+    bool started = fn_install.started;
+    pthread_mutex_unlock(&fn_install.mu);
+    if (!started)
+        return;
+    pthread_join(fn_install.thread, NULL);
+    pthread_mutex_lock(&fn_install.mu);
+    fn_install.started = fn_install.done = false;
+    pthread_mutex_unlock(&fn_install.mu);
+}
+
+static enum vt_err open_db(const struct vt_config *cfg, duckdb_database *out_db, bool defer,
+                           struct vt_error *err);
+
 enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struct vt_error *err)
+{
+    return open_db(cfg, out_db, false, err);
+}
+
+enum vt_err eng_open_deferred(const struct vt_config *cfg, duckdb_database *out_db,
+                              struct vt_error *err)
+{
+    return open_db(cfg, out_db, true, err);
+}
+
+static enum vt_err open_db(const struct vt_config *cfg, duckdb_database *out_db, bool defer,
+                           struct vt_error *err)
 {
     duckdb_config config;
     if (duckdb_create_config(&config) != DuckDBSuccess)
@@ -438,7 +506,7 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
         return vt_error_set(err, VT_ERR_INTERNAL, "cannot connect to DuckDB");
     }
     rc = query_like_register(con, err);
-    if (rc == VT_ERR_OK)
+    if (rc == VT_ERR_OK && !defer)
         rc = eng_functions_install(con, err);
     /* Given at open, the cap is reported but not enforced when temp_directory
      * is set at open too (DuckDB 1.4.4 sizes its temp files' manager from the
@@ -471,6 +539,33 @@ enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struc
     if (rc == VT_ERR_OK)
         rc = relaunch_task_threads(con, cfg->server.task_nice, err);
     duckdb_disconnect(&con);
+    /* Deferred: ~30 DuckDB statements (19 CREATE MACROs, each bound in full
+     * when created: ~13 ms) on a connection of their own, while the caller
+     * goes on (confinement, pools, HTTP, the first builds' listing, probe and
+     * ATTACH, which use none of them). */
+    if (rc == VT_ERR_OK && defer) {
+        pthread_mutex_lock(&fn_install.mu);
+        bool busy = fn_install.started;
+        pthread_mutex_unlock(&fn_install.mu);
+        if (busy) {
+            rc = vt_error_set(err, VT_ERR_INTERNAL, "a deferred database is open already");
+        } else if (duckdb_connect(*out_db, &fn_install.con) != DuckDBSuccess) {
+            rc = vt_error_set(err, VT_ERR_INTERNAL, "cannot connect to DuckDB");
+        } else {
+            pthread_mutex_lock(&fn_install.mu);
+            fn_install.started = true;
+            fn_install.done = false;
+            fn_install.rc = VT_ERR_OK;
+            pthread_mutex_unlock(&fn_install.mu);
+            if (pthread_create(&fn_install.thread, NULL, fn_install_main, NULL) != 0) {
+                pthread_mutex_lock(&fn_install.mu);
+                fn_install.started = false;
+                pthread_mutex_unlock(&fn_install.mu);
+                rc = eng_functions_install(fn_install.con, err); /* no thread: now */
+                duckdb_disconnect(&fn_install.con);
+            }
+        }
+    }
     if (rc != VT_ERR_OK)
         duckdb_close(out_db);
     else if (!eng_budget_active() && eng_budget_get() > 0)
@@ -515,6 +610,7 @@ enum vt_err eng_confine(duckdb_database db, const struct strvec *dirs, bool lock
 
 void eng_close(duckdb_database *db)
 {
+    fn_install_join();
     if (db && *db)
         duckdb_close(db);
 }

@@ -149,6 +149,19 @@ void eng_budget_settle(void);
 /* Opens the process database with the settings docs/architecture.md lists
  * ("DuckDB settings"). */
 enum vt_err eng_open(const struct vt_config *cfg, duckdb_database *out_db, struct vt_error *err);
+/* The same, but the SQL functions (eng_functions_install) are installed on a
+ * thread of their own while the caller goes on: ~13 ms of DuckDB binding
+ * off the service's start. Nothing may run user SQL before
+ * eng_functions_wait returned VT_ERR_OK (the service has the SQL gate wait:
+ * sql_gate_set_wait); statements vitrine writes itself that call none of
+ * them (builds of Parquet and Delta sources) need not wait. One such
+ * database per process at a time. */
+enum vt_err eng_open_deferred(const struct vt_config *cfg, duckdb_database *out_db,
+                              struct vt_error *err);
+/* Blocks until a deferred install ended and returns its result (err filled
+ * on failure); VT_ERR_OK at once when none was started. Any thread. */
+enum vt_err eng_functions_wait(struct vt_error *err);
+/* Joins a deferred install first. */
 void eng_close(duckdb_database *db);
 /* A connection to `db` with the session settings every connection of the
  * service runs with (TimeZone UTC). Pool workers get theirs from here; so does

@@ -1046,11 +1046,22 @@ enum vt_err sql_gate_check(duckdb_connection con, const char *sql, sql_is_datase
     return sql_gate_check_opts(con, sql, NULL, is_dataset, ctx, out, err);
 }
 
+/* sql_gate_set_wait's hook: read on every check, set once before any. */
+static enum vt_err (*gate_wait)(struct vt_error *err);
+
+void sql_gate_set_wait(enum vt_err (*wait)(struct vt_error *err))
+{
+    gate_wait = wait;
+}
+
 enum vt_err sql_gate_check_opts(duckdb_connection con, const char *sql,
                                 const struct sql_gate_options *opts, sql_is_dataset_fn is_dataset,
                                 void *ctx, struct sql_checked *out, struct vt_error *err)
 {
     memset(out, 0, sizeof *out);
+    /* No user statement before the bounded wrappers it may call exist. */
+    if (gate_wait && gate_wait(err) != VT_ERR_OK)
+        return err->code;
     const struct sql_dialect *dialect = opts ? opts->dialect : NULL;
     if (!sql || !*sql)
         return vt_error_set(err, VT_ERR_SQL_SYNTAX, "empty SQL statement");

@@ -150,6 +150,11 @@ enum vt_err sql_gate_check(duckdb_connection con, const char *sql, sql_is_datase
 enum vt_err sql_gate_check_opts(duckdb_connection con, const char *sql,
                                 const struct sql_gate_options *opts, sql_is_dataset_fn is_dataset,
                                 void *ctx, struct sql_checked *out, struct vt_error *err);
+/* A function every check calls first and whose error it returns: the
+ * service's eng_functions_wait (the SQL functions user statements may call,
+ * installed while the service starts; engine.h eng_open_deferred). Set once,
+ * before any check; NULL: none. */
+void sql_gate_set_wait(enum vt_err (*wait)(struct vt_error *err));
 void sql_checked_release(struct sql_checked *c);
 void sql_lookup_free(struct sql_lookup *l);
 /* The gate keeps its two DuckDB statements prepared per thread (a worker

@@ -218,3 +218,17 @@ def test_stale_runtime_dirs_of_dead_processes_are_removed(vt, tmp_path):
     assert len(mine) == 1
     assert s.stop() == 0
     assert not mine[0].exists()   # removed at a clean exit
+
+
+def test_libcurl_is_not_loaded_without_a_feature_that_needs_it(vt, datadir):
+    # libcurl's ~35 libraries cost ~11M instructions at every exec
+    # (src/util/curl_load.c): a server of local files, without OIDC or a
+    # cluster, never maps them; S3 sources load it at first use
+    # (test_sources_s3.py covers that path).
+    write_parquet(datadir / "t.parquet", "SELECT 1 AS a")
+    s = vt(server_block() + dataset_block("t", datadir / "t.parquet"))
+    assert rows(s, "t") == 1
+    maps = open(f"/proc/{s.proc.pid}/maps").read()
+    assert "libduckdb" in maps
+    assert "libcurl" not in maps
+    assert "libgnutls" not in maps
