@@ -193,6 +193,16 @@ SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime
                      "Segmentation fault", "SUMMARY: UndefinedBehaviorSanitizer")
 
 
+def stop_checked(server):
+    """Stops a server a module fixture owns; fails the module when it did not
+    exit cleanly or its log has a sanitizer's report."""
+    rc = server.stop()
+    log = server.log()
+    for marker in SANITIZER_MARKERS:
+        assert marker not in log, log[-8000:]
+    assert rc == 0, log[-4000:]
+
+
 @pytest.fixture
 def vt(tmp_path):
     servers = []

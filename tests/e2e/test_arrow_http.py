@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import SANITIZER_MARKERS, Server, dataset_block, server_block, write_parquet
+from conftest import SANITIZER_MARKERS, Server, dataset_block, server_block, stop_checked, write_parquet
 
 REPO = Path(__file__).resolve().parents[2]
 READER = REPO / "tests" / "e2e" / "arrow" / "read_ipc.mjs"
@@ -671,11 +671,7 @@ def big(tmp_path_factory, big_parquet):
     s.start()
     s.wait_ready(timeout=120)
     yield s
-    rc = s.stop()
-    log = s.log()
-    for marker in SANITIZER_MARKERS:
-        assert marker not in log, log[-8000:]
-    assert rc == 0, log[-4000:]
+    stop_checked(s)
 
 
 BIG_STREAM = "/api/v1/datasets/big/query/stream"

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import SANITIZER_MARKERS, Server, dataset_block, server_block, write_parquet
+from conftest import Server, dataset_block, server_block, stop_checked, write_parquet
 
 ROWS = 20_000
 T0 = 1704067200  # 2024-01-01T00:00:00Z
@@ -46,11 +46,7 @@ def srv(tmp_path_factory):
         assert time.time() < deadline
         time.sleep(0.02)
     yield s
-    rc = s.stop()
-    log = s.log()
-    for marker in SANITIZER_MARKERS:
-        assert marker not in log, log[-8000:]
-    assert rc == 0, log[-4000:]
+    stop_checked(s)
 
 
 def count(s, ds, preds):
