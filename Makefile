@@ -322,6 +322,7 @@ FUZZ_LIBS_fuzz_explore_jspan   := -ljansson
 # Every allowlisted SQL function with hostile arguments, composed, through the
 # gate and DuckDB, with the wrappers and the allocation budget of src/engine.
 FUZZ_SRC_fuzz_sql_functions    := src/engine/functions.c src/engine/jsonb.c src/engine/engine.c \
+                                  src/engine/open.c \
                                   src/sql/allowlist.c src/sql/gate.c src/query/query_like.c \
                                   src/util/strbuf.c \
                                   src/util/errors.c src/util/log.c src/util/file.c \
