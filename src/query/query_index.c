@@ -70,23 +70,11 @@ bool query_index_match_terms(const struct query_request *req, const struct vt_in
 /* "YYYY-MM-DD HH:MM:SS[.ffffff]" (the canonical text type_temporal makes for
  * a TIMESTAMP, "+00" after it for a TIMESTAMPTZ) as microseconds since the
  * epoch; "YYYY-MM-DD" (a DATE) as days. False on any other form. */
-static bool canon_digits(const char *s, size_t n, int *out)
-{
-    int v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return true;
-}
-
 static bool canon_days(const char *s, size_t n, int64_t *out)
 {
     int y, m, d;
-    if (n < 10 || s[4] != '-' || s[7] != '-' || !canon_digits(s, 4, &y) ||
-        !canon_digits(s + 5, 2, &m) || !canon_digits(s + 8, 2, &d) || m < 1 || m > 12)
+    if (n < 10 || s[4] != '-' || s[7] != '-' || !time_digits(s, 4, &y) ||
+        !time_digits(s + 5, 2, &m) || !time_digits(s + 8, 2, &d) || m < 1 || m > 12)
         return false;
     *out = time_days_from_civil(y, m, d);
     return true;
@@ -102,10 +90,10 @@ static bool canon_micros(const char *s, size_t n, bool tz, int64_t *out)
         n -= 3;
     }
     if ((n != 19 && n != 26) || !canon_days(s, n, &days) || s[10] != ' ' || s[13] != ':' ||
-        s[16] != ':' || !canon_digits(s + 11, 2, &hh) || !canon_digits(s + 14, 2, &mi) ||
-        !canon_digits(s + 17, 2, &ss))
+        s[16] != ':' || !time_digits(s + 11, 2, &hh) || !time_digits(s + 14, 2, &mi) ||
+        !time_digits(s + 17, 2, &ss))
         return false;
-    if (n == 26 && (s[19] != '.' || !canon_digits(s + 20, 6, &frac)))
+    if (n == 26 && (s[19] != '.' || !time_digits(s + 20, 6, &frac)))
         return false;
     *out = ((days * 86400 + hh * 3600 + mi * 60 + ss) * 1000000) + frac;
     return true;

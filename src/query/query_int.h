@@ -40,6 +40,11 @@ const char *query_type_name(duckdb_type t);
 /* The column's type text for messages: type_sql or the type id's name. */
 const char *query_column_type_label(const struct query_column *c);
 
+/* An integer value for a numeric column of class `c`, cast as
+ * query_value_from_json casts a JSON integer (BIGINT; FLOAT for REAL; a
+ * DOUBLE for DECIMAL); false for any other class. */
+bool query_value_int(enum query_class c, int64_t i, struct query_value *out);
+
 /* Types one JSON value (already checked non-null) for a column of class `c`.
  * `slot` names it in messages ("predicates[0].val"); `what` names the column
  * ("column \"price\" (DOUBLE)"). Strings are copied into the arena. */

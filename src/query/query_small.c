@@ -184,33 +184,14 @@ static bool column(const struct query_schema *s, const char *name, size_t n, siz
 }
 
 /* query_value_from_json for the plain cases: an integer for a numeric
- * column, a string for a string or enum column. */
+ * column (query_value_int, the same code), a string for a string or enum
+ * column. */
 static bool value(struct arena *a, enum query_class cl, const struct query_small_pred *p,
                   struct query_value *out)
 {
     memset(out, 0, sizeof *out);
-    if (p->is_int) {
-        switch (cl) {
-        case QC_INT:
-        case QC_DOUBLE:
-            out->kind = QUERY_VALUE_INT64;
-            out->u.i = p->i;
-            out->cast = "BIGINT";
-            return true;
-        case QC_REAL:
-            out->kind = QUERY_VALUE_INT64;
-            out->u.i = p->i;
-            out->cast = "FLOAT";
-            return true;
-        case QC_DECIMAL:
-            out->kind = QUERY_VALUE_DOUBLE;
-            out->u.d = (double)p->i;
-            out->cast = "DOUBLE";
-            return true;
-        default:
-            return false;
-        }
-    }
+    if (p->is_int)
+        return query_value_int(cl, p->i, out);
     if ((cl != QC_STRING && cl != QC_ENUM) || p->s_len > VT_MAX_STRING_VALUE_BYTES)
         return false;
     char *copy = arena_strndup(a, p->s, p->s_len);

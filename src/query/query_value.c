@@ -567,6 +567,26 @@ static enum vt_err type_temporal(struct arena *a, enum query_class c, const char
     return set_string(a, buf, (size_t)len, cast, out, err);
 }
 
+bool query_value_int(enum query_class c, int64_t i, struct query_value *out)
+{
+    switch (c) {
+    case QC_INT:
+    case QC_DOUBLE:
+    case QC_REAL:
+        out->kind = QUERY_VALUE_INT64;
+        out->u.i = i;
+        out->cast = c == QC_REAL ? "FLOAT" : "BIGINT";
+        return true;
+    case QC_DECIMAL: /* always DOUBLE: see query_value_from_json */
+        out->kind = QUERY_VALUE_DOUBLE;
+        out->u.d = (double)i;
+        out->cast = "DOUBLE";
+        return true;
+    default:
+        return false;
+    }
+}
+
 enum vt_err query_value_from_json(struct arena *a, enum query_class c, const json_t *v,
                                   const char *slot, const char *what, struct query_value *out,
                                   struct vt_error *err)
@@ -602,9 +622,7 @@ enum vt_err query_value_from_json(struct arena *a, enum query_class c, const jso
             return VT_ERR_OK;
         }
         if (json_is_integer(v)) {
-            out->kind = QUERY_VALUE_INT64;
-            out->u.i = (int64_t)json_integer_value(v);
-            out->cast = cast_int;
+            query_value_int(c, (int64_t)json_integer_value(v), out);
             return VT_ERR_OK;
         }
         if (!json_is_real(v))
