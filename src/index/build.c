@@ -231,7 +231,7 @@ struct index_builder *index_builder_create(size_t n_cols, const char *const *nam
                 if (warn && warnlen)
                     snprintf(warn, warnlen,
                              "index.columns: column \"%s\" has a type that cannot be indexed "
-                             "(strings, booleans, integers, DOUBLE, DATE and TIMESTAMP can)",
+                             "(strings, booleans, numbers, dates and timestamps can)",
                              names[i]);
             }
             want = want && index_type_eligible(t);
@@ -239,7 +239,7 @@ struct index_builder *index_builder_create(size_t n_cols, const char *const *nam
             want = index_type_eligible(t);
             want_range = index_range_type(t);
         }
-        if (want_range && (b->sorted[i] = ix_sorted_builder_create(i, t)) != NULL)
+        if (want_range && (b->sorted[i] = ix_sorted_builder_create(i, col)) != NULL)
             n++;
         if (!want)
             continue;
@@ -346,7 +346,7 @@ int index_builder_add_chunk(struct index_builder *b, duckdb_data_chunk chunk)
         if (b->sorted[i] &&
             ix_sorted_builder_add(b->sorted[i], duckdb_data_chunk_get_vector(chunk, (idx_t)i),
                                   n) != 0) {
-            ix_sorted_builder_free(b->sorted[i]); /* out of memory: this one goes */
+            ix_sorted_builder_free(b->sorted[i]); /* out of memory or range: it goes */
             b->sorted[i] = NULL;
         }
     if (b->rows && ix_rowstore_builder_add_chunk(b->rows, chunk) != 0)

@@ -67,9 +67,10 @@ enum ix_read ix_keys_lookup(const struct index_column *c, const struct ix_store 
 
 /* sorted.c: range counts */
 struct ix_sorted_builder;
-struct ix_sorted_builder *ix_sorted_builder_create(size_t col, duckdb_type t);
+struct ix_sorted_builder *ix_sorted_builder_create(size_t col, const struct ix_col *c);
 void ix_sorted_builder_free(struct ix_sorted_builder *b);
-/* The next n rows of the column (NULLs skipped). 0, or -1 out of memory. */
+/* The next n rows of the column (NULLs skipped). 0, or -1: out of memory, or
+ * a value DuckDB cannot compare (a TIMESTAMP_S past TIMESTAMP's range). */
 int ix_sorted_builder_add(struct ix_sorted_builder *b, duckdb_vector vec, size_t n);
 /* Sorts, writes the keys to the store, keeps the sample: the structure
  * (owned by the caller), or NULL (out of memory; the builder still owns

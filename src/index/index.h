@@ -33,10 +33,10 @@
  *    more than INDEX_LIST_MAX_KEYS distinct keys takes the same structures.
  *
  *  - Range counts: a column of a type that ranges are asked of (8-to-64-bit
- *    integers, DOUBLE, DATE, TIMESTAMP, TIMESTAMPTZ: index_range_type) keeps
- *    its non-NULL values sorted, as order-preserving 64-bit keys (8 bytes a
- *    value in the file), with every IX_SORTED_STEP-th key in memory (16 KiB
- *    per 1M values). Mode auto keeps them for every such column, mode list
+ *    integers, DOUBLE, FLOAT, DECIMAL, DATE, TIMESTAMP in every unit,
+ *    TIMESTAMPTZ: index_range_type) keeps its non-NULL values sorted, as
+ *    order-preserving 64-bit keys (8 bytes a value in the file), with every
+ *    IX_SORTED_STEP-th key in memory (16 KiB per 1M values). Mode auto keeps them for every such column, mode list
  *    for the listed ones, mode none for none. A count whose predicates are
  *    all comparisons on one such column (index_range_count) is then two
  *    bound searches of one 4 KiB read each instead of DuckDB's scan.
@@ -270,10 +270,18 @@ bool index_has_range(const struct vt_index *ix, size_t col);
 enum index_range_op { INDEX_RANGE_GE, INDEX_RANGE_GT, INDEX_RANGE_LE, INDEX_RANGE_LT };
 
 /* One comparison `col op value`, the value as DuckDB compares it with the
- * column: an integer in the column's unit (microseconds since the epoch for
- * TIMESTAMP and TIMESTAMPTZ, days for DATE; any int64 for integer columns,
- * unsigned ones included), or on a DOUBLE column a double (not NaN) or an
- * integer (compared as DuckDB compares a DOUBLE with a BIGINT: as a double). */
+ * column (the bound the query layer casts it to):
+ *  - integer columns: any int64 (unsigned columns included);
+ *  - DATE: days; TIMESTAMP, TIMESTAMPTZ, TIMESTAMP_S, TIMESTAMP_MS:
+ *    microseconds since the epoch (DuckDB compares TIMESTAMP_S/MS with a
+ *    TIMESTAMP bound as TIMESTAMP: no truncation of the bound);
+ *    TIMESTAMP_NS: nanoseconds (a TIMESTAMP_NS bound);
+ *  - DOUBLE and DECIMAL: a double (not NaN) or an integer, compared as a
+ *    double with the column's values cast to DOUBLE as DuckDB casts them
+ *    (a DECIMAL bound of another type is not this: the caller's to refuse);
+ *  - FLOAT: a double or an integer, rounded to FLOAT here (DuckDB's
+ *    CAST(? AS FLOAT)); a finite double past FLOAT's range fails that cast
+ *    in DuckDB and is the caller's to refuse. */
 struct index_range_term {
     enum index_range_op op;
     bool is_double;

@@ -213,6 +213,11 @@ struct ix_sorted {
     uint64_t disk;
 };
 
+/* A DECIMAL's integer (and scale) as the double DuckDB 1.4 casts it to
+ * (sorted.c: not always the correctly rounded quotient). */
+double ix_decimal_double(int64_t v, unsigned scale);
+double ix_decimal128_double(duckdb_hugeint v, unsigned scale);
+
 struct vt_index {
     size_t n_rows;
     size_t n_cols;

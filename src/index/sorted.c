@@ -8,10 +8,15 @@
  * position. DuckDB answers the same count by scanning the column (~1 ms a
  * million rows, plus planning); this costs a few microseconds.
  *
- * The keys compare as DuckDB compares the values: integers (and TIMESTAMP
- * microseconds, DATE days) by value, doubles with -0 equal to +0 and every
- * NaN equal to every other and above +infinity. NULLs are not kept: they
- * never satisfy a comparison.
+ * The keys compare as DuckDB compares the values with the bounds the query
+ * layer sends (query_index.c): integers, DATE days and TIMESTAMP[TZ]
+ * microseconds by value; TIMESTAMP_S and TIMESTAMP_MS as the microseconds
+ * DuckDB casts them to (it compares them with a TIMESTAMP bound as
+ * TIMESTAMP); TIMESTAMP_NS by nanoseconds; DOUBLE, FLOAT (widened exactly)
+ * and DECIMAL (as the double DuckDB casts it to: DECIMAL against a DOUBLE
+ * bound compares as DOUBLE) as doubles, -0 equal to +0 and every NaN equal
+ * to every other and above +infinity. NULLs are not kept: they never
+ * satisfy a comparison.
  */
 #include "index/build_internal.h"
 
@@ -19,13 +24,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef __int128 i128;
+
 bool index_range_type(duckdb_type t)
 {
     switch (t) {
     case DUCKDB_TYPE_TINYINT: case DUCKDB_TYPE_SMALLINT: case DUCKDB_TYPE_INTEGER:
     case DUCKDB_TYPE_BIGINT: case DUCKDB_TYPE_UTINYINT: case DUCKDB_TYPE_USMALLINT:
     case DUCKDB_TYPE_UINTEGER: case DUCKDB_TYPE_UBIGINT: case DUCKDB_TYPE_DOUBLE:
-    case DUCKDB_TYPE_DATE: case DUCKDB_TYPE_TIMESTAMP: case DUCKDB_TYPE_TIMESTAMP_TZ:
+    case DUCKDB_TYPE_FLOAT: case DUCKDB_TYPE_DECIMAL: case DUCKDB_TYPE_DATE:
+    case DUCKDB_TYPE_TIMESTAMP: case DUCKDB_TYPE_TIMESTAMP_TZ: case DUCKDB_TYPE_TIMESTAMP_S:
+    case DUCKDB_TYPE_TIMESTAMP_MS: case DUCKDB_TYPE_TIMESTAMP_NS:
         return true;
     default:
         return false;
@@ -36,6 +45,12 @@ static bool is_unsigned(duckdb_type t)
 {
     return t == DUCKDB_TYPE_UTINYINT || t == DUCKDB_TYPE_USMALLINT || t == DUCKDB_TYPE_UINTEGER ||
            t == DUCKDB_TYPE_UBIGINT;
+}
+
+/* Columns whose keys are doubles. */
+static bool is_real(duckdb_type t)
+{
+    return t == DUCKDB_TYPE_DOUBLE || t == DUCKDB_TYPE_FLOAT || t == DUCKDB_TYPE_DECIMAL;
 }
 
 static inline uint64_t key_of_int(int64_t v)
@@ -54,30 +69,78 @@ uint64_t ix_sorted_key_double(double d)
     return (b >> 63) ? ~b : b | ((uint64_t)1 << 63);
 }
 
-/* Row `r` of a vector's data as a key. */
-static uint64_t key_at(duckdb_type t, const void *data, size_t r)
+/* ------------------------------------------------- DuckDB's casts, mirrored
+ * A DECIMAL compared with a DOUBLE is cast to DOUBLE, and DuckDB 1.4's cast
+ * is not the correctly rounded quotient: an integer that a double holds
+ * exactly (|v| <= 2^53) is divided by 10^scale; a larger one is cast as its
+ * integer part plus its fraction over 10^scale; a 128-bit integer becomes a
+ * double as its low word plus its high word times 2^64 (its own rounding).
+ * Checked bit for bit against DuckDB's casts for every scale in
+ * tests/unit/index (decimal_images_match_duckdb). */
+static const double pow10_d[39] = {
+    1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11, 1e12,
+    1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e23, 1e24, 1e25,
+    1e26, 1e27, 1e28, 1e29, 1e30, 1e31, 1e32, 1e33, 1e34, 1e35, 1e36, 1e37, 1e38};
+
+#define EXACT_IN_DOUBLE ((int64_t)1 << 53)
+
+double ix_decimal_double(int64_t v, unsigned scale)
 {
-    switch (t) {
-    case DUCKDB_TYPE_DOUBLE: return ix_sorted_key_double(((const double *)data)[r]);
-    case DUCKDB_TYPE_DATE: return key_of_int(((const int32_t *)data)[r]);
-    case DUCKDB_TYPE_TIMESTAMP:
-    case DUCKDB_TYPE_TIMESTAMP_TZ: return key_of_int(((const int64_t *)data)[r]);
-    default:
-        if (is_unsigned(t))
-            return ix_int_key_at(t, data, r);
-        return key_of_int((int64_t)ix_int_key_at(t, data, r));
+    if (scale == 0 || (v <= EXACT_IN_DOUBLE && v >= -EXACT_IN_DOUBLE))
+        return (double)v / pow10_d[scale];
+    int64_t p = 1;
+    for (unsigned i = 0; i < scale; i++)
+        p *= 10;
+    return (double)(v / p) + (double)(v % p) / pow10_d[scale];
+}
+
+static double hugeint_double(i128 v)
+{
+    uint64_t lower = (uint64_t)v;
+    int64_t upper = (int64_t)(v >> 64);
+    if (upper == -1)
+        return -(double)(UINT64_MAX - lower) - 1;
+    return (double)lower + (double)upper * (double)UINT64_MAX;
+}
+
+double ix_decimal128_double(duckdb_hugeint h, unsigned scale)
+{
+    i128 v = (i128)(((unsigned __int128)(uint64_t)h.upper << 64) | h.lower);
+    if (scale == 0 || (v <= EXACT_IN_DOUBLE && v >= -EXACT_IN_DOUBLE))
+        return hugeint_double(v) / pow10_d[scale];
+    i128 p = 1;
+    for (unsigned i = 0; i < scale; i++)
+        p *= 10;
+    return hugeint_double(v / p) + hugeint_double(v % p) / pow10_d[scale];
+}
+
+/* TIMESTAMP_S/MS as TIMESTAMP microseconds: DuckDB's cast keeps the
+ * infinities (INT64_MAX, -INT64_MAX) and fails past the range, which fails
+ * every comparison on the column: false here, and the column keeps no
+ * sorted values. */
+static bool micros_of(int64_t v, int64_t per, int64_t *out)
+{
+    if (v == INT64_MAX || v == -INT64_MAX) {
+        *out = v;
+        return true;
     }
+    if (v > INT64_MAX / per || v < -(INT64_MAX / per))
+        return false;
+    *out = v * per;
+    return true;
 }
 
 /* ---------------------------------------------------------------- building */
 
 struct ix_sorted_builder {
     struct ix_sorted *col;
+    uint8_t width;              /* DECIMAL: bytes of its integer (2, 4, 8, 16) */
+    uint8_t scale;              /* DECIMAL */
     uint64_t *keys;             /* ix_big_alloc */
     size_t n, cap;
 };
 
-struct ix_sorted_builder *ix_sorted_builder_create(size_t col, duckdb_type t)
+struct ix_sorted_builder *ix_sorted_builder_create(size_t col, const struct ix_col *c)
 {
     struct ix_sorted_builder *b = calloc(1, sizeof *b);
     if (b)
@@ -87,7 +150,9 @@ struct ix_sorted_builder *ix_sorted_builder_create(size_t col, duckdb_type t)
         return NULL;
     }
     b->col->col = col;
-    b->col->type = t;
+    b->col->type = c->type;
+    b->width = c->type == DUCKDB_TYPE_DECIMAL && c->ck == IX_CK_128 ? 16 : c->width;
+    b->scale = c->scale;
     return b;
 }
 
@@ -98,6 +163,46 @@ void ix_sorted_builder_free(struct ix_sorted_builder *b)
     ix_big_free(b->keys);
     ix_sorted_free(b->col);
     free(b);
+}
+
+/* Row `r` of a vector's data as a key; false when DuckDB could not compare
+ * it (a TIMESTAMP_S/MS past the microsecond range). */
+static bool key_at(const struct ix_sorted_builder *b, const void *data, size_t r, uint64_t *out)
+{
+    duckdb_type t = b->col->type;
+    int64_t us;
+    switch (t) {
+    case DUCKDB_TYPE_DOUBLE: *out = ix_sorted_key_double(((const double *)data)[r]); return true;
+    case DUCKDB_TYPE_FLOAT: *out = ix_sorted_key_double(((const float *)data)[r]); return true;
+    case DUCKDB_TYPE_DATE: *out = key_of_int(((const int32_t *)data)[r]); return true;
+    case DUCKDB_TYPE_TIMESTAMP:
+    case DUCKDB_TYPE_TIMESTAMP_TZ:
+    case DUCKDB_TYPE_TIMESTAMP_NS: *out = key_of_int(((const int64_t *)data)[r]); return true;
+    case DUCKDB_TYPE_TIMESTAMP_S:
+    case DUCKDB_TYPE_TIMESTAMP_MS:
+        if (!micros_of(((const int64_t *)data)[r], t == DUCKDB_TYPE_TIMESTAMP_S ? 1000000 : 1000,
+                       &us))
+            return false;
+        *out = key_of_int(us);
+        return true;
+    case DUCKDB_TYPE_DECIMAL: {
+        double d;
+        switch (b->width) {
+        case 2: d = ix_decimal_double(((const int16_t *)data)[r], b->scale); break;
+        case 4: d = ix_decimal_double(((const int32_t *)data)[r], b->scale); break;
+        case 8: d = ix_decimal_double(((const int64_t *)data)[r], b->scale); break;
+        default: d = ix_decimal128_double(((const duckdb_hugeint *)data)[r], b->scale); break;
+        }
+        *out = ix_sorted_key_double(d);
+        return true;
+    }
+    default:
+        if (is_unsigned(t))
+            *out = ix_int_key_at(t, data, r);
+        else
+            *out = key_of_int((int64_t)ix_int_key_at(t, data, r));
+        return true;
+    }
 }
 
 int ix_sorted_builder_add(struct ix_sorted_builder *b, duckdb_vector vec, size_t n)
@@ -114,10 +219,12 @@ int ix_sorted_builder_add(struct ix_sorted_builder *b, duckdb_vector vec, size_t
     }
     const void *data = duckdb_vector_get_data(vec);
     uint64_t *validity = duckdb_vector_get_validity(vec);
-    duckdb_type t = b->col->type;
     for (size_t r = 0; r < n; r++)
-        if (!validity || duckdb_validity_row_is_valid(validity, (idx_t)r))
-            b->keys[b->n++] = key_at(t, data, r);
+        if (!validity || duckdb_validity_row_is_valid(validity, (idx_t)r)) {
+            if (!key_at(b, data, r, &b->keys[b->n]))
+                return -1;
+            b->n++;
+        }
     return 0;
 }
 
@@ -201,9 +308,15 @@ void ix_sorted_free(struct ix_sorted *c)
 static bool bound_keys(duckdb_type t, const struct index_range_term *b, uint64_t *lo, uint64_t *hi)
 {
     uint64_t l = 0, h = UINT64_MAX;
-    if (t == DUCKDB_TYPE_DOUBLE) {
-        /* DuckDB compares a DOUBLE column with a BIGINT value as DOUBLE */
-        double d = b->is_double ? b->d : (double)b->i;
+    if (is_real(t)) {
+        /* DuckDB compares a DOUBLE (or DECIMAL) column with a BIGINT value
+         * as DOUBLE, and a FLOAT column with a value cast to FLOAT (rounded
+         * to nearest, from the integer itself: not through a double) */
+        double d;
+        if (t == DUCKDB_TYPE_FLOAT)
+            d = b->is_double ? (double)(float)b->d : (double)(float)b->i;
+        else
+            d = b->is_double ? b->d : (double)b->i;
         if (isnan(d))
             return false;
         uint64_t k = ix_sorted_key_double(d);

@@ -7,6 +7,8 @@
  * Also the range-count form (query_index_range): comparisons on one column
  * with sorted values, their values in the column's unit.
  */
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 #include "index/index.h"
@@ -68,8 +70,9 @@ bool query_index_match_terms(const struct query_request *req, const struct vt_in
 }
 
 /* "YYYY-MM-DD HH:MM:SS[.ffffff]" (the canonical text type_temporal makes for
- * a TIMESTAMP, "+00" after it for a TIMESTAMPTZ) as microseconds since the
- * epoch; "YYYY-MM-DD" (a DATE) as days. False on any other form. */
+ * a TIMESTAMP, "+00" after it for a TIMESTAMPTZ; ".fffffffff" for a
+ * TIMESTAMP_NS) as seconds since the epoch and the fraction in units of
+ * 10^-digits s; "YYYY-MM-DD" (a DATE) as days. False on any other form. */
 static bool canon_days(const char *s, size_t n, int64_t *out)
 {
     int y, m, d;
@@ -80,50 +83,102 @@ static bool canon_days(const char *s, size_t n, int64_t *out)
     return true;
 }
 
-static bool canon_micros(const char *s, size_t n, bool tz, int64_t *out)
+static bool canon_seconds(const char *s, size_t n, int digits, int64_t *secs, int *frac)
 {
     int64_t days;
-    int hh, mi, ss, frac = 0;
+    int hh, mi, ss;
+    *frac = 0;
+    if ((n != 19 && n != 20 + (size_t)digits) || !canon_days(s, n, &days) || s[10] != ' ' ||
+        s[13] != ':' || s[16] != ':' || !time_digits(s + 11, 2, &hh) ||
+        !time_digits(s + 14, 2, &mi) || !time_digits(s + 17, 2, &ss))
+        return false;
+    if (n > 19 && (s[19] != '.' || !time_digits(s + 20, digits, frac)))
+        return false;
+    *secs = days * 86400 + hh * 3600 + mi * 60 + ss;
+    return true;
+}
+
+static bool canon_micros(const char *s, size_t n, bool tz, int64_t *out)
+{
+    int64_t secs;
+    int frac;
     if (tz) {
         if (n < 3 || memcmp(s + n - 3, "+00", 3) != 0)
             return false;
         n -= 3;
     }
-    if ((n != 19 && n != 26) || !canon_days(s, n, &days) || s[10] != ' ' || s[13] != ':' ||
-        s[16] != ':' || !time_digits(s + 11, 2, &hh) || !time_digits(s + 14, 2, &mi) ||
-        !time_digits(s + 17, 2, &ss))
+    if (!canon_seconds(s, n, 6, &secs, &frac))
         return false;
-    if (n == 26 && (s[19] != '.' || !time_digits(s + 20, 6, &frac)))
-        return false;
-    *out = ((days * 86400 + hh * 3600 + mi * 60 + ss) * 1000000) + frac;
+    *out = secs * 1000000 + frac;
     return true;
 }
 
-/* One predicate value as a range bound on a column of type t. */
+/* TIMESTAMP_NS holds 1677-09-21 to 2262-04-11; a bound past that fails
+ * DuckDB's cast (a 400 from DuckDB), so only years 1678..2261 are answered
+ * here. */
+static bool canon_nanos(const char *s, size_t n, int64_t *out)
+{
+    int64_t secs;
+    int frac, year;
+    if (!canon_seconds(s, n, 9, &secs, &frac) || !time_digits(s, 4, &year) || year < 1678 ||
+        year > 2261)
+        return false;
+    *out = secs * 1000000000 + frac;
+    return true;
+}
+
+/* One predicate value as a range bound on a column of type t (see
+ * index_range_term: the value as DuckDB compares it with the column). */
 static bool range_value(duckdb_type t, const struct query_value *v, struct index_range_term *out)
 {
     out->is_double = false;
     switch (t) {
     case DUCKDB_TYPE_TIMESTAMP:
+    case DUCKDB_TYPE_TIMESTAMP_S:
+    case DUCKDB_TYPE_TIMESTAMP_MS:
     case DUCKDB_TYPE_TIMESTAMP_TZ: {
+        /* TIMESTAMP_S/MS take a TIMESTAMP bound, compared as TIMESTAMP:
+         * microseconds, the column's values scaled up */
         bool tz = t == DUCKDB_TYPE_TIMESTAMP_TZ;
         if (v->kind != QUERY_VALUE_VARCHAR || strcmp(v->cast, tz ? "TIMESTAMPTZ" : "TIMESTAMP"))
             return false;
         return canon_micros(v->u.s.ptr, v->u.s.len, tz, &out->i);
     }
+    case DUCKDB_TYPE_TIMESTAMP_NS:
+        if (v->kind != QUERY_VALUE_VARCHAR || strcmp(v->cast, "TIMESTAMP_NS"))
+            return false;
+        return canon_nanos(v->u.s.ptr, v->u.s.len, &out->i);
     case DUCKDB_TYPE_DATE:
         /* a date-time against a DATE column: DuckDB casts the column to
          * TIMESTAMP (and fails on dates past its range): left to DuckDB */
         if (v->kind != QUERY_VALUE_VARCHAR || strcmp(v->cast, "DATE") || v->u.s.len != 10)
             return false;
         return canon_days(v->u.s.ptr, v->u.s.len, &out->i);
+    case DUCKDB_TYPE_FLOAT:
+        /* CAST(? AS FLOAT): a double past FLOAT's range fails the cast (a
+         * 400 from DuckDB): left to DuckDB */
+        if (strcmp(v->cast, "FLOAT"))
+            return false;
+        if (v->kind == QUERY_VALUE_DOUBLE) {
+            if (!(fabs(v->u.d) <= FLT_MAX))
+                return false;
+            out->is_double = true;
+            out->d = v->u.d;
+            return true;
+        }
+        if (v->kind != QUERY_VALUE_INT64)
+            return false;
+        out->i = v->u.i;
+        return true;
     case DUCKDB_TYPE_DOUBLE:
+    case DUCKDB_TYPE_DECIMAL:
+        /* a DECIMAL always takes DOUBLE values (query_value_from_json) */
         if (v->kind == QUERY_VALUE_DOUBLE && strcmp(v->cast, "DOUBLE") == 0) {
             out->is_double = true;
             out->d = v->u.d;
             return true;
         }
-        if (v->kind != QUERY_VALUE_INT64 || strcmp(v->cast, "BIGINT"))
+        if (t == DUCKDB_TYPE_DECIMAL || v->kind != QUERY_VALUE_INT64 || strcmp(v->cast, "BIGINT"))
             return false;
         out->i = v->u.i;
         return true;

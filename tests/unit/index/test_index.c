@@ -6,6 +6,7 @@
  * say which row it is. */
 #include <duckdb.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,7 +305,8 @@ TEST(list_mode)
     CHECK_CONTAINS(g.json.buf, "\"name\":\"x142424\"");
     CHECK_EQ_STR(warn, "");
     index_fastpath_destroy(fp);
-    fp = build_opts("SELECT 1.5 AS d", CFG_INDEX_LIST, "d", 10, true, warn, sizeof warn, NULL, 0);
+    fp = build_opts("SELECT [1, 2] AS d", CFG_INDEX_LIST, "d", 10, true, warn, sizeof warn, NULL,
+                    0);
     CHECK(fp == NULL);
     CHECK_CONTAINS(warn, "cannot be indexed");
     fp = build_opts("SELECT 1 AS a", CFG_INDEX_LIST, "zz", 10, true, warn, sizeof warn, NULL, 0);
@@ -585,10 +587,10 @@ TEST(nowait_reads_of_a_cold_file)
 
 
 /* DuckDB's count for a WHERE clause (chunks, not duckdb_value_*). */
-static int64_t duck_count(const char *where)
+static int64_t duck_count_in(const char *table, const char *where)
 {
-    char sql[512];
-    snprintf(sql, sizeof sql, "SELECT count(*)::BIGINT FROM rt WHERE %s", where);
+    char sql[768];
+    snprintf(sql, sizeof sql, "SELECT count(*)::BIGINT FROM %s WHERE %s", table, where);
     duckdb_result res;
     int64_t n = -1;
     if (duckdb_query(con, sql, &res) == DuckDBSuccess) {
@@ -610,19 +612,26 @@ static const char *op_sql(enum index_range_op op)
                                                                                           : "<";
 }
 
-/* One comparison of the index's count with DuckDB's; false (reported) when
- * they differ. */
-static bool same_count(const struct index_fastpath *fp, size_t col,
-                       const struct index_range_term *t, size_t n, const char *where)
+/* One comparison of the index's count with DuckDB's count of `table`;
+ * false (reported) when they differ. */
+static bool same_count_in(const struct index_fastpath *fp, size_t col,
+                          const struct index_range_term *t, size_t n, const char *table,
+                          const char *where)
 {
     uint64_t got = UINT64_MAX;
     CHECK_EQ_INT(index_range_count(fp, col, t, n, false, &got), INDEX_FAST_DONE);
-    int64_t want = duck_count(where);
+    int64_t want = duck_count_in(table, where);
     if ((int64_t)got == want)
         return true;
     fprintf(stderr, "%s: index %llu, DuckDB %lld\n", where, (unsigned long long)got,
             (long long)want);
     return false;
+}
+
+static bool same_count(const struct index_fastpath *fp, size_t col,
+                       const struct index_range_term *t, size_t n, const char *where)
+{
+    return same_count_in(fp, col, t, n, "rt", where);
 }
 
 /* Range counts from sorted values: two bound searches give DuckDB's count for
@@ -726,6 +735,229 @@ TEST(range_counts)
     CHECK(build("SELECT * FROM rt", CFG_INDEX_NONE, NULL, 100000) == NULL);
 }
 
+/* A DECIMAL's double image is DuckDB's CAST(... AS DOUBLE), bit for bit, for
+ * every storage width and scale: small values, values past 2^53 (DuckDB
+ * splits them into integer part and fraction) and 128-bit ones (its own
+ * int128 -> double). */
+TEST(decimal_images_match_duckdb)
+{
+    static const struct {
+        int w, sc;
+    } types[] = {{4, 0},   {4, 1},   {4, 4},   {9, 3},   {9, 9},   {18, 0},  {18, 2},
+                 {18, 4},  {18, 9},  {18, 15}, {18, 16}, {18, 17}, {18, 18}, {38, 0},
+                 {38, 2},  {38, 10}, {38, 17}, {38, 18}, {38, 22}, {38, 23}, {38, 30},
+                 {38, 38}};
+    int bad = 0, n = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0] && bad < 5; ti++) {
+        int w = types[ti].w, sc = types[ti].sc;
+        {
+            /* raw integers: small, random up to the width, around 2^53 */
+            char sql[1024];
+            /* the decimal from its text: r / 10^sc */
+            snprintf(sql, sizeof sql,
+                     "SELECT v, v::DOUBLE FROM (SELECT CASE i %% 3 WHEN 0 THEN "
+                     "(hash(i) %% 20001)::HUGEINT - 10000 WHEN 1 THEN "
+                     "((hash(i) >> 1)::HUGEINT * (hash(i * 7) >> (hash(i) %% 64))::HUGEINT) %% "
+                     "(10::HUGEINT ** %d)::HUGEINT ELSE 9007199254740992::HUGEINT + i %% 9 - 4 "
+                     "END * (CASE WHEN i %% 2 = 0 THEN 1 ELSE -1 END) AS r FROM range(1500) t(i)), "
+                     "LATERAL (SELECT abs(r)::VARCHAR AS a), LATERAL (SELECT TRY_CAST("
+                     "(CASE WHEN r < 0 THEN '-' ELSE '' END) || lpad(a, %d + 1, '0')[1:-%d-1] || "
+                     "'.' || lpad(a, %d + 1, '0')[-%d:] AS DECIMAL(%d,%d)) AS v) "
+                     "WHERE v IS NOT NULL",
+                     w, sc, sc, sc, sc > 0 ? sc : 1, w, sc);
+            if (sc == 0)
+                snprintf(sql, sizeof sql,
+                         "SELECT v, v::DOUBLE FROM (SELECT TRY_CAST(CASE i %% 2 WHEN 0 THEN "
+                         "(hash(i) %% 20001)::HUGEINT - 10000 ELSE "
+                         "((hash(i) >> 1)::HUGEINT * (hash(i * 7) >> (hash(i) %% 64))::HUGEINT) "
+                         "%% (10::HUGEINT ** %d)::HUGEINT END AS DECIMAL(%d,0)) AS v "
+                         "FROM range(1500) t(i)) WHERE v IS NOT NULL",
+                         w, w);
+            duckdb_result res;
+            if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
+                fprintf(stderr, "%s\n", duckdb_result_error(&res));
+                duckdb_destroy_result(&res);
+                bad++;
+                continue;
+            }
+            duckdb_data_chunk c;
+            while ((c = duckdb_fetch_chunk(res)) != NULL) {
+                duckdb_vector v0 = duckdb_data_chunk_get_vector(c, 0);
+                const double *want = duckdb_vector_get_data(duckdb_data_chunk_get_vector(c, 1));
+                const void *raw = duckdb_vector_get_data(v0);
+                for (idx_t r = 0; r < duckdb_data_chunk_get_size(c); r++) {
+                    double got = w == 4    ? ix_decimal_double(((const int16_t *)raw)[r], sc)
+                                 : w == 9  ? ix_decimal_double(((const int32_t *)raw)[r], sc)
+                                 : w == 18 ? ix_decimal_double(((const int64_t *)raw)[r], sc)
+                                           : ix_decimal128_double(((const duckdb_hugeint *)raw)[r], sc);
+                    n++;
+                    if (memcmp(&got, &want[r], sizeof got) != 0 && bad++ < 5)
+                        fprintf(stderr, "DECIMAL(%d,%d): DuckDB %.17g, ours %.17g\n", w, sc,
+                                want[r], got);
+                }
+                duckdb_destroy_data_chunk(&c);
+            }
+            duckdb_destroy_result(&res);
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(n > 20000);
+}
+
+/* Range counts on TIMESTAMP_S/MS/NS, DECIMAL (every storage width) and FLOAT
+ * columns equal DuckDB's for the bounds the query layer sends them: a
+ * TIMESTAMP bound (compared as TIMESTAMP) against TIMESTAMP_S/MS, a
+ * TIMESTAMP_NS one against TIMESTAMP_NS, DOUBLE against DECIMAL, FLOAT
+ * against FLOAT (NaN above +inf, -0 equal to +0, ties on the values). */
+TEST(range_counts_more_types)
+{
+    CHECK(duckdb_query(
+              con,
+              "CREATE OR REPLACE TABLE rm AS SELECT i AS r, "
+              "CASE WHEN i % 13 = 0 THEN NULL WHEN i % 97 = 0 THEN 'infinity'::TIMESTAMP_S "
+              "WHEN i % 89 = 0 THEN '-infinity'::TIMESTAMP_S ELSE (TIMESTAMP '2024-01-01' + "
+              "to_seconds((hash(i) % 5000)::BIGINT))::TIMESTAMP_S END AS ts_s, "
+              "CASE WHEN i % 11 = 0 THEN NULL WHEN i % 97 = 0 THEN 'infinity'::TIMESTAMP_MS "
+              "ELSE (TIMESTAMP '2024-01-01' + "
+              "to_milliseconds((hash(i) % 5000000)::BIGINT))::TIMESTAMP_MS END AS ts_ms, "
+              "CASE WHEN i % 7 = 0 THEN NULL ELSE make_timestamp_ns(1704067200000000000 + "
+              "(hash(i) % 5000000000)::BIGINT) END AS ts_ns, "
+              "CAST(CAST((hash(i) % 2001)::BIGINT - 1000 AS DECIMAL(18,0)) * 0.1 AS DECIMAL(4,1)) "
+              "AS d4, "
+              "CAST(CAST((hash(i * 3) % 2000001)::BIGINT - 1000000 AS DECIMAL(18,0)) * 0.001 AS "
+              "DECIMAL(9,3)) AS d9, "
+              "CASE WHEN i % 5 = 0 THEN NULL ELSE CAST(CAST(CASE WHEN i % 2 = 0 THEN "
+              "(hash(i * 5) % 20001)::BIGINT - 10000 ELSE (hash(i * 5) % 1999999999999999999)"
+              "::BIGINT - 999999999999999999 END AS DECIMAL(18,0)) * 0.0001 AS DECIMAL(18,4)) END "
+              "AS d18, "
+              "CAST(CAST((hash(i * 11) >> (hash(i) % 40))::HUGEINT * 1000003 - 500000 AS "
+              "DECIMAL(38,0)) * 0.0000000001 AS DECIMAL(38,10)) AS d38, "
+              "CASE i % 10 WHEN 0 THEN 'NaN'::FLOAT WHEN 1 THEN -0.0::FLOAT WHEN 2 THEN "
+              "'inf'::FLOAT WHEN 3 THEN '-inf'::FLOAT WHEN 4 THEN NULL WHEN 5 THEN "
+              "(16777216 + i % 3)::FLOAT ELSE (((hash(i) % 2001)::BIGINT - 1000) / 8.0)::FLOAT "
+              "END AS flt FROM range(8000) t(i)",
+              NULL) == DuckDBSuccess);
+    struct index_fastpath *fp = build("SELECT * FROM rm", CFG_INDEX_AUTO, NULL, 100000);
+    CHECK(fp != NULL);
+    if (!fp)
+        return;
+    const struct vt_index *ix = index_fastpath_index(fp);
+    for (size_t c = 1; c <= 8; c++)
+        CHECK(index_has_range(ix, c));
+    /* bounds: values of the table (ties), their neighbours, and others */
+    double img[8][64];
+    {
+        duckdb_result res;
+        CHECK(duckdb_query(con, "SELECT d4::DOUBLE, d9::DOUBLE, d18::DOUBLE, d38::DOUBLE, "
+                                "flt::DOUBLE FROM rm WHERE r % 125 = 1 LIMIT 64",
+                           &res) == DuckDBSuccess);
+        duckdb_data_chunk ch = duckdb_fetch_chunk(res);
+        CHECK(ch && duckdb_data_chunk_get_size(ch) == 64);
+        for (size_t c = 0; ch && c < 5; c++) {
+            duckdb_vector v = duckdb_data_chunk_get_vector(ch, c);
+            uint64_t *valid = duckdb_vector_get_validity(v);
+            for (size_t k = 0; k < 64; k++)
+                img[c][k] = !valid || duckdb_validity_row_is_valid(valid, k)
+                                ? ((const double *)duckdb_vector_get_data(v))[k]
+                                : 0.5;
+        }
+        if (ch)
+            duckdb_destroy_data_chunk(&ch);
+        duckdb_destroy_result(&res);
+    }
+    static const enum index_range_op ops[] = {INDEX_RANGE_GE, INDEX_RANGE_GT, INDEX_RANGE_LE,
+                                              INDEX_RANGE_LT};
+    static const char *const names[] = {"ts_s", "ts_ms", "ts_ns", "d4", "d9", "d18", "d38", "flt"};
+    unsigned seed = 4242;
+    int bad = 0;
+    for (int k = 0; k < 40 && bad < 5; k++) {
+        /* one DuckDB query a round: a count for each column */
+        char where[8][512];
+        uint64_t got[8];
+        for (size_t c = 1; c <= 8; c++) {
+            struct index_range_term t[2];
+            size_t n = 1 + (size_t)(rand_r(&seed) % 2);
+            int w = 0;
+            for (size_t j = 0; j < n; j++) {
+                t[j] = (struct index_range_term){.op = ops[rand_r(&seed) % 4]};
+                int r = rand_r(&seed) % 10;
+                char lit[128];
+                if (c <= 2) {
+                    /* microseconds: on the second (ms), off it, outside */
+                    int64_t us = (int64_t)(rand_r(&seed) % 5200000) * (c == 1 ? 1000 : 1) -
+                                 100000 * (c == 1 ? 1000 : 1);
+                    if (r < 4)
+                        us -= us % (c == 1 ? 1000000 : 1000);
+                    else if (r == 4)
+                        us += 1;
+                    t[j].i = 1704067200000000LL + us;
+                    snprintf(lit, sizeof lit, "make_timestamp(%lld)", (long long)t[j].i);
+                } else if (c == 3) {
+                    int64_t ns = (int64_t)(rand_r(&seed) % 520000) * 10000 +
+                                 (r < 5 ? rand_r(&seed) % 10000 : 0) - 100000000;
+                    t[j].i = 1704067200000000000LL + ns;
+                    snprintf(lit, sizeof lit, "make_timestamp_ns(%lld)", (long long)t[j].i);
+                } else {
+                    t[j].is_double = true;
+                    double d = img[c - 4][rand_r(&seed) % 64];
+                    if (r == 0)
+                        d = nextafter(d, 1e300);
+                    else if (r == 1)
+                        d = nextafter(d, -1e300);
+                    else if (r == 2)
+                        d = (rand_r(&seed) % 4000 - 2000) / 7.0;
+                    else if (r == 3)
+                        d = rand_r(&seed) % 2 ? 0.1 : -0.0;
+                    else if (r == 4 && c == 8)
+                        d = rand_r(&seed) % 2 ? 16777217.0 : 1.0 / 0.0;
+                    t[j].d = d;
+                    if (r == 5 && c == 8) { /* an integer against FLOAT: cast to FLOAT */
+                        t[j].is_double = false;
+                        t[j].i = 16777215 + rand_r(&seed) % 5;
+                        snprintf(lit, sizeof lit, "CAST(%lld AS FLOAT)", (long long)t[j].i);
+                    } else if (isinf(d)) {
+                        snprintf(lit, sizeof lit, "CAST('%sinf'::DOUBLE AS %s)", d < 0 ? "-" : "",
+                                 c == 8 ? "FLOAT" : "DOUBLE");
+                    } else {
+                        /* from text: a bare 0.054599999999999996 is a DECIMAL
+                         * literal, and its DOUBLE is not always the same */
+                        snprintf(lit, sizeof lit, "CAST('%.17g'::DOUBLE AS %s)", d,
+                                 c == 8 ? "FLOAT" : "DOUBLE");
+                    }
+                }
+                w += snprintf(where[c - 1] + w, sizeof where[0] - (size_t)w, "%s%s %s %s",
+                              j ? " AND " : "", names[c - 1], op_sql(t[j].op), lit);
+            }
+            got[c - 1] = UINT64_MAX;
+            CHECK_EQ_INT(index_range_count(fp, c, t, n, false, &got[c - 1]), INDEX_FAST_DONE);
+        }
+        struct strbuf q;
+        sb_init(&q, 0);
+        for (size_t c = 0; c < 8; c++)
+            sb_addf(&q, "%scount(*) FILTER (WHERE %s)::BIGINT", c ? ", " : "SELECT ", where[c]);
+        sb_adds(&q, " FROM rm");
+        duckdb_result res;
+        duckdb_data_chunk ch = NULL;
+        if (duckdb_query(con, q.buf, &res) == DuckDBSuccess)
+            ch = duckdb_fetch_chunk(res);
+        else
+            fprintf(stderr, "%s\n", duckdb_result_error(&res));
+        CHECK(ch != NULL);
+        for (size_t c = 0; ch && c < 8; c++) {
+            int64_t want = ((int64_t *)duckdb_vector_get_data(duckdb_data_chunk_get_vector(ch, c)))[0];
+            if ((int64_t)got[c] != want && bad++ < 5)
+                fprintf(stderr, "%s: index %llu, DuckDB %lld\n", where[c],
+                        (unsigned long long)got[c], (long long)want);
+        }
+        if (ch)
+            duckdb_destroy_data_chunk(&ch);
+        duckdb_destroy_result(&res);
+        sb_release(&q);
+    }
+    CHECK_EQ_INT(bad, 0);
+    index_fastpath_destroy(fp);
+}
+
 int main(void)
 {
     duckdb_open(NULL, &db);
@@ -735,7 +967,8 @@ int main(void)
         TEST_CASE(list_mode), TEST_CASE(equality_index_and_of_ors),
         TEST_CASE(empty_string_first_key), TEST_CASE(pages_and_bounds),
         TEST_CASE(cells_match_the_json_encoder), TEST_CASE(long_values), TEST_CASE(memory_budget),
-        TEST_CASE(nowait_reads_of_a_cold_file), TEST_CASE(range_counts)};
+        TEST_CASE(nowait_reads_of_a_cold_file), TEST_CASE(range_counts),
+        TEST_CASE(decimal_images_match_duckdb), TEST_CASE(range_counts_more_types)};
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
     char dir[] = "/tmp/vt-test-index-XXXXXX";
     store_dir = mkdtemp(dir);
