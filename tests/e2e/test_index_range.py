@@ -1,9 +1,12 @@
 """Range counts from the index (issue 24, bench line 7): /count with
-comparisons on one integer, DOUBLE, DATE, TIMESTAMP or TIMESTAMPTZ column is
-answered from the column's sorted values, and must equal DuckDB's count for
-every input: the same file served with index.mode = "none" (DuckDB answers)
-and /sql count(*) are the references. NULLs, NaN, -0, infinities, equal
-bounds, empty ranges, bounds outside the data and time-zone offsets are in."""
+comparisons on one integer, DOUBLE, FLOAT, DECIMAL, DATE, TIMESTAMP (any
+unit) or TIMESTAMPTZ column is answered from the column's sorted values, and
+must equal DuckDB's count for every input: the same file served with
+index.mode = "none" (DuckDB answers) and /sql count(*) are the references.
+NULLs, NaN, -0, infinities, equal bounds, empty ranges, bounds outside the
+data or the type's range and time-zone offsets are in. (A Parquet file's
+millisecond timestamps read as TIMESTAMP; nanosecond ones, what pandas
+writes, as TIMESTAMP_NS.)"""
 import datetime
 import random
 import time
@@ -33,7 +36,22 @@ def srv(tmp_path_factory):
                            ELSE ((hash(i) % 20001)::BIGINT - 10000) / 8.0 END AS d,
                CASE WHEN i % 19 = 0 THEN NULL ELSE (hash(i * 5) % 2001)::BIGINT - 1000 END AS n,
                (hash(i * 7) % 60000)::USMALLINT AS u,
-               i % 2 = 0 AS flag
+               i % 2 = 0 AS flag,
+               CASE WHEN i % 23 = 0 THEN NULL
+                    ELSE make_timestamp_ns({T0}000000000 + (hash(i * 11) % 31536000000)::BIGINT
+                                           * 1000000 + i % 1000 * 1001)
+               END AS ts_ns,
+               CAST(CAST((hash(i * 13) % 200001)::BIGINT - 100000 AS DECIMAL(18,0)) * 0.01
+                    AS DECIMAL(18,2)) AS dec18,
+               CASE WHEN i % 29 = 0 THEN NULL
+                    ELSE CAST(CAST((hash(i * 17) >> (hash(i) % 50))::HUGEINT - 1000000
+                                   AS DECIMAL(38,0)) * 0.0000000001 AS DECIMAL(38,10))
+               END AS dec38,
+               CASE i % 12 WHEN 0 THEN 'NaN'::FLOAT WHEN 1 THEN -0.0::FLOAT
+                           WHEN 2 THEN 'inf'::FLOAT WHEN 3 THEN '-inf'::FLOAT WHEN 4 THEN NULL
+                           WHEN 5 THEN (hash(i) % 1000 / 10.0)::FLOAT
+                           WHEN 6 THEN (16777216 + i % 3)::FLOAT
+                           ELSE (((hash(i * 19) % 2001)::BIGINT - 1000) / 8.0)::FLOAT END AS flt
         FROM range({ROWS}) t(i)""")
     cfg = (server_block() + "[sql]\nenabled = true\n" + dataset_block("t", path)
            + dataset_block("plain", path, **{"index.mode": "none"}))
@@ -211,9 +229,118 @@ def test_status_reports_the_sorted_values(srv):
     st = srv.get("/api/v1/datasets/t/status").json()
     ix = st["index"]
     assert ix["state"] == "ready", st
-    # ts, tstz, day, d, n, u, id: 8 bytes a non-NULL value
-    nulls = sum((ROWS + m - 1) // m for m in (13, 11, 17, 19)) + ROWS // 10
-    assert ix["sorted_bytes"] == 8 * (7 * ROWS - nulls), ix
+    # ts, tstz, day, d, n, u, id, ts_ns, dec18, dec38, flt: 8 bytes a
+    # non-NULL value
+    nulls = (sum((ROWS + m - 1) // m for m in (13, 11, 17, 19, 23, 29)) + ROWS // 10
+             + (ROWS + 7) // 12)
+    assert ix["sorted_bytes"] == 8 * (11 * ROWS - nulls), ix
     assert ix["disk_bytes"] >= ix["row_store_bytes"] + ix["sorted_bytes"], ix
     log = srv.log()
     assert "ts (%d values, sorted values for ranges" % (ROWS - (ROWS + 12) // 13) in log, log[-3000:]
+
+
+def iso_ns(ns, offset_min=0, trim=False):
+    """ns since the epoch as ISO text: nine fraction digits (fewer: trim)."""
+    text = iso(ns // 1000 - ns // 1000 % 1000000, offset_min)
+    frac = ns % 1000000000
+    if frac:
+        digits = "%09d" % frac
+        text = text[:19] + "." + (digits.rstrip("0") if trim else digits) + text[19:]
+    return text
+
+
+def test_timestamp_ns_ranges_equal_duckdb(srv):
+    """A pandas-written timestamp[ns]: bounds to the nanosecond, offsets,
+    dates alone, and years past TIMESTAMP_NS's range (DuckDB's 400)."""
+    rng = random.Random(10)
+    span = 365 * 86400 * 10**9
+
+    def value():
+        k = rng.random()
+        trim = rng.random() < 0.5
+        ns = T0 * 10**9 + rng.randrange(-span // 10, span + span // 10)
+        if k < 0.1:
+            return iso_ns(ns - ns % (86400 * 10**9))[:10]
+        if k < 0.2:
+            return iso_ns(ns, rng.choice([-300, 60, 330]), trim)
+        if k < 0.25:
+            return rng.choice(["1600-01-01", "2300-01-01", "1677-09-22", "2262-04-11T23:47:16",
+                               "1970-01-01", "2024-05-05T05:05:05.000000001"])
+        if k < 0.35:
+            return iso_ns(ns - ns % 1000, trim=trim)  # microseconds
+        return iso_ns(ns, trim=trim)
+    answered = 0
+    for _ in range(120):
+        r = same(srv, preds_for(rng, "ts_ns", value))
+        answered += from_index(r)
+    assert answered > 70
+    # a value of the column to the nanosecond, and one nanosecond either side
+    row = srv.post("/api/v1/datasets/t/query", {"predicates": [{"col": "id", "op": "eq",
+                                                                "val": 6}]}).json()["data"][0]
+    v = row["ts_ns"]
+    assert len(v) == 29, v  # 2024-..T..:..:..fffffffff
+    for op in OPS1:
+        r = same(srv, [{"col": "ts_ns", "op": op, "val": v}])
+        assert from_index(r)
+    assert same(srv, [{"col": "ts_ns", "op": "eq", "val": v}]).json()["count"] >= 1
+    r = same(srv, [{"col": "ts_ns", "op": "gt", "val": "2300-01-01"}])
+    assert r.status_code == 400
+    q = srv.post("/api/v1/sql", {"sql": "SELECT count(*) AS c FROM t WHERE ts_ns BETWEEN "
+                                 "TIMESTAMP_NS '2024-03-01 00:00:00.000000001' AND "
+                                 "TIMESTAMP_NS '2024-06-30 23:59:59.999999999'"})
+    r = same(srv, [{"col": "ts_ns", "op": "between",
+                    "val": ["2024-03-01T00:00:00.000000001", "2024-06-30T23:59:59.999999999"]}])
+    assert from_index(r) and q.json()["data"][0]["c"] == r.json()["count"]
+
+
+def test_decimal_and_float_ranges_equal_duckdb(srv):
+    """DECIMAL money columns (Spark's DECIMAL(18,2), DECIMAL(38,10)) and FLOAT:
+    bounds on the values (ties), between them, integers, and past FLOAT's
+    range (DuckDB's 400)."""
+    rng = random.Random(11)
+
+    def dec18_value():
+        k = rng.random()
+        if k < 0.1:
+            return rng.choice([0, -0.0, 1e19, -1e19, 1e300, 999.99, -1000, 0.005])
+        if k < 0.4:
+            return rng.randrange(-1100, 1100)
+        if k < 0.8:
+            return rng.randrange(-110000, 110000) / 100  # a value of the column's grid
+        return rng.randrange(-1100000, 1100000) / 1000
+
+    def dec38_value():
+        k = rng.random()
+        if k < 0.1:
+            return rng.choice([0, 1e300, -1e-4, 1e9, 1e15])
+        if k < 0.6:
+            return rng.randrange(-10**7, 10**7) / 10**10 * rng.choice([1, 1000, 10**6])
+        return rng.randrange(-10**6, 10**6) / 10**4
+
+    def flt_value():
+        k = rng.random()
+        if k < 0.15:
+            return rng.choice([0.1, -0.0, 0, 16777217, 16777216.5, 3.4e38, -3.4e38, 3.5e38, 1e-50])
+        if k < 0.45:
+            return rng.randrange(0, 1000) / 10  # 0.1-steps: rounded to FLOAT like the column
+        if k < 0.7:
+            return rng.randrange(-1100, 1100)
+        return rng.randrange(-10000, 10000) / 64
+    answered = 0
+    for _ in range(70):
+        for col, value in (("dec18", dec18_value), ("dec38", dec38_value), ("flt", flt_value)):
+            r = same(srv, preds_for(rng, col, value))
+            answered += from_index(r)
+    assert answered > 150
+    r = same(srv, [{"col": "flt", "op": "eq", "val": 0.1}])
+    assert from_index(r)
+    total = srv.post("/api/v1/sql", {"sql": "SELECT count(*) AS c FROM t "
+                                     "WHERE flt = CAST(0.1 AS FLOAT)"}).json()["data"][0]["c"]
+    assert total > 0 and r.json()["count"] == total
+    r = same(srv, [{"col": "flt", "op": "gt", "val": 3.5e38}])
+    assert r.status_code == 400
+    r = same(srv, [{"col": "dec18", "op": "between", "val": [-12.5, 250.75]}])
+    assert from_index(r)
+    q = srv.post("/api/v1/sql", {"sql": "SELECT count(*) AS c FROM t "
+                                 "WHERE dec18 BETWEEN -12.5 AND 250.75"})
+    assert q.json()["data"][0]["c"] == r.json()["count"]
