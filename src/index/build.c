@@ -489,7 +489,9 @@ struct index_fastpath *index_builder_finish(struct index_builder *b, char *note,
     for (size_t i = 0; i < b->n_cols; i++) {
         if (!b->sorted[i])
             continue;
-        fp->index->sorted[i] = ix_sorted_builder_finish(b->sorted[i], &fp->store);
+        /* a monotone column's frames are its sorted values already */
+        if (!fp->index->by_col[i] || fp->index->by_col[i]->kind != IX_FRAMES)
+            fp->index->sorted[i] = ix_sorted_builder_finish(b->sorted[i], &fp->store);
         ix_sorted_builder_free(b->sorted[i]);
         b->sorted[i] = NULL;
     }
@@ -656,7 +658,8 @@ void index_fastpath_describe(const struct index_fastpath *fp, struct strbuf *out
 
 bool index_has_range(const struct vt_index *ix, size_t col)
 {
-    return ix && col < ix->n_cols && ix->sorted[col] != NULL;
+    return ix && col < ix->n_cols &&
+           (ix->sorted[col] != NULL || (ix->by_col[col] && ix->by_col[col]->kind == IX_FRAMES));
 }
 
 enum index_fast index_range_count(const struct index_fastpath *fp, size_t col,
@@ -666,7 +669,13 @@ enum index_fast index_range_count(const struct index_fastpath *fp, size_t col,
     const struct vt_index *ix = fp ? fp->index : NULL;
     if (!index_has_range(ix, col))
         return INDEX_FAST_NO;
-    enum ix_read rd = ix_sorted_count(ix->sorted[col], ix->store, terms, n_terms, nowait, out);
+    const struct ix_sorted *sc = ix->sorted[col];
+    uint64_t lo, hi;
+    *out = 0;
+    if (!ix_range_keys(sc ? sc->type : ix->by_col[col]->type, terms, n_terms, &lo, &hi))
+        return INDEX_FAST_DONE;
+    enum ix_read rd = sc ? ix_sorted_count(sc, ix->store, lo, hi, nowait, out)
+                         : ix_frames_count(ix->by_col[col], ix->store, lo, hi, nowait, out);
     return rd == IX_READ_OK ? INDEX_FAST_DONE
            : rd == IX_READ_WOULD_BLOCK ? INDEX_FAST_ELSEWHERE : INDEX_FAST_NO;
 }

@@ -61,6 +61,10 @@ int ix_keys_add_vector(struct ix_keys_builder *k, duckdb_vector vec, size_t base
  * column that does not look like identifiers, when `picky`); -1 error. */
 int ix_keys_builder_finish(struct ix_keys_builder *k, size_t n_rows, struct ix_store *store,
                            bool picky);
+/* Rows of a frames column (IX_FRAMES) with keys in [lo, hi]: frames are
+ * sorted values already, in table order. */
+enum ix_read ix_frames_count(const struct index_column *c, const struct ix_store *store,
+                             uint64_t lo, uint64_t hi, bool nowait, uint64_t *out);
 enum ix_read ix_keys_lookup(const struct index_column *c, const struct ix_store *store,
                             const struct index_key *key, size_t limit, bool nowait,
                             struct ix_hits *out, bool *out_over);
@@ -78,9 +82,14 @@ int ix_sorted_builder_add(struct ix_sorted_builder *b, duckdb_vector vec, size_t
 struct ix_sorted *ix_sorted_builder_finish(struct ix_sorted_builder *b, struct ix_store *store);
 void ix_sorted_free(struct ix_sorted *c);
 uint64_t ix_sorted_key_double(double d);
-enum ix_read ix_sorted_count(const struct ix_sorted *c, const struct ix_store *store,
-                             const struct index_range_term *terms, size_t n_terms, bool nowait,
-                             uint64_t *out);
+/* The terms' AND as one interval [*lo, *hi] of keys of a column of type t
+ * (sorted values' keys; frames' keys for an integer column); false when no
+ * value satisfies it. */
+bool ix_range_keys(duckdb_type t, const struct index_range_term *terms, size_t n_terms,
+                   uint64_t *lo, uint64_t *hi);
+/* Values with keys in [lo, hi]. */
+enum ix_read ix_sorted_count(const struct ix_sorted *c, const struct ix_store *store, uint64_t lo,
+                             uint64_t hi, bool nowait, uint64_t *out);
 
 /* rowstore.c */
 void ix_col_setup(struct ix_col *c, duckdb_logical_type t);

@@ -308,6 +308,63 @@ static enum ix_read frames_lookup(const struct index_column *c, const struct ix_
     return rd;
 }
 
+/* The first row whose key is >= x (n_values when none): frame f, the last
+ * whose first key is below x, holds it or it is the next frame's first row. */
+static enum ix_read frames_lower_bound(const struct index_column *c, const struct ix_store *store,
+                                       uint64_t x, bool nowait, size_t *out)
+{
+    size_t a = 0, z = c->n_frames;
+    while (a < z) {
+        size_t mid = a + (z - a) / 2;
+        if (c->frame_key[mid] < x)
+            a = mid + 1;
+        else
+            z = mid;
+    }
+    if (a == 0) {
+        *out = 0;
+        return IX_READ_OK;
+    }
+    size_t f = a - 1, first = f * IX_FRAME_ROWS;
+    size_t m = c->n_values - first < IX_FRAME_ROWS ? c->n_values - first : IX_FRAME_ROWS;
+    uint64_t off = c->frame_off[f], len = c->frame_off[f + 1] - off;
+    unsigned char p[1 + IX_FRAME_ROWS * 8 + 16];
+    if (len < 1 || len + 16 > sizeof p)
+        return IX_READ_ERROR;
+    memset(p + len, 0, 16);
+    enum ix_read rd = ix_store_read(store, off, len, p, nowait);
+    if (rd != IX_READ_OK)
+        return rd;
+    unsigned w = p[0];
+    if (w > 64 || len < 1 + ((m - 1) * w + 7) / 8)
+        return IX_READ_ERROR;
+    uint64_t v = c->frame_key[f];
+    for (size_t i = 1; i < m; i++) {
+        v += get_bits(p + 1, (uint64_t)(i - 1) * w, w);
+        if (v >= x) {
+            *out = first + i;
+            return IX_READ_OK;
+        }
+    }
+    *out = first + m;
+    return IX_READ_OK;
+}
+
+enum ix_read ix_frames_count(const struct index_column *c, const struct ix_store *store,
+                             uint64_t lo, uint64_t hi, bool nowait, uint64_t *out)
+{
+    *out = 0;
+    if (lo > hi || c->n_values == 0)
+        return IX_READ_OK;
+    size_t a, z = c->n_values;
+    enum ix_read rd = frames_lower_bound(c, store, lo, nowait, &a);
+    if (rd == IX_READ_OK && hi != UINT64_MAX)
+        rd = frames_lower_bound(c, store, hi + 1, nowait, &z);
+    if (rd == IX_READ_OK)
+        *out = z > a ? z - a : 0;
+    return rd;
+}
+
 /* -------------------------------------------------------- hash buckets */
 
 struct entry {

@@ -385,19 +385,25 @@ static enum ix_read lower_bound(const struct ix_sorted *c, const struct ix_store
     return IX_READ_OK;
 }
 
-enum ix_read ix_sorted_count(const struct ix_sorted *c, const struct ix_store *store,
-                             const struct index_range_term *terms, size_t n_terms, bool nowait,
-                             uint64_t *out)
+bool ix_range_keys(duckdb_type t, const struct index_range_term *terms, size_t n_terms,
+                   uint64_t *lo, uint64_t *hi)
 {
-    uint64_t lo = 0, hi = UINT64_MAX;
-    *out = 0;
+    *lo = 0;
+    *hi = UINT64_MAX;
     for (size_t i = 0; i < n_terms; i++) {
         uint64_t l, h;
-        if (!bound_keys(c->type, &terms[i], &l, &h))
-            return IX_READ_OK;
-        lo = l > lo ? l : lo;
-        hi = h < hi ? h : hi;
+        if (!bound_keys(t, &terms[i], &l, &h))
+            return false;
+        *lo = l > *lo ? l : *lo;
+        *hi = h < *hi ? h : *hi;
     }
+    return *lo <= *hi;
+}
+
+enum ix_read ix_sorted_count(const struct ix_sorted *c, const struct ix_store *store, uint64_t lo,
+                             uint64_t hi, bool nowait, uint64_t *out)
+{
+    *out = 0;
     if (lo > hi || c->n == 0)
         return IX_READ_OK;
     size_t a, z = c->n;
