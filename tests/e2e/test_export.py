@@ -255,6 +255,36 @@ def test_ranges(vt, datadir, tmp_path):
     joined.write_bytes(b"".join(parts))
     assert joined.read_bytes() == full
     assert same_rows(joined, s.src) == 20000
+    # A small range (how Parquet readers start: the footer) comes in one TCP
+    # segment, head and bytes together, as from nginx with tcp_nopush (before:
+    # the head was pushed alone, then the bytes: always two).
+    segs = [data_segments(s, P, "bytes=-8", full[-8:]) for _ in range(5)]
+    # (min: a loop thread descheduled for 200 ms between its two calls would
+    # let the kernel send the held head alone)
+    assert min(segs) == 1 and max(segs) <= 2, segs
+
+
+def data_segments(s, path, rng, want):
+    """Data segments the client's socket received for one GET with this
+    Range (TCP_INFO tcpi_data_segs_in, Linux >= 4.6), on a fresh connection."""
+    with socket.create_connection(("127.0.0.1", s.port), timeout=30) as c:
+        def segs_in():
+            info = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+            assert len(info) >= 156, "TCP_INFO without tcpi_data_segs_in"
+            return int.from_bytes(info[152:156], "little")
+
+        before = segs_in()
+        c.sendall(f"GET {s.prefix}{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: {rng}\r\n"
+                  f"Connection: close\r\n\r\n".encode())
+        data = b""
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            data += b
+        head, body = data.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 206 ") and body == want, head
+        return segs_in() - before
 
 
 def test_conditional_requests_and_resume_across_reload(vt, datadir, tmp_path):
