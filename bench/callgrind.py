@@ -61,6 +61,24 @@ SCENARIOS = {
     "count_range": ("POST", "/api/v1/datasets/d/count",
                     {"predicates": [{"col": "ts", "op": "between",
                                      "val": ["2024-02-01T00:00:00", "2024-03-01T00:00:00"]}]}),
+    # Range counts on the types pandas and Spark files carry (a "w"
+    # dataset of its own, loaded only when one of these is measured):
+    # timestamp[ns], DECIMAL(18,2) money, DECIMAL(38,10), FLOAT; and on the
+    # monotone id, which its frames answer.
+    "count_range_ns": ("POST", "/api/v1/datasets/w/count",
+                       {"predicates": [{"col": "ts_ns", "op": "between",
+                                        "val": ["2024-02-01T00:00:00.000000001",
+                                                "2024-03-01T00:00:00"]}]}),
+    "count_range_decimal": ("POST", "/api/v1/datasets/w/count",
+                            {"predicates": [{"col": "amount", "op": "gte", "val": 120.5},
+                                            {"col": "amount", "op": "lt", "val": 640}]}),
+    "count_range_decimal38": ("POST", "/api/v1/datasets/w/count",
+                              {"predicates": [{"col": "big", "op": "between",
+                                               "val": [-0.25, 0.75]}]}),
+    "count_range_float": ("POST", "/api/v1/datasets/w/count",
+                          {"predicates": [{"col": "score", "op": "gt", "val": 0.1}]}),
+    "count_range_id": ("POST", "/api/v1/datasets/d/count",
+                       {"predicates": [{"col": "id", "op": "between", "val": [1000, 30000]}]}),
     # The same lookup over many ids (make bench's wrk sends random ones):
     # each request reads another row block of the row store, cold in the
     # block cache, as the repeated 4242 of point_index is not.
@@ -128,6 +146,26 @@ def make_data(build, path):
     subprocess.run([str(REPO / "build" / "vt-sql"), sql], check=True, capture_output=True)
 
 
+def make_types_data(build, path):
+    if path.exists():
+        return
+    sql = (f"COPY (SELECT range + 1 AS id, "
+           f"make_timestamp_ns(1704067200000000000 + (hash(range * 13) % 31536000000000)::BIGINT "
+           f"* 1000 + range % 1000) AS ts_ns, "
+           f"CAST(CAST((hash(range * 7) % 100000)::BIGINT AS DECIMAL(18,0)) * 0.01 "
+           f"AS DECIMAL(18,2)) AS amount, "
+           f"CAST(CAST((hash(range * 3) % 2000000)::BIGINT - 1000000 AS DECIMAL(38,0)) "
+           f"* 0.000001 AS DECIMAL(38,10)) AS big, "
+           f"((hash(range * 5) % 10000) / 1000.0)::FLOAT AS score "
+           f"FROM range(50000)) TO '{path}' (FORMAT parquet)")
+    subprocess.run([str(REPO / "build" / "vt-sql"), sql], check=True, capture_output=True)
+
+
+def uses_types(only):
+    return only is None or any(SCENARIOS[n][1].startswith("/api/v1/datasets/w/")
+                               for n in only if n in SCENARIOS)
+
+
 def request(conn, method, path, body, extra=None):
     data = json.dumps(body).encode() if body is not None else None
     headers = {"Content-Type": "application/json"} if data else {}
@@ -193,7 +231,7 @@ class PgConn:
             raise RuntimeError(f"pgwire: {sql}: no rows")
 
 
-def measure(build, data, n, only, issuer=None):
+def measure(build, data, n, only, issuer=None, types_data=None):
     work = Path(tempfile.mkdtemp(prefix="vt-callgrind-"))
     cfg = work / "datasets.toml"
     auth = ""
@@ -238,7 +276,12 @@ name = "d"
 source.kind = "parquet"
 source.location = "{data}"
 index.max_cardinality = 1000
-""")
+""" + (f"""
+[[dataset]]
+name = "w"
+source.kind = "parquet"
+source.location = "{types_data}"
+""" if types_data else ""))
     out = work / "callgrind.out"
     log = open(work / "log", "wb")
     env = dict(os.environ, VITRINE_LOG="info",
@@ -258,18 +301,21 @@ index.max_cardinality = 1000
         proc.kill()
         raise RuntimeError((work / "log").read_text(errors="replace"))
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    while True:  # published and the index built (the schema lists it)
-        conn.request("GET", "/api/v1/datasets/t/schema", headers=hdrs)
+    def get(path):
+        conn.request("GET", path, headers=hdrs)
         r = conn.getresponse()
-        body = r.read()
-        if r.status == 200 and b'"indexed":["id","category"]' in body:
-            conn.request("GET", "/api/v1/datasets/tl/schema", headers=hdrs)
-            r = conn.getresponse()
-            r.read()
-            conn.request("GET", "/api/v1/datasets/d/schema", headers=hdrs)
-            r2 = conn.getresponse()
-            b2 = r2.read()
-            if r.status == 200 and r2.status == 200 and b'"indexed":["category"]' in b2:
+        return r.status, r.read()
+
+    while True:  # published and the index built (the schema lists it)
+        st, body = get("/api/v1/datasets/t/schema")
+        if st == 200 and b'"indexed":["id","category"]' in body:
+            st, _ = get("/api/v1/datasets/tl/schema")
+            st2, b2 = get("/api/v1/datasets/d/schema")
+            ready = True
+            if types_data:
+                st3, b3 = get("/api/v1/datasets/w/status")
+                ready = st3 == 200 and json.loads(b3)["index"]["state"] == "ready"
+            if st == 200 and st2 == 200 and b'"indexed":["category"]' in b2 and ready:
                 break
         time.sleep(0.5)
     results = {}
@@ -343,13 +389,17 @@ def main():
     data = REPO / "bench" / "data" / "callgrind-50k-v2.parquet"
     data.parent.mkdir(parents=True, exist_ok=True)
     make_data(builds[0], data)
-    table = [measure(b, data, n, only) for b in builds]
+    types_data = None
+    if uses_types(only):
+        types_data = REPO / "bench" / "data" / "callgrind-50k-types-v1.parquet"
+        make_types_data(builds[0], types_data)
+    table = [measure(b, data, n, only, types_data=types_data) for b in builds]
     if bearer:
         sys.path.insert(0, str(REPO / "tests" / "e2e"))
         from oidc_issuer import Issuer
         with Issuer() as iss:
             for t, b in zip(table, builds):
-                t.update(measure(b, data, n, only, iss))
+                t.update(measure(b, data, n, only, iss, types_data))
     names = list(table[0])
     print(f"{'scenario':22} " + " ".join(f"{str(b)[-24:]:>26}" for b in builds) + "   change")
     for name in names:

@@ -1095,8 +1095,9 @@ const struct cfg_key cfg_schema[] = {
     {"dataset.index", "mode", CFG_T_ENUM, D(index_mode), .names = cfg_index_mode_names,
      .def = "\"auto\"",
      .doc = "\"auto\" indexes string, boolean and integer columns below max_cardinality, "
-            "and keeps the values of integer, DOUBLE, DATE, TIMESTAMP and TIMESTAMPTZ columns "
-            "sorted for range counts; \"list\" the listed columns; \"none\" nothing."},
+            "and keeps the values of number (integer, FLOAT, DOUBLE, DECIMAL), DATE and "
+            "timestamp columns sorted for range counts (a never-decreasing id's own key "
+            "structure serves instead); \"list\" the listed columns; \"none\" nothing."},
     {"dataset.index", "columns", CFG_T_STRVEC, D(index_columns), .def = "[]",
      .doc = "Columns to index when mode is \"list\"."},
     {"dataset.index", "max_cardinality", CFG_T_INT, D(index_max_cardinality),

@@ -87,6 +87,13 @@ uint64_t ix_sorted_key_double(double d);
  * value satisfies it. */
 bool ix_range_keys(duckdb_type t, const struct index_range_term *terms, size_t n_terms,
                    uint64_t *lo, uint64_t *hi);
+/* The first of n sorted positions of structure c whose key is >= x. */
+typedef enum ix_read (*ix_lower_bound_fn)(const void *c, const struct ix_store *store, uint64_t x,
+                                          bool nowait, size_t *out);
+/* Positions with keys in [lo, hi]: two lower bounds. */
+enum ix_read ix_count_between(ix_lower_bound_fn first_at, const void *c, size_t n,
+                              const struct ix_store *store, uint64_t lo, uint64_t hi, bool nowait,
+                              uint64_t *out);
 /* Values with keys in [lo, hi]. */
 enum ix_read ix_sorted_count(const struct ix_sorted *c, const struct ix_store *store, uint64_t lo,
                              uint64_t hi, bool nowait, uint64_t *out);

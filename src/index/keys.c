@@ -226,11 +226,9 @@ static inline uint64_t get_bits(const unsigned char *p, uint64_t bit, unsigned w
     return w == 64 ? v : v & (((uint64_t)1 << w) - 1);
 }
 
-static enum ix_read frames_lookup(const struct index_column *c, const struct ix_store *store,
-                                  uint64_t k, size_t limit, bool nowait, struct ix_hits *out,
-                                  bool *out_over)
+/* How many frames start with a key below k. */
+static size_t frames_below(const struct index_column *c, uint64_t k)
 {
-    /* frames [lo, hi) start with k; the run may begin in frame lo - 1 */
     size_t lo = 0, hi = c->n_frames;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -239,8 +237,16 @@ static enum ix_read frames_lookup(const struct index_column *c, const struct ix_
         else
             hi = mid;
     }
+    return lo;
+}
+
+static enum ix_read frames_lookup(const struct index_column *c, const struct ix_store *store,
+                                  uint64_t k, size_t limit, bool nowait, struct ix_hits *out,
+                                  bool *out_over)
+{
+    /* frames [lo, hi) start with k; the run may begin in frame lo - 1 */
+    size_t lo = frames_below(c, k), hi = c->n_frames;
     size_t first_ge = lo;
-    hi = c->n_frames;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (c->frame_key[mid] <= k)
@@ -310,17 +316,11 @@ static enum ix_read frames_lookup(const struct index_column *c, const struct ix_
 
 /* The first row whose key is >= x (n_values when none): frame f, the last
  * whose first key is below x, holds it or it is the next frame's first row. */
-static enum ix_read frames_lower_bound(const struct index_column *c, const struct ix_store *store,
-                                       uint64_t x, bool nowait, size_t *out)
+static enum ix_read frames_lower_bound(const void *col, const struct ix_store *store, uint64_t x,
+                                       bool nowait, size_t *out)
 {
-    size_t a = 0, z = c->n_frames;
-    while (a < z) {
-        size_t mid = a + (z - a) / 2;
-        if (c->frame_key[mid] < x)
-            a = mid + 1;
-        else
-            z = mid;
-    }
+    const struct index_column *c = col;
+    size_t a = frames_below(c, x);
     if (a == 0) {
         *out = 0;
         return IX_READ_OK;
@@ -353,16 +353,7 @@ static enum ix_read frames_lower_bound(const struct index_column *c, const struc
 enum ix_read ix_frames_count(const struct index_column *c, const struct ix_store *store,
                              uint64_t lo, uint64_t hi, bool nowait, uint64_t *out)
 {
-    *out = 0;
-    if (lo > hi || c->n_values == 0)
-        return IX_READ_OK;
-    size_t a, z = c->n_values;
-    enum ix_read rd = frames_lower_bound(c, store, lo, nowait, &a);
-    if (rd == IX_READ_OK && hi != UINT64_MAX)
-        rd = frames_lower_bound(c, store, hi + 1, nowait, &z);
-    if (rd == IX_READ_OK)
-        *out = z > a ? z - a : 0;
-    return rd;
+    return ix_count_between(frames_lower_bound, c, c->n_values, store, lo, hi, nowait, out);
 }
 
 /* -------------------------------------------------------- hash buckets */

@@ -351,9 +351,10 @@ static bool bound_keys(duckdb_type t, const struct index_range_term *b, uint64_t
 }
 
 /* The first position whose key is >= x. */
-static enum ix_read lower_bound(const struct ix_sorted *c, const struct ix_store *store, uint64_t x,
+static enum ix_read lower_bound(const void *col, const struct ix_store *store, uint64_t x,
                                 bool nowait, size_t *out)
 {
+    const struct ix_sorted *c = col;
     /* j: samples below x; the answer lies in ((j-1)*STEP, j*STEP] */
     size_t a = 0, z = c->n_sample;
     while (a < z) {
@@ -400,17 +401,24 @@ bool ix_range_keys(duckdb_type t, const struct index_range_term *terms, size_t n
     return *lo <= *hi;
 }
 
-enum ix_read ix_sorted_count(const struct ix_sorted *c, const struct ix_store *store, uint64_t lo,
-                             uint64_t hi, bool nowait, uint64_t *out)
+enum ix_read ix_count_between(ix_lower_bound_fn first_at, const void *c, size_t n,
+                              const struct ix_store *store, uint64_t lo, uint64_t hi, bool nowait,
+                              uint64_t *out)
 {
     *out = 0;
-    if (lo > hi || c->n == 0)
+    if (lo > hi || n == 0)
         return IX_READ_OK;
-    size_t a, z = c->n;
-    enum ix_read rd = lower_bound(c, store, lo, nowait, &a);
+    size_t a, z = n;
+    enum ix_read rd = first_at(c, store, lo, nowait, &a);
     if (rd == IX_READ_OK && hi != UINT64_MAX)
-        rd = lower_bound(c, store, hi + 1, nowait, &z);
+        rd = first_at(c, store, hi + 1, nowait, &z);
     if (rd == IX_READ_OK)
         *out = z > a ? z - a : 0;
     return rd;
+}
+
+enum ix_read ix_sorted_count(const struct ix_sorted *c, const struct ix_store *store, uint64_t lo,
+                             uint64_t hi, bool nowait, uint64_t *out)
+{
+    return ix_count_between(lower_bound, c, c->n, store, lo, hi, nowait, out);
 }
