@@ -28,6 +28,7 @@ struct route_seg {
 struct route_entry {
     struct route_seg *segs;
     size_t nseg;
+    bool tail;                  /* the last segment is {*} */
     size_t order;               /* position in the caller's table (tie-break) */
     struct http_route row;      /* strings owned */
 };
@@ -141,6 +142,7 @@ struct http_router *http_router_create(const struct http_route *routes, size_t n
             http_router_destroy(r);
             return NULL;
         }
+        e->tail = e->nseg && e->segs[e->nseg - 1].kind == SEG_REST;
         r->n++;
         e->row.pattern = strdup(src->pattern);
         e->row.description = src->description ? strdup(src->description) : NULL;
@@ -266,11 +268,6 @@ static const char *join_rest(struct arena *a, const struct http_path *path, size
 static bool entry_match(const struct route_entry *e, const struct http_path *path, size_t off,
                         struct arena *a, const char *params[HTTP_MAX_PARAMS])
 {
-    /* Without a {*} tail the path has exactly as many segments (with one,
-     * at least as many): most entries fail here, before any compare. */
-    bool tail = e->nseg && e->segs[e->nseg - 1].kind == SEG_REST;
-    if (tail ? path->n < off + e->nseg : path->n != off + e->nseg)
-        return false;
     size_t np = 0;
     size_t i = 0;
     for (; i < e->nseg; i++) {
@@ -334,6 +331,11 @@ const struct http_route *http_router_next(const struct http_router *r, const str
                 o = 0;
             }
         }
+        /* Without a {*} tail the path has exactly as many segments (with
+         * one, at least as many): most entries fail here, before any compare
+         * (and before their captures are cleared). */
+        if (e->tail ? p->n < o + e->nseg : p->n != o + e->nseg)
+            continue;
         const char *params[HTTP_MAX_PARAMS] = {0};
         if (entry_match(e, p, o, a, params)) {
             *pos = i + 1;
