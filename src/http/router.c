@@ -268,6 +268,18 @@ static const char *join_rest(struct arena *a, const struct http_path *path, size
 static bool entry_match(const struct route_entry *e, const struct http_path *path, size_t off,
                         struct arena *a, const char *params[HTTP_MAX_PARAMS])
 {
+    /* The literal segments first, the last one first: entries that share a
+     * prefix (/api/v1/datasets/{name}/...) differ in their last segment, so
+     * most of them fail at their first compare (the caller checked the
+     * segment count: every index here is inside the path). */
+    for (size_t i = e->nseg; i-- > 0;) {
+        const struct route_seg *s = &e->segs[i];
+        if (s->kind != SEG_LITERAL)
+            continue;
+        const char *seg = path->seg[off + i];
+        if (seg[0] != s->text[0] || strcmp(seg, s->text) != 0)
+            return false;
+    }
     size_t np = 0;
     size_t i = 0;
     for (; i < e->nseg; i++) {
@@ -278,9 +290,7 @@ static bool entry_match(const struct route_entry *e, const struct http_path *pat
         const char *seg = path->seg[at];
         switch (s->kind) {
         case SEG_LITERAL:
-            if (strcmp(seg, s->text) != 0)
-                return false;
-            break;
+            break; /* compared above */
         case SEG_CAPTURE:
             if (!*seg)
                 return false;
