@@ -346,6 +346,18 @@ def test_conditional_requests_and_resume_across_reload(vt, datadir, tmp_path):
     r = s.get(P, headers={"Range": "bytes=-8", "If-Range": etag2})
     assert r.status_code == 206 and r.content[4:] == b"PAR1"
     assert r.headers["Content-Range"].endswith(f"/{new_head.headers['Content-Length']}")
+    # ?generation= pins a generation, as on queries: the current one's file,
+    # a replaced one (not kept without a cluster) 410, a newer one 409.
+    r = s.get(P + f"?generation={etag_id(etag2)}")
+    assert r.status_code == 200 and r.headers["ETag"] == etag2
+    assert r.headers["X-Dataset-Generation"] == etag_id(etag2)
+    assert r.content == s.get(P).content
+    r = s.get(P + f"?generation={etag_id(etag1)}")
+    assert r.status_code == 410 and r.json()["code"] == "generation_gone", r.text
+    r = s.get(P + "?generation=7ZZZZZZZZZZZZZZZZZZZZZZZZZ")
+    assert r.status_code == 409 and r.json()["code"] == "generation_not_available", r.text
+    r = s.get(P + "?generation=nope")
+    assert r.status_code == 400 and r.json()["code"] == "invalid_query", r.text
 
 
 def test_concurrent_first_requests_build_once(vt, datadir):
