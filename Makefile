@@ -281,7 +281,8 @@ FUZZ_SRC_fuzz_delta_dv         := src/sources/delta_dv.c src/util/strbuf.c src/u
 FUZZ_LIBS_fuzz_delta_dv        := -isystem $(DUCKDB_DIR) -lroaring -lz
 FUZZ_SRC_fuzz_variant          := src/sources/variant.c src/encode/json_format.c src/encode/dtoa.c \
                                   src/util/strbuf.c src/util/errors.c
-FUZZ_LIBS_fuzz_variant         := -DVT_NO_OVERREAD -isystem $(DUCKDB_DIR) -L$(DUCKDB_DIR) -lduckdb \
+FUZZ_CFLAGS_fuzz_variant       := -DVT_NO_OVERREAD
+FUZZ_LIBS_fuzz_variant         := -isystem $(DUCKDB_DIR) -L$(DUCKDB_DIR) -lduckdb \
                                   -Wl,-rpath,$(abspath $(DUCKDB_DIR))
 # jsonb containment (engine/jsonb.c: what the pgwire dialect makes of @> and <@).
 FUZZ_SRC_fuzz_jsonb            := src/engine/jsonb.c src/util/errors.c src/util/strbuf.c
@@ -337,10 +338,22 @@ $(FUZZ_BUILD)/budget.o: src/engine/budget.cc
 	$(FUZZ_CXX) -std=c++17 -g -O1 -fsanitize=address,undefined -DVT_BUDGET_NO_NEW -c $< -o $@
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
+# The modules are compiled once each into $(FUZZ_BUILD)/obj and shared by
+# every target that lists them (errors.c alone is in 15); a target with
+# FUZZ_CFLAGS_<target> (a define that changes its modules) compiles its own
+# in its one command instead.
+FUZZ_OBJ := $(FUZZ_BUILD)/obj
+$(FUZZ_OBJ)/%.o: %.c | $(DUCKDB_DIR)/duckdb.h
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC $<"
+	@$(FUZZ_CC) $(FUZZ_FLAGS) -MMD -MP -c $< -o $@
+-include $(shell find $(FUZZ_OBJ) -name '*.d' 2>/dev/null)
+fuzz_inputs = $(if $(FUZZ_CFLAGS_$(1)),$(FUZZ_SRC_$(1)),$(FUZZ_SRC_$(1):%.c=$(FUZZ_OBJ)/%.o))
 define FUZZ_RULE
-$(FUZZ_BUILD)/$(1): tests/fuzz/$(1).c $(FUZZ_SRC_$(1)) $(wildcard $(FUZZ_SRC_$(1):.c=.h)) $(FUZZ_DEPS_$(1))
+$(FUZZ_BUILD)/$(1): tests/fuzz/$(1).c $(call fuzz_inputs,$(1)) $(wildcard $(FUZZ_SRC_$(1):.c=.h)) \
+                    $(wildcard tests/fuzz/*.h) $(FUZZ_DEPS_$(1))
 	@mkdir -p $(FUZZ_BUILD)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $$@ $$< $(FUZZ_SRC_$(1)) $(FUZZ_LIBS_$(1))
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_CFLAGS_$(1)) -o $$@ $$< $(call fuzz_inputs,$(1)) $(FUZZ_LIBS_$(1))
 endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_RULE,$(t))))
 
