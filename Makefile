@@ -171,8 +171,26 @@ $(BUILD)/%: tools/%.c $(BUILD)/libvitrine.a
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
 
 # Unit tests: every tests/unit/**/test_*.c is one binary; each prints "N passed, N failed".
+# Under `make -jN` (CI: -j2) they run N at a time, each one's output printed
+# whole when it ends (-O), the heaviest first so the lanes end together;
+# every failure is reported. A test whose source mentions threads, sleeps,
+# clocks, deadlines or time-outs runs alone afterwards: a neighbour would
+# blur what it times.
+UNIT_ALONE_RE  := pthread_create|usleep|nanosleep|sleep[(]|clock_gettime|CLOCK_|time_mono|elapsed|deadline|timeout
+UNIT_ALONE_SRC := $(shell grep -lE '$(UNIT_ALONE_RE)' $(UNIT_SRC))
+UNIT_HEAVY_SRC := $(addprefix tests/unit/,sources/test_delta_corpus.c \
+                    encode/test_json_rows.c encode/test_json_dtoa.c index/test_index.c \
+                    query/test_querygen.c)
+UNIT_SHARED    := $(patsubst tests/unit/%.c,unit-run/%,$(filter-out $(UNIT_ALONE_SRC), \
+                    $(filter $(UNIT_SRC),$(UNIT_HEAVY_SRC)) $(filter-out $(UNIT_HEAVY_SRC),$(UNIT_SRC))))
+UNIT_ALONE_BIN := $(UNIT_ALONE_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+.PHONY: unit-shared
 unit: $(UNIT_BIN)
-	@fail=0; for t in $(UNIT_BIN); do echo "== $$t"; $$t || fail=1; done; exit $$fail
+	@fail=0; $(MAKE) --no-print-directory -k -O unit-shared || fail=1; \
+	for t in $(UNIT_ALONE_BIN); do echo "== $$t"; $$t || fail=1; done; exit $$fail
+unit-shared: $(UNIT_SHARED)
+unit-run/%: $(BUILD)/tests/% FORCE
+	@echo "== $<"; $<
 
 # Black-box tests: the real binary on 127.0.0.1, driven by pytest and real clients.
 # E2E_JOBS pytest workers (pytest-xdist; every test starts its own servers on
