@@ -7,6 +7,9 @@
  * and If-Range makes a client that resumes a download across a reload get the
  * whole new file (200) instead of a range of it spliced onto the old one;
  * single ranges give 206, unsatisfiable ones 416, several ranges the full 200.
+ *
+ * A built export is answered on the HTTP thread (api_dataset_parquet); the
+ * first request of a generation, which builds it, waits on the query pool.
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,21 +22,11 @@
 
 #define PARQUET_CONTENT_TYPE "application/vnd.apache.parquet"
 
-static void export_job(struct http_request *req)
+/* Answers with the open export (fd, size) of `gen`, releasing gen and ds;
+ * fd is the response's (closed with it) or closed here. */
+static void export_reply(struct http_request *req, struct cat_dataset *ds,
+                         struct cat_generation *gen, int fd, uint64_t size)
 {
-    struct cat_dataset *ds;
-    struct cat_generation *gen = api_generation_or_reply(req, &ds);
-    if (!gen)
-        return;
-    struct vt_error err = {0};
-    int fd = -1;
-    uint64_t size = 0;
-    if (cat_export_open(gen, http_req_deadline(req), &fd, &size, &err) != VT_ERR_OK) {
-        cat_generation_release(gen);
-        cat_dataset_put(ds);
-        http_reply_vterr(req, &err);
-        return;
-    }
     char etag[HTTP_ETAG_MAX];
     http_etag_format(etag, gen->id);
     char refreshed[32];
@@ -90,8 +83,50 @@ static void export_job(struct http_request *req)
     }
 }
 
+/* On the query pool: the export may have to be built (or the generation to
+ * be waited for: a lazy dataset's first build), until the request's deadline. */
+static void export_job(struct http_request *req)
+{
+    struct cat_dataset *ds;
+    struct cat_generation *gen = api_generation_or_reply(req, &ds);
+    if (!gen)
+        return;
+    struct vt_error err = {0};
+    int fd = -1;
+    uint64_t size = 0;
+    if (cat_export_open(gen, http_req_deadline(req), &fd, &size, &err) != VT_ERR_OK) {
+        cat_generation_release(gen);
+        cat_dataset_put(ds);
+        http_reply_vterr(req, &err);
+        return;
+    }
+    export_reply(req, ds, gen, fd, size);
+}
+
 void api_dataset_parquet(struct http_request *req)
 {
-    /* SHORT: most downloads find the cached export (a file to open). */
+    /* Most downloads find the current generation's export built: a lock and
+     * an open(2), answered here on the HTTP thread, with no hand-off to a
+     * worker and back (two thread wake-ups, which on a busy machine cost
+     * more than the open). The open file keeps the generation's bytes even if
+     * a reload retires it while they are sent. An unknown dataset is a 404
+     * from here too; anything else (a generation not published or not kept,
+     * an export still to build) is the job's, which waits and answers it. */
+    struct cat_dataset *ds = api_dataset_or_404(req);
+    if (!ds)
+        return;
+    struct vt_error err = {0};
+    struct cat_generation *gen =
+        cat_dataset_acquire_id(ds, http_req_query(req, "generation"), 0, &err);
+    int fd;
+    uint64_t size;
+    if (gen && cat_export_try_open(gen, &fd, &size)) {
+        http_add_header(req, "X-Dataset-Generation", gen->id);
+        export_reply(req, ds, gen, fd, size);
+        return;
+    }
+    cat_generation_release(gen);
+    cat_dataset_put(ds);
+    /* SHORT: a build waits on the builder pool, not on this worker's class. */
     http_defer(req, api_app(req)->queries, export_job);
 }

@@ -165,6 +165,11 @@ struct cat_generation *cat_dataset_acquire(struct cat_dataset *ds, int64_t deadl
  * however many requests ask at the same time). Waits until deadline_ms. */
 enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int *out_fd,
                             uint64_t *out_size, struct vt_error *err);
+/* The same when the export is already built: opens it (*out_fd, *out_size)
+ * and returns true; false when it is not built yet (nothing is started, nothing
+ * waits: the caller falls back to cat_export_open) or cannot be opened. Never
+ * blocks beyond a short lock and open(2), so the HTTP loop may call it. */
+bool cat_export_try_open(struct cat_generation *gen, int *out_fd, uint64_t *out_size);
 
 /* A lazy generation's plan for a structured request (issue 17): the relation
  * over the files its predicates can match, or the count its metadata answers

@@ -141,6 +141,22 @@ enum vt_err cat_export_open(struct cat_generation *gen, int64_t deadline_ms, int
     return VT_ERR_OK;
 }
 
+bool cat_export_try_open(struct cat_generation *gen, int *out_fd, uint64_t *out_size)
+{
+    *out_fd = -1;
+    pthread_mutex_lock(&gen->priv->export_mu);
+    int fd = gen->priv->export_state == CAT_EXPORT_READY
+                 ? open(gen->priv->export_path, O_RDONLY | O_CLOEXEC)
+                 : -1;
+    uint64_t size = gen->priv->export_size;
+    pthread_mutex_unlock(&gen->priv->export_mu);
+    if (fd < 0)
+        return false; /* (an open that failed gets its error from cat_export_open) */
+    *out_fd = fd;
+    *out_size = size;
+    return true;
+}
+
 void cat_export_discard(struct cat_generation *gen)
 {
     if (gen->priv->export_path) {

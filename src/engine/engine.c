@@ -3,9 +3,10 @@
  *
  * Each worker thread owns a connection for its whole life, so prepared state
  * and DuckDB's per-connection caches stay warm. The watchdog thread wakes every
- * few milliseconds, looks at what each worker runs and interrupts the
- * connection of a job whose deadline passed: duckdb_interrupt cancels a
- * running query within milliseconds.
+ * few milliseconds while the pool has work, looks at what each worker runs and
+ * interrupts the connection of a job whose deadline passed: duckdb_interrupt
+ * cancels a running query within milliseconds. An idle pool's watchdog sleeps
+ * until a job is submitted.
  */
 #include "engine/engine.h"
 
@@ -109,6 +110,8 @@ struct eng_pool {
     pthread_t watchdog;
     bool watchdog_started;
     bool watchdog_stop;         /* set by eng_pool_destroy once the workers are gone */
+    bool watchdog_asleep;       /* waits on cv_watchdog: the pool has nothing to watch */
+    pthread_cond_t cv_watchdog; /* a job was submitted, a worker ended, or stop */
     struct eng_pool *next_live; /* live_pools, under live_mu */
 };
 
@@ -346,6 +349,22 @@ static struct eng_worker *worker_start(struct eng_pool *pool, int index, enum la
     return w;
 }
 
+/* Nothing queued, nothing running, no retired, overflow or ended worker: no
+ * deadline can pass and nobody waits for the watchdog. Under pool->mu. */
+static bool watchdog_idle(const struct eng_pool *pool)
+{
+    return pool->queued == 0 && pool->running == 0 && pool->n_retired == 0 &&
+           pool->n_extra == 0 && !pool->graveyard && !pool->watchdog_stop;
+}
+
+/* Wakes the watchdog if it sleeps (eng_pool_submit, a worker ending, stop).
+ * Under pool->mu. */
+static void watchdog_wake(struct eng_pool *pool)
+{
+    if (pool->watchdog_asleep)
+        pthread_cond_signal(&pool->cv_watchdog);
+}
+
 /* A worker whose thread is ending: off its list (`*list`, counted by
  * `*count`: the retired or the extra workers), onto the graveyard, where the
  * watchdog joins the thread and closes its connection after the thread's
@@ -363,6 +382,7 @@ static void bury_from(struct eng_pool *pool, struct eng_worker *w, struct eng_wo
     w->next = pool->graveyard;
     pool->graveyard = w;
     pthread_cond_broadcast(&pool->cv_retired);
+    watchdog_wake(pool); /* (it is awake while such workers exist; for clarity) */
 }
 
 /* A retired (or unneeded) worker whose thread is ending. */
@@ -611,6 +631,17 @@ static void *watchdog_main(void *arg)
     pthread_setname_np(pthread_self(), "watchdog");
     struct timespec period = {0, WATCHDOG_PERIOD_MS * 1000000L};
     for (;;) {
+        /* An idle pool's watchdog waits for work instead of ticking: five
+         * pools ticking every WATCHDOG_PERIOD_MS were a thousand wake-ups a
+         * second with nothing to do (README, "Parquet download (9)"). A
+         * job's deadline is still checked within a period of its submit. */
+        pthread_mutex_lock(&pool->mu);
+        while (watchdog_idle(pool)) {
+            pool->watchdog_asleep = true;
+            pthread_cond_wait(&pool->cv_watchdog, &pool->mu);
+            pool->watchdog_asleep = false;
+        }
+        pthread_mutex_unlock(&pool->mu);
         nanosleep(&period, NULL);
         int64_t now = time_mono_ms();
         pthread_mutex_lock(&pool->mu);
@@ -738,6 +769,7 @@ struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lane
     pthread_cond_init(&pool->cv_long, NULL);
     pthread_cond_init(&pool->cv_stream, NULL);
     pthread_cond_init(&pool->cv_retired, NULL);
+    pthread_cond_init(&pool->cv_watchdog, NULL);
     /* With a long lane, LONG jobs run on its threads (the cap the overflow
      * workers look at); without, on at most long_cap general workers. */
     pool->long_cap = n_long ? n_long : eng_long_lane_threads(threads);
@@ -797,6 +829,7 @@ bool eng_pool_submit(struct eng_pool *pool, struct eng_job *job)
     pool->tail[c] = job;
     pool->queued++;
     pool->queued_cls[c]++;
+    watchdog_wake(pool);
     pthread_cond_signal(c == ENG_JOB_STREAM                 ? &pool->cv_stream
                         : c == ENG_JOB_LONG && pool->n_long ? &pool->cv_long
                                                             : &pool->cv);
@@ -879,6 +912,7 @@ void eng_pool_destroy(struct eng_pool *pool)
         time_cond_wait(&pool->cv_retired, &pool->mu, until);
     bool left = pool->n_retired > 0 || pool->n_extra > 0;
     pool->watchdog_stop = true;
+    watchdog_wake(pool);
     pthread_mutex_unlock(&pool->mu);
     /* The watchdog reads the workers: it goes before they do. */
     if (pool->watchdog_started)
@@ -898,6 +932,7 @@ void eng_pool_destroy(struct eng_pool *pool)
     pthread_cond_destroy(&pool->cv_long);
     pthread_cond_destroy(&pool->cv_stream);
     pthread_cond_destroy(&pool->cv_retired);
+    pthread_cond_destroy(&pool->cv_watchdog);
     free(pool->workers);
     free(pool);
 }

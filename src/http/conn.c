@@ -447,7 +447,11 @@ static int write_some(struct http_conn *c)
                 cnt = 2;
             }
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
-            n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+            /* A file's head waits for its first bytes (MSG_MORE; the
+             * sendfile below pushes them): head and body leave in one
+             * segment, so a small range (a Parquet footer) is one packet. */
+            int more = body && r->kind == RESP_FILE && r->flen > 0 ? MSG_MORE : 0;
+            n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT | more);
             if (n < 0)
                 goto fail;
             size_t hrest = r->head.len - c->head_off;

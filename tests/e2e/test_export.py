@@ -1,15 +1,16 @@
 """GET/HEAD /api/v1/datasets/{name}/parquet and /all.parquet with real clients
 (curl and Python requests), read back with DuckDB, compared with nginx.
 
-Covers: identical bytes and headers on both paths and on HEAD; the file reads
-back (DuckDB read_parquet) as the dataset's source rows; single, suffix and
-open-ended ranges, a file reassembled from ranges, 416, multi-range answered
-with the full 200; If-None-Match (304), If-Match (412), If-Range across an
-admin reload (so a resumed download never mixes generations); the ETag changes
-on reload; concurrent first requests share one build; the cached file is
-deleted when its generation is no longer current and nothing holds it; lazy
-datasets export too; and Range answers side by side with nginx serving the
-same file.
+Covers: identical bytes and headers on both paths and on HEAD; a built export
+answered without a query-pool job; the file reads back (DuckDB read_parquet)
+as the dataset's source rows; single, suffix and open-ended ranges, a file
+reassembled from ranges, 416, multi-range answered with the full 200, a small
+range in one TCP segment; If-None-Match (304), If-Match (412), If-Range across
+an admin reload (so a resumed download never mixes generations); the ETag
+changes on reload; concurrent first requests share one build; clients leaving
+mid-body keep no file open; the cached file is deleted when its generation is
+no longer current and nothing holds it; lazy datasets export too; and Range
+answers side by side with nginx serving the same file.
 
 Run with /usr/bin/python3 -m pytest; VITRINE_BUILD names the build directory.
 """
@@ -61,9 +62,10 @@ def put_source(path, rows, gen):
     return path
 
 
-def start(vt, datadir, rows=20000, ds=None, **server):
+def start(vt, datadir, rows=20000, ds=None, metrics=False, **server):
     src = put_source(datadir / "t.parquet", rows, 1)
-    s = vt(server_block(**server) + dataset_block("t", src, **(ds or {})),
+    extra = "[metrics]\nenabled = true\n" if metrics else ""
+    s = vt(server_block(**server) + extra + dataset_block("t", src, **(ds or {})),
            env={"ADMIN_TOKEN": TOKEN})
     s.src = src
     return s
@@ -136,11 +138,29 @@ def header_view(r):
     return {k.lower(): v for k, v in r.headers.items() if k.lower() not in IGNORED}
 
 
+def query_jobs(s):
+    """{class: jobs run} on the query pool, and whether any is queued or
+    running, from /metrics."""
+    text = s.get("/metrics").text
+    ran = {m.group(1): int(m.group(2)) for m in re.finditer(
+        r'^vitrine_engine_job_run_seconds_count\{pool="query",class="(\w+)"\} (\d+)$', text, re.M)}
+    busy = sum(int(m.group(1)) for m in re.finditer(
+        r'^vitrine_engine_jobs_(?:queued|running)\{pool="query",class="\w+"\} (\d+)$', text,
+        re.M))
+    return ran, busy
+
+
 # ------------------------------------------------------------------ tests
 
 def test_get_and_head_same_bytes_headers_and_rows(vt, datadir, tmp_path):
-    s = start(vt, datadir)
+    s = start(vt, datadir, metrics=True)
+    assert query_jobs(s) == ({"short": 0, "long": 0, "stream": 0}, 0)
     gets = [s.get(p) for p in PATHS]
+    # The first request built the export on a worker (one SHORT job, counted
+    # just after it answered); every later one, GET or HEAD, whole or range,
+    # 304 or 404, is answered on the HTTP thread without a job.
+    wait_for(lambda: query_jobs(s) == ({"short": 1, "long": 0, "stream": 0}, 0),
+             what="the export's build job to be counted")
     heads = [s.head(p) for p in PATHS]
     body = gets[0].content
     assert body[:4] == b"PAR1" and body[-4:] == b"PAR1"
@@ -173,6 +193,10 @@ def test_get_and_head_same_bytes_headers_and_rows(vt, datadir, tmp_path):
     assert s.head("/api/v1/datasets/nope/parquet").status_code == 404
     r = s.post(P, {})
     assert r.status_code == 405 and set(r.headers["Allow"].split(", ")) == {"GET", "HEAD"}
+    r = s.get(P, headers={"Range": "bytes=-8"})
+    assert r.status_code == 206 and r.content == body[-8:]
+    assert s.get(P, headers={"If-None-Match": gets[0].headers["ETag"]}).status_code == 304
+    assert query_jobs(s) == ({"short": 1, "long": 0, "stream": 0}, 0)
 
 
 def test_ranges(vt, datadir, tmp_path):
@@ -232,6 +256,36 @@ def test_ranges(vt, datadir, tmp_path):
     joined.write_bytes(b"".join(parts))
     assert joined.read_bytes() == full
     assert same_rows(joined, s.src) == 20000
+    # A small range (how Parquet readers start: the footer) comes in one TCP
+    # segment, head and bytes together, as from nginx with tcp_nopush (before:
+    # the head was pushed alone, then the bytes: always two).
+    segs = [data_segments(s, P, "bytes=-8", full[-8:]) for _ in range(5)]
+    # (min: a loop thread descheduled for 200 ms between its two calls would
+    # let the kernel send the held head alone)
+    assert min(segs) == 1 and max(segs) <= 2, segs
+
+
+def data_segments(s, path, rng, want):
+    """Data segments the client's socket received for one GET with this
+    Range (TCP_INFO tcpi_data_segs_in, Linux >= 4.6), on a fresh connection."""
+    with socket.create_connection(("127.0.0.1", s.port), timeout=30) as c:
+        def segs_in():
+            info = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+            assert len(info) >= 156, "TCP_INFO without tcpi_data_segs_in"
+            return int.from_bytes(info[152:156], "little")
+
+        before = segs_in()
+        c.sendall(f"GET {s.prefix}{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: {rng}\r\n"
+                  f"Connection: close\r\n\r\n".encode())
+        data = b""
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            data += b
+        head, body = data.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 206 ") and body == want, head
+        return segs_in() - before
 
 
 def test_conditional_requests_and_resume_across_reload(vt, datadir, tmp_path):
@@ -292,6 +346,18 @@ def test_conditional_requests_and_resume_across_reload(vt, datadir, tmp_path):
     r = s.get(P, headers={"Range": "bytes=-8", "If-Range": etag2})
     assert r.status_code == 206 and r.content[4:] == b"PAR1"
     assert r.headers["Content-Range"].endswith(f"/{new_head.headers['Content-Length']}")
+    # ?generation= pins a generation, as on queries: the current one's file,
+    # a replaced one (not kept without a cluster) 410, a newer one 409.
+    r = s.get(P + f"?generation={etag_id(etag2)}")
+    assert r.status_code == 200 and r.headers["ETag"] == etag2
+    assert r.headers["X-Dataset-Generation"] == etag_id(etag2)
+    assert r.content == s.get(P).content
+    r = s.get(P + f"?generation={etag_id(etag1)}")
+    assert r.status_code == 410 and r.json()["code"] == "generation_gone", r.text
+    r = s.get(P + "?generation=7ZZZZZZZZZZZZZZZZZZZZZZZZZ")
+    assert r.status_code == 409 and r.json()["code"] == "generation_not_available", r.text
+    r = s.get(P + "?generation=nope")
+    assert r.status_code == 400 and r.json()["code"] == "invalid_query", r.text
 
 
 def test_concurrent_first_requests_build_once(vt, datadir):
@@ -355,6 +421,30 @@ def test_cached_file_removed_when_generation_released(vt, datadir, tmp_path):
     f1 = exports / f"{g1}.parquet"
     assert [p.name for p in exports.iterdir()] == [f1.name]
     assert f1.stat().st_size == len(first.content)
+
+    # Clients that leave mid-body: each download's open export goes with its
+    # connection (no descriptor kept), and the file still downloads whole.
+    def export_fds():
+        n = 0
+        for fd in os.listdir(f"/proc/{s.proc.pid}/fd"):
+            try:
+                n += "/exports/" in os.readlink(f"/proc/{s.proc.pid}/fd/{fd}")
+            except OSError:
+                pass
+        return n
+
+    left = []
+    for k in range(4):
+        c = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        c.sendall(f"GET {s.prefix}{PATHS[k % 2]} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        assert c.recv(1024).startswith(b"HTTP/1.1 200 ")
+        left.append(c)
+    wait_for(lambda: export_fds() == 4, what="four downloads in flight")
+    for c in left:
+        c.close()
+    wait_for(lambda: export_fds() == 0, what="the abandoned downloads' files to be closed")
+    assert s.get(P).content == first.content
 
     # A stream on generation 1 that the client reads slowly holds generation 1.
     stream = requests.post(s.url("/api/v1/datasets/t/query/stream"),

@@ -311,6 +311,101 @@ TEST(duckdb_task_threads_run_at_task_nice)
     config_free(&cfg);
 }
 
+/* The id of this process's thread named `name` that is not in skip[0..n),
+ * or 0. */
+static long thread_named(const char *name, const long *skip, int n_skip)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    long hit = 0;
+    struct dirent *e;
+    while (!hit && (e = readdir(d))) {
+        long tid = strtol(e->d_name, NULL, 10);
+        bool old = tid <= 0;
+        for (int i = 0; i < n_skip; i++)
+            old = old || skip[i] == tid;
+        if (old)
+            continue;
+        char path[64], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%ld/comm", tid);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fgets(comm, sizeof comm, f))
+                comm[strcspn(comm, "\n")] = '\0';
+            fclose(f);
+        }
+        if (strcmp(comm, name) == 0)
+            hit = tid;
+    }
+    closedir(d);
+    return hit;
+}
+
+/* How many times thread `tid` went to sleep (voluntary context switches). */
+static long sleeps_of(long tid)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/status", tid);
+    FILE *f = fopen(path, "r");
+    long n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Within 5 s, thread `tid` stays asleep for a whole 100 ms window. */
+static bool stays_asleep(long tid)
+{
+    for (int i = 0; i < 50; i++) {
+        long a = sleeps_of(tid);
+        sleep_ms(100);
+        if (a >= 0 && sleeps_of(tid) == a)
+            return true;
+    }
+    return false;
+}
+
+/* An idle pool's watchdog sleeps until a job comes (it ticked every 5 ms
+ * with nothing to watch: with five pools, a thousand wake-ups a second),
+ * still interrupts a job at its deadline, and sleeps again once the pool is
+ * idle. Polls for each state: a loaded machine only takes longer. */
+TEST(an_idle_pools_watchdog_sleeps_until_a_job_comes)
+{
+    long others[64];
+    int n_others = 0;
+    for (long t; n_others < 64 && (t = thread_named("watchdog", others, n_others));)
+        others[n_others++] = t;
+    struct vt_error err = {0};
+    struct eng_pool *pool = pool_of(1, &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    long dog = 0;
+    for (int i = 0; i < 1000 && !(dog = thread_named("watchdog", others, n_others)); i++)
+        sleep_ms(5);
+    CHECK(dog > 0);
+    CHECK(stays_asleep(dog));
+    /* A job past its deadline: the watchdog wakes and marks it. */
+    gate_set(false);
+    struct tjob t;
+    tjob_init(&t, ENG_JOB_SHORT, true);
+    atomic_store(&t.job.deadline_ms, time_mono_ms() + 20);
+    CHECK(eng_pool_submit(pool, &t.job));
+    CHECK(wait_for(&t.started));
+    for (int i = 0; i < 1000 && !atomic_load(&t.job.timed_out); i++)
+        sleep_ms(5);
+    CHECK(atomic_load(&t.job.timed_out));
+    gate_set(true);
+    CHECK(wait_for(&t.finished));
+    CHECK(stays_asleep(dog));
+    eng_pool_destroy(pool);
+    gate_set(false);
+}
+
 TEST(long_jobs_leave_a_worker_for_short_ones)
 {
     struct vt_error err = {0};
@@ -873,6 +968,7 @@ int main(void)
         return 1;
     }
     static const struct tl_case cases[] = {
+        TEST_CASE(an_idle_pools_watchdog_sleeps_until_a_job_comes),
         TEST_CASE(long_jobs_leave_a_worker_for_short_ones),
         TEST_CASE(long_jobs_do_not_starve_under_short_ones),
         TEST_CASE(streams_run_on_their_own_lane),

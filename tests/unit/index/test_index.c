@@ -210,6 +210,82 @@ TEST(frames_for_monotone_integers)
     index_fastpath_destroy(fp);
 }
 
+/* A frame whose values rise by exactly 1 a row (an id 1..N) answers from
+ * memory: a count reads nothing from the store, a row reads its row block
+ * only. Frames with a gap or a repeat still read and decode their bytes. */
+TEST(unit_frames_read_nothing)
+{
+    struct index_fastpath *fp =
+        build("SELECT i AS r, i - 3000 AS neg, CASE WHEN i < 3000 THEN i ELSE i + 10 END AS gap, "
+              "i // 2 AS rep FROM range(6000) t(i)",
+              CFG_INDEX_AUTO, NULL, 1000);
+    CHECK(fp != NULL);
+    if (!fp)
+        return;
+    const struct vt_index *ix = index_fastpath_index(fp);
+    for (size_t col = 0; col < 4; col++)
+        CHECK(index_column_frames(ix, col));
+    /* r and neg: every frame is a unit frame (neg crosses zero) */
+    int64_t keys[] = {0, 1, 127, 128, 129, 255, 256, 4242, 5888, 5999};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        for (size_t col = 0; col < 2; col++) {
+            int64_t v = keys[i] - (col ? 3000 : 0);
+            struct index_key k = ikey(v);
+            struct index_term t = {col, &k, 1};
+            uint64_t before = ix_store_reads();
+            CHECK_EQ_INT(count_of(fp, &t, 1), 1);
+            CHECK_EQ_INT(ix_store_reads() - before, 0);
+            CHECK_EQ_INT(ask(fp, INDEX_FAST_ROWS, &t, 1, &g), INDEX_FAST_DONE);
+            CHECK(g.n == 1 && g.rows[0] == keys[i]);
+        }
+    }
+    /* absent keys: below the first, past the last, far past */
+    int64_t misses[] = {-1, 6000, 6001, 1 << 30};
+    for (size_t i = 0; i < 4; i++) {
+        struct index_key k = ikey(misses[i]);
+        struct index_term t = {0, &k, 1};
+        uint64_t before = ix_store_reads();
+        CHECK_EQ_INT(count_of(fp, &t, 1), 0);
+        CHECK_EQ_INT(ix_store_reads() - before, 0);
+    }
+    /* `in` over unit frames */
+    struct index_key ks[] = {ikey(5), ikey(4000), ikey(5), ikey(7000)};
+    struct index_term tin = {0, ks, 4};
+    uint64_t before = ix_store_reads();
+    CHECK_EQ_INT(count_of(fp, &tin, 1), 2);
+    CHECK_EQ_INT(ix_store_reads() - before, 0);
+    /* gap: the frame holding rows 2944..3071 jumps by 11 at row 3000 */
+    int64_t gap_rows[] = {2944, 2999, 3000, 3071};
+    for (size_t i = 0; i < 4; i++) {
+        int64_t v = gap_rows[i] < 3000 ? gap_rows[i] : gap_rows[i] + 10;
+        struct index_key k = ikey(v);
+        struct index_term t = {2, &k, 1};
+        before = ix_store_reads();
+        CHECK_EQ_INT(count_of(fp, &t, 1), 1);
+        CHECK(ix_store_reads() - before >= 1);
+        ask(fp, INDEX_FAST_ROWS, &t, 1, &g);
+        CHECK(g.n == 1 && g.rows[0] == gap_rows[i]);
+    }
+    struct index_key hole = ikey(3005);
+    struct index_term th = {2, &hole, 1};
+    CHECK_EQ_INT(count_of(fp, &th, 1), 0);
+    struct index_key far = ikey(100);
+    struct index_term tf = {2, &far, 1};
+    before = ix_store_reads();
+    CHECK_EQ_INT(count_of(fp, &tf, 1), 1);
+    CHECK_EQ_INT(ix_store_reads() - before, 0);
+    /* repeats: two rows a key, read from the store */
+    for (int64_t v = 0; v < 3000; v += 499) {
+        struct index_key k = ikey(v);
+        struct index_term t = {3, &k, 1};
+        before = ix_store_reads();
+        ask(fp, INDEX_FAST_ROWS, &t, 1, &g);
+        CHECK(g.n == 2 && g.rows[0] == 2 * v && g.rows[1] == 2 * v + 1);
+        CHECK(ix_store_reads() - before >= 1);
+    }
+    index_fastpath_destroy(fp);
+}
+
 TEST(hash_buckets_for_unordered_keys)
 {
     /* Past max_cardinality (1000): an md5 token (unique, NULLs), a code with
@@ -731,7 +807,8 @@ int main(void)
     duckdb_open(NULL, &db);
     duckdb_connect(db, &con);
     static const struct tl_case cases[] = {
-        TEST_CASE(frames_for_monotone_integers), TEST_CASE(hash_buckets_for_unordered_keys),
+        TEST_CASE(frames_for_monotone_integers), TEST_CASE(unit_frames_read_nothing),
+        TEST_CASE(hash_buckets_for_unordered_keys),
         TEST_CASE(list_mode), TEST_CASE(equality_index_and_of_ors),
         TEST_CASE(empty_string_first_key), TEST_CASE(pages_and_bounds),
         TEST_CASE(cells_match_the_json_encoder), TEST_CASE(long_values), TEST_CASE(memory_budget),
