@@ -35,7 +35,7 @@
 #define REQUEST_ARENA_MAX (8 * 1024 * 1024)
 
 struct http_header {
-    char *name;
+    const char *name;           /* not owned (http_add_header) */
     char *value;
     struct http_header *next;
 };

@@ -28,7 +28,7 @@ void http_add_header(struct http_request *req, const char *name, const char *val
     struct http_header *h = arena_alloc(&req->arena, sizeof *h);
     if (!h)
         return;
-    h->name = arena_strdup(&req->arena, name);
+    h->name = name; /* a literal (server.h): not copied */
     h->value = arena_strdup(&req->arena, value);
     if (!h->name || !h->value)
         return;

@@ -28,6 +28,7 @@ struct route_seg {
 struct route_entry {
     struct route_seg *segs;
     size_t nseg;
+    bool tail;                  /* the last segment is {*} */
     size_t order;               /* position in the caller's table (tie-break) */
     struct http_route row;      /* strings owned */
 };
@@ -141,6 +142,7 @@ struct http_router *http_router_create(const struct http_route *routes, size_t n
             http_router_destroy(r);
             return NULL;
         }
+        e->tail = e->nseg && e->segs[e->nseg - 1].kind == SEG_REST;
         r->n++;
         e->row.pattern = strdup(src->pattern);
         e->row.description = src->description ? strdup(src->description) : NULL;
@@ -266,11 +268,18 @@ static const char *join_rest(struct arena *a, const struct http_path *path, size
 static bool entry_match(const struct route_entry *e, const struct http_path *path, size_t off,
                         struct arena *a, const char *params[HTTP_MAX_PARAMS])
 {
-    /* Without a {*} tail the path has exactly as many segments (with one,
-     * at least as many): most entries fail here, before any compare. */
-    bool tail = e->nseg && e->segs[e->nseg - 1].kind == SEG_REST;
-    if (tail ? path->n < off + e->nseg : path->n != off + e->nseg)
-        return false;
+    /* The literal segments first, the last one first: entries that share a
+     * prefix (/api/v1/datasets/{name}/...) differ in their last segment, so
+     * most of them fail at their first compare (the caller checked the
+     * segment count: every index here is inside the path). */
+    for (size_t i = e->nseg; i-- > 0;) {
+        const struct route_seg *s = &e->segs[i];
+        if (s->kind != SEG_LITERAL)
+            continue;
+        const char *seg = path->seg[off + i];
+        if (seg[0] != s->text[0] || strcmp(seg, s->text) != 0)
+            return false;
+    }
     size_t np = 0;
     size_t i = 0;
     for (; i < e->nseg; i++) {
@@ -281,9 +290,7 @@ static bool entry_match(const struct route_entry *e, const struct http_path *pat
         const char *seg = path->seg[at];
         switch (s->kind) {
         case SEG_LITERAL:
-            if (strcmp(seg, s->text) != 0)
-                return false;
-            break;
+            break; /* compared above */
         case SEG_CAPTURE:
             if (!*seg)
                 return false;
@@ -334,6 +341,11 @@ const struct http_route *http_router_next(const struct http_router *r, const str
                 o = 0;
             }
         }
+        /* Without a {*} tail the path has exactly as many segments (with
+         * one, at least as many): most entries fail here, before any compare
+         * (and before their captures are cleared). */
+        if (e->tail ? p->n < o + e->nseg : p->n != o + e->nseg)
+            continue;
         const char *params[HTTP_MAX_PARAMS] = {0};
         if (entry_match(e, p, o, a, params)) {
             *pos = i + 1;

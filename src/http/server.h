@@ -154,7 +154,9 @@ void *http_req_user(const struct http_request *req);
  * cancelled or timed out while queued is skipped). */
 void http_req_on_release(struct http_request *req, void (*fn)(void *user));
 
-/* Adds a response header (copied) to the eventual reply. */
+/* Adds a response header to the eventual reply: the value is copied, the
+ * name is not (a string that outlives the request: every caller passes a
+ * literal, and copying it was ~80 instructions a header). */
 void http_add_header(struct http_request *req, const char *name, const char *value);
 
 /* ------------------------------------------------------------- replies

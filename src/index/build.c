@@ -99,6 +99,7 @@ static void column_free(struct index_column *c)
     free(c->offsets);
     free(c->frame_key);
     free(c->frame_off);
+    free(c->frame_unit);
     free(c->bucket_off);
     free(c);
 }

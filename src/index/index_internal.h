@@ -72,6 +72,8 @@ enum ix_read { IX_READ_OK = 0, IX_READ_WOULD_BLOCK = 1, IX_READ_ERROR = -1 };
  * waiting for the disk (the bytes are not in the page cache). */
 enum ix_read ix_store_read(const struct ix_store *s, uint64_t off, size_t len, void *dst,
                            bool nowait);
+/* Reads of a store by this thread so far (tests count what a lookup reads). */
+uint64_t ix_store_reads(void);
 
 /* ------------------------------------------------------------ row store */
 
@@ -186,6 +188,9 @@ struct index_column {
     size_t n_frames;
     uint64_t *frame_key;
     uint64_t *frame_off;        /* n_frames + 1 */
+    /* bit f: frame f's values rise by exactly 1 a row (an id 1..N), so its
+     * rows are known from frame_key alone and a lookup reads nothing */
+    uint64_t *frame_unit;
     size_t n_values;            /* rows (every row has a value) */
     /* IX_HASHED: 2^bucket_bits buckets of (position, fingerprint) entries */
     unsigned bucket_bits;

@@ -201,11 +201,19 @@ void ix_store_close(struct ix_store *s)
     s->fd = -1;
 }
 
+static _Thread_local uint64_t reads;
+
+uint64_t ix_store_reads(void)
+{
+    return reads;
+}
+
 enum ix_read ix_store_read(const struct ix_store *s, uint64_t off, size_t len, void *dst,
                            bool nowait)
 {
     if (off > s->size || len > s->size - off)
         return IX_READ_ERROR;
+    reads++;
     if (s->fd < 0) {
         if (len)
             memcpy(dst, s->mem + off, len);

@@ -36,6 +36,20 @@ void arena_release(struct arena *a)
     a->used_total = 0;
 }
 
+void arena_reset(struct arena *a)
+{
+    struct arena_block *b = a->head;
+    while (b && b->next) {
+        struct arena_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    if (b)
+        b->used = 0;
+    a->head = b;
+    a->used_total = 0;
+}
+
 void *arena_alloc(struct arena *a, size_t n)
 {
     if (n == 0)

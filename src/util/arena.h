@@ -18,6 +18,9 @@ struct arena {
 
 void arena_init(struct arena *a, size_t max_total);
 void arena_release(struct arena *a);
+/* Frees every block but the first one made (the smallest) and empties it:
+ * the arena is as after arena_init, with that block ready for reuse. */
+void arena_reset(struct arena *a);
 /* 16-byte aligned; NULL on exhaustion (cap or OOM). */
 void *arena_alloc(struct arena *a, size_t n);
 void *arena_calloc(struct arena *a, size_t n);

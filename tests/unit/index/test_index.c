@@ -265,8 +265,8 @@ TEST(frames_for_monotone_integers)
  * frame edges, between keys and outside. */
 TEST(range_counts_from_frames)
 {
-    CHECK(duckdb_query(con, "CREATE OR REPLACE TABLE rf AS SELECT i AS r, (i // 3) * 7 - 1000 AS k, "
-                            "i::UBIGINT * 1000000000000 AS u, (hash(i) % 100)::BIGINT AS h "
+    CHECK(duckdb_query(con, "CREATE OR REPLACE TABLE rf AS SELECT i AS r, "
+                            "(i // 3) * 7 - 1000 AS k, i::UBIGINT * 1000000000000 AS u, (hash(i) % 100)::BIGINT AS h "
                             "FROM range(6000) t(i)",
                        NULL) == DuckDBSuccess);
     struct index_fastpath *fp = build("SELECT * FROM rf", CFG_INDEX_AUTO, NULL, 1000);
@@ -306,6 +306,89 @@ TEST(range_counts_from_frames)
         bad += !same_count_in(fp, 2, t, n, "rf", whereu);
     }
     CHECK_EQ_INT(bad, 0);
+    /* r rises by 1 a row: its unit frames answer without reading the store */
+    struct index_range_term tr[2] = {{.op = INDEX_RANGE_GE, .i = 100},
+                                     {.op = INDEX_RANGE_LT, .i = 4000}};
+    uint64_t got = 0, before = ix_store_reads();
+    CHECK_EQ_INT(index_range_count(fp, 0, tr, 2, false, &got), INDEX_FAST_DONE);
+    CHECK_EQ_INT(got, 3900);
+    CHECK_EQ_INT(ix_store_reads() - before, 0);
+    index_fastpath_destroy(fp);
+}
+
+/* A frame whose values rise by exactly 1 a row (an id 1..N) answers from
+ * memory: a count reads nothing from the store, a row reads its row block
+ * only. Frames with a gap or a repeat still read and decode their bytes. */
+TEST(unit_frames_read_nothing)
+{
+    struct index_fastpath *fp =
+        build("SELECT i AS r, i - 3000 AS neg, CASE WHEN i < 3000 THEN i ELSE i + 10 END AS gap, "
+              "i // 2 AS rep FROM range(6000) t(i)",
+              CFG_INDEX_AUTO, NULL, 1000);
+    CHECK(fp != NULL);
+    if (!fp)
+        return;
+    const struct vt_index *ix = index_fastpath_index(fp);
+    for (size_t col = 0; col < 4; col++)
+        CHECK(index_column_frames(ix, col));
+    /* r and neg: every frame is a unit frame (neg crosses zero) */
+    int64_t keys[] = {0, 1, 127, 128, 129, 255, 256, 4242, 5888, 5999};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        for (size_t col = 0; col < 2; col++) {
+            int64_t v = keys[i] - (col ? 3000 : 0);
+            struct index_key k = ikey(v);
+            struct index_term t = {col, &k, 1};
+            uint64_t before = ix_store_reads();
+            CHECK_EQ_INT(count_of(fp, &t, 1), 1);
+            CHECK_EQ_INT(ix_store_reads() - before, 0);
+            CHECK_EQ_INT(ask(fp, INDEX_FAST_ROWS, &t, 1, &g), INDEX_FAST_DONE);
+            CHECK(g.n == 1 && g.rows[0] == keys[i]);
+        }
+    }
+    /* absent keys: below the first, past the last, far past */
+    int64_t misses[] = {-1, 6000, 6001, 1 << 30};
+    for (size_t i = 0; i < 4; i++) {
+        struct index_key k = ikey(misses[i]);
+        struct index_term t = {0, &k, 1};
+        uint64_t before = ix_store_reads();
+        CHECK_EQ_INT(count_of(fp, &t, 1), 0);
+        CHECK_EQ_INT(ix_store_reads() - before, 0);
+    }
+    /* `in` over unit frames */
+    struct index_key ks[] = {ikey(5), ikey(4000), ikey(5), ikey(7000)};
+    struct index_term tin = {0, ks, 4};
+    uint64_t before = ix_store_reads();
+    CHECK_EQ_INT(count_of(fp, &tin, 1), 2);
+    CHECK_EQ_INT(ix_store_reads() - before, 0);
+    /* gap: the frame holding rows 2944..3071 jumps by 11 at row 3000 */
+    int64_t gap_rows[] = {2944, 2999, 3000, 3071};
+    for (size_t i = 0; i < 4; i++) {
+        int64_t v = gap_rows[i] < 3000 ? gap_rows[i] : gap_rows[i] + 10;
+        struct index_key k = ikey(v);
+        struct index_term t = {2, &k, 1};
+        before = ix_store_reads();
+        CHECK_EQ_INT(count_of(fp, &t, 1), 1);
+        CHECK(ix_store_reads() - before >= 1);
+        ask(fp, INDEX_FAST_ROWS, &t, 1, &g);
+        CHECK(g.n == 1 && g.rows[0] == gap_rows[i]);
+    }
+    struct index_key hole = ikey(3005);
+    struct index_term th = {2, &hole, 1};
+    CHECK_EQ_INT(count_of(fp, &th, 1), 0);
+    struct index_key far = ikey(100);
+    struct index_term tf = {2, &far, 1};
+    before = ix_store_reads();
+    CHECK_EQ_INT(count_of(fp, &tf, 1), 1);
+    CHECK_EQ_INT(ix_store_reads() - before, 0);
+    /* repeats: two rows a key, read from the store */
+    for (int64_t v = 0; v < 3000; v += 499) {
+        struct index_key k = ikey(v);
+        struct index_term t = {3, &k, 1};
+        before = ix_store_reads();
+        ask(fp, INDEX_FAST_ROWS, &t, 1, &g);
+        CHECK(g.n == 2 && g.rows[0] == 2 * v && g.rows[1] == 2 * v + 1);
+        CHECK(ix_store_reads() - before >= 1);
+    }
     index_fastpath_destroy(fp);
 }
 
@@ -836,10 +919,11 @@ TEST(decimal_images_match_duckdb)
                 const double *want = duckdb_vector_get_data(duckdb_data_chunk_get_vector(c, 1));
                 const void *raw = duckdb_vector_get_data(v0);
                 for (idx_t r = 0; r < duckdb_data_chunk_get_size(c); r++) {
+                    const duckdb_hugeint *h = raw;
                     double got = w == 4    ? ix_decimal_double(((const int16_t *)raw)[r], sc)
                                  : w == 9  ? ix_decimal_double(((const int32_t *)raw)[r], sc)
                                  : w == 18 ? ix_decimal_double(((const int64_t *)raw)[r], sc)
-                                           : ix_decimal128_double(((const duckdb_hugeint *)raw)[r], sc);
+                                           : ix_decimal128_double(h[r], sc);
                     n++;
                     if (memcmp(&got, &want[r], sizeof got) != 0 && bad++ < 5)
                         fprintf(stderr, "DECIMAL(%d,%d): DuckDB %.17g, ours %.17g\n", w, sc,
@@ -994,7 +1078,8 @@ TEST(range_counts_more_types)
             fprintf(stderr, "%s\n", duckdb_result_error(&res));
         CHECK(ch != NULL);
         for (size_t c = 0; ch && c < 8; c++) {
-            int64_t want = ((int64_t *)duckdb_vector_get_data(duckdb_data_chunk_get_vector(ch, c)))[0];
+            duckdb_vector v = duckdb_data_chunk_get_vector(ch, c);
+            int64_t want = ((int64_t *)duckdb_vector_get_data(v))[0];
             if ((int64_t)got[c] != want && bad++ < 5)
                 fprintf(stderr, "%s: index %llu, DuckDB %lld\n", where[c],
                         (unsigned long long)got[c], (long long)want);
@@ -1014,6 +1099,7 @@ int main(void)
     duckdb_connect(db, &con);
     static const struct tl_case cases[] = {
         TEST_CASE(frames_for_monotone_integers), TEST_CASE(range_counts_from_frames),
+        TEST_CASE(unit_frames_read_nothing),
         TEST_CASE(hash_buckets_for_unordered_keys),
         TEST_CASE(list_mode), TEST_CASE(equality_index_and_of_ors),
         TEST_CASE(empty_string_first_key), TEST_CASE(pages_and_bounds),

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include "testlib.h"
+#include "util/arena.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
 #include "util/errors.h"
@@ -153,6 +154,36 @@ TEST(error_first_wins)
     CHECK_EQ_STR(vt_err_code(VT_ERR_TIMEOUT), "timeout");
 }
 
-RUN_TESTS(TEST_CASE(caps_at_max), TEST_CASE(json_escapes), TEST_CASE(json_escapes_match_reference),
+/* arena_reset keeps the first block only, empty: the next allocations start
+ * at its beginning again, bigger ones get new blocks, the cap counts from
+ * zero. */
+TEST(arena_reset_keeps_the_first_block)
+{
+    struct arena a;
+    arena_init(&a, 64 * 1024);
+    char *first = arena_alloc(&a, 100);
+    CHECK(first != NULL);
+    for (int i = 0; i < 40; i++)
+        CHECK(arena_alloc(&a, 1000) != NULL); /* past 4 KB: more blocks */
+    CHECK(arena_alloc(&a, 64 * 1024) == NULL); /* over the cap */
+    arena_reset(&a);
+    CHECK_EQ_INT(a.used_total, 0);
+    char *again = arena_alloc(&a, 16);
+    CHECK(again == first);
+    memset(again, 'x', 16);
+    char *big = arena_alloc(&a, 60 * 1024); /* fits the cap again */
+    CHECK(big != NULL);
+    if (big)
+        memset(big, 'y', 60 * 1024);
+    arena_reset(&a);
+    CHECK(arena_alloc(&a, 1) == first);
+    arena_release(&a);
+    arena_reset(&a); /* an empty arena */
+    CHECK(a.head == NULL);
+    CHECK(arena_alloc(&a, 8) != NULL);
+    arena_release(&a);
+}
+
+RUN_TESTS(TEST_CASE(caps_at_max), TEST_CASE(arena_reset_keeps_the_first_block), TEST_CASE(json_escapes), TEST_CASE(json_escapes_match_reference),
           TEST_CASE(sql_quoting),
           TEST_CASE(ulid_shape), TEST_CASE(rfc3339_matches_reference), TEST_CASE(error_first_wins))
