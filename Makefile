@@ -171,8 +171,26 @@ $(BUILD)/%: tools/%.c $(BUILD)/libvitrine.a
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libvitrine.a $(LDLIBS)
 
 # Unit tests: every tests/unit/**/test_*.c is one binary; each prints "N passed, N failed".
+# Under `make -jN` (CI: -j2) they run N at a time, each one's output printed
+# whole when it ends (-O), the heaviest first so the lanes end together;
+# every failure is reported. A test whose source mentions threads, sleeps,
+# clocks, deadlines or time-outs runs alone afterwards: a neighbour would
+# blur what it times.
+UNIT_ALONE_RE  := pthread_create|usleep|nanosleep|sleep[(]|clock_gettime|CLOCK_|time_mono|elapsed|deadline|timeout
+UNIT_ALONE_SRC := $(shell grep -lE '$(UNIT_ALONE_RE)' $(UNIT_SRC))
+UNIT_HEAVY_SRC := $(addprefix tests/unit/,sources/test_delta_corpus.c \
+                    encode/test_json_rows.c encode/test_json_dtoa.c index/test_index.c \
+                    query/test_querygen.c)
+UNIT_SHARED    := $(patsubst tests/unit/%.c,unit-run/%,$(filter-out $(UNIT_ALONE_SRC), \
+                    $(filter $(UNIT_SRC),$(UNIT_HEAVY_SRC)) $(filter-out $(UNIT_HEAVY_SRC),$(UNIT_SRC))))
+UNIT_ALONE_BIN := $(UNIT_ALONE_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+.PHONY: unit-shared
 unit: $(UNIT_BIN)
-	@fail=0; for t in $(UNIT_BIN); do echo "== $$t"; $$t || fail=1; done; exit $$fail
+	@fail=0; $(MAKE) --no-print-directory -k -O unit-shared || fail=1; \
+	for t in $(UNIT_ALONE_BIN); do echo "== $$t"; $$t || fail=1; done; exit $$fail
+unit-shared: $(UNIT_SHARED)
+unit-run/%: $(BUILD)/tests/% FORCE
+	@echo "== $<"; $<
 
 # Black-box tests: the real binary on 127.0.0.1, driven by pytest and real clients.
 # E2E_JOBS pytest workers (pytest-xdist; every test starts its own servers on
@@ -281,7 +299,8 @@ FUZZ_SRC_fuzz_delta_dv         := src/sources/delta_dv.c src/util/strbuf.c src/u
 FUZZ_LIBS_fuzz_delta_dv        := -isystem $(DUCKDB_DIR) -lroaring -lz
 FUZZ_SRC_fuzz_variant          := src/sources/variant.c src/encode/json_format.c src/encode/dtoa.c \
                                   src/util/strbuf.c src/util/errors.c
-FUZZ_LIBS_fuzz_variant         := -DVT_NO_OVERREAD -isystem $(DUCKDB_DIR) -L$(DUCKDB_DIR) -lduckdb \
+FUZZ_CFLAGS_fuzz_variant       := -DVT_NO_OVERREAD
+FUZZ_LIBS_fuzz_variant         := -isystem $(DUCKDB_DIR) -L$(DUCKDB_DIR) -lduckdb \
                                   -Wl,-rpath,$(abspath $(DUCKDB_DIR))
 # jsonb containment (engine/jsonb.c: what the pgwire dialect makes of @> and <@).
 FUZZ_SRC_fuzz_jsonb            := src/engine/jsonb.c src/util/errors.c src/util/strbuf.c
@@ -337,10 +356,22 @@ $(FUZZ_BUILD)/budget.o: src/engine/budget.cc
 	$(FUZZ_CXX) -std=c++17 -g -O1 -fsanitize=address,undefined -DVT_BUDGET_NO_NEW -c $< -o $@
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
+# The modules are compiled once each into $(FUZZ_BUILD)/obj and shared by
+# every target that lists them (errors.c alone is in 15); a target with
+# FUZZ_CFLAGS_<target> (a define that changes its modules) compiles its own
+# in its one command instead.
+FUZZ_OBJ := $(FUZZ_BUILD)/obj
+$(FUZZ_OBJ)/%.o: %.c | $(DUCKDB_DIR)/duckdb.h
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC $<"
+	@$(FUZZ_CC) $(FUZZ_FLAGS) -MMD -MP -c $< -o $@
+-include $(shell find $(FUZZ_OBJ) -name '*.d' 2>/dev/null)
+fuzz_inputs = $(if $(FUZZ_CFLAGS_$(1)),$(FUZZ_SRC_$(1)),$(FUZZ_SRC_$(1):%.c=$(FUZZ_OBJ)/%.o))
 define FUZZ_RULE
-$(FUZZ_BUILD)/$(1): tests/fuzz/$(1).c $(FUZZ_SRC_$(1)) $(wildcard $(FUZZ_SRC_$(1):.c=.h)) $(FUZZ_DEPS_$(1))
+$(FUZZ_BUILD)/$(1): tests/fuzz/$(1).c $(call fuzz_inputs,$(1)) $(wildcard $(FUZZ_SRC_$(1):.c=.h)) \
+                    $(wildcard tests/fuzz/*.h) $(FUZZ_DEPS_$(1))
 	@mkdir -p $(FUZZ_BUILD)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $$@ $$< $(FUZZ_SRC_$(1)) $(FUZZ_LIBS_$(1))
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_CFLAGS_$(1)) -o $$@ $$< $(call fuzz_inputs,$(1)) $(FUZZ_LIBS_$(1))
 endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_RULE,$(t))))
 

