@@ -194,7 +194,8 @@ unit-run/%: $(BUILD)/tests/% FORCE
 
 # Black-box tests: the real binary on 127.0.0.1, driven by pytest and real clients.
 # E2E_JOBS pytest workers (pytest-xdist; every test starts its own servers on
-# port 0 in its own tmp_path), then the tests marked `serial` alone: those
+# port 0 in its own tmp_path; a worker takes whole modules, the longest first:
+# tests/e2e/conftest.py SLOW_MODULES_FIRST), then the tests marked `serial` alone: those
 # assert wall-clock bounds (a scrape under a millisecond, a flood answered
 # within 100 ms) that a neighbour test would blur.
 # Both passes record every response they get into $(CONTRACT_DIR)
@@ -207,7 +208,7 @@ CONTRACT_DIR = $(abspath $(BUILD))/contract
 e2e: all $(UNIT_BIN)
 	rm -rf $(CONTRACT_DIR)
 	VT_CONTRACT_DIR=$(CONTRACT_DIR) VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x \
-	    -p xdist -n $(E2E_JOBS) -m 'not serial' tests/e2e $(PYTEST_ARGS)
+	    -p xdist -n $(E2E_JOBS) --dist loadfile -m 'not serial' tests/e2e $(PYTEST_ARGS)
 	VT_CONTRACT_DIR=$(CONTRACT_DIR) VITRINE_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -x \
 	    -m serial tests/e2e $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory contract-check \

@@ -78,6 +78,12 @@ struct http_response {
     bool close;                 /* the connection ends after it */
 };
 
+/* This thread's released response (server.c), its head's buffer kept, or
+ * NULL; http_keep_response keeps r (its body, file and stream released,
+ * its head emptied) as that spare: false when the thread has one. */
+struct http_response *http_spare_response(void);
+bool http_keep_response(struct http_response *r);
+
 struct http_conn;
 
 struct http_request {

@@ -134,13 +134,20 @@ static void build_head(struct http_request *req, struct http_response *r,
 
 static struct http_response *response_new(int status, enum resp_kind kind)
 {
-    struct http_response *r = calloc(1, sizeof *r);
-    if (!r)
-        return NULL;
+    struct http_response *r = http_spare_response();
+    if (r) {
+        struct strbuf head = r->head; /* emptied, its buffer kept */
+        memset(r, 0, sizeof *r);
+        r->head = head;
+    } else {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return NULL;
+        sb_init(&r->head, 0);
+    }
     r->status = status;
     r->kind = kind;
     r->fd = -1;
-    sb_init(&r->head, 0);
     return r;
 }
 
@@ -148,12 +155,18 @@ void http_response_free(struct http_response *r)
 {
     if (!r)
         return;
-    sb_release(&r->head);
     free(r->owned);
     if (r->fd >= 0)
         close(r->fd);
     if (r->stream)
         http_stream_unref(r->stream);
+    /* a usual head's buffer is kept with a spare (a big one is not) */
+    if (r->head.cap <= 1024 && !r->head.overflow) {
+        sb_reset(&r->head);
+        if (http_keep_response(r))
+            return;
+    }
+    sb_release(&r->head);
     free(r);
 }
 

@@ -48,6 +48,26 @@ def pytest_configure(config):
                    "parallel pass")
 
 
+# `make e2e` hands whole modules to its two pytest-xdist workers
+# (--dist loadfile: a module's module- and session-scoped fixtures are set up
+# once, not once on each worker), in collection order. The longest modules
+# (wall seconds per module, from a whole run with two workers) are collected
+# first, so the last module a worker takes is a short one and the two
+# workers end together. A new module that takes a minute belongs here.
+SLOW_MODULES_FIRST = (
+    "test_explorer.py", "test_differential.py", "test_arrow_ipc.py", "test_atomicity.py",
+    "test_delta_corpus.py", "test_queries.py", "test_catalog_states.py", "test_auth_bearer.py",
+    "test_query.py", "test_arrow_http.py", "test_export.py", "test_mcp.py",
+    "test_explore_api.py", "test_pgwire_bi.py", "test_hostile_catalog.py", "test_pgwire.py",
+    "test_openapi.py", "test_hostile_http.py", "test_pgwire_hostile.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(SLOW_MODULES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: keeps the rest
+
+
 def sql(*statements, db=None):
     """Runs statements with DuckDB; returns the rows of the last as lists of text."""
     cmd = [str(VTSQL)]

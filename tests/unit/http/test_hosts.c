@@ -99,6 +99,32 @@ TEST(host_rule_on_loopback)
     strvec_free(&any);
 }
 
+/* A loopback Host value is remembered per thread: the next request with
+ * the same value skips the parse; any other value is judged afresh. */
+TEST(host_rule_repeated_values)
+{
+    struct strvec none = {0};
+    struct http_hosts h = {.allowed_hosts = &none, .allowed_origins = &none,
+                           .loopback_listener = true};
+    for (int i = 0; i < 3; i++) {
+        CHECK(http_hosts_host_ok(&h, "127.0.0.1:8080"));
+        CHECK(!http_hosts_host_ok(&h, "127.0.0.1:8080x"));
+        CHECK(!http_hosts_host_ok(&h, "127.0.0.1:8080 "));
+        CHECK(http_hosts_host_ok(&h, "127.0.0.1:808")); /* another port: loopback still */
+        CHECK(!http_hosts_host_ok(&h, "127.0.0.1.evil:8080"));
+        CHECK(!http_hosts_host_ok(&h, "evil.example.com"));
+        CHECK(http_hosts_host_ok(&h, "localhost"));
+        CHECK(!http_hosts_host_ok(&h, "localhost.evil"));
+        CHECK(!http_hosts_host_ok(&h, ""));
+    }
+    /* too long to remember: judged every time */
+    char longname[200];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    CHECK(!http_hosts_host_ok(&h, longname));
+    CHECK(!http_hosts_host_ok(&h, longname));
+}
+
 TEST(host_rule_on_public_listener)
 {
     struct strvec none = {0};
@@ -160,5 +186,6 @@ TEST(origin_rule)
 }
 
 RUN_TESTS(TEST_CASE(host_name), TEST_CASE(loopback_names), TEST_CASE(patterns),
-          TEST_CASE(host_rule_on_loopback), TEST_CASE(host_rule_on_public_listener),
+          TEST_CASE(host_rule_on_loopback), TEST_CASE(host_rule_repeated_values),
+          TEST_CASE(host_rule_on_public_listener),
           TEST_CASE(origin_rule))
