@@ -16,7 +16,7 @@ FROM ${DEBIAN} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential pkg-config git ca-certificates curl nodejs npm python3 \
-      libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev \
+      libroaring-dev libjansson-dev libcurl4-openssl-dev libbrotli-dev libzstd-dev \
       zlib1g-dev libexpat1-dev libssl-dev libdouble-conversion-dev libxxhash-dev \
       libsystemd-dev mkdocs \
  && rm -rf /var/lib/apt/lists/*
@@ -40,7 +40,7 @@ LABEL org.opencontainers.image.title="vitrine" \
       org.opencontainers.image.base.name="docker.io/library/debian:12-slim"
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      ca-certificates libmicrohttpd12 libjansson4 libcurl4 libbrotli1 libzstd1 zlib1g \
+      ca-certificates libroaring0 libjansson4 libcurl4 libbrotli1 libzstd1 zlib1g \
       libexpat1 libssl3 libdouble-conversion3 libxxhash0 libsystemd0 libstdc++6 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 vitrine \

@@ -55,7 +55,7 @@ COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 SYSTEM_HEADERS = [
     "stdio.h", "stdlib.h", "string.h", "unistd.h", "fcntl.h", "sys/stat.h", "pthread.h",
     "dirent.h", "fnmatch.h", "time.h", "signal.h", "sys/socket.h", "netdb.h", "poll.h",
-    "sys/epoll.h", "ftw.h", "curl/curl.h", "microhttpd.h", "jansson.h", "openssl/evp.h",
+    "sys/epoll.h", "ftw.h", "curl/curl.h", "jansson.h", "openssl/evp.h",
     "openssl/ssl.h", "expat.h", "zstd.h", "zlib.h", "brotli/encode.h", "duckdb.h",
     "sys/mman.h", "stdatomic.h", "sys/resource.h", "arpa/inet.h", "netinet/in.h",
     "sched.h", "errno.h", "sys/uio.h", "sys/sendfile.h",
