@@ -79,13 +79,8 @@ static enum vt_err read_schema(duckdb_connection con, struct cat_generation *gen
         n = duckdb_column_count(&one);
     } else {
         snprintf(sql, sizeof sql, "SELECT * FROM %s LIMIT 0", gen->relation);
-        if (duckdb_prepare(con, sql, &ps) != DuckDBSuccess) {
-            char text[VT_ERROR_MSG_MAX];
-            vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
-                         eng_error_text(duckdb_prepare_error(ps), text, sizeof text));
-            duckdb_destroy_prepare(&ps);
+        if (eng_prepare(con, sql, &ps, VT_ERR_BUILD_FAILED, err) != VT_ERR_OK)
             return VT_ERR_BUILD_FAILED;
-        }
         n = duckdb_prepared_statement_column_count(ps);
     }
     gen->cols = calloc(n ? n : 1, sizeof *gen->cols);

@@ -151,13 +151,8 @@ static enum vt_err wide_integer_columns(duckdb_connection con, const char *selec
                                         struct vt_error *err)
 {
     duckdb_prepared_statement ps;
-    if (duckdb_prepare(con, select_sql, &ps) != DuckDBSuccess) {
-        char text[VT_ERROR_MSG_MAX];
-        vt_error_set(err, VT_ERR_BUILD_FAILED, "%s",
-                     eng_error_text(duckdb_prepare_error(ps), text, sizeof text));
-        duckdb_destroy_prepare(&ps);
+    if (eng_prepare(con, select_sql, &ps, VT_ERR_BUILD_FAILED, err) != VT_ERR_OK)
         return VT_ERR_BUILD_FAILED;
-    }
     idx_t n = duckdb_prepared_statement_column_count(ps);
     for (idx_t i = 0; i < n; i++) {
         duckdb_type t = duckdb_prepared_statement_column_type(ps, i);

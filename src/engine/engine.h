@@ -304,6 +304,12 @@ bool eng_type_text(duckdb_logical_type lt, char *out, size_t cap);
 enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
                      struct vt_error *err);
 
+/* Prepares `sql` on `con` into *out; on failure sets err to `code` with
+ * DuckDB's message (eng_error_text), destroys the statement and returns
+ * `code`. */
+enum vt_err eng_prepare(duckdb_connection con, const char *sql, duckdb_prepared_statement *out,
+                        enum vt_err code, struct vt_error *err);
+
 /* Asks the kernel for a scheduling slice of `us` microseconds for the
  * calling thread (sched_setattr's sched_runtime for a SCHED_OTHER or
  * SCHED_BATCH thread; Linux 6.12+ EEVDF uses it, between 100 us and 100 ms:

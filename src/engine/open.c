@@ -550,3 +550,13 @@ enum vt_err eng_exec(duckdb_connection con, const char *sql, enum vt_err code,
     return VT_ERR_OK;
 }
 
+enum vt_err eng_prepare(duckdb_connection con, const char *sql, duckdb_prepared_statement *out,
+                        enum vt_err code, struct vt_error *err)
+{
+    if (duckdb_prepare(con, sql, out) == DuckDBSuccess)
+        return VT_ERR_OK;
+    char text[VT_ERROR_MSG_MAX];
+    vt_error_set(err, code, "%s", eng_error_text(duckdb_prepare_error(*out), text, sizeof text));
+    duckdb_destroy_prepare(out);
+    return code;
+}
