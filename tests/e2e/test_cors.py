@@ -12,7 +12,14 @@ import pytest
 import requests
 
 from conftest import VITRINE, dataset_block, server_block, write_parquet
-from explorer.browser import drive
+from explorer.browser import drive, one_browser
+
+
+@pytest.fixture(scope="module", autouse=True)
+def browser():
+    """One Chromium for the module's scenarios (each in a new context)."""
+    with one_browser():
+        yield
 
 
 @pytest.fixture

@@ -20,11 +20,18 @@ import time
 import pytest
 
 from conftest import dataset_block, server_block, write_parquet
-from explorer.browser import SHOTS, console_errors, drive
+from explorer.browser import SHOTS, console_errors, drive, one_browser
 from explorer.issuer import Issuer
 
 TOKEN = "adm-7f3c9e1b2d4a6058-explorer"
 ADMIN = {"X-Admin-Token": TOKEN}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def browser():
+    """One Chromium for the module's scenarios (each in a new context)."""
+    with one_browser():
+        yield
 
 
 @pytest.fixture(scope="module")

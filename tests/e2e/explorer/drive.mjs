@@ -1,39 +1,40 @@
 // Drives the Explorer and the docs site in headless Chromium (Debian's
 // /usr/bin/chromium through playwright-core) for tests/e2e/test_explorer.py.
 //
-//   node drive.mjs SCENARIO JSON_ARGS
+//   node drive.mjs SCENARIO JSON_ARGS      one scenario
+//   node drive.mjs --serve                 scenarios read from stdin, one per line
 //
-// Prints one JSON object: what the page showed (table cells, notices,
-// errors), every request the page sent (method, URL, headers, body), console
-// errors, page errors, and storage contents. The Python side checks those
+// Prints one JSON object per scenario: what the page showed (table cells,
+// notices, errors), every request the page sent (method, URL, headers, body),
+// console errors, page errors, and storage contents. The Python side checks those
 // against the server's own answers and state. Screenshots go to args.shots.
 import { chromium } from 'playwright-core';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 
-const [scenario, rawArgs] = process.argv.slice(2);
-const args = JSON.parse(rawArgs || '{}');
-const out = { requests: [], console: [], pageErrors: [] };
-
-const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'vt-chromium-'));
-const ctx = await chromium.launchPersistentContext(userDir, {
+const LAUNCH = {
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   headless: true,
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
     '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1280, height: 900 },
-  acceptDownloads: true,
-});
-ctx.setDefaultTimeout(20000);
+};
+// Each scenario runs in a fresh context (its own cookies, storage, cache and
+// downloads): nothing one scenario leaves is seen by the next, whether the
+// browser was started for it alone or serves a whole test module.
+const CONTEXT = { viewport: { width: 1280, height: 900 }, acceptDownloads: true };
 
-function watch(page) {
+// The scenario being run: its arguments and what it reports.
+let args = {};
+let out = null;
+
+function watch(page, o) {
   page.on('console', (m) => {
     if (m.type() === 'error' || m.type() === 'warning')
-      out.console.push({ type: m.type(), text: m.text(), url: m.location().url || '' });
+      o.console.push({ type: m.type(), text: m.text(), url: m.location().url || '' });
   });
-  page.on('pageerror', (e) => out.pageErrors.push(String(e && e.message)));
-  page.on('request', (r) => out.requests.push({
+  page.on('pageerror', (e) => o.pageErrors.push(String(e && e.message)));
+  page.on('request', (r) => o.requests.push({
     method: r.method(), url: r.url(), headers: r.headers(), body: r.postData() || null,
   }));
 }
@@ -641,14 +642,41 @@ const scenarios = {
   },
 };
 
-try {
-  const page = ctx.pages()[0] || await ctx.newPage();
-  watch(page);
-  await scenarios[scenario](page);
-} catch (e) {
-  out.failure = String(e && e.stack || e);
-} finally {
-  await ctx.close();
-  fs.rmSync(userDir, { recursive: true, force: true });
+// Runs one scenario in a new context of `browser`; returns its report.
+async function run(browser, scenario, scenarioArgs) {
+  args = scenarioArgs || {};
+  out = { requests: [], console: [], pageErrors: [] };
+  const report = out;
+  let ctx = null;
+  try {
+    if (!scenarios[scenario]) throw new Error(`no scenario ${scenario}`);
+    ctx = await browser.newContext(CONTEXT);
+    ctx.setDefaultTimeout(20000);
+    const page = await ctx.newPage();
+    watch(page, report);
+    await scenarios[scenario](page);
+  } catch (e) {
+    report.failure = String(e && e.stack || e);
+  } finally {
+    if (ctx) await ctx.close().catch(() => {});
+  }
+  return report;
 }
-process.stdout.write(JSON.stringify(out));
+
+const browser = await chromium.launch(LAUNCH);
+if (process.argv[2] === '--serve') {
+  // One browser for many scenarios (tests/e2e/explorer/browser.py): a
+  // request per input line, {"scenario": ..., "args": {...}}; a report per
+  // output line. Ends at the end of the input.
+  const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of rl) {
+    if (!line.trim()) continue;
+    const req = JSON.parse(line);
+    const report = await run(browser, req.scenario, req.args);
+    process.stdout.write(JSON.stringify(report) + '\n');
+  }
+} else {
+  const [scenario, rawArgs] = process.argv.slice(2);
+  process.stdout.write(JSON.stringify(await run(browser, scenario, JSON.parse(rawArgs || '{}'))));
+}
+await browser.close();
