@@ -583,6 +583,18 @@ int main(int argc, char **argv)
             }
             continue;
         }
+        if (!strcmp(a, "--test-build-gate")) {
+            /* Test only (cat_test_build_gate): not in usage(), so nobody
+             * meets it outside the tests; the log says it is on. */
+            if (i + 1 >= argc) {
+                fprintf(stderr, "vitrine: --test-build-gate needs a directory\n");
+                return 2;
+            }
+            cat_test_build_gate(argv[++i]);
+            log_warn("--test-build-gate %s: builds wait while %s/<dataset> exists "
+                     "(a test hook; never for real use)", argv[i], argv[i]);
+            continue;
+        }
         if (!strcmp(a, "--port") || !strncmp(a, "--port=", 7)) {
             const char *v = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
             char *end = NULL;

@@ -133,6 +133,14 @@ void cat_set_dirs(struct cat_catalog *cat, const char *temp_dir, const char *cac
 /* Where index fast paths keep their files (created on first use; NULL: in
  * memory). */
 void cat_set_index_dir(struct cat_catalog *cat, const char *dir);
+/* TEST ONLY (the black-box tests; main.c's --test-build-gate, a flag --help
+ * does not list and no config key, environment variable or request sets):
+ * while the file `dir`/<dataset name> exists, a build of that dataset waits
+ * before it reads its source, holding the dataset in "building" until the
+ * test removes the file or the build's deadline passes. Lets a test see a
+ * rebuild in progress with a tiny table instead of one big enough to take
+ * seconds. Process-wide; call before any build starts. */
+void cat_test_build_gate(const char *dir);
 /* Registers the config's datasets and the saved queries restored from
  * server.saved_queries_dir (`saved`, n_saved; kind query), infers the
  * depends_on of every query dataset (one that fails the SQL gate or sits on

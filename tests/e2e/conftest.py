@@ -2,9 +2,11 @@
 config written by the test, and talks to it with real HTTP clients.
 
 Fixtures:
-  vt        -> a factory: vt(config_text, env=..., wait="ready"|"listening")
-               returns a running Server; every server is stopped at teardown
-               and its log is checked for sanitizer reports.
+  vt        -> a factory: vt(config_text, env=..., wait="ready"|"listening",
+               gate=build_gate) returns a running Server; every server is
+               stopped at teardown and its log is checked for sanitizer reports.
+  build_gate -> a BuildGate: hold(name) keeps that dataset's builds in
+               "building" until release(name) (pass it as vt(..., gate=)).
   datadir   -> a per-test directory for generated Parquet files.
 Helpers:
   sql(*statements)            run SQL with DuckDB (build/vt-sql); rows of the last
@@ -223,13 +225,40 @@ def stop_checked(server):
     assert rc == 0, log[-4000:]
 
 
+class BuildGate:
+    """Holds a dataset's builds in "building" for as long as a test needs:
+    the server's test-only --test-build-gate DIR (src/catalog/catalog.h,
+    cat_test_build_gate) makes a build wait while DIR/<dataset> exists. A
+    test sees a rebuild in progress with a tiny table, on any machine load,
+    instead of a table big enough to take seconds to build."""
+
+    def __init__(self, directory):
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def hold(self, name):
+        (self.dir / name).touch()
+
+    def release(self, name):
+        (self.dir / name).unlink(missing_ok=True)
+
+
+@pytest.fixture
+def build_gate(tmp_path):
+    return BuildGate(tmp_path / "build-gate")
+
+
 @pytest.fixture
 def vt(tmp_path):
     servers = []
 
-    def start(config_text, env=None, args=None, wait="ready", workdir=None, timeout=60):
+    def start(config_text, env=None, args=None, wait="ready", workdir=None, timeout=60,
+              gate=None):
         d = Path(workdir) if workdir else tmp_path / f"srv{len(servers)}"
         d.mkdir(parents=True, exist_ok=True)
+        if gate is not None:
+            args = (args if args is not None else ["--config", str(d / "datasets.toml")]) + \
+                ["--test-build-gate", str(gate.dir)]
         s = Server(d, config_text, env=env, args=args)
         servers.append(s)
         s.start()

@@ -119,12 +119,15 @@ def test_reload_all(vt, datadir):
     assert s.post("/api/v1/datasets/skip1/reload", headers=ADMIN).json()["rows"] == 20
 
 
-def test_reload_all_skips_datasets_already_building(vt, datadir):
+def test_reload_all_skips_datasets_already_building(vt, datadir, build_gate):
     big = write_parquet(datadir / "big.parquet",
-                        "SELECT range AS id, md5(range::VARCHAR) AS h FROM range(3000000)")
+                        "SELECT range AS id, md5(range::VARCHAR) AS h FROM range(3000)")
     small = write_parquet(datadir / "s.parquet", "SELECT 1 AS a")
     s = vt(server_block() + dataset_block("big", big) + dataset_block("small", small),
-           env={"ADMIN_TOKEN": TOKEN})
+           env={"ADMIN_TOKEN": TOKEN}, gate=build_gate)
+    # The rebuild is held in "building" (the test-only build gate) until the
+    # second reload has been refused.
+    build_gate.hold("big")
     t = threading.Thread(target=lambda: s.post("/api/v1/datasets/big/reload", headers=ADMIN))
     t.start()
     deadline = time.time() + 10
@@ -133,6 +136,7 @@ def test_reload_all_skips_datasets_already_building(vt, datadir):
         time.sleep(0.01)
     r = s.post("/api/v1/datasets/big/reload", headers=ADMIN)
     assert r.status_code == 409 and r.json()["code"] == "busy"
+    build_gate.release("big")
     t.join()
 
 

@@ -20,11 +20,15 @@ def test_version_and_help():
     assert "DuckDB" in r.stdout
     r = run("--help")
     assert r.returncode == 0 and "check-config" in r.stdout and "init" in r.stdout
+    # The test-only build gate is no option anyone is offered.
+    assert "test" not in r.stdout.replace("datasets.toml", "")
 
 
 def test_unknown_argument_exits_2():
     r = run("--frobnicate")
     assert r.returncode == 2 and "unknown argument" in r.stderr
+    r = run("--test-build-gate")
+    assert r.returncode == 2 and "needs a directory" in r.stderr
 
 
 def test_init_writes_a_template_that_validates(tmp_path):

@@ -102,26 +102,42 @@ def test_tabs_load_without_console_errors(vt, trips):
         assert (SHOTS / f"explorer-{name}.png").stat().st_size > 1000
 
 
-def test_state_badges_are_polled_while_building(vt, tmp_path):
+def test_state_badges_are_polled_while_building(vt, tmp_path, build_gate):
     # Datasets left pending (on_start = "lazy") until the page has listed
     # them; then a query from here, not from the page, builds one: its badge
     # must move to published by itself (the page polls while any dataset is
     # pending or building). Started by the page's own list call, so the order
-    # holds on a loaded machine too.
+    # holds on a loaded machine too. The builds are held in "building" (the
+    # test-only build gate) until the page has listed them again.
     cfg = server_block()
     for i in range(2):
         p = write_parquet(tmp_path / f"big{i}.parquet",
                           f"SELECT range AS id, range % 977 AS k, md5(range::VARCHAR) AS h "
-                          f"FROM range({2_000_000 + i})")
+                          f"FROM range({2_000 + i})")
         cfg += dataset_block(f"big{i}", p, on_start="lazy")
-    s = vt(cfg, wait="listening")
+        build_gate.hold(f"big{i}")
+    s = vt(cfg, wait="listening", gate=build_gate)
+    lists = "GET /api/v1/datasets 200"
 
     def build_after_the_page_listed():
         deadline = time.time() + 120
-        while time.time() < deadline and "GET /api/v1/datasets 200" not in s.log():
+        while time.time() < deadline and lists not in s.log():
+            time.sleep(0.05)
+        counts = [threading.Thread(target=s.post, args=(f"/api/v1/datasets/big{i}/count", {}),
+                                   kwargs={"timeout": 120}) for i in range(2)]
+        for c in counts:
+            c.start()
+        while time.time() < deadline and any(
+                s.get(f"/api/v1/datasets/big{i}/status").json()["state"] != "building"
+                for i in range(2)):
+            time.sleep(0.05)
+        listed = s.log().count(lists)
+        while time.time() < deadline and s.log().count(lists) == listed:
             time.sleep(0.05)
         for i in range(2):
-            s.post(f"/api/v1/datasets/big{i}/count", {}, timeout=120)
+            build_gate.release(f"big{i}")
+        for c in counts:
+            c.join(120)
 
     t = threading.Thread(target=build_after_the_page_listed)
     t.start()
