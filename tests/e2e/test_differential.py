@@ -758,13 +758,62 @@ def output_types(req, names, coltypes):
     return [types[n] for n in names]
 
 
-def run_reference(parquet, sql_text):
-    cmd = [str(REF_SQL), "SET TimeZone='UTC'",
-           "CREATE VIEW t AS SELECT * FROM read_parquet(%s)" % querygen.sql_str(str(parquet)), sql_text]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        return None, p.stderr.strip()
-    return [json.loads(line) for line in p.stdout.splitlines() if line.strip()], None
+# Reference statements per vt-sql process (--batch): one process start
+# instead of one per case (~700 in this module), in chunks so the two pool
+# threads share them.
+REF_CHUNK = 60
+
+
+def run_references(parquet, sql_texts):
+    """DuckDB's answers to sql_texts over `parquet`, run one after the other
+    in one vt-sql: a (rows, error) per statement, as a process of its own
+    would have given them (rows as JSON arrays of text; error: what it
+    printed when the statement failed)."""
+    cmd = [str(REF_SQL), "--batch", "SET TimeZone='UTC'",
+           "CREATE VIEW t AS SELECT * FROM read_parquet(%s)" % querygen.sql_str(str(parquet))]
+    assert not any("\0" in q for q in sql_texts)
+    p = subprocess.run(cmd, input="\0".join(sql_texts), capture_output=True, text=True)
+    assert p.returncode == 0, "vt-sql --batch failed: %s" % p.stderr[-2000:]
+    answers, rows = [], []
+    for line in p.stdout.split("\n"):
+        if not line.strip():
+            continue
+        v = json.loads(line)
+        if isinstance(v, list):
+            rows.append(v)
+        elif "error" in v:
+            answers.append((None, v["error"]))
+            rows = []
+        else:
+            answers.append((rows, None))
+            rows = []
+    assert len(answers) == len(sql_texts) and not rows, (len(answers), len(sql_texts))
+    return answers
+
+
+class _Answer:
+    """One case's part of a run_references() future."""
+
+    def __init__(self, future, i):
+        self.future, self.i = future, i
+
+    def result(self):
+        return self.future.result()[self.i]
+
+
+def reference_futures(pool, cases, parquet_of):
+    """{id(case): its reference answer (.result() -> (rows, error))}, computed
+    on `pool` in chunks of REF_CHUNK statements per vt-sql."""
+    by_file = collections.defaultdict(list)
+    for c in cases:
+        by_file[parquet_of(c)].append(c)
+    futures = {}
+    for parquet, group in by_file.items():
+        for k in range(0, len(group), REF_CHUNK):
+            chunk = group[k:k + REF_CHUNK]
+            f = pool.submit(run_references, parquet, [c.sql for c in chunk])
+            futures.update((id(c), _Answer(f, i)) for i, c in enumerate(chunk))
+    return futures
 
 
 class Case:
@@ -890,8 +939,8 @@ def test_differential(vt, datadir, tmp_path, capsys):
 
     # The reference answers, computed while the server is queried.
     pool = ThreadPoolExecutor(max_workers=2)
-    futures = {id(c): pool.submit(run_reference, files[c.corpus], c.sql)
-               for c in corpus if not c.errors}
+    futures = reference_futures(pool, [c for c in corpus if not c.errors],
+                                lambda c: files[c.corpus])
 
     indexed = {"A": set(wait_indexed(s, "a", a_pool)), "B": set(wait_indexed(s, "b", b_pool))}
     assert s.get("/api/v1/datasets/a_lazy/schema").json()["indexed"] == []
@@ -1089,7 +1138,7 @@ def test_differential_lazy_partitioned(vt, moto, datadir, tmp_path, capsys):
     corpus = [c for c in make_corpus("A", querygen.Gen, SEED + 1, n, a_pool,
                                      contextlib.nullcontext) if not c.index_targeted]
     pool = ThreadPoolExecutor(max_workers=2)
-    futures = {id(c): pool.submit(run_reference, a_file, c.sql) for c in corpus if not c.errors}
+    futures = reference_futures(pool, [c for c in corpus if not c.errors], lambda c: a_file)
     compare_corpus(s, corpus, {"A": a_file}, coltypes, {"A": set()}, pool, futures,
                    lambda c: ("a_part", "a_s3"), "lazy partitioned, local + S3", t0, tmp_path,
                    capsys)
