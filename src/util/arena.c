@@ -13,7 +13,6 @@
 struct arena_block {
     struct arena_block *next;
     size_t size;
-    size_t used;
     _Alignas(16) unsigned char data[];
 };
 
@@ -22,6 +21,7 @@ void arena_init(struct arena *a, size_t max_total)
     a->head = NULL;
     a->used_total = 0;
     a->max_total = max_total;
+    a->next = a->limit = NULL;
 }
 
 void arena_release(struct arena *a)
@@ -34,6 +34,7 @@ void arena_release(struct arena *a)
     }
     a->head = NULL;
     a->used_total = 0;
+    a->next = a->limit = NULL;
 }
 
 void arena_reset(struct arena *a)
@@ -44,13 +45,13 @@ void arena_reset(struct arena *a)
         free(b);
         b = next;
     }
-    if (b)
-        b->used = 0;
     a->head = b;
     a->used_total = 0;
+    a->next = b ? b->data : NULL;
+    a->limit = b ? b->data + b->size : NULL;
 }
 
-void *arena_alloc(struct arena *a, size_t n)
+void *arena_alloc_slow(struct arena *a, size_t n)
 {
     if (n == 0)
         n = 1;
@@ -60,7 +61,7 @@ void *arena_alloc(struct arena *a, size_t n)
     if (a->max_total && (n > a->max_total || a->used_total > a->max_total - n))
         return NULL;
     struct arena_block *b = a->head;
-    if (!b || b->size - b->used < n) {
+    if (!b || (size_t)(a->limit - a->next) < n) {
         size_t size = b ? b->size * 2 : 4096;
         if (size > 1 << 20)
             size = 1 << 20;
@@ -70,12 +71,13 @@ void *arena_alloc(struct arena *a, size_t n)
         if (!b)
             return NULL;
         b->size = size;
-        b->used = 0;
         b->next = a->head;
         a->head = b;
+        a->next = b->data;
+        a->limit = b->data + size;
     }
-    void *p = b->data + b->used;
-    b->used += n;
+    void *p = a->next;
+    a->next += n;
     a->used_total += n;
     return p;
 }

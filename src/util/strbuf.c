@@ -54,27 +54,15 @@ int sb_grow(struct strbuf *sb, size_t extra)
     return 0;
 }
 
-int sb_add(struct strbuf *sb, const void *data, size_t n)
+int sb_add_slow(struct strbuf *sb, const void *data, size_t n)
 {
-    /* Room already there (the usual append): no call to sb_grow. */
-    bool room = sb->cap > sb->len && n < sb->cap - sb->len && (!sb->max || sb->len + n <= sb->max);
-    if (!room && sb_grow(sb, n) < 0)
+    if (sb_grow(sb, n) < 0)
         return -1;
     if (n)
         memcpy(sb->buf + sb->len, data, n);
     sb->len += n;
     sb->buf[sb->len] = '\0';
     return 0;
-}
-
-int sb_adds(struct strbuf *sb, const char *s)
-{
-    return sb_add(sb, s, strlen(s));
-}
-
-int sb_addc(struct strbuf *sb, char c)
-{
-    return sb_add(sb, &c, 1);
 }
 
 int sb_vaddf(struct strbuf *sb, const char *fmt, va_list ap)

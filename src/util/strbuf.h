@@ -25,9 +25,38 @@ void sb_release(struct strbuf *sb);
 void sb_reset(struct strbuf *sb); /* len = 0, keeps memory */
 /* Ensures room for `extra` more bytes (plus NUL). -1 when over max or OOM. */
 int sb_grow(struct strbuf *sb, size_t extra);
-int sb_add(struct strbuf *sb, const void *data, size_t n);
-int sb_adds(struct strbuf *sb, const char *s);
-int sb_addc(struct strbuf *sb, char c);
+/* The out-of-line part of sb_add: growth, or a refusal. */
+int sb_add_slow(struct strbuf *sb, const void *data, size_t n);
+
+/* Appends inline while the room is there (the usual append: a response
+ * head is ~25 of them, a call each was ~50 instructions). */
+static inline int sb_add(struct strbuf *sb, const void *data, size_t n)
+{
+    if (sb->cap > sb->len && n < sb->cap - sb->len && (!sb->max || sb->len + n <= sb->max)) {
+        if (n)
+            __builtin_memcpy(sb->buf + sb->len, data, n);
+        sb->len += n;
+        sb->buf[sb->len] = '\0';
+        return 0;
+    }
+    return sb_add_slow(sb, data, n);
+}
+
+/* (inline: a literal's length is known at compile time) */
+static inline int sb_adds(struct strbuf *sb, const char *s)
+{
+    return sb_add(sb, s, __builtin_strlen(s));
+}
+
+static inline int sb_addc(struct strbuf *sb, char c)
+{
+    if (sb->cap > sb->len + 1 && (!sb->max || sb->len + 1 <= sb->max)) {
+        sb->buf[sb->len++] = c;
+        sb->buf[sb->len] = '\0';
+        return 0;
+    }
+    return sb_add_slow(sb, &c, 1);
+}
 int sb_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int sb_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 /* Detaches the buffer (caller frees); the strbuf is left empty. */

@@ -1,3 +1,4 @@
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -184,6 +185,65 @@ TEST(arena_reset_keeps_the_first_block)
     arena_release(&a);
 }
 
-RUN_TESTS(TEST_CASE(caps_at_max), TEST_CASE(arena_reset_keeps_the_first_block), TEST_CASE(json_escapes), TEST_CASE(json_escapes_match_reference),
+/* The inline fast path of arena_alloc against the rules of the slow one:
+ * 16-byte alignment, 0 bytes still a distinct 16, the cap met exactly and
+ * then refused by one byte, sizes that would wrap when rounded refused, and
+ * an allocation that fills the block to its last byte. */
+TEST(arena_inline_path)
+{
+    struct arena a;
+    arena_init(&a, 4096 + 64);
+    char *p0 = arena_alloc(&a, 0);
+    char *p1 = arena_alloc(&a, 1);
+    CHECK(p0 && p1 && p1 - p0 == 16);
+    CHECK(((uintptr_t)p0 & 15) == 0 && ((uintptr_t)p1 & 15) == 0);
+    CHECK(arena_alloc(&a, (size_t)-1) == NULL);
+    CHECK(arena_alloc(&a, (size_t)-16) == NULL);
+    CHECK_EQ_INT((int)a.used_total, 32);
+    char *rest = arena_alloc(&a, 4096 - 32); /* the first block to its end */
+    CHECK(rest == p0 + 32);
+    CHECK(a.next == a.limit);
+    CHECK(arena_alloc(&a, 64) != NULL); /* a new block, the cap met exactly */
+    CHECK_EQ_INT((int)a.used_total, 4096 + 64);
+    CHECK(arena_alloc(&a, 1) == NULL); /* one byte over the cap */
+    arena_release(&a);
+    CHECK(a.next == NULL && a.limit == NULL);
+}
+
+/* The inline appends and their out-of-line growth: the bytes and the NUL
+ * after them, whatever crosses the capacity. */
+TEST(strbuf_inline_appends)
+{
+    struct strbuf sb;
+    sb_init(&sb, 0);
+    char want[600];
+    size_t n = 0;
+    for (int i = 0; i < 200; i++) {
+        char c = (char)('a' + i % 26);
+        if (i % 3 == 0) {
+            CHECK_EQ_INT(sb_addc(&sb, c), 0);
+            want[n++] = c;
+        } else {
+            CHECK_EQ_INT(sb_adds(&sb, i % 3 == 1 ? "xy" : ""), 0);
+            if (i % 3 == 1) {
+                want[n++] = 'x';
+                want[n++] = 'y';
+            }
+        }
+        CHECK(sb.len == n && sb.buf[n] == '\0' && memcmp(sb.buf, want, n) == 0);
+    }
+    sb_release(&sb);
+    sb_init(&sb, 5);
+    CHECK_EQ_INT(sb_adds(&sb, "abcd"), 0);
+    CHECK_EQ_INT(sb_addc(&sb, 'e'), 0);
+    CHECK_EQ_INT(sb_addc(&sb, 'f'), -1);
+    CHECK_EQ_INT(sb_adds(&sb, "g"), -1);
+    CHECK(sb.overflow);
+    CHECK_EQ_STR(sb.buf, "abcde");
+    sb_release(&sb);
+}
+
+RUN_TESTS(TEST_CASE(caps_at_max), TEST_CASE(arena_reset_keeps_the_first_block),
+          TEST_CASE(arena_inline_path), TEST_CASE(strbuf_inline_appends), TEST_CASE(json_escapes), TEST_CASE(json_escapes_match_reference),
           TEST_CASE(sql_quoting),
           TEST_CASE(ulid_shape), TEST_CASE(rfc3339_matches_reference), TEST_CASE(error_first_wins))
