@@ -47,6 +47,7 @@ struct http_field {
     const char *name;           /* NUL-terminated, as sent (compare without case) */
     const char *value;          /* NUL-terminated, OWS trimmed */
     size_t value_len;
+    size_t name_len;            /* (a lookup compares lengths before bytes) */
 };
 
 struct http_head {

@@ -4,6 +4,7 @@
  * what libmicrohttpd answered in HTML, once or twice, is a code of the error
  * table here), the chunked decoder and query arguments.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "http/wire.h"
@@ -168,5 +169,67 @@ TEST(query_args)
     CHECK(!http_query_arg("/x?a=0123456789012345678901234567890123456789", "a", v, sizeof v, &n));
 }
 
+/* The table-driven scans of the target and the field names, and framing
+ * found by the names' lengths: every control byte but HTAB refused in a
+ * target wherever it sits, every non-token byte refused in a name, each
+ * name's length kept, and only the exact framing names counted whatever
+ * their case (a longer or shorter name that starts the same is a plain
+ * field). */
+TEST(table_scans_and_framing_by_length)
+{
+    char req[64];
+    for (int c = 0; c < 256; c++) {
+        if (c == ' ' || c == '\r')
+            continue;
+        snprintf(req, sizeof req, "GET /a%cb HTTP/1.1\r\nHost: a\r\n\r\n", c ? c : 'x');
+        if (!c)
+            req[6] = '\0';
+        enum vt_err want = (c < 0x20 && c != '\t') || c == 0x7f ? VT_ERR_MALFORMED_REQUEST
+                                                                 : VT_ERR_OK;
+        struct http_field f[VT_MAX_HEADER_FIELDS];
+        struct http_head h;
+        char *keep = NULL;
+        size_t end = strlen(req) + (c ? 0 : 1 + strlen(req + 7));
+        char *copy = malloc(end + 1);
+        memcpy(copy, req, end);
+        copy[end] = '\0';
+        const char *msg = NULL;
+        enum vt_err got = http_head_parse(copy, end, f, &h, &msg);
+        if (got != want)
+            printf("target byte 0x%02x: %d, want %d\n", c, got, want);
+        CHECK_EQ_INT(got, want);
+        free(copy);
+        free(keep);
+    }
+    for (int c = 0x21; c < 0x7f; c++) {
+        if (c == ':')
+            continue;
+        snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: a\r\nX%cY: 1\r\n\r\n", c);
+        bool token = strchr("!#$%&'*+-.^_`|~", c) || (c >= '0' && c <= '9') ||
+                     (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        CHECK_EQ_INT(code_of(req), token ? VT_ERR_OK : VT_ERR_MALFORMED_REQUEST);
+    }
+    struct http_field f[VT_MAX_HEADER_FIELDS];
+    struct http_head h;
+    char *keep = NULL;
+    CHECK_EQ_INT(parse("POST / HTTP/1.1\r\nhOsT: a\r\nHosts: b\r\nContent-Type: x\r\n"
+                       "content-length: 3\r\nContent-Lengths: 9\r\nConnectionX: close\r\n"
+                       "EXPECT: 100-continue\r\n\r\n", &h, f, &keep), VT_ERR_OK);
+    CHECK_EQ_STR(h.host, "a");
+    CHECK(h.has_length && h.content_length == 3 && h.keep_alive && h.expect_continue);
+    CHECK_EQ_INT((int)h.n_fields, 7);
+    static const size_t lens[] = {4, 5, 12, 14, 15, 11, 6};
+    for (size_t i = 0; i < 7 && i < h.n_fields; i++)
+        CHECK_EQ_INT((int)f[i].name_len, (int)lens[i]);
+    free(keep);
+    CHECK_EQ_INT(code_of("GET / HTTP/1.1\r\nHOST: a\r\nhost: b\r\n\r\n"),
+                 VT_ERR_MALFORMED_REQUEST);
+    CHECK_EQ_INT(code_of("POST / HTTP/1.1\r\nHost: a\r\ncontent-encoding: gzip\r\n\r\n"),
+                 VT_ERR_UNSUPPORTED_CONTENT_ENCODING);
+    CHECK_EQ_INT(code_of("POST / HTTP/1.1\r\nHost: a\r\nTRANSFER-ENCODING: chunked\r\n"
+                         "Content-Length: 1\r\n\r\n"), VT_ERR_MALFORMED_REQUEST);
+}
+
 RUN_TESTS(TEST_CASE(head_end_whatever_the_split), TEST_CASE(parsed_head),
+          TEST_CASE(table_scans_and_framing_by_length),
           TEST_CASE(refusals_have_their_codes), TEST_CASE(chunked_bodies), TEST_CASE(query_args))
