@@ -37,6 +37,7 @@
 struct http_header {
     const char *name;           /* not owned (http_add_header) */
     char *value;
+    size_t name_len, value_len; /* (the head is sized before it is written) */
     struct http_header *next;
 };
 

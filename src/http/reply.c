@@ -25,13 +25,16 @@
 
 void http_add_header(struct http_request *req, const char *name, const char *value)
 {
+    size_t vlen = strlen(value);
     struct http_header *h = arena_alloc(&req->arena, sizeof *h);
-    if (!h)
+    char *copy = h ? arena_alloc(&req->arena, vlen + 1) : NULL;
+    if (!copy)
         return;
+    memcpy(copy, value, vlen + 1);
     h->name = name; /* a literal (server.h): not copied */
-    h->value = arena_strdup(&req->arena, value);
-    if (!h->name || !h->value)
-        return;
+    h->name_len = strlen(name);
+    h->value = copy;
+    h->value_len = vlen;
     h->next = req->headers;
     req->headers = h;
 }
@@ -54,8 +57,9 @@ static bool has_body(int status)
     return status >= 200 && status != 204 && status != 304;
 }
 
-/* n in decimal at the end of h (no printf: this runs on every response). */
-static void add_uint(struct strbuf *h, uint64_t n)
+/* n in decimal at o; returns the end (no printf: this runs on every
+ * response). */
+static char *put_uint(char *o, uint64_t n)
 {
     char tmp[20];
     size_t k = sizeof tmp;
@@ -63,72 +67,95 @@ static void add_uint(struct strbuf *h, uint64_t n)
         tmp[--k] = (char)('0' + n % 10);
         n /= 10;
     } while (n);
-    sb_add(h, tmp + k, sizeof tmp - k);
+    memcpy(o, tmp + k, sizeof tmp - k);
+    return o + (sizeof tmp - k);
 }
 
-/* The constant string s without its strlen. */
-#define ADD_LIT(h, s) sb_add((h), (s), sizeof(s) - 1)
+/* Copies the constant string s to o and moves o past it. */
+#define PUT_LIT(o, s) (memcpy((o), (s), sizeof(s) - 1), (o) += sizeof(s) - 1)
+
+static char *put(char *o, const char *s, size_t n)
+{
+    memcpy(o, s, n);
+    return o + n;
+}
 
 /* The response's head: status line, Date, the request's own headers,
  * Content-Type/Vary/Content-Encoding of the body, then the framing (a
  * Content-Length, or chunked for a stream) and whether the connection stays.
- * `length` < 0: a stream. */
+ * `length` < 0: a stream. The head's size is added up first and the bytes
+ * written with no bound check each (one reservation instead of ~25 checked
+ * appends). */
 static void build_head(struct http_request *req, struct http_response *r,
                        const char *content_type, bool vary, const char *encoding, int64_t length)
 {
     struct strbuf *h = &r->head;
     bool close = !req->keep_alive || atomic_load(&req->srv->stopping);
-    /* One allocation for the usual head (a grown one doubles from here). */
-    sb_grow(h, 256);
-    ADD_LIT(h, "HTTP/1.1 ");
-    add_uint(h, (uint64_t)(r->status > 0 ? r->status : 0));
-    sb_addc(h, ' ');
-    sb_adds(h, http_reason(r->status));
-    ADD_LIT(h, "\r\nDate: ");
-    sb_adds(h, date_now());
-    ADD_LIT(h, "\r\nX-Request-Id: ");
-    sb_adds(h, req->id);
-    ADD_LIT(h, "\r\n");
+    const char *reason = http_reason(r->status);
+    const char *date = date_now();
+    size_t reason_len = strlen(reason), id_len = strlen(req->id);
+    size_t ct_len = content_type ? strlen(content_type) : 0;
+    size_t enc_len = encoding ? strlen(encoding) : 0;
+    /* "HTTP/1.1 " status SP reason, Date, X-Request-Id; then every optional
+     * line at its longest, and the final CRLF. */
+    size_t need = 9 + 20 + 1 + reason_len + 8 + strlen(date) + 16 + id_len + 2;
+    for (struct http_header *f = req->headers; f; f = f->next)
+        need += f->name_len + 2 + f->value_len + 2;
+    need += 14 + ct_len + 2 + 23 + 18 + enc_len + 2 + 16 + 20 + 2 + 28 + 24 + 2;
+    if (sb_grow(h, need) < 0)
+        return; /* (overflow set: set_response refuses the head) */
+    char *o = h->buf + h->len;
+    PUT_LIT(o, "HTTP/1.1 ");
+    o = put_uint(o, (uint64_t)(r->status > 0 ? r->status : 0));
+    *o++ = ' ';
+    o = put(o, reason, reason_len);
+    PUT_LIT(o, "\r\nDate: ");
+    o = put(o, date, strlen(date));
+    PUT_LIT(o, "\r\nX-Request-Id: ");
+    o = put(o, req->id, id_len);
+    PUT_LIT(o, "\r\n");
     for (struct http_header *f = req->headers; f; f = f->next) {
-        if (http_name_eq(f->name, "Connection")) {
+        if (f->name_len == 10 && http_name_eq(f->name, "Connection")) {
             if (!strcasecmp(f->value, "close"))
                 close = true;
             continue;
         }
-        sb_adds(h, f->name);
-        ADD_LIT(h, ": ");
-        sb_adds(h, f->value);
-        ADD_LIT(h, "\r\n");
+        o = put(o, f->name, f->name_len);
+        PUT_LIT(o, ": ");
+        o = put(o, f->value, f->value_len);
+        PUT_LIT(o, "\r\n");
     }
     if (content_type) {
-        ADD_LIT(h, "Content-Type: ");
-        sb_adds(h, content_type);
-        ADD_LIT(h, "\r\n");
+        PUT_LIT(o, "Content-Type: ");
+        o = put(o, content_type, ct_len);
+        PUT_LIT(o, "\r\n");
     }
     if (vary)
-        ADD_LIT(h, "Vary: Accept-Encoding\r\n");
+        PUT_LIT(o, "Vary: Accept-Encoding\r\n");
     if (encoding) {
-        ADD_LIT(h, "Content-Encoding: ");
-        sb_adds(h, encoding);
-        ADD_LIT(h, "\r\n");
+        PUT_LIT(o, "Content-Encoding: ");
+        o = put(o, encoding, enc_len);
+        PUT_LIT(o, "\r\n");
     }
     if (length >= 0) {
         if (has_body(r->status)) {
-            ADD_LIT(h, "Content-Length: ");
-            add_uint(h, (uint64_t)length);
-            ADD_LIT(h, "\r\n");
+            PUT_LIT(o, "Content-Length: ");
+            o = put_uint(o, (uint64_t)length);
+            PUT_LIT(o, "\r\n");
         }
     } else if (req->minor == 1) {
-        ADD_LIT(h, "Transfer-Encoding: chunked\r\n");
+        PUT_LIT(o, "Transfer-Encoding: chunked\r\n");
         r->chunked = true;
     } else {
         close = true; /* HTTP/1.0: the end of the body is the end of the connection */
     }
     if (close)
-        ADD_LIT(h, "Connection: close\r\n");
+        PUT_LIT(o, "Connection: close\r\n");
     else if (req->minor == 0)
-        ADD_LIT(h, "Connection: keep-alive\r\n");
-    ADD_LIT(h, "\r\n");
+        PUT_LIT(o, "Connection: keep-alive\r\n");
+    PUT_LIT(o, "\r\n");
+    h->len = (size_t)(o - h->buf);
+    h->buf[h->len] = '\0';
     r->close = close;
 }
 
