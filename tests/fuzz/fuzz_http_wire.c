@@ -68,7 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 (h.chunked && h.has_length) || (h.minor == 1 && !h.host))
                 abort();
             for (size_t i = 0; i < h.n_fields; i++)
-                if (!fields[i].name || !fields[i].value || strlen(fields[i].value) != fields[i].value_len)
+                if (!fields[i].name || !fields[i].value || strlen(fields[i].value) != fields[i].value_len ||
+                    strlen(fields[i].name) != fields[i].name_len)
                     abort();
             char val[256];
             size_t vlen = 0;
