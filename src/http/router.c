@@ -33,8 +33,17 @@ struct route_entry {
     struct http_route row;      /* strings owned */
 };
 
+/* What the scan of http_router_next reads of an entry before any compare,
+ * packed apart from the entries (~8 instructions an entry instead of ~20). */
+struct route_key {
+    size_t nseg;
+    bool tail;
+    bool root;
+};
+
 struct http_router {
     struct route_entry *entries;
+    struct route_key *keys;     /* keys[i] of entries[i] */
     struct http_route *rows;    /* the same rows, contiguous, in match order */
     size_t n;
     struct route_seg *prefix;   /* server.prefix as literal segments */
@@ -122,6 +131,7 @@ struct http_router *http_router_create(const struct http_route *routes, size_t n
     struct http_router *r = calloc(1, sizeof *r);
     size_t total = n + n_root;
     if (!r || !(r->entries = calloc(total ? total : 1, sizeof *r->entries)) ||
+        !(r->keys = calloc(total ? total : 1, sizeof *r->keys)) ||
         !(r->rows = calloc(total ? total : 1, sizeof *r->rows))) {
         vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
         http_router_destroy(r);
@@ -153,8 +163,11 @@ struct http_router *http_router_create(const struct http_route *routes, size_t n
         }
     }
     qsort(r->entries, r->n, sizeof *r->entries, entry_cmp);
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; i < r->n; i++) {
         r->rows[i] = r->entries[i].row;
+        r->keys[i] = (struct route_key){r->entries[i].nseg, r->entries[i].tail,
+                                        (r->entries[i].row.flags & HTTP_ROUTE_ROOT) != 0};
+    }
     if (prefix && *prefix && !split_pattern(prefix, &r->prefix, &r->nprefix, false)) {
         vt_error_set(err, VT_ERR_INVALID_CONFIG, "server.prefix %s is not a path", prefix);
         http_router_destroy(r);
@@ -173,6 +186,7 @@ void http_router_destroy(struct http_router *r)
         free(r->prefix[i].text);
     free(r->prefix);
     free(r->entries);
+    free(r->keys);
     free(r->rows);
     free(r);
 }
@@ -328,24 +342,30 @@ const struct http_route *http_router_next(const struct http_router *r, const str
     static char empty[] = "";
     static char *root_seg[] = {empty};
     struct http_path at_root = {root_seg, 1};
+    /* The segments an entry's pattern meets: all of the path for a root
+     * entry; below the prefix for the others (none outside it, the one
+     * empty segment of at_root at the prefix itself). */
+    size_t below = off == SIZE_MAX ? 0 : off == path->n ? 1 : path->n - off;
     for (size_t i = *pos; i < r->n; i++) {
+        const struct route_key k = r->keys[i];
+        if (!k.root && off == SIZE_MAX)
+            continue;
+        size_t n = k.root ? path->n : below;
+        /* Without a {*} tail the path has exactly as many segments (with
+         * one, at least as many): most entries fail here, before any compare
+         * (and before their captures are cleared). */
+        if (k.tail ? n < k.nseg : n != k.nseg)
+            continue;
         const struct route_entry *e = &r->entries[i];
         const struct http_path *p = path;
         size_t o = 0;
-        if (!(e->row.flags & HTTP_ROUTE_ROOT)) {
-            if (off == SIZE_MAX)
-                continue;
+        if (!k.root) {
             o = off;
             if (off == path->n) {
                 p = &at_root;
                 o = 0;
             }
         }
-        /* Without a {*} tail the path has exactly as many segments (with
-         * one, at least as many): most entries fail here, before any compare
-         * (and before their captures are cleared). */
-        if (e->tail ? p->n < o + e->nseg : p->n != o + e->nseg)
-            continue;
         const char *params[HTTP_MAX_PARAMS] = {0};
         if (entry_match(e, p, o, a, params)) {
             *pos = i + 1;

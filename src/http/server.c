@@ -86,10 +86,16 @@ struct spares {
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static bool spare_ok;
+/* The key (for the free at thread exit) is set once; this thread's copy of
+ * the pointer saves pthread_once and pthread_getspecific on each of the four
+ * calls a request makes. The free (on this thread, at its exit) clears it. */
+static _Thread_local struct spares *mine;
 
 static void spares_free(void *p)
 {
     struct spares *sp = p;
+    if (sp == mine)
+        mine = NULL;
     if (sp->req) {
         arena_release(&sp->req->arena);
         free(sp->req);
@@ -111,6 +117,8 @@ static struct spares *spares(void)
 {
     if (!SPARES)
         return NULL;
+    if (mine)
+        return mine;
     pthread_once(&spare_once, spare_init);
     if (!spare_ok)
         return NULL;
@@ -119,6 +127,7 @@ static struct spares *spares(void)
         free(sp);
         sp = NULL;
     }
+    mine = sp;
     return sp;
 }
 

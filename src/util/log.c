@@ -208,6 +208,16 @@ static void lw_str(struct line_w *w, const char *s)
 
 static void lw_u64(struct line_w *w, uint64_t v)
 {
+    if (v < 1000 && w->cap - w->len >= 3) { /* a status, a small size, the ms: no memcpy */
+        char *o = w->buf + w->len;
+        if (v >= 100)
+            *o++ = (char)('0' + v / 100);
+        if (v >= 10)
+            *o++ = (char)('0' + v / 10 % 10);
+        *o++ = (char)('0' + v % 10);
+        w->len = (size_t)(o - w->buf);
+        return;
+    }
     char tmp[24];
     size_t k = sizeof tmp;
     do {

@@ -31,7 +31,7 @@ void sb_reset(struct strbuf *sb)
         sb->buf[0] = '\0';
 }
 
-int sb_grow(struct strbuf *sb, size_t extra)
+int sb_grow_slow(struct strbuf *sb, size_t extra)
 {
     size_t max = sb->max ? sb->max : SIZE_MAX;
     if (extra > max || sb->len > max - extra) {
@@ -56,7 +56,7 @@ int sb_grow(struct strbuf *sb, size_t extra)
 
 int sb_add_slow(struct strbuf *sb, const void *data, size_t n)
 {
-    if (sb_grow(sb, n) < 0)
+    if (sb_grow_slow(sb, n) < 0)
         return -1;
     if (n)
         memcpy(sb->buf + sb->len, data, n);

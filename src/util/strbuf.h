@@ -23,8 +23,17 @@ struct strbuf {
 void sb_init(struct strbuf *sb, size_t max);
 void sb_release(struct strbuf *sb);
 void sb_reset(struct strbuf *sb); /* len = 0, keeps memory */
-/* Ensures room for `extra` more bytes (plus NUL). -1 when over max or OOM. */
-int sb_grow(struct strbuf *sb, size_t extra);
+/* The out-of-line part of sb_grow: a reallocation, or a refusal. */
+int sb_grow_slow(struct strbuf *sb, size_t extra);
+
+/* Ensures room for `extra` more bytes (plus NUL). -1 when over max or OOM.
+ * Inline while the room is there (a row's cells each reserve theirs). */
+static inline int sb_grow(struct strbuf *sb, size_t extra)
+{
+    if (sb->cap > sb->len && extra < sb->cap - sb->len && (!sb->max || sb->len + extra <= sb->max))
+        return 0;
+    return sb_grow_slow(sb, extra);
+}
 /* The out-of-line part of sb_add: growth, or a refusal. */
 int sb_add_slow(struct strbuf *sb, const void *data, size_t n);
 
