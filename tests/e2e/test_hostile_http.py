@@ -283,18 +283,41 @@ def _wait_settled(port, timeout=30):
         time.sleep(0.02)
 
 
+def _timed_healthz(port, src):
+    t0 = time.monotonic()
+    out = raw(port, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+              src=src)
+    return out, time.monotonic() - t0
+
+
 @pytest.mark.serial
 def test_connection_flood_from_one_address_does_not_starve_others(plain):
+    """4,200 idle connections from one address: another address is answered
+    at once. "At once" is 100 ms, or 10 times what the same request takes
+    without the flood when the machine is slower than that (the baseline is
+    measured just before); a starved client waits for a deadline (seconds)
+    or gets refused. A request over the bound is tried again, at most three
+    in all: one scheduling stall on a loaded machine is not starvation, a
+    server that starves others fails every try. Every answer must be 200."""
     assert _raise_nofile(12000) >= 9000
+    base = []
+    for _ in range(5):
+        out, elapsed = _timed_healthz(plain.port, "127.0.0.2")
+        assert out.startswith(b"HTTP/1.1 200"), out[:200]
+        base.append(elapsed)
+    baseline = sorted(base)[len(base) // 2]
+    bound = max(0.1, 10 * baseline)
     flood = _open_idle("127.0.0.1", plain.port, 4200)
     try:
         _wait_settled(plain.port)
-        t0 = time.monotonic()
-        out = raw(plain.port, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
-                  src="127.0.0.2")
-        elapsed = time.monotonic() - t0
-        assert out.startswith(b"HTTP/1.1 200"), out[:200]
-        assert elapsed < 0.1, elapsed
+        tries = []
+        for _ in range(3):
+            out, elapsed = _timed_healthz(plain.port, "127.0.0.2")
+            assert out.startswith(b"HTTP/1.1 200"), out[:200]
+            tries.append(elapsed)
+            if elapsed < bound:
+                break
+        assert tries[-1] < bound, (tries, "baseline", base)
     finally:
         for s in flood:
             s.close()
