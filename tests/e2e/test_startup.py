@@ -99,12 +99,17 @@ def test_lazy_and_forced_lazy(vt, datadir):
     assert "force_lazy_above_mb" in s.log()
 
 
-def test_nonblocking_startup_503_then_ready(vt, datadir):
-    write_parquet(datadir / "slow.parquet",
-                  "SELECT range AS id, md5(range::VARCHAR) AS a, md5((range+1)::VARCHAR) AS b "
-                  "FROM range(4000000)")
+# The startup builds these tests watch are held in "building" by the server's
+# test-only build gate (conftest.BuildGate) until the test has seen what it
+# needs: small tables, and no race with the build on a loaded machine.
+SLOW = "SELECT range AS id, md5(range::VARCHAR) AS a, md5((range+1)::VARCHAR) AS b FROM range(4000)"
+
+
+def test_nonblocking_startup_503_then_ready(vt, datadir, build_gate):
+    write_parquet(datadir / "slow.parquet", SLOW)
+    build_gate.hold("slow")
     s = vt(server_block(workers=2) + dataset_block("slow", datadir / "slow.parquet"),
-           wait="listening")
+           wait="listening", gate=build_gate)
     # The listener is up before the dataset is built.
     assert s.get("/healthz").status_code == 200
     r = s.get("/readyz")
@@ -114,6 +119,7 @@ def test_nonblocking_startup_503_then_ready(vt, datadir):
     assert r.headers["Retry-After"] == "2"
     assert r.json()["code"] == "dataset_not_ready"
     assert s.get("/api/v1/datasets/slow/status").json()["state"] in ("pending", "building")
+    build_gate.release("slow")
     s.wait_ready(timeout=120)
     assert s.get("/api/v1/datasets/slow/schema").status_code == 200
 
@@ -157,43 +163,47 @@ def test_relative_location_resolves_against_config_dir(vt, tmp_path):
     assert rows(s, "t") == 1
 
 
-def test_readiness_any_is_ready_once_one_dataset_is_published(vt, datadir):
-    write_parquet(datadir / "slow.parquet",
-                  "SELECT range AS id, md5(range::VARCHAR) AS a, md5((range+1)::VARCHAR) AS b "
-                  "FROM range(4000000)")
+def test_readiness_any_is_ready_once_one_dataset_is_published(vt, datadir, build_gate):
+    write_parquet(datadir / "slow.parquet", SLOW)
     write_parquet(datadir / "fast.parquet", "SELECT 1 AS a")
     cfg = (server_block() + "[server.startup]\nreadiness = \"any\"\nmax_concurrent = 2\n"
            + dataset_block("slow", datadir / "slow.parquet")
            + dataset_block("fast", datadir / "fast.parquet"))
-    s = vt(cfg, wait="listening")
+    build_gate.hold("slow")
+    s = vt(cfg, wait="listening", gate=build_gate)
     s.wait_state("fast", ["published"])
     r = s.get("/readyz")
     assert r.status_code == 200 and r.json() == {"status": "ready", "datasets": 2}
-    assert s.get("/api/v1/datasets/slow/status").json()["state"] in ("pending", "building",
-                                                                      "published")
+    assert s.get("/api/v1/datasets/slow/status").json()["state"] in ("pending", "building")
+    build_gate.release("slow")
+    s.wait_state("slow", ["published"])
 
 
-def test_readiness_all_waits_for_every_startup_build(vt, datadir):
-    write_parquet(datadir / "slow.parquet",
-                  "SELECT range AS id, md5(range::VARCHAR) AS a FROM range(3000000)")
+def test_readiness_all_waits_for_every_startup_build(vt, datadir, build_gate):
+    write_parquet(datadir / "slow.parquet", SLOW)
     write_parquet(datadir / "fast.parquet", "SELECT 1 AS a")
     cfg = (server_block() + "[server.startup]\nreadiness = \"all\"\nmax_concurrent = 1\n"
            + dataset_block("slow", datadir / "slow.parquet")
            + dataset_block("fast", datadir / "fast.parquet"))
-    s = vt(cfg, wait="listening")
-    seen_not_ready = False
+    build_gate.hold("slow")
+    s = vt(cfg, wait="listening", gate=build_gate)
+    seen_not_ready = 0
     deadline = time.time() + 60
     while time.time() < deadline:
         r = s.get("/readyz")
         states = {d["name"]: d["state"] for d in s.get("/api/v1/datasets").json()}
         if r.status_code == 503:
-            seen_not_ready = True
+            seen_not_ready += 1
             assert r.json() == {"status": "not_ready", "datasets": 0}
+            if seen_not_ready == 3:
+                # Not ready while "slow" builds (held); then let it finish.
+                assert states["slow"] in ("pending", "building"), states
+                build_gate.release("slow")
         else:
             assert states == {"slow": "published", "fast": "published"}
             break
         time.sleep(0.02)
-    assert seen_not_ready
+    assert seen_not_ready >= 3
     # max_concurrent = 1: the two builds did not overlap (building states are exclusive)
     log = s.log()
     assert log.count(" published: ") == 2
