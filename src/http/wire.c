@@ -5,6 +5,7 @@
  */
 #include "http/wire.h"
 
+#include <emmintrin.h>
 #include <string.h>
 #include <strings.h>
 
@@ -56,19 +57,22 @@ static const bool target_stop[256] = {
     [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1, [' '] = 1, [0x7f] = 1,
 };
 
-/* Whether v[0..n) holds such a character. Eight bytes at a time (values such
- * as bearer tokens run to kilobytes): a word with no byte below 0x20 and none
- * equal to 0x7f is clean; one that may hold one is checked byte by byte. */
+/* Whether v[0..n) holds such a character. Sixteen bytes at a time with SSE2
+ * (values such as bearer tokens run to kilobytes; eight at a time with
+ * integer tricks was ~3,700 instructions for a 1.1 KB token, most of a
+ * bearer request's extra cost): a block whose bytes are all above 0x1f and
+ * none 0x7f is clean; one that may hold a control character (or a HTAB,
+ * which is allowed) is checked byte by byte. */
 static bool has_ctl(const unsigned char *v, size_t n)
 {
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    const __m128i c1f = _mm_set1_epi8(0x1f), c7f = _mm_set1_epi8(0x7f);
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, v + i, 8);
-        uint64_t x = w ^ (ones * 0x7f);
-        if (((w - ones * 0x20) & ~w & highs) | ((x - ones) & ~x & highs))
-            for (size_t j = i; j < i + 8; j++)
+    for (; i + 16 <= n; i += 16) {
+        __m128i w = _mm_loadu_si128((const __m128i *)(v + i));
+        /* unsigned w <= 0x1f: min(w, 0x1f) == w */
+        __m128i low = _mm_cmpeq_epi8(_mm_min_epu8(w, c1f), w);
+        if (_mm_movemask_epi8(_mm_or_si128(low, _mm_cmpeq_epi8(w, c7f))))
+            for (size_t j = i; j < i + 16; j++)
                 if (is_ctl(v[j]))
                     return true;
     }

@@ -127,6 +127,32 @@ TEST(refusals_have_their_codes)
     free(big);
 }
 
+/* A control character anywhere in a long value (a bearer token) is refused,
+ * whatever its place in has_ctl's 16-byte blocks or the tail after them;
+ * HTAB, space, '~' and obs-text (0x80-0xff) pass. */
+TEST(control_characters_at_every_offset)
+{
+    enum { VLEN = 75 };
+    static const unsigned char bad[] = {0x01, 0x08, 0x0a, 0x0b, 0x1b, 0x1f, 0x7f};
+    static const unsigned char good[] = {'\t', ' ', '~', 0x80, 0xa0, 0xfe, 0xff};
+    char req[256];
+    for (int pos = 1; pos < VLEN - 1; pos++) {
+        for (size_t b = 0; b < sizeof bad + sizeof good; b++) {
+            bool is_bad = b < sizeof bad;
+            unsigned char c = is_bad ? bad[b] : good[b - sizeof bad];
+            int n = snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: a\r\nAuthorization: ");
+            memset(req + n, 'x', VLEN);
+            req[n + pos] = (char)c;
+            memcpy(req + n + VLEN, "\r\n\r\n", 5);
+            enum vt_err want = is_bad ? VT_ERR_MALFORMED_REQUEST : VT_ERR_OK;
+            if (code_of(req) != want) {
+                fprintf(stderr, "byte 0x%02x at %d\n", c, pos);
+                CHECK_EQ_INT(code_of(req), want);
+            }
+        }
+    }
+}
+
 static enum http_parse chunked(const char *in, struct strbuf *body, size_t *used, enum vt_err *code)
 {
     struct http_chunked c = {0};
@@ -232,4 +258,5 @@ TEST(table_scans_and_framing_by_length)
 
 RUN_TESTS(TEST_CASE(head_end_whatever_the_split), TEST_CASE(parsed_head),
           TEST_CASE(table_scans_and_framing_by_length),
+          TEST_CASE(control_characters_at_every_offset),
           TEST_CASE(refusals_have_their_codes), TEST_CASE(chunked_bodies), TEST_CASE(query_args))
