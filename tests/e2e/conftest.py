@@ -75,11 +75,12 @@ def pytest_configure(config):
 # first, so the last module a worker takes is a short one and the two
 # workers end together. A new module that takes a minute belongs here.
 SLOW_MODULES_FIRST = (
-    "test_explorer.py", "test_differential.py", "test_arrow_ipc.py", "test_atomicity.py",
-    "test_delta_corpus.py", "test_queries.py", "test_catalog_states.py", "test_auth_bearer.py",
-    "test_query.py", "test_arrow_http.py", "test_export.py", "test_mcp.py",
-    "test_explore_api.py", "test_pgwire_bi.py", "test_hostile_catalog.py", "test_pgwire.py",
-    "test_openapi.py", "test_hostile_http.py", "test_pgwire_hostile.py",
+    "test_sources_s3.py", "test_atomicity.py", "test_arrow_ipc.py", "test_delta_corpus.py",
+    "test_arrow_http.py", "test_differential.py", "test_explorer.py", "test_mcp.py",
+    "test_hostile_http.py", "test_pgwire.py", "test_queries.py", "test_auth_bearer.py",
+    "test_swagger_ui.py", "test_explore_api.py", "test_index_memory.py", "test_openapi.py",
+    "test_pgwire_bi.py", "test_hostile_saved.py", "test_export.py", "test_mcp_conformance.py",
+    "test_hostile_catalog.py", "test_docs_site.py", "test_pgwire_hostile.py",
 )
 
 
