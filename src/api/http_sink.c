@@ -302,8 +302,9 @@ void api_sink_init(struct api_sink *a, struct http_request *req, enum api_reply 
     a->sink.ops = a->fmt && !a->fmt->row ? &chunk_ops : &rows_ops;
     sb_init(&a->buf, 0);
     /* A page's body is usually small (a point lookup's ~300 bytes): one
-     * allocation up front instead of doubling from 64 (three reallocs). */
-    if (kind == API_REPLY_PAGE)
+     * allocation up front instead of doubling from 64 (three reallocs),
+     * or none, the buffer of this thread's last such reply. */
+    if (kind == API_REPLY_PAGE && !http_take_spare_body(&a->buf))
         sb_grow(&a->buf, 1024);
 }
 

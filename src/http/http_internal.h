@@ -72,6 +72,7 @@ struct http_response {
     const char *data;           /* RESP_BUFFER */
     size_t len;
     char *owned;                /* freed with the response (data points into it) */
+    size_t owned_cap;           /* its allocation when from a strbuf (else 0) */
     int fd;                     /* RESP_FILE: closed with the response */
     uint64_t off, flen;
     struct http_stream *stream; /* RESP_STREAM: one reference */
@@ -84,6 +85,10 @@ struct http_response {
  * its head emptied) as that spare: false when the thread has one. */
 struct http_response *http_spare_response(void);
 bool http_keep_response(struct http_response *r);
+/* Keeps a released reply body (cap bytes) as this thread's spare buffer:
+ * false (the caller frees it) when the thread has one or the size is not
+ * the usual one. */
+bool http_keep_body(char *buf, size_t cap);
 
 struct http_conn;
 

@@ -182,7 +182,8 @@ void http_response_free(struct http_response *r)
 {
     if (!r)
         return;
-    free(r->owned);
+    if (!r->owned_cap || !http_keep_body(r->owned, r->owned_cap))
+        free(r->owned);
     if (r->fd >= 0)
         close(r->fd);
     if (r->stream)
@@ -260,7 +261,9 @@ void http_reply_buffer(struct http_request *req, int status, const char *content
         sb_release(body);
         return;
     }
+    size_t cap = body->cap;
     r->owned = sb_detach(body, &r->len);
+    r->owned_cap = cap; /* (0 when sb_detach made its one byte) */
     r->data = r->owned ? r->owned : "";
     build_head(req, r, content_type, vary(req, content_type, compressible), encoding,
                (int64_t)r->len);

@@ -81,7 +81,17 @@ static enum http_method parse_method(const char *m)
 struct spares {
     struct http_request *req;
     struct http_response *resp;
+    char *body;                 /* a released reply body's buffer */
+    size_t body_cap;
 };
+
+/* The reply bodies kept: a point lookup's page buffer (1 KiB, grown to 2 or
+ * 4 for a wide row), not a big page's. */
+#define SPARE_BODY_MIN 1024
+#define SPARE_BODY_MAX 4096
+/* A request body's buffer kept with the spare request up to this size (a
+ * query's JSON; the first append allocates 64 and doubles). */
+#define SPARE_REQ_BODY_MAX 4096
 
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
@@ -98,12 +108,14 @@ static void spares_free(void *p)
         mine = NULL;
     if (sp->req) {
         arena_release(&sp->req->arena);
+        sb_release(&sp->req->body);
         free(sp->req);
     }
     if (sp->resp) {
         sb_release(&sp->resp->head);
         free(sp->resp);
     }
+    free(sp->body);
     free(sp);
 }
 
@@ -149,7 +161,31 @@ bool http_keep_response(struct http_response *r)
     return true;
 }
 
-/* A zeroed request, its arena empty (with a block when it was a spare). */
+bool http_keep_body(char *buf, size_t cap)
+{
+    struct spares *sp = spares();
+    if (!sp || sp->body || cap < SPARE_BODY_MIN || cap > SPARE_BODY_MAX)
+        return false;
+    sp->body = buf;
+    sp->body_cap = cap;
+    return true;
+}
+
+bool http_take_spare_body(struct strbuf *body)
+{
+    struct spares *sp = spares();
+    if (!sp || !sp->body || body->buf)
+        return false;
+    body->buf = sp->body;
+    body->cap = sp->body_cap;
+    body->len = 0;
+    body->buf[0] = '\0';
+    sp->body = NULL;
+    return true;
+}
+
+/* A zeroed request, its arena empty (with a block when it was a spare), its
+ * body empty (with the spare's buffer). */
 static struct http_request *request_alloc(void)
 {
     struct spares *sp = spares();
@@ -157,8 +193,10 @@ static struct http_request *request_alloc(void)
     if (req) {
         sp->req = NULL;
         struct arena keep = req->arena;
+        struct strbuf body = req->body;
         memset(req, 0, sizeof *req);
         req->arena = keep;
+        req->body = body;
         return req;
     }
     req = calloc(1, sizeof *req);
@@ -172,10 +210,13 @@ static void request_free(struct http_request *req)
     struct spares *sp = spares();
     if (sp && !sp->req) {
         arena_reset(&req->arena);
+        if (req->body.cap > SPARE_REQ_BODY_MAX)
+            sb_release(&req->body);
         sp->req = req;
         return;
     }
     arena_release(&req->arena);
+    sb_release(&req->body);
     free(req);
 }
 
@@ -197,9 +238,8 @@ void http_request_unref(struct http_request *req)
     http_response_free(req->response);
     if (req->stream)
         http_stream_unref(req->stream);
-    sb_release(&req->body);
     pthread_mutex_destroy(&req->reply_mu);
-    request_free(req);
+    request_free(req); /* (and its body) */
 }
 
 void *http_app(const struct http_request *req) { return req->srv->opts.app; }
@@ -526,7 +566,15 @@ struct http_request *http_request_new(struct http_server *srv, struct http_conn 
     int64_t timeout = srv->cfg->server.request_timeout_ms;
     req->deadline_ms = timeout > 0 ? req->start_us / 1000 + timeout : 0;
     req->method = HTTP_OTHER;
+    /* Empty, bounded; a spare request's buffer (request_alloc) is kept. */
+    char *keep = req->body.buf;
+    size_t keep_cap = req->body.cap;
     sb_init(&req->body, (size_t)srv->cfg->server.max_body_bytes);
+    if (keep) {
+        req->body.buf = keep;
+        req->body.cap = keep_cap;
+        keep[0] = '\0';
+    }
     pthread_mutex_lock(&srv->mu);
     req->next = srv->active;
     if (srv->active)
