@@ -41,14 +41,51 @@ struct route_key {
     bool root;
 };
 
+/* The entries a path of n segments can match, by n (below the prefix for
+ * the prefixed entries, the whole path for root ones), in match order: a
+ * lookup tries those and skips the other ~40 without reading them. */
+#define ROUTER_BUCKETS 16
+struct route_bucket {
+    size_t *idx;
+    size_t n;
+};
+
 struct http_router {
     struct route_entry *entries;
     struct route_key *keys;     /* keys[i] of entries[i] */
+    struct route_bucket root_b[ROUTER_BUCKETS], below_b[ROUTER_BUCKETS];
     struct http_route *rows;    /* the same rows, contiguous, in match order */
     size_t n;
     struct route_seg *prefix;   /* server.prefix as literal segments */
     size_t nprefix;
 };
+
+/* Whether an entry passes the segment-count test for a path of n segments
+ * (below the prefix, or whole for a root entry). */
+static bool key_fits(struct route_key k, size_t n)
+{
+    return k.tail ? n >= k.nseg : n == k.nseg;
+}
+
+static bool buckets_fill(struct http_router *r)
+{
+    for (size_t n = 0; n < ROUTER_BUCKETS; n++) {
+        for (int root = 0; root < 2; root++) {
+            struct route_bucket *b = root ? &r->root_b[n] : &r->below_b[n];
+            size_t count = 0;
+            for (size_t i = 0; i < r->n; i++)
+                count += r->keys[i].root == (bool)root && key_fits(r->keys[i], n);
+            if (!count)
+                continue;
+            if (!(b->idx = calloc(count, sizeof *b->idx)))
+                return false;
+            for (size_t i = 0; i < r->n; i++)
+                if (r->keys[i].root == (bool)root && key_fits(r->keys[i], n))
+                    b->idx[b->n++] = i;
+        }
+    }
+    return true;
+}
 
 static void entry_release(struct route_entry *e)
 {
@@ -168,6 +205,11 @@ struct http_router *http_router_create(const struct http_route *routes, size_t n
         r->keys[i] = (struct route_key){r->entries[i].nseg, r->entries[i].tail,
                                         (r->entries[i].row.flags & HTTP_ROUTE_ROOT) != 0};
     }
+    if (!buckets_fill(r)) {
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
+        http_router_destroy(r);
+        return NULL;
+    }
     if (prefix && *prefix && !split_pattern(prefix, &r->prefix, &r->nprefix, false)) {
         vt_error_set(err, VT_ERR_INVALID_CONFIG, "server.prefix %s is not a path", prefix);
         http_router_destroy(r);
@@ -185,6 +227,10 @@ void http_router_destroy(struct http_router *r)
     for (size_t i = 0; i < r->nprefix; i++)
         free(r->prefix[i].text);
     free(r->prefix);
+    for (size_t n = 0; n < ROUTER_BUCKETS; n++) {
+        free(r->root_b[n].idx);
+        free(r->below_b[n].idx);
+    }
     free(r->entries);
     free(r->keys);
     free(r->rows);
@@ -206,32 +252,27 @@ enum vt_err http_path_parse(struct arena *a, const char *target, struct http_pat
         *out_message = "the request target must be an absolute path";
         return VT_ERR_MALFORMED_REQUEST;
     }
-    size_t end = strcspn(target, "?");
-    size_t cap = 0;
-    for (size_t i = 0; i < end; i++)
-        cap += target[i] == '/';
+    /* The path's end ('?' or the end) and its segments ('/'s) in one pass. */
+    size_t end = 0, cap = 0;
+    for (; target[end] && target[end] != '?'; end++)
+        cap += target[end] == '/';
+    /* One allocation for every segment's text: each takes its bytes (fewer
+     * when decoded) and a NUL in place of the '/' before it, `end` in all. */
     out->seg = arena_alloc(a, cap * sizeof *out->seg);
-    if (!out->seg) {
+    char *text = out->seg ? arena_alloc(a, end) : NULL;
+    if (!text) {
         *out_message = "request target too long";
         return VT_ERR_URI_TOO_LONG;
     }
     size_t i = 0;
     while (i < end) {
         i++; /* the '/' */
-        size_t j = i;
-        while (j < end && target[j] != '/')
-            j++;
-        char *seg = arena_alloc(a, j - i + 1);
-        if (!seg) {
-            *out_message = "request target too long";
-            return VT_ERR_URI_TOO_LONG;
-        }
-        size_t k = 0;
-        for (size_t p = i; p < j; p++) {
-            char c = target[p];
+        char *seg = text;
+        for (; i < end && target[i] != '/'; i++) {
+            char c = target[i];
             if (c == '%') {
-                int hi = p + 2 < j ? text_hexval(target[p + 1]) : -1;
-                int lo = hi >= 0 ? text_hexval(target[p + 2]) : -1;
+                int hi = i + 2 < end && target[i + 2] != '/' ? text_hexval(target[i + 1]) : -1;
+                int lo = hi >= 0 ? text_hexval(target[i + 2]) : -1;
                 if (hi < 0 || lo < 0) {
                     *out_message = "malformed percent-encoding in the request path";
                     return VT_ERR_MALFORMED_REQUEST;
@@ -241,13 +282,12 @@ enum vt_err http_path_parse(struct arena *a, const char *target, struct http_pat
                     *out_message = "the request path contains a NUL byte";
                     return VT_ERR_MALFORMED_REQUEST;
                 }
-                p += 2;
+                i += 2;
             }
-            seg[k++] = c;
+            *text++ = c;
         }
-        seg[k] = '\0';
+        *text++ = '\0';
         out->seg[out->n++] = seg;
-        i = j;
     }
     return VT_ERR_OK;
 }
@@ -322,6 +362,31 @@ static bool entry_match(const struct route_entry *e, const struct http_path *pat
     return off + i == path->n;
 }
 
+/* Entry i against the path (its count test passed): true with its
+ * captures in out_params. */
+static bool try_entry(const struct http_router *r, size_t i, const struct http_path *path,
+                      size_t off, struct arena *a, const char *out_params[HTTP_MAX_PARAMS])
+{
+    /* "/prefix" alone is the root of the mounted tree, like "/prefix/". */
+    static char empty[] = "";
+    static char *root_seg[] = {empty};
+    struct http_path at_root = {root_seg, 1};
+    const struct http_path *p = path;
+    size_t o = 0;
+    if (!r->keys[i].root) {
+        o = off;
+        if (off == path->n) {
+            p = &at_root;
+            o = 0;
+        }
+    }
+    const char *params[HTTP_MAX_PARAMS] = {0};
+    if (!entry_match(&r->entries[i], p, o, a, params))
+        return false;
+    memcpy(out_params, params, sizeof params);
+    return true;
+}
+
 const struct http_route *http_router_next(const struct http_router *r, const struct http_path *path,
                                           size_t *pos, struct arena *a,
                                           const char *out_params[HTTP_MAX_PARAMS])
@@ -338,38 +403,45 @@ const struct http_route *http_router_next(const struct http_router *r, const str
                 off = i;
         }
     }
-    /* "/prefix" alone is the root of the mounted tree, like "/prefix/". */
-    static char empty[] = "";
-    static char *root_seg[] = {empty};
-    struct http_path at_root = {root_seg, 1};
     /* The segments an entry's pattern meets: all of the path for a root
      * entry; below the prefix for the others (none outside it, the one
-     * empty segment of at_root at the prefix itself). */
+     * empty segment of "/prefix" alone at the prefix itself). */
     size_t below = off == SIZE_MAX ? 0 : off == path->n ? 1 : path->n - off;
+    if (path->n < ROUTER_BUCKETS && below < ROUTER_BUCKETS) {
+        /* The two buckets' entries merged in match order, from *pos. */
+        static const struct route_bucket none = {NULL, 0};
+        const struct route_bucket *rb = &r->root_b[path->n];
+        const struct route_bucket *bb = off == SIZE_MAX ? &none : &r->below_b[below];
+        size_t x = 0, y = 0;
+        while (x < rb->n && rb->idx[x] < *pos)
+            x++;
+        while (y < bb->n && bb->idx[y] < *pos)
+            y++;
+        while (x < rb->n || y < bb->n) {
+            size_t i;
+            if (y == bb->n || (x < rb->n && rb->idx[x] < bb->idx[y]))
+                i = rb->idx[x++];
+            else
+                i = bb->idx[y++];
+            if (try_entry(r, i, path, off, a, out_params)) {
+                *pos = i + 1;
+                return &r->rows[i];
+            }
+        }
+        *pos = r->n;
+        return NULL;
+    }
     for (size_t i = *pos; i < r->n; i++) {
         const struct route_key k = r->keys[i];
         if (!k.root && off == SIZE_MAX)
             continue;
-        size_t n = k.root ? path->n : below;
         /* Without a {*} tail the path has exactly as many segments (with
          * one, at least as many): most entries fail here, before any compare
          * (and before their captures are cleared). */
-        if (k.tail ? n < k.nseg : n != k.nseg)
+        if (!key_fits(k, k.root ? path->n : below))
             continue;
-        const struct route_entry *e = &r->entries[i];
-        const struct http_path *p = path;
-        size_t o = 0;
-        if (!k.root) {
-            o = off;
-            if (off == path->n) {
-                p = &at_root;
-                o = 0;
-            }
-        }
-        const char *params[HTTP_MAX_PARAMS] = {0};
-        if (entry_match(e, p, o, a, params)) {
+        if (try_entry(r, i, path, off, a, out_params)) {
             *pos = i + 1;
-            memcpy(out_params, params, sizeof params);
             return &r->rows[i];
         }
     }

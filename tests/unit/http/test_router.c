@@ -1,5 +1,6 @@
 /* The router: path decoding (%2F never separates), literal over {x} over {*}
  * whatever the table order, wildcard tails, the prefix, root routes. */
+#include <stdio.h>
 #include <string.h>
 
 #include "http/router.h"
@@ -79,6 +80,30 @@ TEST(percent_encoded_slash_is_not_a_separator)
     CHECK_EQ_STR(route_of(r, "/ds/a%00b/status", NULL, NULL), "(malformed)");
     CHECK_EQ_STR(route_of(r, "ds/x/status", NULL, NULL), "(malformed)");
     CHECK_EQ_STR(route_of(r, "/ds//status", NULL, NULL), "");
+    /* escapes at a segment's edges, next to '/', '?' and the end */
+    CHECK_EQ_STR(route_of(r, "/ds/%41%2F%42/status", &p0, NULL), "/ds/{name}/status");
+    CHECK_EQ_STR(p0, "A/B");
+    CHECK_EQ_STR(route_of(r, "/ds/%4/status", NULL, NULL), "(malformed)");
+    CHECK_EQ_STR(route_of(r, "/ds/x/status%2", NULL, NULL), "(malformed)");
+    CHECK_EQ_STR(route_of(r, "/ds/x/status%", NULL, NULL), "(malformed)");
+    CHECK_EQ_STR(route_of(r, "/ds/x/status%4?a=%zz", NULL, NULL), "(malformed)");
+    CHECK_EQ_STR(route_of(r, "/ds/x/status?%zz/%", &p0, NULL), "/ds/{name}/status");
+    CHECK_EQ_STR(route_of(r, "/ds/x%2/y/status", NULL, NULL), "(malformed)");
+    struct arena a;
+    arena_init(&a, 1 << 20);
+    struct http_path path;
+    const char *msg;
+    CHECK_EQ_INT(http_path_parse(&a, "/a//%62c/?q", &path, &msg), VT_ERR_OK);
+    CHECK_EQ_INT((int)path.n, 4);
+    if (path.n == 4) {
+        CHECK_EQ_STR(path.seg[0], "a");
+        CHECK_EQ_STR(path.seg[1], "");
+        CHECK_EQ_STR(path.seg[2], "bc");
+        CHECK_EQ_STR(path.seg[3], "");
+    }
+    CHECK_EQ_INT(http_path_parse(&a, "/", &path, &msg), VT_ERR_OK);
+    CHECK(path.n == 1 && !strcmp(path.seg[0], ""));
+    arena_release(&a);
     http_router_destroy(r);
 }
 
@@ -141,6 +166,134 @@ TEST(malformed_patterns_are_refused)
     CHECK(http_router_create(c, 1, NULL, 0, "", &err) == NULL);
 }
 
+/* A reference matcher: the pattern's segments against the path's, as
+ * router.h describes them ({x} one non-empty segment, a last {*} the rest). */
+static bool ref_match(const char *pattern, char **segs, size_t n)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "%s", pattern + 1);
+    char *ps[32];
+    size_t np = 0;
+    for (char *p = pat;; p++) {
+        ps[np++] = p;
+        p = strchr(p, '/');
+        if (!p)
+            break;
+        *p = '\0';
+    }
+    for (size_t k = 0; k < np; k++) {
+        if (!strcmp(ps[k], "{*}"))
+            return n >= k + 1;
+        if (k >= n)
+            return false;
+        if (ps[k][0] == '{' ? !segs[k][0] : strcmp(ps[k], segs[k]) != 0)
+            return false;
+    }
+    return n == np;
+}
+
+/* Every match of a path, in order (http_router_next from each position
+ * after the last), equals the reference's walk of the rows in match order:
+ * the buckets by segment count (and the linear scan past them) skip only
+ * entries that cannot match. Paths of 1-4 segments over a small alphabet,
+ * and 17-20 segments (past the buckets), with and without the prefix. */
+TEST(every_match_in_order_equals_the_reference)
+{
+    static const struct http_route rows[] = {
+        {HTTP_GET, "/", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/a", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/{x}", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/a/{x}/b", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/a/b/{x}", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/{x}/{y}", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/a/{*}", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/{*}", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/b/a/b/a", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/a/b/{x}/{*}", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/b/{x}", h, AUTH_PERM_PUBLIC, "x", 0},
+    };
+    static const struct http_route root[] = {
+        {HTTP_GET, "/a/b", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/{x}", h, AUTH_PERM_PUBLIC, "x", 0},
+        {HTTP_GET, "/b/{*}", h, AUTH_PERM_PUBLIC, "x", 0},
+    };
+    static const char *alphabet[] = {"a", "b", "p", ""};
+    for (int pre = 0; pre < 2; pre++) {
+        struct vt_error err = {0};
+        struct http_router *r = http_router_create(rows, sizeof rows / sizeof *rows, root,
+                                                   sizeof root / sizeof *root,
+                                                   pre ? "/p" : "", &err);
+        CHECK(r != NULL);
+        const struct http_route *order;
+        size_t nrows = http_router_rows(r, &order);
+        int mismatches = 0, matched = 0;
+        for (int len = 1; len <= 20; len++) {
+            if (len == 5)
+                len = 17;
+            int combos = 1;
+            for (int i = 0; i < len && combos < 4096; i++)
+                combos *= 4;
+            for (int c = 0; c < combos; c++) {
+                char target[256] = "";
+                char *segs[32];
+                char store[32][4];
+                int v = c;
+                for (int i = 0; i < len; i++) {
+                    snprintf(store[i], sizeof store[i], "%s", alphabet[v % 4]);
+                    v = v / 4 ? v / 4 : c + i; /* long paths: vary all the way */
+                    segs[i] = store[i];
+                    strcat(target, "/");
+                    strcat(target, store[i]);
+                }
+                /* The reference: root rows see the whole path, the others the
+                 * part below the prefix ("" when nothing is below it). */
+                const char *want[64];
+                size_t nwant = 0;
+                bool in_prefix = !pre || (len >= 1 && !strcmp(segs[0], "p"));
+                char *below[32];
+                size_t nbelow = 0;
+                static char empty[] = "";
+                for (int i = pre; i < len; i++)
+                    below[nbelow++] = segs[i];
+                if (!nbelow)
+                    below[nbelow++] = empty;
+                for (size_t i = 0; i < nrows; i++) {
+                    bool is_root = (order[i].flags & HTTP_ROUTE_ROOT) != 0;
+                    if (is_root ? ref_match(order[i].pattern, segs, (size_t)len)
+                                : in_prefix && ref_match(order[i].pattern, below, nbelow))
+                        want[nwant++] = order[i].pattern;
+                }
+                struct arena a;
+                arena_init(&a, 1 << 20);
+                struct http_path path;
+                const char *msg;
+                CHECK_EQ_INT(http_path_parse(&a, target, &path, &msg), VT_ERR_OK);
+                size_t pos = 0, ngot = 0;
+                const char *params[HTTP_MAX_PARAMS];
+                const struct http_route *m;
+                bool same = true;
+                while ((m = http_router_next(r, &path, &pos, &a, params)) != NULL) {
+                    if (ngot >= nwant || strcmp(m->pattern, want[ngot]) != 0 ||
+                        (m->flags & HTTP_ROUTE_ROOT) != (order[pos - 1].flags & HTTP_ROUTE_ROOT))
+                        same = false;
+                    ngot++;
+                }
+                if (ngot != nwant)
+                    same = false;
+                if (!same && mismatches++ < 5)
+                    printf("prefix %d %s: %zu matches, reference %zu\n", pre, target, ngot,
+                           nwant);
+                matched += nwant > 0;
+                arena_release(&a);
+            }
+        }
+        CHECK_EQ_INT(mismatches, 0);
+        CHECK(matched > 100);
+        http_router_destroy(r);
+    }
+}
+
 RUN_TESTS(TEST_CASE(literal_wins_over_capture_whatever_the_order),
+          TEST_CASE(every_match_in_order_equals_the_reference),
           TEST_CASE(percent_encoded_slash_is_not_a_separator), TEST_CASE(wildcard_tail),
           TEST_CASE(prefix_and_root_routes), TEST_CASE(malformed_patterns_are_refused))
