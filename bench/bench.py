@@ -160,6 +160,29 @@ def thread_cpu(pid):
     return out
 
 
+def thread_sched(pid):
+    """Per thread name of a process, the scheduler's counts
+    (/proc/PID/task/*/schedstat): {comm: [cpu ns, ns waiting for a CPU,
+    timeslices]}, threads of one name summed; {} without schedstats."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = re.sub(r"[0-9]+$", "", f.read().strip())
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                vals = [int(x) for x in f.read().split()[:3]]
+        except (OSError, ValueError):
+            continue
+        acc = out.setdefault(name, [0, 0, 0])
+        for i, x in enumerate(vals):
+            acc[i] += x
+    return out
+
+
 def cpu_seconds(pids):
     """utime + stime of the given processes (every thread), in seconds."""
     total = 0
@@ -1091,7 +1114,7 @@ def scenario_mix(v):
                 f.write("%s\t%d\t%s\t%s%s\n" % (name, conns, path, "\x1e".join(bodies),
                                                   "\t%.3f" % rates[name] if rates else ""))
         h0 = job_hists(v)
-        c0, t0 = cpu_seconds([v.pid]), thread_cpu(v.pid)
+        c0, t0, s0 = cpu_seconds([v.pid]), thread_cpu(v.pid), thread_sched(v.pid)
         out = subprocess.run([FLOOR, "mix", str(v.port), "1000", str(MIX_SECONDS), spec],
                              capture_output=True, text=True, timeout=MIX_SECONDS + 600).stdout
         cpu = cpu_seconds([v.pid]) - c0
@@ -1109,18 +1132,33 @@ def scenario_mix(v):
                        att[("run", c)]["p99"])
                     for c in ("short", "long", "stream")
                     if ("wait", c) in att and ("run", c) in att)))
-        t1 = thread_cpu(v.pid)
+        t1, s1 = thread_cpu(v.pid), thread_sched(v.pid)
         per = sorted(((k, t1[k] - t0.get(k, 0)) for k in t1), key=lambda kv: -kv[1])
         detail("  mix %s: server CPU by thread: %s" % (tag, ", ".join(
             "%s %.2f s" % kv for kv in per if kv[1] >= 0.05)))
+        # How long each kind of server thread waited for a CPU once runnable
+        # (schedstat's run delay): in all, and per timeslice it ran.
+        sd = sorted(((k, [a - b for a, b in zip(s1[k], s0.get(k, [0, 0, 0]))]) for k in s1),
+                    key=lambda kv: -kv[1][0])
+        detail("  mix %s: server run delay by thread: %s" % (tag, ", ".join(
+            "%s %.2f s (%.0f us/slice, %d slices)" % (k, d[1] / 1e9, d[1] / 1e3 / max(1, d[2]), d[2])
+            for k, d in sd if d[0] >= 5e7)))
         res = {}
         for m in re.finditer(r"^mix (.*)$", out, re.M):
             r = dict(kv.split("=") for kv in m.group(1).split())
             res[r["kind"]] = dict((k, float(x)) for k, x in r.items() if k != "kind")
         detail("  mix %s: %s (server CPU %.1f s, load average %s)" % (tag, "; ".join(
-            "%s %d req p50 %.1f ms p99 %.1f ms err %d%s" % (
+            "%s %d req p50 %.1f ms p99 %.1f ms err %d%s%s" % (
                 k, r["requests"], r["p50_us"] / 1e3, r["p99_us"] / 1e3, r["errors"],
-                " offered %.2f/s late %d" % (r["offered"], r["late"]) if "offered" in r else "")
+                " offered %.2f/s late %d (sent after due: p50 %.2f p99 %.2f max %.1f ms;"
+                " sent to answered: p50 %.2f p99 %.2f max %.1f ms)" % (
+                    r["offered"], r["late"], r.get("lag_p50_us", 0) / 1e3,
+                    r.get("lag_p99_us", 0) / 1e3, r.get("lag_max_us", 0) / 1e3,
+                    r.get("svc_p50_us", 0) / 1e3, r.get("svc_p99_us", 0) / 1e3,
+                    r.get("svc_max_us", 0) / 1e3) if "offered" in r else "",
+                ", client run delay %.0f us/slice" % (
+                    r["client_run_delay_us"] / max(1, r["client_slices"]))
+                if "client_slices" in r else "")
             for k, r in res.items()), cpu, "%.1f %.1f %.1f" % os.getloadavg()))
         for r in res.values():
             r["cpu"] = cpu

@@ -53,7 +53,11 @@
  *       the other for WARMUP_MS + SECONDS; latencies (request written -> body
  *       read) are kept after the warm-up. Prints per kind "mix kind=K
  *       requests=N errors=E p50_us=... p90_us=... p99_us=... max_us=...
- *       bytes=..." (a non-200 answer or a broken connection is an error).
+ *       bytes=... client_run_delay_us=... client_slices=..." (a non-200
+ *       answer or a broken connection is an error; the last two: the kind's
+ *       threads' time waiting for a CPU and their timeslices, schedstat).
+ *       Env VT_FLOOR_MIX_SLICE_US: a scheduling slice (us, Linux 6.12+)
+ *       for its threads; unset or 0, the kernel's default.
  *       An optional fifth field RATE (requests a second, > 0) makes that kind
  *       OPEN-LOOP: its requests arrive at that mean rate whatever the server
  *       answers (Poisson arrivals from a fixed seed per kind name, so the
@@ -61,8 +65,11 @@
  *       connections sends each arrival at its time; a latency is measured
  *       from the arrival's scheduled time, so waiting for a free connection
  *       counts (no coordinated omission). Open-loop kinds also print
- *       "offered=R late=L" (L: arrivals sent more than 1 ms after their
- *       time because every connection was busy).
+ *       "offered=R late=L lag_p50_us lag_p99_us lag_max_us svc_p50_us
+ *       svc_p99_us svc_max_us" (L:
+ *       arrivals sent more than 1 ms after their time, because every
+ *       connection was busy or the client's thread waited for a CPU; lag:
+ *       arrival -> request sent; svc: request sent -> answer read).
  */
 #include <arpa/inet.h>
 #include <duckdb.h>
@@ -83,6 +90,7 @@
 #include <unistd.h>
 
 #include "encode/arrow_duckdb.h"
+#include "engine/engine.h"
 #include "encode/json_rows.h"
 #include "util/errors.h"
 #include "util/strbuf.h"
@@ -765,13 +773,15 @@ struct mix_conn {
     int port, index;
     double t_start, t_measure, t_end; /* now_us() values */
     double *lat;                /* measured latencies (us) */
+    double *lag;                /* open loop: due -> request sent (us), per latency */
     size_t nlat, caplat;
+    int64_t run_delay_ns, slices; /* this thread's schedstat at its end */
     long errors;
     size_t bytes;
 };
 
 /* Records one answer's latency (us) when it counts. */
-static void mix_record(struct mix_conn *m, int st, double lat, size_t bytes)
+static void mix_record(struct mix_conn *m, int st, double lat, double lag, size_t bytes)
 {
     if (st != 200) {
         m->errors++;
@@ -780,9 +790,11 @@ static void mix_record(struct mix_conn *m, int st, double lat, size_t bytes)
     if (m->nlat == m->caplat) {
         m->caplat = m->caplat ? m->caplat * 2 : 1024;
         m->lat = realloc(m->lat, m->caplat * sizeof *m->lat);
-        if (!m->lat)
+        m->lag = realloc(m->lag, m->caplat * sizeof *m->lag);
+        if (!m->lat || !m->lag)
             die("mix", "out of memory");
     }
+    m->lag[m->nlat] = lag;
     m->lat[m->nlat++] = lat;
     m->bytes += bytes;
 }
@@ -811,19 +823,23 @@ static void mix_open(struct mix_conn *m, double t_start)
             break;
         double due = t_start + k->arrivals[i];
         sleep_until_us(due);
-        if (now_us() > due + 1000)
-            atomic_fetch_add(&k->late, 1);
         if (!up) {
             h_close(&hc);
             up = h_connect(&hc, m->port) == 0;
         }
+        /* How late this client sends it: its connection was busy, or its
+         * thread waited for a CPU after the sleep (the load generator's
+         * share of a latency, not the server's). */
+        double sent = now_us();
+        if (sent > due + 1000)
+            atomic_fetch_add(&k->late, 1);
         size_t bytes = 0;
         int st = up ? h_post(&hc, k->path, k->bodies[i % (size_t)k->nbodies], &bytes) : -1;
         double t1 = now_us();
         if (st < 0)
             up = false;
         if (due >= m->t_measure)
-            mix_record(m, st, t1 - due, bytes);
+            mix_record(m, st, t1 - due, sent - due, bytes);
     }
     h_close(&hc);
 }
@@ -858,9 +874,42 @@ static void *mix_main(void *arg)
             up = false;
         if (t0 < m->t_measure)
             continue;
-        mix_record(m, st, t1 - t0, bytes);
+        mix_record(m, st, t1 - t0, 0, bytes);
     }
     h_close(&hc);
+    return NULL;
+}
+
+/* The calling thread's time waiting for a CPU (ns) and its timeslices so
+ * far (/proc/thread-self/schedstat); zeros where the kernel keeps none. */
+static void thread_schedstat(int64_t *run_delay_ns, int64_t *slices)
+{
+    *run_delay_ns = *slices = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (!f)
+        return;
+    long long run, delay, n;
+    if (fscanf(f, "%lld %lld %lld", &run, &delay, &n) == 3) {
+        *run_delay_ns = delay;
+        *slices = n;
+    }
+    fclose(f);
+}
+
+/* VT_FLOOR_MIX_SLICE_US (default 0: the kernel's slice): the scheduling
+ * slice the load generator's threads ask for, e.g. 100 for the one the
+ * server's HTTP loops have. Measured both ways in six alternated pairs
+ * (README.md "Fair latency under mixed load"): no difference the shared
+ * machine's noise lets through, so the default stays the kernel's. */
+static int64_t mix_slice_us = 0;
+
+static void *mix_thread(void *arg)
+{
+    struct mix_conn *m = arg;
+    if (mix_slice_us > 0)
+        eng_thread_slice(mix_slice_us);
+    mix_main(m);
+    thread_schedstat(&m->run_delay_ns, &m->slices);
     return NULL;
 }
 
@@ -929,6 +978,9 @@ static int cmd_mix(int port, long warmup_ms, double seconds, const char *specfil
     free(line);
     fclose(f);
     struct mix_conn *mc = calloc((size_t)total, sizeof *mc);
+    const char *sl = getenv("VT_FLOOR_MIX_SLICE_US");
+    if (sl && *sl)
+        mix_slice_us = atoll(sl);
     double t0 = now_us();
     int n = 0;
     for (int k = 0; k < nk; k++)
@@ -939,7 +991,7 @@ static int cmd_mix(int port, long warmup_ms, double seconds, const char *specfil
             mc[n].t_start = t0;
             mc[n].t_measure = t0 + (double)warmup_ms * 1e3;
             mc[n].t_end = mc[n].t_measure + seconds * 1e6;
-            if (pthread_create(&mc[n].thread, NULL, mix_main, &mc[n]) != 0)
+            if (pthread_create(&mc[n].thread, NULL, mix_thread, &mc[n]) != 0)
                 die("mix", "cannot start a thread");
         }
     for (int i = 0; i < n; i++)
@@ -947,32 +999,55 @@ static int cmd_mix(int port, long warmup_ms, double seconds, const char *specfil
     for (int k = 0; k < nk; k++) {
         size_t cnt = 0, bytes = 0;
         long errors = 0;
+        int64_t delay_ns = 0, slices = 0;
         for (int i = 0; i < n; i++)
             if (mc[i].kind == &kinds[k])
                 cnt += mc[i].nlat;
         double *all = malloc((cnt ? cnt : 1) * sizeof *all);
+        double *lags = malloc((cnt ? cnt : 1) * sizeof *lags);
+        double *svc = malloc((cnt ? cnt : 1) * sizeof *svc);
+        if (!all || !lags || !svc)
+            die("mix", "out of memory");
         size_t at = 0;
         for (int i = 0; i < n; i++)
             if (mc[i].kind == &kinds[k]) {
                 memcpy(all + at, mc[i].lat, mc[i].nlat * sizeof *all);
+                memcpy(lags + at, mc[i].lag, mc[i].nlat * sizeof *lags);
+                delay_ns += mc[i].run_delay_ns;
+                slices += mc[i].slices;
                 at += mc[i].nlat;
                 errors += mc[i].errors;
                 bytes += mc[i].bytes;
             }
+        for (size_t i = 0; i < cnt; i++)
+            svc[i] = all[i] - lags[i]; /* sent -> answer read */
         qsort(all, cnt, sizeof *all, cmp_double);
         double p50 = cnt ? all[cnt / 2] : 0, p90 = cnt ? all[cnt * 9 / 10] : 0;
         double p99 = cnt ? all[cnt * 99 / 100] : 0, mx = cnt ? all[cnt - 1] : 0;
         printf("mix kind=%s requests=%zu errors=%ld p50_us=%.0f p90_us=%.0f p99_us=%.0f "
                "max_us=%.0f bytes=%zu",
                kinds[k].name, cnt, errors, p50, p90, p99, mx, bytes);
-        if (kinds[k].rate > 0)
-            printf(" offered=%g late=%ld", kinds[k].rate, atomic_load(&kinds[k].late));
-        printf("\n");
+        if (kinds[k].rate > 0) {
+            qsort(lags, cnt, sizeof *lags, cmp_double);
+            qsort(svc, cnt, sizeof *svc, cmp_double);
+            printf(" offered=%g late=%ld lag_p50_us=%.0f lag_p99_us=%.0f lag_max_us=%.0f "
+                   "svc_p50_us=%.0f svc_p99_us=%.0f svc_max_us=%.0f",
+                   kinds[k].rate, atomic_load(&kinds[k].late), cnt ? lags[cnt / 2] : 0,
+                   cnt ? lags[cnt * 99 / 100] : 0, cnt ? lags[cnt - 1] : 0,
+                   cnt ? svc[cnt / 2] : 0, cnt ? svc[cnt * 99 / 100] : 0,
+                   cnt ? svc[cnt - 1] : 0);
+        }
+        printf(" client_run_delay_us=%.0f client_slices=%lld\n", (double)delay_ns / 1e3,
+               (long long)slices);
         free(all);
+        free(lags);
+        free(svc);
         free(kinds[k].arrivals);
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         free(mc[i].lat);
+        free(mc[i].lag);
+    }
     free(mc);
     return 0;
 }
