@@ -331,8 +331,9 @@ const char *http_req_header(const struct http_request *req, const char *name)
      * which refuses the ambiguity instead of silently taking the first. */
     const struct http_head *h = &req->head;
     size_t first = h->n_fields, total = 0, count = 0;
+    size_t name_len = strlen(name); /* (lengths compared first: most differ) */
     for (size_t i = 0; i < h->n_fields; i++) {
-        if (!http_name_eq(h->fields[i].name, name))
+        if (h->fields[i].name_len != name_len || !http_name_eq(h->fields[i].name, name))
             continue;
         if (!count)
             first = i;
@@ -346,7 +347,7 @@ const char *http_req_header(const struct http_request *req, const char *name)
         return h->fields[first].value;
     size_t n = 0;
     for (size_t i = first; i < h->n_fields; i++) {
-        if (!http_name_eq(h->fields[i].name, name))
+        if (h->fields[i].name_len != name_len || !http_name_eq(h->fields[i].name, name))
             continue;
         if (n) {
             out[n++] = ',';

@@ -386,8 +386,9 @@ enum vt_err http_head_parse(char *buf, size_t len, struct http_field *fields,
 
 const char *http_head_field(const struct http_head *h, const char *name)
 {
+    size_t name_len = strlen(name);
     for (size_t i = 0; i < h->n_fields; i++)
-        if (http_name_eq(h->fields[i].name, name))
+        if (h->fields[i].name_len == name_len && http_name_eq(h->fields[i].name, name))
             return h->fields[i].value;
     return NULL;
 }
