@@ -15,7 +15,8 @@
  * TIMESTAMP); TIMESTAMP_NS by nanoseconds; DOUBLE, FLOAT (widened exactly)
  * and DECIMAL (as the double DuckDB casts it to: DECIMAL against a DOUBLE
  * bound compares as DOUBLE) as doubles, -0 equal to +0 and every NaN equal
- * to every other and above +infinity. NULLs are not kept: they never
+ * to every other and above +infinity. HUGEINT by value when every value
+ * fits 64 bits (else the column keeps none). NULLs are not kept: they never
  * satisfy a comparison.
  */
 #include "index/build_internal.h"
@@ -34,7 +35,7 @@ bool index_range_type(duckdb_type t)
     case DUCKDB_TYPE_UINTEGER: case DUCKDB_TYPE_UBIGINT: case DUCKDB_TYPE_DOUBLE:
     case DUCKDB_TYPE_FLOAT: case DUCKDB_TYPE_DECIMAL: case DUCKDB_TYPE_DATE:
     case DUCKDB_TYPE_TIMESTAMP: case DUCKDB_TYPE_TIMESTAMP_TZ: case DUCKDB_TYPE_TIMESTAMP_S:
-    case DUCKDB_TYPE_TIMESTAMP_MS: case DUCKDB_TYPE_TIMESTAMP_NS:
+    case DUCKDB_TYPE_TIMESTAMP_MS: case DUCKDB_TYPE_TIMESTAMP_NS: case DUCKDB_TYPE_HUGEINT:
         return true;
     default:
         return false;
@@ -185,6 +186,18 @@ static bool key_at(const struct ix_sorted_builder *b, const void *data, size_t r
             return false;
         *out = key_of_int(us);
         return true;
+    case DUCKDB_TYPE_HUGEINT: {
+        /* The query layer sends BIGINT bounds (a larger one is a HUGEINT
+         * cast, left to DuckDB), compared exactly as HUGEINT: a value that
+         * fits 64 bits keys as that integer; a column holding a larger one
+         * keeps no sorted values. */
+        duckdb_hugeint h = ((const duckdb_hugeint *)data)[r];
+        if (!((h.upper == 0 && h.lower <= (uint64_t)INT64_MAX) ||
+              (h.upper == -1 && h.lower > (uint64_t)INT64_MAX)))
+            return false;
+        *out = key_of_int((int64_t)h.lower);
+        return true;
+    }
     case DUCKDB_TYPE_DECIMAL: {
         double d;
         switch (b->width) {
