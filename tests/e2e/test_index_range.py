@@ -20,6 +20,19 @@ ROWS = 20_000
 T0 = 1704067200  # 2024-01-01T00:00:00Z
 
 
+def start_with_index(d, cfg):
+    """A server on cfg, ready, with dataset t's index built (or given up)."""
+    s = Server(d, cfg)
+    s.start()
+    s.wait_ready(timeout=120)
+    deadline = time.time() + 120
+    while s.get("/api/v1/datasets/t/status").json()["index"]["state"] not in (
+            "ready", "failed", "none"):
+        assert time.time() < deadline
+        time.sleep(0.02)
+    return s
+
+
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
     d = tmp_path_factory.mktemp("range")
@@ -59,14 +72,7 @@ def srv(tmp_path_factory):
     cfg = (server_block() + "[sql]\nenabled = true\n"
            + dataset_block("t", path, **{"index.max_cardinality": 5000})
            + dataset_block("plain", path, **{"index.mode": "none"}))
-    s = Server(d, cfg)
-    s.start()
-    s.wait_ready(timeout=120)
-    deadline = time.time() + 120
-    while s.get("/api/v1/datasets/t/status").json()["index"]["state"] not in (
-            "ready", "failed", "none"):
-        assert time.time() < deadline
-        time.sleep(0.02)
+    s = start_with_index(d, cfg)
     yield s
     stop_checked(s)
 
@@ -378,14 +384,7 @@ def hsrv(tmp_path_factory):
            + f'[[dataset]]\nname = "t"\nsql = "{sql}"\ndepends_on = ["src"]\n'
            + f'[[dataset]]\nname = "plain"\nsql = "{sql}"\ndepends_on = ["src"]\n'
              'index.mode = "none"\n')
-    s = Server(d, cfg)
-    s.start()
-    s.wait_ready(timeout=120)
-    deadline = time.time() + 120
-    while s.get("/api/v1/datasets/t/status").json()["index"]["state"] not in (
-            "ready", "failed", "none"):
-        assert time.time() < deadline
-        time.sleep(0.02)
+    s = start_with_index(d, cfg)
     yield s
     stop_checked(s)
 
