@@ -139,48 +139,47 @@ def reset_hwm(pid):
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def thread_cpu(pid):
-    """CPU seconds per thread name of a process ({comm: seconds}; threads of
-    one name summed: the HTTP loops, the query workers of each lane, DuckDB's
-    unnamed task threads under the process's own name)."""
+def per_thread_name(pid, read):
+    """read(task directory) for every thread of a process, summed per thread
+    name (trailing digits dropped: the HTTP loops, the query workers of each
+    lane, DuckDB's task threads); read returns a list of numbers, or raises
+    OSError/ValueError/IndexError for a thread that is gone or unreadable."""
     out = {}
     try:
         tids = os.listdir("/proc/%d/task" % pid)
     except OSError:
         return out
     for tid in tids:
+        task = "/proc/%d/task/%s" % (pid, tid)
         try:
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                head, rest = f.read().rsplit(")", 1)
-            name = re.sub(r"[0-9]+$", "", head.split("(", 1)[1])
-            fields = rest.split()
-            out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
-        except (OSError, IndexError):
-            pass
+            with open(task + "/comm") as f:
+                name = re.sub(r"[0-9]+$", "", f.read().strip())
+            vals = read(task)
+        except (OSError, ValueError, IndexError):
+            continue
+        acc = out.setdefault(name, [0] * len(vals))
+        for i, x in enumerate(vals):
+            acc[i] += x
     return out
+
+
+def thread_cpu(pid):
+    """CPU seconds per thread name of a process ({comm: seconds})."""
+    def read(task):
+        with open(task + "/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return [(int(fields[11]) + int(fields[12])) / CLK_TCK]
+    return {name: v[0] for name, v in per_thread_name(pid, read).items()}
 
 
 def thread_sched(pid):
     """Per thread name of a process, the scheduler's counts
     (/proc/PID/task/*/schedstat): {comm: [cpu ns, ns waiting for a CPU,
-    timeslices]}, threads of one name summed; {} without schedstats."""
-    out = {}
-    try:
-        tids = os.listdir("/proc/%d/task" % pid)
-    except OSError:
-        return out
-    for tid in tids:
-        try:
-            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
-                name = re.sub(r"[0-9]+$", "", f.read().strip())
-            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                vals = [int(x) for x in f.read().split()[:3]]
-        except (OSError, ValueError):
-            continue
-        acc = out.setdefault(name, [0, 0, 0])
-        for i, x in enumerate(vals):
-            acc[i] += x
-    return out
+    timeslices]}; {} without schedstats."""
+    def read(task):
+        with open(task + "/schedstat") as f:
+            return [int(x) for x in f.read().split()[:3]]
+    return per_thread_name(pid, read)
 
 
 def cpu_seconds(pids):

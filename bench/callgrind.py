@@ -135,30 +135,34 @@ SCENARIOS = {
 }
 
 
-def make_data(build, path):
+def write_parquet(path, select):
+    """The rows of a SELECT as a Parquet file, written once (kept between runs)."""
     if path.exists():
         return
-    sql = (f"COPY (SELECT range + 1 AS id, 'c' || (hash(range) % 12) AS category, "
-           f"(hash(range * 7) % 100000) / 100.0 AS price, "
-           f"TIMESTAMP '2024-01-01' + INTERVAL (hash(range * 13) % 31536000) SECOND AS ts, "
-           f"md5((range + 1)::VARCHAR) AS token "
-           f"FROM range(50000)) TO '{path}' (FORMAT parquet)")
-    subprocess.run([str(REPO / "build" / "vt-sql"), sql], check=True, capture_output=True)
+    subprocess.run([str(REPO / "build" / "vt-sql"), f"COPY ({select}) TO '{path}' (FORMAT parquet)"],
+                   check=True, capture_output=True)
+
+
+def make_data(build, path):
+    select = (f"SELECT range + 1 AS id, 'c' || (hash(range) % 12) AS category, "
+              f"(hash(range * 7) % 100000) / 100.0 AS price, "
+              f"TIMESTAMP '2024-01-01' + INTERVAL (hash(range * 13) % 31536000) SECOND AS ts, "
+              f"md5((range + 1)::VARCHAR) AS token "
+              f"FROM range(50000)")
+    write_parquet(path, select)
 
 
 def make_types_data(build, path):
-    if path.exists():
-        return
-    sql = (f"COPY (SELECT range + 1 AS id, "
-           f"make_timestamp_ns(1704067200000000000 + (hash(range * 13) % 31536000000000)::BIGINT "
-           f"* 1000 + range % 1000) AS ts_ns, "
-           f"CAST(CAST((hash(range * 7) % 100000)::BIGINT AS DECIMAL(18,0)) * 0.01 "
-           f"AS DECIMAL(18,2)) AS amount, "
-           f"CAST(CAST((hash(range * 3) % 2000000)::BIGINT - 1000000 AS DECIMAL(38,0)) "
-           f"* 0.000001 AS DECIMAL(38,10)) AS big, "
-           f"((hash(range * 5) % 10000) / 1000.0)::FLOAT AS score "
-           f"FROM range(50000)) TO '{path}' (FORMAT parquet)")
-    subprocess.run([str(REPO / "build" / "vt-sql"), sql], check=True, capture_output=True)
+    select = (f"SELECT range + 1 AS id, "
+              f"make_timestamp_ns(1704067200000000000 + (hash(range * 13) % 31536000000000)::BIGINT "
+              f"* 1000 + range % 1000) AS ts_ns, "
+              f"CAST(CAST((hash(range * 7) % 100000)::BIGINT AS DECIMAL(18,0)) * 0.01 "
+              f"AS DECIMAL(18,2)) AS amount, "
+              f"CAST(CAST((hash(range * 3) % 2000000)::BIGINT - 1000000 AS DECIMAL(38,0)) "
+              f"* 0.000001 AS DECIMAL(38,10)) AS big, "
+              f"((hash(range * 5) % 10000) / 1000.0)::FLOAT AS score "
+              f"FROM range(50000)")
+    write_parquet(path, select)
 
 
 def uses_types(only):

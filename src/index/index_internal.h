@@ -320,4 +320,32 @@ static inline int64_t ix_unzigzag(uint64_t v)
     return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
+/* Bisection over ascending keys a[lo, hi): the first position whose key is
+ * >= x (ix_lower_bound) or > x (ix_upper_bound); hi when there is none.
+ * The frames' first keys (keys.c) and the range counts' samples and runs
+ * (sorted.c) are searched this way. */
+static inline size_t ix_lower_bound(const uint64_t *a, size_t lo, size_t hi, uint64_t x)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static inline size_t ix_upper_bound(const uint64_t *a, size_t lo, size_t hi, uint64_t x)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 #endif

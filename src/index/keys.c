@@ -239,15 +239,7 @@ static inline uint64_t get_bits(const unsigned char *p, uint64_t bit, unsigned w
 /* How many frames start with a key below k. */
 static size_t frames_below(const struct index_column *c, uint64_t k)
 {
-    size_t lo = 0, hi = c->n_frames;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->frame_key[mid] < k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return ix_lower_bound(c->frame_key, 0, c->n_frames, k);
 }
 
 static bool unit_frames(const struct index_column *c, size_t f0, size_t f1)
@@ -286,17 +278,10 @@ static enum ix_read frames_lookup(const struct index_column *c, const struct ix_
                                   uint64_t k, size_t limit, bool nowait, struct ix_hits *out,
                                   bool *out_over)
 {
-    /* frames [lo, hi) start with k; the run may begin in frame lo - 1 */
-    size_t lo = frames_below(c, k), hi = c->n_frames;
-    size_t first_ge = lo;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->frame_key[mid] <= k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    size_t f1 = lo, f0 = first_ge > 0 ? first_ge - 1 : 0;
+    /* frames [first_ge, f1) start with k; the run may begin in frame first_ge - 1 */
+    size_t first_ge = frames_below(c, k);
+    size_t f1 = ix_upper_bound(c->frame_key, first_ge, c->n_frames, k);
+    size_t f0 = first_ge > 0 ? first_ge - 1 : 0;
     if (f1 == 0)
         return IX_READ_OK; /* below the first key */
     if ((f1 - f0 - 1) * IX_FRAME_ROWS > limit) {

@@ -368,15 +368,8 @@ static enum ix_read lower_bound(const void *col, const struct ix_store *store, u
                                 bool nowait, size_t *out)
 {
     const struct ix_sorted *c = col;
-    /* j: samples below x; the answer lies in ((j-1)*STEP, j*STEP] */
-    size_t a = 0, z = c->n_sample;
-    while (a < z) {
-        size_t m = a + (z - a) / 2;
-        if (c->sample[m] < x)
-            a = m + 1;
-        else
-            z = m;
-    }
+    /* a: samples below x; the answer lies in ((a-1)*STEP, a*STEP] */
+    size_t a = ix_lower_bound(c->sample, 0, c->n_sample, x);
     if (a == 0) {
         *out = 0;
         return IX_READ_OK;
@@ -387,15 +380,7 @@ static enum ix_read lower_bound(const void *col, const struct ix_store *store, u
     enum ix_read rd = ix_store_read(store, c->off + from * sizeof *run, len * sizeof *run, run, nowait);
     if (rd != IX_READ_OK)
         return rd;
-    size_t lo = 1, hi = len; /* run[0] < x (a sample) */
-    while (lo < hi) {
-        size_t m = lo + (hi - lo) / 2;
-        if (run[m] < x)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    *out = from + lo;
+    *out = from + ix_lower_bound(run, 1, len, x); /* run[0] < x (a sample) */
     return IX_READ_OK;
 }
 
