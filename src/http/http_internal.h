@@ -164,9 +164,12 @@ struct http_server {
     atomic_uint next_loop;
     atomic_int n_conns;
     atomic_uint_fast64_t next_id;
-    pthread_mutex_t mu;         /* active list, in_flight, job_outstanding */
+    pthread_mutex_t mu;         /* active list, job_outstanding */
     struct http_request *active;
-    int in_flight;
+    /* Requests not yet completed. Atomic, not under mu: every request's
+     * completion on a loop took mu for it, and a loop preempted while
+     * holding mu stalls the other loops (README.md, "Fair latency"). */
+    atomic_int in_flight;
     atomic_bool stopping;
     pthread_mutex_t clients_mu; /* connections per client address */
     struct client_count *clients;

@@ -581,8 +581,8 @@ struct http_request *http_request_new(struct http_server *srv, struct http_conn 
     if (srv->active)
         srv->active->prev = req;
     srv->active = req;
-    srv->in_flight++;
     pthread_mutex_unlock(&srv->mu);
+    atomic_fetch_add(&srv->in_flight, 1);
     return req;
 }
 
@@ -668,9 +668,7 @@ void http_request_complete(struct http_request *req, const char *outcome)
     pthread_mutex_unlock(&req->reply_mu);
     if (outcome)
         http_request_client_gone(req);
-    pthread_mutex_lock(&srv->mu);
-    srv->in_flight--;
-    pthread_mutex_unlock(&srv->mu);
+    atomic_fetch_sub(&srv->in_flight, 1);
     int status = req->status;
     if (!status && outcome)
         status = 0; /* closed before an answer */
@@ -964,10 +962,7 @@ size_t http_server_routes(const struct http_server *srv, const struct http_route
 
 int http_server_in_flight(struct http_server *srv)
 {
-    pthread_mutex_lock(&srv->mu);
-    int n = srv->in_flight;
-    pthread_mutex_unlock(&srv->mu);
-    return n;
+    return atomic_load(&srv->in_flight);
 }
 
 static void sleep_ms(long ms)
