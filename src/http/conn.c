@@ -91,7 +91,7 @@ struct http_loop {
 struct sout {
     struct iovec piece[3 * VT_STREAM_QUEUE_BATCHES + 1];
     size_t n, i;                /* slices; the first not fully sent */
-    char *owned[VT_STREAM_QUEUE_BATCHES];
+    struct stream_chunk owned[VT_STREAM_QUEUE_BATCHES];
     size_t nowned;
     char frame[VT_STREAM_QUEUE_BATCHES][24];
 };
@@ -283,7 +283,7 @@ static void set_events(struct http_conn *c, uint32_t ev)
 static void sout_clear(struct sout *o)
 {
     for (size_t k = 0; k < o->nowned; k++)
-        free(o->owned[k]);
+        free(o->owned[k].data);
     o->nowned = o->n = o->i = 0;
 }
 
@@ -315,11 +315,16 @@ static void sout_advance(struct sout *o, size_t sent)
  * `chunked`); http_stream_take's result. */
 static int sout_take(struct sout *o, struct http_stream *st, bool chunked, bool *failed)
 {
-    sout_clear(o);
+    /* The sent chunks' buffers go back to the stream with the same lock
+     * (the producer refills them), not to free() on this thread. */
+    struct stream_chunk back[VT_STREAM_QUEUE_BATCHES];
+    size_t nback = o->nowned;
+    memcpy(back, o->owned, nback * sizeof *back);
+    o->nowned = o->n = o->i = 0;
     struct stream_chunk got[VT_STREAM_QUEUE_BATCHES];
-    int k = http_stream_take(st, got, VT_STREAM_QUEUE_BATCHES, failed);
+    int k = http_stream_take(st, got, VT_STREAM_QUEUE_BATCHES, back, nback, failed);
     for (int j = 0; j < k; j++) {
-        o->owned[o->nowned++] = got[j].data;
+        o->owned[o->nowned++] = got[j];
         if (got[j].len == 0)
             continue; /* a zero-size chunk would end the body */
         if (chunked) {

@@ -44,6 +44,7 @@ struct http_header {
 struct stream_chunk {
     char *data;
     size_t len;
+    size_t cap;                 /* bytes allocated at data (its reuse) */
 };
 
 struct http_stream {
@@ -57,6 +58,12 @@ struct http_stream {
     bool failed;                /* producer failed: truncate the response */
     bool gone;                  /* the connection is done with it (client gone, finished) */
     bool reader_waiting;        /* the loop waits for data: wake it on the next chunk */
+    /* Buffers of chunks the connection has sent, handed back for the
+     * producer to fill again: a buffer a worker allocated and the loop
+     * freed locked the worker's malloc arena, and the loop waited while
+     * the worker held it (README.md, "Fair latency under mixed load"). */
+    struct stream_chunk spare[VT_STREAM_QUEUE_BATCHES];
+    size_t nspare;
     atomic_int refs;            /* producer + response + the request */
     struct compress *comp;
     uint64_t bytes;             /* bytes taken by the connection */
@@ -218,12 +225,13 @@ void http_stream_unref(struct http_stream *st);
  * connection sees it ended (failed). */
 void http_stream_abort(struct http_stream *st, bool finish);
 /* Loop side: moves up to `max` queued chunks into `out` (their buffers pass
- * to the caller, who frees them once sent: the connection sends them as they
- * are, no copy). Returns how many (> 0); 0: nothing now (the reader is
- * marked waiting: the producer wakes the connection); -1: the stream ended
- * (*out_failed says how). */
+ * to the caller, who hands them back here once sent: the connection sends
+ * them as they are, no copy), after taking back the `nback` buffers in
+ * `back` (sent; the producer reuses them). Returns how many (> 0); 0:
+ * nothing now (the reader is marked waiting: the producer wakes the
+ * connection); -1: the stream ended (*out_failed says how). */
 int http_stream_take(struct http_stream *st, struct stream_chunk *out, size_t max,
-                     bool *out_failed);
+                     const struct stream_chunk *back, size_t nback, bool *out_failed);
 
 /* ---- conn.c ---- */
 /* Starts the loops and the acceptor. */

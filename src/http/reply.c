@@ -428,6 +428,8 @@ void http_stream_unref(struct http_stream *st)
         return;
     for (size_t i = 0; i < st->qlen; i++)
         free(st->q[(st->qhead + i) % VT_STREAM_QUEUE_BATCHES].data);
+    for (size_t i = 0; i < st->nspare; i++)
+        free(st->spare[i].data);
     sb_release(&st->pending);
     compress_destroy(st->comp);
     pthread_mutex_destroy(&st->mu);
@@ -448,10 +450,20 @@ void http_stream_abort(struct http_stream *st, bool finish)
 }
 
 int http_stream_take(struct http_stream *st, struct stream_chunk *out, size_t max,
-                     bool *out_failed)
+                     const struct stream_chunk *back, size_t nback, bool *out_failed)
 {
     *out_failed = false;
+    char *drop[VT_STREAM_QUEUE_BATCHES];
+    size_t ndrop = 0;
     pthread_mutex_lock(&st->mu);
+    for (size_t i = 0; i < nback; i++) {
+        if (st->nspare < VT_STREAM_QUEUE_BATCHES && back[i].cap > 0)
+            st->spare[st->nspare++] = back[i];
+        else if (ndrop < VT_STREAM_QUEUE_BATCHES)
+            drop[ndrop++] = back[i].data;
+        else
+            free(back[i].data); /* (nback is at most the queue's size) */
+    }
     int moved = 0;
     while (st->qlen > 0 && (size_t)moved < max) {
         struct stream_chunk *c = &st->q[st->qhead];
@@ -470,12 +482,18 @@ int http_stream_take(struct http_stream *st, struct stream_chunk *out, size_t ma
         st->reader_waiting = true;
     }
     pthread_mutex_unlock(&st->mu);
+    for (size_t i = 0; i < ndrop; i++)
+        free(drop[i]);
     return moved;
 }
 
-/* Queues one chunk (takes `data`); blocks while the queue is full. */
-static int stream_push(struct http_stream *st, char *data, size_t len)
+/* Queues one chunk (takes `data`, `cap` bytes allocated); blocks while the
+ * queue is full. *spare: a sent chunk's buffer handed back by the
+ * connection (the caller's now), or NULL. */
+static int stream_push(struct http_stream *st, char *data, size_t len, size_t cap,
+                       struct stream_chunk *spare)
 {
+    spare->data = NULL;
     if (len == 0) {
         free(data);
         return 0;
@@ -511,7 +529,10 @@ static int stream_push(struct http_stream *st, char *data, size_t len)
     struct stream_chunk *c = &st->q[(st->qhead + st->qlen) % VT_STREAM_QUEUE_BATCHES];
     c->data = data;
     c->len = len;
+    c->cap = cap;
     st->qlen++;
+    if (st->nspare)
+        *spare = st->spare[--st->nspare];
     bool waiting = st->reader_waiting;
     st->reader_waiting = false;
     pthread_mutex_unlock(&st->mu);
@@ -537,15 +558,29 @@ static int stream_flush(struct http_stream *st, bool final)
         /* The next chunk is about as big as this one (a chunk of rows
          * each time): the fresh buffer starts at that size instead of
          * doubling up to it, copying and faulting in pages on the way. */
-        size_t hint = st->pending.len;
         out = st->pending;
         sb_init(&st->pending, 0);
-        if (!final && hint <= STREAM_PRESIZE_MAX)
+    }
+    size_t hint = out.len, cap = out.cap, len;
+    char *data = sb_detach(&out, &len);
+    struct stream_chunk spare;
+    int rc = stream_push(st, data, len, cap, &spare);
+    if (spare.data && !final && rc == 0 && !st->comp) {
+        /* The next chunk goes into a buffer the connection has sent (the
+         * producer allocated it: freeing or reusing it stays on this
+         * thread's arena). */
+        st->pending.buf = spare.data;
+        st->pending.cap = spare.cap;
+        st->pending.buf[0] = '\0';
+    } else {
+        free(spare.data);
+        /* The next chunk is about as big as this one (a chunk of rows
+         * each time): the fresh buffer starts at that size instead of
+         * doubling up to it, copying and faulting in pages on the way. */
+        if (!final && rc == 0 && !st->comp && hint <= STREAM_PRESIZE_MAX)
             sb_grow(&st->pending, hint + hint / 8);
     }
-    size_t len;
-    char *data = sb_detach(&out, &len);
-    return stream_push(st, data, len);
+    return rc;
 }
 
 struct http_stream *http_reply_stream(struct http_request *req, int status,
