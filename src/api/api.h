@@ -186,6 +186,12 @@ struct api_sink {
     /* "include_total": the JSON tail's "total" (and X-Total-Count) */
     bool has_total;
     int64_t total;
+    /* A large result's chunks are encoded by two threads (formats with
+     * fork/range): the result (for the second encoder), the helper thread
+     * once started, and whether it could not be. */
+    duckdb_result *res;
+    struct sink_helper *helper;
+    bool helper_failed;
 };
 
 /* fmt: the negotiated format (ignored for counts). */

@@ -11,8 +11,11 @@
  * the reply (the standard error body with the code's status); after streaming
  * started the client can only see a truncated body.
  */
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "encode/json_format.h"
@@ -20,6 +23,9 @@
 #include "util/timeutil.h"
 
 #define SPILL_BYTES (256 * 1024)
+/* A streamed chunk of at least this many rows is encoded by two threads
+ * (below); DuckDB's chunks hold 2048. */
+#define HELPER_MIN_ROWS 512
 
 static struct api_sink *sink_of(struct exec_sink *s)
 {
@@ -173,14 +179,172 @@ static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt
         snprintf(n, sizeof n, "%lld", (long long)q->page_size);
         http_add_header(a->req, "X-Page-Size", n);
     }
+    a->res = res;
     if (!(a->enc = a->fmt->begin(res, body(a), err)))
         return err->code;
+    return commit(a, err);
+}
+
+/* ---- two threads per chunk of a large result ----
+ *
+ * A 100,000-row JSON page is CPU-bound on its one worker thread: encoding
+ * takes about twice DuckDB's scan (README, line 6), and the scan's own
+ * parallel part already runs on DuckDB's task thread. Once a reply streams
+ * (past SPILL_BYTES, so small answers never pay for a thread), each chunk is
+ * split: a helper thread encodes its second half with a second encoder
+ * state (enc_format.fork) into a buffer of its own while the worker encodes
+ * the first half into the stream; the worker then waits for the helper (the
+ * chunk is only valid during the call) and hands the helper's buffer to the
+ * stream as it is, no copy. The helper is started for the request and
+ * joined when the reply ends; bounded CPU work, so every wait ends. */
+struct sink_helper {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_job, cv_done;
+    bool job, quit;
+    /* the job: rows [from, from + count) of chunk with state st into out */
+    const struct enc_format *fmt;
+    void *st;
+    duckdb_data_chunk chunk;
+    uint64_t from, count;
+    struct strbuf out;
+    enum vt_err rc;
+    struct vt_error err;
+};
+
+static void *helper_main(void *arg)
+{
+    struct sink_helper *h = arg;
+    pthread_setname_np(pthread_self(), "json-encode");
+    pthread_mutex_lock(&h->mu);
+    for (;;) {
+        while (!h->job && !h->quit)
+            pthread_cond_wait(&h->cv_job, &h->mu);
+        if (!h->job)
+            break;
+        pthread_mutex_unlock(&h->mu);
+        enum vt_err rc = h->fmt->range(h->st, h->chunk, h->from, h->count, &h->out, &h->err);
+        pthread_mutex_lock(&h->mu);
+        h->rc = rc;
+        h->job = false;
+        pthread_cond_signal(&h->cv_done);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+static void helper_stop(struct api_sink *a)
+{
+    struct sink_helper *h = a->helper;
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->mu);
+    h->quit = true;
+    pthread_cond_signal(&h->cv_job);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->thread, NULL);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv_job);
+    pthread_cond_destroy(&h->cv_done);
+    if (a->fmt && a->fmt->release)
+        a->fmt->release(h->st);
+    sb_release(&h->out);
+    free(h);
+    a->helper = NULL;
+}
+
+/* The helper, started at the first chunk that wants it; NULL (and never
+ * again for this reply) when the format, the machine or resources say no. */
+static struct sink_helper *helper_get(struct api_sink *a)
+{
+    if (a->helper || a->helper_failed)
+        return a->helper;
+    a->helper_failed = true;
+    static int cpus; /* one core: a second thread only adds switches */
+    if (!cpus)
+        cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 2 || !a->fmt->fork || !a->fmt->range || !a->res)
+        return NULL;
+    struct sink_helper *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    struct vt_error ferr = {0};
+    if (!(h->st = a->fmt->fork(a->enc, a->res, &ferr))) {
+        free(h);
+        return NULL;
+    }
+    h->fmt = a->fmt;
+    sb_init(&h->out, 0);
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv_job, NULL);
+    pthread_cond_init(&h->cv_done, NULL);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024); /* the encoder's frames are small */
+    int rc = pthread_create(&h->thread, &attr, helper_main, h);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        pthread_mutex_destroy(&h->mu);
+        pthread_cond_destroy(&h->cv_job);
+        pthread_cond_destroy(&h->cv_done);
+        a->fmt->release(h->st);
+        free(h);
+        return NULL;
+    }
+    a->helper = h;
+    a->helper_failed = false;
+    return h;
+}
+
+/* One chunk of n rows by the worker and the helper (see above). */
+static enum vt_err chunk_two_threads(struct api_sink *a, struct sink_helper *h,
+                                     duckdb_data_chunk chunk, uint64_t n, struct vt_error *err)
+{
+    uint64_t mine = n / 2;
+    pthread_mutex_lock(&h->mu);
+    h->chunk = chunk;
+    h->from = mine;
+    h->count = n - mine;
+    h->rc = VT_ERR_OK;
+    vt_error_clear(&h->err);
+    h->job = true;
+    pthread_cond_signal(&h->cv_job);
+    pthread_mutex_unlock(&h->mu);
+
+    enum vt_err rc = a->fmt->range(a->enc, chunk, 0, mine, body(a), err);
+
+    pthread_mutex_lock(&h->mu);
+    while (h->job)
+        pthread_cond_wait(&h->cv_done, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+    if (rc != VT_ERR_OK)
+        return rc;
+    if (h->rc != VT_ERR_OK) {
+        *err = h->err;
+        return h->rc;
+    }
+    if ((rc = commit(a, err)) != VT_ERR_OK)
+        return rc;
+    struct strbuf *out = body(a);
+    if (out->len == 0) { /* just handed over: the helper's buffer is next */
+        struct strbuf t = *out;
+        *out = h->out;
+        h->out = t;
+    } else {
+        if (sb_add(out, h->out.buf, h->out.len) != 0)
+            return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "response too large");
+        sb_reset(&h->out);
+    }
     return commit(a, err);
 }
 
 static enum vt_err sink_chunk(struct exec_sink *s, duckdb_data_chunk chunk, struct vt_error *err)
 {
     struct api_sink *a = sink_of(s);
+    uint64_t n = a->stream ? duckdb_data_chunk_get_size(chunk) : 0;
+    struct sink_helper *h = n >= HELPER_MIN_ROWS ? helper_get(a) : NULL;
+    if (h)
+        return chunk_two_threads(a, h, chunk, n, err);
     if (a->fmt->chunk(a->enc, chunk, body(a), err) != VT_ERR_OK)
         return err->code;
     return commit(a, err);
@@ -209,6 +373,7 @@ static enum vt_err sink_count(struct exec_sink *s, uint64_t n, struct vt_error *
 /* Ends the reply: the buffered body, or the end of the stream. */
 static void finish(struct api_sink *a, const struct vt_error *err)
 {
+    helper_stop(a);
     bool ok = err == NULL || err->code == VT_ERR_OK;
     /* A request refused before it ran has nothing to time. */
     if (!a->stream && a->sink.call && a->sink.call->planned)
@@ -310,6 +475,7 @@ void api_sink_init(struct api_sink *a, struct http_request *req, enum api_reply 
 
 void api_sink_release(struct api_sink *a)
 {
+    helper_stop(a);
     if (a->fmt && a->fmt->release)
         a->fmt->release(a->enc);
     a->enc = NULL;

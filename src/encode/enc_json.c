@@ -42,6 +42,28 @@ static enum vt_err json_chunk(void *st, duckdb_data_chunk chunk, struct strbuf *
     return VT_ERR_OK;
 }
 
+static void *json_fork(void *st, duckdb_result *res, struct vt_error *err)
+{
+    struct json_doc *d = st, *t = calloc(1, sizeof *t);
+    char ebuf[256];
+    if (!t || !d->rows || !res || !(t->rows = json_rows_create_for_result(res, ebuf, sizeof ebuf))) {
+        free(t);
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot fork the JSON encoder");
+        return NULL;
+    }
+    json_rows_rewind(t->rows, 1); /* its rows follow rows of the first state */
+    return t;
+}
+
+static enum vt_err json_range(void *st, duckdb_data_chunk chunk, uint64_t from, uint64_t count,
+                              struct strbuf *out, struct vt_error *err)
+{
+    struct json_doc *d = st;
+    if (json_rows_encode_range(d->rows, chunk, from, count, out) != 0)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
+    return VT_ERR_OK;
+}
+
 static enum vt_err json_row(void *st, const char *obj, size_t len, struct strbuf *out,
                             struct vt_error *err)
 {
@@ -89,4 +111,6 @@ const struct enc_format enc_json = {
     .row = json_row,
     .end = json_end,
     .release = json_release,
+    .fork = json_fork,
+    .range = json_range,
 };

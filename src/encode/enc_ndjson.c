@@ -41,6 +41,28 @@ static enum vt_err ndjson_chunk(void *st, duckdb_data_chunk chunk, struct strbuf
     return VT_ERR_OK;
 }
 
+static void *ndjson_fork(void *st, duckdb_result *res, struct vt_error *err)
+{
+    struct json_rows **rows = st, **t = calloc(1, sizeof *t);
+    char ebuf[256];
+    if (!t || !*rows || !res || !(*t = json_rows_create_for_result(res, ebuf, sizeof ebuf))) {
+        free(t);
+        vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot fork the NDJSON encoder");
+        return NULL;
+    }
+    json_rows_set_lines(*t, true);
+    return t;
+}
+
+static enum vt_err ndjson_range(void *st, duckdb_data_chunk chunk, uint64_t from, uint64_t count,
+                                struct strbuf *out, struct vt_error *err)
+{
+    struct json_rows **rows = st;
+    if (json_rows_encode_range(*rows, chunk, from, count, out) != 0)
+        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "cannot encode the result");
+    return VT_ERR_OK;
+}
+
 static enum vt_err ndjson_row(void *st, const char *obj, size_t len, struct strbuf *out,
                               struct vt_error *err)
 {
@@ -71,4 +93,6 @@ const struct enc_format enc_ndjson = {
     .chunk = ndjson_chunk,
     .row = ndjson_row,
     .release = ndjson_release,
+    .fork = ndjson_fork,
+    .range = ndjson_range,
 };

@@ -33,6 +33,7 @@
 #include <duckdb.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/errors.h"
 #include "util/strbuf.h"
@@ -62,6 +63,16 @@ struct enc_format {
      * NULL: the format has no tail. */
     enum vt_err (*end)(void *st, const char *trailer, struct strbuf *out, struct vt_error *err);
     void (*release)(void *st);  /* NULL-safe */
+    /* Optional, both or neither: one chunk encoded by two threads (a large
+     * result's sink, src/api/http_sink.c). fork makes a second state for the
+     * same result whose rows continue those of `st` (JSON: each after a
+     * comma; st must have written a row before the fork's first); range
+     * writes rows [from, from + count) of a chunk with either state. The two
+     * states may run at the same time on different chunk ranges; the caller
+     * puts their bytes in row order. */
+    void *(*fork)(void *st, duckdb_result *res, struct vt_error *err);
+    enum vt_err (*range)(void *st, duckdb_data_chunk chunk, uint64_t from, uint64_t count,
+                         struct strbuf *out, struct vt_error *err);
 };
 
 extern const struct enc_format enc_json, enc_arrow, enc_csv, enc_ndjson;
