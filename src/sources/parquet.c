@@ -508,9 +508,13 @@ enum vt_err source_parquet_resolve(const struct vt_dataset_config *ds,
                             out, err);
         if (st->access_denied && out_access_denied)
             *out_access_denied = true;
+        out->total_bytes = 0;
         for (size_t i = 0; i < n; i++) {
             out->files[i].path = fetch[i].path;
             fetch[i].path = NULL;
+            /* The pinned file's size (storage_local.c pin_all). */
+            out->files[i].size = fetch[i].size;
+            out->total_bytes += fetch[i].size;
         }
     }
     if (rc == VT_ERR_OK)

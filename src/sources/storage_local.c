@@ -479,6 +479,13 @@ static void pin_all(const struct storage *st, struct storage_fetch *items, size_
     }
     if (!why) {
         for (size_t i = 0; i < n; i++) {
+            /* The pin is what the generation reads: its size, not the
+             * listing's, which a file renamed over the source between the
+             * listing and the link makes stale (and a lazy generation would
+             * then answer 503 source_changed to every request). */
+            struct stat pinned;
+            if (stat(links[i], &pinned) == 0)
+                items[i].size = (int64_t)pinned.st_size;
             source_snapshot_add_link(snap, links[i], items[i].path);
             free(items[i].path);
             items[i].path = links[i];

@@ -9,6 +9,8 @@ path and DuckDB's SQL. Now every request that would read a changed file gets
 503 source_changed (Retry-After, no path), the dataset is rebuilt, and the
 rebuilt generation answers the new rows."""
 import os
+import random
+import threading
 import re
 import time
 
@@ -149,3 +151,50 @@ def test_file_removed_under_a_lazy_generation(srv):
     r = srv.post("/api/v1/datasets/parts/reload", headers=ADMIN)
     assert r.status_code == 200, r.text
     assert srv.post("/api/v1/datasets/parts/count", {}).json()["count"] == 100
+
+
+def test_reload_racing_a_rename_never_answers_source_changed(srv):
+    """A reload lists the files, then pins them. A file renamed over the source
+    between the two was pinned with the listing's (old) size, so the new
+    generation saw its own pin as changed and answered 503 source_changed to
+    every request until it rebuilt itself (test_atomicity hit it under load;
+    ~7% of reloads racing a 0-2 ms rename loop). The generation now records the
+    pin's size: whichever version it pinned, it answers that version whole."""
+    d = srv.data
+    versions = {}
+    for n in (300, 500):
+        write_parquet(d / f"v{n}.parquet", f"SELECT range AS id FROM range({n})")
+        versions[n] = (d / f"v{n}.parquet").read_bytes()
+    target = d / "parts" / "a.parquet"
+    stop = threading.Event()
+
+    def churn():
+        k = 0
+        while not stop.is_set():
+            k += 1
+            tmp = d / "parts" / f".a{k}.tmp"
+            tmp.write_bytes(versions[300 if k % 2 else 500])
+            os.replace(tmp, target)
+            time.sleep(random.uniform(0, 0.002))
+
+    t = threading.Thread(target=churn)
+    t.start()
+    try:
+        reloads, deadline = 0, time.time() + 20
+        while reloads < 150 and time.time() < deadline:
+            r = srv.post("/api/v1/datasets/parts/reload", headers=ADMIN)
+            if r.status_code == 409:
+                continue
+            assert r.status_code == 200, r.text
+            reloads += 1
+            # parts = a (300 or 500 rows) + b (100 rows), one version whole.
+            r = srv.post("/api/v1/datasets/parts/count", {})
+            assert r.status_code == 200, (reloads, r.text)
+            assert r.json()["count"] in (400, 600), r.text
+            r = srv.post("/api/v1/datasets/parts/query", {"page_size": 1000, "columns": ["id"]})
+            assert r.status_code == 200, (reloads, r.text)
+            assert len(r.json()["data"]) in (400, 600)
+        assert reloads >= 50, reloads
+    finally:
+        stop.set()
+        t.join()
