@@ -132,6 +132,10 @@ SCENARIOS = {
     # 1000 rows in the text format (DOUBLE, TIMESTAMP, strings): the
     # DataRow encoder
     "pg_simple_page_1000": ("PG", "SELECT * FROM t WHERE category = 'c3' LIMIT 1000", None),
+    # Every row (make bench's P2 on 50,000 rows): the text format, and the
+    # binary one (a prepared statement, every result column binary).
+    "pg_text_all": ("PG", "SELECT * FROM t", None),
+    "pg_binary_all": ("PGB", "SELECT * FROM t", None),
 }
 
 
@@ -191,18 +195,24 @@ class PgConn:
         body = struct.pack("!i", 196608) + b"user\0vitrine\0database\0vitrine\0\0"
         self.sock.sendall(struct.pack("!i", len(body) + 4) + body)
         self.buf = b""
+        self.off = 0
         self.until_ready()
-        self.prepared = set()
+        self.prepared = {}  # sql: statement name
 
     def read_msg(self):
-        while len(self.buf) < 5 or len(self.buf) < 1 + struct.unpack("!i", self.buf[1:5])[0]:
+        # self.off: where the next message starts (the buffer is cut only
+        # when more is read, so a whole table's DataRows stay linear)
+        while (len(self.buf) - self.off < 5 or
+               len(self.buf) - self.off < 1 + struct.unpack_from("!i", self.buf, self.off + 1)[0]):
             chunk = self.sock.recv(1 << 16)
             if not chunk:
                 raise RuntimeError("pgwire: connection closed")
-            self.buf += chunk
-        n = struct.unpack("!i", self.buf[1:5])[0]
-        t, body, self.buf = self.buf[:1], self.buf[5:1 + n], self.buf[1 + n:]
-        return t, body
+            self.buf = self.buf[self.off:] + chunk
+            self.off = 0
+        o = self.off
+        n = struct.unpack_from("!i", self.buf, o + 1)[0]
+        self.off = o + 1 + n
+        return self.buf[o:o + 1], self.buf[o + 5:o + 1 + n]
 
     def until_ready(self):
         rows = 0
@@ -224,11 +234,16 @@ class PgConn:
         else:
             out = b""
             if sql not in self.prepared:
-                out += self.msg(b"P", b"s1\0" + sql.encode() + b"\0" + struct.pack("!h", 0))
-                self.prepared.add(sql)
-            v = param.encode()
-            out += self.msg(b"B", b"\0s1\0" + struct.pack("!hhi", 0, 1, len(v)) + v +
-                            struct.pack("!h", 0))
+                self.prepared[sql] = b"s%d" % len(self.prepared)
+                out += self.msg(b"P", self.prepared[sql] + b"\0" + sql.encode() + b"\0" +
+                                struct.pack("!h", 0))
+            name = self.prepared[sql]
+            if kind == "PGB":  # no parameters, every result column binary
+                out += self.msg(b"B", b"\0" + name + b"\0" + struct.pack("!hhhh", 0, 0, 1, 1))
+            else:
+                v = param.encode()
+                out += self.msg(b"B", b"\0" + name + b"\0" + struct.pack("!hhi", 0, 1, len(v)) + v +
+                                struct.pack("!h", 0))
             out += self.msg(b"E", b"\0" + struct.pack("!i", 0)) + self.msg(b"S", b"")
             self.sock.sendall(out)
         if self.until_ready() < 1:

@@ -597,33 +597,45 @@ static int put_text_list(struct pgw_rows *r, const struct col *c, const struct v
 
 /* ---------------------------------------------------------- binary output */
 
-static void be16(char *p, uint16_t v)
+/* Big-endian stores as one byte swap and one store each (byte by byte,
+ * the compiler kept four stores for every length of every value). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define TO_BE16(v) (v)
+#define TO_BE32(v) (v)
+#define TO_BE64(v) (v)
+#else
+#define TO_BE16(v) __builtin_bswap16(v)
+#define TO_BE32(v) __builtin_bswap32(v)
+#define TO_BE64(v) __builtin_bswap64(v)
+#endif
+
+static inline void be16(char *p, uint16_t v)
 {
-    p[0] = (char)(v >> 8);
-    p[1] = (char)v;
+    v = TO_BE16(v);
+    memcpy(p, &v, 2);
 }
 
-static void be32w(char *p, uint32_t v)
+static inline void be32w(char *p, uint32_t v)
 {
-    p[0] = (char)(v >> 24);
-    p[1] = (char)(v >> 16);
-    p[2] = (char)(v >> 8);
-    p[3] = (char)v;
+    v = TO_BE32(v);
+    memcpy(p, &v, 4);
 }
 
-static void be64(char *p, uint64_t v)
+static inline void be64(char *p, uint64_t v)
 {
-    be32w(p, (uint32_t)(v >> 32));
-    be32w(p + 4, (uint32_t)v);
+    v = TO_BE64(v);
+    memcpy(p, &v, 8);
 }
 
 /* The binary form of a fixed-size value into b (16 bytes of room): its
- * size, or 0 when the type has no fixed size. */
-static inline __attribute__((always_inline)) size_t fixed_binary(const struct col *c,
-                                                                 const void *data, idx_t i,
-                                                                 char *b)
+ * size, or 0 when the type has no fixed size. k is c->k, apart so that a
+ * caller passing a constant gets the one case inlined (encode_simple). */
+static inline __attribute__((always_inline)) size_t fixed_binary_k(enum ek k,
+                                                                   const struct col *c,
+                                                                   const void *data, idx_t i,
+                                                                   char *b)
 {
-    switch (c->k) {
+    switch (k) {
     case EK_BOOL: b[0] = ((const bool *)data)[i] ? 1 : 0; return 1;
     case EK_I8: be16(b, (uint16_t)((const int8_t *)data)[i]); return 2;
     case EK_I16: be16(b, (uint16_t)((const int16_t *)data)[i]); return 2;
@@ -655,7 +667,7 @@ static inline __attribute__((always_inline)) size_t fixed_binary(const struct co
     case EK_TIME: be64(b, (uint64_t)((const int64_t *)data)[i]); return 8;
     case EK_TS: case EK_TSTZ: {
         int64_t v = ((const int64_t *)data)[i];
-        if (c->k == EK_TS)
+        if (k == EK_TS)
             v = ts_us(c, v);
         int64_t pg = v == INT64_MAX ? INT64_MAX
                      : (v == -INT64_MAX || v == INT64_MIN) ? INT64_MIN
@@ -666,6 +678,13 @@ static inline __attribute__((always_inline)) size_t fixed_binary(const struct co
     default:
         return 0;
     }
+}
+
+static inline __attribute__((always_inline)) size_t fixed_binary(const struct col *c,
+                                                                 const void *data, idx_t i,
+                                                                 char *b)
+{
+    return fixed_binary_k(c->k, c, data, i, b);
 }
 
 static int put_binary_scalar(struct pgw_rows *r, const struct col *c, const void *data, idx_t i,
@@ -858,6 +877,95 @@ static int put_value(struct pgw_rows *r, const struct col *c, const struct vv *v
 #define MAX_STACK_COLS 64
 #define SIMPLE_ROWS 256
 
+/* n bytes from s to p (no overlap), short ones without a call: most
+ * strings of a result are a few to a few dozen bytes, where memcpy's call
+ * and its size dispatch cost more than the copy. */
+static inline __attribute__((always_inline)) void copy_short(char *p, const char *s, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(p, &a, 8);
+        memcpy(p + n - 8, &b, 8);
+    } else if (n > 16 && n <= 32) {
+        char a[16], b[16];
+        memcpy(a, s, 16);
+        memcpy(b, s + n - 16, 16);
+        memcpy(p, a, 16);
+        memcpy(p + n - 16, b, 16);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(p, &a, 4);
+        memcpy(p + n - 4, &b, 4);
+    } else if (n >= 2 && n < 4) {
+        uint16_t a, b;
+        memcpy(&a, s, 2);
+        memcpy(&b, s + n - 2, 2);
+        memcpy(p, &a, 2);
+        memcpy(p + n - 2, &b, 2);
+    } else if (n == 1) {
+        p[0] = s[0];
+    } else {
+        memcpy(p, s, n);
+    }
+}
+
+/* One fixed-size column of kind k (a constant where called, so the value's
+ * case is all that is left of fixed_binary_k) into n rows at base + pos[]. */
+static inline __attribute__((always_inline)) void simple_fixed(enum ek k, const struct col *col,
+                                                               const struct vv *v, idx_t from,
+                                                               idx_t n, char *base, size_t *pos)
+{
+    for (idx_t j = 0; j < n; j++) {
+        char *p = base + pos[j];
+        if (!valid_at(v->valid, from + j)) {
+            be32w(p, UINT32_MAX);
+            pos[j] += 4;
+            continue;
+        }
+        size_t w = fixed_binary_k(k, col, v->data, from + j, p + 4);
+        be32w(p, (uint32_t)w);
+        pos[j] += 4 + w;
+    }
+}
+
+static void simple_column(const struct col *col, const struct vv *v, idx_t from, idx_t n,
+                          char *base, size_t *pos)
+{
+    switch (col->k) {
+#define FIXED(K) case K: simple_fixed(K, col, v, from, n, base, pos); return;
+    FIXED(EK_BOOL) FIXED(EK_I8) FIXED(EK_I16) FIXED(EK_U8) FIXED(EK_I32) FIXED(EK_U16)
+    FIXED(EK_I64) FIXED(EK_U32) FIXED(EK_F32) FIXED(EK_F64) FIXED(EK_DATE) FIXED(EK_TIME)
+    FIXED(EK_TS) FIXED(EK_TSTZ)
+#undef FIXED
+    case EK_STR: case EK_BLOB:
+        for (idx_t j = 0; j < n; j++) {
+            char *p = base + pos[j];
+            if (!valid_at(v->valid, from + j)) {
+                be32w(p, UINT32_MAX);
+                pos[j] += 4;
+                continue;
+            }
+            const char *s;
+            size_t sn;
+            str_at(v->data, from + j, &s, &sn);
+            be32w(p, (uint32_t)sn);
+            copy_short(p + 4, s, sn);
+            pos[j] += 4 + sn;
+        }
+        return;
+    default: /* EK_NULL: the only other kind of a simple row */
+        for (idx_t j = 0; j < n; j++) {
+            be32w(base + pos[j], UINT32_MAX);
+            pos[j] += 4;
+        }
+        return;
+    }
+}
+
 /* encode_rows for rows of simple columns (pgw_rows.simple): the sizes of
  * the messages first, one reservation, then each column written into every
  * row, with no per-value checks. */
@@ -865,27 +973,32 @@ static int encode_simple(struct pgw_rows *r, const struct vv *v, idx_t from, idx
                          struct strbuf *out, char type)
 {
     size_t pos[SIMPLE_ROWS];
+    /* What every row has: its header, the lengths, the fixed-size values
+     * of the columns without NULLs in this chunk. */
+    size_t each = 7 + 4 * r->ncol;
+    for (size_t c = 0; c < r->ncol; c++) {
+        const struct col *col = &r->cols[c];
+        if (col->k != EK_NULL && col->k != EK_STR && col->k != EK_BLOB && !v[c].valid)
+            each += fixed_size(col->k);
+    }
     while (count) {
         idx_t n = count < SIMPLE_ROWS ? count : SIMPLE_ROWS;
         size_t total = 0;
         for (idx_t k = 0; k < n; k++)
-            pos[k] = 7 + 4 * r->ncol;
+            pos[k] = each;
         for (size_t c = 0; c < r->ncol; c++) {
             const struct col *col = &r->cols[c];
             if (col->k == EK_NULL)
                 continue;
-            size_t w = col->k == EK_STR || col->k == EK_BLOB ? 0 : fixed_size(col->k);
-            for (idx_t k = 0; k < n; k++) {
-                if (!valid_at(v[c].valid, from + k))
-                    continue;
-                if (w) {
-                    pos[k] += w;
-                } else {
-                    const char *s;
-                    size_t sn;
-                    str_at(v[c].data, from + k, &s, &sn);
-                    pos[k] += sn;
-                }
+            if (col->k == EK_STR || col->k == EK_BLOB) {
+                const duckdb_string_t *d = v[c].data;
+                for (idx_t k = 0; k < n; k++)
+                    if (valid_at(v[c].valid, from + k))
+                        pos[k] += d[from + k].value.inlined.length;
+            } else if (v[c].valid) {
+                size_t w = fixed_size(col->k);
+                for (idx_t k = 0; k < n; k++)
+                    pos[k] += valid_at(v[c].valid, from + k) ? w : 0;
             }
         }
         for (idx_t k = 0; k < n; k++) {
@@ -904,29 +1017,8 @@ static int encode_simple(struct pgw_rows *r, const struct vv *v, idx_t from, idx
             be16(p + 5, (uint16_t)r->ncol);
             pos[k] += 7;
         }
-        for (size_t c = 0; c < r->ncol; c++) {
-            const struct col *col = &r->cols[c];
-            bool str = col->k == EK_STR || col->k == EK_BLOB;
-            for (idx_t k = 0; k < n; k++) {
-                idx_t i = from + k;
-                char *p = base + pos[k];
-                if (col->k == EK_NULL || !valid_at(v[c].valid, i)) {
-                    be32w(p, UINT32_MAX);
-                    pos[k] += 4;
-                } else if (str) {
-                    const char *s;
-                    size_t sn;
-                    str_at(v[c].data, i, &s, &sn);
-                    be32w(p, (uint32_t)sn);
-                    memcpy(p + 4, s, sn);
-                    pos[k] += 4 + sn;
-                } else {
-                    size_t w = fixed_binary(col, v[c].data, i, p + 4);
-                    be32w(p, (uint32_t)w);
-                    pos[k] += 4 + w;
-                }
-            }
-        }
+        for (size_t c = 0; c < r->ncol; c++)
+            simple_column(&r->cols[c], &v[c], from, n, base, pos);
         out->len += total;
         from += n;
         count -= n;
