@@ -6,12 +6,15 @@
  *       PostgreSQL protocol 3.0 over a plain socket (no libpq): simple Query
  *       for text, Parse/Bind/Execute/Sync with binary results for binary;
  *       counts the DataRow messages without decoding the values.
- *   vt-pgread duck PARQUET SQL
+ *   vt-pgread duck PARQUET SQL [RUNS]
  *       the floor: DuckDB in-process, the Parquet file loaded the way vitrine
  *       keeps a resident dataset (ATTACH ':memory:' (COMPRESS), CREATE TABLE
- *       AS, CHECKPOINT) as table t, then SQL streamed chunk by chunk.
+ *       AS, CHECKPOINT) as table t, then SQL streamed chunk by chunk, RUNS
+ *       times (1; one line each: the load is paid once for every round).
  *
- * Prints one line: rows=N bytes=B ms=T.
+ * Prints one line: rows=N bytes=B ms=T cpu_ms=C, C the CPU time of this
+ * process (every thread, user and system) over the same span as T: for pg
+ * the client's own cost, for duck the floor's.
  */
 #include <arpa/inet.h>
 #include <duckdb.h>
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +35,14 @@ static double now_ms(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static double cpu_ms(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+           (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
 }
 
 static int send_all(int fd, const char *p, size_t n)
@@ -133,17 +145,17 @@ static int pg(const char *host, const char *port, const char *user, const char *
         pgw_put_str(&o, sql);
         pgw_msg_end(&o, m);
     }
-    double t0 = now_ms();
+    double t0 = now_ms(), c0 = cpu_ms();
     if (send_all(fd, o.buf, o.len) != 0 || read_until_ready(fd, &rows, &bytes) != 0)
         return 1;
-    double t1 = now_ms();
-    printf("rows=%lld bytes=%lld ms=%.1f\n", rows, bytes, t1 - t0);
+    double t1 = now_ms(), c1 = cpu_ms();
+    printf("rows=%lld bytes=%lld ms=%.1f cpu_ms=%.1f\n", rows, bytes, t1 - t0, c1 - c0);
     sb_release(&o);
     close(fd);
     return 0;
 }
 
-static int duck(const char *parquet, const char *sql)
+static int duck(const char *parquet, const char *sql, int runs)
 {
     duckdb_database db;
     duckdb_connection con;
@@ -173,20 +185,23 @@ static int duck(const char *parquet, const char *sql)
         fprintf(stderr, "vt-pgread: %s\n", duckdb_prepare_error(ps));
         return 1;
     }
-    double t0 = now_ms();
-    if (duckdb_execute_prepared_streaming(ps, &r) != DuckDBSuccess)
-        return 1;
-    long long rows = 0;
-    for (;;) {
-        duckdb_data_chunk ch = duckdb_fetch_chunk(r);
-        if (!ch)
-            break;
-        rows += (long long)duckdb_data_chunk_get_size(ch);
-        duckdb_destroy_data_chunk(&ch);
+    for (int run = 0; run < runs; run++) {
+        double t0 = now_ms(), c0 = cpu_ms();
+        if (duckdb_execute_prepared_streaming(ps, &r) != DuckDBSuccess)
+            return 1;
+        long long rows = 0;
+        for (;;) {
+            duckdb_data_chunk ch = duckdb_fetch_chunk(r);
+            if (!ch)
+                break;
+            rows += (long long)duckdb_data_chunk_get_size(ch);
+            duckdb_destroy_data_chunk(&ch);
+        }
+        double t1 = now_ms(), c1 = cpu_ms();
+        printf("rows=%lld bytes=0 ms=%.1f cpu_ms=%.1f\n", rows, t1 - t0, c1 - c0);
+        fflush(stdout);
+        duckdb_destroy_result(&r);
     }
-    double t1 = now_ms();
-    printf("rows=%lld bytes=0 ms=%.1f\n", rows, t1 - t0);
-    duckdb_destroy_result(&r);
     duckdb_destroy_prepare(&ps);
     duckdb_disconnect(&con);
     duckdb_close(&db);
@@ -197,9 +212,9 @@ int main(int argc, char **argv)
 {
     if (argc >= 6 && !strcmp(argv[1], "pg"))
         return pg(argv[2], argv[3], argv[4], argv[5], argc > 6 && !strcmp(argv[6], "binary"));
-    if (argc == 4 && !strcmp(argv[1], "duck"))
-        return duck(argv[2], argv[3]);
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "duck"))
+        return duck(argv[2], argv[3], argc == 5 && atoi(argv[4]) > 0 ? atoi(argv[4]) : 1);
     fprintf(stderr, "usage: vt-pgread pg HOST PORT USER SQL [text|binary]\n"
-                    "       vt-pgread duck PARQUET SQL\n");
+                    "       vt-pgread duck PARQUET SQL [RUNS]\n");
     return 2;
 }
