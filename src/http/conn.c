@@ -618,7 +618,7 @@ static void got_head(struct http_conn *c, size_t end)
     if (rc == VT_ERR_OK) {
         memcpy(copy, c->rbuf, end);
         copy[end] = '\0';
-        rc = http_head_parse(copy, end, fields, &req->head, &msg);
+        rc = http_head_parse(copy, end, &c->scan, fields, &req->head, &msg);
         /* (a refused head keeps the fields read before its error, as ever) */
         struct http_field *kept = arena_alloc(&req->arena, req->head.n_fields * sizeof *kept);
         if (kept)

@@ -82,16 +82,40 @@ static bool has_ctl(const unsigned char *v, size_t n)
     return false;
 }
 
-/* The first CR or LF in buf[from..len), or len: memchr's word-at-a-time
- * scan, as a head's lines (a bearer token) run to kilobytes. */
-static size_t next_cr_or_lf(const char *buf, size_t from, size_t len)
+/* Bit k set when v[k] may be a control byte: below 0x20 or 0x7f, and (the
+ * price of a two-instruction test) every byte from 0x80, which the caller
+ * tells apart. v + 1 as a signed byte is below 0x21 exactly for those. */
+static inline unsigned maybe_ctl16(const unsigned char *v)
 {
-    if (from >= len)
-        return len;
-    const char *cr = memchr(buf + from, '\r', len - from);
-    size_t end = cr ? (size_t)(cr - buf) : len;
-    const char *lf = memchr(buf + from, '\n', end - from);
-    return lf ? (size_t)(lf - buf) : end;
+    __m128i w = _mm_loadu_si128((const __m128i *)v);
+    return (unsigned)_mm_movemask_epi8(
+        _mm_cmplt_epi8(_mm_add_epi8(w, _mm_set1_epi8(1)), _mm_set1_epi8(0x21)));
+}
+
+/* The first byte of buf[from..len) that may be a control byte (CR and LF
+ * among them; see maybe_ctl16), or len. Sixteen or thirty-two bytes at a
+ * time: a head's lines (a bearer token) run to kilobytes, and this one pass
+ * finds both the line ends and any other control byte, so the parser need
+ * not look at the values again (has_ctl). */
+static inline size_t next_maybe_ctl(const char *buf, size_t from, size_t len)
+{
+    const unsigned char *b = (const unsigned char *)buf;
+    size_t i = from;
+    for (; i + 32 <= len; i += 32) {
+        unsigned m = maybe_ctl16(b + i) | maybe_ctl16(b + i + 16) << 16;
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+    }
+    if (i + 16 <= len) {
+        unsigned m = maybe_ctl16(b + i);
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+        i += 16;
+    }
+    for (; i < len; i++)
+        if (b[i] < 0x20 || b[i] >= 0x7f)
+            return i;
+    return len;
 }
 
 static enum http_parse fail(enum vt_err *out_code, const char **out_msg, enum vt_err code,
@@ -106,10 +130,17 @@ enum http_parse http_head_find(struct http_head_scan *s, const char *buf, size_t
                                size_t *out_end, enum vt_err *out_code, const char **out_msg)
 {
     *out_end = 0;
-    for (size_t i = next_cr_or_lf(buf, s->pos, len); i < len; i = next_cr_or_lf(buf, i + 1, len)) {
-        if (buf[i] == '\n')
+    for (size_t i = next_maybe_ctl(buf, s->pos, len); i < len;
+         i = next_maybe_ctl(buf, i + 1, len)) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c == '\n')
             return fail(out_code, out_msg, VT_ERR_MALFORMED_REQUEST,
                         "a line ends in LF without CR");
+        if (c != '\r') {
+            if (is_ctl(c)) /* (not HTAB, not 0x80 and above) */
+                s->saw_ctl = true;
+            continue;
+        }
         if (i + 1 == len) {
             s->pos = i; /* look at the CR again with its LF */
             goto more;
@@ -277,9 +308,14 @@ static enum vt_err parse_framing(struct http_head *h, const char **out_msg)
     return VT_ERR_OK;
 }
 
-enum vt_err http_head_parse(char *buf, size_t len, struct http_field *fields,
-                            struct http_head *out, const char **out_msg)
+enum vt_err http_head_parse(char *buf, size_t len, const struct http_head_scan *scan,
+                            struct http_field *fields, struct http_head *out,
+                            const char **out_msg)
 {
+    /* The scan that found this head saw every byte of it: when it met no
+     * control byte but the CRLFs (each CR followed by LF, or it failed), no
+     * value holds one. */
+    bool check_values = !scan || scan->saw_ctl;
     memset(out, 0, sizeof *out);
     out->fields = fields;
     char *p = buf, *end = buf + len;
@@ -368,7 +404,7 @@ enum vt_err http_head_parse(char *buf, size_t len, struct http_field *fields,
         char *v = p, *ve = eol;
         while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
             ve--;
-        if (has_ctl((const unsigned char *)v, (size_t)(ve - v))) {
+        if (check_values && has_ctl((const unsigned char *)v, (size_t)(ve - v))) {
             *out_msg = "control character (CR, NUL, ...) in a header field value";
             return VT_ERR_MALFORMED_REQUEST;
         }

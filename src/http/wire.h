@@ -76,6 +76,7 @@ struct http_head_scan {
     size_t line_start;
     size_t field_bytes;         /* field lines so far, CRLFs included */
     bool in_fields;             /* past the request line */
+    bool saw_ctl;               /* a control byte other than HTAB and the CRLFs */
 };
 
 /* HTTP_PARSE_DONE with *out_end just past the head's empty line;
@@ -88,10 +89,14 @@ enum http_parse http_head_find(struct http_head_scan *s, const char *buf, size_t
 
 /* Parses a complete head (buf[0..len), len from http_head_find) in place:
  * NULs are written at the ends of method, target, field names and values.
- * `fields` has room for VT_MAX_HEADER_FIELDS. VT_ERR_OK, or the code to
- * answer with and a message (static text). */
-enum vt_err http_head_parse(char *buf, size_t len, struct http_field *fields,
-                            struct http_head *out, const char **out_msg);
+ * `scan` is the http_head_find state that found the head in these same bytes
+ * (its one pass over them spares the values' control-byte check when it met
+ * none), or NULL to check every value here. `fields` has room for
+ * VT_MAX_HEADER_FIELDS. VT_ERR_OK, or the code to answer with and a message
+ * (static text). */
+enum vt_err http_head_parse(char *buf, size_t len, const struct http_head_scan *scan,
+                            struct http_field *fields, struct http_head *out,
+                            const char **out_msg);
 
 /* The value of the first field named `name` (any case), or NULL (the
  * server joins repeated lines: http_req_header). */

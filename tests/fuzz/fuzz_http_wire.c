@@ -17,13 +17,15 @@
 #include "util/limits.h"
 
 static enum http_parse find_in_pieces(const char *buf, size_t len, size_t step, size_t *end,
-                                      enum vt_err *code, const char **msg)
+                                      enum vt_err *code, const char **msg,
+                                      struct http_head_scan *out_scan)
 {
     struct http_head_scan s;
     memset(&s, 0, sizeof s);
     enum http_parse p = HTTP_PARSE_MORE;
     for (size_t seen = step < len ? step : len;; seen = seen + step < len ? seen + step : len) {
         p = http_head_find(&s, buf, seen, end, code, msg);
+        *out_scan = s;
         if (p != HTTP_PARSE_MORE || seen == len)
             break;
     }
@@ -44,11 +46,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t end = 0, end1 = 0;
     enum vt_err code = VT_ERR_OK, code1 = VT_ERR_OK;
     const char *msg = NULL;
-    enum http_parse p = find_in_pieces(buf, len, step, &end, &code, &msg);
-    enum http_parse p1 = find_in_pieces(buf, len, len ? len : 1, &end1, &code1, &msg);
+    struct http_head_scan scan, scan1;
+    enum http_parse p = find_in_pieces(buf, len, step, &end, &code, &msg, &scan);
+    enum http_parse p1 = find_in_pieces(buf, len, len ? len : 1, &end1, &code1, &msg, &scan1);
     /* Where the bytes are split must not change the answer. */
     if (p != p1 || (p == HTTP_PARSE_DONE && end != end1) ||
-        (p == HTTP_PARSE_ERROR && code != code1))
+        (p == HTTP_PARSE_ERROR && code != code1) ||
+        (p == HTTP_PARSE_DONE && scan.saw_ctl != scan1.saw_ctl))
         abort();
     if (p == HTTP_PARSE_ERROR && (code == VT_ERR_OK || !msg))
         abort();
@@ -61,7 +65,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *copy = malloc(end + 1);
         memcpy(copy, buf, end);
         copy[end] = '\0';
-        enum vt_err rc = http_head_parse(copy, end, fields, &h, &msg);
+        /* Parsed without the scan's finding first: parsing with it (the
+         * server's way, which skips the values' control-byte check when the
+         * scan met none) must give the same answer. */
+        char *alone = malloc(end + 1);
+        memcpy(alone, copy, end + 1);
+        struct http_head h0;
+        memset(&h0, 0, sizeof h0);
+        const char *msg0 = NULL;
+        msg = NULL;
+        enum vt_err rc0 = http_head_parse(alone, end, NULL, fields, &h0, &msg0);
+        free(alone);
+        enum vt_err rc = http_head_parse(copy, end, &scan, fields, &h, &msg);
+        if (rc != rc0 || msg != msg0 || (rc == VT_ERR_OK && h.n_fields != h0.n_fields))
+            abort();
         if (rc == VT_ERR_OK) {
             if (!h.method || !*h.method || !h.target || strlen(h.target) != h.target_len ||
                 (h.minor != 0 && h.minor != 1) || h.n_fields > VT_MAX_HEADER_FIELDS ||
