@@ -140,7 +140,8 @@ TEST(refusals_have_their_codes)
 }
 
 /* A control character anywhere in a long value (a bearer token) is refused,
- * whatever its place in has_ctl's 16-byte blocks or the tail after them;
+ * whatever its place in the head finder's 32- and 16-byte blocks (and
+ * has_ctl's) or the bytes after them;
  * HTAB, space, '~' and obs-text (0x80-0xff) pass. */
 TEST(control_characters_at_every_offset)
 {
