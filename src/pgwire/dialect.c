@@ -846,6 +846,35 @@ static json_t *column_ref(const char *name)
     return c;
 }
 
+/* row_number() OVER (ORDER BY col) AS alias. */
+static json_t *row_number_by(const char *col, const char *alias)
+{
+    json_t *w = json_object();
+    set_str(w, "class", "WINDOW");
+    set_str(w, "type", "WINDOW_ROW_NUMBER");
+    set_str(w, "alias", alias);
+    json_object_set_new(w, "query_location", json_integer(0));
+    set_str(w, "function_name", "row_number");
+    set_str(w, "schema", "");
+    set_str(w, "catalog", "");
+    json_object_set_new(w, "children", json_array());
+    json_object_set_new(w, "partitions", json_array());
+    json_object_set_new(w, "orders", json_pack("[{s:s,s:s,s:o}]", "type", "ORDER_DEFAULT",
+                                               "null_order", "ORDER_DEFAULT", "expression",
+                                               column_ref(col)));
+    set_str(w, "start", "UNBOUNDED_PRECEDING");
+    set_str(w, "end", "CURRENT_ROW_RANGE");
+    const char *nulls[] = {"start_expr", "end_expr", "offset_expr", "default_expr",
+                           "filter_expr"};
+    for (size_t i = 0; i < sizeof nulls / sizeof *nulls; i++)
+        json_object_set_new(w, nulls[i], json_null());
+    json_object_set_new(w, "ignore_nulls", json_false());
+    set_str(w, "exclude_clause", "NO_OTHER");
+    json_object_set_new(w, "distinct", json_false());
+    json_object_set_new(w, "arg_orders", json_array());
+    return w;
+}
+
 /* A SELECT node of this list from this table reference (references
  * taken). */
 static json_t *select_node(json_t *list, json_t *from)
@@ -907,11 +936,11 @@ static bool json_each_ref(struct sql_walk *w, json_t *ref, const char *fname,
     const char *inner = json_is_object(a0) ? str(a0, "function_name") : NULL;
     if (json_array_size(args) != 1 || (inner && !strcmp(inner, "vt:json_object")))
         return false; /* ours already, or DuckDB's own signature: its rules */
+    /* WITH ORDINALITY: a third column, `row_number() OVER (ORDER BY id)`
+     * (BIGINT from 1; DuckDB's json_each numbers its nodes in document
+     * order and has no WITH ORDINALITY of its own). */
     const char *ord = str(ref, "with_ordinality");
-    if (ord && strcmp(ord, "WITHOUT_ORDINALITY") != 0) {
-        refused(w, VT_ERR_SQL_SYNTAX, "%s: WITH ORDINALITY is not supported", fname);
-        return true;
-    }
+    bool with_ord = ord && strcmp(ord, "WITHOUT_ORDINALITY") != 0;
     char name[64];
     snprintf(name, sizeof name, "%s", fname);
     json_t *obj = new_call("vt:json_object", json_pack("[Oo]", json_array_get(args, 0),
@@ -932,7 +961,10 @@ static bool json_each_ref(struct sql_walk *w, json_t *ref, const char *fname,
     json_t *cna = json_is_array(cols) ? json_incref(cols) : json_array();
     char as[128];
     snprintf(as, sizeof as, "%s", alias && *alias ? alias : name);
-    subquery_ref(ref, select_node(json_pack("[oo]", column_ref("key"), value), tf), as, cna);
+    json_t *list = json_pack("[oo]", column_ref("key"), value);
+    if (with_ord)
+        json_array_append_new(list, row_number_by("id", "ordinality"));
+    subquery_ref(ref, select_node(list, tf), as, cna);
     sql_walk_changed(w, false);
     return true;
 }

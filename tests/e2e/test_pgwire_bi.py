@@ -749,6 +749,18 @@ def test_jsonb_operators_and_functions_as_postgresql_gives_them(srv):
                          "WHERE t.trip_id < 2 ORDER BY 1, 2").fetchall() == [
             (0, "k", 0), (0, "s", "x0"), (1, "k", 1), (1, "s", "x1")]
         assert c.execute("SELECT * FROM jsonb_each(NULL)").fetchall() == []
+        # WITH ORDINALITY: a third column, bigint from 1 in the document's
+        # order; aliases name all three; lateral beside a table too
+        cur = c.execute("SELECT * FROM jsonb_each('{\"b\": 1, \"a\": [2]}') WITH ORDINALITY")
+        assert [(d.name, d.type_code) for d in cur.description] == [
+            ("key", 25), ("value", 114), ("ordinality", 20)]
+        assert cur.fetchall() == [("b", 1, 1), ("a", [2], 2)]
+        cur = c.execute("SELECT e.n, e.k, e.v FROM json_each_text(%s) WITH ORDINALITY AS e(k, v, n) "
+                        "WHERE e.n > 1", ('{"z": 1, "y": "w", "x": null}',))
+        assert cur.fetchall() == [(2, "y", "w"), (3, "x", None)]
+        assert c.execute("SELECT t.trip_id, e.ordinality, e.key FROM trips t, "
+                         "jsonb_each(to_jsonb(t.info)) WITH ORDINALITY e "
+                         "WHERE t.trip_id = 1 ORDER BY 2").fetchall() == [(1, 1, "k"), (1, 2, "s")]
         cur = c.execute("SELECT jsonb_object_keys('{\"b\": 1, \"a\": [2]}')")
         assert cur.description[0].name == "jsonb_object_keys"
         assert cur.fetchall() == [("b",), ("a",)]
