@@ -33,7 +33,7 @@
  *    more than INDEX_LIST_MAX_KEYS distinct keys takes the same structures.
  *
  *  - Range counts: a column of a type that ranges are asked of (8-to-64-bit
- *    integers, DOUBLE, FLOAT, DECIMAL, DATE, TIMESTAMP in every unit,
+ *    integers, HUGEINT and UHUGEINT, DOUBLE, FLOAT, DECIMAL, DATE, TIMESTAMP in every unit,
  *    TIMESTAMPTZ: index_range_type) keeps its non-NULL values sorted, as
  *    order-preserving 64-bit keys (8 bytes a value in the file), with every
  *    IX_SORTED_STEP-th key in memory (16 KiB per 1M values). Mode auto keeps them for every such column, mode list
@@ -276,9 +276,10 @@ enum index_range_op { INDEX_RANGE_GE, INDEX_RANGE_GT, INDEX_RANGE_LE, INDEX_RANG
  *    microseconds since the epoch (DuckDB compares TIMESTAMP_S/MS with a
  *    TIMESTAMP bound as TIMESTAMP: no truncation of the bound);
  *    TIMESTAMP_NS: nanoseconds (a TIMESTAMP_NS bound);
- *  - DOUBLE and DECIMAL: a double (not NaN) or an integer, compared as a
- *    double with the column's values cast to DOUBLE as DuckDB casts them
- *    (a DECIMAL bound of another type is not this: the caller's to refuse);
+ *  - DOUBLE, DECIMAL and UHUGEINT: a double (not NaN) or an integer,
+ *    compared as a double with the column's values cast to DOUBLE as DuckDB
+ *    casts them (a DECIMAL or UHUGEINT bound of another type is not this:
+ *    the caller's to refuse);
  *  - FLOAT: a double or an integer, rounded to FLOAT here (DuckDB's
  *    CAST(? AS FLOAT)); a finite double past FLOAT's range fails that cast
  *    in DuckDB and is the caller's to refuse. */

@@ -16,8 +16,9 @@
  * and DECIMAL (as the double DuckDB casts it to: DECIMAL against a DOUBLE
  * bound compares as DOUBLE) as doubles, -0 equal to +0 and every NaN equal
  * to every other and above +infinity. HUGEINT by value when every value
- * fits 64 bits (else the column keeps none). NULLs are not kept: they never
- * satisfy a comparison.
+ * fits 64 bits (else the column keeps none); UHUGEINT as the double DuckDB
+ * casts it to (the query layer compares it with DOUBLE values only). NULLs
+ * are not kept: they never satisfy a comparison.
  */
 #include "index/build_internal.h"
 
@@ -36,6 +37,7 @@ bool index_range_type(duckdb_type t)
     case DUCKDB_TYPE_FLOAT: case DUCKDB_TYPE_DECIMAL: case DUCKDB_TYPE_DATE:
     case DUCKDB_TYPE_TIMESTAMP: case DUCKDB_TYPE_TIMESTAMP_TZ: case DUCKDB_TYPE_TIMESTAMP_S:
     case DUCKDB_TYPE_TIMESTAMP_MS: case DUCKDB_TYPE_TIMESTAMP_NS: case DUCKDB_TYPE_HUGEINT:
+    case DUCKDB_TYPE_UHUGEINT:
         return true;
     default:
         return false;
@@ -48,10 +50,12 @@ static bool is_unsigned(duckdb_type t)
            t == DUCKDB_TYPE_UBIGINT;
 }
 
-/* Columns whose keys are doubles. */
+/* Columns whose keys are doubles (UHUGEINT: the query layer compares it
+ * with DOUBLE values only, as DECIMAL). */
 static bool is_real(duckdb_type t)
 {
-    return t == DUCKDB_TYPE_DOUBLE || t == DUCKDB_TYPE_FLOAT || t == DUCKDB_TYPE_DECIMAL;
+    return t == DUCKDB_TYPE_DOUBLE || t == DUCKDB_TYPE_FLOAT || t == DUCKDB_TYPE_DECIMAL ||
+           t == DUCKDB_TYPE_UHUGEINT;
 }
 
 static inline uint64_t key_of_int(int64_t v)
@@ -102,6 +106,13 @@ static double hugeint_double(i128 v)
     if (upper == -1)
         return -(double)(UINT64_MAX - lower) - 1;
     return (double)lower + (double)upper * (double)UINT64_MAX;
+}
+
+/* A UHUGEINT as DuckDB 1.4 casts it to DOUBLE (compared with a DOUBLE
+ * bound): its low word plus its high word times 2^64, each rounded. */
+static double uhugeint_double(duckdb_uhugeint u)
+{
+    return (double)u.lower + (double)u.upper * (double)UINT64_MAX;
 }
 
 double ix_decimal128_double(duckdb_hugeint h, unsigned scale)
@@ -198,6 +209,9 @@ static bool key_at(const struct ix_sorted_builder *b, const void *data, size_t r
         *out = key_of_int((int64_t)h.lower);
         return true;
     }
+    case DUCKDB_TYPE_UHUGEINT:
+        *out = ix_sorted_key_double(uhugeint_double(((const duckdb_uhugeint *)data)[r]));
+        return true;
     case DUCKDB_TYPE_DECIMAL: {
         double d;
         switch (b->width) {

@@ -172,13 +172,15 @@ static bool range_value(duckdb_type t, const struct query_value *v, struct index
         return true;
     case DUCKDB_TYPE_DOUBLE:
     case DUCKDB_TYPE_DECIMAL:
-        /* a DECIMAL always takes DOUBLE values (query_value_from_json) */
+    case DUCKDB_TYPE_UHUGEINT:
+        /* a DECIMAL or UHUGEINT always takes DOUBLE values
+         * (query_value_from_json) */
         if (v->kind == QUERY_VALUE_DOUBLE && strcmp(v->cast, "DOUBLE") == 0) {
             out->is_double = true;
             out->d = v->u.d;
             return true;
         }
-        if (t == DUCKDB_TYPE_DECIMAL || v->kind != QUERY_VALUE_INT64 || strcmp(v->cast, "BIGINT"))
+        if (t != DUCKDB_TYPE_DOUBLE || v->kind != QUERY_VALUE_INT64 || strcmp(v->cast, "BIGINT"))
             return false;
         out->i = v->u.i;
         return true;

@@ -9,6 +9,7 @@ data or the type's range and time-zone offsets are in. (A Parquet file's
 millisecond timestamps read as TIMESTAMP; nanosecond ones, what pandas
 writes, as TIMESTAMP_NS.)"""
 import datetime
+import math
 import random
 import time
 
@@ -438,3 +439,81 @@ def test_hugeint_ranges_equal_duckdb(hsrv):
     assert "hbig (" not in log, log[-3000:]
     r = same(hsrv, [{"col": "hbig", "op": "gt", "val": 2**62}])
     assert r.json()["count"] == 1
+
+
+@pytest.fixture(scope="module")
+def usrv(tmp_path_factory):
+    # UHUGEINT from a query dataset's casts (Parquet has none, and a query
+    # dataset keeps it as DECIMAL(38,0): values below 10^38): edges written
+    # as text casts, products of two UBIGINT hashes for values past 2^64.
+    d = tmp_path_factory.mktemp("range_uhuge")
+    path = write_parquet(d / "u.parquet", """
+        SELECT i AS id, hash(i) AS hu, hash(i * 7 + 1) AS hv,
+               (hash(i) % 2001)::BIGINT AS hb
+        FROM range(5000) t(i)""")
+    edges = {1: "0", 2: "99999999999999999999999999999999999999",
+             3: "18446744073709551615", 4: "18446744073709551616",
+             5: "9007199254740993", 6: "85070591730234615865843651857942052864",
+             8: "18446744073709549568", 9: "1"}
+    cases = " ".join(f"WHEN id = {k} THEN '{v}'::UHUGEINT" for k, v in edges.items())
+    sql = ("SELECT id, CASE WHEN id % 13 = 0 THEN NULL " + cases +
+           " WHEN id % 5 = 0 THEN hb::UHUGEINT WHEN id % 3 = 0 THEN hu::UHUGEINT"
+           " ELSE hu::UHUGEINT * (hv >> 2)::UHUGEINT END AS u FROM src")
+    cfg = (server_block() + "[sql]\nenabled = true\n" + dataset_block("src", path)
+           + f'[[dataset]]\nname = "t"\nsql = "{sql}"\ndepends_on = ["src"]\n'
+           + f'[[dataset]]\nname = "plain"\nsql = "{sql}"\ndepends_on = ["src"]\n'
+             'index.mode = "none"\n')
+    s = Server(d, cfg)
+    s.start()
+    s.wait_ready(timeout=120)
+    deadline = time.time() + 120
+    while s.get("/api/v1/datasets/t/status").json()["index"]["state"] not in (
+            "ready", "failed", "none"):
+        assert time.time() < deadline
+        time.sleep(0.02)
+    yield s
+    stop_checked(s)
+
+
+def test_uhugeint_ranges_equal_duckdb(usrv):
+    """A UHUGEINT column (compared with DOUBLE values, as DuckDB casts it) is
+    answered from its sorted values, equal to DuckDB's count and /sql's at
+    the edges of the double's precision, of 2^64 and of 10^38."""
+    rng = random.Random(128)
+    # each value both correctly rounded and as DuckDB's own cast rounds it
+    # (its low word plus its high word times 2^64), where they differ
+    q = usrv.post("/api/v1/sql", {"sql": "SELECT u::VARCHAR AS u, u::DOUBLE AS d FROM t "
+                                  "WHERE u IS NOT NULL AND id % 25 = 1"})
+    assert q.status_code == 200, q.text
+    rows = q.json()["data"]
+    stored = [float(int(r["u"])) for r in rows] + [r["d"] for r in rows]
+    assert any(float(int(r["u"])) != r["d"] for r in rows)
+    edges = [0.0, 1.0, -1.0, 0.5, 2.0**53, 2.0**53 + 2, 2.0**64, 2.0**127, 2.0**128, 1e38,
+             math.nextafter(2.0**64, 0), math.nextafter(2.0**64, math.inf),
+             math.nextafter(2.0**128, 0), math.nextafter(2.0**126, math.inf), 2.0**126,
+             math.nextafter(1e38, 0), math.nextafter(1e38, math.inf), -1e300, 1e300]
+
+    def value():
+        k = rng.random()
+        if k < 0.3:
+            return rng.choice(edges)
+        if k < 0.6:
+            return rng.choice(stored)
+        if k < 0.75:
+            return rng.randrange(-10, 2100)
+        return float(rng.randrange(0, 10**38))
+    answered = 0
+    for _ in range(150):
+        r = same(usrv, preds_for(rng, "u", value))
+        answered += from_index(r)
+    assert answered == 150
+    for op, sym in (("eq", "="), ("lte", "<="), ("gt", ">"), ("lt", "<"), ("gte", ">=")):
+        for v in (2.0**64, 1e38, 2.0**126, math.nextafter(2.0**64, 0), 2.0**53,
+                  rng.choice(stored)):
+            r = same(usrv, [{"col": "u", "op": op, "val": v}])
+            sql = usrv.post("/api/v1/sql", {"sql": f"SELECT count(*) AS c FROM t WHERE u {sym} "
+                                             f"CAST({v!r} AS DOUBLE)"})
+            assert r.json()["count"] == sql.json()["data"][0]["c"], (op, v, r.text, sql.text)
+            assert from_index(r), (op, v, r.headers)
+    log = usrv.log()
+    assert "u (%d values, sorted values for ranges" % (5000 - (5000 + 12) // 13) in log, log[-3000:]
