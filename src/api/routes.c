@@ -209,9 +209,10 @@ enum vt_err api_authorize(struct http_request *req, const struct http_route *rou
     struct auth_credentials cred = {
         .admin_token = route->perm >= AUTH_PERM_RELOAD ? http_req_header(req, "X-Admin-Token")
                                                        : NULL,
-        .authorization = p->bearer_enabled ? http_req_header(req, "Authorization") : NULL,
         .safe_method = m == HTTP_GET || m == HTTP_HEAD,
     };
+    if (p->bearer_enabled)
+        cred.authorization = http_req_header_n(req, "Authorization", &cred.authorization_len);
     struct auth_decision d;
     enum vt_err rc = auth_authorize(p, route->perm, &cred, &d);
     *out_message = d.message;

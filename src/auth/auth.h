@@ -241,6 +241,7 @@ struct auth_credentials {
     const char *admin_token;    /* X-Admin-Token */
     const char *authorization;  /* Authorization */
     bool safe_method;           /* GET or HEAD (anonymous_read opens only these) */
+    size_t authorization_len;   /* Authorization's length when known (0: measured here) */
 };
 
 /* The WWW-Authenticate challenge a refusal carries (RFC 6750). */

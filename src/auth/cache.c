@@ -14,9 +14,18 @@
  * set); a new entry replaces an expired way or the oldest one of its set.
  * Bounded in entries (VT_AUTH_CACHE_ENTRIES) and bytes (VT_AUTH_CACHE_MAX_BYTES);
  * a token that would pass the byte budget is simply not cached.
+ *
+ * In front of the shards, each thread keeps the last token it found there
+ * (a client repeats its token on every request of a connection, and a
+ * connection stays on one thread): a hit there is a length and a full
+ * compare, no hash and no lock. The slot names the cache by an epoch drawn
+ * from a process-wide counter at creation and at every clear, so a cleared
+ * cache (keys rotated or revoked) or another cache never answers from it;
+ * expiry is checked on every hit as in the shards.
  */
 #include <openssl/rand.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -28,6 +37,8 @@
 #define WAYS 4
 #define SETS (VT_AUTH_CACHE_ENTRIES / SHARDS / WAYS)
 #define KEY_TAIL 32
+/* Tokens up to this long use the thread's slot (the rest only the shards). */
+#define SLOT_TOKEN_MAX 4096
 
 struct entry {
     uint64_t hash;
@@ -46,8 +57,21 @@ struct shard {
 
 struct auth_cache {
     uint64_t seed;
+    _Atomic uint64_t epoch;     /* this cache, since its last clear */
     struct shard shards[SHARDS];
 };
+
+/* Never 0 (an empty slot's epoch). */
+static _Atomic uint64_t next_epoch = 1;
+
+/* The thread's last token found in a cache. */
+struct slot {
+    uint64_t epoch;             /* 0: empty */
+    size_t len;
+    struct auth_grant grant;
+    char token[SLOT_TOKEN_MAX];
+};
+static _Thread_local struct slot last;
 
 struct auth_cache *auth_cache_create(void)
 {
@@ -56,6 +80,7 @@ struct auth_cache *auth_cache_create(void)
         return NULL;
     if (RAND_bytes((unsigned char *)&c->seed, sizeof c->seed) != 1)
         c->seed = (uint64_t)(uintptr_t)c ^ 0x9e3779b97f4a7c15ull;
+    c->epoch = atomic_fetch_add(&next_epoch, 1);
     for (int i = 0; i < SHARDS; i++)
         pthread_mutex_init(&c->shards[i].mu, NULL);
     return c;
@@ -74,6 +99,8 @@ void auth_cache_clear(struct auth_cache *c)
 {
     if (!c)
         return;
+    /* first: no thread's slot answers for this cache from here on */
+    atomic_store(&c->epoch, atomic_fetch_add(&next_epoch, 1));
     for (int i = 0; i < SHARDS; i++) {
         struct shard *s = &c->shards[i];
         pthread_mutex_lock(&s->mu);
@@ -82,6 +109,9 @@ void auth_cache_clear(struct auth_cache *c)
                 entry_clear(s, &s->e[j][w]);
         pthread_mutex_unlock(&s->mu);
     }
+    /* and again: a thread that read the first new epoch may have found a
+     * shard not yet cleared and put its token in its slot under it */
+    atomic_store(&c->epoch, atomic_fetch_add(&next_epoch, 1));
 }
 
 void auth_cache_destroy(struct auth_cache *c)
@@ -110,6 +140,14 @@ static struct shard *locate(struct auth_cache *c, uint64_t h, struct entry **out
 bool auth_cache_get(struct auth_cache *c, const char *token, size_t len, int64_t now,
                     struct auth_grant *out)
 {
+    uint64_t epoch = atomic_load(&c->epoch);
+    if (last.epoch == epoch && last.len == len && memcmp(last.token, token, len) == 0) {
+        if (now <= last.grant.valid_until) {
+            *out = last.grant;
+            return true;
+        }
+        last.epoch = 0; /* expired: the shards drop it below */
+    }
     uint64_t h = key_hash(c, token, len);
     struct entry *set;
     struct shard *s = locate(c, h, &set);
@@ -121,6 +159,12 @@ bool auth_cache_get(struct auth_cache *c, const char *token, size_t len, int64_t
             if (now <= e->grant.valid_until) {
                 *out = e->grant;
                 hit = true;
+                if (len <= SLOT_TOKEN_MAX) {
+                    last.epoch = epoch;
+                    last.len = len;
+                    last.grant = e->grant;
+                    memcpy(last.token, token, len);
+                }
             } else {
                 entry_clear(s, e);
             }

@@ -321,6 +321,13 @@ void http_req_on_release(struct http_request *req, void (*fn)(void *user)) { req
 
 const char *http_req_header(const struct http_request *req, const char *name)
 {
+    size_t len;
+    return http_req_header_n(req, name, &len);
+}
+
+const char *http_req_header_n(const struct http_request *req, const char *name, size_t *out_len)
+{
+    *out_len = 0;
     if (!req->started)
         return NULL;
     /* A field sent on several lines means the lines joined with ", " (RFC 9110
@@ -340,11 +347,17 @@ const char *http_req_header(const struct http_request *req, const char *name)
         total += h->fields[i].value_len + 2;
         count++;
     }
-    if (count <= 1)
-        return count ? h->fields[first].value : NULL;
-    char *out = arena_alloc((struct arena *)&req->arena, total);
-    if (!out)
+    if (count <= 1) {
+        if (!count)
+            return NULL;
+        *out_len = h->fields[first].value_len;
         return h->fields[first].value;
+    }
+    char *out = arena_alloc((struct arena *)&req->arena, total);
+    if (!out) {
+        *out_len = h->fields[first].value_len;
+        return h->fields[first].value;
+    }
     size_t n = 0;
     for (size_t i = first; i < h->n_fields; i++) {
         if (h->fields[i].name_len != name_len || !http_name_eq(h->fields[i].name, name))
@@ -357,6 +370,7 @@ const char *http_req_header(const struct http_request *req, const char *name)
         n += h->fields[i].value_len;
     }
     out[n] = '\0';
+    *out_len = n;
     return out;
 }
 

@@ -119,6 +119,9 @@ const char *http_req_param(const struct http_request *req, size_t i); /* {x} cap
 /* A request field's value; a field sent on several lines comes back as the
  * lines joined with ", " (RFC 9110 §5.3), in the request's arena. */
 const char *http_req_header(const struct http_request *req, const char *name);
+/* The same, with the value's length in *out_len (0 when absent): the parser
+ * knows it, a bearer token need not be measured again. */
+const char *http_req_header_n(const struct http_request *req, const char *name, size_t *out_len);
 const char *http_req_query(const struct http_request *req, const char *key);
 /* The same, with the decoded value's length (a %00 in it is a NUL byte). */
 const char *http_req_query_n(const struct http_request *req, const char *key, size_t *out_len);

@@ -315,8 +315,39 @@ TEST(cache_hits_until_valid_until)
     CHECK(found <= VT_AUTH_CACHE_ENTRIES && found > VT_AUTH_CACHE_ENTRIES / 2);
     int n = snprintf(name, sizeof name, "token-%d", 3 * VT_AUTH_CACHE_ENTRIES - 1);
     CHECK(auth_cache_get(c, name, (size_t)n, 10, &out));
+    CHECK(auth_cache_get(c, name, (size_t)n, 10, &out)); /* (the thread's slot) */
     auth_cache_clear(c);
     CHECK(!auth_cache_get(c, name, (size_t)n, 10, &out));
+    auth_cache_destroy(c);
+}
+
+/* The thread's last-token slot in front of the shards answers only for the
+ * same cache, since its last clear, the same bytes, and before valid_until. */
+TEST(cache_thread_slot)
+{
+    struct auth_cache *c = auth_cache_create(), *other = auth_cache_create();
+    char tok[1300];
+    memset(tok, 'k', sizeof tok);
+    struct auth_grant g = {.grants = AUTH_GRANT_READ, .valid_until = 1000}, out;
+    auth_cache_put(c, tok, sizeof tok, 900, &g);
+    for (int i = 0; i < 3; i++) /* the first from the shards, then the slot */
+        CHECK(auth_cache_get(c, tok, sizeof tok, 1000, &out) && out.grants == AUTH_GRANT_READ);
+    CHECK(!auth_cache_get(other, tok, sizeof tok, 900, &out)); /* another cache */
+    for (size_t at = 0; at < sizeof tok; at += 97) { /* one byte differs, anywhere */
+        tok[at] = 'j';
+        CHECK(!auth_cache_get(c, tok, sizeof tok, 900, &out));
+        tok[at] = 'k';
+        CHECK(auth_cache_get(c, tok, sizeof tok, 900, &out));
+    }
+    CHECK(!auth_cache_get(c, tok, sizeof tok - 1, 900, &out)); /* a prefix */
+    CHECK(!auth_cache_get(c, tok, sizeof tok, 1001, &out));    /* expired */
+    CHECK(!auth_cache_get(c, tok, sizeof tok, 900, &out));     /* and dropped */
+    auth_cache_put(c, tok, sizeof tok, 900, &g);
+    CHECK(auth_cache_get(c, tok, sizeof tok, 900, &out));
+    CHECK(auth_cache_get(c, tok, sizeof tok, 900, &out));
+    auth_cache_clear(c); /* keys rotated: the slot no longer answers */
+    CHECK(!auth_cache_get(c, tok, sizeof tok, 900, &out));
+    auth_cache_destroy(other);
     auth_cache_destroy(c);
 }
 
@@ -407,8 +438,11 @@ TEST(policy_with_bearer)
         {AUTH_PERM_MANAGE, "adm", NULL, false, VT_ERR_OK, 0},
         {AUTH_PERM_MANAGE, NULL, NULL, false, VT_ERR_UNAUTHORIZED, AUTH_CHALLENGE_BEARER},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct auth_credentials c = {cases[i].admin, cases[i].authz, cases[i].get};
+    for (size_t k = 0; k < 2 * sizeof cases / sizeof cases[0]; k++) {
+        /* each case with the header's length unknown, then known (HTTP's) */
+        size_t i = k / 2;
+        struct auth_credentials c = {cases[i].admin, cases[i].authz, cases[i].get,
+                                     k % 2 && cases[i].authz ? strlen(cases[i].authz) : 0};
         struct auth_decision d;
         enum vt_err rc = auth_authorize(&p, cases[i].perm, &c, &d);
         if (rc != cases[i].want)
@@ -418,8 +452,8 @@ TEST(policy_with_bearer)
         CHECK(rc == VT_ERR_OK ? d.message == NULL : d.message != NULL);
     }
     /* The challenges. */
-    struct auth_credentials none = {0}, bad = {NULL, "Bearer a.b.c", false},
-                            lacks = {NULL, hl, false};
+    struct auth_credentials none = {0}, bad = {NULL, "Bearer a.b.c", false, 0},
+                            lacks = {NULL, hl, false, 0};
     struct auth_decision d;
     struct strbuf sb;
     sb_init(&sb, 0);
@@ -439,7 +473,7 @@ TEST(policy_with_bearer)
     /* anonymous_read opens GET/HEAD reads only; fallback off ignores the admin token. */
     p.anonymous_read = true;
     p.admin_token_fallback = false;
-    struct auth_credentials get = {.safe_method = true}, post = {0}, admin = {"adm", NULL, false};
+    struct auth_credentials get = {.safe_method = true}, post = {0}, admin = {"adm", NULL, false, 0};
     CHECK_EQ_INT(auth_authorize(&p, AUTH_PERM_READ, &get, &d), VT_ERR_OK);
     CHECK_EQ_INT(auth_authorize(&p, AUTH_PERM_READ, &post, &d), VT_ERR_UNAUTHORIZED);
     CHECK_EQ_INT(auth_authorize(&p, AUTH_PERM_RELOAD, &get, &d), VT_ERR_UNAUTHORIZED);
@@ -473,7 +507,7 @@ int main(void)
         TEST_CASE(keyset_parse_rejects_bad_documents),
         TEST_CASE(every_algorithm_verifies),
         TEST_CASE(key_type_confusion),
-        TEST_CASE(cache_hits_until_valid_until),
+        TEST_CASE(cache_hits_until_valid_until), TEST_CASE(cache_thread_slot),
         TEST_CASE(verifier_with_fixed_keys),
         TEST_CASE(policy_with_bearer),
     };
