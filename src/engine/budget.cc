@@ -49,6 +49,7 @@
  * single calls). Memory our own C code allocates (index, row stores, HTTP
  * buffers) is not counted: it has its own limits.
  */
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <time.h>
@@ -338,15 +339,33 @@ namespace {
 
 std::atomic<int64_t> watch_slack{0};
 
+/* The resident set from /proc/self/statm ("size resident ..." in pages).
+ * Only the watch thread calls it, ten times a second for the server's life:
+ * the file stays open and is read with one pread and parsed by hand
+ * (fopen + fscanf + fclose was ~3,000 instructions and three syscalls a
+ * call, ~30k instructions a second on an idle server). */
 int64_t rss_bytes()
 {
-    FILE *f = std::fopen("/proc/self/statm", "r");
-    if (!f)
+    static int fd = -2;
+    static const int64_t page = (int64_t)sysconf(_SC_PAGESIZE);
+    if (fd == -2)
+        fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return 0;
-    long long size = 0, resident = 0;
-    int n = std::fscanf(f, "%lld %lld", &size, &resident);
-    std::fclose(f);
-    return n == 2 ? (int64_t)resident * (int64_t)sysconf(_SC_PAGESIZE) : 0;
+    char buf[128];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *p = buf;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (*p++ != ' ' || *p < '0' || *p > '9')
+        return 0;
+    int64_t resident = 0;
+    for (; *p >= '0' && *p <= '9' && resident < (INT64_MAX / 10 - 9) / page; p++)
+        resident = resident * 10 + (*p - '0');
+    return resident * page;
 }
 
 void purge()
