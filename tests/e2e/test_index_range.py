@@ -463,14 +463,7 @@ def usrv(tmp_path_factory):
            + f'[[dataset]]\nname = "t"\nsql = "{sql}"\ndepends_on = ["src"]\n'
            + f'[[dataset]]\nname = "plain"\nsql = "{sql}"\ndepends_on = ["src"]\n'
              'index.mode = "none"\n')
-    s = Server(d, cfg)
-    s.start()
-    s.wait_ready(timeout=120)
-    deadline = time.time() + 120
-    while s.get("/api/v1/datasets/t/status").json()["index"]["state"] not in (
-            "ready", "failed", "none"):
-        assert time.time() < deadline
-        time.sleep(0.02)
+    s = start_with_index(d, cfg)
     yield s
     stop_checked(s)
 
