@@ -233,6 +233,18 @@ static void *helper_main(void *arg)
     return NULL;
 }
 
+/* A helper whose thread is gone (joined) or never started. */
+static void helper_free(struct sink_helper *h)
+{
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv_job);
+    pthread_cond_destroy(&h->cv_done);
+    if (h->fmt->release)
+        h->fmt->release(h->st);
+    sb_release(&h->out);
+    free(h);
+}
+
 static void helper_stop(struct api_sink *a)
 {
     struct sink_helper *h = a->helper;
@@ -243,13 +255,7 @@ static void helper_stop(struct api_sink *a)
     pthread_cond_signal(&h->cv_job);
     pthread_mutex_unlock(&h->mu);
     pthread_join(h->thread, NULL);
-    pthread_mutex_destroy(&h->mu);
-    pthread_cond_destroy(&h->cv_job);
-    pthread_cond_destroy(&h->cv_done);
-    if (a->fmt && a->fmt->release)
-        a->fmt->release(h->st);
-    sb_release(&h->out);
-    free(h);
+    helper_free(h);
     a->helper = NULL;
 }
 
@@ -284,11 +290,7 @@ static struct sink_helper *helper_get(struct api_sink *a)
     int rc = pthread_create(&h->thread, &attr, helper_main, h);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
-        pthread_mutex_destroy(&h->mu);
-        pthread_cond_destroy(&h->cv_job);
-        pthread_cond_destroy(&h->cv_done);
-        a->fmt->release(h->st);
-        free(h);
+        helper_free(h);
         return NULL;
     }
     a->helper = h;

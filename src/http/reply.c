@@ -555,9 +555,6 @@ static int stream_flush(struct http_stream *st, bool final)
         }
         sb_reset(&st->pending);
     } else {
-        /* The next chunk is about as big as this one (a chunk of rows
-         * each time): the fresh buffer starts at that size instead of
-         * doubling up to it, copying and faulting in pages on the way. */
         out = st->pending;
         sb_init(&st->pending, 0);
     }

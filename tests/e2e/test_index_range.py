@@ -34,6 +34,17 @@ def start_with_index(d, cfg):
     return s
 
 
+
+def start_query_pair(d, path, sql):
+    """A server with `src` (the Parquet file at path) and two query datasets
+    of the same `sql` over it: `t` with the default index, `plain` with
+    none (DuckDB's own answers), ready and indexed."""
+    cfg = (server_block() + "[sql]\nenabled = true\n" + dataset_block("src", path)
+           + f'[[dataset]]\nname = "t"\nsql = "{sql}"\ndepends_on = ["src"]\n'
+           + f'[[dataset]]\nname = "plain"\nsql = "{sql}"\ndepends_on = ["src"]\n'
+             'index.mode = "none"\n')
+    return start_with_index(d, cfg)
+
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
     d = tmp_path_factory.mktemp("range")
@@ -381,11 +392,7 @@ def hsrv(tmp_path_factory):
         FROM range(5000) t(i)""")
     sql = ("SELECT id, h::HUGEINT AS h, CASE WHEN id = 7 THEN 9223372036854775808::HUGEINT "
            "ELSE hb::HUGEINT END AS hbig FROM src")
-    cfg = (server_block() + "[sql]\nenabled = true\n" + dataset_block("src", path)
-           + f'[[dataset]]\nname = "t"\nsql = "{sql}"\ndepends_on = ["src"]\n'
-           + f'[[dataset]]\nname = "plain"\nsql = "{sql}"\ndepends_on = ["src"]\n'
-             'index.mode = "none"\n')
-    s = start_with_index(d, cfg)
+    s = start_query_pair(d, path, sql)
     yield s
     stop_checked(s)
 
@@ -459,11 +466,7 @@ def usrv(tmp_path_factory):
     sql = ("SELECT id, CASE WHEN id % 13 = 0 THEN NULL " + cases +
            " WHEN id % 5 = 0 THEN hb::UHUGEINT WHEN id % 3 = 0 THEN hu::UHUGEINT"
            " ELSE hu::UHUGEINT * (hv >> 2)::UHUGEINT END AS u FROM src")
-    cfg = (server_block() + "[sql]\nenabled = true\n" + dataset_block("src", path)
-           + f'[[dataset]]\nname = "t"\nsql = "{sql}"\ndepends_on = ["src"]\n'
-           + f'[[dataset]]\nname = "plain"\nsql = "{sql}"\ndepends_on = ["src"]\n'
-             'index.mode = "none"\n')
-    s = start_with_index(d, cfg)
+    s = start_query_pair(d, path, sql)
     yield s
     stop_checked(s)
 
