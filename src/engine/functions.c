@@ -995,6 +995,17 @@ static const char *const macros[] = {
     "json_structure(j) AS system.main.json_structure(\"vt:json_depth\"(j, 'json_structure'))",
     "json_contains(a, b) AS system.main.json_contains(\"vt:json_depth\"(a, 'json_contains'), "
     "\"vt:json_depth\"(b, 'json_contains'))",
+    /* the structure argument is parsed into a type recursively at bind
+     * (json_transform('{}', 100,000 '[') took the server down: stop 39's
+     * CI). It stays a constant through the checker, as binding requires;
+     * the document is walked only as deep as the structure. */
+    "json_transform(j, s) AS "
+    "system.main.json_transform(j, \"vt:json_depth\"(s, 'json_transform'))",
+    "json_transform_strict(j, s) AS "
+    "system.main.json_transform_strict(j, \"vt:json_depth\"(s, 'json_transform_strict'))",
+    "from_json(j, s) AS system.main.from_json(j, \"vt:json_depth\"(s, 'from_json'))",
+    "from_json_strict(j, s) AS "
+    "system.main.from_json_strict(j, \"vt:json_depth\"(s, 'from_json_strict'))",
     /* printf and format: widths and precisions (the format goes through a
      * checker; up to 16 values) */
     "@FMT@",
