@@ -10,6 +10,12 @@
  * Usage: vt-bench-json [ROWS] [RUNS] [THREADS] [SELECT-LIST]
  *        (defaults 100000 7 1 "*"; a select list such as "id, name, day"
  *        compares on those columns only)
+ * With VT_BENCH_JSON_ENCODE=N set, fetches the rows once and then only runs
+ * the encoder N times over the materialised chunks (for perf and callgrind:
+ * no DuckDB scan in the profile), printing CPU ms per pass and the body's
+ * size and FNV-1a hash (a change of output shows as a changed hash).
+ * VT_BENCH_JSON_PARQUET=FILE takes the first ROWS rows of FILE as the table
+ * instead (bench.py's data: line 6b's rows).
  */
 #include <duckdb.h>
 #include <stdio.h>
@@ -145,6 +151,60 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Encoder only: all chunks fetched first, then `passes` encodes of them. */
+static int encode_only(duckdb_connection con, int passes)
+{
+    duckdb_result res = stream(con, q_ours);
+    size_t n = 0, cap = 64;
+    duckdb_data_chunk *chunks = malloc(cap * sizeof *chunks), ch;
+    while (chunks && (ch = duckdb_fetch_chunk(res))) {
+        if (n == cap) {
+            duckdb_data_chunk *p = realloc(chunks, 2 * cap * sizeof *chunks);
+            if (!p)
+                return 1;
+            chunks = p;
+            cap *= 2;
+        }
+        chunks[n++] = ch;
+    }
+    if (!chunks)
+        return 1;
+    char err[256];
+    struct json_rows *enc = json_rows_create_for_result(&res, err, sizeof err);
+    if (!enc) {
+        fprintf(stderr, "vt-bench-json: %s\n", err);
+        return 1;
+    }
+    struct strbuf body;
+    sb_init(&body, 0);
+    double best = 1e30;
+    for (int p = 0; p < passes; p++) {
+        sb_reset(&body);
+        json_rows_restart(enc);
+        double t0 = now_ms();
+        for (size_t i = 0; i < n; i++)
+            if (json_rows_encode_chunk(enc, chunks[i], &body) < 0) {
+                fprintf(stderr, "vt-bench-json: encode failed\n");
+                return 1;
+            }
+        double t = now_ms() - t0;
+        if (t < best)
+            best = t;
+    }
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < body.len; i++)
+        h = (h ^ (unsigned char)body.buf[i]) * 1099511628211ull;
+    printf("encode only: %zu chunks, %d passes, best %.2f ms, body %zu bytes, fnv1a %016llx\n", n,
+           passes, best, body.len, (unsigned long long)h);
+    for (size_t i = 0; i < n; i++)
+        duckdb_destroy_data_chunk(&chunks[i]);
+    free(chunks);
+    sb_release(&body);
+    json_rows_destroy(enc);
+    duckdb_destroy_result(&res);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     long rows = argc > 1 ? atol(argv[1]) : 100000;
@@ -181,7 +241,18 @@ int main(int argc, char **argv)
              "i %% 3 = 0 AS flag "
              "FROM range(%ld) r(i)",
              rows);
+    const char *pq = getenv("VT_BENCH_JSON_PARQUET");
+    if (pq && *pq && !strchr(pq, '\'')) /* bench.py's data instead (line 6b's rows) */
+        snprintf(sql, sizeof sql, "CREATE TABLE t AS SELECT * FROM read_parquet('%s') LIMIT %ld", pq,
+                 rows);
     must(con, sql);
+    const char *only = getenv("VT_BENCH_JSON_ENCODE");
+    if (only && atoi(only) > 0) {
+        int rc = encode_only(con, atoi(only));
+        duckdb_disconnect(&con);
+        duckdb_close(&db);
+        return rc;
+    }
 
     struct strbuf a, b, c;
     sb_init(&a, 0);

@@ -235,42 +235,84 @@ static inline int put_digits17_tz(char *o, uint64_t d, int k)
     return 16; /* k == 17 and only the leading digit is not zero */
 }
 
+/* d.ddd with the point after the first `point` digits (0 < point < k),
+ * trailing zeros of the fraction cut (one kept after the point). The k
+ * digits are built in registers (two 8-digit words, a 17th digit apart),
+ * stored once whole and once shifted one byte right from the point on, so
+ * no byte is moved through memory (a byte loop here was turned into a
+ * memmove call per value). */
+static inline char *put_fixed_frac(char *o, uint64_t d, int k, int point)
+{
+    const uint64_t Z = 0x3030303030303030ull;
+    int tz;
+    if (k <= 8) {
+        uint64_t w = swar8((uint32_t)d); /* d != 0: some byte differs from '0' */
+        tz = __builtin_clzll(w ^ Z) >> 3;
+        w >>= 8 * (8 - k);
+        memcpy(o, &w, 8);
+        o[point] = '.';
+        w >>= 8 * point;
+        memcpy(o + point + 1, &w, 8);
+    } else {
+        uint64_t hi = d / 100000000;
+        uint64_t b = swar8((uint32_t)(d - hi * 100000000)), a;
+        char *q = o;
+        int pk = k, pp = point;
+        if (k == 17) {
+            uint32_t top = (uint32_t)(hi / 100000000); /* 1..9 */
+            a = swar8((uint32_t)(hi - (uint64_t)top * 100000000));
+            *q++ = (char)('0' + top);
+            pk = 16;
+            pp--;
+        } else {
+            a = swar8((uint32_t)hi); /* hi != 0 */
+        }
+        tz = b != Z ? __builtin_clzll(b ^ Z) >> 3
+                    : a != Z ? 8 + (__builtin_clzll(a ^ Z) >> 3) : 16;
+        u128 x = ((u128)b << 64 | a) >> (8 * (16 - pk));
+        memcpy(q, &x, 16);
+        q[pp] = '.';
+        x >>= 8 * pp;
+        memcpy(q + pp + 1, &x, 16);
+    }
+    int sig = k - tz; /* significant digits */
+    if (sig <= point) { /* the fraction was all zeros */
+        o[point + 1] = '0';
+        return o + point + 2;
+    }
+    return o + sig + 1;
+}
+
 /* Lays out the shortest decimal d * 10^e as JSON: fixed notation while the
  * decimal point falls within -5..21 digits of the first digit (JavaScript's
  * rule), else d.ddde[-]X; integral values end ".0". d may carry trailing
  * zeros (Schubfach's result before stripping): they are written and then
  * cut from the text, which leaves every layout decision unchanged, as those
- * depend only on the position of the point. */
+ * depend only on the position of the point. Zeros are stored as whole
+ * 8/16-byte blocks of '0' (the callers keep JSON_FMT_SLACK past
+ * JSON_FMT_MAX_DOUBLE), not with a memset call. */
 static inline __attribute__((always_inline)) char *layout_float(char *o, uint64_t d, int e)
 {
+    const uint64_t Z = 0x3030303030303030ull;
     if (d >= 100000000000000000ull) /* 18 digits: only a rounded-up 10^17 */
         d = strip_zeros(d, &e);
     int k = ndigits_u64(d), point = k + e; /* value = 0.digits * 10^point */
     if (point > 0 && point <= 21) {
-        if (point >= k) { /* integral: digits, zeros, ".0" */
+        if (point >= k) { /* integral: digits, zeros (at most 20), ".0" */
             put_digits17_tz(o, d, k);
-            memset(o + k, '0', (size_t)(point - k));
+            memcpy(o + k, &Z, 8);
+            memcpy(o + k + 8, &Z, 8);
+            memcpy(o + k + 16, &Z, 8);
             o += point;
             memcpy(o, ".0", 2);
             return o + 2;
         }
-        /* all digits one place to the right, then the integer part back left
-         * over the gap: byte moves that store-to-load forwarding handles (a
-         * 16-byte reload of the digit stores stalled) and no division */
-        int sig = k - put_digits17_tz(o + 1, d, k); /* significant digits */
-        for (int i = 0; i < point; i++)
-            o[i] = o[i + 1];
-        o[point] = '.';
-        if (sig <= point) { /* the fraction was all zeros */
-            o[point + 1] = '0';
-            return o + point + 2;
-        }
-        return o + sig + 1;
+        return put_fixed_frac(o, d, k, point);
     }
     if (point <= 0 && point > -6) { /* 0.000ddd */
         o[0] = '0';
         o[1] = '.';
-        memset(o + 2, '0', (size_t)-point);
+        memcpy(o + 2, &Z, 8);
         o += 2 - point;
         return o + k - put_digits17_tz(o, d, k);
     }
@@ -346,6 +388,103 @@ void json_dtoa_prepare(const double *v, size_t n, struct json_fdec *out)
         prepare_double(v[i], &out[i]);
 }
 
+/* Powers of ten exact as doubles (all up to 10^22; the short path uses
+ * 1..JSON_DTOA_SHORT_MAX). */
+static const double P10D[JSON_DTOA_SHORT_MAX + 1] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+                                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+
+/* The short-decimal path. For a normal double a with a = m / 10^k exactly as
+ * IEEE division rounds it (m < 2^50, 1 <= k <= 15; m and 10^k are exact
+ * doubles, so the quotient is correctly rounded, nearest-even), the decimal
+ * m * 10^-k lies in a's rounding interval R with the bounds included iff a's
+ * significand is even: R as Schubfach defines it. R is narrower than one
+ * ulp, and one ulp of a normal a is at most a * 2^-52, so with
+ * a * 10^k < 2^50 (+ rounding) the grid of step 10^-k holds at most one
+ * point of R. Then m * 10^-k (trailing zeros stripped) is the shortest
+ * decimal in R and the only one of its length: a shorter or equally long
+ * one at a coarser or equal step would be a second grid point in R; one at a
+ * finer step has more digits unless it lies below a power of ten 10^L <=
+ * m * 10^-k, and then 10^L itself is in R and on the grid, again a second
+ * point unless m * 10^-k = 10^L (one digit, nothing shorter). So the digits
+ * are exactly Schubfach's (the unit test compares both over millions of
+ * values). */
+static inline bool short_decimal(double a, int k, uint64_t *out_m)
+{
+    double x = a * P10D[k];
+    if (!(x < 0x1p50) || a < 0x1p-1022)
+        return false;
+    uint64_t m = (uint64_t)(x + 0.5);
+    *out_m = m;
+    return (double)m / P10D[k] == a;
+}
+
+void json_dtoa_prepare_short(const double *v, size_t n, struct json_fdec *out, struct json_dtoa_hint *hint)
+{
+    /* a column whose last 4 batches had (almost) no short decimals (random
+     * doubles: a few have short digits): the plain loop, one batch in 64
+     * tried again */
+    if (n == 0)
+        return;
+    if (hint->cold >= 4 && (hint->cold++ & 63) != 0) {
+        json_dtoa_prepare(v, n, out);
+        return;
+    }
+    int k = hint->k;
+    unsigned hit = 0, miss = 0;
+    bool on = k > 0;
+    for (size_t i = 0; i < n; i++) {
+        double a = v[i];
+        struct json_fdec *f = &out[i];
+        uint64_t bits;
+        memcpy(&bits, &a, 8);
+        f->neg = (uint8_t)(bits >> 63);
+        f->e = 0;
+        f->d = 0;
+        if ((bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) {
+            f->kind = JSON_FDEC_NULL;
+            continue;
+        }
+        a = fabs_bits(a);
+        if (a == 0) {
+            f->kind = JSON_FDEC_ZERO;
+            continue;
+        }
+        if (a < 9007199254740992.0 && a == (double)(int64_t)a) {
+            f->kind = JSON_FDEC_INT;
+            f->d = (uint64_t)a;
+            continue;
+        }
+        f->kind = JSON_FDEC_DEC;
+        uint64_t m;
+        if (on && short_decimal(a, k, &m)) {
+            f->d = m;
+            f->e = -k;
+            hit++;
+            continue;
+        }
+        int e;
+        f->d = dtoa_decimal(a, &e, false);
+        f->e = e;
+        /* A miss: take the step of this value when it is a short decimal
+         * itself (a longer step, or a shorter one where the value was too
+         * large for the step tried), while misses are few. A miss costs
+         * ~20 instructions, a hit saves ~150: past 16 misses, with fewer
+         * hits than one per 8 misses, the path is off for the batch. */
+        if (++miss > 16) {
+            on = on && miss <= 8 * hit;
+            continue;
+        }
+        int se = e;
+        uint64_t sd = strip_zeros(f->d, &se);
+        if (sd < (1ull << 50) && -se >= 1 && -se <= JSON_DTOA_SHORT_MAX) {
+            k = -se;
+            on = true;
+        }
+    }
+    hint->k = k;
+    hint->cold = miss <= 8 * hit ? 0 : hint->cold + 1;
+}
+
 void json_ftoa_prepare(const float *v, size_t n, struct json_fdec *out)
 {
     for (size_t i = 0; i < n; i++)
@@ -373,10 +512,17 @@ static inline __attribute__((always_inline)) char *fmt_fdec(char *o, const struc
 
 char *json_fmt_fdec(char *o, const struct json_fdec *f) { return fmt_fdec(o, f); }
 
-char *json_fmt_fdecs(char *o, const struct json_fdec *f, size_t n, const char *base, size_t *ends)
+char *json_fmt_fdecs(char *o, const struct json_fdec *f, size_t n, const char *base, size_t *ends,
+                     const char *pre, size_t pre_len)
 {
     for (size_t i = 0; i < n; i++) {
-        o = fmt_fdec(o, &f[i]);
+        if (pre_len <= 32) { /* pre has JSON_FMT_SLACK bytes of slack */
+            memcpy(o, pre, 16);
+            memcpy(o + 16, pre + 16, 16);
+        } else {
+            memcpy(o, pre, pre_len);
+        }
+        o = fmt_fdec(o + pre_len, &f[i]);
         ends[i] = (size_t)(o - base);
     }
     return o;

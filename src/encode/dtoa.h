@@ -43,12 +43,24 @@ struct json_fdec {
     uint8_t neg;
 };
 void json_dtoa_prepare(const double *v, size_t n, struct json_fdec *out);
+/* The same results, with a fast path for short decimals (prices, amounts:
+ * values that are m / 10^k exactly for small m) that skips the digit search.
+ * *hint carries what the column taught between calls (start zeroed). */
+#define JSON_DTOA_SHORT_MAX 15
+struct json_dtoa_hint {
+    int k;         /* the step 10^-k tried first; 0: none learned yet */
+    unsigned cold; /* batches in a row without a short decimal */
+};
+void json_dtoa_prepare_short(const double *v, size_t n, struct json_fdec *out,
+                             struct json_dtoa_hint *hint);
 void json_ftoa_prepare(const float *v, size_t n, struct json_fdec *out);
 char *json_fmt_fdec(char *o, const struct json_fdec *f);
-/* n values back to back (mark NULL rows JSON_FDEC_NULL first); ends[i] gets
- * the end of value i as an offset from base. Room: n * JSON_FMT_MAX_DOUBLE
- * plus slack. */
-char *json_fmt_fdecs(char *o, const struct json_fdec *f, size_t n, const char *base, size_t *ends);
+/* n values back to back (mark NULL rows JSON_FDEC_NULL first), each after
+ * the pre_len bytes at pre (which has JSON_FMT_SLACK readable bytes past
+ * them; the row writer's key); ends[i] gets the end of value i as an offset
+ * from base. Room: n * (JSON_FMT_MAX_DOUBLE + pre_len) plus slack. */
+char *json_fmt_fdecs(char *o, const struct json_fdec *f, size_t n, const char *base, size_t *ends,
+                     const char *pre, size_t pre_len);
 
 int json_dc_dtoa_shortest(double v, char *digits, int *out_point);
 int json_dc_ftoa_shortest(float v, char *digits, int *out_point);

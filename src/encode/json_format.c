@@ -105,10 +105,17 @@ static char *place_point(char *o, int n, unsigned scale)
     if (scale == 0)
         return o + n;
     if ((unsigned)n > scale) {
-        /* a byte loop: scales are short and a memmove call cost more */
-        for (int i = n; i > n - (int)scale; i--)
-            o[i] = o[i - 1];
-        o[n - scale] = '.';
+        /* the fraction moves one byte right: short scales go as one 16-byte
+         * block read before any byte is written (a byte loop here became a
+         * memmove call per value) */
+        char *f = o + n - scale;
+        if (scale <= 16) {
+            __m128i b = _mm_loadu_si128((const __m128i *)f);
+            _mm_storeu_si128((__m128i *)(f + 1), b);
+        } else {
+            memmove(f + 1, f, scale);
+        }
+        *f = '.';
         return o + n + 1;
     }
     /* 0.00ddd: shift the digits right by 2 + (scale - n) */

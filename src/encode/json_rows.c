@@ -51,6 +51,15 @@ struct jcol {
     duckdb_type type;
     char *key; /* "\"name\":" (with a leading ',' unless first) as a member */
     size_t key_len;
+    /* Bytes the column's formatter writes before each value (top-level
+     * columns of scalar types while rows are assembled: the key, for the
+     * first column also the row's ",{"; else none). `keyed` says the
+     * column's formatter can; pre_len is set per call. */
+    const char *pre;
+    size_t pre_len;
+    char *row_key; /* ",{" + key for the first column, else key */
+    size_t row_key_len;
+    bool keyed;
     unsigned scale;          /* DECIMAL */
     enum json_ts_unit unit;  /* TIMESTAMP variants */
     bool utc;                /* TIMESTAMPTZ */
@@ -61,6 +70,7 @@ struct jcol {
     bool str_keys;           /* MAP: keys are strings, write an object */
     bool tuple;              /* STRUCT without field names (ROW(...)): an array */
     struct json_fdec *fdec;  /* FLOAT/DOUBLE: first-pass results */
+    struct json_dtoa_hint dtoa_hint; /* DOUBLE: json_dtoa_prepare_short's state */
     size_t fdec_cap;
     struct jcol *kids;       /* LIST/ARRAY 1, MAP 2 (key, value), STRUCT/UNION n */
     size_t nkids;
@@ -73,6 +83,9 @@ struct json_rows {
     uint64_t written;
     bool lines;              /* NDJSON: each row ends with '\n', no commas */
 };
+
+/* The prefix of columns that have none: put_bytes reads 32 bytes. */
+static const char NO_PREFIX[JSON_FMT_SLACK];
 
 /* ---- segments ---- */
 
@@ -149,6 +162,16 @@ static inline char *put_bytes(char *o, const char *s, size_t n)
         __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16));
         _mm_storeu_si128((__m128i *)o, a);
         _mm_storeu_si128((__m128i *)(o + 16), b);
+    } else if (n <= 64) {
+        /* the first and the last 32 bytes, overlapping (keyed values such
+         * as ,"tag":"<32 hex digits>" are 33-64 bytes; memcpy was a call) */
+        const char *t = s + n - 32;
+        __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)t), d = _mm_loadu_si128((const __m128i *)(t + 16));
+        _mm_storeu_si128((__m128i *)o, a);
+        _mm_storeu_si128((__m128i *)(o + 16), b);
+        _mm_storeu_si128((__m128i *)(o + n - 32), c);
+        _mm_storeu_si128((__m128i *)(o + n - 16), d);
     } else {
         memcpy(o, s, n);
     }
@@ -199,15 +222,17 @@ static inline bool row_valid(const uint64_t *m, idx_t r)
     static int NAME(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)          \
     {                                                                              \
         struct seg *s = &c->seg;                                                   \
-        if (seg_begin(s, n, n * (MAXLEN)) < 0)                                     \
+        const char *pre = c->pre;                                                  \
+        size_t pl = c->pre_len;                                                    \
+        if (seg_begin(s, n, n * ((MAXLEN) + pl)) < 0)                              \
             return -1;                                                             \
         const CT *d = (const CT *)duckdb_vector_get_data(v) + from;                \
         const uint64_t *m = duckdb_vector_get_validity(v);                         \
         char *b = s->buf, *o = b;                                                  \
         size_t *e = s->endv + 1;                                                   \
         SETUP;                                                                     \
-        FOR_ROWS(m, from, n, (o = (FMT), e[i] = (size_t)(o - b)),                  \
-                 (o = json_fmt_null(o), e[i] = (size_t)(o - b)));                  \
+        FOR_ROWS(m, from, n, (o = put_bytes(o, pre, pl), o = (FMT), e[i] = (size_t)(o - b)), \
+                 (o = put_bytes(o, pre, pl), o = json_fmt_null(o), e[i] = (size_t)(o - b))); \
         s->len = (size_t)(o - b);                                                  \
         (void)c;                                                                   \
         return 0;                                                                  \
@@ -260,7 +285,7 @@ FIXED_ENC(enc_enum32, uint32_t, c->dict_max + 4, const char *dict = c->dict;
     static int NAME(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)          \
     {                                                                              \
         struct seg *s = &c->seg;                                                   \
-        if (seg_begin(s, n, n * JSON_FMT_MAX_DOUBLE) < 0)                          \
+        if (seg_begin(s, n, n * (JSON_FMT_MAX_DOUBLE + c->pre_len)) < 0)           \
             return -1;                                                             \
         if (n > c->fdec_cap) {                                                     \
             struct json_fdec *p = realloc(c->fdec, n * sizeof *p);                 \
@@ -277,12 +302,14 @@ FIXED_ENC(enc_enum32, uint32_t, c->dict_max + 4, const char *dict = c->dict;
             for (idx_t i = 0; i < n; i++)                                          \
                 if (!row_valid(m, from + i))                                       \
                     f[i].kind = JSON_FDEC_NULL;                                    \
-        s->len = (size_t)(json_fmt_fdecs(s->buf, f, n, s->buf, s->endv + 1) - s->buf); \
+        s->len = (size_t)(json_fmt_fdecs(s->buf, f, n, s->buf, s->endv + 1, c->pre, c->pre_len) - \
+                          s->buf);                                                 \
         return 0;                                                                  \
     }
 
+#define DTOA_PREPARE(d, n, f) json_dtoa_prepare_short(d, n, f, &c->dtoa_hint)
 FLOAT_ENC(enc_f32, float, json_ftoa_prepare)
-FLOAT_ENC(enc_f64, double, json_dtoa_prepare)
+FLOAT_ENC(enc_f64, double, DTOA_PREPARE)
 
 static int enc_sqlnull(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)
 {
@@ -314,18 +341,23 @@ static int enc_varchar(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)
     const uint64_t *m = duckdb_vector_get_validity(v);
     char *b = s->buf, *o = b;
     size_t *e = s->endv + 1;
+    const char *pre = c->pre;
+    size_t pl = c->pre_len;
 #define STR_VALUE                                                                  \
     do {                                                                           \
         uint32_t len = d[i].value.inlined.length;                                  \
         const char *p = str_ptr(&d[i], len);                                       \
         if (len <= 12) {                                                           \
-            SEG_NEED(s, b, o, 6 * 12 + 2);                                         \
+            SEG_NEED(s, b, o, pl + 6 * 12 + 2);                                    \
+            o = put_bytes(o, pre, pl);                                             \
             o = json_fmt_string_inline(o, &d[i], len);                             \
         } else if (len <= STR_BLOCK) {                                             \
-            SEG_NEED(s, b, o, 6 * (size_t)len + 2);                                \
+            SEG_NEED(s, b, o, pl + 6 * (size_t)len + 2);                           \
+            o = put_bytes(o, pre, pl);                                             \
             o = json_fmt_string(o, p, len);                                        \
         } else {                                                                   \
-            SEG_NEED(s, b, o, 1);                                                  \
+            SEG_NEED(s, b, o, pl + 1);                                             \
+            o = put_bytes(o, pre, pl);                                             \
             *o++ = '"';                                                            \
             for (uint32_t at = 0; at < len; at += STR_BLOCK) {                     \
                 uint32_t k = len - at < STR_BLOCK ? len - at : STR_BLOCK;          \
@@ -338,7 +370,8 @@ static int enc_varchar(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)
     } while (0)
 #define NULL_VALUE                                                                 \
     do {                                                                           \
-        SEG_NEED(s, b, o, 4);                                                      \
+        SEG_NEED(s, b, o, pl + 4);                                                 \
+        o = put_bytes(o, pre, pl);                                                 \
         o = json_fmt_null(o);                                                      \
         e[i] = (size_t)(o - b);                                                    \
     } while (0)
@@ -358,6 +391,8 @@ static int enc_varchar(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)
         const uint64_t *m = duckdb_vector_get_validity(v);                         \
         char *b = s->buf, *o = b;                                                  \
         size_t *e = s->endv + 1;                                                   \
+        const char *pre = NO_PREFIX; /* not keyed: the row loop writes keys */     \
+        size_t pl = 0;                                                             \
         for (idx_t i = 0; i < n; i++) {                                            \
             if (!row_valid(m, from + i)) {                                         \
                 NULL_VALUE;                                                        \
@@ -624,6 +659,7 @@ static void col_release(struct jcol *c)
         col_release(&c->kids[i]);
     free(c->kids);
     free(c->key);
+    free(c->row_key);
     free(c->dict);
     free(c->dict_off);
     free(c->fdec);
@@ -643,6 +679,21 @@ static int col_set_key(struct jcol *c, const char *name, bool first)
     o = json_fmt_string(o, name, n);
     *o++ = ':';
     c->key_len = (size_t)(o - c->key);
+    return 0;
+}
+
+/* The prefix of a top-level column's values while rows are assembled:
+ * ",{" + key for the first column (the comma cut for a body's first row,
+ * both for NDJSON), the key for the others. */
+static int col_set_row_key(struct jcol *c, bool first)
+{
+    size_t extra = first ? 2 : 0;
+    c->row_key = malloc(c->key_len + extra + JSON_FMT_SLACK);
+    if (!c->row_key)
+        return -1;
+    memcpy(c->row_key, ",{", extra);
+    memcpy(c->row_key + extra, c->key, c->key_len + JSON_FMT_SLACK);
+    c->row_key_len = c->key_len + extra;
     return 0;
 }
 
@@ -703,6 +754,8 @@ static int col_init(struct jcol *c, duckdb_logical_type t, const char *path, cha
 {
     duckdb_type id = duckdb_get_type_id(t);
     c->type = id;
+    c->pre = NO_PREFIX;
+    c->keyed = true; /* the scalar formatters below; cleared for the rest */
     switch (id) {
     case DUCKDB_TYPE_BOOLEAN: c->enc = enc_bool; return 0;
     case DUCKDB_TYPE_TINYINT: c->enc = enc_i8; return 0;
@@ -727,6 +780,11 @@ static int col_init(struct jcol *c, duckdb_logical_type t, const char *path, cha
     case DUCKDB_TYPE_TIMESTAMP_TZ: c->enc = enc_ts; c->unit = JSON_TS_US; c->utc = true; return 0;
     case DUCKDB_TYPE_INTERVAL: c->enc = enc_interval; return 0;
     case DUCKDB_TYPE_UUID: c->enc = enc_uuid; return 0;
+    default: break;
+    }
+    c->keyed = id == DUCKDB_TYPE_DECIMAL || id == DUCKDB_TYPE_ENUM ||
+               (id == DUCKDB_TYPE_VARCHAR && !is_json_alias(t));
+    switch (id) {
     case DUCKDB_TYPE_BLOB: c->enc = enc_blob; return 0;
     case DUCKDB_TYPE_BIT: c->enc = enc_bit; return 0;
     case DUCKDB_TYPE_BIGNUM: c->enc = enc_bignum; return 0;
@@ -889,7 +947,8 @@ struct json_rows *json_rows_create(size_t ncol, const char *const *names,
             break;
         }
         if (col_init(&enc->cols[i], types[i], uniq[i], err, errlen) < 0 ||
-            col_set_key(&enc->cols[i], uniq[i], i == 0) < 0)
+            col_set_key(&enc->cols[i], uniq[i], i == 0) < 0 ||
+            col_set_row_key(&enc->cols[i], i == 0) < 0)
             rc = -1;
     }
     for (size_t i = 0; i < ncol; i++)
@@ -954,25 +1013,42 @@ static int encode_batch(struct json_rows *enc, duckdb_vector *vecs, idx_t from, 
 {
     size_t ncol = enc->ncol;
     struct jcol *cols = enc->cols;
+    bool lines = enc->lines;
     size_t total = n * 3 + JSON_FMT_SLACK;
     for (size_t c = 0; c < ncol; c++) {
-        if (cols[c].enc(&cols[c], vecs[c], from, n) < 0)
+        struct jcol *col = &cols[c];
+        if (col->keyed) { /* its formatter writes the key (and the first ",{") */
+            col->pre = col->row_key + (c == 0 && lines);
+            col->pre_len = col->row_key_len - (c == 0 && lines);
+        }
+        if (col->enc(col, vecs[c], from, n) < 0)
             return -1;
-        total += cols[c].seg.len + n * cols[c].key_len;
+        total += col->seg.len + (col->keyed ? 0 : n * col->key_len);
     }
     /* one reservation per batch; the row loop then only copies */
     if (sb_grow(out, total) < 0)
         return -1;
     char *o = out->buf + out->len;
-    bool lines = enc->lines;
+    bool k0 = ncol && cols[0].keyed;
+    /* a body's first row has no leading comma: cut from a keyed first column */
+    size_t skip = k0 && !lines && enc->written == 0;
     for (idx_t i = 0; i < n; i++) {
-        if (!lines && (i || enc->written))
-            *o++ = ',';
-        *o++ = '{';
-        for (size_t c = 0; c < ncol; c++) {
+        size_t c = 0;
+        if (k0) {
+            const size_t *e = cols[0].seg.endv;
+            o = put_bytes(o, cols[0].seg.buf + e[i] + skip, e[i + 1] - e[i] - skip);
+            skip = 0;
+            c = 1;
+        } else {
+            if (!lines && (i || enc->written))
+                *o++ = ',';
+            *o++ = '{';
+        }
+        for (; c < ncol; c++) {
             const struct jcol *col = &cols[c];
             const size_t *e = col->seg.endv;
-            o = put_bytes(o, col->key, col->key_len);
+            if (!col->keyed)
+                o = put_bytes(o, col->key, col->key_len);
             o = put_bytes(o, col->seg.buf + e[i], e[i + 1] - e[i]);
         }
         *o++ = '}';
@@ -1026,6 +1102,10 @@ int json_rows_encode_cells(struct json_rows *enc, duckdb_data_chunk chunk, json_
     int rc = vecs && ends ? 0 : -1;
     for (size_t c = 0; rc == 0 && c < enc->ncol; c++)
         vecs[c] = duckdb_data_chunk_get_vector(chunk, c);
+    for (size_t c = 0; c < enc->ncol; c++) { /* bare values: no keys */
+        enc->cols[c].pre = NO_PREFIX;
+        enc->cols[c].pre_len = 0;
+    }
     for (idx_t at = 0; at < size && rc == 0; at += BATCH_ROWS) {
         idx_t n = size - at < BATCH_ROWS ? size - at : BATCH_ROWS;
         for (size_t c = 0; c < enc->ncol && rc == 0; c++)

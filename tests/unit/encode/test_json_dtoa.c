@@ -27,6 +27,12 @@ static uint64_t rnd(void)
 
 static int bad;
 
+static const uint64_t P10_TEST[18] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+                                      10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
+                                      100000000000ull, 1000000000000ull, 10000000000000ull,
+                                      100000000000000ull, 1000000000000000ull,
+                                      10000000000000000ull, 100000000000000000ull};
+
 /* The layout rules of json_format.h, written the obvious way: sign, then
  * 0.d1..dk * 10^point in fixed notation for -6 < point <= 21 (".0" when
  * integral), else d1.d2..dk e(point-1). */
@@ -200,5 +206,107 @@ TEST(floats_random_and_edges)
     CHECK_EQ_INT(bad, 0);
 }
 
+/* json_dtoa_prepare_short (the short-decimal path of the row writer)
+ * against json_fmt_double (Schubfach alone): the same text for every value,
+ * fed in batches of 256 as the row writer does, the hint kept across
+ * batches as a column keeps it. */
+static struct json_dtoa_hint hint;
+static double batch[256];
+static size_t nbatch;
+static unsigned long long compared;
+
+static void flush_short(void)
+{
+    struct json_fdec f[256];
+    json_dtoa_prepare_short(batch, nbatch, f, &hint);
+    for (size_t i = 0; i < nbatch; i++) {
+        char got[64 + JSON_FMT_SLACK], want[64 + JSON_FMT_SLACK];
+        *json_fmt_fdec(got, &f[i]) = 0;
+        if (!isfinite(batch[i]))
+            strcpy(want, "null");
+        else
+            *json_fmt_double(want, batch[i]) = 0;
+        if (strcmp(got, want) != 0 && bad++ < 10)
+            fprintf(stderr, "  %.17g (hint %d): short path %s, Schubfach %s\n", batch[i], hint.k, got, want);
+        compared++;
+    }
+    nbatch = 0;
+}
+
+static void add_short(double v)
+{
+    batch[nbatch++] = v;
+    if (nbatch == 256)
+        flush_short();
+}
+
+/* n * 10^-k correctly rounded (the double a parser gives for "n e-k"). */
+static double decimal(uint64_t n, int k)
+{
+    char t[48];
+    snprintf(t, sizeof t, "%llue-%d", (unsigned long long)n, k);
+    return strtod(t, NULL);
+}
+
+TEST(short_decimals_match_schubfach)
+{
+    bad = 0;
+    hint = (struct json_dtoa_hint){0, 0};
+    for (int i = 0; i < 1000000; i++) /* random bits: the path must stay out of the way */
+        add_short(from_bits(rnd()));
+    flush_short();
+    CHECK(hint.cold >= 4); /* no short decimals: the plain loop */
+    for (int i = 0; i < 64 * 256 * 2; i++) /* then cents: found again within 64 batches */
+        add_short(decimal(rnd() % 10000000, 2));
+    flush_short();
+    CHECK(hint.cold == 0 && hint.k == 2);
+    for (int i = 0; i < 2000000; i++) { /* random short decimals, any length and step */
+        int j = 1 + (int)(rnd() % 17), k = (int)(rnd() % 18);
+        uint64_t n = rnd() % P10_TEST[j];
+        add_short((rnd() & 1 ? -1 : 1) * decimal(n, k));
+    }
+    flush_short();
+    for (int run = 0; run < 8; run++) { /* columns of one step, then steps mixed */
+        hint = (struct json_dtoa_hint){0, 0};
+        for (int i = 0; i < 250000; i++) {
+            int k = run < 6 ? run + 1 : 1 + (int)(rnd() % 15);
+            add_short(decimal(rnd() % (run == 7 ? 1000000000000000ull : 100000000ull), k));
+        }
+        flush_short();
+        if (run == 1)
+            CHECK_EQ_INT(hint.k, 2); /* cents: the column learned its step */
+    }
+    hint = (struct json_dtoa_hint){0, 0};
+    for (int i = 0; i < 1000000; i++) { /* short and random values interleaved */
+        add_short(i % 3 ? decimal(rnd() % 10000000, 2) : from_bits(rnd()));
+    }
+    flush_short();
+    hint = (struct json_dtoa_hint){0, 0};
+    for (uint64_t n = 0; n < 1000000; n++) { /* every cent price up to 10,000.00, + 0.001 steps */
+        add_short((double)n / 100);
+        add_short((double)n / 1000);
+    }
+    flush_short();
+    /* edges: 0.1 + 0.2, step bounds, the 2^50 bound, subnormals, zeros, specials */
+    const double edges[] = {0.1 + 0.2, 0.3, 1e-15, 1e-16, 1e15 + 0.5, 1125899906842623.5,
+                            1125899906842624.5, 0x1p50 / 1e15, 0x1p50 / 1e2 + 0.01, 5e-324,
+                            2.2250738585072014e-308, 2.225073858507201e-308, 9007199254740993.0,
+                            9007199254740991.0, 9007199254740992.0, 1e22, 1e23, -0.0, 0.0, NAN,
+                            INFINITY, -INFINITY, 0.5, 0.05, 0.005, 123456789012.345, 99999999.99,
+                            1.0000000000000002, 0.9999999999999999, 4.35, 2.675, 1.005};
+    for (int r = 0; r < 20; r++) {
+        hint = (struct json_dtoa_hint){r % 16, 0};
+        for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) {
+            add_short(edges[i]);
+            add_short(-edges[i]);
+            add_short(nextafter(edges[i], 0));
+            add_short(nextafter(edges[i], INFINITY));
+        }
+        flush_short();
+    }
+    CHECK(compared > 8000000);
+    CHECK_EQ_INT(bad, 0);
+}
+
 RUN_TESTS(TEST_CASE(doubles_random_bit_patterns), TEST_CASE(doubles_edge_families),
-          TEST_CASE(floats_random_and_edges))
+          TEST_CASE(floats_random_and_edges), TEST_CASE(short_decimals_match_schubfach))

@@ -795,6 +795,128 @@ TEST(mixed_table_is_valid_json)
     free(got);
 }
 
+/* Keys are written by a scalar column's own formatter (the first column's
+ * with the row's ",{"), by the row loop for the others: every mix of the
+ * two first, both body layouts (array rows, NDJSON), values of 0..90 bytes
+ * (copies of up to 32, 33..64 and longer), across chunks, and the first-row
+ * comma after a rewind. */
+static char *encode_lines(const char *sql, bool lines)
+{
+    open_db();
+    duckdb_result res;
+    if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
+        fprintf(stderr, "  SQL failed: %s: %s\n", sql, duckdb_result_error(&res));
+        duckdb_destroy_result(&res);
+        return NULL;
+    }
+    char err[256];
+    struct json_rows *enc = json_rows_create_for_result(&res, err, sizeof err);
+    struct strbuf sb;
+    sb_init(&sb, 0);
+    duckdb_data_chunk ch;
+    bool ok = enc != NULL;
+    if (enc)
+        json_rows_set_lines(enc, lines);
+    while (ok && (ch = duckdb_fetch_chunk(res))) {
+        if (json_rows_encode_chunk(enc, ch, &sb) < 0)
+            ok = false;
+        duckdb_destroy_data_chunk(&ch);
+    }
+    json_rows_destroy(enc);
+    duckdb_destroy_result(&res);
+    char *out = sb_detach(&sb, NULL);
+    if (!ok) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+TEST(keys_from_formatters_and_row_loop)
+{
+    static const char *const firsts[] = {"i AS n", "[i] AS n", "('x' || i) AS n",
+                                         "('{\"a\":' || i || '}')::JSON AS n", "i / 4 AS n"};
+    for (size_t f = 0; f < sizeof firsts / sizeof *firsts; f++) {
+        for (int lines = 0; lines < 2; lines++) {
+            char sql[512];
+            snprintf(sql, sizeof sql,
+                     "SELECT %s, repeat('ab', (i %% 46)::INTEGER) AS \"a long key name, to pass 32\", "
+                     "CASE WHEN i %% 9 = 0 THEN NULL ELSE i END AS m, [i, i] AS l FROM range(3000) t(i)",
+                     firsts[f]);
+            char *got = encode_lines(sql, lines);
+            CHECK(got != NULL);
+            if (!got)
+                continue;
+            struct strbuf want;
+            sb_init(&want, 0);
+            for (int i = 0; i < 3000; i++) {
+                if (i && !lines)
+                    sb_addc(&want, ',');
+                switch (f) {
+                case 0: sb_addf(&want, "{\"n\":%d", i); break;
+                case 1: sb_addf(&want, "{\"n\":[%d]", i); break;
+                case 2: sb_addf(&want, "{\"n\":\"x%d\"", i); break;
+                case 3: sb_addf(&want, "{\"n\":{\"a\":%d}", i); break;
+                default: sb_addf(&want, i % 4 ? "{\"n\":%.2f" : "{\"n\":%.1f", i / 4.0); break;
+                }
+                sb_adds(&want, ",\"a long key name, to pass 32\":\"");
+                for (int r = 0; r < i % 46; r++)
+                    sb_adds(&want, "ab");
+                sb_addc(&want, '"');
+                if (i % 9 == 0)
+                    sb_adds(&want, ",\"m\":null");
+                else
+                    sb_addf(&want, ",\"m\":%d", i);
+                sb_addf(&want, ",\"l\":[%d,%d]}", i, i);
+                if (lines)
+                    sb_addc(&want, '\n');
+            }
+            /* %.2f writes 0.25 as 0.25, 0.5 as 0.50: the writer's shortest form has no
+             * trailing zero */
+            if (f == 4) {
+                char *w = want.buf, *o = want.buf;
+                for (; *w; w++) {
+                    *o++ = *w;
+                    if (*w == '0' && o - want.buf >= 3 && o[-2] == '5' && o[-3] == '.')
+                        o--;
+                }
+                *o = 0;
+            }
+            CHECK(same_text(got, want.buf));
+            if (!lines)
+                CHECK(valid_json_array(got));
+            sb_release(&want);
+            free(got);
+        }
+    }
+    /* a rewind to 0 makes the next row a body's first again: no comma */
+    open_db();
+    duckdb_result res;
+    CHECK(duckdb_query(con, "SELECT i AS n, 'v' || i AS s FROM range(3) t(i)", &res) == DuckDBSuccess);
+    char err[128];
+    struct json_rows *enc = json_rows_create_for_result(&res, err, sizeof err);
+    duckdb_data_chunk ch = duckdb_fetch_chunk(res);
+    CHECK(enc != NULL && ch != NULL);
+    if (enc && ch) {
+        struct strbuf sb;
+        sb_init(&sb, 0);
+        CHECK_EQ_INT(json_rows_encode_chunk(enc, ch, &sb), 0);
+        CHECK_EQ_STR(sb.buf, "{\"n\":0,\"s\":\"v0\"},{\"n\":1,\"s\":\"v1\"},{\"n\":2,\"s\":\"v2\"}");
+        json_rows_rewind(enc, 0);
+        sb_reset(&sb);
+        CHECK_EQ_INT(json_rows_encode_range(enc, ch, 1, 2, &sb), 0);
+        CHECK_EQ_STR(sb.buf, "{\"n\":1,\"s\":\"v1\"},{\"n\":2,\"s\":\"v2\"}");
+        json_rows_rewind(enc, 1);
+        sb_reset(&sb);
+        CHECK_EQ_INT(json_rows_encode_range(enc, ch, 2, 1, &sb), 0);
+        CHECK_EQ_STR(sb.buf, ",{\"n\":2,\"s\":\"v2\"}");
+        sb_release(&sb);
+    }
+    duckdb_destroy_data_chunk(&ch);
+    json_rows_destroy(enc);
+    duckdb_destroy_result(&res);
+}
+
 TEST(zz_close_db)
 {
     duckdb_disconnect(&con);
@@ -809,4 +931,5 @@ RUN_TESTS(TEST_CASE(integers_all_widths), TEST_CASE(doubles_and_floats), TEST_CA
           TEST_CASE(unsupported_types_are_refused), TEST_CASE(json_validator),
           TEST_CASE(random_doubles_round_trip_shortest), TEST_CASE(random_floats_round_trip_shortest),
           TEST_CASE(random_doubles_through_duckdb), TEST_CASE(random_strings_match_reference_escaper), TEST_CASE(calendar_text_reads_back_in_duckdb),
-          TEST_CASE(mixed_table_is_valid_json), TEST_CASE(zz_close_db))
+          TEST_CASE(mixed_table_is_valid_json), TEST_CASE(keys_from_formatters_and_row_loop),
+          TEST_CASE(zz_close_db))
