@@ -233,6 +233,32 @@ static char *put_date(char *o, int64_t days)
     return o + 6;
 }
 
+void json_daycache_init(struct json_daycache *dc)
+{
+    for (uint32_t i = 0; i < JSON_DAYCACHE_N; i++)
+        dc->e[i].tag = (int32_t)(i + 1);
+}
+
+/* put_date through the cache: a hit is one 16-byte copy (the text and the
+ * tag; the 6 bytes past the date are scratch the caller overwrites). */
+static inline char *put_date_cached(char *o, int64_t days, struct json_daycache *dc)
+{
+    if (!dc || days != (int32_t)days)
+        return put_date(o, days);
+    uint32_t slot = (uint32_t)days & (JSON_DAYCACHE_N - 1);
+    if (dc->e[slot].tag == (int32_t)days) {
+        __m128i t = _mm_loadu_si128((const __m128i *)dc->e[slot].ymd);
+        _mm_storeu_si128((__m128i *)o, t);
+        return o + 10;
+    }
+    char *e = put_date(o, days);
+    if (e - o == 10) {
+        memcpy(dc->e[slot].ymd, o, 10);
+        dc->e[slot].tag = (int32_t)days;
+    }
+    return e;
+}
+
 /* ".fff" with `ndig` digits, trailing zeros trimmed; nothing when frac == 0. */
 static char *put_frac(char *o, uint64_t frac, int ndig)
 {
@@ -262,7 +288,7 @@ static char *put_hms(char *o, uint64_t secs)
     return o + 6;
 }
 
-char *json_fmt_date(char *o, int32_t days)
+static inline char *fmt_date(char *o, int32_t days, struct json_daycache *dc)
 {
     if (days == INT32_MAX || days == -INT32_MAX) {
         const char *s = days > 0 ? "\"infinity\"" : "\"-infinity\"";
@@ -271,9 +297,16 @@ char *json_fmt_date(char *o, int32_t days)
         return o + n;
     }
     *o++ = '"';
-    o = put_date(o, days);
+    o = put_date_cached(o, days, dc);
     *o++ = '"';
     return o;
+}
+
+char *json_fmt_date(char *o, int32_t days) { return fmt_date(o, days, NULL); }
+
+char *json_fmt_date_cached(char *o, int32_t days, struct json_daycache *dc)
+{
+    return fmt_date(o, days, dc);
 }
 
 char *json_fmt_time(char *o, int64_t micros)
@@ -312,7 +345,8 @@ char *json_fmt_time_tz(char *o, uint64_t bits)
  * into a per-unit caller, so the divisions are by constants (a division by a
  * unit looked up at run time cost more than the rest of the formatting). */
 static inline __attribute__((always_inline)) char *fmt_ts(char *o, int64_t v, int64_t per_sec,
-                                                          int frac_digits, bool utc)
+                                                          int frac_digits, bool utc,
+                                                          struct json_daycache *dc)
 {
     if (v == INT64_MAX || v == -INT64_MAX) {
         const char *s = v > 0 ? "\"infinity\"" : "\"-infinity\"";
@@ -328,7 +362,7 @@ static inline __attribute__((always_inline)) char *fmt_ts(char *o, int64_t v, in
     }
     uint64_t r = (uint64_t)rem;
     *o++ = '"';
-    o = put_date(o, days);
+    o = put_date_cached(o, days, dc);
     *o++ = 'T';
     o = put_hms(o, r / (uint64_t)per_sec);
     if (frac_digits)
@@ -339,16 +373,28 @@ static inline __attribute__((always_inline)) char *fmt_ts(char *o, int64_t v, in
     return o;
 }
 
-char *json_fmt_timestamp(char *o, int64_t v, enum json_ts_unit unit, bool utc)
+static inline char *fmt_ts_unit(char *o, int64_t v, enum json_ts_unit unit, bool utc,
+                                struct json_daycache *dc)
 {
     switch (unit) {
-    case JSON_TS_S: return utc ? fmt_ts(o, v, 1, 0, true) : fmt_ts(o, v, 1, 0, false);
-    case JSON_TS_MS: return utc ? fmt_ts(o, v, 1000, 3, true) : fmt_ts(o, v, 1000, 3, false);
+    case JSON_TS_S: return utc ? fmt_ts(o, v, 1, 0, true, dc) : fmt_ts(o, v, 1, 0, false, dc);
+    case JSON_TS_MS: return utc ? fmt_ts(o, v, 1000, 3, true, dc) : fmt_ts(o, v, 1000, 3, false, dc);
     case JSON_TS_NS:
-        return utc ? fmt_ts(o, v, 1000000000, 9, true) : fmt_ts(o, v, 1000000000, 9, false);
+        return utc ? fmt_ts(o, v, 1000000000, 9, true, dc) : fmt_ts(o, v, 1000000000, 9, false, dc);
     case JSON_TS_US:
-    default: return utc ? fmt_ts(o, v, 1000000, 6, true) : fmt_ts(o, v, 1000000, 6, false);
+    default: return utc ? fmt_ts(o, v, 1000000, 6, true, dc) : fmt_ts(o, v, 1000000, 6, false, dc);
     }
+}
+
+char *json_fmt_timestamp(char *o, int64_t v, enum json_ts_unit unit, bool utc)
+{
+    return fmt_ts_unit(o, v, unit, utc, NULL);
+}
+
+char *json_fmt_timestamp_cached(char *o, int64_t v, enum json_ts_unit unit, bool utc,
+                                struct json_daycache *dc)
+{
+    return fmt_ts_unit(o, v, unit, utc, dc);
 }
 
 /* One "<n><unit>" component of an ISO duration, with its own sign. */

@@ -65,6 +65,22 @@ char *json_fmt_time(char *o, int64_t micros);
 /* DuckDB's dtime_tz_t bits: micros << 24 | (57599 - offset_seconds). */
 char *json_fmt_time_tz(char *o, uint64_t bits);
 char *json_fmt_timestamp(char *o, int64_t v, enum json_ts_unit unit, bool utc);
+
+/* The same two with a cache of date texts by day number, for a column's
+ * values (the civil-date arithmetic was ~90 instructions a value; a column
+ * of dates or timestamps rarely spans more than a few thousand days). One
+ * cache per column, set up by json_daycache_init; same output. */
+#define JSON_DAYCACHE_N 2048
+struct json_daycache {
+    struct {
+        char ymd[12]; /* "YYYY-MM-DD": years 0..9999 only */
+        int32_t tag;  /* its day; (slot + 1) when empty: never looked up there */
+    } e[JSON_DAYCACHE_N];
+};
+void json_daycache_init(struct json_daycache *dc);
+char *json_fmt_date_cached(char *o, int32_t days, struct json_daycache *dc);
+char *json_fmt_timestamp_cached(char *o, int64_t v, enum json_ts_unit unit, bool utc,
+                                struct json_daycache *dc);
 char *json_fmt_interval(char *o, int32_t months, int32_t days, int64_t micros);
 /* DuckDB's UUID hugeint (top bit flipped so that signed order is byte order). */
 char *json_fmt_uuid(char *o, int64_t upper, uint64_t lower);

@@ -917,6 +917,45 @@ TEST(keys_from_formatters_and_row_loop)
     duckdb_destroy_result(&res);
 }
 
+/* The day cache gives json_fmt_date's and json_fmt_timestamp's text for
+ * every value: slots shared by days 2048 apart, years outside 0..9999
+ * (never cached), infinities, every unit, values before 1970. */
+TEST(day_cache_same_text)
+{
+    struct json_daycache *dc = malloc(sizeof *dc);
+    json_daycache_init(dc);
+    uint64_t r = 0x9E3779B97F4A7C15ull;
+    int bad = 0;
+    for (int i = 0; i < 2000000; i++) {
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        int32_t day;
+        switch (i % 5) {
+        case 0: day = (int32_t)(r % 4096) - 2048 + (int32_t)(i % 3) * 2048; break; /* collisions */
+        case 1: day = (int32_t)(r % 3000000) - 1500000; break;                     /* any year */
+        case 2: day = (int32_t)r; break;                                           /* any int32 */
+        case 3: day = i % 2 ? INT32_MAX : -INT32_MAX; break;                       /* infinities */
+        default: day = 19000 + (int32_t)(r % 400); break;                          /* hits */
+        }
+        char a[64], b[64];
+        *json_fmt_date(a, day) = 0;
+        *json_fmt_date_cached(b, day, dc) = 0;
+        if (strcmp(a, b) != 0 && bad++ < 5)
+            fprintf(stderr, "  day %d: cached %s, plain %s\n", day, b, a);
+        int64_t v = (int64_t)(r >> 1) >> (r % 40);
+        if (r & 1)
+            v = -v;
+        enum json_ts_unit u = (enum json_ts_unit)(i % 4);
+        *json_fmt_timestamp(a, v, u, i % 3 == 0) = 0;
+        *json_fmt_timestamp_cached(b, v, u, i % 3 == 0, dc) = 0;
+        if (strcmp(a, b) != 0 && bad++ < 5)
+            fprintf(stderr, "  ts %lld unit %d: cached %s, plain %s\n", (long long)v, (int)u, b, a);
+    }
+    CHECK_EQ_INT(bad, 0);
+    free(dc);
+}
+
 TEST(zz_close_db)
 {
     duckdb_disconnect(&con);
@@ -932,4 +971,4 @@ RUN_TESTS(TEST_CASE(integers_all_widths), TEST_CASE(doubles_and_floats), TEST_CA
           TEST_CASE(random_doubles_round_trip_shortest), TEST_CASE(random_floats_round_trip_shortest),
           TEST_CASE(random_doubles_through_duckdb), TEST_CASE(random_strings_match_reference_escaper), TEST_CASE(calendar_text_reads_back_in_duckdb),
           TEST_CASE(mixed_table_is_valid_json), TEST_CASE(keys_from_formatters_and_row_loop),
-          TEST_CASE(zz_close_db))
+          TEST_CASE(day_cache_same_text), TEST_CASE(zz_close_db))
