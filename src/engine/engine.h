@@ -120,6 +120,31 @@ enum vt_err eng_jsonb_install(duckdb_connection con, struct vt_error *err);
 int eng_jsonb_contains(const char *a, size_t an, const char *b, size_t bn, int64_t max_steps,
                        int64_t *steps);
 
+/* PostgreSQL's jsonb_set and jsonb_insert (jsonb.c), as "vt:jsonb_set"(target,
+ * path VARCHAR[], new_value[, create_missing]) and "vt:jsonb_insert"(target,
+ * path, new_value[, insert_after]) returning JSON; the pgwire dialect maps
+ * PostgreSQL's names onto them. The text of what the path does not reach is
+ * kept as written. */
+struct strbuf;
+enum eng_jsonb_op {
+    ENG_JSONB_REPLACE,      /* jsonb_set(..., false) */
+    ENG_JSONB_CREATE,       /* jsonb_set(...): replace, or add what is missing */
+    ENG_JSONB_INSERT_BEFORE, /* jsonb_insert(...) */
+    ENG_JSONB_INSERT_AFTER, /* jsonb_insert(..., true) */
+};
+struct eng_jsonb_step {
+    const char *s; /* NULL: a NULL path element */
+    size_t n;
+};
+/* The same on texts (what the functions call; fuzz_jsonb too): 0 and the
+ * result in *out, or -1 and PostgreSQL's message in err (not JSON, a scalar
+ * target, a NULL or non-integer path element where the walk needs it, an
+ * existing key for jsonb_insert, past VT_SQL_MAX_JSON_DEPTH levels or
+ * `max_bytes` walked). *walked gets the bytes walked added. */
+int eng_jsonb_set(const char *doc, size_t dn, const struct eng_jsonb_step *path, size_t npath,
+                  const char *val, size_t vn, enum eng_jsonb_op op, int64_t max_bytes,
+                  int64_t *walked, struct strbuf *out, char *err, size_t errcap);
+
 /* The allocation budget (budget.cc): every allocation DuckDB makes through
  * its allocator (buffer pool, vectors, strings, lists, hash tables) and every
  * C++ operator new of the process is counted, and past the budget DuckDB's

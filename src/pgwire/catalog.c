@@ -269,6 +269,8 @@ static const char *const functions[][2] = {
     {"jsonb_exists_any", "vt:jsonb_exists_any"},
     {"jsonb_exists_all", "vt:jsonb_exists_all"},
     {"jsonb_contains", "vt:jsonb_contains"},
+    {"jsonb_set", "vt:jsonb_set"},
+    {"jsonb_insert", "vt:jsonb_insert"},
     {"vt:jsonb_contains", "vt:jsonb_contains"},
     {"vt:json_keys", "vt:json_keys"},
     {"vt:json_object", "vt:json_object"},

@@ -425,7 +425,8 @@ static bool json_evident(const json_t *e)
         return !strncmp(fn, "json", 4) || !strncmp(fn, "to_json", 7) ||
                !strcmp(fn, "row_to_json") || !strcmp(fn, "array_to_json") ||
                !strcmp(fn, "vt:jsonb") || !strcmp(fn, "vt:json_get") ||
-               !strcmp(fn, "vt:json_path");
+               !strcmp(fn, "vt:json_path") || !strcmp(fn, "vt:jsonb_set") ||
+               !strcmp(fn, "vt:jsonb_insert");
     }
     size_t n;
     const char *text = const_text(e, &n);
@@ -463,17 +464,18 @@ static bool json_operator(struct sql_walk *w, json_t *e, const char *name)
     return true;
 }
 
-/* The calls whose second argument is PostgreSQL's text[]: a path (#>, #>>)
- * or keys (?|, ?&). */
-static bool text_array_arg(const char *name)
+/* The calls whose second argument is PostgreSQL's text[]: a path (#>, #>>,
+ * jsonb_set, jsonb_insert) or keys (?|, ?&); with how many arguments. */
+static bool text_array_arg(const char *name, size_t nargs)
 {
     static const char *const names[] = {PGW_OP_PATH, PGW_OP_PATH_TEXT, PGW_OP_EXISTS_ANY,
                                         PGW_OP_EXISTS_ALL, "jsonb_exists_any",
                                         "jsonb_exists_all"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(name, names[i]))
-            return true;
-    return false;
+            return nargs == 2;
+    return (!strcmp(name, "jsonb_set") || !strcmp(name, "jsonb_insert")) &&
+           (nargs == 3 || nargs == 4);
 }
 
 /* The second argument, a constant '{a,b}' (PostgreSQL's array literal, of
@@ -482,7 +484,7 @@ static void lists_of_constants(struct sql_walk *w, json_t *args)
 {
     size_t n;
     json_t *a = json_array_get(args, 1);
-    const char *text = json_array_size(args) == 2 ? const_text(a, &n) : NULL;
+    const char *text = const_text(a, &n);
     if (!text)
         return;
     json_t *items = json_array();
@@ -560,7 +562,7 @@ static enum sql_hook function(struct sql_walk *w, json_t *e)
     }
     if (json_operator(w, e, name))
         return SQL_HOOK_OWN;
-    if (text_array_arg(name))
+    if (text_array_arg(name, json_array_size(args_of(e))))
         lists_of_constants(w, args_of(e));
     const char *fn = pgw_catalog_function(name);
     if (fn && !strcmp(fn, name) && !pgq) /* as it is (unnest of = ANY) */

@@ -51,6 +51,11 @@ static const struct {
     {"invalid input syntax for type json", NULL, "22P02", true},
     {"operator does not exist: ", NULL, "42883", false},
     {"jsonb containment: past ", NULL, "54000", false},
+    {"cannot set path in scalar", NULL, "22023", true},
+    {"cannot replace existing key", NULL, "22023", true},
+    {"path element at position ", " is null", "22004", false},
+    {"path element at position ", " is not an integer: ", "22P02", false},
+    {"jsonb_set: past ", NULL, "54000", false},
 };
 #define RAISED_PREFIX "Invalid Input Error: "
 

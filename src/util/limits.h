@@ -73,6 +73,10 @@
 #define VT_SQL_MAX_JSONB_CONTAINS_STEPS 10000000 /* element comparisons of one jsonb @>
                                                   * (arrays compare element by element) */
 #define VT_SQL_MAX_JSONB_CONTAINS_STEPS_VECTOR 100000000
+#define VT_SQL_MAX_JSONB_SET_BYTES (64 * 1024 * 1024) /* bytes one jsonb_set/jsonb_insert
+                                                      * walks beyond 8 times its document
+                                                      * (each level of the path walks its
+                                                      * container again) */
 
 /* PostgreSQL wire protocol (src/pgwire) */
 #define VT_PGWIRE_MAX_STARTUP_BYTES 10000      /* startup packet (PostgreSQL's own limit) */
