@@ -114,7 +114,10 @@ static inline uint64_t strip_zeros(uint64_t d, int *e)
 
 /* Inlined into both the exported form and json_fmt_double (a call and its
  * frame per value were measurable). */
-static inline __attribute__((always_inline)) uint64_t dtoa_decimal(double v, int *out_e, bool strip)
+/* `whole`: v may be an integer below 2^53 (the batch paths test that
+ * themselves first and pass false). */
+static inline __attribute__((always_inline)) uint64_t dtoa_decimal_w(double v, int *out_e, bool strip,
+                                                                     bool whole)
 {
     uint64_t bits;
     memcpy(&bits, &v, 8);
@@ -128,7 +131,7 @@ static inline __attribute__((always_inline)) uint64_t dtoa_decimal(double v, int
         q = be - 1075;
         lower_closer = f == 0 && be > 1;
     }
-    if (be && q <= 0 && q > -53 && (c & ((1ull << -q) - 1)) == 0) /* an integer */
+    if (whole && be && q <= 0 && q > -53 && (c & ((1ull << -q) - 1)) == 0) /* an integer */
         c >>= -q;
     else
         c = to_decimal(c, q, lower_closer, &e);
@@ -136,6 +139,11 @@ static inline __attribute__((always_inline)) uint64_t dtoa_decimal(double v, int
         c = strip_zeros(c, &e);
     *out_e = e;
     return c;
+}
+
+static inline __attribute__((always_inline)) uint64_t dtoa_decimal(double v, int *out_e, bool strip)
+{
+    return dtoa_decimal_w(v, out_e, strip, true);
 }
 
 static inline __attribute__((always_inline)) uint64_t ftoa_decimal(float v, int *out_e, bool strip)
@@ -351,7 +359,7 @@ static inline __attribute__((always_inline)) void prepare_double(double v, struc
     } else {
         int e;
         f->kind = JSON_FDEC_DEC;
-        f->d = dtoa_decimal(v, &e, false);
+        f->d = dtoa_decimal_w(v, &e, false, false); /* not an integer below 2^53 */
         f->e = e;
     }
 }
@@ -463,7 +471,7 @@ void json_dtoa_prepare_short(const double *v, size_t n, struct json_fdec *out, s
             continue;
         }
         int e;
-        f->d = dtoa_decimal(a, &e, false);
+        f->d = dtoa_decimal_w(a, &e, false, false);
         f->e = e;
         /* A miss: take the step of this value when it is a short decimal
          * itself (a longer step, or a shorter one where the value was too

@@ -7,6 +7,7 @@
 #ifndef VT_ENCODE_JSON_DIGITS_H
 #define VT_ENCODE_JSON_DIGITS_H
 
+#include <emmintrin.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -86,6 +87,56 @@ static inline void put_digits(char *o, uint64_t v, int n)
         memcpy(o + n - 16, &x, 8);
         memcpy(o + n - 8, &y, 8);
     }
+}
+
+/* v in decimal, as few digits as it needs; returns the end. Pairs from the
+ * end with 32-bit divisions while v fits 32 bits (fewer instructions than a
+ * SWAR word for the short values most columns hold: the writer is bound by
+ * its instruction count), else put_digits. Inlined into the row writer's
+ * integer loops (json_fmt_u64 is this). */
+static inline char *digits_u64(char *o, uint64_t v)
+{
+    if (v < 10) {
+        *o = (char)('0' + v);
+        return o + 1;
+    }
+    int n = ndigits_u64(v);
+    if (v <= UINT32_MAX) {
+        uint32_t w = (uint32_t)v;
+        char *p = o + n;
+        while (w >= 100) {
+            uint32_t q = w / 100;
+            p -= 2;
+            put2(p, w - q * 100);
+            w = q;
+        }
+        if (w >= 10)
+            put2(p - 2, w);
+        else
+            p[-1] = (char)('0' + w);
+        return o + n;
+    }
+    put_digits(o, v, n);
+    return o + n;
+}
+
+static inline char *digits_i64(char *o, int64_t v)
+{
+    if (v < 0) {
+        *o++ = '-';
+        return digits_u64(o, 0 - (uint64_t)v);
+    }
+    return digits_u64(o, (uint64_t)v);
+}
+
+/* Bytes of a 16-byte block that a JSON string must escape (", \\, bytes
+ * below 0x20), as a bit mask. */
+static inline unsigned json_escape_mask(__m128i v)
+{
+    const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1f);
+    __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v)); /* v <= 0x1f */
+    return (unsigned)_mm_movemask_epi8(m);
 }
 
 #endif

@@ -28,40 +28,9 @@ char *json_fmt_bool(char *o, bool v)
     return o + (v ? 4 : 5);
 }
 
-char *json_fmt_u64(char *o, uint64_t v)
-{
-    if (v < 10) {
-        *o = (char)('0' + v);
-        return o + 1;
-    }
-    int n = ndigits_u64(v);
-    if (v <= UINT32_MAX) { /* 32-bit division is cheaper */
-        uint32_t w = (uint32_t)v;
-        char *p = o + n;
-        while (w >= 100) {
-            uint32_t q = w / 100;
-            p -= 2;
-            put2(p, w - q * 100);
-            w = q;
-        }
-        if (w >= 10)
-            put2(p - 2, w);
-        else
-            p[-1] = (char)('0' + w);
-        return o + n;
-    }
-    put_digits(o, v, n);
-    return o + n;
-}
+char *json_fmt_u64(char *o, uint64_t v) { return digits_u64(o, v); }
 
-char *json_fmt_i64(char *o, int64_t v)
-{
-    if (v < 0) {
-        *o++ = '-';
-        return json_fmt_u64(o, 0 - (uint64_t)v);
-    }
-    return json_fmt_u64(o, (uint64_t)v);
-}
+char *json_fmt_i64(char *o, int64_t v) { return digits_i64(o, v); }
 
 /* Magnitude of a 128-bit unsigned value in decimal, via 10^19 limbs. */
 static char *fmt_u128(char *o, u128 v)
@@ -494,14 +463,6 @@ static inline char *escape_byte(char *o, unsigned char c)
 #define JSON_OVERREAD_OK 1
 #endif
 
-/* Bytes of a 16-byte block that need escaping, as a bit mask. */
-static inline unsigned escape_mask(__m128i v)
-{
-    const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1f);
-    __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs));
-    m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v)); /* v <= 0x1f */
-    return (unsigned)_mm_movemask_epi8(m);
-}
 
 /* 16 bytes at a time: store the block unconditionally (the caller reserved
  * slack), then keep only the clean prefix and escape the first bad byte. The
@@ -512,7 +473,7 @@ char *json_fmt_string_body(char *o, const char *s, size_t n)
     while (i + 16 <= n) {
         __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
         _mm_storeu_si128((__m128i *)o, v);
-        unsigned m = escape_mask(v);
+        unsigned m = json_escape_mask(v);
         if (!m) {
             o += 16;
             i += 16;
@@ -536,7 +497,7 @@ char *json_fmt_string_body(char *o, const char *s, size_t n)
         while (j < r) {
             __m128i v = _mm_loadu_si128((const __m128i *)(t + j));
             _mm_storeu_si128((__m128i *)o, v);
-            unsigned m = escape_mask(v) & ((1u << (r - j)) - 1);
+            unsigned m = json_escape_mask(v) & ((1u << (r - j)) - 1);
             if (!m) {
                 o += r - j;
                 break;
@@ -552,7 +513,7 @@ char *json_fmt_string_body(char *o, const char *s, size_t n)
 char *json_fmt_string_inline(char *o, const void *block16, size_t n)
 {
     __m128i v = _mm_srli_si128(_mm_loadu_si128((const __m128i *)block16), 4);
-    unsigned m = escape_mask(v) & ((1u << n) - 1);
+    unsigned m = json_escape_mask(v) & ((1u << n) - 1);
     if (m)
         return json_fmt_string(o, (const char *)block16 + 4, n);
     *o = '"';
