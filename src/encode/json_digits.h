@@ -129,6 +129,35 @@ static inline char *digits_i64(char *o, int64_t v)
     return digits_u64(o, (uint64_t)v);
 }
 
+/* A DECIMAL's JSON text (json_fmt_decimal64's) for a scale of 1..4, the
+ * scale a constant where this is inlined: the integer part by a division by
+ * a constant, the fraction from the digit-pair table (the general path
+ * writes all digits, then moves the fraction to open the point). */
+static inline char *digits_dec_small(char *o, int64_t v, unsigned scale)
+{
+    uint64_t u = (uint64_t)v;
+    *o = '-';
+    if (v < 0) {
+        u = 0 - u;
+        o++;
+    }
+    uint64_t ip = u / P10[scale], fp = u - ip * P10[scale];
+    o = digits_u64(o, ip);
+    *o = '.';
+    if (scale == 1) {
+        o[1] = (char)('0' + fp);
+    } else if (scale == 2) {
+        put2(o + 1, (unsigned)fp);
+    } else if (scale == 3) {
+        put2(o + 1, (unsigned)(fp / 10));
+        o[3] = (char)('0' + fp % 10);
+    } else {
+        put2(o + 1, (unsigned)(fp / 100));
+        put2(o + 3, (unsigned)(fp % 100));
+    }
+    return o + 1 + scale;
+}
+
 /* Bytes of a 16-byte block that a JSON string must escape (", \\, bytes
  * below 0x20), as a bit mask. */
 static inline unsigned json_escape_mask(__m128i v)

@@ -260,6 +260,21 @@ FIXED_ENC(enc_dec32, int32_t, JSON_FMT_MAX_DECIMAL, unsigned sc = c->scale,
           json_fmt_decimal64(o, d[i], sc))
 FIXED_ENC(enc_dec64, int64_t, JSON_FMT_MAX_DECIMAL, unsigned sc = c->scale,
           json_fmt_decimal64(o, d[i], sc))
+/* scales 1..4 (prices, amounts) with the scale a constant: one function per
+ * width and scale */
+#define DEC_SMALL(W, CT)                                                           \
+    FIXED_ENC(enc_dec##W##_s1, CT, JSON_FMT_MAX_DECIMAL, (void)0, digits_dec_small(o, d[i], 1)) \
+    FIXED_ENC(enc_dec##W##_s2, CT, JSON_FMT_MAX_DECIMAL, (void)0, digits_dec_small(o, d[i], 2)) \
+    FIXED_ENC(enc_dec##W##_s3, CT, JSON_FMT_MAX_DECIMAL, (void)0, digits_dec_small(o, d[i], 3)) \
+    FIXED_ENC(enc_dec##W##_s4, CT, JSON_FMT_MAX_DECIMAL, (void)0, digits_dec_small(o, d[i], 4))
+DEC_SMALL(16, int16_t)
+DEC_SMALL(32, int32_t)
+DEC_SMALL(64, int64_t)
+static const enc_fn DEC_SMALL_FN[3][4] = {
+    {enc_dec16_s1, enc_dec16_s2, enc_dec16_s3, enc_dec16_s4},
+    {enc_dec32_s1, enc_dec32_s2, enc_dec32_s3, enc_dec32_s4},
+    {enc_dec64_s1, enc_dec64_s2, enc_dec64_s3, enc_dec64_s4},
+};
 FIXED_ENC(enc_dec128, duckdb_hugeint, JSON_FMT_MAX_DECIMAL, unsigned sc = c->scale,
           json_fmt_decimal128(o, d[i].upper, d[i].lower, sc))
 FIXED_ENC(enc_date, int32_t, JSON_FMT_MAX_DATE, struct json_daycache *dc = c->days,
@@ -841,9 +856,15 @@ static int col_init(struct jcol *c, duckdb_logical_type t, const char *path, cha
     case DUCKDB_TYPE_DECIMAL:
         c->scale = duckdb_decimal_scale(t);
         switch (duckdb_decimal_internal_type(t)) {
-        case DUCKDB_TYPE_SMALLINT: c->enc = enc_dec16; return 0;
-        case DUCKDB_TYPE_INTEGER: c->enc = enc_dec32; return 0;
-        case DUCKDB_TYPE_BIGINT: c->enc = enc_dec64; return 0;
+        case DUCKDB_TYPE_SMALLINT:
+            c->enc = c->scale >= 1 && c->scale <= 4 ? DEC_SMALL_FN[0][c->scale - 1] : enc_dec16;
+            return 0;
+        case DUCKDB_TYPE_INTEGER:
+            c->enc = c->scale >= 1 && c->scale <= 4 ? DEC_SMALL_FN[1][c->scale - 1] : enc_dec32;
+            return 0;
+        case DUCKDB_TYPE_BIGINT:
+            c->enc = c->scale >= 1 && c->scale <= 4 ? DEC_SMALL_FN[2][c->scale - 1] : enc_dec64;
+            return 0;
         case DUCKDB_TYPE_HUGEINT: c->enc = enc_dec128; return 0;
         default: break;
         }

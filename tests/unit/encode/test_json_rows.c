@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "encode/json_digits.h"
 #include "encode/json_format.h"
 #include "encode/json_rows.h"
 #include "testlib.h"
@@ -956,6 +957,39 @@ TEST(day_cache_same_text)
     free(dc);
 }
 
+/* The row writer's DECIMAL path for scales 1..4 (json_digits.h) against
+ * json_fmt_decimal64, over random values of every magnitude and the
+ * limits; and through DuckDB for each width. */
+TEST(small_scale_decimals_same_text)
+{
+    uint64_t r = 0x2545F4914F6CDD1Dull;
+    int bad = 0;
+    for (int i = 0; i < 2000000; i++) {
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        int64_t v = (int64_t)r >> (r % 64);
+        if (i < 16)
+            v = i % 2 ? INT64_MIN + i : INT64_MAX - i;
+        unsigned sc = 1 + (unsigned)(i % 4);
+        char a[64], b[64];
+        *json_fmt_decimal64(a, v, sc) = 0;
+        *digits_dec_small(b, v, sc) = 0;
+        if (strcmp(a, b) != 0 && bad++ < 5)
+            fprintf(stderr, "  %lld scale %u: %s, want %s\n", (long long)v, sc, b, a);
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_VAL("(-0.5)::DECIMAL(4,1)", "-0.5");
+    CHECK_VAL("(-0.05)::DECIMAL(4,2)", "-0.05");
+    CHECK_VAL("9.999::DECIMAL(4,3)", "9.999");
+    CHECK_VAL("(-0.0001)::DECIMAL(4,4)", "-0.0001");
+    CHECK_VAL("(-21474.8364)::DECIMAL(9,4)", "-21474.8364");
+    CHECK_VAL("1234567.0::DECIMAL(9,1)", "1234567.0");
+    CHECK_VAL("(-92233720368547.7580)::DECIMAL(18,4)", "-92233720368547.7580");
+    CHECK_VAL("0.001::DECIMAL(18,3)", "0.001");
+    CHECK_VAL("99999999999999999.9::DECIMAL(18,1)", "99999999999999999.9");
+}
+
 TEST(zz_close_db)
 {
     duckdb_disconnect(&con);
@@ -971,4 +1005,5 @@ RUN_TESTS(TEST_CASE(integers_all_widths), TEST_CASE(doubles_and_floats), TEST_CA
           TEST_CASE(random_doubles_round_trip_shortest), TEST_CASE(random_floats_round_trip_shortest),
           TEST_CASE(random_doubles_through_duckdb), TEST_CASE(random_strings_match_reference_escaper), TEST_CASE(calendar_text_reads_back_in_duckdb),
           TEST_CASE(mixed_table_is_valid_json), TEST_CASE(keys_from_formatters_and_row_loop),
-          TEST_CASE(day_cache_same_text), TEST_CASE(zz_close_db))
+          TEST_CASE(day_cache_same_text),
+          TEST_CASE(small_scale_decimals_same_text), TEST_CASE(zz_close_db))
