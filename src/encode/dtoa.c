@@ -263,18 +263,18 @@ static inline char *put_fixed_frac(char *o, uint64_t d, int k, int point)
         memcpy(o + point + 1, &w, 8);
     } else {
         uint64_t hi = d / 100000000;
-        uint64_t b = swar8((uint32_t)(d - hi * 100000000)), a;
+        uint32_t lo = (uint32_t)(d - hi * 100000000);
         char *q = o;
         int pk = k, pp = point;
         if (k == 17) {
             uint32_t top = (uint32_t)(hi / 100000000); /* 1..9 */
-            a = swar8((uint32_t)(hi - (uint64_t)top * 100000000));
+            hi -= (uint64_t)top * 100000000;
             *q++ = (char)('0' + top);
             pk = 16;
             pp--;
-        } else {
-            a = swar8((uint32_t)hi); /* hi != 0 */
         }
+        __m128i dg = digits16((uint32_t)hi, lo);
+        uint64_t a = (uint64_t)_mm_cvtsi128_si64(dg), b = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(dg, dg));
         tz = b != Z ? __builtin_clzll(b ^ Z) >> 3
                     : a != Z ? 8 + (__builtin_clzll(a ^ Z) >> 3) : 16;
         u128 x = ((u128)b << 64 | a) >> (8 * (16 - pk));

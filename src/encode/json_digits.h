@@ -59,6 +59,28 @@ static inline uint64_t swar8(uint32_t v)
     return x | 0x3030303030303030ull;
 }
 
+/* The 16 decimal digits of hi * 10^8 + lo (hi, lo < 10^8) as ASCII in one
+ * SSE2 register, first digit in byte 0: the same lane splits as swar8
+ * (10^4, then 100, then 10, each a multiply-shift that is exact over its
+ * range) done for both words at once, ~23 instructions for what two swar8
+ * do in ~50. */
+static inline __m128i digits16(uint32_t hi, uint32_t lo)
+{
+    __m128i x = _mm_set_epi64x((long long)lo, (long long)hi);
+    /* /10^4 of each 64-bit lane: (x * ceil(2^45 / 10^4)) >> 45, exact below 10^8 */
+    __m128i q = _mm_srli_epi64(_mm_mul_epu32(x, _mm_set1_epi32((int)0xd1b71759)), 45);
+    __m128i r = _mm_sub_epi64(x, _mm_mul_epu32(q, _mm_set1_epi32(10000)));
+    __m128i t = _mm_or_si128(q, _mm_slli_epi64(r, 32)); /* 32-bit lanes of 4 digits */
+    /* /100 in the low 16 bits of each 32-bit lane: (t * 5243) >> 19 */
+    __m128i q2 = _mm_srli_epi16(_mm_mulhi_epu16(t, _mm_set1_epi16(5243)), 3);
+    __m128i r2 = _mm_sub_epi16(t, _mm_mullo_epi16(q2, _mm_set1_epi16(100)));
+    __m128i u = _mm_or_si128(q2, _mm_slli_epi32(r2, 16)); /* 16-bit lanes of 2 digits */
+    /* /10 of each 16-bit lane below 100: (u * 6554) >> 16 */
+    __m128i q3 = _mm_mulhi_epu16(u, _mm_set1_epi16(6554));
+    __m128i r3 = _mm_sub_epi16(u, _mm_mullo_epi16(q3, _mm_set1_epi16(10)));
+    return _mm_or_si128(_mm_or_si128(q3, _mm_slli_epi16(r3, 8)), _mm_set1_epi8('0'));
+}
+
 /* The last n <= 8 digits of w, stored as a full 8-byte word at o (bytes
  * past o + n are scratch the caller overwrites or ignores). */
 static inline void put_upto8(char *o, uint32_t w, int n)
