@@ -14,7 +14,9 @@
  *
  * Prints one line: rows=N bytes=B ms=T cpu_ms=C, C the CPU time of this
  * process (every thread, user and system) over the same span as T: for pg
- * the client's own cost, for duck the floor's.
+ * the client's own cost, for duck the floor's. With VT_PGREAD_HASH set, pg
+ * adds hash=H, an FNV-1a hash of every byte the query's answer took (to
+ * compare two builds' bytes; it costs the client ~1 ns a byte).
  */
 #include <arpa/inet.h>
 #include <duckdb.h>
@@ -57,6 +59,9 @@ static int send_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+static bool hashing;
+static uint64_t hash = 14695981039346656037ULL;
+
 /* Reads messages until ReadyForQuery; counts DataRows. */
 static int read_until_ready(int fd, long long *rows, long long *bytes)
 {
@@ -88,6 +93,8 @@ static int read_until_ready(int fd, long long *rows, long long *bytes)
         ssize_t n = recv(fd, buf + len, sizeof buf - len, 0);
         if (n <= 0)
             return -1;
+        for (ssize_t i = 0; hashing && i < n; i++)
+            hash = (hash ^ buf[len + (size_t)i]) * 1099511628211ULL;
         len += (size_t)n;
         *bytes += n;
     }
@@ -146,10 +153,14 @@ static int pg(const char *host, const char *port, const char *user, const char *
         pgw_msg_end(&o, m);
     }
     double t0 = now_ms(), c0 = cpu_ms();
+    hashing = getenv("VT_PGREAD_HASH") != NULL;
     if (send_all(fd, o.buf, o.len) != 0 || read_until_ready(fd, &rows, &bytes) != 0)
         return 1;
     double t1 = now_ms(), c1 = cpu_ms();
-    printf("rows=%lld bytes=%lld ms=%.1f cpu_ms=%.1f\n", rows, bytes, t1 - t0, c1 - c0);
+    printf("rows=%lld bytes=%lld ms=%.1f cpu_ms=%.1f", rows, bytes, t1 - t0, c1 - c0);
+    if (hashing)
+        printf(" hash=%016llx", (unsigned long long)hash);
+    printf("\n");
     sb_release(&o);
     close(fd);
     return 0;
