@@ -114,6 +114,7 @@ struct ix_rowstore {
     const struct ix_col *cols;
     size_t n_rows;
     size_t n_blocks;
+    size_t raw_blocks;          /* of n_blocks, those stored uncompressed */
     uint64_t *block_off;        /* n_blocks + 1 offsets into the store */
     size_t max_block_raw;       /* largest block before compression */
     size_t max_block_packed;
