@@ -277,6 +277,75 @@ static bool names_aggregate_state(const json_t *t, int depth)
     return false;
 }
 
+/* Whether a serialized type is VARIANT or nests one. DuckDB 1.4.4 converts
+ * JSON to VARIANT recursively over the document: a cast of 30,000 nested
+ * '[' took the server down (stack overflow, fuzz7's probe). Nothing but a
+ * cast makes a VARIANT here (no dataset column is one, json_transform
+ * refuses the type), so without the cast no JSON is ever converted. */
+static bool names_variant(const json_t *t, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return true;
+    const char *k;
+    const json_t *x;
+    size_t i;
+    if (json_is_array(t)) {
+        json_array_foreach(t, i, x) {
+            if (names_variant(x, depth + 1))
+                return true;
+        }
+    } else if (json_is_object(t)) {
+        json_object_foreach((json_t *)t, k, x) {
+            if (!strcmp(k, "id") && json_is_string(x) &&
+                !strcmp(json_string_value(x), "VARIANT"))
+                return true;
+            if (names_variant(x, depth + 1))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* lead/lag: DuckDB 1.4.4 negates the offset without checking it when the
+ * window has no ORDER BY, and -9223372036854775808 (or an expression worth
+ * it: the offset is evaluated per row) read far outside the partition and
+ * took the server down (SIGSEGV; fuzz7's probe). The offset must be an
+ * integer constant within VT_SQL_MAX_WINDOW_OFFSET rows, more than any
+ * partition holds; absent (1) and NULL stay as they are. */
+static enum vt_err check_lead_lag(struct walk *w, const json_t *e)
+{
+    const char *type = str(e, "type");
+    if (!type || (strcmp(type, "WINDOW_LEAD") != 0 && strcmp(type, "WINDOW_LAG") != 0))
+        return VT_ERR_OK;
+    const json_t *off = json_object_get(e, "offset_expr");
+    if (!off || json_is_null(off))
+        return VT_ERR_OK;
+    const char *cls = str(off, "class");
+    const json_t *v = json_object_get(off, "value");
+    const json_t *tid = json_object_get(json_object_get(v, "type"), "id");
+    static const char *const ints[] = {"TINYINT",  "SMALLINT", "INTEGER",  "BIGINT",
+                                       "UTINYINT", "USMALLINT", "UINTEGER", NULL};
+    bool is_int = false;
+    for (size_t i = 0; ints[i] && json_is_string(tid) && !is_int; i++)
+        is_int = !strcmp(json_string_value(tid), ints[i]);
+    /* the plain gate reads numbers as reals (see protect_bigints) */
+    const json_t *n = json_object_get(v, "value");
+    bool ok = cls && !strcmp(cls, "CONSTANT") &&
+              (json_is_true(json_object_get(v, "is_null")) ||
+               (is_int && json_is_number(n) &&
+                json_number_value(n) >= -(double)VT_SQL_MAX_WINDOW_OFFSET &&
+                json_number_value(n) <= (double)VT_SQL_MAX_WINDOW_OFFSET));
+    if (ok)
+        return VT_ERR_OK;
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "%s: the offset must be an integer constant between -%lld and %lld "
+             "(the limit of rows a window function may look past)",
+             strcmp(type, "WINDOW_LAG") ? "lead" : "lag", (long long)VT_SQL_MAX_WINDOW_OFFSET,
+             (long long)VT_SQL_MAX_WINDOW_OFFSET);
+    return refuse(w, VT_ERR_LIMIT_EXCEEDED, "%s", msg);
+}
+
 static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
 {
     if (depth > MAX_DEPTH)
@@ -316,6 +385,8 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
                           "%s: aggregate states cannot be exported (EXPORT_STATE)",
                           str(e, "function_name") ? str(e, "function_name") : "function");
         enum vt_err rc = check_function(w, e, false);
+        if (!rc && !strcmp(cls, "WINDOW"))
+            rc = check_lead_lag(w, e);
         if (rc)
             return rc;
         known = true;
@@ -332,6 +403,10 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
     if (!strcmp(cls, "CAST") && names_aggregate_state(json_object_get(e, "cast_type"), depth))
         return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION, "%s",
                       "casts to aggregate states are not allowed");
+    if (!strcmp(cls, "CAST") && names_variant(json_object_get(e, "cast_type"), depth))
+        return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION, "%s",
+                      "casts to VARIANT are not allowed (DuckDB converts JSON to VARIANT "
+                      "recursively: deep documents overflow its stack)");
     /* Children of every known class: walk all members generically. */
     return walk_members(w, e, depth);
 }

@@ -77,6 +77,8 @@
                                                       * walks beyond 8 times its document
                                                       * (each level of the path walks its
                                                       * container again) */
+#define VT_SQL_MAX_WINDOW_OFFSET 1000000000000LL /* lead/lag offset (a constant): rows past
+                                                  * the current one; INT64_MIN crashed DuckDB */
 
 /* PostgreSQL wire protocol (src/pgwire) */
 #define VT_PGWIRE_MAX_STARTUP_BYTES 10000      /* startup packet (PostgreSQL's own limit) */

@@ -113,6 +113,15 @@ static const struct {
     {"SELECT finalize(NULL)", VT_ERR_SQL_FORBIDDEN_FUNCTION},
     {"SELECT combine(NULL, NULL)", VT_ERR_SQL_FORBIDDEN_FUNCTION},
     {"SELECT cast_to_type(1, 'x')", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    /* JSON to VARIANT recurses over the document; lead/lag negate an
+     * unchecked offset: both took the server down (fuzz7) */
+    {"SELECT ('[[1]]'::JSON)::VARIANT", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT TRY_CAST(note AS STRUCT(a VARIANT)[]) FROM trips", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT lag(id, -9223372036854775808) OVER () FROM trips", VT_ERR_LIMIT_EXCEEDED},
+    {"SELECT lead(id, -9223372036854775807 - 1) OVER () FROM trips", VT_ERR_LIMIT_EXCEEDED},
+    {"SELECT lead(id, 1000000000001, 0) OVER (ORDER BY id) FROM trips", VT_ERR_LIMIT_EXCEEDED},
+    {"SELECT lag(id, station) OVER () FROM trips", VT_ERR_LIMIT_EXCEEDED},
+    {"SELECT lag(id, 1.5) OVER () FROM trips", VT_ERR_LIMIT_EXCEEDED},
     {"SELECT ?", VT_ERR_SQL_NOT_READ_ONLY},
     {"SELEC 1", VT_ERR_SQL_SYNTAX},
     {"", VT_ERR_SQL_SYNTAX},
@@ -172,6 +181,8 @@ static const struct {
      "OVERLAY(note PLACING 'y' FROM 1 FOR 1) FROM trips", "trips"},
     {"SELECT to_char(TIMESTAMP '2024-01-02 10:00', 'YYYY-MM-DD HH24:MI'), "
      "to_timestamp('2024-01-02', 'YYYY-MM-DD'), to_timestamp(0)", ""},
+    {"SELECT lag(id) OVER (), lead(id, 2, 0) OVER (ORDER BY id), lag(id, -1000000000000) OVER (), "
+     "lead(id, NULL) OVER (), NULL::STRUCT(variant INTEGER) FROM trips", "trips"},
     {"DESCRIBE trips", "trips"},
     {"SUMMARIZE trips", "trips"},
     {"DESCRIBE SELECT id FROM stations", "stations"},
