@@ -1101,28 +1101,53 @@ static int encode_batch(struct json_rows *enc, duckdb_vector *vecs, idx_t from, 
     bool k0 = ncol && cols[0].keyed;
     /* a body's first row has no leading comma: cut from a keyed first column */
     size_t skip = k0 && !lines && enc->written == 0;
-    for (idx_t i = 0; i < n; i++) {
-        size_t c = 0;
-        if (k0) {
-            const size_t *e = cols[0].seg.endv;
-            o = put_bytes(o, cols[0].seg.buf + e[i] + skip, e[i + 1] - e[i] - skip);
+    bool all_keyed = ncol > 0 && ncol <= 64;
+    for (size_t c = 0; c < ncol && all_keyed; c++)
+        all_keyed = cols[c].keyed;
+    if (all_keyed) {
+        /* every value carries its key: one slice a column, from arrays on
+         * the stack (no branch, no walk over the column structs) */
+        const char *buf[64];
+        const size_t *endv[64];
+        for (size_t c = 0; c < ncol; c++) {
+            buf[c] = cols[c].seg.buf;
+            endv[c] = cols[c].seg.endv;
+        }
+        for (idx_t i = 0; i < n; i++) {
+            o = put_bytes(o, buf[0] + endv[0][i] + skip, endv[0][i + 1] - endv[0][i] - skip);
             skip = 0;
-            c = 1;
-        } else {
-            if (!lines && (i || enc->written))
-                *o++ = ',';
-            *o++ = '{';
+            for (size_t c = 1; c < ncol; c++) {
+                const size_t *e = endv[c];
+                o = put_bytes(o, buf[c] + e[i], e[i + 1] - e[i]);
+            }
+            *o++ = '}';
+            if (lines)
+                *o++ = '\n';
         }
-        for (; c < ncol; c++) {
-            const struct jcol *col = &cols[c];
-            const size_t *e = col->seg.endv;
-            if (!col->keyed)
-                o = put_bytes(o, col->key, col->key_len);
-            o = put_bytes(o, col->seg.buf + e[i], e[i + 1] - e[i]);
+    } else {
+        for (idx_t i = 0; i < n; i++) {
+            size_t c = 0;
+            if (k0) {
+                const size_t *e = cols[0].seg.endv;
+                o = put_bytes(o, cols[0].seg.buf + e[i] + skip, e[i + 1] - e[i] - skip);
+                skip = 0;
+                c = 1;
+            } else {
+                if (!lines && (i || enc->written))
+                    *o++ = ',';
+                *o++ = '{';
+            }
+            for (; c < ncol; c++) {
+                const struct jcol *col = &cols[c];
+                const size_t *e = col->seg.endv;
+                if (!col->keyed)
+                    o = put_bytes(o, col->key, col->key_len);
+                o = put_bytes(o, col->seg.buf + e[i], e[i + 1] - e[i]);
+            }
+            *o++ = '}';
+            if (lines)
+                *o++ = '\n';
         }
-        *o++ = '}';
-        if (lines)
-            *o++ = '\n';
     }
     out->len = (size_t)(o - out->buf);
     out->buf[out->len] = '\0';
