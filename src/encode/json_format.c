@@ -228,28 +228,48 @@ static inline char *put_date_cached(char *o, int64_t days, struct json_daycache 
     return e;
 }
 
-/* ".fff" with `ndig` digits, trailing zeros trimmed; nothing when frac == 0. */
-static char *put_frac(char *o, uint64_t frac, int ndig)
+/* ".fff" with `ndig` digits, trailing zeros trimmed; nothing when frac == 0.
+ * Inlined with ndig a constant: 3 and 6 digits come from the digit-pair
+ * table (fewer instructions than a SWAR word; the writer is bound by its
+ * instruction count). */
+static inline __attribute__((always_inline)) char *put_frac(char *o, uint64_t frac, int ndig)
 {
     if (frac == 0)
         return o;
     *o = '.';
-    put_digits(o + 1, frac, ndig);
+    uint32_t f = (uint32_t)frac;
+    if (ndig == 6) {
+        uint32_t a = f / 10000, r = f - a * 10000, b = r / 100;
+        put2(o + 1, a);
+        put2(o + 3, b);
+        put2(o + 5, r - b * 100);
+    } else if (ndig == 3) {
+        uint32_t a = f / 100;
+        o[1] = (char)('0' + a);
+        put2(o + 2, f - a * 100);
+    } else {
+        put_digits(o + 1, frac, ndig);
+    }
     char *e = o + 1 + ndig;
     while (e[-1] == '0')
         e--;
     return e;
 }
 
-static char *put_hms(char *o, uint64_t secs)
+/* HH:MM:SS (hours past 99 in as many digits as they need). */
+static inline __attribute__((always_inline)) char *put_hms(char *o, uint64_t secs)
 {
-    unsigned h = (unsigned)(secs / 3600), rem = (unsigned)(secs % 3600);
-    if (h < 100) {
+    if (secs < 360000) { /* below 100 hours: 32-bit arithmetic */
+        uint32_t s32 = (uint32_t)secs, h = s32 / 3600, rem = s32 - h * 3600, m = rem / 60;
         put2(o, h);
-        o += 2;
-    } else {
-        o = json_fmt_u64(o, h);
+        o[2] = ':';
+        put2(o + 3, m);
+        o[5] = ':';
+        put2(o + 6, rem - m * 60);
+        return o + 8;
     }
+    unsigned h = (unsigned)(secs / 3600), rem = (unsigned)(secs % 3600);
+    o = json_fmt_u64(o, h);
     o[0] = ':';
     put2(o + 1, rem / 60);
     o[3] = ':';
