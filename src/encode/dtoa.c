@@ -45,9 +45,13 @@ static inline int flog2pow10(int e) { return (int)(((int64_t)e * 913124641741ll)
  * 2^-64 means the exact product was an integer. */
 static inline uint64_t rop(const uint64_t g[2], uint64_t cp)
 {
-    u128 x = (u128)g[1] * cp;
-    u128 y = (u128)g[0] * cp + (x >> 64);
-    return (uint64_t)(y >> 64) | ((uint64_t)y > 1);
+    /* y = g[0] * cp + (g[1] * cp >> 64) in 64-bit halves: gcc spilled a
+     * zero to the stack for the 128-bit addition and added from memory */
+    uint64_t x_hi = (uint64_t)(((u128)g[1] * cp) >> 64);
+    u128 y0 = (u128)g[0] * cp;
+    uint64_t y_lo = (uint64_t)y0 + x_hi;
+    uint64_t y_hi = (uint64_t)(y0 >> 64) + (y_lo < x_hi);
+    return y_hi | (y_lo > 1);
 }
 
 /* The shortest (closest) decimal d * 10^e in the rounding interval of

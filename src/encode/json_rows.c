@@ -218,6 +218,16 @@ static inline bool row_valid(const uint64_t *m, idx_t r)
     return !m || ((m[r >> 6] >> (r & 63)) & 1);
 }
 
+/* DATE and TIMESTAMP columns keep their date texts by day (json_format.h),
+ * set up at the first batch of 64 rows or more: a one-row answer does not
+ * pay for the 32 KiB. Without the memory the column runs uncached. */
+static struct json_daycache *day_cache(struct jcol *c, idx_t n)
+{
+    if (!c->days && n >= 64 && (c->days = malloc(sizeof *c->days)))
+        json_daycache_init(c->days);
+    return c->days;
+}
+
 /* ---- fixed-width scalars: one loop per type, room reserved up front ---- */
 
 #define FIXED_ENC(NAME, CT, MAXLEN, SETUP, FMT)                                    \
@@ -277,12 +287,12 @@ static const enc_fn DEC_SMALL_FN[3][4] = {
 };
 FIXED_ENC(enc_dec128, duckdb_hugeint, JSON_FMT_MAX_DECIMAL, unsigned sc = c->scale,
           json_fmt_decimal128(o, d[i].upper, d[i].lower, sc))
-FIXED_ENC(enc_date, int32_t, JSON_FMT_MAX_DATE, struct json_daycache *dc = c->days,
+FIXED_ENC(enc_date, int32_t, JSON_FMT_MAX_DATE, struct json_daycache *dc = day_cache(c, n),
           json_fmt_date_cached(o, d[i], dc))
 FIXED_ENC(enc_time, int64_t, JSON_FMT_MAX_TIME, (void)0, json_fmt_time(o, d[i]))
 FIXED_ENC(enc_time_tz, uint64_t, JSON_FMT_MAX_TIME_TZ, (void)0, json_fmt_time_tz(o, d[i]))
 FIXED_ENC(enc_ts, int64_t, JSON_FMT_MAX_TIMESTAMP, enum json_ts_unit u = c->unit; bool z = c->utc;
-          struct json_daycache *dc = c->days, json_fmt_timestamp_cached(o, d[i], u, z, dc))
+          struct json_daycache *dc = day_cache(c, n), json_fmt_timestamp_cached(o, d[i], u, z, dc))
 FIXED_ENC(enc_interval, duckdb_interval, JSON_FMT_MAX_INTERVAL, (void)0,
           json_fmt_interval(o, d[i].months, d[i].days, d[i].micros))
 FIXED_ENC(enc_uuid, duckdb_hugeint, JSON_FMT_MAX_UUID, (void)0,
@@ -803,16 +813,6 @@ static int enum_init(struct jcol *c, duckdb_logical_type t)
     return 0;
 }
 
-/* DATE and TIMESTAMP columns keep their date texts by day (json_format.h);
- * without the memory they run uncached. */
-static int day_cache(struct jcol *c)
-{
-    c->days = malloc(sizeof *c->days);
-    if (c->days)
-        json_daycache_init(c->days);
-    return 0;
-}
-
 static int col_init(struct jcol *c, duckdb_logical_type t, const char *path, char *err, size_t errlen)
 {
     duckdb_type id = duckdb_get_type_id(t);
@@ -833,14 +833,14 @@ static int col_init(struct jcol *c, duckdb_logical_type t, const char *path, cha
     case DUCKDB_TYPE_UHUGEINT: c->enc = enc_u128; return 0;
     case DUCKDB_TYPE_FLOAT: c->enc = enc_f32; return 0;
     case DUCKDB_TYPE_DOUBLE: c->enc = enc_f64; return 0;
-    case DUCKDB_TYPE_DATE: c->enc = enc_date; return day_cache(c);
+    case DUCKDB_TYPE_DATE: c->enc = enc_date; return 0;
     case DUCKDB_TYPE_TIME: c->enc = enc_time; return 0;
     case DUCKDB_TYPE_TIME_TZ: c->enc = enc_time_tz; return 0;
-    case DUCKDB_TYPE_TIMESTAMP: c->enc = enc_ts; c->unit = JSON_TS_US; return day_cache(c);
-    case DUCKDB_TYPE_TIMESTAMP_S: c->enc = enc_ts; c->unit = JSON_TS_S; return day_cache(c);
-    case DUCKDB_TYPE_TIMESTAMP_MS: c->enc = enc_ts; c->unit = JSON_TS_MS; return day_cache(c);
-    case DUCKDB_TYPE_TIMESTAMP_NS: c->enc = enc_ts; c->unit = JSON_TS_NS; return day_cache(c);
-    case DUCKDB_TYPE_TIMESTAMP_TZ: c->enc = enc_ts; c->unit = JSON_TS_US; c->utc = true; return day_cache(c);
+    case DUCKDB_TYPE_TIMESTAMP: c->enc = enc_ts; c->unit = JSON_TS_US; return 0;
+    case DUCKDB_TYPE_TIMESTAMP_S: c->enc = enc_ts; c->unit = JSON_TS_S; return 0;
+    case DUCKDB_TYPE_TIMESTAMP_MS: c->enc = enc_ts; c->unit = JSON_TS_MS; return 0;
+    case DUCKDB_TYPE_TIMESTAMP_NS: c->enc = enc_ts; c->unit = JSON_TS_NS; return 0;
+    case DUCKDB_TYPE_TIMESTAMP_TZ: c->enc = enc_ts; c->unit = JSON_TS_US; c->utc = true; return 0;
     case DUCKDB_TYPE_INTERVAL: c->enc = enc_interval; return 0;
     case DUCKDB_TYPE_UUID: c->enc = enc_uuid; return 0;
     default: break;
