@@ -81,6 +81,11 @@ struct http_loop {
     struct http_conn *conns;    /* the loop's own list (no lock) */
     atomic_bool stop;
     atomic_int kicking;         /* http_conn_wake calls between reply_mu and their kick */
+    /* The monotonic clock (ms) read once after each epoll_wait: the
+     * connections' deadlines (seconds long) count from it, not from a clock
+     * read of their own (four to five reads a request before). It runs
+     * behind by at most the loop's pass over its events. */
+    int64_t now_ms;
 };
 
 /* Stream bytes taken from the producer and not yet sent, as slices: each
@@ -430,7 +435,7 @@ static void start_write(struct http_conn *c, struct http_response *r)
     c->stream_waiting = false;
     c->stream_ended = false;
     c->state = C_WRITE;
-    c->io_deadline_ms = time_mono_ms() + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
+    c->io_deadline_ms = c->loop->now_ms + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
     if (r->close)
         c->close_after = true;
     if (c->req->method == HTTP_HEAD && r->kind == RESP_STREAM)
@@ -480,7 +485,7 @@ static int write_some(struct http_conn *c)
                 c->head_off = r->head.len;
                 c->body_off += (size_t)n - hrest;
             }
-            c->io_deadline_ms = time_mono_ms() + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
+            c->io_deadline_ms = c->loop->now_ms + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
             continue;
         }
         if (!body)
@@ -544,7 +549,7 @@ static int write_some(struct http_conn *c)
             }
             break;
         }
-        c->io_deadline_ms = time_mono_ms() + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
+        c->io_deadline_ms = c->loop->now_ms + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
         continue;
     fail:
         if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -649,7 +654,7 @@ static void got_head(struct http_conn *c, size_t end)
     if (req->head.expect_continue && c->rlen == 0)
         send_continue(c);
     c->state = C_BODY;
-    c->io_deadline_ms = time_mono_ms() + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
+    c->io_deadline_ms = c->loop->now_ms + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
 }
 
 /* Body bytes in rbuf go to the request. */
@@ -698,7 +703,7 @@ static void finished(struct http_conn *c)
              * so our answer is not destroyed by a reset. */
             shutdown(c->fd, SHUT_WR);
             c->state = C_LINGER;
-            c->linger_until_ms = time_mono_ms() + VT_HTTP_LINGER_MS;
+            c->linger_until_ms = c->loop->now_ms + VT_HTTP_LINGER_MS;
             set_events(c, EPOLLIN);
             return;
         }
@@ -707,7 +712,7 @@ static void finished(struct http_conn *c)
     }
     c->state = C_HEAD;
     memset(&c->scan, 0, sizeof c->scan);
-    c->head_deadline_ms = time_mono_ms() + (int64_t)VT_REQUEST_HEAD_TIMEOUT_SECS * 1000;
+    c->head_deadline_ms = c->loop->now_ms + (int64_t)VT_REQUEST_HEAD_TIMEOUT_SECS * 1000;
 }
 
 /* Moves the connection as far as it can go now. */
@@ -797,7 +802,7 @@ static bool read_input(struct http_conn *c)
         if (n > 0) {
             c->rlen += (size_t)n;
             if (c->state == C_BODY)
-                c->io_deadline_ms = time_mono_ms() + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
+                c->io_deadline_ms = c->loop->now_ms + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
             /* Parse before reading more: a body (or the next request) is
              * taken as it comes, the buffer stays one head large. */
             process(c);
@@ -967,15 +972,18 @@ static void *loop_main(void *arg)
     if (!eng_thread_slice(HTTP_LOOP_SLICE_US))
         log_debug("http loop: the kernel keeps no scheduling slice of its own for it");
     struct epoll_event evs[128];
-    int64_t next_tick = time_mono_ms() + LOOP_TICK_MS;
+    int64_t now = time_mono_ms();
+    int64_t next_tick = now + LOOP_TICK_MS;
+    l->now_ms = now;
     while (!atomic_load(&l->stop)) {
-        int64_t now = time_mono_ms();
+        /* `now` was read after the last pass's work */
         int timeout = next_tick > now ? (int)(next_tick - now) : 0;
         int n = epoll_wait(l->epfd, evs, 128, timeout);
         if (n < 0 && errno != EINTR) {
             log_error("http loop: epoll_wait: %s", strerror(errno));
             break;
         }
+        l->now_ms = time_mono_ms();
         for (int i = 0; i < n; i++) {
             if (evs[i].data.ptr == NULL) {
                 uint64_t v;
