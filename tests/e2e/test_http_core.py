@@ -171,6 +171,47 @@ def test_access_log_line_per_request(vt):
     assert "GET unmatched 404" in log
 
 
+def _read_response(f):
+    """One response from a socket file: (status, body)."""
+    status = int(f.readline().split()[1])
+    length = 0
+    while True:
+        line = f.readline()
+        if line in (b"\r\n", b""):
+            break
+        name, _, value = line.decode().partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    return status, f.read(length)
+
+
+def test_keep_alive_input_arriving_in_pieces_is_read(vt):
+    """After an answer the loop waits on epoll for the socket's next bytes
+    (a short read emptied it): a head and a body that come in pieces, later,
+    and two requests in one write are all answered on the one connection."""
+    s = vt(server_block())
+    body = b'{"predicates":[{"col":"id","op":"eq","val":1}]}'
+    post = (b"POST /api/v1/datasets/none/query HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+    get = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+        f = c.makefile("rb")
+        c.sendall(get)
+        assert _read_response(f)[0] == 200
+        for pieces in ([post[:20], post[20:], body[:10], body[10:]], [post, body]):
+            for p in pieces:
+                time.sleep(0.15)
+                c.sendall(p)
+            st, b = _read_response(f)
+            assert st == 404 and b"dataset_not_found" in b
+        time.sleep(0.15)
+        c.sendall(get + get[:10])
+        assert _read_response(f)[0] == 200
+        time.sleep(0.15)
+        c.sendall(get[10:])
+        assert _read_response(f)[0] == 200
+
+
 def test_port_in_use_fails_instead_of_sharing_it(vt, tmp_path):
     """A second server on a port in use must fail to start: with SO_REUSEPORT
     both would listen and the kernel would split the connections between
