@@ -390,6 +390,20 @@ static inline char *str_16_64(char *o, const char *p, uint32_t len)
     return o + len + 2;
 }
 
+/* An inlined duckdb_string_t (n <= 12 bytes after its 4-byte length): one
+ * 16-byte load, escape test and store, inline (json_fmt_string_inline is
+ * the same behind a call). */
+static inline char *str_inlined(char *o, const duckdb_string_t *d, uint32_t n)
+{
+    __m128i v = _mm_srli_si128(_mm_loadu_si128((const __m128i *)d), 4);
+    if (json_escape_mask(v) & ((1u << n) - 1))
+        return json_fmt_string(o, d->value.inlined.inlined, n);
+    *o = '"';
+    _mm_storeu_si128((__m128i *)(o + 1), v);
+    o[n + 1] = '"';
+    return o + n + 2;
+}
+
 static int enc_varchar(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)
 {
     struct seg *s = &c->seg;
@@ -408,7 +422,7 @@ static int enc_varchar(struct jcol *c, duckdb_vector v, idx_t from, idx_t n)
         if (len <= 12) {                                                           \
             SEG_NEED(s, b, o, pl + 6 * 12 + 2);                                    \
             o = put_bytes(o, pre, pl);                                             \
-            o = json_fmt_string_inline(o, &d[i], len);                             \
+            o = str_inlined(o, &d[i], len);                                        \
         } else if (len >= 16 && len <= 64) {                                       \
             SEG_NEED(s, b, o, pl + 6 * (size_t)len + 2);                           \
             o = put_bytes(o, pre, pl);                                             \
