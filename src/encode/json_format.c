@@ -530,18 +530,6 @@ char *json_fmt_string_body(char *o, const char *s, size_t n)
     return o;
 }
 
-char *json_fmt_string_inline(char *o, const void *block16, size_t n)
-{
-    __m128i v = _mm_srli_si128(_mm_loadu_si128((const __m128i *)block16), 4);
-    unsigned m = json_escape_mask(v) & ((1u << n) - 1);
-    if (m)
-        return json_fmt_string(o, (const char *)block16 + 4, n);
-    *o = '"';
-    _mm_storeu_si128((__m128i *)(o + 1), v);
-    o[n + 1] = '"';
-    return o + n + 2;
-}
-
 char *json_fmt_string(char *o, const char *s, size_t n)
 {
     *o++ = '"';

@@ -90,9 +90,6 @@ static inline size_t json_string_max(size_t n) { return 6 * n + 2; }
 char *json_fmt_string(char *o, const char *s, size_t n);
 /* The same without the surrounding quotes. */
 char *json_fmt_string_body(char *o, const char *s, size_t n);
-/* A string of n <= 12 bytes stored at block16 + 4 inside a readable 16-byte
- * block (DuckDB's inlined duckdb_string_t): one load, no copy. */
-char *json_fmt_string_inline(char *o, const void *block16, size_t n);
 
 static inline size_t json_base64_max(size_t n) { return (n + 2) / 3 * 4 + 2; }
 char *json_fmt_base64(char *o, const unsigned char *s, size_t n); /* quoted */

@@ -390,9 +390,9 @@ static inline char *str_16_64(char *o, const char *p, uint32_t len)
     return o + len + 2;
 }
 
-/* An inlined duckdb_string_t (n <= 12 bytes after its 4-byte length): one
- * 16-byte load, escape test and store, inline (json_fmt_string_inline is
- * the same behind a call). */
+/* An inlined duckdb_string_t (n <= 12 bytes after its 4-byte length, in a
+ * readable 16-byte block): one 16-byte load, escape test and store, no call
+ * unless a byte needs escaping. */
 static inline char *str_inlined(char *o, const duckdb_string_t *d, uint32_t n)
 {
     __m128i v = _mm_srli_si128(_mm_loadu_si128((const __m128i *)d), 4);
