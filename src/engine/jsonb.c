@@ -30,6 +30,7 @@
 #include "engine/engine.h"
 #include "util/limits.h"
 #include "util/strbuf.h"
+#include "util/text.h"
 
 static bool scalar(const json_t *v)
 {
@@ -205,17 +206,6 @@ static const char *jws(const char *p, const char *end)
     return p;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* The string at p (its opening quote): past its closing quote, or NULL. */
 static const char *jstring(const char *p, const char *end)
 {
@@ -234,7 +224,7 @@ static const char *jstring(const char *p, const char *end)
             if (end - p < 4)
                 return NULL;
             for (int i = 0; i < 4; i++)
-                if (hexval(p[i]) < 0)
+                if (text_hexval(p[i]) < 0)
                     return NULL;
             p += 4;
         } else if (!e || !strchr("\"\\/bfnrt", e)) {
@@ -359,7 +349,8 @@ static size_t utf8_put(char *b, uint32_t cp)
 
 static uint32_t hex4(const char *p)
 {
-    return (uint32_t)(hexval(p[0]) << 12 | hexval(p[1]) << 8 | hexval(p[2]) << 4 | hexval(p[3]));
+    return (uint32_t)(text_hexval(p[0]) << 12 | text_hexval(p[1]) << 8 |
+                      text_hexval(p[2]) << 4 | text_hexval(p[3]));
 }
 
 /* Whether the (valid) key k[0..kn), quotes and all, reads as s[0..n). */

@@ -6,7 +6,7 @@ import socket
 import struct
 import time
 
-from conftest import dataset_block, server_block, write_parquet
+from conftest import Server, dataset_block, server_block, write_parquet
 
 
 def pg_port(server, timeout=10):
@@ -43,6 +43,25 @@ def start(vt, datadir, pgwire="", server=None, env=None, wait="ready", extra="")
     srv = vt(cfg, env=env, wait=wait)
     srv.pg = pg_port(srv)
     return srv
+
+
+def module_server(tmp_path_factory, name, extra=""):
+    """One server for a whole test module, for a module-scoped fixture to
+    `yield from`: the sample datasets, the listener on a free port (`.pg`),
+    `extra` configuration; at the end it must stop cleanly with no
+    sanitizer report in its log."""
+    d = tmp_path_factory.mktemp(name)
+    t, s = datasets(d)
+    cfg = server_block() + "[server.pgwire]\nenabled = true\nport = 0\n\n" + extra
+    cfg += dataset_block("trips", t) + dataset_block("stations", s)
+    server = Server(d, cfg)
+    server.start()
+    server.wait_ready()
+    server.pg = pg_port(server)
+    yield server
+    assert server.stop() == 0
+    log = server.log()
+    assert "ERROR: AddressSanitizer" not in log and "runtime error:" not in log, log[-4000:]
 
 
 # ---------------------------------------------------------------- raw client

@@ -32,8 +32,8 @@ import pytest
 import requests
 import sqlalchemy as sa
 
-from conftest import REPO, Server, dataset_block, server_block
-from pgwire_util import datasets, pg_port
+from conftest import REPO
+from pgwire_util import module_server
 
 PGDIR = REPO / "tests" / "e2e" / "pgwire"
 REPLAY = PGDIR / "replay"
@@ -42,18 +42,7 @@ JDBC_JAR = Path("/usr/share/java/postgresql.jar")
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
-    d = tmp_path_factory.mktemp("pgbi")
-    t, s = datasets(d)
-    cfg = server_block() + "[server.pgwire]\nenabled = true\nport = 0\n\n[sql]\nenabled = true\n"
-    cfg += dataset_block("trips", t) + dataset_block("stations", s)
-    server = Server(d, cfg)
-    server.start()
-    server.wait_ready()
-    server.pg = pg_port(server)
-    yield server
-    assert server.stop() == 0
-    log = server.log()
-    assert "ERROR: AddressSanitizer" not in log and "runtime error:" not in log, log[-4000:]
+    yield from module_server(tmp_path_factory, "pgbi", "[sql]\nenabled = true\n")
 
 
 def dsn(srv):

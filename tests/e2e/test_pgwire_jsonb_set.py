@@ -11,24 +11,12 @@ import psycopg
 import psycopg2
 import pytest
 
-from conftest import Server, dataset_block, server_block
-from pgwire_util import datasets, pg_port
+from pgwire_util import module_server
 
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
-    d = tmp_path_factory.mktemp("jsonbset")
-    t, s = datasets(d)
-    cfg = server_block() + "[server.pgwire]\nenabled = true\nport = 0\n\n"
-    cfg += dataset_block("trips", t) + dataset_block("stations", s)
-    server = Server(d, cfg)
-    server.start()
-    server.wait_ready()
-    server.pg = pg_port(server)
-    yield server
-    assert server.stop() == 0
-    log = server.log()
-    assert "ERROR: AddressSanitizer" not in log and "runtime error:" not in log, log[-4000:]
+    yield from module_server(tmp_path_factory, "jsonbset")
 
 
 def dsn(srv):
