@@ -50,6 +50,7 @@ struct walk {
     const struct sql_dialect *dialect; /* opts->dialect */
     bool changed;               /* a hook mapped the tree */
     bool catalog;               /* a hook mapped a name onto the dialect's own objects */
+    int collations;             /* icu_collate_* and icu_sort_key calls seen */
 };
 
 /* The hooks' view of the walk (sql.h). */
@@ -346,6 +347,25 @@ static enum vt_err check_lead_lag(struct walk *w, const json_t *e)
     return refuse(w, VT_ERR_LIMIT_EXCEEDED, "%s", msg);
 }
 
+/* A collation's sort key is about twice its text, and ICU builds it in one
+ * call DuckDB cannot interrupt: icu_collate_mn nested 54 deep ran on past
+ * its deadline without end (fuzz7's fuzz_sql_functions, the deep shape;
+ * 16 deep took 21 s and 900 MB). The statement may make
+ * VT_SQL_MAX_COLLATE_CALLS of them, nested or not. */
+static enum vt_err count_collations(struct walk *w, const char *name)
+{
+    if (!name || (strncmp(name, "icu_collate_", 12) != 0 && strcmp(name, "icu_sort_key") != 0))
+        return VT_ERR_OK;
+    if (++w->collations <= VT_SQL_MAX_COLLATE_CALLS)
+        return VT_ERR_OK;
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "%s: at most %d icu_collate_*/icu_sort_key calls in a statement (the limit; "
+             "each nested one doubles its text)",
+             name, VT_SQL_MAX_COLLATE_CALLS);
+    return refuse(w, VT_ERR_LIMIT_EXCEEDED, "%s", msg);
+}
+
 static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
 {
     if (depth > MAX_DEPTH)
@@ -387,6 +407,8 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
         enum vt_err rc = check_function(w, e, false);
         if (!rc && !strcmp(cls, "WINDOW"))
             rc = check_lead_lag(w, e);
+        if (!rc)
+            rc = count_collations(w, str(e, "function_name"));
         if (rc)
             return rc;
         known = true;

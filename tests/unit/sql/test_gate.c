@@ -122,6 +122,11 @@ static const struct {
     {"SELECT lead(id, 1000000000001, 0) OVER (ORDER BY id) FROM trips", VT_ERR_LIMIT_EXCEEDED},
     {"SELECT lag(id, station) OVER () FROM trips", VT_ERR_LIMIT_EXCEEDED},
     {"SELECT lag(id, 1.5) OVER () FROM trips", VT_ERR_LIMIT_EXCEEDED},
+    /* each nested collation doubles its text, in one call (fuzz7) */
+    {"SELECT icu_collate_mn(icu_collate_mn(icu_collate_de(icu_collate_mn(icu_collate_mn('x')))))",
+     VT_ERR_LIMIT_EXCEEDED},
+    {"SELECT icu_sort_key(note, 'de'), icu_collate_de(note), icu_collate_fr(note), "
+     "icu_collate_da(note), icu_collate_sv(note) FROM trips", VT_ERR_LIMIT_EXCEEDED},
     {"SELECT ?", VT_ERR_SQL_NOT_READ_ONLY},
     {"SELEC 1", VT_ERR_SQL_SYNTAX},
     {"", VT_ERR_SQL_SYNTAX},
@@ -183,6 +188,8 @@ static const struct {
      "to_timestamp('2024-01-02', 'YYYY-MM-DD'), to_timestamp(0)", ""},
     {"SELECT lag(id) OVER (), lead(id, 2, 0) OVER (ORDER BY id), lag(id, -1000000000000) OVER (), "
      "lead(id, NULL) OVER (), NULL::STRUCT(variant INTEGER) FROM trips", "trips"},
+    {"SELECT icu_collate_de(icu_collate_de(note)), icu_sort_key(note, 'de'), note COLLATE de "
+     "FROM trips ORDER BY note COLLATE de", "trips"},
     {"DESCRIBE trips", "trips"},
     {"SUMMARIZE trips", "trips"},
     {"DESCRIBE SELECT id FROM stations", "stations"},
