@@ -327,6 +327,10 @@ CAPS = [
     # each nested collation doubles its text in one call nothing interrupts:
     # 54 deep ran on past its deadline without end (fuzz7's fuzz run)
     ("SELECT length(" + "icu_collate_mn(" * 54 + "'x'" + ")" * 54 + ")", "icu_collate_mn"),
+    # macros nested in macros expand exponentially at bind: round_even 44
+    # deep kept a core busy long after its 504 (fuzz7's fuzz run)
+    ("SELECT " + "round_even(" * 44 + "NULL" + ", NULL)" * 44, "round_even"),
+    ("SELECT " + "repeat(" * 30 + "'a'" + ", 1)" * 30, "repeat"),
 ] + [(f"SELECT {fn}('{{}}', repeat('[', 100000) || repeat(']', 100000))", fn)
      for fn in ("json_transform", "json_transform_strict", "from_json", "from_json_strict")]
 

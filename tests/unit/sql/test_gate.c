@@ -122,6 +122,12 @@ static const struct {
     {"SELECT lead(id, 1000000000001, 0) OVER (ORDER BY id) FROM trips", VT_ERR_LIMIT_EXCEEDED},
     {"SELECT lag(id, station) OVER () FROM trips", VT_ERR_LIMIT_EXCEEDED},
     {"SELECT lag(id, 1.5) OVER () FROM trips", VT_ERR_LIMIT_EXCEEDED},
+    /* macros nested in macros expand exponentially at bind (fuzz7) */
+    {"SELECT round_even(round_even(round_even(round_even(round_even(round_even(round_even("
+     "1.5, 1), 1), 1), 1), 1), 1), 1)", VT_ERR_LIMIT_EXCEEDED},
+    {"SELECT repeat(split_part(list_sum(list_resize(range(lpad('1', 1, '0')::INT), 1)), ',', 1), "
+     "1) || levenshtein(levenshtein(repeat(repeat(repeat(repeat(repeat(repeat(repeat('a', 1), 1), 1),"
+     " 1), 1), 1), 1), 'b')::VARCHAR, 'c')", VT_ERR_LIMIT_EXCEEDED},
     /* each nested collation doubles its text, in one call (fuzz7) */
     {"SELECT icu_collate_mn(icu_collate_mn(icu_collate_de(icu_collate_mn(icu_collate_mn('x')))))",
      VT_ERR_LIMIT_EXCEEDED},
@@ -188,6 +194,8 @@ static const struct {
      "to_timestamp('2024-01-02', 'YYYY-MM-DD'), to_timestamp(0)", ""},
     {"SELECT lag(id) OVER (), lead(id, 2, 0) OVER (ORDER BY id), lag(id, -1000000000000) OVER (), "
      "lead(id, NULL) OVER (), NULL::STRUCT(variant INTEGER) FROM trips", "trips"},
+    {"SELECT round_even(round_even(round_even(round_even(round_even(round_even(1.5, 1), 1), 1), "
+     "1), 1), 1), split_part(split_part(note, ',', 1), ',', 1) FROM trips", "trips"},
     {"SELECT icu_collate_de(icu_collate_de(note)), icu_sort_key(note, 'de'), note COLLATE de "
      "FROM trips ORDER BY note COLLATE de", "trips"},
     {"DESCRIBE trips", "trips"},
