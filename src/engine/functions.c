@@ -984,6 +984,11 @@ static const char *const macros[] = {
     "(l, n, v) AS system.main.list_resize(l, \"vt:cap\"(n, @LIST@, 'list_resize'), v)",
     "array_resize(l, n) AS system.main.array_resize(l, \"vt:cap\"(n, @LIST@, 'array_resize')), "
     "(l, n, v) AS system.main.array_resize(l, \"vt:cap\"(n, @LIST@, 'array_resize'), v)",
+    /* integer and timestamp bins past about 1,000 per unit of the range
+     * loop without end (equi_width_bins(0, 10, 20000, false): fuzz7's
+     * probe; its abandoned worker kept a core) */
+    "equi_width_bins(a, b, n, r) AS "
+    "system.main.equi_width_bins(a, b, \"vt:cap\"(n, @BINS@, 'equi_width_bins'), r)",
     "range(a) AS system.main.range(\"vt:cap\"(a, @LIST@, 'range')), "
     "(a, b) AS system.main.range(a, b, \"vt:range_step\"(a, b, 1)), "
     "(a, b, c) AS system.main.range(a, b, \"vt:range_step\"(a, b, c))",
@@ -1052,6 +1057,7 @@ static void substitute(struct strbuf *out, const char *text)
         {"@PAD@", VT_SQL_MAX_PAD_CHARS, VT_SQL_MAX_PAD_CHARS_VECTOR},
         {"@BITS@", VT_SQL_MAX_BITS, VT_SQL_MAX_BITS_VECTOR},
         {"@LIST@", VT_SQL_MAX_LIST_ELEMENTS, VT_SQL_MAX_LIST_ELEMENTS_VECTOR},
+        {"@BINS@", VT_SQL_MAX_BINS, VT_SQL_MAX_BINS_VECTOR},
     };
     for (const char *p = text; *p;) {
         bool hit = false;

@@ -379,7 +379,7 @@ static const char *const macro_names[] = {
     "array_append", "array_intersect", "array_pop_back", "array_pop_front", "array_prepend",
     "array_push_back", "array_push_front", "array_resize", "array_reverse", "array_to_string",
     "array_to_string_comma_default", "bitstring", "damerau_levenshtein", "date_add", "editdist3",
-    "fdiv", "fmod", "format", "format_pg_type", "from_json", "from_json_strict",
+    "equi_width_bins", "fdiv", "fmod", "format", "format_pg_type", "from_json", "from_json_strict",
     "generate_series", "generate_subscripts", "geomean", "geometric_mean", "histogram",
     "jaro_similarity", "jaro_winkler_similarity", "json", "json_contains", "json_group_array",
     "json_group_object", "json_group_structure", "json_merge_patch", "json_structure",

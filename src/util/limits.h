@@ -79,6 +79,9 @@
                                                       * container again) */
 #define VT_SQL_MAX_COLLATE_CALLS 4              /* icu_collate_* and icu_sort_key calls in
                                                 * one statement (nested, each doubles) */
+#define VT_SQL_MAX_BINS 1000                   /* equi_width_bins bin_count (more per
+                                                * unit of an integer range never ends) */
+#define VT_SQL_MAX_BINS_VECTOR (1000 * 2048)
 #define VT_SQL_MAX_MACRO_NESTING 6              /* macro calls (round_even, split_part, the
                                                 * wrappers...) nested in one another */
 #define VT_SQL_MAX_WINDOW_OFFSET 1000000000000LL /* lead/lag offset (a constant): rows past

@@ -331,6 +331,10 @@ CAPS = [
     # deep kept a core busy long after its 504 (fuzz7's fuzz run)
     ("SELECT " + "round_even(" * 44 + "NULL" + ", NULL)" * 44, "round_even"),
     ("SELECT " + "repeat(" * 30 + "'a'" + ", 1)" * 30, "repeat"),
+    # integer bins past ~1,000 per unit of the range looped without end, and
+    # the abandoned worker kept a core (fuzz7's probe)
+    ("SELECT equi_width_bins(0, 10, 20000, false)", "equi_width_bins"),
+    ("SELECT histogram(id, equi_width_bins(0, 10, 1000000, false)) FROM t", "equi_width_bins"),
 ] + [(f"SELECT {fn}('{{}}', repeat('[', 100000) || repeat(']', 100000))", fn)
      for fn in ("json_transform", "json_transform_strict", "from_json", "from_json_strict")]
 
@@ -386,6 +390,13 @@ def test_statements_that_crashed_the_server_are_refused_everywhere(srv, text, co
     assert word in str(e.value), str(e.value)
     assert srv.proc.poll() is None
     assert sql(srv, "SELECT 1").status_code == 200
+
+
+def test_equi_width_bins_within_the_limit_still_answers(srv):
+    r = sql(srv, "SELECT equi_width_bins(0, 10, 1000, false) AS a, "
+                 "len(equi_width_bins(0.0, 1.0, 1000, false)) AS b")
+    assert r.status_code == 200, r.text[:300]
+    assert r.json()["data"] == [{"a": list(range(11)), "b": 1000}]
 
 
 def test_lead_lag_with_constant_offsets_still_answer(srv):
