@@ -73,9 +73,10 @@ static bool valid_json_array(const char *rows)
     return j != NULL;
 }
 
-/* Runs sql and returns all its rows as the encoder writes them (caller frees);
- * NULL when the query or the encoder fails. */
-static char *encode_sql(const char *sql)
+/* Runs sql and returns all its rows as the encoder writes them, as array
+ * rows or (lines) NDJSON (caller frees); NULL when the query or the encoder
+ * fails. */
+static char *encode_lines(const char *sql, bool lines)
 {
     open_db();
     duckdb_result res;
@@ -86,28 +87,32 @@ static char *encode_sql(const char *sql)
     }
     char err[256];
     struct json_rows *enc = json_rows_create_for_result(&res, err, sizeof err);
-    if (!enc) {
+    if (!enc)
         fprintf(stderr, "  encoder: %s\n", err);
-        duckdb_destroy_result(&res);
-        return NULL;
-    }
     struct strbuf sb;
     sb_init(&sb, 0);
     duckdb_data_chunk ch;
-    bool ok = true;
-    while ((ch = duckdb_fetch_chunk(res))) {
+    bool ok = enc != NULL;
+    if (enc)
+        json_rows_set_lines(enc, lines);
+    while (ok && (ch = duckdb_fetch_chunk(res))) {
         if (json_rows_encode_chunk(enc, ch, &sb) < 0)
             ok = false;
         duckdb_destroy_data_chunk(&ch);
     }
     json_rows_destroy(enc);
     duckdb_destroy_result(&res);
-    char *s = sb_detach(&sb, NULL);
+    char *out = sb_detach(&sb, NULL);
     if (!ok) {
-        free(s);
+        free(out);
         return NULL;
     }
-    return s;
+    return out;
+}
+
+static char *encode_sql(const char *sql)
+{
+    return encode_lines(sql, false);
 }
 
 /* The rows of sql must be exactly `want`, and valid JSON. */
@@ -801,38 +806,6 @@ TEST(mixed_table_is_valid_json)
  * two first, both body layouts (array rows, NDJSON), values of 0..90 bytes
  * (copies of up to 32, 33..64 and longer), across chunks, and the first-row
  * comma after a rewind. */
-static char *encode_lines(const char *sql, bool lines)
-{
-    open_db();
-    duckdb_result res;
-    if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
-        fprintf(stderr, "  SQL failed: %s: %s\n", sql, duckdb_result_error(&res));
-        duckdb_destroy_result(&res);
-        return NULL;
-    }
-    char err[256];
-    struct json_rows *enc = json_rows_create_for_result(&res, err, sizeof err);
-    struct strbuf sb;
-    sb_init(&sb, 0);
-    duckdb_data_chunk ch;
-    bool ok = enc != NULL;
-    if (enc)
-        json_rows_set_lines(enc, lines);
-    while (ok && (ch = duckdb_fetch_chunk(res))) {
-        if (json_rows_encode_chunk(enc, ch, &sb) < 0)
-            ok = false;
-        duckdb_destroy_data_chunk(&ch);
-    }
-    json_rows_destroy(enc);
-    duckdb_destroy_result(&res);
-    char *out = sb_detach(&sb, NULL);
-    if (!ok) {
-        free(out);
-        return NULL;
-    }
-    return out;
-}
-
 TEST(keys_from_formatters_and_row_loop)
 {
     static const char *const firsts[] = {"i AS n", "[i] AS n", "('x' || i) AS n",
