@@ -253,59 +253,46 @@ static enum vt_err walk_own(struct walk *w, const json_t *e, int depth)
     return walk_members(w, e, depth);
 }
 
-/* Whether a serialized type (or any type nested in it) is an aggregate
- * state: DuckDB 1.4.4's parser has no syntax for one, but a cast target is
- * input and the walk fails closed. */
-static bool names_aggregate_state(const json_t *t, int depth)
+/* Whether a serialized type, or any type nested in it, has a member for
+ * which match(key, value) holds. Fails closed: too deep counts as a match. */
+static bool type_has(const json_t *t, bool (*match)(const char *key, const json_t *v), int depth)
 {
     if (depth > MAX_DEPTH)
         return true;
-    if (json_is_string(t))
-        return strstr(json_string_value(t), "AGGREGATE_STATE") != NULL;
     const char *k;
     const json_t *x;
     size_t i;
     if (json_is_array(t)) {
         json_array_foreach(t, i, x) {
-            if (names_aggregate_state(x, depth + 1))
+            if (match(NULL, x) || type_has(x, match, depth + 1))
                 return true;
         }
     } else if (json_is_object(t)) {
         json_object_foreach((json_t *)t, k, x) {
-            if (names_aggregate_state(x, depth + 1))
+            if (match(k, x) || type_has(x, match, depth + 1))
                 return true;
         }
     }
     return false;
 }
 
-/* Whether a serialized type is VARIANT or nests one. DuckDB 1.4.4 converts
- * JSON to VARIANT recursively over the document: a cast of 30,000 nested
- * '[' took the server down (stack overflow, fuzz7's probe). Nothing but a
- * cast makes a VARIANT here (no dataset column is one, json_transform
- * refuses the type), so without the cast no JSON is ever converted. */
-static bool names_variant(const json_t *t, int depth)
+/* An aggregate state: DuckDB 1.4.4's parser has no syntax for one, but a
+ * cast target is input and the walk fails closed. */
+static bool is_aggregate_state(const char *key, const json_t *v)
 {
-    if (depth > MAX_DEPTH)
-        return true;
-    const char *k;
-    const json_t *x;
-    size_t i;
-    if (json_is_array(t)) {
-        json_array_foreach(t, i, x) {
-            if (names_variant(x, depth + 1))
-                return true;
-        }
-    } else if (json_is_object(t)) {
-        json_object_foreach((json_t *)t, k, x) {
-            if (!strcmp(k, "id") && json_is_string(x) &&
-                !strcmp(json_string_value(x), "VARIANT"))
-                return true;
-            if (names_variant(x, depth + 1))
-                return true;
-        }
-    }
-    return false;
+    (void)key;
+    return json_is_string(v) && strstr(json_string_value(v), "AGGREGATE_STATE") != NULL;
+}
+
+/* VARIANT. DuckDB 1.4.4 converts JSON to VARIANT recursively over the
+ * document: a cast of 30,000 nested '[' took the server down (stack
+ * overflow, fuzz7's probe). Nothing but a cast makes a VARIANT here (no
+ * dataset column is one, json_transform refuses the type), so without the
+ * cast no JSON is ever converted. */
+static bool is_variant(const char *key, const json_t *v)
+{
+    return key && !strcmp(key, "id") && json_is_string(v) &&
+           !strcmp(json_string_value(v), "VARIANT");
 }
 
 /* lead/lag: DuckDB 1.4.4 negates the offset without checking it when the
@@ -463,10 +450,11 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
     }
     if (!known)
         return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "unsupported SQL expression: %s", cls);
-    if (!strcmp(cls, "CAST") && names_aggregate_state(json_object_get(e, "cast_type"), depth))
+    const json_t *cast_type = json_object_get(e, "cast_type");
+    if (!strcmp(cls, "CAST") && type_has(cast_type, is_aggregate_state, depth))
         return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION, "%s",
                       "casts to aggregate states are not allowed");
-    if (!strcmp(cls, "CAST") && names_variant(json_object_get(e, "cast_type"), depth))
+    if (!strcmp(cls, "CAST") && type_has(cast_type, is_variant, depth))
         return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION, "%s",
                       "casts to VARIANT are not allowed (DuckDB converts JSON to VARIANT "
                       "recursively: deep documents overflow its stack)");
