@@ -329,6 +329,11 @@ FUZZ_SRC_fuzz_pgwire           := src/pgwire/proto.c src/pgwire/lexer.c src/pgwi
                                   src/encode/json_format.c src/util/arena.c src/util/strbuf.c \
                                   src/util/errors.c
 FUZZ_LIBS_fuzz_pgwire          := -isystem $(DUCKDB_DIR)
+# The shared storage's manifest and CURRENT (src/cluster/store.c), with
+# DuckDB preparing the reader's import SQL around every accepted cast type.
+FUZZ_SRC_fuzz_cluster_store    := src/cluster/store.c src/util/strvec.c src/util/errors.c
+FUZZ_LIBS_fuzz_cluster_store   := -isystem $(DUCKDB_DIR) -ljansson -L$(DUCKDB_DIR) -lduckdb \
+                                  -Wl,-rpath,$(abspath $(DUCKDB_DIR))
 # The small-body JSON loader of src/util, with jansson as its oracle.
 FUZZ_SRC_fuzz_json_small       := src/util/json_small.c
 FUZZ_LIBS_fuzz_json_small      := -ljansson

@@ -88,12 +88,32 @@ static int push_pairs(json_t *arr, struct strvec *names, struct strvec *types)
 }
 
 /* A type name as it goes into SQL (CAST(x AS <type>)): letters, digits,
- * spaces, parentheses, commas, brackets and quotes of nested types only. */
+ * spaces, parentheses, commas, brackets and quotes of nested types only, and
+ * the parentheses and brackets outside quoted identifiers balance (never
+ * closing one they did not open), every quote closed: otherwise a manifest's
+ * "INTEGER) AS c, <expression> AS d, CAST(NULL AS INTEGER" would close the
+ * reader's CAST and add SQL of its own. */
 static bool sane_type(const char *t)
 {
-    return *t && strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 (),[]_\"") ==
-                     strlen(t) &&
-           strlen(t) < 256;
+    if (!*t || strlen(t) >= 256 ||
+        strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 (),[]_\"") !=
+            strlen(t))
+        return false;
+    int depth = 0;
+    bool quoted = false;
+    char open[256];
+    for (; *t; t++) {
+        if (*t == '"')
+            quoted = !quoted; /* "" inside a quoted identifier: closes and reopens */
+        else if (quoted)
+            continue;
+        else if (*t == '(' || *t == '[')
+            open[depth++] = *t;
+        else if (*t == ')' || *t == ']')
+            if (depth == 0 || open[--depth] != (*t == ')' ? '(' : '['))
+                return false;
+    }
+    return depth == 0 && !quoted;
 }
 
 enum vt_err cluster_manifest_parse(const char *text, size_t len, struct cluster_manifest *out,

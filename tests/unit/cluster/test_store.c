@@ -1,6 +1,8 @@
 /* The shared storage's documents (src/cluster/store.c): manifests and CURRENT
  * round-trip, and what is not one is refused (a reader trusts neither). */
+#include <jansson.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cluster/cluster.h"
 #include "testlib.h"
@@ -83,6 +85,48 @@ TEST(manifest_refusals)
     }
 }
 
+/* A manifest text with one cast of type `type`. */
+static char *manifest_with_cast(const char *type)
+{
+    json_t *o = json_pack("{s:s,s:s,s:s,s:[{s:s,s:i}],s:[{s:s,s:s}]}", "format",
+                          "vitrine-generation/1", "dataset", "t", "generation_id",
+                          "01M8D5XQBT7FQRW0AAVXRGR4R6", "files", "name", "d", "size", 1, "casts",
+                          "name", "c", "type", type);
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return text;
+}
+
+TEST(manifest_cast_types)
+{
+    /* what the writer publishes for wide integers, also inside nested types */
+    static const char *const ok[] = {"HUGEINT", "UHUGEINT[]", "DECIMAL(38,2)", "HUGEINT[3][]",
+                                     "STRUCT(a HUGEINT, \"b) c\" UHUGEINT[])[2]",
+                                     "MAP(VARCHAR, HUGEINT)", "STRUCT(\"x\"\"y(\" HUGEINT)"};
+    /* types that close the reader's CAST( (or leave a quote or a bracket
+     * open) and so add SQL of their own with only these characters */
+    static const char *const bad[] = {"INTEGER) AS c), 42 AS x, (SELECT CAST(NULL AS INTEGER",
+                                      "INTEGER) AS c, 42 AS x, CAST(NULL AS INTEGER",
+                                      "INTEGER)", "STRUCT(a INTEGER]", "HUGEINT[", "(",
+                                      "STRUCT(\"a) AS c, 1 AS \" INTEGER", "\"", "]["};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char *text = manifest_with_cast(ok[i]);
+        struct cluster_manifest m;
+        struct vt_error err = {0};
+        CHECK_EQ_INT(cluster_manifest_parse(text, strlen(text), &m, &err), VT_ERR_OK);
+        CHECK_EQ_STR(m.cast_types.items[0], ok[i]);
+        cluster_manifest_release(&m);
+        free(text);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *text = manifest_with_cast(bad[i]);
+        struct cluster_manifest m;
+        struct vt_error err = {0};
+        CHECK_EQ_INT(cluster_manifest_parse(text, strlen(text), &m, &err), VT_ERR_INVALID_CONFIG);
+        free(text);
+    }
+}
+
 TEST(current_round_trip)
 {
     struct cluster_current c = {.published_at_us = 5};
@@ -105,4 +149,5 @@ TEST(current_round_trip)
 }
 
 RUN_TESTS(TEST_CASE(ulid_time), TEST_CASE(manifest_round_trip), TEST_CASE(manifest_refusals),
+          TEST_CASE(manifest_cast_types),
           TEST_CASE(current_round_trip))
