@@ -122,6 +122,15 @@ static const struct {
     {"SELECT lead(id, 1000000000001, 0) OVER (ORDER BY id) FROM trips", VT_ERR_LIMIT_EXCEEDED},
     {"SELECT lag(id, station) OVER () FROM trips", VT_ERR_LIMIT_EXCEEDED},
     {"SELECT lag(id, 1.5) OVER () FROM trips", VT_ERR_LIMIT_EXCEEDED},
+    /* min/max/histogram over a frame that excludes rows leak their strings
+     * in DuckDB 1.4.4 (fuzz8) */
+    {"SELECT min(note) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING "
+     "EXCLUDE CURRENT ROW) FROM trips", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT max(note) OVER (PARTITION BY station ORDER BY id RANGE BETWEEN UNBOUNDED PRECEDING "
+     "AND CURRENT ROW EXCLUDE TIES) FROM trips",
+     VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT id FROM trips QUALIFY histogram(note) OVER (ORDER BY id GROUPS BETWEEN 1 PRECEDING "
+     "AND CURRENT ROW EXCLUDE GROUP) IS NULL", VT_ERR_SQL_FORBIDDEN_FUNCTION},
     /* macros nested in macros expand exponentially at bind (fuzz7) */
     {"SELECT round_even(round_even(round_even(round_even(round_even(round_even(round_even("
      "1.5, 1), 1), 1), 1), 1), 1), 1)", VT_ERR_LIMIT_EXCEEDED},
@@ -192,6 +201,8 @@ static const struct {
      "OVERLAY(note PLACING 'y' FROM 1 FOR 1) FROM trips", "trips"},
     {"SELECT to_char(TIMESTAMP '2024-01-02 10:00', 'YYYY-MM-DD HH24:MI'), "
      "to_timestamp('2024-01-02', 'YYYY-MM-DD'), to_timestamp(0)", ""},
+    {"SELECT min(note) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE NO "
+     "OTHERS) FROM trips", "trips"},
     {"SELECT lag(id) OVER (), lead(id, 2, 0) OVER (ORDER BY id), lag(id, -1000000000000) OVER (), "
      "lead(id, NULL) OVER (), NULL::STRUCT(variant INTEGER) FROM trips", "trips"},
     {"SELECT round_even(round_even(round_even(round_even(round_even(round_even(1.5, 1), 1), 1), "
