@@ -43,7 +43,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(shell find tools -name '*.c' 2>/dev/null | sort)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/%)
 
-.PHONY: all deps unit e2e contract-check check run bench clean fuzz hostile fuzz-smoke fuzz-run-one docs-config
+.PHONY: all deps unit e2e contract-check check run bench clean fuzz hostile fuzz-smoke fuzz-run-one \
+        fuzz-campaign fuzz-merge fuzz-rates docs-config
 all: $(BUILD)/vitrine $(TOOL_BIN)
 
 deps: $(DUCKDB_DIR)/libduckdb.so
@@ -389,11 +390,61 @@ fuzz-toml: $(FUZZ_BUILD)/fuzz_toml
 .PHONY: fuzz-query
 fuzz-query: $(FUZZ_BUILD)/fuzz_query
 
-# Every fuzz target for FUZZ_SECONDS (default 30) from its committed seed
-# corpus (tests/fuzz/corpus/<target>, copied into a scratch corpus so new
-# inputs stay out of the tree) with its dictionary when one exists
-# (tests/fuzz/<target minus fuzz_>.dict, or the DICT_<target> override). CI runs this.
-FUZZ_SECONDS ?= 30
+# CI's fuzz step (.ci/run: `make -j2 fuzz-smoke`), reproducible: every target
+# starts from its committed corpus (tests/fuzz/corpus/<target>, copied into a
+# scratch corpus so new inputs stay out of the tree) with its dictionary when
+# one exists (tests/fuzz/<target minus fuzz_>.dict, or DICT_<target>), the
+# fixed seed FUZZ_SEED, and stops after FUZZ_RUNS_<target> inputs (default
+# FUZZ_RUNS): libFuzzer's sequence is a function of the binary, the seed and
+# the corpus, so the same commit fuzzes the same inputs here and in CI, and a
+# failure there replays here with the same command. It still explores (new
+# inputs mutated from the corpus), it just explores the same way every time.
+# FUZZ_SECONDS (60) caps each target for a machine much slower than this one
+# or a busy one; a target that reaches it says so ("time cap") and has not
+# run the same inputs as elsewhere. The run counts are about 15 s of one idle
+# core each here (26 targets, two at a time: about 3.5 minutes in all; the
+# same libFuzzer sequence with seed 1 gave the same corpus twice over).
+#   make -j2 fuzz-smoke                    # exactly CI's step
+#   make -j2 fuzz-smoke FUZZ_SEED=7        # same budget, another sequence
+#   make fuzz-smoke-fuzz_query FUZZ_RUNS_fuzz_query=0 FUZZ_SECONDS=600
+#                                          # 0 runs: bounded by time only
+# Long campaigns (exploration, not reproducible) keep a scratch corpus per
+# target in FUZZ_CAMPAIGN_DIR (default /tmp/fz) that grows across runs, then
+# fold what they reached back into the committed corpus, minimised:
+#   make fuzz-campaign T=fuzz_query FUZZ_SECONDS=900   # FUZZ_QUERY_DUCKDB=1 too
+#   make fuzz-merge T=fuzz_query
+FUZZ_SECONDS ?= 60
+FUZZ_SEED    ?= 1
+FUZZ_RUNS    ?= 100000
+# Measured with `make fuzz-rates` (15 CPU seconds of each target as
+# fuzz-smoke runs it); re-measure when a target or its corpus changes a lot.
+FUZZ_RUNS_fuzz_cluster_store    := 150000
+FUZZ_RUNS_fuzz_delta_dv         := 3000000
+FUZZ_RUNS_fuzz_delta_log        := 110000
+FUZZ_RUNS_fuzz_delta_stats      := 700000
+FUZZ_RUNS_fuzz_explore_jspan    := 1700000
+FUZZ_RUNS_fuzz_http_accept      := 1000000
+FUZZ_RUNS_fuzz_http_conditional := 1500000
+FUZZ_RUNS_fuzz_http_host        := 1700000
+FUZZ_RUNS_fuzz_http_path        := 1700000
+FUZZ_RUNS_fuzz_http_range       := 2400000
+FUZZ_RUNS_fuzz_http_wire        := 890000
+FUZZ_RUNS_fuzz_json_small       := 2600000
+FUZZ_RUNS_fuzz_jsonb            := 1000000
+FUZZ_RUNS_fuzz_jwks             := 120000
+FUZZ_RUNS_fuzz_jwt              := 700000
+FUZZ_RUNS_fuzz_lazy_stats       := 7600000
+FUZZ_RUNS_fuzz_mcp              := 3000000
+FUZZ_RUNS_fuzz_pgwire           := 220000
+FUZZ_RUNS_fuzz_query            := 1100000
+FUZZ_RUNS_fuzz_query_small      := 4200000
+FUZZ_RUNS_fuzz_s3_list_xml      := 550000
+FUZZ_RUNS_fuzz_saved            := 600000
+FUZZ_RUNS_fuzz_sql_functions    := 1200
+FUZZ_RUNS_fuzz_toml             := 370000
+FUZZ_RUNS_fuzz_ui               := 860000
+FUZZ_RUNS_fuzz_variant          := 2500000
+FUZZ_CAMPAIGN_DIR ?= /tmp/fz
 DICT_fuzz_http_range       := tests/fuzz/http.dict
 DICT_fuzz_http_accept      := tests/fuzz/http.dict
 DICT_fuzz_http_conditional := tests/fuzz/http.dict
@@ -402,6 +453,12 @@ DICT_fuzz_http_wire        := tests/fuzz/wire.dict
 DICT_fuzz_delta_log        := tests/fuzz/delta.dict
 DICT_fuzz_s3_list_xml      := tests/fuzz/s3.dict
 DICT_fuzz_jwks             := tests/fuzz/jwt.dict
+# Extra libFuzzer options of a target. fuzz_sql_functions spends several input
+# bytes per argument and runs ~100 inputs/s: with libFuzzer's default length
+# control its inputs stay at the committed seeds' 10 bytes for minutes (one
+# call, no composition), so it mutates up to 64 bytes from the start.
+FUZZ_OPTS_fuzz_sql_functions := -max_len=64 -len_control=0
+fuzz_dict = $(or $(DICT_$(1)),$(wildcard tests/fuzz/$(patsubst fuzz_%,%,$(1)).dict))
 # Targets run side by side under `make -j2 fuzz-smoke` (each is one process).
 fuzz-smoke: $(addprefix fuzz-smoke-,$(FUZZ_TARGETS))
 fuzz-smoke-%: $(FUZZ_BUILD)/%
@@ -411,11 +468,44 @@ fuzz-smoke-%: $(FUZZ_BUILD)/%
 
 # One target: prints its run count, and the whole log when it fails.
 fuzz-run-one:
-	@echo "== $(T) ($(FUZZ_SECONDS) s)"; \
-	d='$(or $(DICT_$(T)),$(wildcard tests/fuzz/$(patsubst fuzz_%,%,$(T)).dict))'; \
-	if $(FUZZ_BUILD)/$(T) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	       $${d:+-dict=$$d} $(WORK) > $(WORK).log 2>&1; then \
-	    grep -E 'stat::number_of_executed_units' $(WORK).log; \
+	@runs='$(or $(FUZZ_RUNS_$(T)),$(FUZZ_RUNS))'; d='$(call fuzz_dict,$(T))'; \
+	echo "== $(T) (seed $(FUZZ_SEED), $$runs runs, cap $(FUZZ_SECONDS) s)"; \
+	if $(FUZZ_BUILD)/$(T) -seed=$(FUZZ_SEED) -runs=$$([ "$$runs" = 0 ] && echo -1 || echo $$runs) -max_total_time=$(FUZZ_SECONDS) \
+	       -print_final_stats=1 -artifact_prefix=$(WORK)- $(FUZZ_OPTS_$(T)) $${d:+-dict=$$d} $(WORK) > $(WORK).log 2>&1; then \
+	    done=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(WORK).log); \
+	    echo "$(T): $$done runs in $$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) .*/\1/p' $(WORK).log) s"; \
+	    if [ "$$runs" != 0 ] && [ "$$done" -lt "$$runs" ]; then \
+	        echo "$(T): time cap of $(FUZZ_SECONDS) s reached before $$runs runs (not reproducible)"; fi; \
 	else \
-	    cat $(WORK).log; exit 1; \
+	    cat $(WORK).log; echo "$(T): failed; the input is $(WORK)-crash-* (or leak-, timeout-, oom-)"; \
+	    exit 1; \
 	fi
+
+# Re-measures the run counts above (one target at a time; FUZZ_RATE_SECONDS
+# CPU seconds each, 15): FUZZ_RUNS_<target> lines to paste.
+FUZZ_RATE_SECONDS ?= 15
+fuzz-rates: $(addprefix $(FUZZ_BUILD)/,$(or $(T),$(FUZZ_TARGETS)))
+	@tests/fuzz/rates.sh $(FUZZ_BUILD) $(FUZZ_SEED) $(FUZZ_RATE_SECONDS) \
+	    $(foreach t,$(or $(T),$(FUZZ_TARGETS)),'$(t)=$(or $(FUZZ_RUNS_$(t)),$(FUZZ_RUNS)):$(call fuzz_dict,$(t)):$(FUZZ_OPTS_$(t))')
+
+# A long campaign of target T (exploration): FUZZ_SECONDS from a random seed
+# over the scratch corpus $(FUZZ_CAMPAIGN_DIR)/T (seeded from the committed one).
+fuzz-campaign: $(FUZZ_BUILD)/$(T)
+	@mkdir -p $(FUZZ_CAMPAIGN_DIR)/$(T); cp -n tests/fuzz/corpus/$(T)/* $(FUZZ_CAMPAIGN_DIR)/$(T)/ 2>/dev/null; \
+	d='$(call fuzz_dict,$(T))'; \
+	$(FUZZ_BUILD)/$(T) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_CAMPAIGN_DIR)/$(T)- $(FUZZ_OPTS_$(T)) $${d:+-dict=$$d} $(FUZZ_CAMPAIGN_DIR)/$(T)
+
+# Folds the campaign corpus of T into tests/fuzz/corpus/T: the named seeds
+# (crash inputs, one per feature) stay as they are; of the rest (libFuzzer's
+# hash-named files, old and new) only those that add coverage to them, the
+# smallest first (libFuzzer -merge=1 into a fresh directory).
+fuzz-merge: $(FUZZ_BUILD)/$(T)
+	@c=tests/fuzz/corpus/$(T); new=$(FUZZ_CAMPAIGN_DIR)/$(T).merged; rm -rf $$new $$new.rest; \
+	mkdir -p $$c $$new $$new.rest; \
+	for f in $$c/*; do [ -f "$$f" ] || continue; \
+	    if basename $$f | grep -qE '^[0-9a-f]{40}$$'; then cp $$f $$new.rest/; else cp $$f $$new/; fi; \
+	done; \
+	$(FUZZ_BUILD)/$(T) -merge=1 $$new $$new.rest $(FUZZ_CAMPAIGN_DIR)/$(T) > $$new.log 2>&1 || { cat $$new.log; exit 1; }; \
+	rm -rf $$c; mv $$new $$c; rm -rf $$new.rest; \
+	echo "$$c: $$(ls $$c | wc -l) files, $$(du -sk $$c | cut -f1) KiB"
