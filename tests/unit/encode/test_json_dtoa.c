@@ -308,5 +308,50 @@ TEST(short_decimals_match_schubfach)
     CHECK_EQ_INT(bad, 0);
 }
 
+/* json_fmt_u64 / json_fmt_i64 (json_digits.h's digits_u64: the fixed-point
+ * digits below 10^8) against a decimal counter kept as text, for every value
+ * below 10^8 and every length, then random and edge values of all 64 bits
+ * against snprintf, with the bytes past the room it may use untouched. */
+TEST(integers_every_value_below_1e8)
+{
+    char ref[24] = "0", out[64];
+    int rlen = 1, wrong = 0;
+    for (uint32_t v = 0; v < 100000000; v++) {
+        char *e = json_fmt_u64(out, v);
+        if ((int)(e - out) != rlen || memcmp(out, ref, (size_t)rlen) != 0) {
+            if (wrong++ < 5)
+                fprintf(stderr, "  %u: %.*s\n", v, (int)(e - out), out);
+        }
+        int i = rlen - 1; /* ref += 1 */
+        while (i >= 0 && ref[i] == '9')
+            ref[i--] = '0';
+        if (i >= 0) {
+            ref[i]++;
+        } else {
+            memmove(ref + 1, ref, (size_t)rlen++);
+            ref[0] = '1';
+        }
+    }
+    CHECK_EQ_INT(wrong, 0);
+    const int64_t edges[] = {0, 1, -1, 9, 10, 99, 100, 999, 1000, 9999, 99999999, 100000000,
+                             4294967295ll, 4294967296ll, -4294967296ll, 999999999999999999ll,
+                             1000000000000000000ll, INT64_MAX, INT64_MIN, INT64_MIN + 1};
+    for (int i = 0; i < 2000000 + (int)(sizeof edges / sizeof *edges); i++) {
+        int64_t x = i < (int)(sizeof edges / sizeof *edges) ? edges[i]
+                                                           : (int64_t)(rnd() >> (rnd() % 64));
+        char want[32];
+        memset(out, 'x', sizeof out);
+        char *e = json_fmt_i64(out, x);
+        int n = snprintf(want, sizeof want, "%lld", (long long)x);
+        CHECK(e - out == n && memcmp(out, want, (size_t)n) == 0);
+        CHECK(out[n + JSON_FMT_SLACK] == 'x');
+        uint64_t u = (uint64_t)x;
+        e = json_fmt_u64(out, u);
+        n = snprintf(want, sizeof want, "%llu", (unsigned long long)u);
+        CHECK(e - out == n && memcmp(out, want, (size_t)n) == 0);
+    }
+}
+
 RUN_TESTS(TEST_CASE(doubles_random_bit_patterns), TEST_CASE(doubles_edge_families),
-          TEST_CASE(floats_random_and_edges), TEST_CASE(short_decimals_match_schubfach))
+          TEST_CASE(floats_random_and_edges), TEST_CASE(short_decimals_match_schubfach),
+          TEST_CASE(integers_every_value_below_1e8))
