@@ -399,6 +399,9 @@ fuzz-query: $(FUZZ_BUILD)/fuzz_query
 # the corpus, so the same commit fuzzes the same inputs here and in CI, and a
 # failure there replays here with the same command. It still explores (new
 # inputs mutated from the corpus), it just explores the same way every time.
+# Address-space randomisation is off for the run (setarch -R, when the
+# system allows it): libFuzzer also mutates with the values the code compares,
+# and pointers among them made fuzz_sql_functions' sequence differ run to run.
 # FUZZ_SECONDS (60) caps each target for a machine much slower than this one
 # or a busy one; a target that reaches it says so ("time cap") and has not
 # run the same inputs as elsewhere. The run counts are about 15 s of one idle
@@ -470,7 +473,8 @@ fuzz-smoke-%: $(FUZZ_BUILD)/%
 fuzz-run-one:
 	@runs='$(or $(FUZZ_RUNS_$(T)),$(FUZZ_RUNS))'; d='$(call fuzz_dict,$(T))'; \
 	echo "== $(T) (seed $(FUZZ_SEED), $$runs runs, cap $(FUZZ_SECONDS) s)"; \
-	if $(FUZZ_BUILD)/$(T) -seed=$(FUZZ_SEED) -runs=$$([ "$$runs" = 0 ] && echo -1 || echo $$runs) -max_total_time=$(FUZZ_SECONDS) \
+	norand=; if setarch $$(uname -m) -R true 2>/dev/null; then norand="setarch $$(uname -m) -R"; fi; \
+	if $$norand $(FUZZ_BUILD)/$(T) -seed=$(FUZZ_SEED) -runs=$$([ "$$runs" = 0 ] && echo -1 || echo $$runs) -max_total_time=$(FUZZ_SECONDS) \
 	       -print_final_stats=1 -artifact_prefix=$(WORK)- $(FUZZ_OPTS_$(T)) $${d:+-dict=$$d} $(WORK) > $(WORK).log 2>&1; then \
 	    done=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(WORK).log); \
 	    echo "$(T): $$done runs in $$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) .*/\1/p' $(WORK).log) s"; \
