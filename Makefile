@@ -510,6 +510,6 @@ fuzz-merge: $(FUZZ_BUILD)/$(T)
 	for f in $$c/*; do [ -f "$$f" ] || continue; \
 	    if basename $$f | grep -qE '^[0-9a-f]{40}$$'; then cp $$f $$new.rest/; else cp $$f $$new/; fi; \
 	done; \
-	$(FUZZ_BUILD)/$(T) -merge=1 $$new $$new.rest $(FUZZ_CAMPAIGN_DIR)/$(T) > $$new.log 2>&1 || { cat $$new.log; exit 1; }; \
+	$(FUZZ_BUILD)/$(T) -set_cover_merge=1 $$new $$new.rest $(FUZZ_CAMPAIGN_DIR)/$(T) > $$new.log 2>&1 || { cat $$new.log; exit 1; }; \
 	rm -rf $$c; mv $$new $$c; rm -rf $$new.rest; \
-	echo "$$c: $$(ls $$c | wc -l) files, $$(du -sk $$c | cut -f1) KiB"
+	echo "$$c: $$(ls $$c | wc -l) files, $$(du -sk --apparent-size $$c | cut -f1) KiB"
