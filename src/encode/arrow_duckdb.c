@@ -33,16 +33,18 @@ struct dcol {
     const void *bufs[3];
     uint8_t *bits;              /* DK_BOOL: the packed values */
     size_t bits_cap;
-    int32_t *offs;              /* DK_STR */
+    int32_t *offs;              /* DK_STR: the offsets, laid out here */
     size_t offs_cap;
-    char *data;
-    size_t data_cap;
+    const duckdb_string_t *strs; /* DK_STR: the chunk's strings, written by fill_strings;
+                                  * &strs is the data buffer's fill key */
 };
 
 struct arrow_direct {
     idx_t ncols, nsub;
     struct dcol *cols;
     duckdb_data_chunk sub;      /* references the DK_DUCKDB columns; NULL when none */
+    struct arrow_ipc_fill *fills; /* one per DK_STR column */
+    size_t nfills;
     struct ArrowArray top;      /* the batch: a struct array of the columns */
     struct ArrowArray **children;
     const void *top_bufs[1];
@@ -156,6 +158,8 @@ static enum dkind direct_kind(duckdb_type t, const struct ArrowSchema *f)
     return strcmp(fmt, want) == 0 ? k : DK_DUCKDB;
 }
 
+static void fill_strings(void *ctx, uint8_t *dst, size_t len);
+
 static void direct_free(struct arrow_direct *d)
 {
     if (!d)
@@ -163,8 +167,8 @@ static void direct_free(struct arrow_direct *d)
     for (idx_t i = 0; d->cols && i < d->ncols; i++) {
         free(d->cols[i].bits);
         free(d->cols[i].offs);
-        free(d->cols[i].data);
     }
+    free(d->fills);
     if (d->sub)
         duckdb_destroy_data_chunk(&d->sub);
     free(d->cols);
@@ -202,6 +206,13 @@ static struct arrow_direct *direct_plan(duckdb_result *res, const struct ArrowSc
     }
     if (ndirect == 0)
         goto fail;
+    d->fills = calloc(n, sizeof *d->fills);
+    if (!d->fills)
+        goto fail;
+    for (idx_t i = 0; i < n; i++)
+        if (d->cols[i].kind == DK_STR)
+            d->fills[d->nfills++] =
+                (struct arrow_ipc_fill){&d->cols[i].strs, fill_strings, &d->cols[i]};
     if (d->nsub) {
         d->sub = duckdb_create_data_chunk(sub_types, d->nsub);
         if (!d->sub)
@@ -266,9 +277,10 @@ static int pack_bools(struct dcol *c, const uint8_t *v, const uint64_t *mask, id
     return 0;
 }
 
-/* Lays a VARCHAR/BLOB vector out as int32 offsets + data (NULLs: empty). */
-static enum vt_err pack_strings(struct dcol *c, duckdb_string_t *s, const uint64_t *mask, idx_t n,
-                                struct vt_error *err)
+/* Lays a VARCHAR/BLOB vector out as int32 offsets (NULLs: empty); the data
+ * goes straight into the body at write time (fill_strings). */
+static enum vt_err pack_strings(struct dcol *c, const duckdb_string_t *s, const uint64_t *mask,
+                                idx_t n, struct vt_error *err)
 {
     if (grow_to((void **)&c->offs, &c->offs_cap, (n + 1) * sizeof(int32_t)) < 0)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "arrow: out of memory");
@@ -282,17 +294,35 @@ static enum vt_err pack_strings(struct dcol *c, duckdb_string_t *s, const uint64
                                 "arrow: a batch's strings exceed 2 GiB");
         c->offs[i + 1] = (int32_t)total;
     }
-    if (grow_to((void **)&c->data, &c->data_cap, total ? total : 1) < 0)
-        return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "arrow: out of memory");
-    char *p = c->data;
-    for (idx_t i = 0; i < n; i++) {
-        uint32_t len = (uint32_t)(c->offs[i + 1] - c->offs[i]);
-        if (len == 0)
-            continue;
-        memcpy(p, len <= 12 ? s[i].value.inlined.inlined : s[i].value.pointer.ptr, len);
-        p += len;
-    }
+    c->strs = s;
     return VT_ERR_OK;
+}
+
+/* The data buffer of a DK_STR column (arrow_ipc_fill): the strings of the
+ * rows its offsets cover, one after the other, into the body. An inline
+ * string (<= 12 bytes) goes as a fixed 12-byte copy where the buffer has
+ * room after it (the bytes past its length are overwritten by the next
+ * string or are the buffer's padding, which the writer zeroes after). */
+static void fill_strings(void *ctx, uint8_t *dst, size_t len)
+{
+    const struct dcol *c = ctx;
+    const duckdb_string_t *s = c->strs;
+    const int32_t *offs = c->offs;
+    uint8_t *end = dst + len;
+    for (idx_t i = 0; (size_t)offs[i] < len; i++) {
+        uint32_t l = (uint32_t)(offs[i + 1] - offs[i]);
+        uint8_t *p = dst + offs[i];
+        if (l == 0)
+            continue;
+        if (l <= 12) {
+            if (end - p >= 12)
+                memcpy(p, s[i].value.inlined.inlined, 12);
+            else
+                memcpy(p, s[i].value.inlined.inlined, l);
+        } else {
+            memcpy(p, s[i].value.pointer.ptr, l);
+        }
+    }
 }
 
 /* One chunk through the direct plan: the direct columns' arrays point into
@@ -336,7 +366,7 @@ static enum vt_err direct_write(struct arrow_duckdb_stream *st, duckdb_data_chun
                 return err->code;
             c->arr.n_buffers = 3;
             c->bufs[1] = c->offs;
-            c->bufs[2] = c->data;
+            c->bufs[2] = &c->strs; /* the fill's key: never read */
             break;
         }
     }
@@ -355,7 +385,7 @@ static enum vt_err direct_write(struct arrow_duckdb_stream *st, duckdb_data_chun
     }
     if (rc == VT_ERR_OK) {
         d->top.length = (int64_t)n;
-        rc = arrow_ipc_write_batch(st->writer, &d->top, out, err);
+        rc = arrow_ipc_write_batch_fill(st->writer, &d->top, d->fills, d->nfills, out, err);
     }
     if (subarr.release)
         subarr.release(&subarr);

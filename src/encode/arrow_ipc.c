@@ -93,6 +93,8 @@ struct scratch {
     size_t n_variadic, cap_variadic;
     int64_t body_len;
     const struct ArrowArray **dict_arrays; /* per dictionary, set by the walk */
+    const struct arrow_ipc_fill *fills;    /* buffers their producer writes (this batch) */
+    size_t nfills;
 };
 
 struct dict_state {
@@ -194,6 +196,17 @@ static void scratch_reset(struct scratch *s)
 {
     s->n_nodes = s->n_bufs = s->n_variadic = 0;
     s->body_len = 0;
+    s->fills = NULL;
+    s->nfills = 0;
+}
+
+/* The fill whose key `src` is, or NULL. */
+static const struct arrow_ipc_fill *fill_of(const struct scratch *s, const void *src)
+{
+    for (size_t i = 0; i < s->nfills; i++)
+        if (s->fills[i].key == src)
+            return &s->fills[i];
+    return NULL;
 }
 
 /* ---------------------------------------------------------------- format parsing */
@@ -949,6 +962,9 @@ static int64_t walk(struct walk *wk, size_t idx, const struct ArrowArray *a, int
             return -1;
         if (o1 > o0 && !b[2])
             return bad(wk, "missing data buffer");
+        /* a producer's fill writes its data from the start (arrow_ipc.h) */
+        if (o0 != 0 && s->nfills && fill_of(s, b[2]))
+            return bad(wk, "a filled data buffer sliced");
         if (add_buf(s, OP_COPY, o1 > o0 ? (const uint8_t *)b[2] + o0 : NULL, 0, o1 - o0, o1 - o0) < 0)
             return oom(wk);
         return (int64_t)idx + 1;
@@ -1055,8 +1071,13 @@ static uint8_t *write_body(uint8_t *dst, const struct scratch *s)
         int64_t len = s->bufs[i].length;
         switch (op->op) {
         case OP_COPY:
-            if (len)
-                memcpy(p, op->src, (size_t)len);
+            if (len) {
+                const struct arrow_ipc_fill *f = s->nfills ? fill_of(s, op->src) : NULL;
+                if (f)
+                    f->write(f->ctx, p, (size_t)len);
+                else
+                    memcpy(p, op->src, (size_t)len);
+            }
             break;
         case OP_BITS:
             arrow_ipc_copy_bits(p, op->src, op->arg, op->n);
@@ -1173,11 +1194,20 @@ static enum vt_err write_dictionary(struct arrow_ipc_writer *w, size_t d, const 
 enum vt_err arrow_ipc_write_batch(struct arrow_ipc_writer *w, const struct ArrowArray *batch,
                                   struct strbuf *out, struct vt_error *err)
 {
+    return arrow_ipc_write_batch_fill(w, batch, NULL, 0, out, err);
+}
+
+enum vt_err arrow_ipc_write_batch_fill(struct arrow_ipc_writer *w, const struct ArrowArray *batch,
+                                       const struct arrow_ipc_fill *fills, size_t nfills,
+                                       struct strbuf *out, struct vt_error *err)
+{
     if (!batch || batch->length < 0 || batch->offset < 0 || batch->n_children != w->n_columns ||
         (w->n_columns > 0 && !batch->children))
         return vt_error_set(err, VT_ERR_INTERNAL, "arrow: batch does not match the schema (columns)");
     struct scratch *s = &w->main;
     scratch_reset(s);
+    s->fills = fills;
+    s->nfills = fills ? nfills : 0;
     if (w->n_dicts)
         memset(s->dict_arrays, 0, w->n_dicts * sizeof *s->dict_arrays);
     struct walk wk = {s, w->plan.nodes, w->plan.n, err};

@@ -81,6 +81,25 @@ enum vt_err arrow_ipc_write_schema(struct arrow_ipc_writer *w, struct strbuf *ou
 /* Appends the dictionary batches this batch needs (if any) and its record batch. */
 enum vt_err arrow_ipc_write_batch(struct arrow_ipc_writer *w, const struct ArrowArray *batch,
                                   struct strbuf *out, struct vt_error *err);
+/* A body buffer its producer writes straight into the body instead of
+ * having it copied (arrow_ipc_write_batch_fill): the data buffer of a utf8 or
+ * binary array whose buffers[2] is `key`, an address of the producer's own
+ * that is never read and that no other buffer of the batch starts at.
+ * write(ctx, dst, len) puts the buffer's first `len` bytes (the values the
+ * batch references) at dst. Saves a copy of bytes the producer lays out
+ * anyway: arrow_duckdb.c's strings went to a buffer of their own, then the
+ * writer copied them into the body. The array must not start at a nonzero
+ * offset into its data (a slice): write_batch_fill rejects it. */
+struct arrow_ipc_fill {
+    const void *key;
+    void (*write)(void *ctx, uint8_t *dst, size_t len);
+    void *ctx;
+};
+
+/* write_batch, with `nfills` buffers written by their producers (above). */
+enum vt_err arrow_ipc_write_batch_fill(struct arrow_ipc_writer *w, const struct ArrowArray *batch,
+                                       const struct arrow_ipc_fill *fills, size_t nfills,
+                                       struct strbuf *out, struct vt_error *err);
 /* Appends the end-of-stream marker (0xFFFFFFFF 0x00000000). Returns 0, or -1
  * when out cannot grow. */
 int arrow_ipc_write_eos(struct strbuf *out);

@@ -480,6 +480,57 @@ TEST(sliced_batch_is_rebased)
     arrow_ipc_writer_destroy(w);
 }
 
+/* A producer's fill (arrow_ipc_write_batch_fill) writes the string column's
+ * data: the stream is byte for byte the one the writer's copy gives, the
+ * fill is asked for exactly the referenced bytes, and a slice that starts
+ * inside the filled data is refused (the fill writes from its start). */
+struct fill_probe {
+    const char *data;
+    size_t calls, asked;
+};
+
+static void probe_fill(void *ctx, uint8_t *dst, size_t len)
+{
+    struct fill_probe *p = ctx;
+    p->calls++;
+    p->asked = len;
+    memcpy(dst, p->data, len);
+}
+
+TEST(filled_buffer_is_the_copied_bytes)
+{
+    struct fixture f;
+    fixture_init(&f);
+    struct vt_error err = {0};
+    struct arrow_ipc_writer *w = arrow_ipc_writer_create(&f.root, &err);
+    struct strbuf copied, filled;
+    sb_init(&copied, 0);
+    sb_init(&filled, 0);
+    CHECK_EQ_INT(arrow_ipc_write_batch(w, &f.batch, &copied, &err), VT_ERR_OK);
+    char key; /* the data buffer's stand-in: never read */
+    struct fill_probe probe = {f.s_data, 0, 0};
+    struct arrow_ipc_fill fill = {&key, probe_fill, &probe};
+    f.b_s[2] = &key;
+    CHECK_EQ_INT(arrow_ipc_write_batch_fill(w, &f.batch, &fill, 1, &filled, &err), VT_ERR_OK);
+    CHECK_EQ_INT(probe.calls, 1);
+    CHECK_EQ_INT(probe.asked, 20); /* "r0".."r9" */
+    CHECK_EQ_INT(filled.len, copied.len);
+    CHECK(filled.len == copied.len && memcmp(filled.buf, copied.buf, copied.len) == 0);
+    /* a window from row 3: the data would start at offset 6 of the fill */
+    f.batch.offset = 3;
+    f.batch.length = 6;
+    size_t before = filled.len;
+    probe.calls = 0;
+    CHECK_EQ_INT(arrow_ipc_write_batch_fill(w, &f.batch, &fill, 1, &filled, &err),
+                 VT_ERR_INTERNAL);
+    CHECK_CONTAINS(vt_error_message(&err), "sliced");
+    CHECK_EQ_INT(probe.calls, 0);
+    CHECK_EQ_INT(filled.len, before);
+    sb_release(&copied);
+    sb_release(&filled);
+    arrow_ipc_writer_destroy(w);
+}
+
 TEST(unknown_null_count_is_computed)
 {
     struct fixture f;
@@ -784,7 +835,8 @@ TEST(empty_schema_and_zero_rows)
 RUN_TESTS(TEST_CASE(fb_table_layout_and_alignment), TEST_CASE(fb_vectors_aligned),
           TEST_CASE(fb_backward_patch_fails), TEST_CASE(bitmap_count_and_copy),
           TEST_CASE(stream_schema_batch_eos_framing), TEST_CASE(sliced_batch_is_rebased),
-          TEST_CASE(unknown_null_count_is_computed), TEST_CASE(errors_leave_output_untouched),
+          TEST_CASE(unknown_null_count_is_computed), TEST_CASE(filled_buffer_is_the_copied_bytes),
+          TEST_CASE(errors_leave_output_untouched),
           TEST_CASE(unsupported_formats_rejected), TEST_CASE(dictionary_sent_when_changed),
           TEST_CASE(list_view_and_unions), TEST_CASE(views_carry_variadic_counts),
           TEST_CASE(empty_schema_and_zero_rows))
