@@ -30,7 +30,15 @@
 #include "http/wire.h"
 #include "util/limits.h"
 
-#define STREAM_CHUNK_BYTES (64 * 1024) /* a producer hands over chunks this big */
+/* A producer hands over chunks of at least STREAM_CHUNK_BYTES, and at most
+ * one every STREAM_COALESCE_US unless STREAM_CHUNK_MAX_BYTES are waiting:
+ * each hand-off to a loop that has sent everything wakes it (an eventfd
+ * write and read, an epoll_wait, a context switch), and a fast producer,
+ * an Arrow stream's ~190 KB batch every ~0.25 ms, woke it for every batch
+ * (README, "Arrow stream (8a)"). A slow producer's chunks still go at once. */
+#define STREAM_CHUNK_BYTES (64 * 1024)
+#define STREAM_CHUNK_MAX_BYTES (1024 * 1024)
+#define STREAM_COALESCE_US 1000
 #define STREAM_PRESIZE_MAX (4 * 1024 * 1024) /* ... and the next is pre-sized up to this */
 #define REQUEST_ARENA_MAX (8 * 1024 * 1024)
 
@@ -54,6 +62,7 @@ struct http_stream {
     struct stream_chunk q[VT_STREAM_QUEUE_BATCHES];
     size_t qhead, qlen;
     struct strbuf pending;      /* producer side, handed over at STREAM_CHUNK_BYTES */
+    int64_t handed_us;          /* when the producer last handed pending over (monotonic) */
     bool done;                  /* producer finished */
     bool failed;                /* producer failed: truncate the response */
     bool gone;                  /* the connection is done with it (client gone, finished) */

@@ -635,9 +635,13 @@ int http_stream_commit(struct http_stream *st)
 {
     if (atomic_load(&st->req->job.cancelled) || atomic_load(&st->req->client_gone))
         return -1;
-    if (st->pending.len >= STREAM_CHUNK_BYTES)
-        return stream_flush(st, false);
-    return 0;
+    if (st->pending.len < STREAM_CHUNK_BYTES)
+        return 0;
+    int64_t now = time_mono_us();
+    if (st->pending.len < STREAM_CHUNK_MAX_BYTES && now - st->handed_us < STREAM_COALESCE_US)
+        return 0;
+    st->handed_us = now;
+    return stream_flush(st, false);
 }
 
 int http_stream_write(struct http_stream *st, const void *data, size_t n)
