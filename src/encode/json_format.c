@@ -202,10 +202,16 @@ static char *put_date(char *o, int64_t days)
     return o + 6;
 }
 
-void json_daycache_init(struct json_daycache *dc)
+struct json_daycache *json_daycache_new(uint32_t slots)
 {
-    for (uint32_t i = 0; i < JSON_DAYCACHE_N; i++)
+    struct json_daycache *dc = malloc(sizeof *dc + slots * sizeof dc->e[0]);
+    if (!dc)
+        return NULL;
+    dc->mask = slots - 1;
+    dc->misses = 0;
+    for (uint32_t i = 0; i < slots; i++)
         dc->e[i].tag = (int32_t)(i + 1);
+    return dc;
 }
 
 /* put_date through the cache: a hit is one 16-byte copy (the text and the
@@ -214,12 +220,13 @@ static inline char *put_date_cached(char *o, int64_t days, struct json_daycache 
 {
     if (!dc || days != (int32_t)days)
         return put_date(o, days);
-    uint32_t slot = (uint32_t)days & (JSON_DAYCACHE_N - 1);
+    uint32_t slot = (uint32_t)days & dc->mask;
     if (dc->e[slot].tag == (int32_t)days) {
         __m128i t = _mm_loadu_si128((const __m128i *)dc->e[slot].ymd);
         _mm_storeu_si128((__m128i *)o, t);
         return o + 10;
     }
+    dc->misses++;
     char *e = put_date(o, days);
     if (e - o == 10) {
         memcpy(dc->e[slot].ymd, o, 10);
@@ -293,7 +300,7 @@ static inline char *fmt_date(char *o, int32_t days, struct json_daycache *dc)
 
 char *json_fmt_date(char *o, int32_t days) { return fmt_date(o, days, NULL); }
 
-char *json_fmt_date_cached(char *o, int32_t days, struct json_daycache *dc)
+char *json_fmt_date_miss(char *o, int32_t days, struct json_daycache *dc)
 {
     return fmt_date(o, days, dc);
 }

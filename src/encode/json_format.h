@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define JSON_FMT_SLACK 32
 #define JSON_FMT_MAX_INT 41       /* -170141183460469231731687303715884105728 */
@@ -69,16 +70,39 @@ char *json_fmt_timestamp(char *o, int64_t v, enum json_ts_unit unit, bool utc);
 /* The same two with a cache of date texts by day number, for a column's
  * values (the civil-date arithmetic was ~90 instructions a value; a column
  * of dates or timestamps rarely spans more than a few thousand days). One
- * cache per column, set up by json_daycache_init; same output. */
+ * cache per column, made by json_daycache_new with JSON_DAYCACHE_N slots
+ * (32 KiB); a column that keeps missing (more days than slots) gets one of
+ * JSON_DAYCACHE_MAX (json_rows.c). Same output. */
 #define JSON_DAYCACHE_N 2048
+#define JSON_DAYCACHE_MAX 16384
 struct json_daycache {
+    uint32_t mask;   /* slots - 1 (a power of two) */
+    uint32_t misses; /* lookups that formatted the date */
     struct {
         char ymd[12]; /* "YYYY-MM-DD": years 0..9999 only */
         int32_t tag;  /* its day; (slot + 1) when empty: never looked up there */
-    } e[JSON_DAYCACHE_N];
+    } e[];
 };
-void json_daycache_init(struct json_daycache *dc);
-char *json_fmt_date_cached(char *o, int32_t days, struct json_daycache *dc);
+/* slots: a power of two; NULL without memory (free() releases it) */
+struct json_daycache *json_daycache_new(uint32_t slots);
+/* A date through the cache: the hit inline in the caller's loop (a call,
+ * its frame and the infinity tests were more than the copy), the rest
+ * json_fmt_date_miss. No tag is ever an infinity (only 10-byte dates are
+ * cached), nor an empty slot's own day. */
+char *json_fmt_date_miss(char *o, int32_t days, struct json_daycache *dc);
+static inline char *json_fmt_date_cached(char *o, int32_t days, struct json_daycache *dc)
+{
+    if (dc) {
+        uint32_t slot = (uint32_t)days & dc->mask;
+        if (dc->e[slot].tag == days) {
+            o[0] = '"';
+            memcpy(o + 1, dc->e[slot].ymd, 16); /* the text, then scratch */
+            o[11] = '"';
+            return o + 12;
+        }
+    }
+    return json_fmt_date_miss(o, days, dc);
+}
 char *json_fmt_timestamp_cached(char *o, int64_t v, enum json_ts_unit unit, bool utc,
                                 struct json_daycache *dc);
 char *json_fmt_interval(char *o, int32_t months, int32_t days, int64_t micros);

@@ -896,8 +896,8 @@ TEST(keys_from_formatters_and_row_loop)
  * (never cached), infinities, every unit, values before 1970. */
 TEST(day_cache_same_text)
 {
-    struct json_daycache *dc = malloc(sizeof *dc);
-    json_daycache_init(dc);
+    struct json_daycache *dc = json_daycache_new(JSON_DAYCACHE_N);
+    CHECK(dc != NULL);
     uint64_t r = 0x9E3779B97F4A7C15ull;
     int bad = 0;
     for (int i = 0; i < 2000000; i++) {
@@ -928,6 +928,33 @@ TEST(day_cache_same_text)
     }
     CHECK_EQ_INT(bad, 0);
     free(dc);
+}
+
+/* A column with more distinct days than the first cache's slots moves to
+ * the large cache mid-stream (json_rows.c day_cache): every row's text
+ * before, during and after the move is DuckDB's own, for DATE and
+ * TIMESTAMP, days in a scattered order, a day repeated in between. */
+TEST(day_cache_grows_same_text)
+{
+    const char *from = "FROM (SELECT i, DATE '1900-01-01' + ((i * 7919) % 40000)::INTEGER AS d, "
+                       "TIMESTAMP '1950-01-01' + INTERVAL ((i * 104729) % 30000) DAY "
+                       "+ INTERVAL (i % 86400) SECOND AS ts FROM range(60000) t(i))";
+    char sql[1024];
+    snprintf(sql, sizeof sql, "SELECT d, ts %s ORDER BY i", from);
+    char *got = encode_sql(sql);
+    snprintf(sql, sizeof sql,
+             "SELECT string_agg('{\"d\":\"' || d::VARCHAR || '\",\"ts\":\"' || "
+             "strftime(ts, '%%Y-%%m-%%dT%%H:%%M:%%S') || '\"}', ',' ORDER BY i) AS v %s",
+             from);
+    open_db();
+    duckdb_result res;
+    CHECK(duckdb_query(con, sql, &res) == DuckDBSuccess);
+    char *want = duckdb_value_varchar(&res, 0, 0);
+    CHECK(got && want && same_text(got, want));
+    CHECK(got && strlen(got) > 60000 * 40);
+    duckdb_free(want);
+    duckdb_destroy_result(&res);
+    free(got);
 }
 
 /* The row writer's DECIMAL path for scales 1..4 (json_digits.h) against
@@ -979,4 +1006,4 @@ RUN_TESTS(TEST_CASE(integers_all_widths), TEST_CASE(doubles_and_floats), TEST_CA
           TEST_CASE(random_doubles_through_duckdb), TEST_CASE(random_strings_match_reference_escaper), TEST_CASE(calendar_text_reads_back_in_duckdb),
           TEST_CASE(mixed_table_is_valid_json), TEST_CASE(keys_from_formatters_and_row_loop),
           TEST_CASE(day_cache_same_text),
-          TEST_CASE(small_scale_decimals_same_text), TEST_CASE(zz_close_db))
+          TEST_CASE(day_cache_grows_same_text), TEST_CASE(small_scale_decimals_same_text), TEST_CASE(zz_close_db))
