@@ -44,6 +44,7 @@ enum ek {
 struct col {
     enum ek k;
     int16_t fmt;                    /* 0 text, 1 binary */
+    bool fixed;                     /* fixed_kind(k): its text is txt_fixed's */
     struct pgw_typeinfo ti;
     uint8_t scale;                  /* decimals */
     int64_t ts_mul, ts_div;         /* timestamp units to microseconds */
@@ -241,6 +242,12 @@ static bool enum_setup(struct col *c, duckdb_logical_type t)
     return true;
 }
 
+static bool fixed_kind(enum ek k)
+{
+    return k != EK_STR && k != EK_BLOB && k != EK_ENUM && k != EK_BIT && k != EK_BIGNUM &&
+           k != EK_LIST && k != EK_ARRAY && k != EK_CELL && k != EK_NULL;
+}
+
 /* Sets up column c for type t; false when out of memory or unsupported. */
 static bool col_setup(struct pgw_rows *r, struct col *c, duckdb_logical_type t, int16_t fmt,
                       size_t index, char *why, size_t why_len)
@@ -289,6 +296,7 @@ static bool col_setup(struct pgw_rows *r, struct col *c, duckdb_logical_type t, 
     }
     if (c->k == EK_ENUM && !enum_setup(c, t))
         return false;
+    c->fixed = fixed_kind(c->k);
     return true;
 }
 
@@ -439,12 +447,6 @@ static char *txt_fixed(const struct col *c, const void *data, idx_t i, char *p,
     case EK_UUID: return pgw_txt_uuid(p, (const char *)data + 16 * i);
     default: return p;
     }
-}
-
-static bool fixed_kind(enum ek k)
-{
-    return k != EK_STR && k != EK_BLOB && k != EK_ENUM && k != EK_BIT && k != EK_BIGNUM &&
-           k != EK_LIST && k != EK_ARRAY && k != EK_CELL && k != EK_NULL;
 }
 
 /* duckdb.h's duckdb_string_t read in place (what duckdb_string_t_length and
@@ -1076,7 +1078,7 @@ static int encode_rows(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t fro
                 out->len += 4;
                 continue;
             }
-            /* The common cases in place: fixed-size binary values, strings. */
+            /* The common cases in place: fixed-size values, strings. */
             if (col->fmt && (lp = room(out, 4 + 16)) != NULL) {
                 size_t w = fixed_binary(col, v[c].data, i, lp + 4);
                 if (w) {
@@ -1084,6 +1086,12 @@ static int encode_rows(struct pgw_rows *r, duckdb_data_chunk chunk, uint64_t fro
                     out->len += 4 + w;
                     continue;
                 }
+            } else if (!col->fmt && col->fixed &&
+                       (lp = room(out, 4 + TXT_ROOM + JSON_FMT_SLACK)) != NULL) {
+                char *e = txt_fixed(col, v[c].data, i, lp + 4, &r->fmt);
+                be32w(lp, (uint32_t)(e - lp - 4));
+                out->len = (size_t)(e - out->buf);
+                continue;
             }
             if (col->k == EK_STR || (col->k == EK_BLOB && col->fmt)) {
                 const char *s;

@@ -32,11 +32,18 @@ static void civil(int64_t z, int64_t *y, unsigned *m, unsigned *d)
     *y = yy + (*m <= 2);
 }
 
-static char *put2(char *o, unsigned v)
+/* "00".."99": two digits with one load (dates and times are written for
+ * every value of a text result). */
+static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+                               "25262728293031323334353637383940414243444546474849"
+                               "50515253545556575859606162636465666768697071727374"
+                               "75767778798081828384858687888990919293949596979899";
+
+/* The last two digits of v. */
+static inline char *put2(char *o, unsigned v)
 {
-    *o++ = (char)('0' + v / 10 % 10);
-    *o++ = (char)('0' + v % 10);
-    return o;
+    memcpy(o, pairs + 2 * (v % 100), 2);
+    return o + 2;
 }
 
 /* YYYY-MM-DD, PostgreSQL's way: years before 1 are "<1 - year> ... BC"
@@ -50,10 +57,8 @@ static char *put_ymd(char *o, int64_t days, bool *bc)
     if (*bc)
         y = 1 - y;
     if (y < 10000) { /* the common case without snprintf (this runs per value) */
-        *o++ = (char)('0' + y / 1000);
-        *o++ = (char)('0' + y / 100 % 10);
-        *o++ = (char)('0' + y / 10 % 10);
-        *o++ = (char)('0' + y % 10);
+        o = put2(o, (unsigned)y / 100);
+        o = put2(o, (unsigned)y);
     } else {
         char yb[24];
         int n = snprintf(yb, sizeof yb, "%lld", (long long)y);
@@ -81,17 +86,14 @@ static char *put_hms_frac(char *o, uint64_t hours, unsigned min, unsigned sec, u
     o = put2(o, min);
     *o++ = ':';
     o = put2(o, sec);
-    if (frac) {
+    if (frac) { /* frac < 1000000: six digits written, the trailing zeros dropped */
         *o++ = '.';
-        char fb[7];
-        for (int i = 5; i >= 0; i--) {
-            fb[i] = (char)('0' + frac % 10);
-            frac /= 10;
-        }
+        put2(o, frac / 10000);
+        put2(o + 2, frac / 100);
+        put2(o + 4, frac);
         int k = 6;
-        while (k > 1 && fb[k - 1] == '0')
+        while (k > 1 && o[k - 1] == '0')
             k--;
-        memcpy(o, fb, (size_t)k);
         o += k;
     }
     return o;
