@@ -74,6 +74,8 @@ struct pgw_conn {
     size_t in_off;
     struct strbuf out;              /* bytes to write, from out_off */
     size_t out_off;
+    size_t flush_bytes;             /* out is written once it holds this much (0: the
+                                     * default, VT_PGWIRE_OUT_FLUSH_BYTES) */
     int64_t last_active_ms;
     int64_t deadline_ms;            /* startup must finish by then */
     int32_t pid, secret;            /* BackendKeyData */
@@ -291,6 +293,7 @@ struct pgw_sink {
     uint64_t limit;                 /* rows to send before suspending; 0 = all */
     struct pgw_rows *enc;
     uint64_t sent;
+    uint64_t chunks;                /* chunks received */
     bool suspended;                 /* the limit was reached with rows left */
     bool discard;                   /* MOVE: rows sent to s->out are dropped */
     bool ended;

@@ -228,8 +228,9 @@ int pgw_conn_flush(struct pgw_conn *c)
         struct pollfd pfd = {.fd = c->fd, .events = wait_for};
         poll(&pfd, 1, 200);
     }
-    /* Keep a modest buffer between batches; a huge one goes. */
-    if (c->out.cap > 4 * VT_PGWIRE_OUT_FLUSH_BYTES)
+    /* Keep a modest buffer between batches; a huge one goes. A long result
+     * fills a larger one (flush_bytes), kept until the result ends. */
+    if (c->out.cap > 4 * VT_PGWIRE_OUT_FLUSH_BYTES && c->out.cap > 2 * c->flush_bytes)
         sb_release(&c->out);
     sb_reset(&c->out);
     c->out_off = 0;

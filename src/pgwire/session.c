@@ -314,7 +314,7 @@ struct pgw_portal *pgw_find_portal(struct pgw_session *s, const char *name, size
 int pgw_flush_if_full(struct pgw_session *s)
 {
     struct pgw_conn *c = s->conn;
-    if (c->out.len - c->out_off < VT_PGWIRE_OUT_FLUSH_BYTES)
+    if (c->out.len - c->out_off < (c->flush_bytes ? c->flush_bytes : VT_PGWIRE_OUT_FLUSH_BYTES))
         return 0;
     return pgw_conn_flush(c);
 }

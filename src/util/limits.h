@@ -106,6 +106,7 @@
                                                 * whole listener */
 #define VT_PGWIRE_SPILL_READ_BYTES (256 * 1024) /* held rows read back at a time */
 #define VT_PGWIRE_OUT_FLUSH_BYTES (64 * 1024)  /* output buffered before a write */
+#define VT_PGWIRE_BULK_FLUSH_BYTES (256 * 1024) /* ... from a result's third chunk on */
 #define VT_PGWIRE_STARTUP_TIMEOUT_SECS 10      /* startup and authentication must finish */
 #define VT_PGWIRE_MAX_PASSWORD_BYTES 16384    /* a password message (bearer tokens are long) */
 #define VT_PGWIRE_AUTH_MAX_FAILURES 10         /* failed passwords from one address within */
