@@ -382,6 +382,16 @@ static inline char *fmt_ts_unit(char *o, int64_t v, enum json_ts_unit unit, bool
     }
 }
 
+char *json_fmt_ts_us_cached(char *o, int64_t v, struct json_daycache *dc)
+{
+    return fmt_ts(o, v, 1000000, 6, false, dc);
+}
+
+char *json_fmt_tstz_us_cached(char *o, int64_t v, struct json_daycache *dc)
+{
+    return fmt_ts(o, v, 1000000, 6, true, dc);
+}
+
 char *json_fmt_timestamp(char *o, int64_t v, enum json_ts_unit unit, bool utc)
 {
     return fmt_ts_unit(o, v, unit, utc, NULL);

@@ -105,6 +105,10 @@ static inline char *json_fmt_date_cached(char *o, int32_t days, struct json_dayc
 }
 char *json_fmt_timestamp_cached(char *o, int64_t v, enum json_ts_unit unit, bool utc,
                                 struct json_daycache *dc);
+/* The same for TIMESTAMP and TIMESTAMPTZ (microseconds): one small function
+ * each, no unit switch (the row writer's columns of the two usual types). */
+char *json_fmt_ts_us_cached(char *o, int64_t v, struct json_daycache *dc);
+char *json_fmt_tstz_us_cached(char *o, int64_t v, struct json_daycache *dc);
 char *json_fmt_interval(char *o, int32_t months, int32_t days, int64_t micros);
 /* DuckDB's UUID hugeint (top bit flipped so that signed order is byte order). */
 char *json_fmt_uuid(char *o, int64_t upper, uint64_t lower);

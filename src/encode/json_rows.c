@@ -308,6 +308,10 @@ FIXED_ENC(enc_time, int64_t, JSON_FMT_MAX_TIME, (void)0, json_fmt_time(o, d[i]))
 FIXED_ENC(enc_time_tz, uint64_t, JSON_FMT_MAX_TIME_TZ, (void)0, json_fmt_time_tz(o, d[i]))
 FIXED_ENC(enc_ts, int64_t, JSON_FMT_MAX_TIMESTAMP, enum json_ts_unit u = c->unit; bool z = c->utc;
           struct json_daycache *dc = day_cache(c, n), json_fmt_timestamp_cached(o, d[i], u, z, dc))
+FIXED_ENC(enc_ts_us, int64_t, JSON_FMT_MAX_TIMESTAMP, struct json_daycache *dc = day_cache(c, n),
+          json_fmt_ts_us_cached(o, d[i], dc))
+FIXED_ENC(enc_tstz_us, int64_t, JSON_FMT_MAX_TIMESTAMP, struct json_daycache *dc = day_cache(c, n),
+          json_fmt_tstz_us_cached(o, d[i], dc))
 FIXED_ENC(enc_interval, duckdb_interval, JSON_FMT_MAX_INTERVAL, (void)0,
           json_fmt_interval(o, d[i].months, d[i].days, d[i].micros))
 FIXED_ENC(enc_uuid, duckdb_hugeint, JSON_FMT_MAX_UUID, (void)0,
@@ -865,11 +869,11 @@ static int col_init(struct jcol *c, duckdb_logical_type t, const char *path, cha
     case DUCKDB_TYPE_DATE: c->enc = enc_date; return 0;
     case DUCKDB_TYPE_TIME: c->enc = enc_time; return 0;
     case DUCKDB_TYPE_TIME_TZ: c->enc = enc_time_tz; return 0;
-    case DUCKDB_TYPE_TIMESTAMP: c->enc = enc_ts; c->unit = JSON_TS_US; return 0;
+    case DUCKDB_TYPE_TIMESTAMP: c->enc = enc_ts_us; c->unit = JSON_TS_US; return 0;
     case DUCKDB_TYPE_TIMESTAMP_S: c->enc = enc_ts; c->unit = JSON_TS_S; return 0;
     case DUCKDB_TYPE_TIMESTAMP_MS: c->enc = enc_ts; c->unit = JSON_TS_MS; return 0;
     case DUCKDB_TYPE_TIMESTAMP_NS: c->enc = enc_ts; c->unit = JSON_TS_NS; return 0;
-    case DUCKDB_TYPE_TIMESTAMP_TZ: c->enc = enc_ts; c->unit = JSON_TS_US; c->utc = true; return 0;
+    case DUCKDB_TYPE_TIMESTAMP_TZ: c->enc = enc_tstz_us; c->unit = JSON_TS_US; c->utc = true; return 0;
     case DUCKDB_TYPE_INTERVAL: c->enc = enc_interval; return 0;
     case DUCKDB_TYPE_UUID: c->enc = enc_uuid; return 0;
     default: break;
