@@ -253,7 +253,7 @@ static inline int put_digits17_tz(char *o, uint64_t d, int k)
  * stored once whole and once shifted one byte right from the point on, so
  * no byte is moved through memory (a byte loop here was turned into a
  * memmove call per value). */
-static inline char *put_fixed_frac(char *o, uint64_t d, int k, int point)
+static inline __attribute__((always_inline)) char *put_fixed_frac(char *o, uint64_t d, int k, int point)
 {
     const uint64_t Z = 0x3030303030303030ull;
     int tz;
