@@ -54,6 +54,26 @@ static inline uint64_t rop(const uint64_t g[2], uint64_t cp)
     return y_hi | (y_lo > 1);
 }
 
+/* k, h and the row of DTOA_G per binary exponent q (-1074..971) for the
+ * usual case (the lower neighbour not closer): the digit search loads them
+ * instead of computing two logarithms and an index (~10 instructions of
+ * ~170 a value). 32 KiB, of which a column touches the rows of its few
+ * exponents; filled before main from the same formulas, so the same bits. */
+#define QROW_MIN (-1074)
+struct qrow {
+    const uint64_t *g;
+    int32_t k, h;
+};
+static struct qrow QROW[971 - QROW_MIN + 1];
+
+__attribute__((constructor)) static void qrow_init(void)
+{
+    for (int q = QROW_MIN; q <= 971; q++) {
+        int k = flog10pow2(q);
+        QROW[q - QROW_MIN] = (struct qrow){DTOA_G[-k - DTOA_G_MIN], k, q + flog2pow10(-k) + 1};
+    }
+}
+
 /* The shortest (closest) decimal d * 10^e in the rounding interval of
  * c * 2^q; `lower_closer` when the predecessor is at half the distance. */
 static inline __attribute__((always_inline)) uint64_t to_decimal(uint64_t c, int q, bool lower_closer,
@@ -61,16 +81,20 @@ static inline __attribute__((always_inline)) uint64_t to_decimal(uint64_t c, int
 {
     uint64_t out = c & 1; /* odd c: the bounds are not in R */
     uint64_t cb = c << 2, cbr = cb + 2, cbl;
-    int k;
-    if (!lower_closer) {
+    int k, h; /* h: 1..4 */
+    const uint64_t *g;
+    if (__builtin_expect(!lower_closer, 1)) {
+        const struct qrow *r = &QROW[q - QROW_MIN];
         cbl = cb - 2;
-        k = flog10pow2(q);
+        k = r->k;
+        h = r->h;
+        g = r->g;
     } else {
         cbl = cb - 1;
         k = flog10threequarterspow2(q);
+        h = q + flog2pow10(-k) + 1;
+        g = DTOA_G[-k - DTOA_G_MIN];
     }
-    int h = q + flog2pow10(-k) + 1; /* 1..4 */
-    const uint64_t *g = DTOA_G[-k - DTOA_G_MIN];
     uint64_t vb = rop(g, cb << h), vbl = rop(g, cbl << h), vbr = rop(g, cbr << h);
     /* Every candidate and test is computed and the answer selected without
      * branches: for arbitrary doubles these outcomes are coin flips, and

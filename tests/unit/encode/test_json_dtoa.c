@@ -151,6 +151,18 @@ TEST(doubles_random_bit_patterns)
     CHECK_EQ_INT(bad, 0);
 }
 
+/* Every binary exponent (every row of dtoa.c's per-exponent table, normal
+ * and subnormal) with 1,000 random significands each, against the
+ * reference. */
+TEST(doubles_every_exponent)
+{
+    bad = 0;
+    for (uint64_t e = 0; e < 2047; e++)
+        for (int i = 0; i < 1000; i++)
+            check_double(from_bits(e << 52 | (rnd() >> 12)));
+    CHECK_EQ_INT(bad, 0);
+}
+
 TEST(doubles_edge_families)
 {
     bad = 0;
@@ -352,6 +364,6 @@ TEST(integers_every_value_below_1e8)
     }
 }
 
-RUN_TESTS(TEST_CASE(doubles_random_bit_patterns), TEST_CASE(doubles_edge_families),
+RUN_TESTS(TEST_CASE(doubles_random_bit_patterns), TEST_CASE(doubles_every_exponent), TEST_CASE(doubles_edge_families),
           TEST_CASE(floats_random_and_edges), TEST_CASE(short_decimals_match_schubfach),
           TEST_CASE(integers_every_value_below_1e8))
