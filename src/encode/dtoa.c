@@ -305,7 +305,9 @@ static inline __attribute__((always_inline)) char *put_fixed_frac(char *o, uint6
         uint64_t a = (uint64_t)_mm_cvtsi128_si64(dg), b = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(dg, dg));
         tz = b != Z ? __builtin_clzll(b ^ Z) >> 3
                     : a != Z ? 8 + (__builtin_clzll(a ^ Z) >> 3) : 16;
-        u128 x = ((u128)b << 64 | a) >> (8 * (16 - pk));
+        u128 x = (u128)b << 64 | a;
+        if (pk < 16) /* random doubles: 16 or 17 digits, no shift */
+            x >>= 8 * (16 - pk);
         memcpy(q, &x, 16);
         q[pp] = '.';
         x >>= 8 * pp;
