@@ -40,7 +40,8 @@ struct arrow_duckdb_stream {
  * already have Arrow's layout are handed to the writer as they are, with no
  * conversion (fixed-width numbers, DATE, TIME, TIMESTAMP*: the vector's values
  * and its validity mask, which has Arrow's bit order); BOOLEAN is packed into
- * bits and VARCHAR/BLOB into offsets + data here. Only when the schema DuckDB
+ * bits, VARCHAR/BLOB laid out as offsets here with their bytes written from the
+ * vector straight into the IPC body (arrow_ipc_write_batch_fill). Only when the schema DuckDB
  * derived for the column is the one this layout matches ("l", "tsu:", "u",
  * ...: other arrow options keep DuckDB's conversion). Every other column
  * (DECIMAL, HUGEINT, UUID, INTERVAL, ENUM, nested types, ...) goes through
