@@ -39,16 +39,6 @@ static void check_cast_type(const char *type)
     duckdb_destroy_prepare(&st);
 }
 
-static bool strv_eq(const struct strvec *a, const struct strvec *b)
-{
-    if (a->len != b->len)
-        return false;
-    for (size_t i = 0; i < a->len; i++)
-        if (strcmp(a->items[i], b->items[i]) != 0)
-            return false;
-    return true;
-}
-
 static void manifest(const uint8_t *data, size_t size)
 {
     struct cluster_manifest m;
@@ -70,9 +60,9 @@ static void manifest(const uint8_t *data, size_t size)
             !m.source_version != !b.source_version ||
             (m.source_version && strcmp(m.source_version, b.source_version)) ||
             m.published_at_us != b.published_at_us || m.build_ms != b.build_ms ||
-            strcmp(m.writer, b.writer) || !strv_eq(&m.col_names, &b.col_names) ||
-            !strv_eq(&m.col_types, &b.col_types) || !strv_eq(&m.cast_names, &b.cast_names) ||
-            !strv_eq(&m.cast_types, &b.cast_types))
+            strcmp(m.writer, b.writer) || !strvec_equal(&m.col_names, &b.col_names) ||
+            !strvec_equal(&m.col_types, &b.col_types) || !strvec_equal(&m.cast_names, &b.cast_names) ||
+            !strvec_equal(&m.cast_types, &b.cast_types))
             abort();
         cluster_manifest_release(&b);
         free(text);
