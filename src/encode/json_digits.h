@@ -11,9 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-static const char DIG2[201] __attribute__((unused)) = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                              "8081828384858687888990919293949596979899";
+#include "encode/json_format.h" /* json_put2 */
 
 static const uint64_t P10[20] __attribute__((unused)) = {1ull,
                                  10ull,
@@ -36,7 +34,6 @@ static const uint64_t P10[20] __attribute__((unused)) = {1ull,
                                  1000000000000000000ull,
                                  10000000000000000000ull};
 
-static inline void put2(char *o, unsigned v) { memcpy(o, DIG2 + 2 * v, 2); }
 
 /* Decimal digit count of v >= 1 (log2 * 1233/4096 approximates log10). */
 static inline int ndigits_u64(uint64_t v)
@@ -132,11 +129,11 @@ static inline __attribute__((always_inline)) char *digits_fix(char *o, uint32_t 
     if (lead == 1)
         *o = (char)('0' + (f >> 47));
     else
-        put2(o, (unsigned)(f >> 47));
+        json_put2(o, (unsigned)(f >> 47));
     o += lead;
     for (int i = 0; i < pairs; i++) {
         f = (f & M) * 100;
-        put2(o, (unsigned)(f >> 47));
+        json_put2(o, (unsigned)(f >> 47));
         o += 2;
     }
     return o;
@@ -156,7 +153,7 @@ static inline char *digits_u64(char *o, uint64_t v)
             *o = (char)('0' + v);
             return o + 1;
         }
-        put2(o, (unsigned)v);
+        json_put2(o, (unsigned)v);
         return o + 2;
     }
     if (v < 100000000) {
@@ -199,13 +196,13 @@ static inline char *digits_dec_small(char *o, int64_t v, unsigned scale)
     if (scale == 1) {
         o[1] = (char)('0' + fp);
     } else if (scale == 2) {
-        put2(o + 1, (unsigned)fp);
+        json_put2(o + 1, (unsigned)fp);
     } else if (scale == 3) {
-        put2(o + 1, (unsigned)(fp / 10));
+        json_put2(o + 1, (unsigned)(fp / 10));
         o[3] = (char)('0' + fp % 10);
     } else {
-        put2(o + 1, (unsigned)(fp / 100));
-        put2(o + 3, (unsigned)(fp % 100));
+        json_put2(o + 1, (unsigned)(fp / 100));
+        json_put2(o + 3, (unsigned)(fp % 100));
     }
     return o + 1 + scale;
 }

@@ -12,6 +12,11 @@
 
 #include "encode/json_digits.h"
 
+const char json_digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                   "25262728293031323334353637383940414243444546474849"
+                                   "50515253545556575859606162636465666768697071727374"
+                                   "75767778798081828384858687888990919293949596979899";
+
 typedef __int128 i128;
 typedef unsigned __int128 u128;
 
@@ -179,8 +184,8 @@ static char *put_date(char *o, int64_t days)
     unsigned m, d;
     civil_from_days(days, &y, &m, &d);
     if (y >= 0 && y <= 9999) {
-        put2(o, (unsigned)(y / 100));
-        put2(o + 2, (unsigned)(y % 100));
+        json_put2(o, (unsigned)(y / 100));
+        json_put2(o + 2, (unsigned)(y % 100));
         o += 4;
     } else {
         uint64_t uy = (uint64_t)y;
@@ -196,9 +201,9 @@ static char *put_date(char *o, int64_t days)
         }
     }
     o[0] = '-';
-    put2(o + 1, m);
+    json_put2(o + 1, m);
     o[3] = '-';
-    put2(o + 4, d);
+    json_put2(o + 4, d);
     return o + 6;
 }
 
@@ -247,13 +252,13 @@ static inline __attribute__((always_inline)) char *put_frac(char *o, uint64_t fr
     uint32_t f = (uint32_t)frac;
     if (ndig == 6) {
         uint32_t a = f / 10000, r = f - a * 10000, b = r / 100;
-        put2(o + 1, a);
-        put2(o + 3, b);
-        put2(o + 5, r - b * 100);
+        json_put2(o + 1, a);
+        json_put2(o + 3, b);
+        json_put2(o + 5, r - b * 100);
     } else if (ndig == 3) {
         uint32_t a = f / 100;
         o[1] = (char)('0' + a);
-        put2(o + 2, f - a * 100);
+        json_put2(o + 2, f - a * 100);
     } else {
         put_digits(o + 1, frac, ndig);
     }
@@ -268,19 +273,19 @@ static inline __attribute__((always_inline)) char *put_hms(char *o, uint64_t sec
 {
     if (secs < 360000) { /* below 100 hours: 32-bit arithmetic */
         uint32_t s32 = (uint32_t)secs, h = s32 / 3600, rem = s32 - h * 3600, m = rem / 60;
-        put2(o, h);
+        json_put2(o, h);
         o[2] = ':';
-        put2(o + 3, m);
+        json_put2(o + 3, m);
         o[5] = ':';
-        put2(o + 6, rem - m * 60);
+        json_put2(o + 6, rem - m * 60);
         return o + 8;
     }
     unsigned h = (unsigned)(secs / 3600), rem = (unsigned)(secs % 3600);
     o = json_fmt_u64(o, h);
     o[0] = ':';
-    put2(o + 1, rem / 60);
+    json_put2(o + 1, rem / 60);
     o[3] = ':';
-    put2(o + 4, rem % 60);
+    json_put2(o + 4, rem % 60);
     return o + 6;
 }
 
@@ -324,13 +329,13 @@ char *json_fmt_time_tz(char *o, uint64_t bits)
     o = put_frac(o, micros % 1000000, 6);
     *o++ = offset < 0 ? '-' : '+';
     unsigned a = (unsigned)(offset < 0 ? -offset : offset);
-    put2(o, a / 3600);
+    json_put2(o, a / 3600);
     o[2] = ':';
-    put2(o + 3, a / 60 % 60);
+    json_put2(o + 3, a / 60 % 60);
     o += 5;
     if (a % 60) {
         *o = ':';
-        put2(o + 1, a % 60);
+        json_put2(o + 1, a % 60);
         o += 3;
     }
     *o++ = '"';

@@ -37,6 +37,11 @@
 #include <stdint.h>
 #include <string.h>
 
+/* "00".."99": the digits of each value below 100, one table for every text
+ * writer (the JSON formatters, pgwire's dates and times). */
+extern const char json_digit_pairs[201];
+static inline void json_put2(char *o, unsigned v) { memcpy(o, json_digit_pairs + 2 * v, 2); } /* v < 100 */
+
 #define JSON_FMT_SLACK 32
 #define JSON_FMT_MAX_INT 41       /* -170141183460469231731687303715884105728 */
 #define JSON_FMT_MAX_DOUBLE 32    /* -0.0000012345678901234567 and friends */

@@ -426,6 +426,13 @@ static void conn_close(struct http_conn *c, const char *outcome)
 
 /* ------------------------------------------------------------ writing */
 
+/* Reading a body or writing an answer: VT_CONNECTION_TIMEOUT_SECS more from
+ * the loop's clock each time bytes move. */
+static void extend_io_deadline(struct http_conn *c)
+{
+    c->io_deadline_ms = c->loop->now_ms + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
+}
+
 static void start_write(struct http_conn *c, struct http_response *r)
 {
     c->resp = r;
@@ -435,7 +442,7 @@ static void start_write(struct http_conn *c, struct http_response *r)
     c->stream_waiting = false;
     c->stream_ended = false;
     c->state = C_WRITE;
-    c->io_deadline_ms = c->loop->now_ms + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
+    extend_io_deadline(c);
     if (r->close)
         c->close_after = true;
     if (c->req->method == HTTP_HEAD && r->kind == RESP_STREAM)
@@ -485,7 +492,7 @@ static int write_some(struct http_conn *c)
                 c->head_off = r->head.len;
                 c->body_off += (size_t)n - hrest;
             }
-            c->io_deadline_ms = c->loop->now_ms + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
+            extend_io_deadline(c);
             continue;
         }
         if (!body)
@@ -549,7 +556,7 @@ static int write_some(struct http_conn *c)
             }
             break;
         }
-        c->io_deadline_ms = c->loop->now_ms + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
+        extend_io_deadline(c);
         continue;
     fail:
         if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -654,7 +661,7 @@ static void got_head(struct http_conn *c, size_t end)
     if (req->head.expect_continue && c->rlen == 0)
         send_continue(c);
     c->state = C_BODY;
-    c->io_deadline_ms = c->loop->now_ms + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
+    extend_io_deadline(c);
 }
 
 /* Body bytes in rbuf go to the request. */
@@ -802,7 +809,7 @@ static bool read_input(struct http_conn *c)
         if (n > 0) {
             c->rlen += (size_t)n;
             if (c->state == C_BODY)
-                c->io_deadline_ms = c->loop->now_ms + (int64_t)VT_CONNECTION_TIMEOUT_SECS * 1000;
+                extend_io_deadline(c);
             /* Parse before reading more: a body (or the next request) is
              * taken as it comes, the buffer stays one head large. */
             process(c);

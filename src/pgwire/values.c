@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "encode/dtoa.h"
+#include "encode/json_format.h" /* json_put2 */
 #include "pgwire/pgwire.h"
 
 /* ------------------------------------------------------------ text output */
@@ -32,17 +33,10 @@ static void civil(int64_t z, int64_t *y, unsigned *m, unsigned *d)
     *y = yy + (*m <= 2);
 }
 
-/* "00".."99": two digits with one load (dates and times are written for
- * every value of a text result). */
-static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
-                               "25262728293031323334353637383940414243444546474849"
-                               "50515253545556575859606162636465666768697071727374"
-                               "75767778798081828384858687888990919293949596979899";
-
 /* The last two digits of v. */
 static inline char *put2(char *o, unsigned v)
 {
-    memcpy(o, pairs + 2 * (v % 100), 2);
+    json_put2(o, v % 100);
     return o + 2;
 }
 

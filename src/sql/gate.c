@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,9 +59,15 @@ struct walk {
 bool sql_walk_in_scope(const struct sql_walk *sw, const char *name);
 bool sql_walk_is_dataset(const struct sql_walk *sw, const char *name);
 
-static enum vt_err refuse(struct walk *w, enum vt_err code, const char *fmt, const char *what)
+static enum vt_err refuse(struct walk *w, enum vt_err code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static enum vt_err refuse(struct walk *w, enum vt_err code, const char *fmt, ...)
 {
-    return vt_error_set(w->err, code, fmt, what);
+    va_list ap;
+    va_start(ap, fmt);
+    enum vt_err rc = vt_error_setv(w->err, code, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 static enum vt_err walk_node(struct walk *w, const json_t *node, int depth);
@@ -326,13 +333,11 @@ static enum vt_err check_lead_lag(struct walk *w, const json_t *e)
                 json_number_value(n) <= (double)VT_SQL_MAX_WINDOW_OFFSET));
     if (ok)
         return VT_ERR_OK;
-    char msg[200];
-    snprintf(msg, sizeof msg,
-             "%s: the offset must be an integer constant between -%lld and %lld "
-             "(the limit of rows a window function may look past)",
-             strcmp(type, "WINDOW_LAG") ? "lead" : "lag", (long long)VT_SQL_MAX_WINDOW_OFFSET,
-             (long long)VT_SQL_MAX_WINDOW_OFFSET);
-    return refuse(w, VT_ERR_LIMIT_EXCEEDED, "%s", msg);
+    return refuse(w, VT_ERR_LIMIT_EXCEEDED,
+                  "%s: the offset must be an integer constant between -%lld and %lld "
+                  "(the limit of rows a window function may look past)",
+                  strcmp(type, "WINDOW_LAG") ? "lead" : "lag",
+                  (long long)VT_SQL_MAX_WINDOW_OFFSET, (long long)VT_SQL_MAX_WINDOW_OFFSET);
 }
 
 /* A frame that excludes rows (EXCLUDE CURRENT ROW, GROUP or TIES): DuckDB
@@ -362,12 +367,10 @@ static enum vt_err count_collations(struct walk *w, const char *name)
         return VT_ERR_OK;
     if (++w->collations <= VT_SQL_MAX_COLLATE_CALLS)
         return VT_ERR_OK;
-    char msg[200];
-    snprintf(msg, sizeof msg,
-             "%s: at most %d icu_collate_*/icu_sort_key calls in a statement (the limit; "
-             "each nested one doubles its text)",
-             name, VT_SQL_MAX_COLLATE_CALLS);
-    return refuse(w, VT_ERR_LIMIT_EXCEEDED, "%s", msg);
+    return refuse(w, VT_ERR_LIMIT_EXCEEDED,
+                  "%s: at most %d icu_collate_*/icu_sort_key calls in a statement (the limit; "
+                  "each nested one doubles its text)",
+                  name, VT_SQL_MAX_COLLATE_CALLS);
 }
 
 /* The allowlisted names that are macros: DuckDB 1.4.4's (duckdb_functions()
@@ -449,10 +452,11 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
                           "%s: aggregate states cannot be exported (EXPORT_STATE)",
                           str(e, "function_name") ? str(e, "function_name") : "function");
         enum vt_err rc = check_function(w, e, false);
-        if (!rc && !strcmp(cls, "WINDOW"))
+        if (!rc && !strcmp(cls, "WINDOW")) {
             rc = check_lead_lag(w, e);
-        if (!rc && !strcmp(cls, "WINDOW"))
-            rc = check_frame_exclude(w, e);
+            if (!rc)
+                rc = check_frame_exclude(w, e);
+        }
         if (!rc)
             rc = count_collations(w, str(e, "function_name"));
         if (rc)
@@ -478,14 +482,11 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
                       "recursively: deep documents overflow its stack)");
     /* Children of every known class: walk all members generically. */
     bool macro = !strcmp(cls, "FUNCTION") && is_macro(str(e, "function_name"));
-    if (macro && ++w->macro_nest > VT_SQL_MAX_MACRO_NESTING) {
-        char msg[200];
-        snprintf(msg, sizeof msg,
-                 "%s: at most %d macro calls nested in one another (the limit; each expands "
-                 "its arguments again)",
-                 str(e, "function_name"), VT_SQL_MAX_MACRO_NESTING);
-        return refuse(w, VT_ERR_LIMIT_EXCEEDED, "%s", msg);
-    }
+    if (macro && ++w->macro_nest > VT_SQL_MAX_MACRO_NESTING)
+        return refuse(w, VT_ERR_LIMIT_EXCEEDED,
+                      "%s: at most %d macro calls nested in one another (the limit; each "
+                      "expands its arguments again)",
+                      str(e, "function_name"), VT_SQL_MAX_MACRO_NESTING);
     enum vt_err rc = walk_members(w, e, depth);
     if (macro)
         w->macro_nest--;

@@ -475,34 +475,21 @@ static void add_deep_type(struct strbuf *sb, int kind, int n)
 {
     static const char *const base[] = {"INTEGER", "JSON", "VARCHAR", "VARIANT"};
     const char *b = base[(size_t)(kind >> 2) % 4];
-    switch (kind & 3) {
-    case 0:
+    if ((kind & 3) == 0) { /* b[][]...[] */
         sb_adds(sb, b);
         for (int i = 0; i < n; i++)
             sb_adds(sb, "[]");
         return;
-    case 1:
-        for (int i = 0; i < n; i++)
-            sb_adds(sb, "STRUCT(a ");
-        sb_adds(sb, b);
-        for (int i = 0; i < n; i++)
-            sb_addc(sb, ')');
-        return;
-    case 2:
-        for (int i = 0; i < n; i++)
-            sb_adds(sb, "MAP(VARCHAR, ");
-        sb_adds(sb, b);
-        for (int i = 0; i < n; i++)
-            sb_addc(sb, ')');
-        return;
-    default:
-        for (int i = 0; i < n; i++)
-            sb_adds(sb, i & 1 ? "STRUCT(a " : "UNION(a ");
-        sb_adds(sb, b);
-        for (int i = 0; i < n; i++)
-            sb_addc(sb, ')');
-        return;
     }
+    /* STRUCT(a STRUCT(a ... b)), MAP(VARCHAR, ...), or UNION and STRUCT alternating */
+    for (int i = 0; i < n; i++)
+        sb_adds(sb, (kind & 3) == 1   ? "STRUCT(a "
+                    : (kind & 3) == 2 ? "MAP(VARCHAR, "
+                    : i & 1           ? "STRUCT(a "
+                                      : "UNION(a ");
+    sb_adds(sb, b);
+    for (int i = 0; i < n; i++)
+        sb_addc(sb, ')');
 }
 
 static void add_type(struct strbuf *sb, struct rd *r)

@@ -16,20 +16,18 @@
  * origin could not read it). Its job ignores the deadline on purpose and
  * waits for the test to have read the 504 (polled, bounded): no timing
  * assumption. */
-#include <arpa/inet.h>
 #include <duckdb.h>
-#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "config/config.h"
 #include "engine/engine.h"
 #include "http/server.h"
+#include "http_testutil.h"
 #include "testlib.h"
 
 #define TAIL_MS 300
@@ -39,11 +37,6 @@ static atomic_int job_finished;
 static atomic_int client_done, stuck_finished;
 
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 static void tail_job(struct http_request *req)
 {
@@ -80,39 +73,6 @@ static void stuck_handler(struct http_request *req)
     http_defer(req, pool, stuck_job);
 }
 
-
-/* Sends `head`, returns the bytes read until EOF. */
-static size_t exchange(int port, const char *head, char *buf, size_t cap)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        if (fd >= 0)
-            close(fd);
-        return 0;
-    }
-    size_t n = strlen(head);
-    if (write(fd, head, n) != (ssize_t)n) {
-        close(fd);
-        return 0;
-    }
-    size_t got = 0;
-    ssize_t r;
-    while (got + 1 < cap && (r = read(fd, buf + got, cap - 1 - got)) > 0)
-        got += (size_t)r;
-    buf[got] = '\0';
-    close(fd);
-    return got;
-}
-
-/* GET path with Connection: close; returns the bytes read until EOF. */
-static size_t fetch(int port, const char *path, char *buf, size_t cap)
-{
-    char req[256];
-    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", path);
-    return exchange(port, req, buf, cap);
-}
 
 TEST(stop_waits_for_a_job_that_outlives_its_connection)
 {

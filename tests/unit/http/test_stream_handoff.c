@@ -7,19 +7,17 @@
  * pieces must still go out at once, one chunk each, and every byte arrives in
  * order either way. The client reads the chunked body and counts its chunks
  * (the loop frames each handed-over buffer as one chunk). */
-#include <arpa/inet.h>
 #include <duckdb.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "config/config.h"
 #include "engine/engine.h"
 #include "http/server.h"
+#include "http_testutil.h"
 #include "testlib.h"
 
 #define PIECE (100 * 1024)
@@ -27,12 +25,6 @@
 #define SLOW_PIECES 5
 
 static struct eng_pool *pool;
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* Piece i is PIECE bytes of the letter 'a' + i % 26. */
 static void produce(struct http_request *req, int pieces, long pause_ms)
@@ -61,31 +53,9 @@ static void slow_handler(struct http_request *req) { http_defer(req, pool, slow_
  * the caller frees; *len its bytes. */
 static char *fetch_all(int port, const char *path, size_t *len)
 {
-    *len = 0;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        if (fd >= 0)
-            close(fd);
-        return NULL;
-    }
-    char head[256];
-    int n = snprintf(head, sizeof head,
-                     "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", path);
-    if (write(fd, head, (size_t)n) != n) {
-        close(fd);
-        return NULL;
-    }
-    size_t cap = (size_t)FAST_PIECES * PIECE + 65536, got = 0;
+    size_t cap = (size_t)FAST_PIECES * PIECE + 65536;
     char *buf = malloc(cap + 1);
-    ssize_t r;
-    while (buf && got < cap && (r = read(fd, buf + got, cap - got)) > 0)
-        got += (size_t)r;
-    close(fd);
-    if (buf)
-        buf[got] = '\0';
-    *len = got;
+    *len = buf ? fetch(port, path, buf, cap + 1) : 0;
     return buf;
 }
 
