@@ -167,3 +167,64 @@ size_t sql_allowed_functions(const char *const **out)
     *out = allowed;
     return sizeof allowed / sizeof allowed[0];
 }
+
+/* The macros among the allowed names, with their expansion (sql.h
+ * sql_macro_expansion): DuckDB 1.4.4's (duckdb_functions() of function_type
+ * macro, main and pg_catalog) and engine/functions.c's bounded wrappers.
+ * fanout: the most copies of one argument the body makes; body: its
+ * expression nodes; macros the body calls are expanded in both, overloads
+ * take the largest. Written from test_gate's computation over DuckDB's own
+ * catalogue (json_serialize_sql of each definition), which checks that the
+ * two agree. Sorted, for bsearch. */
+static const struct macro_cost {
+    const char *name;
+    unsigned short fanout, body;
+} macros[] = {
+    {"array_append", 1, 6}, {"array_intersect", 1, 10}, {"array_pop_back", 2, 7},
+    {"array_pop_front", 1, 4}, {"array_prepend", 1, 6}, {"array_push_back", 1, 4},
+    {"array_push_front", 1, 4}, {"array_resize", 1, 7}, {"array_reverse", 1, 6},
+    {"array_to_string", 1, 5}, {"array_to_string_comma_default", 1, 5}, {"bitstring", 1, 7},
+    {"damerau_levenshtein", 2, 7}, {"date_add", 1, 3}, {"editdist3", 2, 7},
+    {"equi_width_bins", 1, 8}, {"fdiv", 1, 4}, {"fmod", 2, 8}, {"format", 1, 18},
+    {"format_pg_type", 15, 74}, {"from_json", 1, 4}, {"from_json_strict", 1, 4},
+    {"generate_series", 2, 6}, {"generate_subscripts", 2, 15}, {"geomean", 1, 4},
+    {"geometric_mean", 1, 5}, {"jaro_similarity", 2, 8}, {"jaro_winkler_similarity", 2, 8},
+    {"json", 1, 3}, {"json_contains", 1, 6}, {"json_group_array", 2, 14},
+    {"json_group_object", 2, 20}, {"json_group_structure", 2, 21}, {"json_merge_patch", 1, 27},
+    {"json_structure", 1, 3}, {"json_transform", 1, 4}, {"json_transform_strict", 1, 4},
+    {"levenshtein", 2, 7}, {"list_any_value", 1, 3}, {"list_append", 1, 4},
+    {"list_approx_count_distinct", 1, 3}, {"list_avg", 1, 3}, {"list_bit_and", 1, 3},
+    {"list_bit_or", 1, 3}, {"list_bit_xor", 1, 3}, {"list_bool_and", 1, 3},
+    {"list_bool_or", 1, 3}, {"list_count", 1, 3}, {"list_entropy", 1, 3}, {"list_first", 1, 3},
+    {"list_histogram", 1, 3}, {"list_intersect", 1, 8}, {"list_kurtosis", 1, 3},
+    {"list_kurtosis_pop", 1, 3}, {"list_last", 1, 3}, {"list_mad", 1, 3}, {"list_max", 1, 3},
+    {"list_median", 1, 3}, {"list_min", 1, 3}, {"list_mode", 1, 3}, {"list_prepend", 1, 4},
+    {"list_product", 1, 3}, {"list_resize", 1, 7}, {"list_reverse", 1, 5}, {"list_sem", 1, 3},
+    {"list_skewness", 1, 3}, {"list_stddev_pop", 1, 3}, {"list_stddev_samp", 1, 3},
+    {"list_string_agg", 1, 3}, {"list_sum", 1, 3}, {"list_var_pop", 1, 3},
+    {"list_var_samp", 1, 3}, {"lpad", 1, 8}, {"map_contains_entry", 1, 6},
+    {"map_contains_value", 1, 4}, {"map_to_pg_oid", 17, 70}, {"md5_number_lower", 1, 9},
+    {"md5_number_upper", 1, 9}, {"nullif", 2, 6}, {"overlay", 2, 15}, {"pg_typeof", 1, 3},
+    {"printf", 1, 18}, {"range", 2, 6}, {"regexp_split_to_table", 1, 4}, {"repeat", 2, 4},
+    {"round_even", 3, 23}, {"roundbankers", 3, 29}, {"rpad", 1, 8}, {"session_user", 0, 1},
+    {"split_part", 2, 16}, {"to_char", 1, 4}, {"to_timestamp", 1, 3}, {"wavg", 2, 15},
+    {"weighted_avg", 2, 11},
+};
+
+static int cmp_macro(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, ((const struct macro_cost *)b)->name);
+}
+
+bool sql_macro_expansion(const char *name, unsigned *fanout, unsigned *body)
+{
+    const struct macro_cost *m =
+        name ? bsearch(&name, macros, sizeof macros / sizeof macros[0], sizeof macros[0],
+                       cmp_macro)
+             : NULL;
+    if (!m)
+        return false;
+    *fanout = m->fanout;
+    *body = m->body;
+    return true;
+}

@@ -52,7 +52,9 @@ struct walk {
     bool changed;               /* a hook mapped the tree */
     bool catalog;               /* a hook mapped a name onto the dialect's own objects */
     int collations;             /* icu_collate_* and icu_sort_key calls seen */
-    int macro_nest;             /* macro calls around the expression being walked */
+    uint64_t macro_mult;        /* copies of the expression being walked once macros around
+                                 * it are expanded (1: none) */
+    uint64_t macro_nodes;       /* expression nodes macros add to the statement */
 };
 
 /* The hooks' view of the walk (sql.h). */
@@ -373,46 +375,6 @@ static enum vt_err count_collations(struct walk *w, const char *name)
                   name, VT_SQL_MAX_COLLATE_CALLS);
 }
 
-/* The allowlisted names that are macros: DuckDB 1.4.4's (duckdb_functions()
- * of function_type macro in main and pg_catalog) and the bounded wrappers of
- * engine/functions.c. A macro is expanded at bind, each use of a parameter a
- * copy of the argument, so macros nested in each other's arguments expand
- * exponentially where nothing can interrupt them: round_even 44 deep bound
- * on at 100% of a core long after its 504 (fuzz7's fuzz_sql_functions; 8
- * deep: 5 s, 6 deep: 0.3 s). At most VT_SQL_MAX_MACRO_NESTING of them are
- * nested in one another. Sorted, for bsearch. */
-static const char *const macro_names[] = {
-    "array_append", "array_intersect", "array_pop_back", "array_pop_front", "array_prepend",
-    "array_push_back", "array_push_front", "array_resize", "array_reverse", "array_to_string",
-    "array_to_string_comma_default", "bitstring", "damerau_levenshtein", "date_add", "editdist3",
-    "equi_width_bins", "fdiv", "fmod", "format", "format_pg_type", "from_json", "from_json_strict",
-    "generate_series", "generate_subscripts", "geomean", "geometric_mean", "histogram",
-    "jaro_similarity", "jaro_winkler_similarity", "json", "json_contains", "json_group_array",
-    "json_group_object", "json_group_structure", "json_merge_patch", "json_structure",
-    "json_transform", "json_transform_strict", "levenshtein", "list_any_value", "list_append",
-    "list_approx_count_distinct", "list_avg", "list_bit_and", "list_bit_or", "list_bit_xor",
-    "list_bool_and", "list_bool_or", "list_count", "list_entropy", "list_first",
-    "list_histogram", "list_intersect", "list_kurtosis", "list_kurtosis_pop", "list_last",
-    "list_mad", "list_max", "list_median", "list_min", "list_mode", "list_prepend",
-    "list_product", "list_resize", "list_reverse", "list_sem", "list_skewness",
-    "list_stddev_pop", "list_stddev_samp", "list_string_agg", "list_sum", "list_var_pop",
-    "list_var_samp", "lpad", "map_contains_entry", "map_contains_value", "map_to_pg_oid",
-    "md5_number_lower", "md5_number_upper", "nullif", "overlay", "pg_typeof", "printf", "range",
-    "regexp_split_to_table", "repeat", "round_even", "roundbankers", "rpad", "session_user",
-    "split_part", "to_char", "to_timestamp", "wavg", "weighted_avg",
-};
-
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static bool is_macro(const char *name)
-{
-    return name && bsearch(&name, macro_names, sizeof macro_names / sizeof macro_names[0],
-                           sizeof macro_names[0], cmp_name) != NULL;
-}
-
 static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
 {
     if (depth > MAX_DEPTH)
@@ -480,16 +442,32 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
         return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION, "%s",
                       "casts to VARIANT are not allowed (DuckDB converts JSON to VARIANT "
                       "recursively: deep documents overflow its stack)");
-    /* Children of every known class: walk all members generically. */
-    bool macro = !strcmp(cls, "FUNCTION") && is_macro(str(e, "function_name"));
-    if (macro && ++w->macro_nest > VT_SQL_MAX_MACRO_NESTING)
-        return refuse(w, VT_ERR_LIMIT_EXCEEDED,
-                      "%s: at most %d macro calls nested in one another (the limit; each "
-                      "expands its arguments again)",
-                      str(e, "function_name"), VT_SQL_MAX_MACRO_NESTING);
+    /* Children of every known class: walk all members generically. A
+     * macro is expanded at bind, where nothing can interrupt it: each use of
+     * a parameter in its body is a copy of the argument, so macros nested in
+     * each other's arguments grow the statement exponentially
+     * (format_pg_type uses its argument 15 times: 4 deep took 3 s to bind,
+     * 6 deep half an hour; stop 41's CI). Count the nodes the expansion
+     * adds (sql_macro_expansion: each macro's body and fan-out) and refuse
+     * past VT_SQL_MAX_MACRO_NODES. */
+    if (w->macro_mult > 1)
+        w->macro_nodes += w->macro_mult;
+    unsigned fanout = 0, body = 0;
+    bool macro = !strcmp(cls, "FUNCTION") &&
+                 sql_macro_expansion(str(e, "function_name"), &fanout, &body);
+    uint64_t outer = w->macro_mult;
+    if (macro) {
+        w->macro_nodes += outer * body;
+        if (w->macro_nodes > VT_SQL_MAX_MACRO_NODES)
+            return refuse(w, VT_ERR_LIMIT_EXCEEDED,
+                          "%s: the macros of this statement expand to more than %d expression "
+                          "nodes (the limit; each use of a macro's parameter copies its "
+                          "argument, so macros nested in one another's arguments multiply)",
+                          str(e, "function_name"), VT_SQL_MAX_MACRO_NODES);
+        w->macro_mult = outer * fanout;
+    }
     enum vt_err rc = walk_members(w, e, depth);
-    if (macro)
-        w->macro_nest--;
+    w->macro_mult = outer;
     return rc;
 }
 
@@ -1275,7 +1253,7 @@ enum vt_err sql_gate_check_opts(duckdb_connection con, const char *sql,
     } else {
         const json_t *node = json_object_get(json_array_get(stmts, 0), "node");
         struct walk w = {.is_dataset = is_dataset, .ctx = ctx, .err = err, .out = out,
-                         .opts = opts, .dialect = dialect};
+                         .opts = opts, .dialect = dialect, .macro_mult = 1};
         void *state = dialect && dialect->before && node ? dialect->before((json_t *)node) : NULL;
         rc = node ? walk_node(&w, node, 0)
                   : vt_error_set(err, VT_ERR_SQL_SYNTAX, "no statement");

@@ -170,6 +170,14 @@ void sql_gate_forget(duckdb_connection con);
 /* The allowlist (allowlist.c). */
 bool sql_function_allowed(const char *name);
 size_t sql_allowed_functions(const char *const **out);
+/* The allowlisted functions that are macros (DuckDB's own and the bounded
+ * wrappers of engine/functions.c) and what expanding one costs: `fanout`,
+ * the most copies of one argument its body makes, and `body`, the
+ * expression nodes of its body, both with the macros it calls expanded and
+ * over its overloads. False for a function that is not a macro. The gate
+ * limits a statement's expansion with them; test_gate recomputes them from
+ * DuckDB's catalogue. */
+bool sql_macro_expansion(const char *name, unsigned *fanout, unsigned *body);
 bool sql_table_function_allowed(const char *name);
 
 /* Dependency cycles among saved queries: `deps(ctx, name, &list, &n)` gives

@@ -82,8 +82,9 @@
 #define VT_SQL_MAX_BINS 1000                   /* equi_width_bins bin_count (more per
                                                 * unit of an integer range never ends) */
 #define VT_SQL_MAX_BINS_VECTOR (1000 * 2048)
-#define VT_SQL_MAX_MACRO_NESTING 6              /* macro calls (round_even, split_part, the
-                                                * wrappers...) nested in one another */
+#define VT_SQL_MAX_MACRO_NODES 50000           /* expression nodes macro expansion adds to
+                                                * a statement (bound before it can be
+                                                * interrupted: ~5 us a node) */
 #define VT_SQL_MAX_WINDOW_OFFSET 1000000000000LL /* lead/lag offset (a constant): rows past
                                                   * the current one; INT64_MIN crashed DuckDB */
 

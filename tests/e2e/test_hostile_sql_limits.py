@@ -331,6 +331,10 @@ CAPS = [
     # deep kept a core busy long after its 504 (fuzz7's fuzz run)
     ("SELECT " + "round_even(" * 44 + "NULL" + ", NULL)" * 44, "round_even"),
     ("SELECT " + "repeat(" * 30 + "'a'" + ", 1)" * 30, "repeat"),
+    # format_pg_type copies its argument 15 times: 6 deep would bind for
+    # half an hour (stop 41's CI, fuzz_sql_functions' watchdog)
+    ("SELECT " + "format_pg_type(" * 6 + "'abc'" + ", 'YYYY-MM-DD HH24:MI')" * 6,
+     "format_pg_type"),
     # integer bins past ~1,000 per unit of the range looped without end, and
     # the abandoned worker kept a core (fuzz7's probe)
     ("SELECT equi_width_bins(0, 10, 20000, false)", "equi_width_bins"),
