@@ -323,6 +323,153 @@ static void repeat_n_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_
     pass_through(nv, out, n, sizeof(int64_t));
 }
 
+/* Whether `bytes` more for row i (of a vector that has `*sum` so far) stay
+ * within VT_SQL_MAX_GROWN_BYTES and its vector limit; fails the call naming
+ * `what` when not. */
+static bool grown_ok(duckdb_function_info info, const char *what, double bytes, double *sum,
+                     idx_t i)
+{
+    *sum += bytes;
+    if (bytes > VT_SQL_MAX_GROWN_BYTES) {
+        fail(info, what, "a result of %s%.0f bytes is over the limit of %d",
+             bytes == VT_SQL_MAX_GROWN_BYTES + 1.0 ? "more than " : "",
+             bytes == VT_SQL_MAX_GROWN_BYTES + 1.0 ? bytes - 1 : bytes, VT_SQL_MAX_GROWN_BYTES);
+        return false;
+    }
+    if (*sum > VT_SQL_MAX_GROWN_BYTES_VECTOR) {
+        fail(info, what,
+             "results of %.0f bytes for %llu rows together are over the limit of %d for one "
+             "vector of rows",
+             *sum, (unsigned long long)(i + 1), VT_SQL_MAX_GROWN_BYTES_VECTOR);
+        return false;
+    }
+    return true;
+}
+
+/* "vt:grow"(x, factor DOUBLE, what VARCHAR) -> x, or an error when a result
+ * of `factor` bytes per byte of x (text, blob or BIGNUM) would pass
+ * VT_SQL_MAX_GROWN_BYTES: what bin, hex, url_encode... make of their
+ * argument, in one call, and nested in one another 2^n (to_hex 29 deep over
+ * 200 KB ran on past its deadline). Overloads mirror the built-in's, so an
+ * argument binds to the same one; integers pass as they are (their result
+ * is a few bytes). x is handed on by reference, not copied. */
+static void grow_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector xv = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_logical_type t = duckdb_vector_get_column_type(xv);
+    duckdb_type id = duckdb_get_type_id(t);
+    duckdb_destroy_logical_type(&t);
+    if (id == DUCKDB_TYPE_VARCHAR || id == DUCKDB_TYPE_BLOB || id == DUCKDB_TYPE_BIGNUM) {
+        double *factor = duckdb_vector_get_data(duckdb_data_chunk_get_vector(in, 1));
+        duckdb_string_t *x = duckdb_vector_get_data(xv);
+        uint64_t *valid = duckdb_vector_get_validity(xv);
+        double sum = 0;
+        for (idx_t i = 0; i < n; i++) {
+            if (!duckdb_validity_row_is_valid(valid, i))
+                continue;
+            char what[64];
+            what_of(in, 2, i, what, sizeof what);
+            if (!grown_ok(info, what, (double)duckdb_string_t_length(x[i]) * factor[i], &sum, i))
+                return;
+        }
+    }
+    duckdb_vector_reference_vector(out, xv);
+}
+
+/* The next occurrence of f (fl > 0 bytes) in [p, end), or NULL. */
+static const char *find_next(const char *p, const char *end, const char *f, size_t fl)
+{
+    if (fl == 1)
+        return memchr(p, f[0], (size_t)(end - p));
+    return memmem(p, (size_t)(end - p), f, fl);
+}
+
+/* "vt:replace"(s, from, to): DuckDB's replace (every occurrence of `from`,
+ * left to right, none overlapping; an empty `from` leaves s as it is), its
+ * result's size counted before it is built: replace nested in itself
+ * doubles per level, and one call multiplies s by len(to). Bytes, as the
+ * built-in: a match of valid UTF-8 in valid UTF-8 starts on a character. */
+static void replace_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector v[3];
+    duckdb_string_t *s[3];
+    uint64_t *valid[3];
+    for (int k = 0; k < 3; k++) {
+        v[k] = duckdb_data_chunk_get_vector(in, (idx_t)k);
+        s[k] = duckdb_vector_get_data(v[k]);
+        valid[k] = duckdb_vector_get_validity(v[k]);
+    }
+    duckdb_vector_ensure_validity_writable(out);
+    uint64_t *ov = duckdb_vector_get_validity(out);
+    char *buf = NULL;
+    size_t cap = 0;
+    double sum = 0;
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(valid[0], i) ||
+            !duckdb_validity_row_is_valid(valid[1], i) ||
+            !duckdb_validity_row_is_valid(valid[2], i)) {
+            duckdb_validity_set_row_invalid(ov, i);
+            continue;
+        }
+        const char *str = sv_data(&s[0][i]), *from = sv_data(&s[1][i]), *to = sv_data(&s[2][i]);
+        size_t sl = duckdb_string_t_length(s[0][i]), fl = duckdb_string_t_length(s[1][i]),
+               tl = duckdb_string_t_length(s[2][i]);
+        const char *end = str + sl;
+        /* The result is at most s when `to` is no longer than `from`; else
+         * count, stopping once past the limit. */
+        double size = (double)sl;
+        if (fl && tl > fl)
+            for (const char *p = str; p < end;) {
+                const char *m = find_next(p, end, from, fl);
+                if (!m)
+                    break;
+                size += (double)(tl - fl);
+                p = m + fl;
+                if (size > VT_SQL_MAX_GROWN_BYTES) {
+                    size = VT_SQL_MAX_GROWN_BYTES + 1.0; /* "more than" the limit */
+                    break;
+                }
+            }
+        if (!grown_ok(info, "replace", size, &sum, i)) {
+            free(buf);
+            return;
+        }
+        const char *m = fl ? find_next(str, end, from, fl) : NULL;
+        if (!m) {
+            duckdb_vector_assign_string_element_len(out, i, str, sl);
+            continue;
+        }
+        size_t need = (size_t)size > sl ? (size_t)size : sl;
+        if (need > cap) {
+            char *nb = realloc(buf, need ? need : 1);
+            if (!nb) {
+                free(buf);
+                duckdb_scalar_function_set_error(info, "replace: out of memory");
+                return;
+            }
+            buf = nb, cap = need;
+        }
+        size_t len = 0;
+        for (const char *p = str;;) {
+            memcpy(buf + len, p, (size_t)(m - p));
+            len += (size_t)(m - p);
+            memcpy(buf + len, to, tl);
+            len += tl;
+            p = m + fl;
+            m = find_next(p, end, from, fl);
+            if (!m) {
+                memcpy(buf + len, p, (size_t)(end - p));
+                len += (size_t)(end - p);
+                break;
+            }
+        }
+        duckdb_vector_assign_string_element_len(out, i, buf, len);
+    }
+    free(buf);
+}
+
 /* Width and precision numbers of a printf-style format ("%-10.3f", "%5$s"):
  * true when every one is at most VT_SQL_MAX_FORMAT_WIDTH and none comes
  * from an argument ('*'). */
@@ -895,8 +1042,15 @@ struct overload {
     duckdb_scalar_function_t fn;
 };
 
+/* `unfolded`: never evaluated at plan time. DuckDB folds a constant
+ * expression while optimizing, each level of a nested one again when a level
+ * below fails, and nothing interrupts the optimizer: to_hex 29 deep over a
+ * constant 200 KB string, refused at its 9th level, took 28 s of folding
+ * (each of the 20 levels above re-ran the 9 below). A volatile checker keeps
+ * the work in execution, once, where the deadline reaches it. */
 static enum vt_err register_set(duckdb_connection con, const char *name,
-                                const struct overload *ov, size_t n, struct vt_error *err)
+                                const struct overload *ov, size_t n, bool unfolded,
+                                struct vt_error *err)
 {
     duckdb_scalar_function_set set = duckdb_create_scalar_function_set(name);
     bool ok = true;
@@ -914,6 +1068,8 @@ static enum vt_err register_set(duckdb_connection con, const char *name,
         /* NULL in, NULL out is what the built-ins behind do; the checkers
          * hand NULLs through themselves. */
         duckdb_scalar_function_set_special_handling(f);
+        if (unfolded)
+            duckdb_scalar_function_set_volatile(f);
         duckdb_scalar_function_set_function(f, ov[i].fn);
         ok = duckdb_add_scalar_function_to_set(set, f) == DuckDBSuccess;
         duckdb_destroy_scalar_function(&f);
@@ -931,6 +1087,7 @@ static enum vt_err register_set(duckdb_connection con, const char *name,
 #define TS DUCKDB_TYPE_TIMESTAMP
 #define TSTZ DUCKDB_TYPE_TIMESTAMP_TZ
 #define INTERVAL DUCKDB_TYPE_INTERVAL
+#define DOUBLE DUCKDB_TYPE_DOUBLE
 
 static const struct overload cap_ov[] = {{{BIGINT, BIGINT, BIGINT, VARCHAR, X}, BIGINT, cap_fn}};
 static const struct overload pair_ov[] = {
@@ -943,6 +1100,21 @@ static const struct overload range_ov[] = {
 };
 static const struct overload repeat_ov[] = {
     {{DUCKDB_TYPE_ANY, BIGINT, X, X, X}, BIGINT, repeat_n_fn}};
+static const struct overload grow_ov[] = {
+    {{VARCHAR, DOUBLE, VARCHAR, X, X}, VARCHAR, grow_fn},
+    {{DUCKDB_TYPE_BLOB, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_BLOB, grow_fn},
+    {{DUCKDB_TYPE_BIGNUM, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_BIGNUM, grow_fn},
+    {{BIGINT, DOUBLE, VARCHAR, X, X}, BIGINT, grow_fn},
+    {{DUCKDB_TYPE_UBIGINT, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_UBIGINT, grow_fn},
+    {{DUCKDB_TYPE_HUGEINT, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_HUGEINT, grow_fn},
+    {{DUCKDB_TYPE_UHUGEINT, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_UHUGEINT, grow_fn},
+};
+static const struct overload grow_text_ov[] = {
+    {{VARCHAR, DOUBLE, VARCHAR, X, X}, VARCHAR, grow_fn}};
+static const struct overload grow_blob_ov[] = {
+    {{DUCKDB_TYPE_BLOB, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_BLOB, grow_fn}};
+static const struct overload replace_ov[] = {
+    {{VARCHAR, VARCHAR, VARCHAR, X, X}, VARCHAR, replace_fn}};
 static const struct overload printf_ov[] = {{{VARCHAR, X, X, X, X}, VARCHAR, printf_fmt_fn}};
 static const struct overload format_ov[] = {{{VARCHAR, X, X, X, X}, VARCHAR, format_fmt_fn}};
 static const struct overload to_char_ov[] = {{{TS, VARCHAR, X, X, X}, VARCHAR, to_char_fn}};
@@ -955,6 +1127,7 @@ static const struct overload to_timestamp_ov[] = {
 #undef TS
 #undef TSTZ
 #undef INTERVAL
+#undef DOUBLE
 
 /* The macros, one CREATE each. @PAIR@, @PAD@, @BITS@ and @LIST@ become
  * "<limit per call>, <limit per vector>" (util/limits.h). */
@@ -996,6 +1169,20 @@ static const char *const macros[] = {
     "system.main.generate_series(\"vt:cap\"(a, @LIST@, 'generate_series')), "
     "(a, b) AS system.main.generate_series(a, b, \"vt:range_step\"(a, b, 1)), "
     "(a, b, c) AS system.main.generate_series(a, b, \"vt:range_step\"(a, b, c))",
+    /* results a multiple of the argument, 2^n nested in one another (bin 7
+     * deep over 1,000 bytes: a 2.1 GB string, 4 GB RSS). The overloads of
+     * "vt:grow" are those of bin/hex (text, blob, BIGNUM, the integers),
+     * "vt:grow_text"'s and "vt:grow_blob"'s the one of the others, so an
+     * argument (a NULL too) binds as it did. */
+    "bin(x) AS system.main.bin(\"vt:grow\"(x, 8, 'bin'))",
+    "to_binary(x) AS system.main.to_binary(\"vt:grow\"(x, 8, 'to_binary'))",
+    "hex(x) AS system.main.hex(\"vt:grow\"(x, 2, 'hex'))",
+    "to_hex(x) AS system.main.to_hex(\"vt:grow\"(x, 2, 'to_hex'))",
+    "url_encode(s) AS system.main.url_encode(\"vt:grow_text\"(s, 3, 'url_encode'))",
+    "to_base64(b) AS system.main.to_base64(\"vt:grow_blob\"(b, 4.0 / 3, 'to_base64'))",
+    "base64(b) AS system.main.base64(\"vt:grow_blob\"(b, 4.0 / 3, 'base64'))",
+    "regexp_escape(s) AS system.main.regexp_escape(\"vt:grow_text\"(s, 2, 'regexp_escape'))",
+    "replace(s, f, t) AS \"vt:replace\"(s, f, t)",
     /* recursive over the document: the stack overflows on deep nesting */
     "json_structure(j) AS system.main.json_structure(\"vt:json_depth\"(j, 'json_structure'))",
     "json_contains(a, b) AS system.main.json_contains(\"vt:json_depth\"(a, 'json_contains'), "
@@ -1081,19 +1268,24 @@ enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err)
         const char *name;
         const struct overload *ov;
         size_t n;
+        bool unfolded;
     } sets[] = {
-        {"vt:cap", cap_ov, 1},
-        {"vt:pair", pair_ov, 1},
-        {"vt:json_depth", json_depth_ov, 1},
-        {"vt:range_step", range_ov, 3},
-        {"vt:repeat_n", repeat_ov, 1},
-        {"vt:printf_format", printf_ov, 1},
-        {"vt:format_format", format_ov, 1},
-        {"vt:to_char", to_char_ov, 1},
-        {"vt:to_timestamp", to_timestamp_ov, 1},
+        {"vt:cap", cap_ov, 1, false},
+        {"vt:pair", pair_ov, 1, false},
+        {"vt:json_depth", json_depth_ov, 1, false},
+        {"vt:range_step", range_ov, 3, false},
+        {"vt:repeat_n", repeat_ov, 1, false},
+        {"vt:grow", grow_ov, sizeof grow_ov / sizeof grow_ov[0], true},
+        {"vt:grow_text", grow_text_ov, 1, true},
+        {"vt:grow_blob", grow_blob_ov, 1, true},
+        {"vt:replace", replace_ov, 1, true},
+        {"vt:printf_format", printf_ov, 1, false},
+        {"vt:format_format", format_ov, 1, false},
+        {"vt:to_char", to_char_ov, 1, false},
+        {"vt:to_timestamp", to_timestamp_ov, 1, false},
     };
     for (size_t i = 0; rc == VT_ERR_OK && i < sizeof sets / sizeof sets[0]; i++)
-        rc = register_set(con, sets[i].name, sets[i].ov, sets[i].n, err);
+        rc = register_set(con, sets[i].name, sets[i].ov, sets[i].n, sets[i].unfolded, err);
     if (rc == VT_ERR_OK)
         rc = eng_jsonb_install(con, err);
     struct strbuf sql;

@@ -65,6 +65,12 @@
 #define VT_SQL_MAX_LIST_ELEMENTS_VECTOR 4000000
 #define VT_SQL_MAX_REPEAT_BYTES (64 * 1024 * 1024) /* repeat of a string or blob */
 #define VT_SQL_MAX_REPEAT_BYTES_VECTOR (256 * 1024 * 1024)
+#define VT_SQL_MAX_GROWN_BYTES (16 * 1024 * 1024) /* result of a function that multiplies
+                                                  * its input's bytes: bin/to_binary x8,
+                                                  * hex/to_hex x2, url_encode x3, to_base64,
+                                                  * regexp_escape x2, replace (nested, 2^n;
+                                                  * the levels below stay in memory: ~2x) */
+#define VT_SQL_MAX_GROWN_BYTES_VECTOR (256 * 1024 * 1024)
 #define VT_SQL_MAX_FORMAT_WIDTH 10000          /* printf/format widths and precisions;
                                                 * to_char/to_timestamp template bytes */
 #define VT_SQL_MAX_JSON_DEPTH 1000             /* nesting of JSON given to the recursive JSON

@@ -410,3 +410,65 @@ def test_lead_lag_with_constant_offsets_still_answer(srv):
     assert r.json()["data"] == [{"id": 0, "a": None, "b": 0, "c": None},
                                 {"id": 1, "a": None, "b": 0, "c": None},
                                 {"id": 2, "a": 0, "b": 1, "c": None}]
+
+
+def nest(fn, inner, depth, tail=""):
+    return (fn + "(") * depth + inner + (tail + ")") * depth
+
+
+# Functions whose result is a multiple of their argument, in one call nothing
+# interrupts, and 2^n nested in one another: bin 7 deep over 1,000 bytes made
+# a 2.1 GB string (4 GB RSS), to_hex 29 deep over 200 KB ran on past its
+# deadline (fuzz8's fuzz run). engine/functions.c counts each result's bytes
+# before the call (VT_SQL_MAX_GROWN_BYTES, 16 MiB; 256 MiB for a vector).
+GROWN = [
+    ("SELECT length(" + nest("bin", "repeat('x', 1000)", 7) + ")", "bin"),
+    ("SELECT length(" + nest("to_hex", "repeat('x', 200000)", 29) + ")", "to_hex"),
+    ("SELECT length(" + nest("hex", "'x'", 30) + ")", "hex"),
+    ("SELECT length(" + nest("to_binary", "'ab'", 10) + ")", "to_binary"),
+    # '%' encodes to '%25': nested, url_encode grows by a third; one call x3
+    ("SELECT length(url_encode(repeat('é', 3000000)))", "url_encode"),
+    ("SELECT length(to_base64(repeat('x', 13000000)::BLOB))", "to_base64"),
+    ("SELECT length(" + nest("regexp_escape", "repeat('.', 1000)", 30) + ")", "regexp_escape"),
+    ("SELECT length(" + nest("replace", "'a'", 40, ", 'a', 'aa'") + ")", "replace"),
+    ("SELECT length(replace(repeat('a', 100000), 'a', repeat('b', 1000)))", "replace"),
+    # each row within the limit, a vector of them together past 256 MiB
+    ("SELECT sum(length(bin(repeat('x', 20000) || i))) FROM range(3000) t(i)", "bin"),
+]
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("text,fn", GROWN, ids=[f"{c[1]}-{i}" for i, c in enumerate(GROWN)])
+def test_functions_that_multiply_their_input_are_refused_before_the_call(srv, text, fn):
+    bound = srv.idle + BUDGET_MIB + MARGIN_MIB
+    watch = Peak(srv.proc.pid, kill_mib=3 * bound)
+    try:
+        took, r = timed(lambda: sql(srv, text))
+    finally:
+        peak = watch.stop()
+    print(f"{fn}: {r.status_code} in {took:.2f} s, peak {peak:.0f} MiB (idle {srv.idle:.0f})")
+    assert not watch.killed, f"RSS passed {3 * bound:.0f} MiB"
+    assert r.status_code == 400, r.text[:300]
+    msg = r.json()["error"]
+    assert fn in msg and "limit" in msg, msg
+    assert took <= TIMEOUT_S + SLACK_S, took
+    assert peak <= bound, (srv.idle, peak, bound)
+    assert sql(srv, "SELECT 1").status_code == 200
+
+
+def test_functions_that_multiply_their_input_answer_within_the_limit(srv):
+    """The checkers hand their argument on as it was: same overload, same
+    value (integers, BIGNUM, blobs, NULLs), and replace is DuckDB's."""
+    r = sql(srv, "SELECT hex(255) AS a, hex('ab') AS b, to_hex('ab'::BLOB) AS c, bin(5) AS d, "
+                 "to_binary(NULL) AS e, hex(170141183460469231731687303715884105727::HUGEINT) AS f, "
+                 "url_encode('a b/é') AS g, to_base64('abc') AS h, base64('\\xAA'::BLOB) AS i, "
+                 "regexp_escape('a.b') AS j, replace('abcabc', 'b', 'XX') AS k, "
+                 "replace('aaa', 'aa', 'b') AS l, replace('abc', '', 'z') AS m, "
+                 "replace('éé', 'é', 'e') AS n, length(hex(repeat('x', 1000000))) AS o, "
+                 "length(" + nest("hex", "'x'", 20) + ") AS p, hex(1::BIGNUM) AS q")
+    assert r.status_code == 200, r.text[:300]
+    assert r.json()["data"] == [{
+        "a": "FF", "b": "6162", "c": "6162", "d": "101", "e": None,
+        "f": "7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF", "g": "a%20b%2F%C3%A9", "h": "YWJj", "i": "qg==",
+        "j": "a\\.b", "k": "aXXcaXXc", "l": "ba", "m": "abc", "n": "ee", "o": 2000000,
+        "p": 2 ** 20, "q": "80000101"}]
