@@ -23,6 +23,9 @@ Environment knobs (defaults in brackets):
                             "lookup=4000,page=90,group_by=9,count=30,stream=1"
                             (the same offered load for runs that compare builds)
   BENCH_MIX_VARIANTS [closed,open]  scenario 12's variants to run
+  BENCH_SERVER_CONF         lines added to every vitrine's [server] table, e.g.
+                            "worker_nice = 0" (a setting against the default;
+                            bench/mix_pair.py alternates two in one run)
 """
 import hashlib
 import http.client
@@ -50,6 +53,7 @@ SECONDS = int(os.environ.get("BENCH_SECONDS", "3"))
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 CONNS = int(os.environ.get("BENCH_CONNECTIONS", "32"))
 ACCESS_LOG = os.environ.get("BENCH_ACCESS_LOG", "1") != "0"
+SERVER_CONF = os.environ.get("BENCH_SERVER_CONF", "").replace("\\n", "\n")
 ONLY = set(x.strip() for x in os.environ.get("BENCH_ONLY", "").split(",") if x.strip())
 
 DATA_DIR = os.path.join(TOP, "bench", "data")
@@ -420,7 +424,7 @@ def vitrine_config(name, port, datasets, extra=""):
     path = os.path.join(OUT, name + ".toml")
     with open(path, "w") as f:
         f.write(extra)
-        f.write('[server]\nlisten = "127.0.0.1"\nport = %d\n\n' % port)
+        f.write('[server]\nlisten = "127.0.0.1"\nport = %d\n%s\n' % (port, SERVER_CONF))
         for ds_name, extra in datasets:
             f.write('[[dataset]]\nname = "%s"\nsource.kind = "parquet"\nsource.location = "%s"\n%s\n'
                     % (ds_name, DATA, extra))
