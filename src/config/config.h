@@ -130,6 +130,8 @@ struct server_config {
     int port;                   /* default 8080; 0 = an ephemeral port chosen by the OS */
     int workers;                /* default: number of CPUs (0 in the struct = resolve at start) */
     int max_queued_jobs;        /* query pool queue depth; default VT_MAX_PENDING_JOBS */
+    int worker_nice;            /* nice added to the query workers and DuckDB's task
+                                 * threads, not the HTTP loops; default 5 */
     int lane_nice;              /* nice added to the long and stream lanes; default 0 */
     int task_nice;              /* nice added to DuckDB's task threads; default 0 */
     char *prefix;               /* default "" */

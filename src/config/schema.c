@@ -659,6 +659,14 @@ const struct cfg_key cfg_schema[] = {
             "(with Retry-After) at once instead of queueing, while the other classes still "
             "queue. Lower it to shed load sooner when a balancer can send it elsewhere; "
             "vitrine_engine_jobs_queued shows each class's queue."},
+    {"server", "worker_nice", CFG_T_INT, C(server.worker_nice), RANGE(0, 19), .def = "5",
+     .doc = "Added to the nice value of every query worker and of DuckDB's task threads, "
+            "but not of the HTTP loops, which answer point lookups and counts from the "
+            "index in microseconds: when the cores are busy, a loop that wakes for one runs "
+            "before the workers' pages, group bys and streams (nice 5 weighs about a third "
+            "of nice 0). It orders the service's own threads; in a cgroup of its own (the "
+            "systemd unit, a container) it gives no CPU to other services. lane_nice and "
+            "task_nice add to it. 0 runs every thread at the process's priority."},
     {"server", "lane_nice", CFG_T_INT, C(server.lane_nice), RANGE(0, 19), .def = "0",
      .doc = "Added to the nice value of the threads that run group bys, sorts, /sql and "
             "streams (the long and stream lanes), so that pages, counts and point lookups "

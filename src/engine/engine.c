@@ -91,6 +91,7 @@ struct eng_pool {
     int queued_cls[ENG_JOB_CLASSES];
     int max_queued;             /* eng_lanes.max_queued, per class: past it submit refuses */
     int busy_ms;                /* eng_lanes.busy_ms: BUSY_MS unless a test raised it */
+    int worker_nice;            /* eng_lanes.worker_nice: added to every worker's nice */
     int lane_nice;              /* eng_lanes.lane_nice: added to the long and stream lanes' nice */
     int running;
     int running_cls[ENG_JOB_CLASSES]; /* by the running job's class (retired ones not) */
@@ -464,12 +465,15 @@ static void *worker_main(void *arg)
     snprintf(tname, sizeof tname, "%.8s-%s%d", pool->name, w->extra ? "x" : lane_tag[w->lane],
              w->index);
     pthread_setname_np(pthread_self(), tname);
-    /* The long and stream lanes yield the CPU to the short lane and the HTTP
-     * loops (engine.h, "CPU priority"); overflow workers take short jobs
-     * first, so they keep the short lane's priority. */
-    if (!w->extra && (w->lane == LANE_LONG || w->lane == LANE_STREAM) && pool->lane_nice > 0 &&
-        !eng_thread_nice(pool->lane_nice))
-        log_warn("engine: cannot lower the %s lane's CPU priority", tname);
+    /* Every worker yields the CPU to the HTTP loops (worker_nice), the long
+     * and stream lanes also to the short lane (lane_nice; engine.h, "CPU
+     * priority"); overflow workers take short jobs first, so they keep the
+     * short lane's priority. */
+    int more = pool->worker_nice;
+    if (!w->extra && (w->lane == LANE_LONG || w->lane == LANE_STREAM))
+        more += pool->lane_nice;
+    if (more > 0 && !eng_thread_nice(more))
+        log_warn("engine: cannot lower the %s worker's CPU priority", tname);
     pthread_cond_t *cv = w->lane == LANE_STREAM ? &pool->cv_stream
                          : w->lane == LANE_LONG ? &pool->cv_long
                                                 : &pool->cv;
@@ -774,6 +778,7 @@ struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lane
      * workers look at); without, on at most long_cap general workers. */
     pool->long_cap = n_long ? n_long : eng_long_lane_threads(threads);
     pool->busy_ms = lanes->busy_ms > 0 ? lanes->busy_ms : BUSY_MS;
+    pool->worker_nice = lanes->worker_nice > 0 ? lanes->worker_nice : 0;
     pool->lane_nice = lanes->lane_nice > 0 ? lanes->lane_nice : 0;
     pool->max_queued = lanes->max_queued > 0 && lanes->max_queued < VT_MAX_PENDING_JOBS
                            ? lanes->max_queued

@@ -26,14 +26,15 @@
  * only, the long lane LONG jobs, the stream lane STREAM jobs. So a page never
  * waits for a worker a group by or a slow stream reader holds, however many
  * of those queue, and neither of those ever starves.
- * CPU priority: with eng_lanes.lane_nice (server.lane_nice) the long and
- * stream lanes' threads run at a higher nice than the short lane's and the
- * HTTP loops, so when the cores are busy a page or a count gets them first
- * (Linux shares a busy core by weight; nice 5 weighs a third of nice 0);
- * alone, every lane has the cores it can use. DuckDB's own task threads,
- * which run the parallel part of every lane's statements, get
- * server.task_nice at eng_open. (README.md, "Fair latency under mixed
- * load (12)", has what was measured.) A LONG job still queued at its
+ * CPU priority: every worker runs eng_lanes.worker_nice (server.worker_nice,
+ * 5 by default) above the process's nice, the HTTP loops at it, so when the
+ * cores are busy a loop that wakes for an index lookup or count gets one
+ * first (Linux shares a busy core by weight; nice 5 weighs a third of nice
+ * 0); alone, every thread has the cores it can use. eng_lanes.lane_nice
+ * (server.lane_nice) adds to it for the long and stream lanes' threads.
+ * DuckDB's own task threads, which run the parallel part of every lane's
+ * statements, get server.worker_nice + server.task_nice at eng_open.
+ * (README.md, "Fair latency under mixed load (12)", has what was measured.) A LONG job still queued at its
  * deadline is taken by any idle short-lane worker (it only answers 504).
  * Overflow workers (LONG_WAIT_MS, BUSY_MS in engine.c) count the short
  * lane's workers for short jobs and the long lane as the LONG cap; one
@@ -222,6 +223,8 @@ struct eng_lanes {
                                  * rule below (0: 250 ms); unit tests that hold jobs on
                                  * purpose raise it, so a slow machine starts no overflow
                                  * worker behind their back */
+    int worker_nice;            /* added to the nice value of every worker, overflow ones
+                                 * included (server.worker_nice; 0: the process's) */
     int lane_nice;              /* added to the nice value of the long and stream lanes'
                                  * threads (server.lane_nice; 0: the same as the rest) */
 };

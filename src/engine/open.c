@@ -2,9 +2,9 @@
  * Opening the process database (engine.h): DuckDB's settings from the
  * configuration (threads, memory and temp limits sized to the machine), the
  * allocation budget, DuckDB's task threads started from a thread of ours
- * (server.task_nice), the SQL functions installed now or on a thread of
- * their own (eng_open_deferred), confinement to the allowed directories,
- * connections, and DuckDB's error text made fit for a client.
+ * (server.worker_nice + task_nice), the SQL functions installed now or on a
+ * thread of their own (eng_open_deferred), confinement to the allowed
+ * directories, connections, and DuckDB's error text made fit for a client.
  *
  * The worker pools that run statements on these connections are engine.c.
  */
@@ -140,8 +140,9 @@ static int64_t budget_for(uint64_t limit)
     return (int64_t)(limit + extra);
 }
 
-/* DuckDB's task threads (server.task_nice): they run the parallel part of
- * every statement, whichever lane it came from, and a new thread starts
+/* DuckDB's task threads (server.worker_nice + task_nice): they run the
+ * parallel part of every statement, whichever lane it came from (below the
+ * HTTP loops, like the workers), and a new thread starts
  * with its creator's nice and name. So a thread of ours, named and at the
  * lower priority, sets `threads` to 1 (DuckDB ends its task threads) and
  * back (DuckDB starts them again, from that thread). The statements' own
@@ -367,7 +368,7 @@ static enum vt_err open_db(const struct vt_config *cfg, duckdb_database *out_db,
     if (rc == VT_ERR_OK)
         rc = eng_exec(con, "SET GLOBAL enable_external_file_cache = false", VT_ERR_INTERNAL, err);
     if (rc == VT_ERR_OK)
-        rc = relaunch_task_threads(con, cfg->server.task_nice, err);
+        rc = relaunch_task_threads(con, cfg->server.worker_nice + cfg->server.task_nice, err);
     duckdb_disconnect(&con);
     /* Deferred: ~30 DuckDB statements (19 CREATE MACROs, each bound in full
      * when created: ~13 ms) on a connection of their own, while the caller

@@ -216,6 +216,28 @@ TEST(long_and_stream_lanes_run_at_their_lower_priority)
     CHECK_EQ_INT(self_nice(), base);
 }
 
+/* server.worker_nice: every lane runs below the HTTP loops (which keep the
+ * process's nice), and lane_nice adds to it for the long and stream lanes. */
+TEST(worker_nice_lowers_every_lane_and_lane_nice_adds_to_it)
+{
+    int base = self_nice();
+    CHECK(base >= -20 && base <= 19);
+    int want_short = base + 3 > 19 ? 19 : base + 3;
+    int want_long = base + 5 > 19 ? 19 : base + 5;
+    struct vt_error err = {0};
+    struct eng_lanes lanes = {.threads = 1, .long_threads = 1, .stream_threads = 1,
+                              .busy_ms = NO_OVERFLOW_MS, .worker_nice = 3, .lane_nice = 2};
+    struct eng_pool *pool = eng_pool_create_lanes(db, &lanes, "t", &err);
+    CHECK(pool != NULL);
+    if (!pool)
+        return;
+    CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_SHORT), want_short);
+    CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_LONG), want_long);
+    CHECK_EQ_INT(nice_of_lane(pool, ENG_JOB_STREAM), want_long);
+    eng_pool_destroy(pool);
+    CHECK_EQ_INT(self_nice(), base);
+}
+
 /* The ids of this process's threads whose nice is `nice` and that are not
  * in `skip` (n_skip ids); returns how many were found (at most `cap`). */
 static int threads_at_nice(int nice, const long *skip, int n_skip, long *out, int cap)
@@ -257,9 +279,9 @@ static int64_t threads_setting(duckdb_connection con)
     return threads;
 }
 
-/* server.task_nice: DuckDB's task threads (threads - 1 of them) start again
- * at the lower priority when the database opens; the thread that opened it
- * keeps its own. */
+/* server.worker_nice + server.task_nice: DuckDB's task threads (threads - 1
+ * of them) start again at the lower priority when the database opens; the
+ * thread that opened it keeps its own. */
 TEST(duckdb_task_threads_run_at_task_nice)
 {
     int base = self_nice();
@@ -268,7 +290,8 @@ TEST(duckdb_task_threads_run_at_task_nice)
     int n_before = threads_at_nice(want, NULL, 0, before, 512);
     struct vt_config cfg;
     config_init_defaults(&cfg);
-    cfg.server.task_nice = 4;
+    cfg.server.worker_nice = 1; /* worker_nice and task_nice add up */
+    cfg.server.task_nice = 3;
     struct vt_error err = {0};
     duckdb_database tdb = NULL;
     CHECK(eng_open(&cfg, &tdb, &err) == VT_ERR_OK);
@@ -982,6 +1005,7 @@ int main(void)
         TEST_CASE(a_long_job_gets_an_overflow_worker_when_no_short_job_waits),
         TEST_CASE(a_thread_gets_the_scheduling_slice_it_asks_for),
         TEST_CASE(long_and_stream_lanes_run_at_their_lower_priority),
+        TEST_CASE(worker_nice_lowers_every_lane_and_lane_nice_adds_to_it),
         TEST_CASE(duckdb_task_threads_run_at_task_nice),
         TEST_CASE(excerpt_of_the_clients_own_line_is_kept),
         TEST_CASE(excerpt_renumbered_keeps_its_caret),
