@@ -269,6 +269,28 @@ def test_large_results_are_encoded_by_two_threads(srv):
         same_as_to_json(a, b)
 
 
+def test_a_cap_inside_a_streamed_two_thread_result(srv):
+    """The caps sink (src/exec/driver.c) cuts the chunk that passes max_rows
+    in the middle of a streamed result whose chunks two threads encode (the
+    test above): the body is the first max_rows rows, whole and in order,
+    and the trailer says truncated; NDJSON cuts at the same row. A cap one
+    row past a chunk leaves a 1-row chunk (one thread), a cap one row short
+    of the end a 2,047-row one (two)."""
+    stmt = "SELECT t.*, k FROM types t, range(8) r(k) ORDER BY k, id"
+    duck = duck_json(srv, stmt)
+    for cap in (8 * ROWS - 1, 5 * ROWS + 1234, 2049):
+        r = post(srv, "/api/v1/sql", {"sql": stmt, "max_rows": cap})
+        assert r.status_code == 200, r.text
+        assert r.headers.get("Transfer-Encoding") == "chunked"  # it streamed
+        doc = json.loads(r.content, parse_float=Decimal)
+        assert doc["truncated"] is True and doc["max_rows"] == cap
+        assert len(doc["data"]) == cap
+        for a, b in zip(doc["data"], duck[:cap], strict=True):
+            same_as_to_json(a, b)
+        r = post(srv, "/api/v1/sql", {"sql": stmt, "max_rows": cap}, "ndjson")
+        assert ndjson(r.content) == doc["data"]
+
+
 # ------------------------------------------------------------ negotiation
 
 def test_one_negotiation_for_every_route(srv):
