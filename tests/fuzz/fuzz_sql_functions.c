@@ -211,6 +211,24 @@ static void setup(void)
     duckdb_destroy_result(&r);
     duckdb_query(con, "SET enable_external_access = false", &r);
     duckdb_destroy_result(&r);
+    /* The clock as a constant (fuzzer only): what now() or uuidv7() gave
+     * reached our wrappers (to_char's ordinal suffix of the microseconds)
+     * and DuckDB's comparisons, whose operands libFuzzer mutates with, so a
+     * run's inputs depended on the time of day. The random functions are
+     * reseeded before each statement (run_as). */
+    static const char *const frozen[] = {
+        "CREATE MACRO main.now() AS TIMESTAMPTZ '2024-06-01 12:34:56.789012+00'",
+        "CREATE MACRO main.transaction_timestamp() AS TIMESTAMPTZ '2024-06-01 12:34:56.789012+00'",
+        "CREATE MACRO main.today() AS DATE '2024-06-01'",
+        "CREATE MACRO main.uuidv7() AS '01900000-0000-7000-8000-000000000000'::UUID",
+    };
+    for (size_t i = 0; i < sizeof frozen / sizeof frozen[0]; i++) {
+        if (duckdb_query(con, frozen[i], &r) != DuckDBSuccess) {
+            fprintf(stderr, "%s\n", duckdb_result_error(&r));
+            abort();
+        }
+        duckdb_destroy_result(&r);
+    }
     eng_budget_set(768LL * 1024 * 1024); /* the server's: memory_limit plus a quarter+ */
     nfns = sql_allowed_functions(&fns);
     pthread_t t;
@@ -279,6 +297,11 @@ static void run_as(const char *sql, bool ungated)
         return;
     if (!ungated)
         sql_checked_release(&chk);
+    /* random(), uuid() and the like from the same seed for every input (a
+     * statement's setseed() does not carry over to the next one) */
+    duckdb_result seeded;
+    duckdb_query(con, "SELECT setseed(0.5)", &seeded);
+    duckdb_destroy_result(&seeded);
     pthread_mutex_lock(&dl_mu);
     dl_until = now_ms() + 2000;
     dl_interrupted = 0;
