@@ -34,8 +34,9 @@
  * (server.lane_nice) adds to it for the long and stream lanes' threads.
  * DuckDB's own task threads, which run the parallel part of every lane's
  * statements, get server.worker_nice + server.task_nice at eng_open.
- * (README.md, "Fair latency under mixed load (12)", has what was measured.) A LONG job still queued at its
- * deadline is taken by any idle short-lane worker (it only answers 504).
+ * (README.md, "Fair latency under mixed load (12)", has what was
+ * measured.) A LONG job still queued at its deadline is taken by any
+ * idle short-lane worker (it only answers 504).
  * Overflow workers (LONG_WAIT_MS, BUSY_MS in engine.c) count the short
  * lane's workers for short jobs and the long lane as the LONG cap; one
  * starts for a waiting LONG job only while no SHORT job waits, and they

@@ -1109,10 +1109,6 @@ static const struct overload grow_ov[] = {
     {{DUCKDB_TYPE_HUGEINT, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_HUGEINT, grow_fn},
     {{DUCKDB_TYPE_UHUGEINT, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_UHUGEINT, grow_fn},
 };
-static const struct overload grow_text_ov[] = {
-    {{VARCHAR, DOUBLE, VARCHAR, X, X}, VARCHAR, grow_fn}};
-static const struct overload grow_blob_ov[] = {
-    {{DUCKDB_TYPE_BLOB, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_BLOB, grow_fn}};
 static const struct overload replace_ov[] = {
     {{VARCHAR, VARCHAR, VARCHAR, X, X}, VARCHAR, replace_fn}};
 static const struct overload printf_ov[] = {{{VARCHAR, X, X, X, X}, VARCHAR, printf_fmt_fn}};
@@ -1276,8 +1272,8 @@ enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err)
         {"vt:range_step", range_ov, 3, false},
         {"vt:repeat_n", repeat_ov, 1, false},
         {"vt:grow", grow_ov, sizeof grow_ov / sizeof grow_ov[0], true},
-        {"vt:grow_text", grow_text_ov, 1, true},
-        {"vt:grow_blob", grow_blob_ov, 1, true},
+        {"vt:grow_text", &grow_ov[0], 1, true}, /* grow's text overload alone */
+        {"vt:grow_blob", &grow_ov[1], 1, true}, /* and its blob one */
         {"vt:replace", replace_ov, 1, true},
         {"vt:printf_format", printf_ov, 1, false},
         {"vt:format_format", format_ov, 1, false},

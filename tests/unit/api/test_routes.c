@@ -4,13 +4,10 @@
  * tails) are served by a real server; the authorize hook runs once in the
  * router: 401/403 before the handler, a hidden route is a plain 404 (also
  * for the 405 check). */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "api/api.h"
+#include "http/http_testutil.h"
 #include "testlib.h"
 
 TEST(every_route_has_a_description_and_a_permission)
@@ -66,25 +63,11 @@ static enum vt_err test_authorize(struct http_request *req, const struct http_ro
 static void get(int port, const char *method, const char *path, const char *extra, char *buf,
                 size_t cap)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    buf[0] = '\0';
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return;
-    }
     char req[512];
-    int n = snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n%s\r\n",
-                     method, path, extra);
-    if (write(fd, req, (size_t)n) == n) {
-        size_t got = 0;
-        ssize_t r;
-        while (got + 1 < cap && (r = read(fd, buf + got, cap - 1 - got)) > 0)
-            got += (size_t)r;
-        buf[got] = '\0';
-    }
-    close(fd);
+    snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n%s\r\n",
+             method, path, extra);
+    buf[0] = '\0';
+    exchange(port, req, buf, cap);
 }
 
 TEST(mounted_routes_and_the_authorize_hook)

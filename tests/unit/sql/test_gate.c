@@ -373,9 +373,11 @@ static void macro_walk(const json_t *v, unsigned long long mult, const json_t *p
         const json_t *names = json_object_get(v, "column_names");
         const char *fn = json_string_value(json_object_get(v, "function_name"));
         struct macro_row *callee = !strcmp(cls, "FUNCTION") && fn ? macro_row(fn) : NULL;
-        if (!strcmp(cls, "COLUMN_REF") && json_array_size(names) == 1)
-            json_array_foreach(params, i, x) if (!strcmp(json_string_value(x),
-                                                         json_string_value(json_array_get(names, 0))))
+        const char *ref = json_array_size(names) == 1
+                              ? json_string_value(json_array_get(names, 0))
+                              : NULL;
+        if (!strcmp(cls, "COLUMN_REF") && ref)
+            json_array_foreach(params, i, x) if (!strcmp(json_string_value(x), ref))
                 counts[i] += mult;
         if (callee) {
             macro_compute(callee);
@@ -538,8 +540,9 @@ TEST(macro_expansion_is_limited)
     /* the expansion adds up over a statement: side by side as well */
     size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT 1");
     for (int k = 0; k < 3; k++)
-        o += (size_t)snprintf(sql + o, sizeof sql - o,
-                              ", format_pg_type(format_pg_type(format_pg_type('a', 'b'), 'b'), 'b')");
+        o += (size_t)snprintf(sql + o, sizeof sql - o, "%s",
+                              ", format_pg_type(format_pg_type(format_pg_type('a', 'b'), 'b'), "
+                              "'b')");
     CHECK(check(sql, &chk, &err) == VT_ERR_LIMIT_EXCEEDED);
     /* stop 41's CI: fuzz_sql_functions' input, 6 deep */
     nested_call(sql, sizeof sql, "format_pg_type", 6, "'abc'", ", 'YYYY-MM-DD HH24:MI'");
