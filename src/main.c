@@ -355,7 +355,8 @@ static int serve(const char *config_path, int port_override, int role_override)
                               .stream_threads = workers,
                               .max_queued = cfg.server.max_queued_jobs,
                               .worker_nice = cfg.server.worker_nice,
-                              .lane_nice = cfg.server.lane_nice};
+                              .lane_nice = cfg.server.lane_nice,
+                              .idle = cfg.server.worker_idle};
     app.queries = eng_pool_create_lanes(db, &lanes, "query", &err);
     app.admin_pool = app.queries ? eng_pool_create(db, 2, "admin", &err) : NULL;
     app.catalog = app.admin_pool ? cat_create(&cfg, db, &err) : NULL;

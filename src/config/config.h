@@ -134,6 +134,8 @@ struct server_config {
                                  * threads, not the HTTP loops; default 5 */
     int lane_nice;              /* nice added to the long and stream lanes; default 0 */
     int task_nice;              /* nice added to DuckDB's task threads; default 0 */
+    bool worker_idle;           /* workers and DuckDB's task threads under SCHED_IDLE;
+                                 * default false */
     char *prefix;               /* default "" */
     bool compress;              /* default true */
     int64_t max_body_bytes;     /* default 1048576 */

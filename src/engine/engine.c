@@ -93,6 +93,7 @@ struct eng_pool {
     int busy_ms;                /* eng_lanes.busy_ms: BUSY_MS unless a test raised it */
     int worker_nice;            /* eng_lanes.worker_nice: added to every worker's nice */
     int lane_nice;              /* eng_lanes.lane_nice: added to the long and stream lanes' nice */
+    bool idle;                  /* eng_lanes.idle: every worker under SCHED_IDLE */
     int running;
     int running_cls[ENG_JOB_CLASSES]; /* by the running job's class (retired ones not) */
     struct eng_job_hist wait[ENG_JOB_CLASSES], run[ENG_JOB_CLASSES];
@@ -455,6 +456,12 @@ bool eng_thread_nice(int more)
     return setpriority(PRIO_PROCESS, tid, want) == 0;
 }
 
+bool eng_thread_idle(void)
+{
+    struct sched_param sp = {0};
+    return pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0;
+}
+
 static void *worker_main(void *arg)
 {
     struct eng_worker *w = arg;
@@ -474,6 +481,8 @@ static void *worker_main(void *arg)
         more += pool->lane_nice;
     if (more > 0 && !eng_thread_nice(more))
         log_warn("engine: cannot lower the %s worker's CPU priority", tname);
+    if (pool->idle && !eng_thread_idle())
+        log_warn("engine: cannot put the %s worker under SCHED_IDLE", tname);
     pthread_cond_t *cv = w->lane == LANE_STREAM ? &pool->cv_stream
                          : w->lane == LANE_LONG ? &pool->cv_long
                                                 : &pool->cv;
@@ -780,6 +789,7 @@ struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lane
     pool->busy_ms = lanes->busy_ms > 0 ? lanes->busy_ms : BUSY_MS;
     pool->worker_nice = lanes->worker_nice > 0 ? lanes->worker_nice : 0;
     pool->lane_nice = lanes->lane_nice > 0 ? lanes->lane_nice : 0;
+    pool->idle = lanes->idle;
     pool->max_queued = lanes->max_queued > 0 && lanes->max_queued < VT_MAX_PENDING_JOBS
                            ? lanes->max_queued
                            : VT_MAX_PENDING_JOBS;

@@ -228,6 +228,7 @@ struct eng_lanes {
                                  * included (server.worker_nice; 0: the process's) */
     int lane_nice;              /* added to the nice value of the long and stream lanes'
                                  * threads (server.lane_nice; 0: the same as the rest) */
+    bool idle;                  /* every worker under SCHED_IDLE (server.worker_idle) */
 };
 struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lanes *lanes,
                                        const char *name, struct vt_error *err);
@@ -235,6 +236,10 @@ struct eng_pool *eng_pool_create_lanes(duckdb_database db, const struct eng_lane
  * (Linux keeps it per thread; capped at 19; no privilege needed). true when
  * done or `more` <= 0. New threads start with their creator's value. */
 bool eng_thread_nice(int more);
+/* Puts the calling thread under SCHED_IDLE (server.worker_idle): any thread
+ * of another policy that wakes takes its core at once. No privilege needed;
+ * new threads inherit it. true when done. */
+bool eng_thread_idle(void);
 /* The long lane the query pool gets for `threads` workers: as many LONG jobs
  * at a time as a pool without lanes would allow (N - max(1, N/4), >= 1). */
 int eng_long_lane_threads(int threads);

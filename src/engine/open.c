@@ -150,6 +150,7 @@ static int64_t budget_for(uint64_t limit)
 struct relaunch {
     duckdb_connection con;
     int nice;
+    bool idle;                  /* server.worker_idle */
     int64_t threads;
     bool niced;
     enum vt_err rc;
@@ -162,7 +163,7 @@ static void *relaunch_main(void *arg)
     /* A new thread also starts with its creator's name: DuckDB's threads
      * show as "duckdb-task" (top -H, the bench's CPU per thread). */
     pthread_setname_np(pthread_self(), "duckdb-task");
-    r->niced = eng_thread_nice(r->nice);
+    r->niced = eng_thread_nice(r->nice) && (!r->idle || eng_thread_idle());
     char sql[64];
     r->rc = eng_exec(r->con, "SET GLOBAL threads = 1", VT_ERR_INTERNAL, &r->err);
     snprintf(sql, sizeof sql, "SET GLOBAL threads = %lld", (long long)r->threads);
@@ -171,7 +172,8 @@ static void *relaunch_main(void *arg)
     return NULL;
 }
 
-static enum vt_err relaunch_task_threads(duckdb_connection con, int nice, struct vt_error *err)
+static enum vt_err relaunch_task_threads(duckdb_connection con, int nice, bool idle,
+                                         struct vt_error *err)
 {
     duckdb_result res;
     int64_t threads = 0;
@@ -187,7 +189,8 @@ static enum vt_err relaunch_task_threads(duckdb_connection con, int nice, struct
     duckdb_destroy_result(&res);
     if (threads <= 1)
         return VT_ERR_OK; /* no task threads besides the callers' */
-    struct relaunch r = {.con = con, .nice = nice, .threads = threads, .rc = VT_ERR_OK};
+    struct relaunch r = {.con = con, .nice = nice, .idle = idle, .threads = threads,
+                         .rc = VT_ERR_OK};
     pthread_t t;
     if (pthread_create(&t, NULL, relaunch_main, &r) != 0)
         return vt_error_set(err, VT_ERR_INTERNAL, "cannot start a thread");
@@ -368,7 +371,8 @@ static enum vt_err open_db(const struct vt_config *cfg, duckdb_database *out_db,
     if (rc == VT_ERR_OK)
         rc = eng_exec(con, "SET GLOBAL enable_external_file_cache = false", VT_ERR_INTERNAL, err);
     if (rc == VT_ERR_OK)
-        rc = relaunch_task_threads(con, cfg->server.worker_nice + cfg->server.task_nice, err);
+        rc = relaunch_task_threads(con, cfg->server.worker_nice + cfg->server.task_nice,
+                                   cfg->server.worker_idle, err);
     duckdb_disconnect(&con);
     /* Deferred: ~30 DuckDB statements (19 CREATE MACROs, each bound in full
      * when created: ~13 ms) on a connection of their own, while the caller

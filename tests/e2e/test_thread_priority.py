@@ -87,3 +87,51 @@ def test_lane_nice_adds_to_worker_nice_and_zero_turns_it_off(vt, data):
     th0 = settled(s0.proc.pid, ("query-0", "query-l", "query-s"))
     pool = nices(th0, "query-") + nices(th0, "duckdb-task")
     assert pool and all(n == base for n in pool), th0
+
+
+SCHED_OTHER, SCHED_IDLE = 0, 5
+
+
+def policies(pid, prefix):
+    """The scheduling policy (stat field 41) of every thread whose name starts
+    with prefix."""
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                policy = int(f.read().rsplit(")", 1)[1].split()[38])
+        except OSError:
+            continue
+        if name.startswith(prefix):
+            out.append(policy)
+    return out
+
+
+def test_worker_idle_puts_every_worker_under_sched_idle_and_no_loop(vt, data):
+    s = vt(server_block(workers=2, worker_idle=True) + dataset_block("t", data))
+    settled(s.proc.pid, ("http-loop", "query-0", "query-1", "query-l", "query-s"))
+    pid = s.proc.pid
+    for prefix in ("query-0", "query-1", "query-l", "query-s", "duckdb-task"):
+        got = policies(pid, prefix)
+        assert all(p == SCHED_IDLE for p in got), (prefix, got)
+        if prefix != "duckdb-task":  # none on a one-CPU machine
+            assert got, prefix
+    for prefix in ("http-loop", "http-accept"):
+        got = policies(pid, prefix)
+        assert got and all(p == SCHED_OTHER for p in got), (prefix, got)
+    # The nice still applies on top (it orders the workers among themselves).
+    th = threads_by_name(pid)
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    assert all(n == lowered(base, 5) for n in nices(th, "query-0")), th
+    # Queries still run.
+    r = s.post("/api/v1/datasets/t/query", {"group_by": ["g"], "aggregations": [{"op": "count"}]})
+    assert r.status_code == 200 and len(r.json()["data"]) == 7, r.text
+
+
+def test_workers_stay_sched_other_by_default(vt, data):
+    s = vt(server_block(workers=2) + dataset_block("t", data))
+    settled(s.proc.pid, ("query-0", "query-l", "query-s"))
+    got = policies(s.proc.pid, "query-") + policies(s.proc.pid, "duckdb-task")
+    assert got and all(p == SCHED_OTHER for p in got), got
