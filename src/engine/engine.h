@@ -34,6 +34,9 @@
  * (server.lane_nice) adds to it for the long and stream lanes' threads.
  * DuckDB's own task threads, which run the parallel part of every lane's
  * statements, get server.worker_nice + server.task_nice at eng_open.
+ * eng_lanes.idle (server.worker_idle, off by default) puts the workers and
+ * DuckDB's task threads under SCHED_IDLE as well: a waking loop then always
+ * takes their core, and under a closed loop they starve (README).
  * (README.md, "Fair latency under mixed load (12)", has what was
  * measured.) A LONG job still queued at its deadline is taken by any
  * idle short-lane worker (it only answers 504).
