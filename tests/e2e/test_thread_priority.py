@@ -16,17 +16,26 @@ import pytest
 from conftest import dataset_block, server_block, write_parquet
 
 
-def threads_by_name(pid):
-    """{comm: [nice, ...]} for every thread of process pid."""
-    out = {}
+def threads(pid):
+    """(comm, nice, scheduling policy) of every thread of process pid: stat's
+    fields 19 and 41."""
+    out = []
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
                 name = f.read().strip()
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                nice = int(f.read().rsplit(")", 1)[1].split()[16])
+                fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue  # a thread that just ended
+        out.append((name, int(fields[16]), int(fields[38])))
+    return out
+
+
+def threads_by_name(pid):
+    """{comm: [nice, ...]} for every thread of process pid."""
+    out = {}
+    for name, nice, _ in threads(pid):
         out.setdefault(name, []).append(nice)
     return out
 
@@ -93,20 +102,8 @@ SCHED_OTHER, SCHED_IDLE = 0, 5
 
 
 def policies(pid, prefix):
-    """The scheduling policy (stat field 41) of every thread whose name starts
-    with prefix."""
-    out = []
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                name = f.read().strip()
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                policy = int(f.read().rsplit(")", 1)[1].split()[38])
-        except OSError:
-            continue
-        if name.startswith(prefix):
-            out.append(policy)
-    return out
+    """The scheduling policy of every thread whose name starts with prefix."""
+    return [policy for name, _, policy in threads(pid) if name.startswith(prefix)]
 
 
 def test_worker_idle_puts_every_worker_under_sched_idle_and_no_loop(vt, data):
