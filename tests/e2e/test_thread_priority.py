@@ -52,8 +52,8 @@ def settled(pid, want_names, timeout=10):
         time.sleep(0.05)
 
 
-def nices(threads, prefix):
-    return sorted(n for name, ns in threads.items() if name.startswith(prefix) for n in ns)
+def nices(by_name, prefix):
+    return sorted(n for name, ns in by_name.items() if name.startswith(prefix) for n in ns)
 
 
 @pytest.fixture
