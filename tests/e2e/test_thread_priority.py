@@ -98,9 +98,6 @@ def test_lane_nice_adds_to_worker_nice_and_zero_turns_it_off(vt, data):
     assert pool and all(n == base for n in pool), th0
 
 
-SCHED_OTHER, SCHED_IDLE = 0, 5
-
-
 def policies(pid, prefix):
     """The scheduling policy of every thread whose name starts with prefix."""
     return [policy for name, _, policy in threads(pid) if name.startswith(prefix)]
@@ -112,12 +109,12 @@ def test_worker_idle_puts_every_worker_under_sched_idle_and_no_loop(vt, data):
     pid = s.proc.pid
     for prefix in ("query-0", "query-1", "query-l", "query-s", "duckdb-task"):
         got = policies(pid, prefix)
-        assert all(p == SCHED_IDLE for p in got), (prefix, got)
+        assert all(p == os.SCHED_IDLE for p in got), (prefix, got)
         if prefix != "duckdb-task":  # none on a one-CPU machine
             assert got, prefix
     for prefix in ("http-loop", "http-accept"):
         got = policies(pid, prefix)
-        assert got and all(p == SCHED_OTHER for p in got), (prefix, got)
+        assert got and all(p == os.SCHED_OTHER for p in got), (prefix, got)
     # The nice still applies on top (it orders the workers among themselves).
     th = threads_by_name(pid)
     base = os.getpriority(os.PRIO_PROCESS, 0)
@@ -131,4 +128,4 @@ def test_workers_stay_sched_other_by_default(vt, data):
     s = vt(server_block(workers=2) + dataset_block("t", data))
     settled(s.proc.pid, ("query-0", "query-l", "query-s"))
     got = policies(s.proc.pid, "query-") + policies(s.proc.pid, "duckdb-task")
-    assert got and all(p == SCHED_OTHER for p in got), got
+    assert got and all(p == os.SCHED_OTHER for p in got), got
