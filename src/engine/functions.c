@@ -377,6 +377,121 @@ static void grow_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vect
     duckdb_vector_reference_vector(out, xv);
 }
 
+/* An upper bound of the bytes json_pretty makes of JSON text j (yyjson's
+ * pretty writer, as DuckDB 1.4.4 calls it): every element of a non-empty
+ * container on a line of its own, indented 4 spaces a level, the closing
+ * bracket too; ": " after a key; whitespace outside strings dropped; a
+ * number with a fraction or exponent rewritten (at most 24 bytes: "1e9"
+ * becomes 1000000000.0). The indentation is what grows: 2 x 4 x depth^2 /2
+ * for one nest, 1.6 GB of 40 KB of brackets (20,000 deep), in one call.
+ * Stops counting once past `stop`. */
+static double pretty_size(const char *j, size_t n, double stop)
+{
+    double size = 0, depth = 0;
+    bool in_str = false, esc = false, opened = false, elem = false;
+    for (size_t i = 0; i < n && size <= stop; i++) {
+        unsigned char c = (unsigned char)j[i];
+        if (in_str) {
+            size++;
+            if (esc)
+                esc = false;
+            else if (c == '\\')
+                esc = true;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+            continue;
+        bool closer = c == ']' || c == '}';
+        if (opened && closer) { /* empty: "[]" on the line it opened */
+            opened = elem = false;
+            depth -= depth > 0;
+            size++;
+            continue;
+        }
+        if (elem && !closer)
+            size += 1 + 4 * depth; /* newline and indentation */
+        opened = elem = false;
+        if (c == '"') {
+            in_str = true;
+            size++;
+        } else if (c == '[' || c == '{') {
+            depth++;
+            opened = elem = true;
+            size++;
+        } else if (closer) {
+            depth -= depth > 0;
+            size += 2 + 4 * depth;
+        } else if (c == ',') {
+            elem = true;
+            size++;
+        } else if (c == ':') {
+            size += 2;
+        } else {
+            size_t k = i;
+            bool real = false;
+            while (k < n && !strchr(" \t\n\r,:[]{}\"", j[k])) {
+                real = real || j[k] == '.' || j[k] == 'e' || j[k] == 'E';
+                k++;
+            }
+            size += real && k - i < 24 ? 24 : (double)(k - i);
+            i = k - 1;
+        }
+    }
+    return size;
+}
+
+/* "vt:pretty"(j JSON) -> j, or an error when json_pretty would make more
+ * than VT_SQL_MAX_GROWN_BYTES of it (pretty_size). */
+static void pretty_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector jv = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_string_t *j = duckdb_vector_get_data(jv);
+    uint64_t *valid = duckdb_vector_get_validity(jv);
+    double sum = 0;
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(valid, i))
+            continue;
+        double size = pretty_size(sv_data(&j[i]), duckdb_string_t_length(j[i]),
+                                  VT_SQL_MAX_GROWN_BYTES);
+        if (size > VT_SQL_MAX_GROWN_BYTES)
+            size = VT_SQL_MAX_GROWN_BYTES + 1.0; /* "more than" the limit */
+        if (!grown_ok(info, "json_pretty", size, &sum, i))
+            return;
+    }
+    duckdb_vector_reference_vector(out, jv);
+}
+
+/* "vt:strftime_arg"(x): strftime's arguments, either way round (date and
+ * format, or format and date). A format (the VARCHAR one) of at most
+ * VT_SQL_MAX_FORMAT_WIDTH bytes, as to_char's template: each specifier
+ * writes up to ~10 times its bytes (%c: 19 for 2), for every row, from one
+ * constant (DuckDB requires one) that a repeat() builds to 64 MiB. Dates
+ * and timestamps pass as they are; the overloads are strftime's, so each
+ * argument binds as it did. Not volatile: the format must fold. */
+static void strftime_arg_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector xv = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_logical_type t = duckdb_vector_get_column_type(xv);
+    duckdb_type id = duckdb_get_type_id(t);
+    duckdb_destroy_logical_type(&t);
+    if (id == DUCKDB_TYPE_VARCHAR) {
+        duckdb_string_t *f = duckdb_vector_get_data(xv);
+        uint64_t *valid = duckdb_vector_get_validity(xv);
+        for (idx_t i = 0; i < n; i++)
+            if (duckdb_validity_row_is_valid(valid, i) &&
+                duckdb_string_t_length(f[i]) > VT_SQL_MAX_FORMAT_WIDTH) {
+                fail(info, "strftime", "a format of %" PRIu32 " bytes is over the limit of %d",
+                     duckdb_string_t_length(f[i]), VT_SQL_MAX_FORMAT_WIDTH);
+                return;
+            }
+    }
+    duckdb_vector_reference_vector(out, xv);
+}
+
 /* The next occurrence of f (fl > 0 bytes) in [p, end), or NULL. */
 static const char *find_next(const char *p, const char *end, const char *f, size_t fl)
 {
@@ -470,11 +585,33 @@ static void replace_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_v
     free(buf);
 }
 
+/* An argument a format names by its position ("%1$s", "{0}") may be named
+ * once: named N times, the result holds N copies of it, and a format of
+ * 256 KiB names one 65,536 times (nested printf: N^depth). Formats that take
+ * their arguments in order (the other kind; DuckDB refuses a mix) use each
+ * at most once already. So the result is at most the format, the arguments
+ * and their widths, which the checks here bound, whatever the arguments. */
+#define FORMAT_POSITIONS 64 /* a higher position counts with the last */
+
+static bool position_once(unsigned char *seen, uint64_t pos, int shown, char *why, size_t cap)
+{
+    unsigned char *c = &seen[pos < FORMAT_POSITIONS ? pos : FORMAT_POSITIONS];
+    if (*c) {
+        snprintf(why, cap, "argument %d named twice: over the limit of once for an argument "
+                           "named by its position (each copy multiplies the result)",
+                 shown);
+        return false;
+    }
+    *c = 1;
+    return true;
+}
+
 /* Width and precision numbers of a printf-style format ("%-10.3f", "%5$s"):
- * true when every one is at most VT_SQL_MAX_FORMAT_WIDTH and none comes
- * from an argument ('*'). */
+ * true when every one is at most VT_SQL_MAX_FORMAT_WIDTH, none comes from
+ * an argument ('*') and no position repeats. */
 static bool printf_format_ok(const char *f, size_t n, char *why, size_t cap)
 {
+    unsigned char seen[FORMAT_POSITIONS + 1] = {0};
     for (size_t i = 0; i < n; i++) {
         if (f[i] != '%')
             continue;
@@ -494,9 +631,10 @@ static bool printf_format_ok(const char *f, size_t n, char *why, size_t cap)
                         v = v * 10 + (uint64_t)(f[i] - '0');
                     i++;
                 }
-                if (i < n && f[i] == '$')
-                    ; /* a position, not a width */
-                else if (v > VT_SQL_MAX_FORMAT_WIDTH) {
+                if (i < n && f[i] == '$') { /* a position, not a width */
+                    if (!position_once(seen, v, v > 1000000 ? 1000000 : (int)v, why, cap))
+                        return false;
+                } else if (v > VT_SQL_MAX_FORMAT_WIDTH) {
                     snprintf(why, cap, "a width or precision of %" PRIu64 ", over the limit of %d",
                              v, VT_SQL_MAX_FORMAT_WIDTH);
                     return false;
@@ -513,6 +651,7 @@ static bool printf_format_ok(const char *f, size_t n, char *why, size_t cap)
  * nested replacement field ("{:{}}": a width from an argument). */
 static bool fmt_format_ok(const char *f, size_t n, char *why, size_t cap)
 {
+    unsigned char seen[FORMAT_POSITIONS + 1] = {0};
     for (size_t i = 0; i < n; i++) {
         if (f[i] != '{')
             continue;
@@ -530,6 +669,15 @@ static bool fmt_format_ok(const char *f, size_t n, char *why, size_t cap)
             j++;
         }
         const char *colon = memchr(f + i, ':', j - i);
+        size_t id_end = colon ? (size_t)(colon - f) : j;
+        if (id_end > i + 1 && isdigit((unsigned char)f[i + 1])) {
+            uint64_t pos = 0;
+            for (size_t k = i + 1; k < id_end && isdigit((unsigned char)f[k]); k++)
+                if (pos < 1000000000)
+                    pos = pos * 10 + (uint64_t)(f[k] - '0');
+            if (!position_once(seen, pos, pos > 1000000 ? 1000000 : (int)pos, why, cap))
+                return false;
+        }
         for (size_t k = colon ? (size_t)(colon - f) : j; k < j; k++) {
             if (!isdigit((unsigned char)f[k]))
                 continue;
@@ -560,7 +708,7 @@ static void format_check(duckdb_function_info info, duckdb_data_chunk in, duckdb
     for (idx_t i = 0; i < n; i++) {
         if (!duckdb_validity_row_is_valid(valid, i))
             continue;
-        char why[128];
+        char why[192];
         const char *s = sv_data(&f[i]);
         size_t len = duckdb_string_t_length(f[i]);
         if (!(printf_style ? printf_format_ok(s, len, why, sizeof why)
@@ -1042,14 +1190,23 @@ struct overload {
     duckdb_scalar_function_t fn;
 };
 
+static duckdb_logical_type overload_type(duckdb_type t, bool json)
+{
+    duckdb_logical_type l = ltype(t);
+    if (json && t == DUCKDB_TYPE_VARCHAR)
+        duckdb_logical_type_set_alias(l, "JSON");
+    return l;
+}
+
 /* `unfolded`: never evaluated at plan time. DuckDB folds a constant
  * expression while optimizing, each level of a nested one again when a level
  * below fails, and nothing interrupts the optimizer: to_hex 29 deep over a
  * constant 200 KB string, refused at its 9th level, took 28 s of folding
  * (each of the 20 levels above re-ran the 9 below). A volatile checker keeps
- * the work in execution, once, where the deadline reaches it. */
+ * the work in execution, once, where the deadline reaches it. `json`: the
+ * VARCHARs are JSON (an alias), as the built-in behind takes. */
 static enum vt_err register_set(duckdb_connection con, const char *name,
-                                const struct overload *ov, size_t n, bool unfolded,
+                                const struct overload *ov, size_t n, bool unfolded, bool json,
                                 struct vt_error *err)
 {
     duckdb_scalar_function_set set = duckdb_create_scalar_function_set(name);
@@ -1058,11 +1215,11 @@ static enum vt_err register_set(duckdb_connection con, const char *name,
         duckdb_scalar_function f = duckdb_create_scalar_function();
         duckdb_scalar_function_set_name(f, name);
         for (size_t k = 0; k < 5 && ov[i].params[k] != DUCKDB_TYPE_INVALID; k++) {
-            duckdb_logical_type t = ltype(ov[i].params[k]);
+            duckdb_logical_type t = overload_type(ov[i].params[k], json);
             duckdb_scalar_function_add_parameter(f, t);
             duckdb_destroy_logical_type(&t);
         }
-        duckdb_logical_type r = ltype(ov[i].ret);
+        duckdb_logical_type r = overload_type(ov[i].ret, json);
         duckdb_scalar_function_set_return_type(f, r);
         duckdb_destroy_logical_type(&r);
         /* NULL in, NULL out is what the built-ins behind do; the checkers
@@ -1108,6 +1265,14 @@ static const struct overload grow_ov[] = {
     {{DUCKDB_TYPE_UBIGINT, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_UBIGINT, grow_fn},
     {{DUCKDB_TYPE_HUGEINT, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_HUGEINT, grow_fn},
     {{DUCKDB_TYPE_UHUGEINT, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_UHUGEINT, grow_fn},
+};
+static const struct overload pretty_ov[] = {{{VARCHAR, X, X, X, X}, VARCHAR, pretty_fn}};
+static const struct overload strftime_ov[] = {
+    {{VARCHAR, X, X, X, X}, VARCHAR, strftime_arg_fn},
+    {{DUCKDB_TYPE_DATE, X, X, X, X}, DUCKDB_TYPE_DATE, strftime_arg_fn},
+    {{TS, X, X, X, X}, TS, strftime_arg_fn},
+    {{DUCKDB_TYPE_TIMESTAMP_NS, X, X, X, X}, DUCKDB_TYPE_TIMESTAMP_NS, strftime_arg_fn},
+    {{TSTZ, X, X, X, X}, TSTZ, strftime_arg_fn},
 };
 static const struct overload replace_ov[] = {
     {{VARCHAR, VARCHAR, VARCHAR, X, X}, VARCHAR, replace_fn}};
@@ -1179,6 +1344,12 @@ static const char *const macros[] = {
     "base64(b) AS system.main.base64(\"vt:grow_blob\"(b, 4.0 / 3, 'base64'))",
     "regexp_escape(s) AS system.main.regexp_escape(\"vt:grow_text\"(s, 2, 'regexp_escape'))",
     "replace(s, f, t) AS \"vt:replace\"(s, f, t)",
+    /* 4 spaces of indentation a level for every line: 40 KB of brackets
+     * made 1.6 GB */
+    "json_pretty(j) AS system.main.json_pretty(\"vt:pretty\"(j))",
+    /* up to ~10x the format (a constant) for every row */
+    "strftime(a, b) AS "
+    "system.main.strftime(\"vt:strftime_arg\"(a), \"vt:strftime_arg\"(b))",
     /* recursive over the document: the stack overflows on deep nesting */
     "json_structure(j) AS system.main.json_structure(\"vt:json_depth\"(j, 'json_structure'))",
     "json_contains(a, b) AS system.main.json_contains(\"vt:json_depth\"(a, 'json_contains'), "
@@ -1194,8 +1365,8 @@ static const char *const macros[] = {
     "from_json(j, s) AS system.main.from_json(j, \"vt:json_depth\"(s, 'from_json'))",
     "from_json_strict(j, s) AS "
     "system.main.from_json_strict(j, \"vt:json_depth\"(s, 'from_json_strict'))",
-    /* printf and format: widths and precisions (the format goes through a
-     * checker; up to 16 values) */
+    /* printf and format: widths, precisions and positions named once (the
+     * format goes through a checker; up to 16 values) */
     "@FMT@",
     /* PostgreSQL's */
     "to_char(t, f) AS \"vt:to_char\"(CAST(t AS TIMESTAMP), f)",
@@ -1264,24 +1435,27 @@ enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err)
         const char *name;
         const struct overload *ov;
         size_t n;
-        bool unfolded;
+        bool unfolded, json;
     } sets[] = {
-        {"vt:cap", cap_ov, 1, false},
-        {"vt:pair", pair_ov, 1, false},
-        {"vt:json_depth", json_depth_ov, 1, false},
-        {"vt:range_step", range_ov, 3, false},
-        {"vt:repeat_n", repeat_ov, 1, false},
-        {"vt:grow", grow_ov, sizeof grow_ov / sizeof grow_ov[0], true},
-        {"vt:grow_text", &grow_ov[0], 1, true}, /* grow's text overload alone */
-        {"vt:grow_blob", &grow_ov[1], 1, true}, /* and its blob one */
-        {"vt:replace", replace_ov, 1, true},
-        {"vt:printf_format", printf_ov, 1, false},
-        {"vt:format_format", format_ov, 1, false},
-        {"vt:to_char", to_char_ov, 1, false},
-        {"vt:to_timestamp", to_timestamp_ov, 1, false},
+        {"vt:cap", cap_ov, 1, false, false},
+        {"vt:pair", pair_ov, 1, false, false},
+        {"vt:json_depth", json_depth_ov, 1, false, false},
+        {"vt:range_step", range_ov, 3, false, false},
+        {"vt:repeat_n", repeat_ov, 1, false, false},
+        {"vt:grow", grow_ov, sizeof grow_ov / sizeof grow_ov[0], true, false},
+        {"vt:grow_text", &grow_ov[0], 1, true, false}, /* grow's text overload alone */
+        {"vt:grow_blob", &grow_ov[1], 1, true, false}, /* and its blob one */
+        {"vt:replace", replace_ov, 1, true, false},
+        {"vt:pretty", pretty_ov, 1, true, true},
+        {"vt:strftime_arg", strftime_ov, sizeof strftime_ov / sizeof strftime_ov[0], false, false},
+        {"vt:printf_format", printf_ov, 1, false, false},
+        {"vt:format_format", format_ov, 1, false, false},
+        {"vt:to_char", to_char_ov, 1, false, false},
+        {"vt:to_timestamp", to_timestamp_ov, 1, false, false},
     };
     for (size_t i = 0; rc == VT_ERR_OK && i < sizeof sets / sizeof sets[0]; i++)
-        rc = register_set(con, sets[i].name, sets[i].ov, sets[i].n, sets[i].unfolded, err);
+        rc = register_set(con, sets[i].name, sets[i].ov, sets[i].n, sets[i].unfolded, sets[i].json,
+                          err);
     if (rc == VT_ERR_OK)
         rc = eng_jsonb_install(con, err);
     struct strbuf sql;

@@ -191,7 +191,7 @@ static const struct macro_cost {
     {"geometric_mean", 1, 5}, {"hex", 1, 4}, {"jaro_similarity", 2, 8},
     {"jaro_winkler_similarity", 2, 8}, {"json", 1, 3}, {"json_contains", 1, 6},
     {"json_group_array", 2, 14}, {"json_group_object", 2, 20}, {"json_group_structure", 2, 21},
-    {"json_merge_patch", 1, 27}, {"json_structure", 1, 3}, {"json_transform", 1, 4},
+    {"json_merge_patch", 1, 27}, {"json_pretty", 1, 2}, {"json_structure", 1, 3}, {"json_transform", 1, 4},
     {"json_transform_strict", 1, 4}, {"levenshtein", 2, 7}, {"list_any_value", 1, 3},
     {"list_append", 1, 4}, {"list_approx_count_distinct", 1, 3}, {"list_avg", 1, 3},
     {"list_bit_and", 1, 3}, {"list_bit_or", 1, 3}, {"list_bit_xor", 1, 3}, {"list_bool_and", 1, 3},
@@ -207,7 +207,7 @@ static const struct macro_cost {
     {"nullif", 2, 6}, {"overlay", 2, 15}, {"pg_typeof", 1, 3}, {"printf", 1, 18}, {"range", 2, 6},
     {"regexp_escape", 1, 4}, {"regexp_split_to_table", 1, 4}, {"repeat", 2, 4}, {"replace", 1, 4},
     {"round_even", 3, 23}, {"roundbankers", 3, 29}, {"rpad", 1, 8}, {"session_user", 0, 1},
-    {"split_part", 2, 16}, {"to_base64", 1, 6}, {"to_binary", 1, 4}, {"to_char", 1, 4},
+    {"split_part", 2, 16}, {"strftime", 1, 4}, {"to_base64", 1, 6}, {"to_binary", 1, 4}, {"to_char", 1, 4},
     {"to_hex", 1, 4}, {"to_timestamp", 1, 3}, {"url_encode", 1, 4}, {"wavg", 2, 15},
     {"weighted_avg", 2, 11},
 };

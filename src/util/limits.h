@@ -69,10 +69,12 @@
                                                   * its input's bytes: bin/to_binary x8,
                                                   * hex/to_hex x2, url_encode x3, to_base64,
                                                   * regexp_escape x2, replace (nested, 2^n;
-                                                  * the levels below stay in memory: ~2x) */
+                                                  * the levels below stay in memory: ~2x),
+                                                  * json_pretty (4 x depth^2) */
 #define VT_SQL_MAX_GROWN_BYTES_VECTOR (256 * 1024 * 1024)
 #define VT_SQL_MAX_FORMAT_WIDTH 10000          /* printf/format widths and precisions;
-                                                * to_char/to_timestamp template bytes */
+                                                * to_char/to_timestamp template bytes,
+                                                * strftime format bytes */
 #define VT_SQL_MAX_JSON_DEPTH 1000             /* nesting of JSON given to the recursive JSON
                                                 * functions (json_structure, json_contains,
                                                 * json_merge_patch, engine/jsonb.c's @>) */

@@ -26,7 +26,7 @@ import psycopg
 import pytest
 import requests
 
-from conftest import Server, dataset_block, server_block, write_parquet
+from conftest import Server, dataset_block, server_block, sql as duckdb_sql, write_parquet
 from pgwire_util import pg_port
 from test_arrow_http import asan_env
 
@@ -434,6 +434,23 @@ GROWN = [
     ("SELECT length(replace(repeat('a', 100000), 'a', repeat('b', 1000)))", "replace"),
     # each row within the limit, a vector of them together past 256 MiB
     ("SELECT sum(length(bin(repeat('x', 20000) || i))) FROM range(3000) t(i)", "bin"),
+    # an argument named by its position N times is N copies of it: 60,000
+    # of a 1 MB string, and 2^30 nested (fuzz9's findings)
+    ("SELECT length(printf(repeat('%1$s', 60000), repeat('a', 1000000)))", "printf"),
+    ("SELECT length(" + "printf('%1$s%1$s', " * 30 + "'a'" + ")" * 30 + ")", "printf"),
+    ("SELECT length(format(repeat('{0}', 60000), repeat('a', 1000000)))", "format"),
+    # ~10x the format (a constant) for every row: %c writes 19 bytes for 2
+    ("SELECT length(strftime(TIMESTAMP '2020-01-01', repeat('%c', 1000000)))", "strftime"),
+    ("SELECT length(strftime(repeat('%A', 600000), DATE '2020-01-01'))", "strftime"),
+    ("SELECT sum(length(strftime(TIMESTAMP '2020-01-01' + to_seconds(i), repeat('%c', 6000)))) "
+     "FROM range(1000000) t(i)", "strftime"),
+    # 4 spaces of indentation a level on every line: 40 KB of brackets made
+    # 1.6 GB in one call
+    ("SELECT length(json_pretty(repeat('[', 20000) || repeat(']', 20000)))", "json_pretty"),
+    ("SELECT length(json_pretty('[' || repeat(repeat('[', 1000) || repeat(']', 1000) || ',', 100) "
+     "|| '0]'))", "json_pretty"),
+    ("SELECT sum(length(json_pretty(repeat('[', 1000) || i || repeat(']', 1000)))) "
+     "FROM range(3000) t(i)", "json_pretty"),
 ]
 
 
@@ -472,3 +489,32 @@ def test_functions_that_multiply_their_input_answer_within_the_limit(srv):
         "f": "7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF", "g": "a%20b%2F%C3%A9", "h": "YWJj", "i": "qg==",
         "j": "a\\.b", "k": "aXXcaXXc", "l": "ba", "m": "abc", "n": "ee", "o": 2000000,
         "p": 2 ** 20, "q": "80000101"}]
+
+
+# Within the limits the wrappers answer what DuckDB answers (build/vt-sql,
+# without them), byte for byte: every column as DuckDB's text.
+WITHIN = [
+    "SELECT printf('%1$s-%2$d', 'a', 42) AS a, printf('%s|%5.2f|%-4d|', 'x', 3.14159, 7) AS b, "
+    "format('{1}{0}', 'a', 'b') AS c, format('{}:{:>6}', 'k', 1.5) AS d, printf('%%') AS e, "
+    "printf('%3$d %1$d %2$d', 1, 2, 3) AS f, printf('%1$10s', 'r') AS g, "
+    "length(printf(repeat('%s', 16), " + ", ".join(["repeat('x', 1000)"] * 16) + ")) AS h",
+    "SELECT strftime(TIMESTAMP '2020-02-03 04:05:06.789', '%c|%x|%X|%A %B %j %U') AS a, "
+    "strftime('%Y-%m', DATE '2021-05-01') AS b, "
+    "strftime(TIMESTAMP_NS '2020-01-01 00:00:00.123456789', '%n') AS c, strftime(NULL, '%Y') AS d, "
+    "strftime(TIMESTAMP_S '2020-01-01 01:02:03', '%c') AS e, "
+    "length(strftime(DATE '2020-01-01', repeat('%c', 5000))) AS f, "
+    "strftime('%d', TIMESTAMP_MS '2020-01-09 00:00:00') AS g",
+    "SELECT json_pretty('[1,{\"a\":[],\"b\":[1e9, -0.5e-3, \"x\\\"y\"]}, {}, [[ ]], null, true]') AS a, "
+    "json_pretty({'a': 1, 'b': [1, 2]}) AS b, json_pretty(NULL) AS c, "
+    "length(json_pretty(repeat('[', 2048) || repeat(']', 2048))) AS d, json_pretty('3') AS e, "
+    "json_pretty(' [ 1 , 2 ] ') AS f, json_pretty('{\"k\": \"\\u00e9\\/\"}') AS g",
+]
+
+
+@pytest.mark.parametrize("text", WITHIN, ids=["printf-format", "strftime", "json_pretty"])
+def test_bounded_functions_within_their_limits_answer_as_duckdb(srv, text):
+    want = duckdb_sql(text)
+    r = sql(srv, f"SELECT COLUMNS(*)::VARCHAR FROM ({text})")
+    assert r.status_code == 200, r.text[:300]
+    got = [list(row.values()) for row in r.json()["data"]]
+    assert got == want
