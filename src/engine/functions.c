@@ -1313,7 +1313,15 @@ static const char *const macros[] = {
     "rpad(s, n, p) AS system.main.rpad(s, CAST(\"vt:cap\"(n, @PAD@, 'rpad') AS INTEGER), p)",
     "bitstring(s, n) AS "
     "system.main.bitstring(s, CAST(\"vt:cap\"(n, @BITS@, 'bitstring') AS INTEGER))",
-    "repeat(x, n) AS system.main.repeat(x, \"vt:repeat_n\"(x, n))",
+    /* x and n once each: a macro copies an argument at every use of its
+     * parameter, and a volatile one (random(), a subquery) is evaluated per
+     * copy, so the checker measured one value and repeat built another. The
+     * struct in a one-element list is evaluated once; the lambda reads it
+     * (by struct_extract: "vt:r".x in a table function's argument binds as
+     * the string 'vt:r.x'). */
+    "repeat(x, n) AS list_transform([{'x': x, 'n': n}], lambda \"vt:r\": system.main.repeat("
+    "struct_extract(\"vt:r\", 'x'), "
+    "\"vt:repeat_n\"(struct_extract(\"vt:r\", 'x'), struct_extract(\"vt:r\", 'n'))))[1]",
     "list_resize(l, n) AS system.main.list_resize(l, \"vt:cap\"(n, @LIST@, 'list_resize')), "
     "(l, n, v) AS system.main.list_resize(l, \"vt:cap\"(n, @LIST@, 'list_resize'), v)",
     "array_resize(l, n) AS system.main.array_resize(l, \"vt:cap\"(n, @LIST@, 'array_resize')), "

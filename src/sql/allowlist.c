@@ -205,7 +205,7 @@ static const struct macro_cost {
     {"lpad", 1, 8}, {"map_contains_entry", 1, 6}, {"map_contains_value", 1, 4},
     {"map_to_pg_oid", 17, 70}, {"md5_number_lower", 1, 9}, {"md5_number_upper", 1, 9},
     {"nullif", 2, 6}, {"overlay", 2, 15}, {"pg_typeof", 1, 3}, {"printf", 1, 18}, {"range", 2, 6},
-    {"regexp_escape", 1, 4}, {"regexp_split_to_table", 1, 4}, {"repeat", 2, 4}, {"replace", 1, 4},
+    {"regexp_escape", 1, 4}, {"regexp_split_to_table", 1, 4}, {"repeat", 1, 19}, {"replace", 1, 4},
     {"round_even", 3, 23}, {"roundbankers", 3, 29}, {"rpad", 1, 8}, {"session_user", 0, 1},
     {"split_part", 2, 16}, {"strftime", 1, 4}, {"to_base64", 1, 6}, {"to_binary", 1, 4}, {"to_char", 1, 4},
     {"to_hex", 1, 4}, {"to_timestamp", 1, 3}, {"url_encode", 1, 4}, {"wavg", 2, 15},

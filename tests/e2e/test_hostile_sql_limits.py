@@ -330,7 +330,7 @@ CAPS = [
     # macros nested in macros expand exponentially at bind: round_even 44
     # deep kept a core busy long after its 504 (fuzz7's fuzz run)
     ("SELECT " + "round_even(" * 44 + "NULL" + ", NULL)" * 44, "round_even"),
-    ("SELECT " + "repeat(" * 30 + "'a'" + ", 1)" * 30, "repeat"),
+    ("SELECT " + "nullif(" * 30 + "'a'" + ", 'b')" * 30, "nullif"),
     # format_pg_type copies its argument 15 times: 6 deep would bind for
     # half an hour (stop 41's CI, fuzz_sql_functions' watchdog)
     ("SELECT " + "format_pg_type(" * 6 + "'abc'" + ", 'YYYY-MM-DD HH24:MI')" * 6,
@@ -518,3 +518,26 @@ def test_bounded_functions_within_their_limits_answer_as_duckdb(srv, text):
     assert r.status_code == 200, r.text[:300]
     got = [list(row.values()) for row in r.json()["data"]]
     assert got == want
+
+
+def test_repeat_checks_the_value_it_repeats(srv):
+    """repeat's macro used x twice: a volatile x was evaluated twice, the
+    checker measured one value and repeat built the other (100 MB past the
+    64 MiB limit in a quarter of these statements). Now x and n are
+    evaluated once, and repeat nests without multiplying at bind."""
+    text = ("SELECT length(repeat(CASE WHEN random() < 0.5 THEN 'a' ELSE repeat('a', 100) END, "
+            "1000000)) AS n")
+    for _ in range(24):
+        r = sql(srv, text)
+        if r.status_code == 400:
+            assert "repeat" in r.json()["error"] and "limit" in r.json()["error"], r.text[:300]
+        else:
+            assert r.status_code == 200 and r.json()["data"] == [{"n": 1000000}], r.text[:300]
+    r = sql(srv, "SELECT length(" + nest("repeat", "'ab'", 30, ", 1") + ") AS a, "
+                 "repeat('a', (SELECT 2)) AS b, repeat([1, 2], 2::INTEGER) AS c")
+    assert r.status_code == 200, r.text[:300]
+    assert r.json()["data"] == [{"a": 2, "b": "aa", "c": [1, 2, 1, 2]}]
+    # in a table function's arguments too (a lambda's "vt:r".x bound there
+    # as the string 'vt:r.x')
+    r = sql(srv, "SELECT count(*) AS n FROM unnest(string_split(repeat('a,', 3), ','))")
+    assert r.status_code == 200 and r.json()["data"] == [{"n": 4}], r.text[:300]
