@@ -192,6 +192,13 @@ struct api_sink {
     duckdb_result *res;
     struct sink_helper *helper;
     bool helper_failed;
+    /* A page sent from the pre-rendered pages (json_file): our dup of the
+     * file (when file_open), its range, and where the document's head ends
+     * in buf (the trailer follows it there). */
+    bool file_open;
+    int file_fd;
+    uint64_t file_off, file_len;
+    size_t file_head;
 };
 
 /* fmt: the negotiated format (ignored for counts). */

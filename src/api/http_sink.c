@@ -11,6 +11,7 @@
  * the reply (the standard error body with the code's status); after streaming
  * started the client can only see a truncated body.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,6 +365,34 @@ static enum vt_err sink_json_row(struct exec_sink *s, const char *obj, size_t le
     return VT_ERR_OK;
 }
 
+/* A JSON page whose rows are a range of the pre-rendered pages: the
+ * document's head and trailer around the file's bytes, sent with sendfile
+ * (finish). Not when the reply would be compressed (a file is sent as it
+ * is) or the body has begun. */
+static bool sink_json_file(struct exec_sink *s, const struct index_pages_range *range)
+{
+    struct api_sink *a = sink_of(s);
+    if (a->kind != API_REPLY_PAGE || a->fmt != &enc_json || a->stream || a->buf.len ||
+        a->enc || a->file_open ||
+        http_reply_would_compress(a->req, content_type(a), compressible(a), range->length))
+        return false;
+    int fd = fcntl(range->fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    struct vt_error err = {0};
+    if (!(a->enc = a->fmt->begin(NULL, &a->buf, &err))) {
+        close(fd);
+        return false;
+    }
+    add_refreshed_at(a);
+    a->file_open = true;
+    a->file_fd = fd;
+    a->file_off = range->offset;
+    a->file_len = range->length;
+    a->file_head = a->buf.len;
+    return true;
+}
+
 static enum vt_err sink_count(struct exec_sink *s, uint64_t n, struct vt_error *err)
 {
     (void)err;
@@ -383,6 +412,11 @@ static void finish(struct api_sink *a, const struct vt_error *err)
     if (a->stream) {
         http_stream_end(a->stream, ok);
         a->stream = NULL;
+    } else if (a->file_open && ok) {
+        http_reply_file_framed(a->req, 200, content_type(a), compressible(a), a->file_fd,
+                               a->file_off, a->file_len, a->buf.buf, a->file_head,
+                               a->buf.buf + a->file_head, a->buf.len - a->file_head);
+        a->file_open = false; /* the reply closes it */
     } else if (err && err->code == VT_ERR_NOT_MODIFIED) {
         /* GET .../query?q=: the ETag matched (query.c); no body */
         sb_release(&a->buf);
@@ -444,6 +478,7 @@ static const struct exec_sink_ops rows_ops = {
     .begin = sink_begin,
     .chunk = sink_chunk,
     .json_row = sink_json_row,
+    .json_file = sink_json_file,
     .count = sink_count,
     .end = sink_end,
     .fail = sink_fail,
@@ -478,6 +513,9 @@ void api_sink_init(struct api_sink *a, struct http_request *req, enum api_reply 
 void api_sink_release(struct api_sink *a)
 {
     helper_stop(a);
+    if (a->file_open)
+        close(a->file_fd);
+    a->file_open = false;
     if (a->fmt && a->fmt->release)
         a->fmt->release(a->enc);
     a->enc = NULL;

@@ -128,6 +128,15 @@ static void write_datasets(struct strbuf *out, struct cat_catalog *cat)
         metrics_w_value_u64(out, list[i].row_store_bytes > 0 ? (uint64_t)list[i].row_store_bytes
                                                               : 0);
     }
+    metrics_w_family(out, "vitrine_dataset_json_pages_bytes", METRICS_GAUGE,
+                     "Bytes of the dataset's pre-rendered pages (its first rows as page-body "
+                     "JSON, up to index.json_pages_mb; a file of their own, read through the "
+                     "page cache and sent with sendfile).");
+    for (size_t i = 0; i < n; i++) {
+        ds_name(out, "vitrine_dataset_json_pages_bytes", &lab[i], NULL);
+        metrics_w_value_u64(out, list[i].json_pages_bytes > 0 ? (uint64_t)list[i].json_pages_bytes
+                                                               : 0);
+    }
     metrics_w_family(out, "vitrine_index_memory_limit_bytes", METRICS_GAUGE,
                      "server.index_memory_limit in bytes, and what all fast paths hold now "
                      "(vitrine_index_memory_bytes).");

@@ -76,13 +76,14 @@ static const char openapi_components_json[] = OPENAPI_JSON({
         "lazy": {"type": "boolean"},
         "index": {
           "type": "object",
-          "description": "The index fast path of the current generation: built after it is published (state building, then ready); memory_bytes is what it holds in memory (capped by server.index_memory_limit), disk_bytes its file in the runtime directory (read through the page cache), row_store_bytes the rows in that file, sorted_bytes the sorted values of the columns kept for range counts (integer, DOUBLE, DATE, TIMESTAMP, TIMESTAMPTZ) in that file.",
-          "required": ["state", "memory_bytes", "disk_bytes", "row_store_bytes", "sorted_bytes"],
+          "description": "The index fast path of the current generation: built after it is published (state building, then ready); memory_bytes is what it holds in memory (capped by server.index_memory_limit), disk_bytes its file in the runtime directory (read through the page cache), row_store_bytes the rows in that file, sorted_bytes the sorted values of the columns kept for range counts (integer, DOUBLE, DATE, TIMESTAMP, TIMESTAMPTZ) in that file, json_pages_bytes the pre-rendered pages (the first rows as page-body JSON, up to index.json_pages_mb) in a file of their own, also counted in disk_bytes.",
+          "required": ["state", "memory_bytes", "disk_bytes", "row_store_bytes", "sorted_bytes", "json_pages_bytes"],
           "properties": {
             "state": {"enum": ["none", "building", "ready", "failed"]},
             "memory_bytes": {"type": "integer", "minimum": 0},
             "disk_bytes": {"type": "integer", "minimum": 0},
             "row_store_bytes": {"type": "integer", "minimum": 0},
+            "json_pages_bytes": {"type": "integer", "minimum": 0},
             "sorted_bytes": {"type": "integer", "minimum": 0}
           }
         },

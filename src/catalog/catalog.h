@@ -113,6 +113,7 @@ struct cat_status {
     int64_t index_disk_bytes;
     int64_t row_store_bytes;
     int64_t sorted_bytes;
+    int64_t json_pages_bytes;   /* the pre-rendered pages' own file */
     int64_t lazy_metadata_bytes; /* a lazy generation's footers and statistics; -1 = none */
     /* builds ended, by trigger (enum cat_refresh_source) and outcome (0 ok, 1 failed) */
     uint64_t builds[5][2];

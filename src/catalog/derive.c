@@ -110,6 +110,7 @@ void cat_generation_index_status(const struct cat_generation *gen, struct cat_st
     st->index_disk_bytes = (int64_t)index_fastpath_disk(fp);
     st->row_store_bytes = (int64_t)index_fastpath_row_store_bytes(fp);
     st->sorted_bytes = (int64_t)index_fastpath_sorted_bytes(fp);
+    st->json_pages_bytes = (int64_t)index_fastpath_pages_bytes(fp);
 }
 
 void cat_set_index_dir(struct cat_catalog *cat, const char *dir)
@@ -154,7 +155,12 @@ static struct index_fastpath *build_fastpath(duckdb_connection con, struct cat_g
     for (size_t i = 0; i < n; i++)
         rows = rows && json_type_supported(types[i]);
     char warn[256];
-    struct index_build_options opt = {.cfg = cfg, .dir = dir, .rows = rows};
+    struct index_build_options opt = {
+        .cfg = cfg,
+        .dir = dir,
+        .rows = rows,
+        .pages_bytes = rows ? (uint64_t)cfg->index_json_pages_mb << 20 : 0,
+    };
     struct index_builder *b = index_builder_create(n, names, types, &opt, warn, sizeof warn);
     for (size_t i = 0; i < n; i++)
         duckdb_free((void *)names[i]); /* DuckDB's copies; the builder made its own */
@@ -227,13 +233,14 @@ static void fastpath_run(struct eng_job *job, duckdb_connection con)
     struct strbuf cols;
     sb_init(&cols, 4096);
     index_fastpath_describe(fp, &cols);
-    log_info("dataset %s: index on %s; %.1f MiB in memory, %.1f MiB in its file (row store "
-             "%.1f MiB%s); built in %lld ms",
+    log_info("dataset %s: index on %s; %.1f MiB in memory, %.1f MiB in its files (row store "
+             "%.1f MiB%s; pre-rendered pages %.1f MiB, %llu rows); built in %lld ms",
              fj->cfg.name, cols.buf ? cols.buf : "", index_fastpath_memory(fp) / 1048576.0,
              index_fastpath_disk(fp) / 1048576.0,
              index_fastpath_row_store_bytes(fp) / 1048576.0,
              index_fastpath_has_rows(fp) ? "" : ", none: counts only",
-             (long long)(time_mono_ms() - t0));
+             index_fastpath_pages_bytes(fp) / 1048576.0,
+             (unsigned long long)index_pages_rows(fp), (long long)(time_mono_ms() - t0));
     sb_release(&cols);
     atomic_store(&gen->priv->fastpath, fp);
     atomic_store(&gen->priv->index_state, CAT_INDEX_READY);

@@ -55,6 +55,7 @@ void cat_write_status(struct jw *w, const struct cat_status *st)
     jw_kint(w, "disk_bytes", st->index_disk_bytes);
     jw_kint(w, "row_store_bytes", st->row_store_bytes);
     jw_kint(w, "sorted_bytes", st->sorted_bytes);
+    jw_kint(w, "json_pages_bytes", st->json_pages_bytes);
     jw_obj_end(w);
     jw_key(w, "depends_on");
     jw_arr_begin(w);

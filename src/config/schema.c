@@ -1122,6 +1122,14 @@ const struct cfg_key cfg_schema[] = {
     {"dataset.index", "max_cardinality", CFG_T_INT, D(index_max_cardinality),
      RANGE(1, INT64_MAX), .def = "100000",
      .doc = "In auto mode, a column with this many distinct values or more is not indexed."},
+    {"dataset.index", "json_pages_mb", CFG_T_INT, D(index_json_pages_mb), RANGE(0, 1 << 20),
+     .def = "256",
+     .doc = "Pre-rendered pages: the first rows of a resident dataset, up to this many MiB, "
+            "kept as the JSON of a page body in a file in the runtime directory (read "
+            "through the page cache, not held in memory). A JSON page of a query with no "
+            "predicate, no column list and no sort that lies within them is sent from that "
+            "file with sendfile instead of being fetched and encoded. 0 turns it off; with "
+            "index.mode \"none\" there is none."},
     {"dataset.index", NULL, CFG_T_RULE, .rule = rule_index_columns,
      .doc = "index.columns is required with index.mode \"list\" and only allowed with it."},
     {"dataset", "s3", CFG_T_TABLE,

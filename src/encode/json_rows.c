@@ -84,6 +84,7 @@ struct json_rows {
     size_t ncol;
     uint64_t written;
     bool lines;              /* NDJSON: each row ends with '\n', no commas */
+    uint64_t *ends;          /* json_rows_encode_chunk_ends: where each row ends */
 };
 
 /* The prefix of columns that have none: put_bytes reads 32 bytes. */
@@ -1116,6 +1117,7 @@ static int encode_batch(struct json_rows *enc, duckdb_vector *vecs, idx_t from, 
     size_t ncol = enc->ncol;
     struct jcol *cols = enc->cols;
     bool lines = enc->lines;
+    uint64_t *ends = enc->ends;
     size_t total = n * 3 + JSON_FMT_SLACK;
     for (size_t c = 0; c < ncol; c++) {
         struct jcol *col = &cols[c];
@@ -1156,6 +1158,8 @@ static int encode_batch(struct json_rows *enc, duckdb_vector *vecs, idx_t from, 
             *o++ = '}';
             if (lines)
                 *o++ = '\n';
+            if (ends)
+                *ends++ = (uint64_t)(o - out->buf);
         }
     } else {
         for (idx_t i = 0; i < n; i++) {
@@ -1180,8 +1184,12 @@ static int encode_batch(struct json_rows *enc, duckdb_vector *vecs, idx_t from, 
             *o++ = '}';
             if (lines)
                 *o++ = '\n';
+            if (ends)
+                *ends++ = (uint64_t)(o - out->buf);
         }
     }
+    if (enc->ends)
+        enc->ends = ends;
     out->len = (size_t)(o - out->buf);
     out->buf[out->len] = '\0';
     enc->written += n;
@@ -1261,6 +1269,15 @@ int json_rows_encode_cells(struct json_rows *enc, duckdb_data_chunk chunk, json_
 int json_rows_encode_chunk(struct json_rows *enc, duckdb_data_chunk chunk, struct strbuf *out)
 {
     return json_rows_encode_range(enc, chunk, 0, duckdb_data_chunk_get_size(chunk), out);
+}
+
+int json_rows_encode_chunk_ends(struct json_rows *enc, duckdb_data_chunk chunk, struct strbuf *out,
+                                uint64_t *ends)
+{
+    enc->ends = ends;
+    int rc = json_rows_encode_range(enc, chunk, 0, duckdb_data_chunk_get_size(chunk), out);
+    enc->ends = NULL;
+    return rc;
 }
 
 static bool type_supported(duckdb_logical_type t)

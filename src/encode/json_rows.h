@@ -51,6 +51,12 @@ void json_rows_destroy(struct json_rows *enc);
  * ran out or the chunk does not match. Rows go out in batches of complete
  * rows: after -1, out holds whole rows only, json_rows_written() of them. */
 int json_rows_encode_chunk(struct json_rows *enc, duckdb_data_chunk chunk, struct strbuf *out);
+/* The same, also writing where each row ends: ends[i] = out->len just after
+ * row i's closing brace (the chunk's size entries; the next row's comma is
+ * at ends[i]). The pre-rendered pages of the index fast path cut page
+ * bodies from these bytes (src/index/pages.c). */
+int json_rows_encode_chunk_ends(struct json_rows *enc, duckdb_data_chunk chunk, struct strbuf *out,
+                                uint64_t *ends);
 /* Rows [from, from + count) of the chunk only (paging inside a chunk, a
  * one-row schema sample); the range is clamped to the chunk's size. */
 int json_rows_encode_range(struct json_rows *enc, duckdb_data_chunk chunk, uint64_t from,

@@ -112,6 +112,21 @@ static enum vt_err caps_row(struct exec_sink *s, const struct index_row *row,
     return row_taken(c, k->ops->row ? k->ops->row(k, row, err) : VT_ERR_INTERNAL);
 }
 
+/* The pre-rendered rows of a page, when the sink takes files and they fit
+ * under the row cap whole (else the usual way, which cuts). */
+static bool caps_json_file(struct exec_sink *s, const struct index_pages_range *range)
+{
+    struct exec_call *c = call_of(s);
+    struct exec_sink *k = inner(c);
+    if (!k->ops->json_file ||
+        (c->rq.caps.max_rows >= 0 && c->rows + range->rows > (uint64_t)c->rq.caps.max_rows))
+        return false;
+    if (!k->ops->json_file(k, range))
+        return false;
+    c->rows += range->rows;
+    return true;
+}
+
 static enum vt_err caps_count(struct exec_sink *s, uint64_t n, struct vt_error *err)
 {
     struct exec_sink *k = inner(call_of(s));
@@ -136,6 +151,7 @@ static const struct exec_sink_ops caps_ops = {
     .begin = caps_begin,
     .chunk = caps_chunk,
     .json_row = caps_json_row,
+    .json_file = caps_json_file,
     .count = caps_count,
     .end = caps_end,
     .fail = caps_fail,

@@ -306,6 +306,41 @@ static enum exec_fast try_range_count(const struct exec_plan *plan,
     return EXEC_FAST_DONE;
 }
 
+/* A page that the pre-rendered pages hold as it is: no predicate, no
+ * grouping, no sort, no DISTINCT, every column in table order, no total. */
+static bool plain_page(const struct query_request *qr, const struct index_fastpath *fp)
+{
+    if (qr->mode != QUERY_PAGED || qr->npreds || qr->ngroup || qr->norder || qr->distinct ||
+        qr->include_total || qr->count_result || qr->max_rows <= 0 || qr->offset < 0 ||
+        qr->ncolumns != index_fastpath_columns(fp))
+        return false;
+    for (size_t i = 0; i < qr->ncolumns; i++)
+        if (qr->columns[i] != i)
+            return false;
+    return true;
+}
+
+/* The page as a byte range of the pre-rendered pages, sent by the sink. */
+static enum exec_fast try_pages(const struct exec_plan *plan, const struct index_fastpath *fp,
+                                struct exec_sink *sink)
+{
+    const struct query_request *qr = plan->query;
+    struct exec_timing *tm = plan->timing;
+    int64_t t0 = tm ? time_mono_us() : 0;
+    struct index_pages_range range;
+    enum index_fast r = index_pages_range(fp, (uint64_t)qr->offset, (uint64_t)qr->max_rows,
+                                          plan->job == NULL, &range);
+    if (r == INDEX_FAST_ELSEWHERE)
+        return EXEC_FAST_TOO_BIG;
+    if (r != INDEX_FAST_DONE || !sink->ops->json_file(sink, &range))
+        return EXEC_FAST_NO;
+    if (tm)
+        tm->execute_us += time_mono_us() - t0;
+    struct vt_error err = {0};
+    sink_finish(sink, &err);
+    return EXEC_FAST_DONE;
+}
+
 enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sink,
                              size_t max_rows)
 {
@@ -318,6 +353,11 @@ enum exec_fast exec_try_fast(const struct exec_plan *plan, struct exec_sink *sin
     bool rows = plan->kind == EXEC_ROWS;
     if (rows && (qr->mode == QUERY_STREAM || (!sink->ops->row && !sink->ops->json_row)))
         return EXEC_FAST_NO;
+    if (rows && sink->ops->json_file && plain_page(qr, fp)) {
+        enum exec_fast r = try_pages(plan, fp, sink);
+        if (r != EXEC_FAST_NO)
+            return r;
+    }
     const struct index_term *terms;
     size_t n_terms;
     bool empty;

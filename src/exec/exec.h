@@ -120,6 +120,13 @@ struct exec_sink_ops {
      * the index fast path never answers rows for it (counts still do). */
     enum vt_err (*json_row)(struct exec_sink *s, const char *obj, size_t len,
                             struct vt_error *err);
+    /* Optional, for sinks that write JSON page bodies: the page's rows are
+     * range->length bytes of file range->fd (index_pages_range: the index
+     * fast path's pre-rendered pages, `{...},{...}`). Called instead of
+     * begin and the rows; true when the sink took them (exec then calls
+     * end), false when it cannot send a file this time (nothing was sent:
+     * exec answers the usual way). range->fd is borrowed for the call. */
+    bool (*json_file)(struct exec_sink *s, const struct index_pages_range *range);
     /* EXEC_COUNT: the number of matching rows. */
     enum vt_err (*count)(struct exec_sink *s, uint64_t n, struct vt_error *err);
     /* The result is complete. */

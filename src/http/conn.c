@@ -510,9 +510,17 @@ static int write_some(struct http_conn *c)
             c->body_off += (uint64_t)n;
             break;
         case RESP_FILE: {
-            if (c->body_off >= r->flen) {
-                c->req->bytes_out = r->flen;
-                return 1;
+            if (c->body_off >= r->flen) { /* then the tail, if any */
+                uint64_t t = c->body_off - r->flen;
+                if (t >= r->len) {
+                    c->req->bytes_out = r->flen + r->len;
+                    return 1;
+                }
+                n = send(c->fd, r->data + t, r->len - (size_t)t, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0)
+                    goto fail;
+                c->body_off += (uint64_t)n;
+                break;
             }
             uint64_t left = r->flen - c->body_off;
             off_t off = (off_t)(r->off + c->body_off);

@@ -90,7 +90,7 @@ struct http_response {
     char *owned;                /* freed with the response (data points into it) */
     size_t owned_cap;           /* its allocation when from a strbuf (else 0) */
     int fd;                     /* RESP_FILE: closed with the response */
-    uint64_t off, flen;
+    uint64_t off, flen;         /* (RESP_FILE: data/len, if any, follow the file's bytes) */
     struct http_stream *stream; /* RESP_STREAM: one reference */
     bool chunked;               /* stream framing (HTTP/1.1) */
     bool close;                 /* the connection ends after it */

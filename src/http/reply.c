@@ -420,6 +420,41 @@ void http_reply_file(struct http_request *req, int status, const char *content_t
     set_response(req, r);
 }
 
+bool http_reply_would_compress(struct http_request *req, const char *content_type,
+                               bool compressible, uint64_t length)
+{
+    return choose_encoding(req, content_type, compressible, length) != HTTP_ENC_IDENTITY;
+}
+
+void http_reply_file_framed(struct http_request *req, int status, const char *content_type,
+                            bool compressible, int fd, uint64_t offset, uint64_t length,
+                            const char *head, size_t head_len, const char *tail,
+                            size_t tail_len)
+{
+    struct http_response *r = response_new(status, RESP_FILE);
+    char *t = malloc(tail_len ? tail_len : 1);
+    if (!r || !t) {
+        free(t);
+        http_response_free(r);
+        close(fd);
+        http_reply_error(req, VT_ERR_OUT_OF_MEMORY, "cannot create file response");
+        return;
+    }
+    memcpy(t, tail, tail_len);
+    r->fd = fd;
+    r->off = offset;
+    r->flen = length;
+    r->owned = t;
+    r->data = t;
+    r->len = tail_len;
+    build_head(req, r, content_type, vary(req, content_type, compressible), NULL,
+               (int64_t)(head_len + length + tail_len));
+    /* the body's first bytes ride with the head (sent before the file) */
+    if (req->method != HTTP_HEAD)
+        sb_add(&r->head, head, head_len);
+    set_response(req, r);
+}
+
 /* ------------------------------------------------------------- streams */
 
 void http_stream_unref(struct http_stream *st)

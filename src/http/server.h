@@ -187,6 +187,19 @@ void http_reply_vterr(struct http_request *req, const struct vt_error *err);
 /* Sends `length` bytes of an open file from `offset` (the fd is closed after). */
 void http_reply_file(struct http_request *req, int status, const char *content_type, int fd,
                      uint64_t offset, uint64_t length);
+/* Whether a reply of this type and length would be compressed per the
+ * request's Accept-Encoding and server.compress (a reply that cannot be,
+ * such as a file, then goes another way). */
+bool http_reply_would_compress(struct http_request *req, const char *content_type,
+                               bool compressible, uint64_t length);
+/* The same as http_reply_file, framed: `head` bytes before the file's and
+ * `tail` bytes after them (both copied), one body of their sum, never
+ * compressed (ask http_reply_would_compress first). `compressible` only
+ * decides the Vary field, as for a buffered reply of the same type. */
+void http_reply_file_framed(struct http_request *req, int status, const char *content_type,
+                            bool compressible, int fd, uint64_t offset, uint64_t length,
+                            const char *head, size_t head_len, const char *tail,
+                            size_t tail_len);
 
 /* Starts a streamed reply (chunked). Only from a job. `compressible` lets the
  * stream be compressed per Accept-Encoding. The request deadline no longer

@@ -28,6 +28,7 @@ struct index_builder {
     bool list_mode;
     struct index_fastpath *fp;      /* the store lives here from the start */
     struct ix_rowstore_builder *rows;
+    struct ix_pages_builder *pages; /* NULL: no pre-rendered pages */
 };
 
 static atomic_size_t budget_limit = SIZE_MAX;
@@ -144,6 +145,7 @@ void index_fastpath_destroy(struct index_fastpath *fp)
         ix_rowstore_release(fp->rows);
         free(fp->rows);
     }
+    ix_pages_free(fp->pages);
     cols_free(fp->cols, fp->n_cols);
     ix_store_close(&fp->store);
     free(fp);
@@ -160,6 +162,7 @@ void index_builder_abort(struct index_builder *b)
         ix_sorted_builder_free(b->sorted[i]);
     free(b->sorted);
     ix_rowstore_builder_abort(b->rows);
+    ix_pages_builder_abort(b->pages);
     if (b->fp) {
         b->fp->cols = b->cols;
         b->fp->n_cols = b->n_cols;
@@ -285,6 +288,8 @@ struct index_builder *index_builder_create(size_t n_cols, const char *const *nam
             return NULL;
         }
     }
+    /* (NULL: none; the types are the columns' now, still valid) */
+    b->pages = ix_pages_builder_create(opt->dir, n_cols, names, types, opt->pages_bytes);
     return b;
 }
 
@@ -352,6 +357,10 @@ int index_builder_add_chunk(struct index_builder *b, duckdb_data_chunk chunk)
         }
     if (b->rows && ix_rowstore_builder_add_chunk(b->rows, chunk) != 0)
         return -1;
+    if (b->pages && ix_pages_builder_add_chunk(b->pages, chunk) != 0) {
+        ix_pages_builder_abort(b->pages); /* the pages go, the rest stays */
+        b->pages = NULL;
+    }
     b->n_rows += n;
     return 0;
 }
@@ -513,6 +522,10 @@ struct index_fastpath *index_builder_finish(struct index_builder *b, char *note,
         snprintf(why, whylen, "cannot write the index file");
         goto fail;
     }
+    if (b->pages) {
+        fp->pages = ix_pages_builder_finish(b->pages);
+        b->pages = NULL;
+    }
     /* The budget: drop the largest structures until the rest fits. */
     for (;;) {
         size_t m = fastpath_memory(fp);
@@ -542,7 +555,7 @@ struct index_fastpath *index_builder_finish(struct index_builder *b, char *note,
         if (!any_column(fp->index, true))
             discard_rows(fp);
     }
-    fp->disk = fp->store.size;
+    fp->disk = fp->store.size + (fp->pages ? fp->pages->store.size : 0);
     fp->id = atomic_fetch_add(&next_id, 1);
     if (notes.len && note && notelen)
         snprintf(note, notelen, "left out over server.index_memory_limit: %s", notes.buf);

@@ -45,6 +45,13 @@
  *    them, not JSON text), IX_BLOCK_ROWS rows to a zstd-compressed block.
  *    Nested types (lists, structs, maps, unions) are kept as their JSON text.
  *
+ *  - Pre-rendered pages: the first rows (up to index.json_pages_mb of text)
+ *    as the JSON encoder writes them into a page body, in table order, in a
+ *    file of their own with where each row ends. A page of a query with no
+ *    predicate, every column and no sort is a byte range of that file
+ *    (index_pages_range), sent with sendfile. Kept only with a directory and
+ *    when every column's type has the encoder's own JSON text.
+ *
  * Memory. The bulk (row blocks, posting lists, frames, buckets) is written
  * to one unnamed file per generation in the runtime directory and read with
  * pread, so it lives in the kernel's page cache, which the kernel drops under
@@ -159,6 +166,7 @@ struct index_build_options {
     const struct vt_dataset_config *cfg; /* index mode, columns, max_cardinality */
     const char *dir;            /* directory of the fast path's file; NULL: memory */
     bool rows;                  /* keep a row store (else lookups answer counts only) */
+    uint64_t pages_bytes;       /* pre-rendered pages: text bytes at most (0: none) */
 };
 
 struct index_builder;
@@ -298,6 +306,29 @@ struct index_range_term {
 enum index_fast index_range_count(const struct index_fastpath *fp, size_t col,
                                   const struct index_range_term *terms, size_t n_terms,
                                   bool nowait, uint64_t *out);
+
+/* -------------------------------------------------------- pre-rendered pages */
+
+/* Where rows [first, first + count) are, as a page body's rows: `length`
+ * bytes of file `fd` from `offset`, `{...},{...}` with no comma before the
+ * first or after the last. The fd belongs to the fast path (dup it to keep
+ * it past the fast path's life). */
+struct index_pages_range {
+    int fd;
+    uint64_t offset, length;
+    uint64_t rows;
+};
+
+/* INDEX_FAST_DONE with *out set (when the pages hold the whole table, a
+ * range past its end is cut there: out->rows says how many); INDEX_FAST_NO
+ * when the pages do not hold all of those rows (or there are none); INDEX_FAST_ELSEWHERE when nowait
+ * and the row ends are not in the page cache. */
+enum index_fast index_pages_range(const struct index_fastpath *fp, uint64_t first, uint64_t count,
+                                  bool nowait, struct index_pages_range *out);
+/* Rows the pages hold (the table's first ones); 0: no pages. */
+uint64_t index_pages_rows(const struct index_fastpath *fp);
+/* Bytes of the pages' file. */
+uint64_t index_fastpath_pages_bytes(const struct index_fastpath *fp);
 
 /* Frees the calling thread's decoding cursor (a thread that ends frees it by
  * itself; one that goes on, such as main in tests, may call this). */

@@ -19,6 +19,8 @@
  *              budget
  *   fast.c     answering a request (what exec used to do inline)
  *   cells.c    typed cells to JSON
+ *   pages.c    pre-rendered pages: the first rows as page-body JSON, in a
+ *              file of their own
  */
 #ifndef VT_INDEX_INDEX_INTERNAL_H
 #define VT_INDEX_INDEX_INTERNAL_H
@@ -159,6 +161,30 @@ enum ix_read ix_rowstore_row(const struct ix_rowstore *rs, uint64_t gen, struct 
 bool ix_cursor_holds(const struct ix_cursor *cur, const struct ix_rowstore *rs, uint64_t gen,
                      uint32_t pos);
 
+/* ------------------------------------------------------ pre-rendered pages */
+
+/* pages.c: the first rows as page-body JSON in a file of their own. */
+struct ix_pages {
+    struct ix_store store;      /* the rows' text, then n_rows uint64 row ends */
+    size_t n_rows;              /* the table's first n_rows rows */
+    uint64_t text_bytes;
+    uint64_t ends_off;          /* where the row ends start in the store */
+};
+
+struct ix_pages_builder;
+/* NULL (no pages) without a directory, with limit 0, or when a type has no
+ * JSON text of the encoder's own (json_rows_create refuses it). */
+struct ix_pages_builder *ix_pages_builder_create(const char *dir, size_t n_cols,
+                                                 const char *const *names,
+                                                 const duckdb_logical_type *types,
+                                                 uint64_t limit);
+/* 0, or -1 (memory, the file): the caller drops the pages, not the build. */
+int ix_pages_builder_add_chunk(struct ix_pages_builder *b, duckdb_data_chunk chunk);
+/* The pages (NULL: none kept); frees the builder either way. */
+struct ix_pages *ix_pages_builder_finish(struct ix_pages_builder *b);
+void ix_pages_builder_abort(struct ix_pages_builder *b);
+void ix_pages_free(struct ix_pages *p);
+
 /* -------------------------------------------------------- lookup structures */
 
 enum ix_kind {
@@ -280,6 +306,7 @@ struct index_fastpath {
     struct ix_store store;
     struct vt_index *index;     /* NULL: none */
     struct ix_rowstore *rows;   /* NULL: none */
+    struct ix_pages *pages;     /* NULL: none */
     size_t memory;              /* reserved against the budget */
     uint64_t disk;
 };

@@ -44,10 +44,10 @@ def test_list_has_every_status_field(vt, datadir):
     typed, lazy = items
     # the index fast path (issue 24): state and bytes; lazy data has none
     assert set(typed["index"]) == {"state", "memory_bytes", "disk_bytes", "row_store_bytes",
-                                   "sorted_bytes"}
+                                   "sorted_bytes", "json_pages_bytes"}
     assert typed["index"]["state"] in ("building", "ready")
     assert lazy["index"] == {"state": "none", "memory_bytes": 0, "disk_bytes": 0,
-                             "row_store_bytes": 0, "sorted_bytes": 0}
+                             "row_store_bytes": 0, "sorted_bytes": 0, "json_pages_bytes": 0}
     deadline = time.time() + 30
     while s.get("/api/v1/datasets/typed/status").json()["index"]["state"] != "ready":
         assert time.time() < deadline, "index never built"

@@ -56,7 +56,7 @@ def test_default_index_costs_little_memory(vt, datadir, tmp_path):
                workdir=tmp_path / "plain")
     st = wait_index(plain, "t")
     assert st["index"] == {"state": "none", "memory_bytes": 0, "disk_bytes": 0,
-                           "row_store_bytes": 0, "sorted_bytes": 0}
+                           "row_store_bytes": 0, "sorted_bytes": 0, "json_pages_bytes": 0}
     base = settled_rss(plain.proc.pid)
     plain.stop()
 

@@ -1,0 +1,183 @@
+"""Pre-rendered pages (index.json_pages_mb; issue 24, bench line 6): a JSON
+page of a query with no predicate, no column list and no sort is sent from
+the index fast path's file of page-body JSON with sendfile. Every such page
+must be byte for byte the page DuckDB's rows and the encoder give: the same
+file served with index.json_pages_mb = 0 is the reference, over types with
+escapes, NULLs, nested values and the JSON type, on every page size and
+offset that matters (first, middle, last, past the end, cut by `limit`), and
+on a dataset whose pages hold only its first rows."""
+import gzip
+import json
+import time
+
+import pytest
+import requests
+
+from conftest import Server, dataset_block, server_block, write_parquet
+
+ROWS = 6_000
+
+SELECT = f"""
+    SELECT i AS id,
+           CASE WHEN i % 7 = 0 THEN NULL ELSE 'name ' || i || ' "q" \\ é ✓ ' || chr(10) || chr(9) END AS label,
+           CASE WHEN i % 5 = 0 THEN NULL ELSE i * 1.25 - 3000.5 END AS amount,
+           (i % 1000)::DECIMAL(9, 3) / 7 AS dec,
+           i % 3 = 0 AS flag,
+           DATE '2024-01-01' + (i % 400)::INTEGER AS day,
+           TIMESTAMP '2024-01-01' + to_microseconds(i::BIGINT * 1234567) AS ts,
+           TIMESTAMPTZ '2024-01-01 00:00:00+00' + to_seconds(i::BIGINT * 61) AS tstz,
+           CASE WHEN i % 4 = 0 THEN NULL ELSE [i, i + 1, NULL] END AS list,
+           {{'a': i, 'b': 'x' || (i % 9)}} AS st,
+           ('{{"k": ' || i || ', "v": [1, 2]}}')::JSON AS doc,
+           (i::HUGEINT * 100000000000000000) AS big
+    FROM range({ROWS}) t(i)
+"""
+
+
+def wait_indexed(s, names):
+    deadline = time.time() + 120
+    for name in names:
+        while s.get(f"/api/v1/datasets/{name}/status").json()["index"]["state"] not in (
+                "ready", "failed", "none"):
+            assert time.time() < deadline, s.log()[-4000:]
+            time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pages")
+    path = write_parquet(d / "p.parquet", SELECT)
+    cfg = (server_block() + "[metrics]\nenabled = true\n"
+           + dataset_block("t", path)
+           + dataset_block("plain", path, **{"index.json_pages_mb": 0})
+           # 1 MiB holds about the first third of the rows
+           + dataset_block("capped", path, **{"index.json_pages_mb": 1})
+           + dataset_block("none", path, **{"index.mode": "none"}))
+    s = Server(d, cfg)
+    s.start()
+    s.wait_ready(timeout=120)
+    wait_indexed(s, ["t", "plain", "capped"])
+    yield s
+    s.stop()
+
+
+def page(s, ds, body, **kw):
+    # requests asks for gzip by default; a compressed reply is encoded as
+    # usual (a file range is sent as it is), so ask for none
+    kw.setdefault("headers", {"Accept-Encoding": "identity"})
+    r = s.post(f"/api/v1/datasets/{ds}/query", body, **kw)
+    assert r.status_code == 200, (ds, body, r.text[:300])
+    return r
+
+
+def test_status_and_metrics_report_the_pages(srv):
+    t = srv.get("/api/v1/datasets/t/status").json()["index"]
+    plain = srv.get("/api/v1/datasets/plain/status").json()["index"]
+    capped = srv.get("/api/v1/datasets/capped/status").json()["index"]
+    none = srv.get("/api/v1/datasets/none/status").json()["index"]
+    body = page(srv, "plain", {"page_size": ROWS}).content
+    # every row, and the ends of the rows (8 bytes each) after them
+    assert t["json_pages_bytes"] == len(body) - len('{"data":[],"page":1,"page_size":6000}') \
+        + 8 * ROWS, t
+    assert t["disk_bytes"] >= t["row_store_bytes"] + t["json_pages_bytes"]
+    assert plain["json_pages_bytes"] == 0 and none["json_pages_bytes"] == 0
+    assert 0 < capped["json_pages_bytes"] <= (1 << 20) + 8 * ROWS
+    assert "pre-rendered pages" in srv.log()
+    m = srv.get("/metrics").text
+    line = [x for x in m.splitlines()
+            if x.startswith('vitrine_dataset_json_pages_bytes{dataset="t"}')]
+    assert line and int(line[0].split()[-1]) == t["json_pages_bytes"], line
+
+
+CASES = [
+    {},
+    {"page_size": 1},
+    {"page": 2, "page_size": 1},
+    {"page": 7, "page_size": 333},
+    {"page_size": ROWS},
+    {"page_size": 100000},
+    {"page": 2, "page_size": 2500},   # the last page, cut at the table's end
+    {"page": 3, "page_size": 2500},   # past the end: no rows
+    {"page": 6000, "page_size": 1},   # the last row
+    {"limit": 5},
+    {"limit": 2500, "page_size": 1000, "page": 3},
+    {"page": 2, "page_size": 1900},   # crosses the capped dataset's end of pages
+    {"page": 3, "page_size": 1900},
+    # not plain: the usual path, the same bytes
+    {"columns": ["id", "label"]},
+    {"predicates": [{"col": "flag", "op": "eq", "val": True}], "page_size": 50},
+    {"order_by": [{"col": "id", "dir": "desc"}], "page_size": 10},
+    {"page_size": 10, "include_total": True},
+]
+
+
+@pytest.mark.parametrize("body", CASES, ids=[json.dumps(c) for c in CASES])
+def test_pages_equal_duckdb_and_the_encoder(srv, body):
+    want = page(srv, "plain", body)
+    for ds in ("t", "capped", "none"):
+        got = page(srv, ds, body)
+        assert got.content == want.content, (ds, body, got.content[:300], want.content[:300])
+        assert got.headers["Content-Type"] == want.headers["Content-Type"]
+        assert got.headers["X-Dataset-Generation"]
+
+
+def test_a_large_plain_page_comes_from_the_file(srv):
+    # The usual path streams a body past 256 KiB (chunked); a range of the
+    # pre-rendered pages is one file: Content-Length, and next to nothing
+    # executed (Server-Timing, milliseconds).
+    r = page(srv, "t", {"page_size": ROWS})
+    assert int(r.headers["Content-Length"]) == len(r.content) > 256 * 1024
+    execute = float(r.headers["Server-Timing"].split("execute;dur=")[1].split(",")[0])
+    assert execute < 5, r.headers["Server-Timing"]
+    plain = page(srv, "plain", {"page_size": ROWS})
+    assert "Content-Length" not in plain.headers
+    assert plain.headers.get("Transfer-Encoding") == "chunked"
+    # beyond the capped dataset's pages: the usual path
+    c = page(srv, "capped", {"page_size": ROWS})
+    assert "Content-Length" not in c.headers and c.content == plain.content
+    assert json.loads(r.content)["data"][123] == json.loads(plain.content)["data"][123]
+
+
+def test_compressed_and_other_formats_go_the_usual_way(srv):
+    body = {"page_size": 3000}
+    want = page(srv, "plain", body).content
+    r = page(srv, "t", body, headers={"Accept-Encoding": "gzip"}, stream=True)
+    raw = r.raw.read()
+    assert r.headers.get("Content-Encoding") == "gzip"
+    assert gzip.decompress(raw) == want
+    for fmt in ("ndjson", "csv"):
+        a = srv.post(f"/api/v1/datasets/t/query?format={fmt}", body)
+        b = srv.post(f"/api/v1/datasets/plain/query?format={fmt}", body)
+        assert a.status_code == b.status_code == 200
+        assert a.content == b.content, fmt
+
+
+def test_get_query_url_and_etag(srv):
+    q = json.dumps({"page_size": 2000, "page": 2})
+    ident = {"Accept-Encoding": "identity"}
+    a = srv.get("/api/v1/datasets/t/query", params={"q": q}, headers=ident)
+    b = srv.get("/api/v1/datasets/plain/query", params={"q": q}, headers=ident)
+    assert a.status_code == b.status_code == 200
+    assert a.content == b.content
+    etag = a.headers["ETag"]
+    again = srv.get("/api/v1/datasets/t/query", params={"q": q},
+                    headers={"If-None-Match": etag, **ident})
+    assert again.status_code == 304 and again.content == b""
+    h = requests.head(srv.url("/api/v1/datasets/t/query"), params={"q": q}, headers=ident,
+                      timeout=30)
+    assert h.status_code in (200, 405)
+    if h.status_code == 200:
+        assert h.content == b"" and int(h.headers["Content-Length"]) == len(a.content)
+
+
+def test_a_client_that_reads_slowly_gets_every_byte(srv):
+    want = page(srv, "plain", {"page_size": ROWS}).content
+    with requests.post(srv.url("/api/v1/datasets/t/query"), json={"page_size": ROWS},
+                       headers={"Accept-Encoding": "identity"}, stream=True, timeout=60) as r:
+        assert "Content-Length" in r.headers
+        got = bytearray()
+        for piece in r.iter_content(chunk_size=4096):
+            got += piece
+            if len(got) < 64 * 1024:
+                time.sleep(0.002)
+    assert bytes(got) == want
