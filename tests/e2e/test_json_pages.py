@@ -29,7 +29,15 @@ SELECT = f"""
            CASE WHEN i % 4 = 0 THEN NULL ELSE [i, i + 1, NULL] END AS list,
            {{'a': i, 'b': 'x' || (i % 9)}} AS st,
            ('{{"k": ' || i || ', "v": [1, 2]}}')::JSON AS doc,
-           (i::HUGEINT * 100000000000000000) AS big
+           (i::HUGEINT * 100000000000000000) AS big,
+           md5(i::VARCHAR)::UUID AS u,
+           to_seconds(i::BIGINT) + to_days((i % 40)::INTEGER) AS span,
+           TIME '00:00:00' + to_milliseconds(i::BIGINT * 997) AS tod,
+           ('\\x00\\xff' || i)::BLOB AS bin,
+           (i / 7.0)::FLOAT AS f32,
+           MAP {{'k' || (i % 3): i}} AS m,
+           (['red', 'green', 'blue'])[1 + i % 3]::ENUM('red', 'green', 'blue') AS color,
+           (i * 2654435761)::UBIGINT AS ub
     FROM range({ROWS}) t(i)
 """
 
