@@ -20,6 +20,7 @@
 static duckdb_database db;
 static duckdb_connection con;
 static const char *store_dir; /* NULL: memory */
+static uint64_t pages_bytes;  /* pre-rendered pages of the next build (0: none) */
 
 static struct index_fastpath *build_opts(const char *sql, enum cfg_index_mode mode,
                                          const char *list_col, int64_t max_card, bool rows,
@@ -46,7 +47,8 @@ static struct index_fastpath *build_opts(const char *sql, enum cfg_index_mode mo
         cfg.index_columns.items = items;
         cfg.index_columns.len = 1;
     }
-    struct index_build_options opt = {.cfg = &cfg, .dir = store_dir, .rows = rows};
+    struct index_build_options opt = {
+        .cfg = &cfg, .dir = store_dir, .rows = rows, .pages_bytes = pages_bytes};
     char w[256];
     struct index_builder *b =
         index_builder_create(n, names, types, &opt, warn ? warn : w, warn ? warnlen : sizeof w);
@@ -804,6 +806,106 @@ TEST(nowait_reads_of_a_cold_file)
 }
 
 
+/* Pre-rendered pages: every range is the bytes json_rows writes for those
+ * rows alone (DuckDB's LIMIT/OFFSET of the same query, encoded; the strings
+ * hold "},{" so a cut in the wrong place shows); a limit keeps whole rows
+ * only, and ranges past what is kept are refused, not cut, unless the pages
+ * hold the whole table. */
+static void page_bytes(const char *sql, uint64_t first, uint64_t count, struct strbuf *out)
+{
+    char q[512];
+    snprintf(q, sizeof q, "SELECT * FROM (%s) LIMIT %llu OFFSET %llu", sql,
+             (unsigned long long)count, (unsigned long long)first);
+    duckdb_result res;
+    sb_reset(out);
+    CHECK(duckdb_query(con, q, &res) == DuckDBSuccess);
+    char e[128];
+    struct json_rows *enc = json_rows_create_for_result(&res, e, sizeof e);
+    CHECK(enc != NULL);
+    duckdb_data_chunk c;
+    while (enc && (c = duckdb_fetch_chunk(res)) != NULL) {
+        CHECK_EQ_INT(json_rows_encode_chunk(enc, c, out), 0);
+        duckdb_destroy_data_chunk(&c);
+    }
+    json_rows_destroy(enc);
+    duckdb_destroy_result(&res);
+}
+
+static bool range_is(const struct index_pages_range *r, const struct strbuf *want)
+{
+    if (r->length != want->len)
+        return false;
+    char *buf = malloc(r->length ? r->length : 1);
+    bool ok = buf && pread(r->fd, buf, r->length, (off_t)r->offset) == (ssize_t)r->length &&
+              memcmp(buf, want->buf, r->length) == 0;
+    free(buf);
+    return ok;
+}
+
+TEST(pre_rendered_pages)
+{
+    if (!store_dir) { /* a file only: without a directory there are none */
+        pages_bytes = 1 << 20;
+        struct index_fastpath *fp = build("SELECT range AS id FROM range(100)", CFG_INDEX_AUTO,
+                                          NULL, 1000);
+        pages_bytes = 0;
+        CHECK(fp && index_pages_rows(fp) == 0 && index_fastpath_pages_bytes(fp) == 0);
+        index_fastpath_destroy(fp);
+        return;
+    }
+    const char *sql = "SELECT i AS id, CASE WHEN i % 3 = 0 THEN NULL ELSE 'v,\"' || i || "
+                      "'},{' END AS s, i * 0.5 AS d, [i, NULL] AS l FROM range(5000) t(i)";
+    pages_bytes = 1 << 20;
+    struct index_fastpath *fp = build(sql, CFG_INDEX_AUTO, NULL, 1000);
+    CHECK(fp != NULL);
+    if (!fp)
+        return;
+    CHECK_EQ_INT(index_pages_rows(fp), 5000);
+    struct strbuf want;
+    sb_init(&want, 0);
+    page_bytes(sql, 0, 5000, &want);
+    CHECK_EQ_INT(index_fastpath_pages_bytes(fp), want.len + 5000 * 8);
+    static const uint64_t ranges[][2] = {{0, 1}, {0, 5000}, {1, 1}, {1, 4999}, {2047, 2},
+                                         {2048, 2048}, {4999, 1}, {1234, 777}};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        struct index_pages_range r;
+        CHECK_EQ_INT(index_pages_range(fp, ranges[i][0], ranges[i][1], false, &r),
+                     INDEX_FAST_DONE);
+        CHECK_EQ_INT(r.rows, ranges[i][1]);
+        page_bytes(sql, ranges[i][0], ranges[i][1], &want);
+        CHECK(range_is(&r, &want));
+    }
+    /* the whole table is kept: a range past its end is cut there */
+    struct index_pages_range r;
+    CHECK_EQ_INT(index_pages_range(fp, 4990, 100, false, &r), INDEX_FAST_DONE);
+    CHECK_EQ_INT(r.rows, 10);
+    page_bytes(sql, 4990, 10, &want);
+    CHECK(range_is(&r, &want));
+    CHECK_EQ_INT(index_pages_range(fp, 5000, 1, false, &r), INDEX_FAST_NO);
+    CHECK_EQ_INT(index_pages_range(fp, 0, 0, false, &r), INDEX_FAST_NO);
+    index_fastpath_destroy(fp);
+
+    /* 40 KB: the first rows only, whole, and nothing past them */
+    pages_bytes = 40000;
+    fp = build(sql, CFG_INDEX_AUTO, NULL, 1000);
+    pages_bytes = 0;
+    CHECK(fp != NULL);
+    if (!fp)
+        return;
+    uint64_t kept = index_pages_rows(fp);
+    CHECK(kept > 100 && kept < 5000);
+    page_bytes(sql, 0, kept, &want);
+    CHECK(want.len <= 40000);
+    CHECK_EQ_INT(index_pages_range(fp, 0, kept, false, &r), INDEX_FAST_DONE);
+    CHECK(range_is(&r, &want));
+    CHECK_EQ_INT(index_pages_range(fp, kept - 10, 20, false, &r), INDEX_FAST_NO);
+    CHECK_EQ_INT(index_pages_range(fp, kept, 1, false, &r), INDEX_FAST_NO);
+    page_bytes(sql, 0, kept + 1, &want);
+    CHECK(want.len > 40000); /* the next row would not have fit */
+    sb_release(&want);
+    index_fastpath_destroy(fp);
+}
+
 /* Range counts from sorted values: two bound searches give DuckDB's count for
  * every bound (inside, equal, outside the data, empty ranges), NULLs never
  * counted, doubles with NaN above +inf and -0 equal to +0, unsigned columns
@@ -1143,7 +1245,8 @@ int main(void)
         TEST_CASE(cells_match_the_json_encoder), TEST_CASE(long_values), TEST_CASE(raw_and_compressed_blocks),
         TEST_CASE(memory_budget),
         TEST_CASE(nowait_reads_of_a_cold_file), TEST_CASE(range_counts),
-        TEST_CASE(decimal_images_match_duckdb), TEST_CASE(range_counts_more_types)};
+        TEST_CASE(decimal_images_match_duckdb), TEST_CASE(range_counts_more_types),
+        TEST_CASE(pre_rendered_pages)};
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
     char dir[] = "/tmp/vt-test-index-XXXXXX";
     store_dir = mkdtemp(dir);
