@@ -464,6 +464,36 @@ static void pretty_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_ve
     duckdb_vector_reference_vector(out, jv);
 }
 
+/* "vt:json_out"(j JSON, what VARCHAR) -> j, or an error when a result of
+ * the JSON functions that escape strings (to_json, json_quote, and DuckDB's
+ * json_group_array/json_group_object macros, which call to_json) is over
+ * VT_SQL_MAX_GROWN_BYTES,
+ * or their vector over its limit. Checked after the call, as the growth
+ * depends on the argument's type (a VARCHAR is escaped, a JSON value kept):
+ * one call makes at most 6 times its text (a control byte becomes \u0001),
+ * and the next level, over the result cast to VARCHAR, again up to twice
+ * (quotes and backslashes), 2^n nested: what the check stops, before the
+ * next level starts. Volatile: nested over a constant, DuckDB's folding
+ * re-ran the levels below at every level above a failing one (4.3 s for 30
+ * levels over a backslash, past the deadline). */
+static void json_out_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector jv = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_string_t *j = duckdb_vector_get_data(jv);
+    uint64_t *valid = duckdb_vector_get_validity(jv);
+    double sum = 0;
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(valid, i))
+            continue;
+        char what[64];
+        what_of(in, 1, i, what, sizeof what);
+        if (!grown_ok(info, what, (double)duckdb_string_t_length(j[i]), &sum, i))
+            return;
+    }
+    duckdb_vector_reference_vector(out, jv);
+}
+
 /* "vt:strftime_arg"(x): strftime's arguments, either way round (date and
  * format, or format and date). A format (the VARCHAR one) of at most
  * VT_SQL_MAX_FORMAT_WIDTH bytes, as to_char's template: each specifier
@@ -1204,7 +1234,8 @@ static duckdb_logical_type overload_type(duckdb_type t, bool json)
  * constant 200 KB string, refused at its 9th level, took 28 s of folding
  * (each of the 20 levels above re-ran the 9 below). A volatile checker keeps
  * the work in execution, once, where the deadline reaches it. `json`: the
- * VARCHARs are JSON (an alias), as the built-in behind takes. */
+ * first parameter and the result are JSON (a VARCHAR alias), as the built-in
+ * behind takes and gives. */
 static enum vt_err register_set(duckdb_connection con, const char *name,
                                 const struct overload *ov, size_t n, bool unfolded, bool json,
                                 struct vt_error *err)
@@ -1215,7 +1246,7 @@ static enum vt_err register_set(duckdb_connection con, const char *name,
         duckdb_scalar_function f = duckdb_create_scalar_function();
         duckdb_scalar_function_set_name(f, name);
         for (size_t k = 0; k < 5 && ov[i].params[k] != DUCKDB_TYPE_INVALID; k++) {
-            duckdb_logical_type t = overload_type(ov[i].params[k], json);
+            duckdb_logical_type t = overload_type(ov[i].params[k], json && k == 0);
             duckdb_scalar_function_add_parameter(f, t);
             duckdb_destroy_logical_type(&t);
         }
@@ -1266,6 +1297,8 @@ static const struct overload grow_ov[] = {
     {{DUCKDB_TYPE_HUGEINT, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_HUGEINT, grow_fn},
     {{DUCKDB_TYPE_UHUGEINT, DOUBLE, VARCHAR, X, X}, DUCKDB_TYPE_UHUGEINT, grow_fn},
 };
+static const struct overload json_out_ov[] = {
+    {{VARCHAR, VARCHAR, X, X, X}, VARCHAR, json_out_fn}};
 static const struct overload pretty_ov[] = {{{VARCHAR, X, X, X, X}, VARCHAR, pretty_fn}};
 static const struct overload strftime_ov[] = {
     {{VARCHAR, X, X, X, X}, VARCHAR, strftime_arg_fn},
@@ -1355,6 +1388,12 @@ static const char *const macros[] = {
     /* 4 spaces of indentation a level for every line: 40 KB of brackets
      * made 1.6 GB */
     "json_pretty(j) AS system.main.json_pretty(\"vt:pretty\"(j))",
+    /* strings escaped: up to 6x in one call, 2^n nested over ::VARCHAR.
+     * Not array_to_json/row_to_json (a macro over them does not bind: their
+     * argument's type is unknown when it is created) nor the varargs
+     * json_array/json_object: the budget bounds those. */
+    "to_json(x) AS \"vt:json_out\"(system.main.to_json(x), 'to_json')",
+    "json_quote(x) AS \"vt:json_out\"(system.main.json_quote(x), 'json_quote')",
     /* up to ~10x the format (a constant) for every row */
     "strftime(a, b) AS "
     "system.main.strftime(\"vt:strftime_arg\"(a), \"vt:strftime_arg\"(b))",
@@ -1455,6 +1494,7 @@ enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err)
         {"vt:grow_blob", &grow_ov[1], 1, true, false}, /* and its blob one */
         {"vt:replace", replace_ov, 1, true, false},
         {"vt:pretty", pretty_ov, 1, true, true},
+        {"vt:json_out", json_out_ov, 1, true, true},
         {"vt:strftime_arg", strftime_ov, sizeof strftime_ov / sizeof strftime_ov[0], false, false},
         {"vt:printf_format", printf_ov, 1, false, false},
         {"vt:format_format", format_ov, 1, false, false},

@@ -451,6 +451,9 @@ GROWN = [
      "|| '0]'))", "json_pretty"),
     ("SELECT sum(length(json_pretty(repeat('[', 1000) || i || repeat(']', 1000)))) "
      "FROM range(3000) t(i)", "json_pretty"),
+    # a control byte escapes to 6 bytes (\u0001), a quote to 2
+    ("SELECT length(to_json(repeat(chr(1), 6000000)))", "to_json"),
+    ("SELECT length(json_quote(repeat('\"', 9000000)))", "json_quote"),
 ]
 
 
@@ -508,10 +511,14 @@ WITHIN = [
     "json_pretty({'a': 1, 'b': [1, 2]}) AS b, json_pretty(NULL) AS c, "
     "length(json_pretty(repeat('[', 2048) || repeat(']', 2048))) AS d, json_pretty('3') AS e, "
     "json_pretty(' [ 1 , 2 ] ') AS f, json_pretty('{\"k\": \"\\u00e9\\/\"}') AS g",
+    "SELECT to_json('a\"b') AS a, json_quote('x\\y') AS b, to_json({'k': [1, 2], 'v': 'é\"'}) AS c, "
+    "to_json(NULL) AS d, typeof(to_json(1)) AS e, to_json('[1]'::JSON) AS f, json_group_array(s) AS g, "
+    "json_group_object(s, s) AS h, typeof(json_group_array(s)) AS i, "
+    "length(to_json(repeat(chr(1), 2000000))) AS j FROM (VALUES ('q\"'), ('r')) t(s)",
 ]
 
 
-@pytest.mark.parametrize("text", WITHIN, ids=["printf-format", "strftime", "json_pretty"])
+@pytest.mark.parametrize("text", WITHIN, ids=["printf-format", "strftime", "json_pretty", "to_json"])
 def test_bounded_functions_within_their_limits_answer_as_duckdb(srv, text):
     want = duckdb_sql(text)
     r = sql(srv, f"SELECT COLUMNS(*)::VARCHAR FROM ({text})")
@@ -541,3 +548,28 @@ def test_repeat_checks_the_value_it_repeats(srv):
     # as the string 'vt:r.x')
     r = sql(srv, "SELECT count(*) AS n FROM unnest(string_split(repeat('a,', 3), ','))")
     assert r.status_code == 200 and r.json()["data"] == [{"n": 4}], r.text[:300]
+
+
+@pytest.mark.serial
+def test_to_json_nested_over_text_stops_within_the_deadline(srv):
+    """to_json over its own result cast to text escapes the quotes and
+    backslashes again: 2^n. Each level's result is checked (16 MiB), and
+    not folded at plan time: there, DuckDB re-ran the levels below at every
+    level above the one that failed (30 levels over a backslash: 400 after
+    4.3 s, past the deadline). Under this server's 256 MiB memory_limit
+    DuckDB's allocation for the level after the last one checked fails
+    first; a larger one refuses by the check."""
+    bound = srv.idle + BUDGET_MIB + MARGIN_MIB
+    for depth in (25, 30):
+        text = "SELECT length(" + "to_json(" * depth + "'\\\\'" + ")::VARCHAR" * depth + ")"
+        watch = Peak(srv.proc.pid, kill_mib=3 * bound)
+        try:
+            took, r = timed(lambda: sql(srv, text))
+        finally:
+            peak = watch.stop()
+        print(f"to_json {depth} deep: {r.status_code} in {took:.2f} s, peak {peak:.0f} MiB")
+        assert r.status_code == 400, r.text[:300]
+        msg = r.json()["error"]
+        assert ("to_json" in msg and "limit" in msg) or "Out of Memory" in msg, msg
+        assert took <= TIMEOUT_S, took
+        assert peak <= bound, (srv.idle, peak, bound)
