@@ -11,6 +11,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,36 +107,36 @@ static void write_datasets(struct strbuf *out, struct cat_catalog *cat)
                      "(bounded by server.s3_cache_mb).");
     metrics_w_sample_u64(out, "vitrine_s3_range_cache_bytes", NULL,
                          (uint64_t)source_range_cache_bytes());
-    metrics_w_family(out, "vitrine_dataset_index_bytes", METRICS_GAUGE,
-                     "Memory held by the dataset's index fast path (its directories and "
-                     "distinct keys; capped by server.index_memory_limit).");
-    for (size_t i = 0; i < n; i++) {
-        ds_name(out, "vitrine_dataset_index_bytes", &lab[i], NULL);
-        metrics_w_value_u64(out, list[i].index_bytes > 0 ? (uint64_t)list[i].index_bytes : 0);
-    }
-    metrics_w_family(out, "vitrine_dataset_index_disk_bytes", METRICS_GAUGE,
-                     "Bytes of the file of the dataset's index fast path (row store, posting "
-                     "lists, key structures; read through the page cache).");
-    for (size_t i = 0; i < n; i++) {
-        ds_name(out, "vitrine_dataset_index_disk_bytes", &lab[i], NULL);
-        metrics_w_value_u64(out, list[i].index_disk_bytes > 0 ? (uint64_t)list[i].index_disk_bytes
-                                                               : 0);
-    }
-    metrics_w_family(out, "vitrine_dataset_row_store_bytes", METRICS_GAUGE,
-                     "Bytes of the dataset's row store (typed cells, compressed) in that file.");
-    for (size_t i = 0; i < n; i++) {
-        ds_name(out, "vitrine_dataset_row_store_bytes", &lab[i], NULL);
-        metrics_w_value_u64(out, list[i].row_store_bytes > 0 ? (uint64_t)list[i].row_store_bytes
-                                                              : 0);
-    }
-    metrics_w_family(out, "vitrine_dataset_json_pages_bytes", METRICS_GAUGE,
-                     "Bytes of the dataset's pre-rendered pages (its first rows as page-body "
-                     "JSON, up to index.json_pages_mb; a file of their own, read through the "
-                     "page cache and sent with sendfile).");
-    for (size_t i = 0; i < n; i++) {
-        ds_name(out, "vitrine_dataset_json_pages_bytes", &lab[i], NULL);
-        metrics_w_value_u64(out, list[i].json_pages_bytes > 0 ? (uint64_t)list[i].json_pages_bytes
-                                                               : 0);
+    /* the index fast path's bytes, one gauge per field of cat_status */
+    static const struct {
+        const char *name, *help;
+        size_t field; /* offsetof an int64_t of struct cat_status; negative: 0 */
+    } index_gauges[] = {
+        {"vitrine_dataset_index_bytes",
+         "Memory held by the dataset's index fast path (its directories and distinct keys; "
+         "capped by server.index_memory_limit).",
+         offsetof(struct cat_status, index_bytes)},
+        {"vitrine_dataset_index_disk_bytes",
+         "Bytes of the files of the dataset's index fast path (row store, posting lists, key "
+         "structures, pre-rendered pages; read through the page cache).",
+         offsetof(struct cat_status, index_disk_bytes)},
+        {"vitrine_dataset_row_store_bytes",
+         "Bytes of the dataset's row store (typed cells, compressed) in that file.",
+         offsetof(struct cat_status, row_store_bytes)},
+        {"vitrine_dataset_json_pages_bytes",
+         "Bytes of the dataset's pre-rendered pages (its first rows as page-body JSON, up to "
+         "index.json_pages_mb; a file of their own, read through the page cache and sent with "
+         "sendfile).",
+         offsetof(struct cat_status, json_pages_bytes)},
+    };
+    for (size_t g = 0; g < sizeof index_gauges / sizeof index_gauges[0]; g++) {
+        metrics_w_family(out, index_gauges[g].name, METRICS_GAUGE, index_gauges[g].help);
+        for (size_t i = 0; i < n; i++) {
+            int64_t v;
+            memcpy(&v, (const char *)&list[i] + index_gauges[g].field, sizeof v);
+            ds_name(out, index_gauges[g].name, &lab[i], NULL);
+            metrics_w_value_u64(out, v > 0 ? (uint64_t)v : 0);
+        }
     }
     metrics_w_family(out, "vitrine_index_memory_limit_bytes", METRICS_GAUGE,
                      "server.index_memory_limit in bytes, and what all fast paths hold now "

@@ -293,6 +293,22 @@ def read_chunked_strictly(sock):
         buf = buf[size + 2:]
 
 
+def tiny_receive_buffer(port):
+    """A connection whose 4 KiB receive buffer makes nearly every send of the
+    server partial."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(30)
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+def post_query(sock, req):
+    sock.sendall(b"POST /api/v1/datasets/t/query HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                 % (len(req), req))
+
+
 def test_pre_rendered_page_survives_partial_sends(vt, datadir):
     """A plain page of the pre-rendered pages goes out as head + document
     head, a sendfile of the rows, then the document's trailer: with a tiny
@@ -313,14 +329,9 @@ def test_pre_rendered_page_survives_partial_sends(vt, datadir):
                                "Accept-Encoding": "identity"})
         assert want.status_code == 200
         assert int(want.headers["Content-Length"]) == len(want.content) > 256 * 1024
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            sock.settimeout(30)
-            sock.connect(("127.0.0.1", s.port))
+        with tiny_receive_buffer(s.port) as sock:
             for _ in range(2):
-                sock.sendall(b"POST /api/v1/datasets/t/query HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                             b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                             % (len(req), req))
+                post_query(sock, req)
                 buf = b""
                 while b"\r\n\r\n" not in buf:
                     b = sock.recv(997)
@@ -354,14 +365,9 @@ def test_streamed_page_survives_partial_sends(vt, datadir):
     assert want.status_code == 200
     rows = want.json()["data"]
     assert len(rows) == 20000 and rows[19999] == {"id": 19999, "s": "f" * 60}
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.settimeout(30)
-        sock.connect(("127.0.0.1", s.port))
+    with tiny_receive_buffer(s.port) as sock:
         for _ in range(2):
-            sock.sendall(b"POST /api/v1/datasets/t/query HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                         % (len(req), req))
+            post_query(sock, req)
             head, body, sizes = read_chunked_strictly(sock)
             assert head.startswith("HTTP/1.1 200"), head
             assert "transfer-encoding: chunked" in head.lower()
