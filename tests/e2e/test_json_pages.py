@@ -8,6 +8,9 @@ offset that matters (first, middle, last, past the end, cut by `limit`), and
 on a dataset whose pages hold only its first rows."""
 import gzip
 import json
+import os
+import re
+import socket
 import time
 
 import pytest
@@ -189,3 +192,64 @@ def test_a_client_that_reads_slowly_gets_every_byte(srv):
             if len(got) < 64 * 1024:
                 time.sleep(0.002)
     assert bytes(got) == want
+
+
+def read_reply(sock, buf=b""):
+    """One response with a Content-Length from sock: (head, body, rest)."""
+    while b"\r\n\r\n" not in buf:
+        b = sock.recv(65536)
+        assert b, "connection closed early"
+        buf += b
+    head, _, buf = buf.partition(b"\r\n\r\n")
+    n = int(re.search(rb"(?i)\r\ncontent-length: (\d+)", head).group(1))
+    while len(buf) < n:
+        b = sock.recv(65536)
+        assert b, "connection closed early"
+        buf += b
+    return head, buf[:n], buf[n:]
+
+
+def test_pipelined_requests_after_a_file_reply(srv):
+    # Two plain pages and a lookup in one write: each reply whole and in
+    # order, the file's tail before the next reply's head.
+    bodies = [{"page_size": 4000}, {"page": 2, "page_size": 2500},
+              {"predicates": [{"col": "id", "op": "eq", "val": 17}]}]
+    wire = b""
+    for b in bodies:
+        req = json.dumps(b).encode()
+        wire += (b"POST /api/v1/datasets/t/query HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                 % (len(req), req))
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
+        sock.sendall(wire)
+        rest = b""
+        for b in bodies:
+            head, got, rest = read_reply(sock, rest)
+            assert head.startswith(b"HTTP/1.1 200"), head
+            assert got == page(srv, "plain", b).content, b
+
+
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_clients_that_leave_mid_file_cost_nothing(srv):
+    # A client that reads a little of a pre-rendered page and closes: the
+    # server goes on serving, and the file descriptors (the reply's dup of
+    # the pages' file) are all given back.
+    req = json.dumps({"page_size": ROWS}).encode()
+    page(srv, "t", {"page_size": ROWS})
+    before = fd_count(srv.proc.pid)
+    for _ in range(20):
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.sendall(b"POST /api/v1/datasets/t/query HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                         % (len(req), req))
+            sock.recv(1000)
+    deadline = time.time() + 10
+    while fd_count(srv.proc.pid) > before and time.time() < deadline:
+        time.sleep(0.05)
+    assert fd_count(srv.proc.pid) <= before
+    assert page(srv, "t", {"page_size": ROWS}).content == page(srv, "plain",
+                                                                  {"page_size": ROWS}).content
