@@ -16,7 +16,7 @@ for arg in "$@"; do
     d=${rest%%:*} opts=${rest#"$d"}; opts=${opts#:}
     w=$(mktemp -d)
     cp tests/fuzz/corpus/$t/* "$w"/ 2>/dev/null
-    cpu=$( { time "$build/$t" -seed="$seed" -runs="$runs" -reload=0 -detect_leaks=0 -print_final_stats=1 $opts \
+    cpu=$( { time env -i PATH=/usr/bin:/bin "$build/$t" -seed="$seed" -runs="$runs" -reload=0 -detect_leaks=0 -print_final_stats=1 $opts \
                 ${d:+-dict=$d} "$w" > "$w.log" 2>&1; } 2>&1 | awk '{print $1 + $2}')
     n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$w.log")
     awk -v t="$t" -v n="${n:-0}" -v c="$cpu" -v s="$secs" 'BEGIN {
