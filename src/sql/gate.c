@@ -434,11 +434,14 @@ static enum vt_err walk_expr(struct walk *w, const json_t *e, int depth)
     }
     if (!known)
         return refuse(w, VT_ERR_SQL_NOT_READ_ONLY, "unsupported SQL expression: %s", cls);
+    /* A type's own nesting, from 0: at the expression's depth, a cast deep
+     * in a statement (to_json(...)::VARCHAR 40 times) failed closed as a
+     * "cast to an aggregate state" */
     const json_t *cast_type = json_object_get(e, "cast_type");
-    if (!strcmp(cls, "CAST") && type_has(cast_type, is_aggregate_state, depth))
+    if (!strcmp(cls, "CAST") && type_has(cast_type, is_aggregate_state, 0))
         return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION, "%s",
                       "casts to aggregate states are not allowed");
-    if (!strcmp(cls, "CAST") && type_has(cast_type, is_variant, depth))
+    if (!strcmp(cls, "CAST") && type_has(cast_type, is_variant, 0))
         return refuse(w, VT_ERR_SQL_FORBIDDEN_FUNCTION, "%s",
                       "casts to VARIANT are not allowed (DuckDB converts JSON to VARIANT "
                       "recursively: deep documents overflow its stack)");

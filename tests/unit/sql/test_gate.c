@@ -556,6 +556,44 @@ TEST(macro_expansion_is_limited)
                 &chk, &err) == VT_ERR_LIMIT_EXCEEDED);
 }
 
+/* A cast's type is checked from its own nesting, not the expression's: at
+ * the expression's depth, a cast at the walk's depth limit failed closed as
+ * "a cast to an aggregate state" (to_json(x::VARCHAR)::VARCHAR 40 deep), where the
+ * statement is nested too deeply; a cast to an aggregate state or VARIANT
+ * is refused as deep. */
+static void nested_casts(char *sql, size_t cap, int depth)
+{
+    size_t o = (size_t)snprintf(sql, cap, "SELECT length(");
+    for (int d = 0; d < depth && o < cap; d++)
+        o += (size_t)snprintf(sql + o, cap - o, "to_json(");
+    o += (size_t)snprintf(sql + o, cap - o, "'x'");
+    for (int d = 0; d < depth && o < cap; d++)
+        o += (size_t)snprintf(sql + o, cap - o, "::VARCHAR)::VARCHAR");
+    if (o < cap)
+        snprintf(sql + o, cap - o, ")");
+}
+
+TEST(deep_casts_are_checked_for_what_they_cast_to)
+{
+    setup();
+    char sql[4096];
+    struct sql_checked chk;
+    struct vt_error err;
+    nested_casts(sql, sizeof sql, 20);
+    enum vt_err rc = check(sql, &chk, &err);
+    if (rc)
+        fprintf(stderr, "  %s: %s\n", vt_err_code(rc), err.msg);
+    CHECK_EQ_INT(rc, VT_ERR_OK);
+    if (!rc)
+        sql_checked_release(&chk);
+    nested_casts(sql, sizeof sql, 40);
+    CHECK_EQ_INT(check(sql, &chk, &err), VT_ERR_LIMIT_EXCEEDED);
+    CHECK(strstr(err.msg, "nested too deeply") != NULL);
+    nested_call(sql, sizeof sql, "lower", 40, "'x'::VARIANT", "");
+    CHECK_EQ_INT(check(sql, &chk, &err), VT_ERR_SQL_FORBIDDEN_FUNCTION);
+    CHECK(strstr(err.msg, "VARIANT") != NULL);
+}
+
 int main(void)
 {
     static const struct tl_case cases[] = {TEST_CASE(bad_catalogue_is_refused_with_its_code),
@@ -563,6 +601,7 @@ int main(void)
                                            TEST_CASE(allowlist_is_real_and_safe),
                                            TEST_CASE(macro_expansion_table_matches_duckdb),
                                            TEST_CASE(macro_expansion_is_limited),
+                                           TEST_CASE(deep_casts_are_checked_for_what_they_cast_to),
                                            TEST_CASE(cycles)};
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
     sql_thread_release(); /* the gate's statements, before their connection goes */
