@@ -465,8 +465,9 @@ static void pretty_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_ve
 }
 
 /* "vt:json_out"(j JSON, what VARCHAR) -> j, or an error when a result of
- * the JSON functions that escape strings (to_json, json_quote, and DuckDB's
- * json_group_array/json_group_object macros, which call to_json) is over
+ * the JSON functions that escape strings (to_json, json_quote,
+ * array_to_json, row_to_json, and DuckDB's json_group_array and
+ * json_group_object macros, which call to_json) is over
  * VT_SQL_MAX_GROWN_BYTES,
  * or their vector over its limit. Checked after the call, as the growth
  * depends on the argument's type (a VARCHAR is escaped, a JSON value kept):
@@ -1389,11 +1390,16 @@ static const char *const macros[] = {
      * made 1.6 GB */
     "json_pretty(j) AS system.main.json_pretty(\"vt:pretty\"(j))",
     /* strings escaped: up to 6x in one call, 2^n nested over ::VARCHAR.
-     * Not array_to_json/row_to_json (a macro over them does not bind: their
-     * argument's type is unknown when it is created) nor the varargs
-     * json_array/json_object: the budget bounds those. */
+     * array_to_json and row_to_json through a lambda: called on the
+     * parameter itself, the CREATE fails (its type is unknown then, and
+     * they want a LIST or a STRUCT). Not the varargs json_array and
+     * json_object (one macro per count): the budget bounds those. */
     "to_json(x) AS \"vt:json_out\"(system.main.to_json(x), 'to_json')",
     "json_quote(x) AS \"vt:json_out\"(system.main.json_quote(x), 'json_quote')",
+    "array_to_json(x) AS \"vt:json_out\"(list_transform([x], "
+    "lambda \"vt:a\": system.main.array_to_json(\"vt:a\"))[1], 'array_to_json')",
+    "row_to_json(x) AS \"vt:json_out\"(list_transform([x], "
+    "lambda \"vt:a\": system.main.row_to_json(\"vt:a\"))[1], 'row_to_json')",
     /* up to ~10x the format (a constant) for every row */
     "strftime(a, b) AS "
     "system.main.strftime(\"vt:strftime_arg\"(a), \"vt:strftime_arg\"(b))",

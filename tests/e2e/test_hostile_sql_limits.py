@@ -452,8 +452,10 @@ GROWN = [
     ("SELECT sum(length(json_pretty(repeat('[', 1000) || i || repeat(']', 1000)))) "
      "FROM range(3000) t(i)", "json_pretty"),
     # a control byte escapes to 6 bytes (\u0001), a quote to 2
-    ("SELECT length(to_json(repeat(chr(1), 6000000)))", "to_json"),
+    ("SELECT length(to_json(repeat(chr(1), 2900000)))", "to_json"),
     ("SELECT length(json_quote(repeat('\"', 9000000)))", "json_quote"),
+    ("SELECT length(array_to_json([repeat(chr(1), 2900000)]))", "array_to_json"),
+    ("SELECT length(row_to_json({'k': repeat(chr(1), 2900000)}))", "row_to_json"),
 ]
 
 
@@ -515,10 +517,14 @@ WITHIN = [
     "to_json(NULL) AS d, typeof(to_json(1)) AS e, to_json('[1]'::JSON) AS f, json_group_array(s) AS g, "
     "json_group_object(s, s) AS h, typeof(json_group_array(s)) AS i, "
     "length(to_json(repeat(chr(1), 2000000))) AS j FROM (VALUES ('q\"'), ('r')) t(s)",
+    "SELECT array_to_json(['a\"', NULL]) AS a, array_to_json(NULL) AS b, "
+    "row_to_json({'k': 'x\"', 'n': 1}) AS c, typeof(row_to_json({'k': 1})) AS d, "
+    "array_to_json([[1, 2], []]) AS e, (SELECT row_to_json(t) FROM (SELECT 1 AS a, 'q' AS b) t) AS f",
 ]
 
 
-@pytest.mark.parametrize("text", WITHIN, ids=["printf-format", "strftime", "json_pretty", "to_json"])
+@pytest.mark.parametrize("text", WITHIN, ids=["printf-format", "strftime", "json_pretty", "to_json",
+                                         "array_row_to_json"])
 def test_bounded_functions_within_their_limits_answer_as_duckdb(srv, text):
     want = duckdb_sql(text)
     r = sql(srv, f"SELECT COLUMNS(*)::VARCHAR FROM ({text})")
