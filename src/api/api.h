@@ -193,11 +193,12 @@ struct api_sink {
     struct sink_helper *helper;
     bool helper_failed;
     /* A page sent from the pre-rendered pages (json_file): our dup of the
-     * file (when file_open), its range, and where the document's head ends
-     * in buf (the trailer follows it there). */
-    bool file_open;
+     * file to send (when file_open: the text, or its gzip blocks), the
+     * range, and where the document's head ends in buf (the trailer
+     * follows it there). */
+    bool file_open, file_gzip;
     int file_fd;
-    uint64_t file_off, file_len;
+    struct index_pages_range file_range;
     size_t file_head;
 };
 

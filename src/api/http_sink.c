@@ -367,16 +367,21 @@ static enum vt_err sink_json_row(struct exec_sink *s, const char *obj, size_t le
 
 /* A JSON page whose rows are a range of the pre-rendered pages: the
  * document's head and trailer around the file's bytes, sent with sendfile
- * (finish). Not when the reply would be compressed (a file is sent as it
- * is) or the body has begun. */
+ * (finish). A reply to be compressed is gzip made of the range's
+ * pre-compressed blocks (any client that takes gzip gets it, whichever
+ * coding it prefers), or, without blocks, the usual way. Not when the body
+ * has begun. */
 static bool sink_json_file(struct exec_sink *s, const struct index_pages_range *range)
 {
     struct api_sink *a = sink_of(s);
     if (a->kind != API_REPLY_PAGE || a->fmt != &enc_json || a->stream || a->buf.len ||
-        a->enc || a->file_open ||
-        http_reply_would_compress(a->req, content_type(a), compressible(a), range->length))
+        a->enc || a->file_open)
         return false;
-    int fd = fcntl(range->fd, F_DUPFD_CLOEXEC, 0);
+    bool gzip = http_reply_encoding(a->req, content_type(a), compressible(a), range->length) !=
+                HTTP_ENC_IDENTITY;
+    if (gzip && (range->gz_fd < 0 || !http_req_accepts_gzip(a->req)))
+        return false;
+    int fd = fcntl(gzip ? range->gz_fd : range->fd, F_DUPFD_CLOEXEC, 0);
     if (fd < 0)
         return false;
     struct vt_error err = {0};
@@ -386,9 +391,9 @@ static bool sink_json_file(struct exec_sink *s, const struct index_pages_range *
     }
     add_refreshed_at(a);
     a->file_open = true;
+    a->file_gzip = gzip;
     a->file_fd = fd;
-    a->file_off = range->offset;
-    a->file_len = range->length;
+    a->file_range = *range;
     a->file_head = a->buf.len;
     return true;
 }
@@ -399,6 +404,35 @@ static enum vt_err sink_count(struct exec_sink *s, uint64_t n, struct vt_error *
     add_refreshed_at(sink_of(s));
     sb_addf(body(sink_of(s)), "{\"count\":%llu}", (unsigned long long)n);
     return VT_ERR_OK;
+}
+
+/* The reply of a page from the pre-rendered pages: the text between the
+ * document's head and trailer, or the gzip blocks between the compressed
+ * edges (index_pages_gzip_frame). */
+static void reply_file(struct api_sink *a)
+{
+    const struct index_pages_range *r = &a->file_range;
+    const char *head = a->buf.buf, *tail = a->buf.buf + a->file_head;
+    size_t head_len = a->file_head, tail_len = a->buf.len - a->file_head;
+    a->file_open = false; /* the reply closes the fd */
+    if (!a->file_gzip) {
+        http_reply_file_framed(a->req, 200, content_type(a), compressible(a), NULL, a->file_fd,
+                               r->offset, r->length, head, head_len, tail, tail_len);
+        return;
+    }
+    struct strbuf zh, zt;
+    sb_init(&zh, 0);
+    sb_init(&zt, 0);
+    if (index_pages_gzip_frame(r, head, head_len, tail, tail_len, &zh, &zt) == 0)
+        http_reply_file_framed(a->req, 200, content_type(a), compressible(a), "gzip",
+                               a->file_fd, r->gz_offset, r->gz_length, zh.buf, zh.len, zt.buf,
+                               zt.len);
+    else {
+        close(a->file_fd);
+        http_reply_error(a->req, VT_ERR_INTERNAL, "cannot read the pre-rendered pages");
+    }
+    sb_release(&zh);
+    sb_release(&zt);
 }
 
 /* Ends the reply: the buffered body, or the end of the stream. */
@@ -413,10 +447,7 @@ static void finish(struct api_sink *a, const struct vt_error *err)
         http_stream_end(a->stream, ok);
         a->stream = NULL;
     } else if (a->file_open && ok) {
-        http_reply_file_framed(a->req, 200, content_type(a), compressible(a), a->file_fd,
-                               a->file_off, a->file_len, a->buf.buf, a->file_head,
-                               a->buf.buf + a->file_head, a->buf.len - a->file_head);
-        a->file_open = false; /* the reply closes it */
+        reply_file(a);
     } else if (err && err->code == VT_ERR_NOT_MODIFIED) {
         /* GET .../query?q=: the ETag matched (query.c); no body */
         sb_release(&a->buf);

@@ -420,16 +420,24 @@ void http_reply_file(struct http_request *req, int status, const char *content_t
     set_response(req, r);
 }
 
-bool http_reply_would_compress(struct http_request *req, const char *content_type,
-                               bool compressible, uint64_t length)
+enum http_encoding http_reply_encoding(struct http_request *req, const char *content_type,
+                                       bool compressible, uint64_t length)
 {
-    return choose_encoding(req, content_type, compressible, length) != HTTP_ENC_IDENTITY;
+    return choose_encoding(req, content_type, compressible, length);
+}
+
+bool http_req_accepts_gzip(struct http_request *req)
+{
+    struct http_accept_encoding ae;
+    http_accept_encoding_parse(http_req_header(req, "Accept-Encoding"), &ae);
+    int q = ae.q[HTTP_ENC_GZIP] != HTTP_Q_UNLISTED ? ae.q[HTTP_ENC_GZIP] : ae.star_q;
+    return q > 0;
 }
 
 void http_reply_file_framed(struct http_request *req, int status, const char *content_type,
-                            bool compressible, int fd, uint64_t offset, uint64_t length,
-                            const char *head, size_t head_len, const char *tail,
-                            size_t tail_len)
+                            bool compressible, const char *encoding, int fd, uint64_t offset,
+                            uint64_t length, const char *head, size_t head_len,
+                            const char *tail, size_t tail_len)
 {
     struct http_response *r = response_new(status, RESP_FILE);
     char *t = malloc(tail_len ? tail_len : 1);
@@ -447,7 +455,7 @@ void http_reply_file_framed(struct http_request *req, int status, const char *co
     r->owned = t;
     r->data = t;
     r->len = tail_len;
-    build_head(req, r, content_type, vary(req, content_type, compressible), NULL,
+    build_head(req, r, content_type, vary(req, content_type, compressible), encoding,
                (int64_t)(head_len + length + tail_len));
     /* the body's first bytes ride with the head (sent before the file) */
     if (req->method != HTTP_HEAD)

@@ -27,6 +27,7 @@
 #include "auth/auth.h"
 #include "config/config.h"
 #include "engine/engine.h"
+#include "http/encoding.h"
 #include "util/arena.h"
 #include "util/errors.h"
 #include "util/strbuf.h"
@@ -187,19 +188,22 @@ void http_reply_vterr(struct http_request *req, const struct vt_error *err);
 /* Sends `length` bytes of an open file from `offset` (the fd is closed after). */
 void http_reply_file(struct http_request *req, int status, const char *content_type, int fd,
                      uint64_t offset, uint64_t length);
-/* Whether a reply of this type and length would be compressed per the
- * request's Accept-Encoding and server.compress (a reply that cannot be,
- * such as a file, then goes another way). */
-bool http_reply_would_compress(struct http_request *req, const char *content_type,
-                               bool compressible, uint64_t length);
+/* The content coding a buffered reply of this type and length would get per
+ * the request's Accept-Encoding and server.compress (HTTP_ENC_IDENTITY: none),
+ * and whether the client accepts gzip at all (q > 0, by name or "*"): a
+ * reply whose bytes are ready (a file) picks among what it has. */
+enum http_encoding http_reply_encoding(struct http_request *req, const char *content_type,
+                                       bool compressible, uint64_t length);
+bool http_req_accepts_gzip(struct http_request *req);
 /* The same as http_reply_file, framed: `head` bytes before the file's and
- * `tail` bytes after them (both copied), one body of their sum, never
- * compressed (ask http_reply_would_compress first). `compressible` only
- * decides the Vary field, as for a buffered reply of the same type. */
+ * `tail` bytes after them (both copied), one body of their sum, sent as it
+ * is with Content-Encoding `encoding` (NULL: none; the bytes are already in
+ * it). `compressible` only decides the Vary field, as for a buffered reply
+ * of the same type. */
 void http_reply_file_framed(struct http_request *req, int status, const char *content_type,
-                            bool compressible, int fd, uint64_t offset, uint64_t length,
-                            const char *head, size_t head_len, const char *tail,
-                            size_t tail_len);
+                            bool compressible, const char *encoding, int fd, uint64_t offset,
+                            uint64_t length, const char *head, size_t head_len,
+                            const char *tail, size_t tail_len);
 
 /* Starts a streamed reply (chunked). Only from a job. `compressible` lets the
  * stream be compressed per Accept-Encoding. The request deadline no longer

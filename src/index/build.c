@@ -555,7 +555,7 @@ struct index_fastpath *index_builder_finish(struct index_builder *b, char *note,
         if (!any_column(fp->index, true))
             discard_rows(fp);
     }
-    fp->disk = fp->store.size + (fp->pages ? fp->pages->store.size : 0);
+    fp->disk = fp->store.size + index_fastpath_pages_bytes(fp);
     fp->id = atomic_fetch_add(&next_id, 1);
     if (notes.len && note && notelen)
         snprintf(note, notelen, "left out over server.index_memory_limit: %s", notes.buf);

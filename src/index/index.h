@@ -317,6 +317,16 @@ struct index_pages_range {
     int fd;
     uint64_t offset, length;
     uint64_t rows;
+    /* The same rows gzip-compressed, for index_pages_gzip_frame: the whole
+     * pre-compressed blocks inside the range are gz_length bytes of file
+     * gz_fd from gz_offset (raw deflate, each block ending in a sync flush),
+     * holding the text [gz_text_from, gz_text_to) of the pages (CRC-32
+     * gz_crc). gz_fd -1: none (the range spans no whole block, or the
+     * pages keep no gzip blocks). */
+    int gz_fd;
+    uint64_t gz_offset, gz_length;
+    uint64_t gz_text_from, gz_text_to;
+    uint32_t gz_crc;
 };
 
 /* INDEX_FAST_DONE with *out set (when the pages hold the whole table, a
@@ -325,9 +335,19 @@ struct index_pages_range {
  * and the row ends are not in the page cache. */
 enum index_fast index_pages_range(const struct index_fastpath *fp, uint64_t first, uint64_t count,
                                   bool nowait, struct index_pages_range *out);
+/* A gzip body of `head` + the range's rows + `tail` (RFC 1952, one member)
+ * whose middle is the range's pre-compressed blocks, as they are in gz_fd:
+ * out_head gets the gzip header and the deflated head and rows before the
+ * first block, out_tail the deflated rows after the last block and `tail`,
+ * the final block and the trailer (CRC-32 from the blocks' own, size).
+ * Compresses at most two blocks' worth of text per call. 0, or -1 (no
+ * blocks, memory, the file). */
+int index_pages_gzip_frame(const struct index_pages_range *r, const char *head, size_t head_len,
+                           const char *tail, size_t tail_len, struct strbuf *out_head,
+                           struct strbuf *out_tail);
 /* Rows the pages hold (the table's first ones); 0: no pages. */
 uint64_t index_pages_rows(const struct index_fastpath *fp);
-/* Bytes of the pages' file. */
+/* Bytes of the pages' files (the text and the gzip blocks). */
 uint64_t index_fastpath_pages_bytes(const struct index_fastpath *fp);
 
 /* Frees the calling thread's decoding cursor (a thread that ends frees it by

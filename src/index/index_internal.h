@@ -163,12 +163,20 @@ bool ix_cursor_holds(const struct ix_cursor *cur, const struct ix_rowstore *rs, 
 
 /* ------------------------------------------------------ pre-rendered pages */
 
-/* pages.c: the first rows as page-body JSON in a file of their own. */
+/* pages.c: the first rows as page-body JSON in a file of their own, and
+ * the same text gzip-compressed in blocks of IX_GZ_BLOCK bytes, each a raw
+ * deflate stream of its own ending in a sync flush (so any run of whole
+ * blocks is a valid middle of one deflate stream), in a second file. */
+#define IX_GZ_BLOCK (64 * 1024)
 struct ix_pages {
     struct ix_store store;      /* the rows' text, then n_rows uint64 row ends */
     size_t n_rows;              /* the table's first n_rows rows */
     uint64_t text_bytes;
     uint64_t ends_off;          /* where the row ends start in the store */
+    struct ix_store gz;         /* compressed blocks (fd -1: none) */
+    size_t n_gz;                /* whole blocks of text compressed */
+    uint64_t *gz_off;           /* n_gz + 1 offsets into gz */
+    uint32_t *gz_crc;           /* CRC-32 of each block's text */
 };
 
 struct ix_pages_builder;

@@ -15,9 +15,15 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "encode/json_rows.h"
 #include "index/index_internal.h"
+
+/* The gzip level of the pre-compressed blocks and of the edges compressed per
+ * request: zlib's fastest (the server's own default for gzip replies). */
+#define GZ_LEVEL 1
 
 struct ix_pages_builder {
     struct ix_pages *pages;     /* filled as rows come */
@@ -29,7 +35,90 @@ struct ix_pages_builder {
     size_t ends_cap;
     uint64_t limit;             /* bytes of row text at most */
     bool full;                  /* the limit was reached: no more rows */
+    /* gzip blocks: the text not compressed yet (less than a block), the
+     * compressor, and the blocks' offsets and CRCs (NULL: no gzip) */
+    z_stream z;
+    bool z_ok;
+    char *pend;
+    size_t pend_len;
+    unsigned char *zout;
+    size_t zout_cap;
+    size_t gz_cap;
 };
+
+static void gz_drop(struct ix_pages_builder *b)
+{
+    if (b->z_ok)
+        deflateEnd(&b->z);
+    b->z_ok = false;
+    free(b->pend);
+    b->pend = NULL;
+    free(b->zout);
+    b->zout = NULL;
+    if (b->pages) {
+        ix_store_close(&b->pages->gz);
+        free(b->pages->gz_off);
+        free(b->pages->gz_crc);
+        b->pages->gz_off = NULL;
+        b->pages->gz_crc = NULL;
+        b->pages->n_gz = 0;
+    }
+}
+
+/* Compresses one block (len bytes of text, a whole block or the last one)
+ * into the gz store: a raw deflate stream of its own, ended by a sync flush.
+ * -1: the gzip part is dropped (the pages stay). */
+static int gz_block(struct ix_pages_builder *b, const char *text, size_t len)
+{
+    struct ix_pages *p = b->pages;
+    if (p->n_gz + 2 > b->gz_cap) {
+        size_t cap = b->gz_cap ? b->gz_cap * 2 : 256;
+        uint64_t *o = realloc(p->gz_off, cap * sizeof *o);
+        if (o)
+            p->gz_off = o;
+        uint32_t *c = o ? realloc(p->gz_crc, cap * sizeof *c) : NULL;
+        if (!c)
+            return -1;
+        p->gz_crc = c;
+        b->gz_cap = cap;
+    }
+    if (deflateReset(&b->z) != Z_OK)
+        return -1;
+    b->z.next_in = (unsigned char *)text;
+    b->z.avail_in = (uInt)len;
+    b->z.next_out = b->zout;
+    b->z.avail_out = (uInt)b->zout_cap;
+    if (deflate(&b->z, Z_SYNC_FLUSH) != Z_OK || b->z.avail_in != 0 || b->z.avail_out == 0)
+        return -1;
+    size_t n = b->zout_cap - b->z.avail_out;
+    uint64_t at = ix_store_append(&p->gz, b->zout, n);
+    if (at == UINT64_MAX)
+        return -1;
+    if (p->n_gz == 0)
+        p->gz_off[0] = at;
+    p->gz_crc[p->n_gz] = (uint32_t)crc32(0, (const unsigned char *)text, (uInt)len);
+    p->gz_off[++p->n_gz] = at + n;
+    return 0;
+}
+
+/* Text appended to the pages: whole blocks of it are compressed. */
+static void gz_feed(struct ix_pages_builder *b, const char *text, size_t len)
+{
+    while (b->z_ok && len) {
+        size_t take = IX_GZ_BLOCK - b->pend_len;
+        if (take > len)
+            take = len;
+        memcpy(b->pend + b->pend_len, text, take);
+        b->pend_len += take;
+        text += take;
+        len -= take;
+        if (b->pend_len == IX_GZ_BLOCK) {
+            if (gz_block(b, b->pend, IX_GZ_BLOCK) != 0)
+                gz_drop(b);
+            b->pend_len = 0;
+        }
+    }
+}
 
 struct ix_pages_builder *ix_pages_builder_create(const char *dir, size_t n_cols,
                                                  const char *const *names,
@@ -50,6 +139,16 @@ struct ix_pages_builder *ix_pages_builder_create(const char *dir, size_t n_cols,
         ix_pages_builder_abort(b);
         return NULL;
     }
+    /* the gzip blocks: without them (memory, the file), gzip replies are
+     * compressed per request as before */
+    b->pages->gz.fd = -1;
+    b->zout_cap = compressBound(IX_GZ_BLOCK) + 64;
+    b->pend = malloc(IX_GZ_BLOCK);
+    b->zout = malloc(b->zout_cap);
+    b->z_ok = b->pend && b->zout &&
+              deflateInit2(&b->z, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+    if (!b->z_ok || ix_store_open(&b->pages->gz, dir) != 0)
+        gz_drop(b);
     return b;
 }
 
@@ -92,6 +191,7 @@ int ix_pages_builder_add_chunk(struct ix_pages_builder *b, duckdb_data_chunk chu
     uint64_t len = b->chunk_ends[keep - 1];
     if (ix_store_append(&p->store, b->text.buf, (size_t)len) == UINT64_MAX)
         return -1;
+    gz_feed(b, b->text.buf, (size_t)len);
     p->n_rows += keep;
     p->text_bytes += len;
     return 0;
@@ -109,6 +209,13 @@ struct ix_pages *ix_pages_builder_finish(struct ix_pages_builder *b)
         ix_pages_builder_abort(b);
         return NULL;
     }
+    /* (the text after the last whole block is compressed per request) */
+    if (b->z_ok && (p->n_gz == 0 || ix_store_seal(&p->gz) != 0))
+        gz_drop(b);
+    if (b->z_ok) {
+        deflateEnd(&b->z);
+        b->z_ok = false;
+    }
     b->pages = NULL;
     ix_pages_builder_abort(b);
     return p;
@@ -118,6 +225,7 @@ void ix_pages_builder_abort(struct ix_pages_builder *b)
 {
     if (!b)
         return;
+    gz_drop(b);
     ix_pages_free(b->pages);
     json_rows_destroy(b->enc);
     sb_release(&b->text);
@@ -131,6 +239,9 @@ void ix_pages_free(struct ix_pages *p)
     if (!p)
         return;
     ix_store_close(&p->store);
+    ix_store_close(&p->gz);
+    free(p->gz_off);
+    free(p->gz_crc);
     free(p);
 }
 
@@ -167,6 +278,22 @@ enum index_fast index_pages_range(const struct index_fastpath *fp, uint64_t firs
     out->offset = start;
     out->length = end - start;
     out->rows = count;
+    /* the whole gzip blocks inside the range */
+    uint64_t bs = (start + IX_GZ_BLOCK - 1) / IX_GZ_BLOCK, be = end / IX_GZ_BLOCK;
+    out->gz_fd = -1;
+    if (p->n_gz && be > p->n_gz)
+        be = p->n_gz;
+    if (p->n_gz && bs < be) {
+        out->gz_fd = p->gz.fd;
+        out->gz_offset = p->gz_off[bs];
+        out->gz_length = p->gz_off[be] - p->gz_off[bs];
+        out->gz_text_from = bs * IX_GZ_BLOCK;
+        out->gz_text_to = be * IX_GZ_BLOCK;
+        uint32_t crc = p->gz_crc[bs];
+        for (uint64_t k = bs + 1; k < be; k++)
+            crc = (uint32_t)crc32_combine(crc, p->gz_crc[k], IX_GZ_BLOCK);
+        out->gz_crc = crc;
+    }
     return INDEX_FAST_DONE;
 }
 
@@ -177,5 +304,93 @@ uint64_t index_pages_rows(const struct index_fastpath *fp)
 
 uint64_t index_fastpath_pages_bytes(const struct index_fastpath *fp)
 {
-    return fp && fp->pages ? fp->pages->store.size : 0;
+    return fp && fp->pages ? fp->pages->store.size + fp->pages->gz.size : 0;
+}
+
+/* ---------------------------------------------------------- gzip framing */
+
+/* Compresses len bytes (more to come: a sync flush; last: the final block)
+ * with z onto out. */
+static int deflate_onto(z_stream *z, const void *p, size_t len, bool last, struct strbuf *out)
+{
+    if (len == 0 && !last)
+        return 0; /* (a second flush with nothing new is Z_BUF_ERROR) */
+    z->next_in = (unsigned char *)p;
+    z->avail_in = (uInt)len;
+    for (int rounds = 0;; rounds++) {
+        if (sb_grow(out, 4096 + len / 2) < 0)
+            return -1;
+        z->next_out = (unsigned char *)out->buf + out->len;
+        z->avail_out = (uInt)(out->cap - out->len - 1);
+        size_t room = z->avail_out;
+        int rc = deflate(z, last ? Z_FINISH : Z_SYNC_FLUSH);
+        out->len += room - z->avail_out;
+        if (rc == Z_STREAM_END || (!last && z->avail_in == 0 && z->avail_out > 0))
+            return 0;
+        /* every round has room for its output: one that made none is stuck */
+        if ((rc != Z_OK && rc != Z_BUF_ERROR) || rounds > 64)
+            return -1;
+    }
+}
+
+/* Text [from, to) of the pages (an edge of a range: under two blocks). */
+static int read_text(const struct index_pages_range *r, uint64_t from, uint64_t to,
+                     struct strbuf *out)
+{
+    sb_reset(out);
+    size_t n = (size_t)(to - from);
+    if (sb_grow(out, n + 1) < 0)
+        return -1;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(r->fd, out->buf + got, n - got, (off_t)(from + got));
+        if (k <= 0)
+            return -1;
+        got += (size_t)k;
+    }
+    out->len = n;
+    return 0;
+}
+
+int index_pages_gzip_frame(const struct index_pages_range *r, const char *head, size_t head_len,
+                           const char *tail, size_t tail_len, struct strbuf *out_head,
+                           struct strbuf *out_tail)
+{
+    if (r->gz_fd < 0)
+        return -1;
+    struct strbuf edge;
+    sb_init(&edge, 0);
+    z_stream z = {0};
+    int rc = -1;
+    if (deflateInit2(&z, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return -1;
+    /* the gzip header: deflate, no name, no time, unknown OS (RFC 1952) */
+    static const unsigned char hdr[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
+    uint32_t crc = (uint32_t)crc32(0, (const unsigned char *)head, (uInt)head_len);
+    if (sb_add(out_head, (const char *)hdr, sizeof hdr) != 0 ||
+        deflate_onto(&z, head, head_len, false, out_head) != 0 ||
+        read_text(r, r->offset, r->gz_text_from, &edge) != 0 ||
+        deflate_onto(&z, edge.buf, edge.len, false, out_head) != 0)
+        goto out;
+    crc = (uint32_t)crc32(crc, (const unsigned char *)edge.buf, (uInt)edge.len);
+    crc = (uint32_t)crc32_combine(crc, r->gz_crc, (z_off_t)(r->gz_text_to - r->gz_text_from));
+    /* after the blocks: a fresh stream state (its matches reach back only
+     * into what it compressed itself), the last edge and the tail, final */
+    if (deflateReset(&z) != Z_OK || read_text(r, r->gz_text_to, r->offset + r->length, &edge) != 0 ||
+        deflate_onto(&z, edge.buf, edge.len, false, out_tail) != 0 ||
+        deflate_onto(&z, tail, tail_len, true, out_tail) != 0)
+        goto out;
+    crc = (uint32_t)crc32(crc, (const unsigned char *)edge.buf, (uInt)edge.len);
+    crc = (uint32_t)crc32(crc, (const unsigned char *)tail, (uInt)tail_len);
+    uint32_t isize = (uint32_t)(head_len + r->length + tail_len);
+    unsigned char trl[8];
+    for (int i = 0; i < 4; i++) {
+        trl[i] = (unsigned char)(crc >> (8 * i));
+        trl[4 + i] = (unsigned char)(isize >> (8 * i));
+    }
+    rc = sb_add(out_tail, (const char *)trl, sizeof trl) != 0 ? -1 : 0;
+out:
+    deflateEnd(&z);
+    sb_release(&edge);
+    return rc;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "config/config.h"
 #include "encode/json_rows.h"
@@ -842,6 +843,51 @@ static bool range_is(const struct index_pages_range *r, const struct strbuf *wan
     return ok;
 }
 
+/* The gzip body index_pages_gzip_frame makes around the range's blocks
+ * inflates (one gzip member, CRC and size checked by zlib) to head + the
+ * rows + tail. True also when the range spans no whole block (no gzip). */
+static bool gzip_is(const struct index_pages_range *r, const struct strbuf *want)
+{
+    if (r->gz_fd < 0)
+        return r->length < 2 * IX_GZ_BLOCK;
+    static const char head[] = "{\"data\":[", tail[] = "],\"page\":1}";
+    struct strbuf zh, zt, all, plain;
+    sb_init(&zh, 0);
+    sb_init(&zt, 0);
+    sb_init(&all, 0);
+    sb_init(&plain, 0);
+    bool ok = index_pages_gzip_frame(r, head, strlen(head), tail, strlen(tail), &zh, &zt) == 0;
+    char *mid = malloc(r->gz_length + 1);
+    ok = ok && mid && pread(r->gz_fd, mid, r->gz_length, (off_t)r->gz_offset) ==
+                          (ssize_t)r->gz_length;
+    ok = ok && sb_add(&all, zh.buf, zh.len) == 0 && sb_add(&all, mid, r->gz_length) == 0 &&
+         sb_add(&all, zt.buf, zt.len) == 0;
+    size_t n = strlen(head) + want->len + strlen(tail);
+    char *out = malloc(n + 16);
+    z_stream z = {0};
+    if (ok && out && inflateInit2(&z, 16 + 15) == Z_OK) {
+        z.next_in = (unsigned char *)all.buf;
+        z.avail_in = (uInt)all.len;
+        z.next_out = (unsigned char *)out;
+        z.avail_out = (uInt)(n + 16);
+        ok = inflate(&z, Z_FINISH) == Z_STREAM_END && z.total_out == n && z.avail_in == 0;
+        inflateEnd(&z);
+        sb_add(&plain, head, strlen(head));
+        sb_add(&plain, want->buf, want->len);
+        sb_add(&plain, tail, strlen(tail));
+        ok = ok && memcmp(out, plain.buf, n) == 0;
+    } else {
+        ok = false;
+    }
+    free(out);
+    free(mid);
+    sb_release(&zh);
+    sb_release(&zt);
+    sb_release(&all);
+    sb_release(&plain);
+    return ok;
+}
+
 TEST(pre_rendered_pages)
 {
     if (!store_dir) { /* a file only: without a directory there are none */
@@ -864,7 +910,9 @@ TEST(pre_rendered_pages)
     struct strbuf want;
     sb_init(&want, 0);
     page_bytes(sql, 0, 5000, &want);
-    CHECK_EQ_INT(index_fastpath_pages_bytes(fp), want.len + 5000 * 8);
+    CHECK_EQ_INT(fp->pages->store.size, want.len + 5000 * 8);
+    CHECK(fp->pages->n_gz == want.len / IX_GZ_BLOCK && fp->pages->n_gz >= 2);
+    CHECK_EQ_INT(index_fastpath_pages_bytes(fp), fp->pages->store.size + fp->pages->gz.size);
     static const uint64_t ranges[][2] = {{0, 1}, {0, 5000}, {1, 1}, {1, 4999}, {2047, 2},
                                          {2048, 2048}, {4999, 1}, {1234, 777}};
     for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
@@ -874,6 +922,7 @@ TEST(pre_rendered_pages)
         CHECK_EQ_INT(r.rows, ranges[i][1]);
         page_bytes(sql, ranges[i][0], ranges[i][1], &want);
         CHECK(range_is(&r, &want));
+        CHECK(gzip_is(&r, &want));
     }
     /* the whole table is kept: a range past its end is cut there */
     struct index_pages_range r;
