@@ -368,8 +368,8 @@ static enum vt_err sink_json_row(struct exec_sink *s, const char *obj, size_t le
 /* A JSON page whose rows are a range of the pre-rendered pages: the
  * document's head and trailer around the file's bytes, sent with sendfile
  * (finish). A reply to be compressed is gzip made of the range's
- * pre-compressed blocks (any client that takes gzip gets it, whichever
- * coding it prefers), or, without blocks, the usual way. Not when the body
+ * pre-compressed blocks when gzip is as welcome as any coding the client
+ * takes (browsers list gzip, br and zstd alike), or else the usual way. Not when the body
  * has begun. */
 static bool sink_json_file(struct exec_sink *s, const struct index_pages_range *range)
 {
@@ -379,7 +379,7 @@ static bool sink_json_file(struct exec_sink *s, const struct index_pages_range *
         return false;
     bool gzip = http_reply_encoding(a->req, content_type(a), compressible(a), range->length) !=
                 HTTP_ENC_IDENTITY;
-    if (gzip && (range->gz_fd < 0 || !http_req_accepts_gzip(a->req)))
+    if (gzip && (range->gz_fd < 0 || !http_req_takes_gzip(a->req)))
         return false;
     int fd = fcntl(gzip ? range->gz_fd : range->fd, F_DUPFD_CLOEXEC, 0);
     if (fd < 0)

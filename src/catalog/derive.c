@@ -160,6 +160,7 @@ static struct index_fastpath *build_fastpath(duckdb_connection con, struct cat_g
         .dir = dir,
         .rows = rows,
         .pages_bytes = rows ? (uint64_t)cfg->index_json_pages_mb << 20 : 0,
+        .pages_gzip = cfg->index_json_pages_gzip,
     };
     struct index_builder *b = index_builder_create(n, names, types, &opt, warn, sizeof warn);
     for (size_t i = 0; i < n; i++)

@@ -90,6 +90,7 @@ struct vt_dataset_config {
     struct strvec index_columns;
     int64_t index_max_cardinality; /* default 100000 */
     int64_t index_json_pages_mb;   /* pre-rendered pages, MiB of text; default 256, 0 = none */
+    bool index_json_pages_gzip;    /* and their gzip blocks; default true */
     struct s3_config s3;
     struct refresh_config refresh;
     struct materialize_config materialize;

@@ -426,12 +426,15 @@ enum http_encoding http_reply_encoding(struct http_request *req, const char *con
     return choose_encoding(req, content_type, compressible, length);
 }
 
-bool http_req_accepts_gzip(struct http_request *req)
+bool http_req_takes_gzip(struct http_request *req)
 {
     struct http_accept_encoding ae;
     http_accept_encoding_parse(http_req_header(req, "Accept-Encoding"), &ae);
-    int q = ae.q[HTTP_ENC_GZIP] != HTTP_Q_UNLISTED ? ae.q[HTTP_ENC_GZIP] : ae.star_q;
-    return q > 0;
+    int q[HTTP_ENC__COUNT];
+    for (int e = 0; e < HTTP_ENC__COUNT; e++)
+        q[e] = ae.q[e] != HTTP_Q_UNLISTED ? ae.q[e] : ae.star_q;
+    return q[HTTP_ENC_GZIP] > 0 && q[HTTP_ENC_GZIP] >= q[HTTP_ENC_BR] &&
+           q[HTTP_ENC_GZIP] >= q[HTTP_ENC_ZSTD];
 }
 
 void http_reply_file_framed(struct http_request *req, int status, const char *content_type,

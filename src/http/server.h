@@ -190,11 +190,13 @@ void http_reply_file(struct http_request *req, int status, const char *content_t
                      uint64_t offset, uint64_t length);
 /* The content coding a buffered reply of this type and length would get per
  * the request's Accept-Encoding and server.compress (HTTP_ENC_IDENTITY: none),
- * and whether the client accepts gzip at all (q > 0, by name or "*"): a
- * reply whose bytes are ready (a file) picks among what it has. */
+ * and whether gzip is as welcome to the client as any coding it takes (q > 0,
+ * by name or "*", none higher: "gzip, deflate, br, zstd" yes, "gzip;q=0.5,
+ * zstd" no): a reply whose bytes are ready in gzip (a file) may then send
+ * them instead of compressing per request. */
 enum http_encoding http_reply_encoding(struct http_request *req, const char *content_type,
                                        bool compressible, uint64_t length);
-bool http_req_accepts_gzip(struct http_request *req);
+bool http_req_takes_gzip(struct http_request *req);
 /* The same as http_reply_file, framed: `head` bytes before the file's and
  * `tail` bytes after them (both copied), one body of their sum, sent as it
  * is with Content-Encoding `encoding` (NULL: none; the bytes are already in

@@ -289,7 +289,8 @@ struct index_builder *index_builder_create(size_t n_cols, const char *const *nam
         }
     }
     /* (NULL: none; the types are the columns' now, still valid) */
-    b->pages = ix_pages_builder_create(opt->dir, n_cols, names, types, opt->pages_bytes);
+    b->pages = ix_pages_builder_create(opt->dir, n_cols, names, types, opt->pages_bytes,
+                                       opt->pages_gzip);
     return b;
 }
 

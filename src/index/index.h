@@ -167,6 +167,7 @@ struct index_build_options {
     const char *dir;            /* directory of the fast path's file; NULL: memory */
     bool rows;                  /* keep a row store (else lookups answer counts only) */
     uint64_t pages_bytes;       /* pre-rendered pages: text bytes at most (0: none) */
+    bool pages_gzip;            /* and their gzip blocks */
 };
 
 struct index_builder;

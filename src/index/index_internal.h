@@ -185,7 +185,7 @@ struct ix_pages_builder;
 struct ix_pages_builder *ix_pages_builder_create(const char *dir, size_t n_cols,
                                                  const char *const *names,
                                                  const duckdb_logical_type *types,
-                                                 uint64_t limit);
+                                                 uint64_t limit, bool gzip);
 /* 0, or -1 (memory, the file): the caller drops the pages, not the build. */
 int ix_pages_builder_add_chunk(struct ix_pages_builder *b, duckdb_data_chunk chunk);
 /* The pages (NULL: none kept); frees the builder either way. */

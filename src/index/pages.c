@@ -123,7 +123,7 @@ static void gz_feed(struct ix_pages_builder *b, const char *text, size_t len)
 struct ix_pages_builder *ix_pages_builder_create(const char *dir, size_t n_cols,
                                                  const char *const *names,
                                                  const duckdb_logical_type *types,
-                                                 uint64_t limit)
+                                                 uint64_t limit, bool gzip)
 {
     if (!dir || limit == 0 || n_cols == 0)
         return NULL;
@@ -145,7 +145,7 @@ struct ix_pages_builder *ix_pages_builder_create(const char *dir, size_t n_cols,
     b->zout_cap = compressBound(IX_GZ_BLOCK) + 64;
     b->pend = malloc(IX_GZ_BLOCK);
     b->zout = malloc(b->zout_cap);
-    b->z_ok = b->pend && b->zout &&
+    b->z_ok = gzip && b->pend && b->zout &&
               deflateInit2(&b->z, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK;
     if (!b->z_ok || ix_store_open(&b->pages->gz, dir) != 0)
         gz_drop(b);

@@ -49,7 +49,8 @@ static struct index_fastpath *build_opts(const char *sql, enum cfg_index_mode mo
         cfg.index_columns.len = 1;
     }
     struct index_build_options opt = {
-        .cfg = &cfg, .dir = store_dir, .rows = rows, .pages_bytes = pages_bytes};
+        .cfg = &cfg, .dir = store_dir, .rows = rows, .pages_bytes = pages_bytes,
+        .pages_gzip = true};
     char w[256];
     struct index_builder *b =
         index_builder_create(n, names, types, &opt, warn ? warn : w, warn ? warnlen : sizeof w);
