@@ -13,7 +13,7 @@ waiting for a CPU), and per kind how many pairs B won.
   bench/mix_pair.py [--rounds 4] [--seconds 8] [--closed]
       [--rates lookup=4000,page=110,group_by=20,count=4000,stream=1.5]
       [--a-build build] [--b-build build] [--a-conf 'worker_nice = 5']
-      [--b-conf ...]
+      [--b-conf ...] [--solo] [--dump DIR]
 
 --a-conf / --b-conf are lines added to each server's [server] table.
 Without --closed the mix is open loop at --rates (bench.py's 12o; at least
@@ -113,10 +113,11 @@ class Server:
             self.proc.kill()
 
 
-def run_mix(floor, srv, spec, seconds):
+def run_mix(floor, srv, spec, seconds, dump=None):
     s0 = srv.sched()
+    env = dict(os.environ, VT_FLOOR_MIX_DUMP=dump) if dump else None
     out = subprocess.run([floor, "mix", str(srv.port), "1000", str(seconds), spec],
-                         capture_output=True, text=True, timeout=seconds + 600).stdout
+                         capture_output=True, text=True, timeout=seconds + 600, env=env).stdout
     s1 = srv.sched()
     res = {}
     for m in re.finditer(r"^mix (.*)$", out, re.M):
@@ -143,7 +144,14 @@ def main():
     ap.add_argument("--b-build", default=None)
     ap.add_argument("--a-conf", default="")
     ap.add_argument("--b-conf", default="")
+    ap.add_argument("--dump", default=None,
+                    help="directory: every run's requests (VT_FLOOR_MIX_DUMP), one file a run")
     a = ap.parse_args()
+    if a.dump:
+        os.makedirs(a.dump, exist_ok=True)
+
+    def dump(name):
+        return os.path.join(a.dump, name + ".txt") if a.dump else None
     b_build = a.b_build or a.a_build
     floor = os.path.join(a.a_build, "vt-floor")
     rates = dict((k, float(v)) for k, v in (kv.split("=") for kv in a.rates.split(",") if kv))
@@ -172,12 +180,14 @@ def main():
                 if a.solo:
                     alone = {}
                     for name, sp in solo_specs:
-                        alone[name] = run_mix(floor, servers[tag], sp, a.seconds)[0][name]
+                        alone[name] = run_mix(floor, servers[tag], sp, a.seconds,
+                                              dump("%d%s-alone-%s" % (i + 1, tag, name)))[0][name]
                     solo[tag].append(alone)
                     print("%d%s alone       %s" % (i + 1, tag, "  ".join(
                         "%s %.2f" % (n[:5], alone[n]["p99_us"] / 1e3) for n in names)),
                         flush=True)
-                res, rd = run_mix(floor, servers[tag], spec, a.seconds)
+                res, rd = run_mix(floor, servers[tag], spec, a.seconds,
+                                  dump("%d%s-mixed" % (i + 1, tag)))
                 runs[tag].append((res, rd))
                 print("%d%s load %4.1f  %s | loops %.0f us/slice, workers %s" % (
                     i + 1, tag, os.getloadavg()[0], "  ".join(
@@ -205,6 +215,27 @@ def main():
                     statistics.median(s[n]["p99_us"] / r[0][n]["p99_us"]
                                       for s, r in zip(solo[tag], runs[tag])))
                 for n in names)))
+    if a.solo:
+        # The mean beside the p99 (medians over the rounds): in a closed loop
+        # the mean ratio alone/mixed is the kind's throughput share (Little's
+        # law); the p99 ratio beats it only where the alone tail (p99/mean)
+        # stands out more than the mixed one.
+        print("alone mean, p99, p99/mean | mixed mean, p99, p99/mean | ratio of means, of p99s:")
+        for tag in "AB":
+            for n in names:
+                def med(rows, f):
+                    return statistics.median(f(r) for r in rows)
+                sa = solo[tag]
+                ma = [r[0] for r in runs[tag]]
+                print("  %s %-8s %8.2f %8.2f %5.1f | %8.2f %8.2f %5.1f | %.2f %.2f" % (
+                    tag, n, med(sa, lambda r: r[n]["mean_us"] / 1e3),
+                    med(sa, lambda r: r[n]["p99_us"] / 1e3),
+                    med(sa, lambda r: r[n]["p99_us"] / r[n]["mean_us"]),
+                    med(ma, lambda r: r[n]["mean_us"] / 1e3),
+                    med(ma, lambda r: r[n]["p99_us"] / 1e3),
+                    med(ma, lambda r: r[n]["p99_us"] / r[n]["mean_us"]),
+                    statistics.median(s[n]["mean_us"] / r[n]["mean_us"] for s, r in zip(sa, ma)),
+                    statistics.median(s[n]["p99_us"] / r[n]["p99_us"] for s, r in zip(sa, ma))))
     for tag in "AB":
         rl = [r[1].get("http-loop", (0, 0))[1] for r in runs[tag]]
         print("  loops' run delay per slice %s: median %.0f us (%s)" % (

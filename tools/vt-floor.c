@@ -52,12 +52,15 @@
  *       its own keep-alive connection to 127.0.0.1:PORT, POST one request after
  *       the other for WARMUP_MS + SECONDS; latencies (request written -> body
  *       read) are kept after the warm-up. Prints per kind "mix kind=K
- *       requests=N errors=E p50_us=... p90_us=... p99_us=... max_us=...
- *       bytes=... client_run_delay_us=... client_slices=..." (a non-200
+ *       requests=N errors=E mean_us=... p50_us=... p90_us=... p99_us=...
+ *       p999_us=... max_us=... bytes=... client_run_delay_us=...
+ *       client_slices=..." (a non-200
  *       answer or a broken connection is an error; the last two: the kind's
  *       threads' time waiting for a CPU and their timeslices, schedstat).
  *       Env VT_FLOOR_MIX_SLICE_US: a scheduling slice (us, Linux 6.12+)
  *       for its threads; unset or 0, the kernel's default.
+ *       Env VT_FLOOR_MIX_DUMP=FILE: every measured request as a line
+ *       "KIND CONN START_US LATENCY_US" (START from the end of the warm-up).
  *       An optional fifth field RATE (requests a second, > 0) makes that kind
  *       OPEN-LOOP: its requests arrive at that mean rate whatever the server
  *       answers (Poisson arrivals from a fixed seed per kind name, so the
@@ -774,6 +777,7 @@ struct mix_conn {
     double t_start, t_measure, t_end; /* now_us() values */
     double *lat;                /* measured latencies (us) */
     double *lag;                /* open loop: due -> request sent (us), per latency */
+    double *at;                 /* when each measured request started (us from t_measure) */
     size_t nlat, caplat;
     int64_t run_delay_ns, slices; /* this thread's schedstat at its end */
     long errors;
@@ -781,7 +785,8 @@ struct mix_conn {
 };
 
 /* Records one answer's latency (us) when it counts. */
-static void mix_record(struct mix_conn *m, int st, double lat, double lag, size_t bytes)
+static void mix_record(struct mix_conn *m, int st, double t0, double lat, double lag,
+                       size_t bytes)
 {
     if (st != 200) {
         m->errors++;
@@ -791,9 +796,11 @@ static void mix_record(struct mix_conn *m, int st, double lat, double lag, size_
         m->caplat = m->caplat ? m->caplat * 2 : 1024;
         m->lat = realloc(m->lat, m->caplat * sizeof *m->lat);
         m->lag = realloc(m->lag, m->caplat * sizeof *m->lag);
-        if (!m->lat || !m->lag)
+        m->at = realloc(m->at, m->caplat * sizeof *m->at);
+        if (!m->lat || !m->lag || !m->at)
             die("mix", "out of memory");
     }
+    m->at[m->nlat] = t0 - m->t_measure;
     m->lag[m->nlat] = lag;
     m->lat[m->nlat++] = lat;
     m->bytes += bytes;
@@ -839,7 +846,7 @@ static void mix_open(struct mix_conn *m, double t_start)
         if (st < 0)
             up = false;
         if (due >= m->t_measure)
-            mix_record(m, st, t1 - due, sent - due, bytes);
+            mix_record(m, st, due, t1 - due, sent - due, bytes);
     }
     h_close(&hc);
 }
@@ -874,7 +881,7 @@ static void *mix_main(void *arg)
             up = false;
         if (t0 < m->t_measure)
             continue;
-        mix_record(m, st, t1 - t0, 0, bytes);
+        mix_record(m, st, t0, t1 - t0, 0, bytes);
     }
     h_close(&hc);
     return NULL;
@@ -996,6 +1003,20 @@ static int cmd_mix(int port, long warmup_ms, double seconds, const char *specfil
         }
     for (int i = 0; i < n; i++)
         pthread_join(mc[i].thread, NULL);
+    /* VT_FLOOR_MIX_DUMP=FILE: every measured request as "kind conn start_us
+     * latency_us" (start from the end of the warm-up), to see whether a
+     * kind's slowest answers come together in time (the machine) or one by
+     * one (a queue). */
+    const char *dump = getenv("VT_FLOOR_MIX_DUMP");
+    if (dump && *dump) {
+        FILE *df = fopen(dump, "w");
+        if (!df)
+            die(dump, "cannot write");
+        for (int i = 0; i < n; i++)
+            for (size_t j = 0; j < mc[i].nlat; j++)
+                fprintf(df, "%s %d %.0f %.0f\n", mc[i].kind->name, i, mc[i].at[j], mc[i].lat[j]);
+        fclose(df);
+    }
     for (int k = 0; k < nk; k++) {
         size_t cnt = 0, bytes = 0;
         long errors = 0;
@@ -1019,14 +1040,23 @@ static int cmd_mix(int port, long warmup_ms, double seconds, const char *specfil
                 errors += mc[i].errors;
                 bytes += mc[i].bytes;
             }
-        for (size_t i = 0; i < cnt; i++)
+        double sum = 0;
+        for (size_t i = 0; i < cnt; i++) {
             svc[i] = all[i] - lags[i]; /* sent -> answer read */
+            sum += all[i];
+        }
         qsort(all, cnt, sizeof *all, cmp_double);
         double p50 = cnt ? all[cnt / 2] : 0, p90 = cnt ? all[cnt * 9 / 10] : 0;
         double p99 = cnt ? all[cnt * 99 / 100] : 0, mx = cnt ? all[cnt - 1] : 0;
-        printf("mix kind=%s requests=%zu errors=%ld p50_us=%.0f p90_us=%.0f p99_us=%.0f "
-               "max_us=%.0f bytes=%zu",
-               kinds[k].name, cnt, errors, p50, p90, p99, mx, bytes);
+        double p999 = cnt ? all[cnt * 999 / 1000] : 0;
+        /* The mean beside the p99: by Little's law a closed loop's mean
+         * latency is its connections over its throughput, so the mean ratio
+         * alone/mixed is fixed by the CPU shares; the p99 ratio differs
+         * from it by how much each run's tail stands out from its mean. */
+        printf("mix kind=%s requests=%zu errors=%ld mean_us=%.0f p50_us=%.0f p90_us=%.0f "
+               "p99_us=%.0f p999_us=%.0f max_us=%.0f bytes=%zu",
+               kinds[k].name, cnt, errors, cnt ? sum / (double)cnt : 0, p50, p90, p99, p999, mx,
+               bytes);
         if (kinds[k].rate > 0) {
             qsort(lags, cnt, sizeof *lags, cmp_double);
             qsort(svc, cnt, sizeof *svc, cmp_double);
@@ -1047,6 +1077,7 @@ static int cmd_mix(int port, long warmup_ms, double seconds, const char *specfil
     for (int i = 0; i < n; i++) {
         free(mc[i].lat);
         free(mc[i].lag);
+        free(mc[i].at);
     }
     free(mc);
     return 0;
