@@ -147,6 +147,14 @@ static const struct {
      VT_ERR_LIMIT_EXCEEDED},
     {"SELECT icu_sort_key(note, 'de'), icu_collate_de(note), icu_collate_fr(note), "
      "icu_collate_da(note), icu_collate_sv(note) FROM trips", VT_ERR_LIMIT_EXCEEDED},
+    /* an ordered aggregate that fails leaks its per-group states
+     * (fuzz_sql_functions' campaign, LeakSanitizer) */
+    {"SELECT arg_max(note, id, NULL ORDER BY note) FROM trips GROUP BY id % 3",
+     VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT max_by(note, id, 2 ORDER BY id) FROM trips", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT max(id, NULL ORDER BY id) FROM trips GROUP BY note", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT bitstring_agg(id, 0, 5 ORDER BY id) FROM trips", VT_ERR_SQL_FORBIDDEN_FUNCTION},
+    {"SELECT approx_top_k(id, 2 ORDER BY id) FROM trips", VT_ERR_SQL_FORBIDDEN_FUNCTION},
     {"SELECT ?", VT_ERR_SQL_NOT_READ_ONLY},
     {"SELEC 1", VT_ERR_SQL_SYNTAX},
     {"", VT_ERR_SQL_SYNTAX},
@@ -174,6 +182,10 @@ static const struct {
 } good[] = {
     {"SELECT 1", ""},
     {"SELECT * FROM trips", "trips"},
+    /* ordered aggregates that do not fail on their values, and the failing
+     * ones unordered */
+    {"SELECT string_agg(note, ',' ORDER BY id), arg_max(note, id ORDER BY id), "
+     "max(id, 2), arg_max(note, id, 2) FROM trips GROUP BY note", "trips"},
     {"SELECT t.id, s.name FROM trips t JOIN stations s ON t.station = s.id", "trips,stations"},
     {"SELECT * FROM \"trips.2024\" LIMIT 3", "trips.2024"},
     {"WITH c AS (SELECT station, count(*) AS n FROM trips GROUP BY station) "
