@@ -352,7 +352,7 @@ FUZZ_SRC_fuzz_explore_jspan    := src/explore/jspan.c
 FUZZ_LIBS_fuzz_explore_jspan   := -ljansson
 # Every allowlisted SQL function with hostile arguments, composed, through the
 # gate and DuckDB, with the wrappers and the allocation budget of src/engine.
-FUZZ_SRC_fuzz_sql_functions    := src/engine/functions.c src/engine/jsonb.c src/engine/engine.c \
+FUZZ_SRC_fuzz_sql_functions    := src/engine/functions.c src/engine/pg_dates.c src/engine/jsonb.c src/engine/engine.c \
                                   src/engine/open.c \
                                   src/sql/allowlist.c src/sql/gate.c src/query/query_like.c \
                                   src/util/strbuf.c \

@@ -219,6 +219,22 @@ class Server:
             self.proc.wait()
 
 
+def read_reply(sock, buf=b"", piece=65536):
+    """One response with a Content-Length read from sock in recv()s of at most
+    `piece` bytes, after `buf` (bytes already read): (head, body, rest)."""
+    while b"\r\n\r\n" not in buf:
+        b = sock.recv(piece)
+        assert b, "connection closed early"
+        buf += b
+    head, _, buf = buf.partition(b"\r\n\r\n")
+    n = int(re.search(rb"(?i)\r\ncontent-length: (\d+)", head).group(1))
+    while len(buf) < n:
+        b = sock.recv(piece)
+        assert b, "connection closed early"
+        buf += b
+    return head, buf[:n], buf[n:]
+
+
 def thread_stacks(pid):
     """Every thread's stack of a live process (gdb), to say where it hangs."""
     try:
