@@ -321,13 +321,14 @@ struct index_pages_range {
     /* The same rows gzip-compressed, for index_pages_gzip_frame: the whole
      * pre-compressed blocks inside the range are gz_length bytes of file
      * gz_fd from gz_offset (raw deflate, each block ending in a sync flush),
-     * holding the text [gz_text_from, gz_text_to) of the pages (CRC-32
-     * gz_crc). gz_fd -1: none (the range spans no whole block, or the
-     * pages keep no gzip blocks). */
+     * holding the text [gz_text_from, gz_text_to) of the pages, the blocks'
+     * CRC-32s at gz_crcs (the fast path's, valid while it is). gz_fd -1:
+     * none (the range spans no whole block, or the pages keep no gzip
+     * blocks). */
     int gz_fd;
     uint64_t gz_offset, gz_length;
     uint64_t gz_text_from, gz_text_to;
-    uint32_t gz_crc;
+    const uint32_t *gz_crcs;
 };
 
 /* INDEX_FAST_DONE with *out set (when the pages hold the whole table, a

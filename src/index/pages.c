@@ -289,10 +289,7 @@ enum index_fast index_pages_range(const struct index_fastpath *fp, uint64_t firs
         out->gz_length = p->gz_off[be] - p->gz_off[bs];
         out->gz_text_from = bs * IX_GZ_BLOCK;
         out->gz_text_to = be * IX_GZ_BLOCK;
-        uint32_t crc = p->gz_crc[bs];
-        for (uint64_t k = bs + 1; k < be; k++)
-            crc = (uint32_t)crc32_combine(crc, p->gz_crc[k], IX_GZ_BLOCK);
-        out->gz_crc = crc;
+        out->gz_crcs = p->gz_crc + bs; /* combined by a gzip reply only */
     }
     return INDEX_FAST_DONE;
 }
@@ -373,7 +370,8 @@ int index_pages_gzip_frame(const struct index_pages_range *r, const char *head, 
         deflate_onto(&z, edge.buf, edge.len, false, out_head) != 0)
         goto out;
     crc = (uint32_t)crc32(crc, (const unsigned char *)edge.buf, (uInt)edge.len);
-    crc = (uint32_t)crc32_combine(crc, r->gz_crc, (z_off_t)(r->gz_text_to - r->gz_text_from));
+    for (uint64_t k = 0; k < (r->gz_text_to - r->gz_text_from) / IX_GZ_BLOCK; k++)
+        crc = (uint32_t)crc32_combine(crc, r->gz_crcs[k], IX_GZ_BLOCK);
     /* after the blocks: a fresh stream state (its matches reach back only
      * into what it compressed itself), the last edge and the tail, final */
     if (deflateReset(&z) != Z_OK || read_text(r, r->gz_text_to, r->offset + r->length, &edge) != 0 ||
