@@ -1111,13 +1111,15 @@ void json_rows_rewind(struct json_rows *enc, uint64_t written) { enc->written = 
  * did not, and assembly then ran from L3). */
 #define BATCH_ROWS 256
 
-static int encode_batch(struct json_rows *enc, duckdb_vector *vecs, idx_t from, idx_t n,
-                        struct strbuf *out)
+/* (ends: where each row ends, or NULL; inlined twice below, so a page's
+ * batches carry no test of it per row) */
+static inline __attribute__((always_inline)) int
+encode_batch_ends(struct json_rows *enc, duckdb_vector *vecs, idx_t from, idx_t n,
+                  struct strbuf *out, uint64_t *ends)
 {
     size_t ncol = enc->ncol;
     struct jcol *cols = enc->cols;
     bool lines = enc->lines;
-    uint64_t *ends = enc->ends;
     size_t total = n * 3 + JSON_FMT_SLACK;
     for (size_t c = 0; c < ncol; c++) {
         struct jcol *col = &cols[c];
@@ -1188,12 +1190,19 @@ static int encode_batch(struct json_rows *enc, duckdb_vector *vecs, idx_t from, 
                 *ends++ = (uint64_t)(o - out->buf);
         }
     }
-    if (enc->ends)
+    if (ends)
         enc->ends = ends;
     out->len = (size_t)(o - out->buf);
     out->buf[out->len] = '\0';
     enc->written += n;
     return 0;
+}
+
+static int encode_batch(struct json_rows *enc, duckdb_vector *vecs, idx_t from, idx_t n,
+                        struct strbuf *out)
+{
+    return enc->ends ? encode_batch_ends(enc, vecs, from, n, out, enc->ends)
+                     : encode_batch_ends(enc, vecs, from, n, out, NULL);
 }
 
 int json_rows_encode_range(struct json_rows *enc, duckdb_data_chunk chunk, uint64_t from,
