@@ -189,7 +189,7 @@ static enum vt_err sink_begin(struct exec_sink *s, duckdb_result *res, struct vt
 /* ---- two threads per chunk of a large result ----
  *
  * A 100,000-row JSON page is CPU-bound on its one worker thread: encoding
- * takes about twice DuckDB's scan (README, line 6), and the scan's own
+ * takes about twice DuckDB's scan (bench/PROFILES.md, line 6), and the scan's own
  * parallel part already runs on DuckDB's task thread. Once a reply streams
  * (past SPILL_BYTES, so small answers never pay for a thread), each chunk is
  * split: a helper thread encodes its second half with a second encoder

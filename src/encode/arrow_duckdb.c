@@ -9,7 +9,7 @@
  * Why not DuckDB's export for every column: duckdb_data_chunk_to_arrow copies
  * every value into freshly allocated Arrow buffers that the writer then
  * copies again into the stream; a fixed-width column needs neither copy
- * (bench/callgrind.py --only stream_arrow: see README "Arrow stream (8a)").
+ * (bench/callgrind.py --only stream_arrow: see bench/PROFILES.md "Arrow stream (8a)").
  */
 #include "encode/arrow_duckdb.h"
 

@@ -646,7 +646,7 @@ static void *watchdog_main(void *arg)
     for (;;) {
         /* An idle pool's watchdog waits for work instead of ticking: five
          * pools ticking every WATCHDOG_PERIOD_MS were a thousand wake-ups a
-         * second with nothing to do (README, "Parquet download (9)"). A
+         * second with nothing to do (bench/PROFILES.md, "Parquet download (9)"). A
          * job's deadline is still checked within a period of its submit. */
         pthread_mutex_lock(&pool->mu);
         while (watchdog_idle(pool)) {

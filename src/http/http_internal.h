@@ -35,7 +35,7 @@
  * each hand-off to a loop that has sent everything wakes it (an eventfd
  * write and read, an epoll_wait, a context switch), and a fast producer,
  * an Arrow stream's ~190 KB batch every ~0.25 ms, woke it for every batch
- * (README, "Arrow stream (8a)"). A slow producer's chunks still go at once. */
+ * (bench/PROFILES.md, "Arrow stream (8a)"). A slow producer's chunks still go at once. */
 #define STREAM_CHUNK_BYTES (64 * 1024)
 #define STREAM_CHUNK_MAX_BYTES (1024 * 1024)
 #define STREAM_COALESCE_US 1000
