@@ -379,7 +379,9 @@ static bool sink_json_file(struct exec_sink *s, const struct index_pages_range *
         return false;
     bool gzip = http_reply_encoding(a->req, content_type(a), compressible(a), range->length) !=
                 HTTP_ENC_IDENTITY;
-    if (gzip && (range->gz_fd < 0 || !http_req_takes_gzip(a->req)))
+    /* (on an HTTP loop a gzip reply declines: a worker frames it, so the
+     * loop's other connections do not wait for its edges' compression) */
+    if (gzip && (range->gz_fd < 0 || range->nowait || !http_req_takes_gzip(a->req)))
         return false;
     int fd = fcntl(gzip ? range->gz_fd : range->fd, F_DUPFD_CLOEXEC, 0);
     if (fd < 0)

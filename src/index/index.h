@@ -329,6 +329,11 @@ struct index_pages_range {
     uint64_t gz_offset, gz_length;
     uint64_t gz_text_from, gz_text_to;
     const uint32_t *gz_crcs;
+    /* Taken with nowait: for a thread that must not wait (an HTTP loop).
+     * Such a thread sends the text as it is, with sendfile; framing gzip
+     * reads and compresses up to two blocks of text (~1 ms), which is a
+     * worker's job. */
+    bool nowait;
 };
 
 /* INDEX_FAST_DONE with *out set (when the pages hold the whole table, a

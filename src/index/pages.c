@@ -278,6 +278,7 @@ enum index_fast index_pages_range(const struct index_fastpath *fp, uint64_t firs
     out->offset = start;
     out->length = end - start;
     out->rows = count;
+    out->nowait = nowait;
     /* the whole gzip blocks inside the range */
     uint64_t bs = (start + IX_GZ_BLOCK - 1) / IX_GZ_BLOCK, be = end / IX_GZ_BLOCK;
     out->gz_fd = -1;

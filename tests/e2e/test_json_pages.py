@@ -185,6 +185,34 @@ def test_gzip_pages_are_the_blocks_between_compressed_edges(srv, body):
         assert r.headers["Content-Encoding"] == "gzip"
 
 
+def short_jobs_run(s):
+    # jobs the query pool's workers ran (the short class: pages)
+    n = 0
+    for x in s.get("/metrics").text.splitlines():
+        if x.startswith("vitrine_engine_job_run_seconds_count{") and 'class="short"' in x:
+            n += int(float(x.split()[-1]))
+    return n
+
+
+def test_identity_pages_stay_on_the_loop_gzip_pages_go_to_a_worker(srv):
+    # An identity page is a sendfile on the HTTP loop: no worker job. A gzip
+    # page reads and compresses its two edges (up to two 64 KiB blocks of
+    # text): a worker frames it, so the loop's other connections do not wait
+    # for that compression.
+    body = {"page_size": ROWS}
+    page(srv, "t", body)
+    before = short_jobs_run(srv)
+    for _ in range(3):
+        page(srv, "t", body)
+    assert short_jobs_run(srv) == before
+    for _ in range(3):
+        r = page(srv, "t", body, headers={"Accept-Encoding": "gzip"}, stream=True)
+        raw = r.raw.read()
+        assert r.headers["Content-Encoding"] == "gzip" and "Content-Length" in r.headers
+        assert json.loads(gzip.decompress(raw))["page_size"] == ROWS
+    assert short_jobs_run(srv) == before + 3
+
+
 def test_compressed_and_other_formats_go_the_usual_way(srv):
     body = {"page_size": 3000}
     page(srv, "plain", body)
