@@ -242,3 +242,28 @@ def test_libcurl_is_not_loaded_without_a_feature_that_needs_it(vt, datadir):
     assert "libduckdb" in maps
     assert "libcurl" not in maps
     assert "libgnutls" not in maps
+
+
+def test_a_runtime_directory_on_tmpfs_is_warned_about(vt, tmp_path):
+    # The index files, pre-rendered pages and spill files are meant for the
+    # page cache and the disk; on tmpfs they are memory the kernel cannot
+    # drop, so the start says so (and not on a disk-backed TMPDIR).
+    import shutil
+    import subprocess
+    import tempfile
+
+    def fs_type(path):
+        return subprocess.run(["stat", "-f", "-c", "%T", str(path)], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    assert fs_type("/dev/shm") == "tmpfs", "this machine has no /dev/shm tmpfs to test with"
+    shm = tempfile.mkdtemp(prefix="vt-test-", dir="/dev/shm")
+    try:
+        s = vt(server_block(), env={"TMPDIR": shm})
+        assert "is on tmpfs" in s.log() and shm in s.log(), s.log()[-2000:]
+        assert s.stop() == 0
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    s = vt(server_block(), env={"TMPDIR": str(disk)})
+    assert ("is on tmpfs" in s.log()) == (fs_type(disk) == "tmpfs")
