@@ -4,10 +4,12 @@
 # and builds; the runtime stage has the binary, libduckdb and the shared
 # libraries only, runs as an unprivileged user, and works with a read-only
 # root file system (writable: /var/lib/vitrine for storage and saved queries,
-# /tmp for spill files and downloads; mount both as volumes).
+# /tmp for the index files, pre-rendered pages, exports, downloads and spill
+# files; mount both as volumes on disk: on a tmpfs, /tmp's files would be
+# memory the kernel cannot drop).
 #
 #   docker build -t vitrine .
-#   docker run --read-only --tmpfs /tmp -v vitrine-data:/var/lib/vitrine \
+#   docker run --read-only -v /tmp -v vitrine-data:/var/lib/vitrine \
 #       -v $PWD/datasets.toml:/etc/vitrine/datasets.toml:ro -p 8080:8080 vitrine
 
 ARG DEBIAN=debian:12-slim

@@ -12,6 +12,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/magic.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -93,9 +95,38 @@ static int cmd_check_config(const char *path)
 }
 
 
+/* Each runtime directory holds RUNTIME_LOCK, locked (flock) by its process
+ * for as long as it lives: the kernel drops the lock when the process dies,
+ * however it dies, so a directory whose lock can be taken is an orphan.
+ * Pids do not tell: in a container every process is pid 1, so a restarted
+ * container's process has the dead one's pid, and processes of other pid
+ * namespaces sharing a TMPDIR are not visible to kill(). */
+#define RUNTIME_LOCK ".lock"
+
+/* 1: `path` (a runtime directory) belongs to no live process; 0: it may. */
+static int runtime_dir_orphaned(const char *path, long pid)
+{
+    char lock[4200];
+    snprintf(lock, sizeof lock, "%s/" RUNTIME_LOCK, path);
+    int fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+        int free_ = flock(fd, LOCK_EX | LOCK_NB) == 0;
+        close(fd);
+        return free_;
+    }
+    /* No lock: a directory of a version before it, or one whose process
+     * is between mkdtemp and taking its lock. A process of this pid
+     * namespace that is gone, and a directory not touched for a minute. */
+    struct stat st;
+    if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+        return 0;
+    return stat(path, &st) == 0 && time(NULL) - st.st_mtime > 60;
+}
+
 /* Runtime directories of earlier vitrine processes of this user that died
- * without cleaning up (SIGKILL, OOM kill, power loss): they can hold large
- * Parquet exports and downloads, so the next start removes them. */
+ * without cleaning up (SIGKILL, OOM kill, power loss, a container's
+ * restart): they can hold large Parquet exports, downloads and index files,
+ * so the next start removes them. */
 static void remove_stale_runtime_dirs(const char *base)
 {
     DIR *d = opendir(base);
@@ -108,15 +139,13 @@ static void remove_stale_runtime_dirs(const char *base)
             continue;
         char *end;
         long pid = strtol(de->d_name + 8, &end, 10);
-        if (end == de->d_name + 8 || *end != '-' || !end[1] || pid <= 0 || pid > INT_MAX ||
-            pid == (long)getpid())
+        if (end == de->d_name + 8 || *end != '-' || !end[1] || pid <= 0 || pid > INT_MAX)
             continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue; /* still running (or not ours to judge) */
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", base, de->d_name);
         struct stat st;
-        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+            !runtime_dir_orphaned(path, pid))
             continue;
         log_info("removing the runtime directory of a dead vitrine process: %s", path);
         util_remove_tree(path);
@@ -124,8 +153,9 @@ static void remove_stale_runtime_dirs(const char *base)
     closedir(d);
 }
 
-/* A private scratch directory for DuckDB spill files, downloads and exports. */
-static char *make_runtime_dir(void)
+/* A private scratch directory for DuckDB spill files, downloads and exports,
+ * with its lock taken (*lock_fd, held until exit). */
+static char *make_runtime_dir(int *lock_fd)
 {
     const char *base = getenv("TMPDIR");
     if (!base || !*base)
@@ -134,7 +164,21 @@ static char *make_runtime_dir(void)
     char tmpl[4096];
     snprintf(tmpl, sizeof tmpl, "%s/vitrine-%d-XXXXXX", base, (int)getpid());
     char *dir = mkdtemp(tmpl);
-    return dir ? strdup(dir) : NULL;
+    if (!dir)
+        return NULL;
+    char lock[4200];
+    snprintf(lock, sizeof lock, "%s/" RUNTIME_LOCK, dir);
+    *lock_fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (*lock_fd < 0 || flock(*lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (*lock_fd >= 0)
+            close(*lock_fd);
+        *lock_fd = -1;
+        util_remove_tree(dir);
+        errno = e;
+        return NULL;
+    }
+    return strdup(dir);
 }
 
 /* The runtime directory holds the index files and pre-rendered pages, which
@@ -316,7 +360,8 @@ static int serve(const char *config_path, int port_override, int role_override)
     struct http_server *srv = NULL;
     struct pgw_server *pg = NULL;
     struct notify *notifier = NULL;
-    char *runtime_dir = make_runtime_dir();
+    int runtime_lock = -1;
+    char *runtime_dir = make_runtime_dir(&runtime_lock);
     if (!runtime_dir) {
         log_error("cannot create a runtime directory: %s", strerror(errno));
         goto out;
@@ -544,6 +589,8 @@ out:
     eng_close(&db);
     if (runtime_dir)
         util_remove_tree(runtime_dir);
+    if (runtime_lock >= 0)
+        close(runtime_lock); /* after the removal: no one takes it for an orphan */
     free(runtime_dir);
     config_free(&cfg);
     if (rc != 0)

@@ -210,24 +210,63 @@ def test_readiness_all_waits_for_every_startup_build(vt, datadir, build_gate):
 
 
 def test_stale_runtime_dirs_of_dead_processes_are_removed(vt, tmp_path):
+    # A runtime directory holds a lock its process keeps until it dies: a
+    # directory whose lock nobody holds is an orphan, whatever its pid says
+    # (in a container every process is pid 1, and a restarted container's
+    # process has the dead one's pid). Directories without a lock (an older
+    # version's) go by the pid and their age.
+    import fcntl
+    import os
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    # a pid that cannot exist (above pid_max's ceiling) and one that does (ours)
-    dead = tmp / "vitrine-4194305-abc123"
-    (dead / "exports").mkdir(parents=True)
-    (dead / "exports" / "big.parquet").write_bytes(b"x" * 1000)
-    import os
-    alive = tmp / f"vitrine-{os.getpid()}-def456"
-    alive.mkdir()
+    old = 1_000_000_000  # 2001: untouched for long
+
+    def make(name, lock=False, age=True):
+        d = tmp / name
+        (d / "exports").mkdir(parents=True)
+        (d / "exports" / "big.parquet").write_bytes(b"x" * 1000)
+        if lock:
+            (d / ".lock").write_text("")
+        if age:
+            os.utime(d, (old, old))
+        return d
+    # no lock, a pid that cannot exist (above pid_max's ceiling), old: removed
+    dead = make("vitrine-4194305-abc123")
+    # the same but just made (its process may be taking its lock): kept
+    fresh = make("vitrine-4194305-fresh1", age=False)
+    # no lock, a live pid (ours): kept
+    alive = make(f"vitrine-{os.getpid()}-def456")
+    # a lock nobody holds, a live pid (a restarted container's pid 1): removed
+    orphan = make(f"vitrine-{os.getpid()}-orphan", lock=True)
+    # a lock held (a live process of another pid namespace), a dead pid: kept
+    held = make("vitrine-4194306-held12", lock=True)
+    holder = open(held / ".lock")
+    fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
     other = tmp / "not-ours"
     other.mkdir()
-    s = vt(server_block(), env={"TMPDIR": str(tmp)})
-    assert not dead.exists()
-    assert alive.exists() and other.exists()
-    mine = [p for p in tmp.iterdir() if p.name.startswith(f"vitrine-{s.proc.pid}-")]
-    assert len(mine) == 1
-    assert s.stop() == 0
-    assert not mine[0].exists()   # removed at a clean exit
+    try:
+        s = vt(server_block(), env={"TMPDIR": str(tmp)})
+        assert not dead.exists() and not orphan.exists()
+        assert fresh.exists() and alive.exists() and held.exists() and other.exists()
+        mine = [p for p in tmp.iterdir() if p.name.startswith(f"vitrine-{s.proc.pid}-")]
+        assert len(mine) == 1
+        # its own lock is held while it runs: a second start leaves it alone
+        s2 = vt(server_block(), env={"TMPDIR": str(tmp)})
+        assert mine[0].exists() and (mine[0] / ".lock").exists()
+        assert s2.stop() == 0
+        assert s.stop() == 0
+        assert not mine[0].exists()   # removed at a clean exit
+    finally:
+        holder.close()
+    # killed: its lock is released with it, and the next start removes it
+    s3 = vt(server_block(), env={"TMPDIR": str(tmp)})
+    killed = [p for p in tmp.iterdir() if p.name.startswith(f"vitrine-{s3.proc.pid}-")]
+    s3.proc.kill()
+    s3.proc.wait()
+    assert len(killed) == 1 and killed[0].exists()
+    s4 = vt(server_block(), env={"TMPDIR": str(tmp)})
+    assert not killed[0].exists() and not held.exists()
+    assert s4.stop() == 0
 
 
 def test_libcurl_is_not_loaded_without_a_feature_that_needs_it(vt, datadir):
