@@ -7,6 +7,9 @@
 #     read (the latter with `vitrine check-config`, as the compose one).
 #  3. deploy/systemd/vitrine.service passes `systemd-analyze verify` (with
 #     ExecStart pointed at the built binary: /usr/local/bin is not installed).
+#  4. vitrine runs in that unit's system call filter (SystemCallFilter= built
+#     as systemd builds it, loaded with libseccomp): starts, answers HTTP and
+#     psql, stops cleanly (deploy/check/systemd_sandbox.py).
 # No image is built or pulled: this machine reaches no registry of images.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,4 +44,7 @@ sed "s|/usr/local/bin/vitrine|$build/vitrine|" "$top/deploy/systemd/vitrine.serv
 out=$(systemd-analyze verify "$work/vitrine.service" 2>&1) || { echo "$out"; fail=1; }
 [ -z "$out" ] || { echo "systemd-analyze verify: $out"; fail=1; }
 
-[ $fail = 0 ] && echo "deploy-check: 4 passed, 0 failed" || { echo "deploy-check: failed"; exit 1; }
+$py "$top/deploy/check/systemd_sandbox.py" "$top/deploy/systemd/vitrine.service" "$build/vitrine" \
+    || fail=1
+
+[ $fail = 0 ] && echo "deploy-check: 5 passed, 0 failed" || { echo "deploy-check: failed"; exit 1; }

@@ -12,7 +12,7 @@ packages=(
     libroaring-dev
     python3 python3-pytest python3-pytest-xdist python3-requests python3-jwt python3-cryptography
     python3-venv
-    python3-psycopg python3-psycopg2 python3-sqlalchemy
+    python3-psycopg python3-psycopg2 python3-sqlalchemy python3-seccomp python3-yaml
     default-jdk-headless libpostgresql-jdbc-java odbc-postgresql unixodbc
     nginx wrk postgresql-client postgresql-contrib brotli zstd gdb valgrind linux-perf
     clang libclang-rt-14-dev
