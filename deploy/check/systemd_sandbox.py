@@ -10,10 +10,12 @@ kills it with SIGSYS at startup, and nothing but running it shows that. This
 machine has no systemd as pid 1, so the filter is built the way systemd
 builds it from the unit's own lines (the groups expanded by
 `systemd-analyze syscall-filter`) and loaded with libseccomp
-(python3-seccomp) before exec; LimitNOFILE= is applied too.
+(python3-seccomp) before exec; MemoryDenyWriteExecute= (systemd's own
+filter on mmap/mprotect) and LimitNOFILE= are applied too.
 
 usage: systemd_sandbox.py UNIT VITRINE (vt-sql beside it writes the data)
 """
+import mmap
 import os
 import re
 import resource
@@ -123,6 +125,7 @@ source.kind = "parquet"
 source.location = "{data}/stations.parquet"
 ''')
     limit = nofile(unit)
+    mdwe = re.search(r"^MemoryDenyWriteExecute=(yes|true|1)\s*$", unit, re.M) is not None
 
     def sandbox():
         if limit:
@@ -133,6 +136,20 @@ source.location = "{data}/stations.parquet"
                 resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
             except (ValueError, OSError):
                 resource.setrlimit(resource.RLIMIT_NOFILE, (min(limit, hard), hard))
+        if mdwe:
+            # MemoryDenyWriteExecute=, as systemd filters it: no mapping both
+            # writable and executable, no page made executable later, no
+            # executable shared memory (a filter of its own, loaded first: the
+            # unit's list may not allow seccomp itself; the kernel applies the
+            # stricter answer of the two)
+            w = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+            wx = mmap.PROT_WRITE | mmap.PROT_EXEC
+            w.add_rule(action, "mmap", seccomp.Arg(2, seccomp.MASKED_EQ, wx, wx))
+            for call in ("mprotect", "pkey_mprotect"):
+                w.add_rule(action, call, seccomp.Arg(2, seccomp.MASKED_EQ, mmap.PROT_EXEC,
+                                                     mmap.PROT_EXEC))
+            w.add_rule(action, "shmat", seccomp.Arg(2, seccomp.MASKED_EQ, 0o100000, 0o100000))
+            w.load()
         f = seccomp.SyscallFilter(defaction=action if allow is not None else seccomp.ALLOW)
         for call in sorted(allow if allow is not None else deny):
             try:
@@ -239,7 +256,8 @@ source.location = "{data}/stations.parquet"
         print("vitrine in the systemd unit's sandbox:\n  " + "\n  ".join(failures))
         print(text[-3000:])
         sys.exit(1)
-    print("vitrine runs in the systemd unit's sandbox (SystemCallFilter, LimitNOFILE): "
+    print("vitrine runs in the systemd unit's sandbox (SystemCallFilter, "
+          f"{'MemoryDenyWriteExecute, ' if mdwe else ''}LimitNOFILE): "
           f"{len(checks)} HTTP calls, psql, a clean stop")
 
 
