@@ -394,9 +394,16 @@ static void add_group_expr(struct bctx *b, const struct query_group *g)
     double wd = w.kind == QUERY_VALUE_INT64 ? (double)w.u.i : w.u.d;
     struct query_value digits = {.kind = QUERY_VALUE_INT64, .u.i = width_digits(wd),
                                  .cast = "INTEGER"};
-    sb_adds(&b->sb, "round(floor(CAST(");
+    /* The value is nudged up by 2^-50 of itself before the division: the
+     * doubles of 0.3 and 0.1 divide to 2.9999999999999996, so a plain floor
+     * put 0.3 in the bucket of 0.2 (and 0.3 had none). Binary rounding of a
+     * decimal value and of the width errs by a few 2^-53 relative; a value
+     * within that of a bound is on it. */
+    sb_adds(&b->sb, "round(floor((CAST(");
     sb_add_sql_ident(&b->sb, c->name);
-    sb_adds(&b->sb, " AS DOUBLE) / ");
+    sb_adds(&b->sb, " AS DOUBLE) + abs(CAST(");
+    sb_add_sql_ident(&b->sb, c->name);
+    sb_adds(&b->sb, " AS DOUBLE)) * 8.881784197001252e-16) / ");
     add_param(b, &w);
     sb_adds(&b->sb, ") * ");
     add_param(b, &w);

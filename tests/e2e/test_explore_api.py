@@ -163,6 +163,26 @@ def test_width_buckets_match_floor(env, col, width, expr):
         assert g["count"] == int(w[1]) and close(g["avg_id"], w[2])
 
 
+@pytest.mark.parametrize("width", ["0.1", "0.05", "0.3", "2.5"])
+def test_width_buckets_put_values_on_their_bound(env, width):
+    """A value that is a multiple of the width opens its bucket: fare 10.30
+    with width 0.1 is in [10.3, 10.4), though the doubles of 10.3 and 0.1
+    divide to 102.99999999999999 (a plain floor put it in 10.2, and
+    buckets such as 0.3 had no rows at all). The oracle is decimal
+    arithmetic over DuckDB's text of each fare."""
+    s, pq = env
+    w = Decimal(width)
+    want = {}
+    for (fare,) in duck(pq, "SELECT CAST(fare AS VARCHAR) FROM t"):
+        b = (Decimal(fare) / w).to_integral_value(rounding="ROUND_FLOOR") * w
+        want[b] = want.get(b, 0) + 1
+    body = {"group_by": [{"col": "fare", "width": float(width), "alias": "bin"}],
+            "order_by": [{"col": "bin"}], "page_size": 5000}
+    got = {Decimal(str(r["bin"])).normalize(): r["count"]
+           for r in post(s, "trips", body)["data"]}
+    assert got == {b.normalize(): n for b, n in want.items()}
+
+
 @pytest.mark.parametrize("name", ["trips", "lazy_trips"])
 def test_include_total_counts_every_page(env, name):
     s, pq = env

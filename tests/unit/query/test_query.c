@@ -1463,7 +1463,8 @@ TEST(bucketed_group_by_sql)
               "count(*) AS \"count\" FROM " REL " GROUP BY 1) AS \"q\" ORDER BY \"i\" ASC NULLS LAST "
               "LIMIT 100");
     CHECK_SQL("{\"group_by\":[{\"col\":\"price\",\"width\":2.5}]}",
-              "SELECT * FROM (SELECT round(floor(CAST(\"price\" AS DOUBLE) / CAST(? AS DOUBLE)) * "
+              "SELECT * FROM (SELECT round(floor((CAST(\"price\" AS DOUBLE) + abs(CAST(\"price\" AS "
+              "DOUBLE)) * 8.881784197001252e-16) / CAST(? AS DOUBLE)) * "
               "CAST(? AS DOUBLE), CAST(? AS INTEGER)) AS \"price\", count(*) AS \"count\" FROM " REL
               " GROUP BY 1) AS \"q\" ORDER BY \"price\" ASC NULLS LAST LIMIT 100");
     /* a plain entry as an object is the column itself */
