@@ -14,6 +14,8 @@ import hashlib
 import io
 import json
 import re
+import subprocess
+import sys
 import threading
 import time
 
@@ -409,6 +411,31 @@ def test_sign_in_opens_a_server_that_requires_bearer_tokens(vt, trips):
     assert out["before"]["error"] and "unauthorized" in out["before"]["error"]
     assert out["after"] == {"error": None, "rows": ["trips", "stations"]}, out["after"]
     assert len(idp.tokens) == 1
+
+
+def test_copy_as_snippets_run_the_same_request(vt, tmp_path):
+    """Copy as Python and curl, run as they are, answer what the page's
+    request answers, with the words true/false/null inside names and values
+    (the Python snippet rewrote them in the JSON text: the column "all null"
+    became "all None", the value "true" became "True")."""
+    pq = write_parquet(tmp_path / "words.parquet", """
+        SELECT i AS n, ['true', 'false', 'null', 'nullable'][1 + i % 4] AS "all null",
+               i % 2 = 0 AS "is true"
+        FROM range(12) t(i)""")
+    s = vt(server_block() + dataset_block("words", pq))
+    q = {"columns": ["n", "all null", "is true"],
+         "predicates": [{"col": "all null", "op": "in", "val": ["true", "null"]},
+                        {"col": "is true", "op": "eq", "val": True}],
+         "order_by": [{"col": "n"}], "page_size": 10}
+    want = s.post("/api/v1/datasets/words/query", q).json()
+    assert want["data"], want
+    out = drive("snippets", url=s.url("/explore/"), dataset="words", q=q)
+    py = subprocess.run([sys.executable, "-c", out["snippets"]["python"]], capture_output=True,
+                        text=True, timeout=60)
+    assert py.returncode == 0 and py.stdout.strip() == repr(want), (out["snippets"]["python"], py)
+    sh = subprocess.run(["bash", "-c", out["snippets"]["curl"]], capture_output=True, text=True,
+                        timeout=60)
+    assert sh.returncode == 0 and json.loads(sh.stdout) == want, (out["snippets"]["curl"], sh)
 
 
 def test_explorer_issue_28_features(vt, trips, tmp_path):

@@ -596,6 +596,17 @@ const scenarios = {
 
   // A page on another origin calling the API with fetch (CORS): what it
   // could read, and what the browser refused.
+  // "Copy as" for a shared query URL: the three snippets' text.
+  async snippets(page) {
+    await page.goto(`${args.url}#/query/${args.dataset}?q=${encodeURIComponent(JSON.stringify(args.q))}`);
+    await page.waitForSelector('[data-testid=results], [data-testid=no-rows]');
+    out.snippets = {};
+    for (const k of ['curl', 'python', 'js']) {
+      await page.click(`[data-testid=copy-${k}]`);
+      out.snippets[k] = await page.$eval('[data-testid=snippet] pre', (e) => e.textContent);
+    }
+  },
+
   async cors(page) {
     await page.goto(args.pageUrl);
     out.calls = await page.evaluate(async (a) => {

@@ -124,6 +124,25 @@ export function parseJson(text) {
   });
 }
 
+// A JSON value as a Python literal, indented like json.dumps(v, indent=4).
+// Built from the value, not by rewriting JSON text: replacing the words
+// true/false/null in the text also rewrote them inside strings (a column
+// "all null" became "all None", a predicate value "true" became "True").
+function pyLiteral(v, depth = 0) {
+  const pad = (d) => ' '.repeat(4 * d);
+  if (v === null || v === undefined) return 'None';
+  if (v === true) return 'True';
+  if (v === false) return 'False';
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (isNum(v)) return String(v);
+  if (Array.isArray(v))
+    return v.length === 0 ? '[]'
+      : `[\n${v.map((x) => pad(depth + 1) + pyLiteral(x, depth + 1)).join(',\n')}\n${pad(depth)}]`;
+  const keys = Object.keys(v);
+  return keys.length === 0 ? '{}'
+    : `{\n${keys.map((k) => `${pad(depth + 1)}${JSON.stringify(k)}: ${pyLiteral(v[k], depth + 1)}`).join(',\n')}\n${pad(depth)}}`;
+}
+
 // The same request as a command or a program, for "copy as".
 export function snippets(method, path, body) {
   const url = new URL(apiUrl(path), location.href).href;
@@ -136,7 +155,7 @@ export function snippets(method, path, body) {
   const pyHeaders = adminToken ? ', headers={"X-Admin-Token": os.environ["ADMIN_TOKEN"]}' : bearerToken ? ', headers={"Authorization": "Bearer " + os.environ["TOKEN"]}' : '';
   const python = `import os, requests\n\n` + (json === null
     ? `r = requests.get(${JSON.stringify(url)}${pyHeaders})`
-    : `body = ${JSON.stringify(body, null, 4).replace(/\btrue\b/g, 'True').replace(/\bfalse\b/g, 'False').replace(/\bnull\b/g, 'None')}\nr = requests.post(${JSON.stringify(url)}, json=body${pyHeaders})`)
+    : `body = ${pyLiteral(parseJson(json))}\nr = requests.post(${JSON.stringify(url)}, json=body${pyHeaders})`)
     + `\nr.raise_for_status()\nprint(r.json())`;
   const jsHeaders = { ...(json === null ? {} : { 'Content-Type': 'application/json' }) };
   const js = `const r = await fetch(${JSON.stringify(url)}, {\n  method: '${method}',\n  headers: ${JSON.stringify(jsHeaders)}`
