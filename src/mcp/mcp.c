@@ -239,6 +239,7 @@ void mcp_send_vterr(struct mcp_call *c, const struct vt_error *err)
     sb_adds(&msg, vt_error_message(err));
     const struct cat_generation *gen = c->call.gen ? c->call.gen : c->pin.gen;
     if (err->code == VT_ERR_DATASET_NOT_FOUND) {
+        sb_addc(&msg, '.'); /* the names are a sentence of their own */
         mcp_add_dataset_names(&msg, c->env.catalog);
     } else if (err->code == VT_ERR_UNKNOWN_COLUMN && gen) {
         sb_adds(&msg, "; the columns are:");

@@ -431,6 +431,8 @@ def test_prompt_and_completion_errors(vt, datadir):
     assert call("prompts/get", {"name": "nope"})["error"]["code"] == -32602
     e = call("prompts/get", {"name": "explore_dataset", "arguments": {"dataset": "nope"}})
     assert e["error"]["code"] == -32602 and "Datasets: trips" in e["error"]["message"]
+    # two sentences, not 'no dataset named "nope" Datasets: trips.'
+    assert e["error"]["message"].startswith('no dataset named "nope". Datasets: '), e
     e = call("prompts/get", {"name": "explore_dataset",
                              "arguments": {"dataset": "trips", "column": "farex"}})
     assert e["error"]["code"] == -32602 and "trip_id, payment, fare" in e["error"]["message"]
