@@ -3,12 +3,13 @@ from the index, no broken internal link or anchor, the pages the issue asks
 for exist, and search works offline in headless Chromium (the lunr worker)
 without a request leaving the server.
 """
+import re
 from html.parser import HTMLParser
 from urllib.parse import urljoin, urldefrag, urlparse
 
 import requests
 
-from conftest import BUILD
+from conftest import BUILD, REPO
 from explorer.browser import console_errors, drive
 
 
@@ -85,3 +86,29 @@ def test_docs_site_ships_no_jquery():
             text = p.read_text(errors="replace")
             assert "jQuery" not in text and "jquery" not in p.name.lower(), p
             assert "bootstrap" not in p.name.lower(), p
+
+
+def test_api_errors_table_lists_every_code_the_api_answers():
+    """docs/api.md's Errors table (the page says every error's status is
+    there) names every code of src/util/errors.h that an HTTP answer can
+    carry, in the row of its status. It once left out 22 of them, from
+    source_not_allowed (what a registration outside allowed_roots gets) to
+    invalid_token and 421 host_not_allowed. Not HTTP answers: the pgwire
+    rows (PG_*), client_gone (the client is no longer there to read it)
+    and the statuses below 400."""
+    rows = [(m.group(1), int(m.group(2)), m.group(3)) for m in
+            re.finditer(r'X\((\w+), (\d+), "(\w+)"', (REPO / "src/util/errors.h").read_text())]
+    doc = (REPO / "docs/api.md").read_text()
+    table = {}
+    for line in doc[doc.index("\n## Errors"):].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and re.match(r"\d{3}", cells[0]):
+            statuses = {int(x) for x in re.findall(r"\d{3}", cells[0])}
+            for code in re.findall(r"`(\w+)`", cells[2]):
+                table.setdefault(code, set()).update(statuses)
+    assert len(rows) > 60 and len(table) > 20
+    wrong = [(code, status, sorted(table.get(code, ())))
+             for name, status, code in rows
+             if status >= 400 and not name.startswith("PG_") and name != "CLIENT_GONE"
+             and status not in table.get(code, ())]
+    assert wrong == [], wrong
