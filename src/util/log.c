@@ -162,9 +162,10 @@ void log_init_from_env(void)
     if (f && !strcasecmp(f, "json"))
         json_format = true;
     const char *v = getenv("VITRINE_LOG");
+    bool level_ok = true;
     if (!v || !*v)
-        return;
-    if (!strcasecmp(v, "error"))
+        ;
+    else if (!strcasecmp(v, "error"))
         current_level = LOG_ERROR;
     else if (!strcasecmp(v, "warn") || !strcasecmp(v, "warning"))
         current_level = LOG_WARN;
@@ -172,6 +173,15 @@ void log_init_from_env(void)
         current_level = LOG_INFO;
     else if (!strcasecmp(v, "debug") || !strcasecmp(v, "trace"))
         current_level = LOG_DEBUG;
+    else
+        level_ok = false;
+    /* A misspelt setting was silently the default: say so, since whoever
+     * set it expects other lines than they get. */
+    if (f && *f && strcasecmp(f, "json") && strcasecmp(f, "text"))
+        log_msg(LOG_WARN, "VITRINE_LOG_FORMAT=%.40s is not a format (json or text): logging text", f);
+    if (!level_ok)
+        log_msg(LOG_WARN, "VITRINE_LOG=%.40s is not a level (error, warn, info or debug): logging at info",
+                v);
 }
 
 int log_enabled(enum log_level level)

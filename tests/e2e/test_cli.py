@@ -117,3 +117,19 @@ def test_bad_config_exits_nonzero(tmp_path):
     p.write_text("[server]\nport = 99999\n")
     r = run("--config", str(p))
     assert r.returncode == 1 and "server.port" in r.stderr
+
+
+def test_misspelt_log_settings_are_said(tmp_path):
+    """VITRINE_LOG=verbose or VITRINE_LOG_FORMAT=xml were silently the
+    defaults: whoever set them waited for lines that never came. Each is a
+    warning naming the values it takes; the right ones warn about nothing."""
+    cfg = tmp_path / "datasets.toml"
+    cfg.write_text(server_block())
+    r = run("check-config", str(cfg), env={"VITRINE_LOG": "verbose", "VITRINE_LOG_FORMAT": "xml"})
+    assert r.returncode == 0, r.stderr
+    assert "VITRINE_LOG=verbose is not a level (error, warn, info or debug)" in r.stderr, r.stderr
+    assert "VITRINE_LOG_FORMAT=xml is not a format (json or text)" in r.stderr, r.stderr
+    for env in ({"VITRINE_LOG": "debug", "VITRINE_LOG_FORMAT": "json"},
+                {"VITRINE_LOG": "WARN", "VITRINE_LOG_FORMAT": "text"}):
+        r = run("check-config", str(cfg), env=env)
+        assert r.returncode == 0 and "VITRINE_LOG" not in r.stderr, (env, r.stderr)
