@@ -191,7 +191,7 @@ static const struct op_doc docs[] = {
     {api_queries_create, "queries", "SavedQueryRequest", true, P_ASYNC, false,
      {{200, "SavedQuery", M_JSON, 0, "Saved and built: state published, with rows."},
       {202, "SavedQuery", M_JSON, 0, "?async=true: registered, building (poll its status)."},
-      {400, NULL, 0, 0, "Invalid field or name, or SQL the gate refuses or DuckDB cannot bind (invalid_field, invalid_name, sql_*, query_failed, unknown_column, ...)."},
+      {400, NULL, 0, 0, "Invalid field or name, SQL the gate refuses or DuckDB cannot bind or run (invalid_field, invalid_name, sql_*, query_failed, unknown_column, ...), or a bounded function past its limit (limit_exceeded)."},
       {409, NULL, 0, 0, "The name is taken (name_taken)."},
       {413, NULL, 0, 0, NULL},
       {415, NULL, 0, 0, NULL},
@@ -208,7 +208,7 @@ static const struct op_doc docs[] = {
     {api_sql, "query", "SqlRequest", true, P_FORMAT, false,
      {{200, "SqlResult", M_ROWS, H_TIMING,
        "JSON {data, max_rows, truncated}, or the rows in another format (?format= or Accept)."},
-      {400, NULL, 0, 0, "Not one read-only SELECT over the datasets (sql_syntax, sql_not_read_only, sql_unknown_table, sql_forbidden_function, ...)."},
+      {400, NULL, 0, 0, "Not one read-only SELECT over the datasets (sql_syntax, sql_not_read_only, sql_unknown_table, sql_forbidden_function, ...), a statement past a limit (limit_exceeded: the message names the function or construct and the limit), or one DuckDB failed to run (query_failed)."},
       {413, NULL, 0, 0, NULL},
       {415, NULL, 0, 0, NULL},
       {503, NULL, 0, H_RETRY, "A dataset it reads is not published yet."},
@@ -321,9 +321,10 @@ static const struct {
                               "limit_exceeded invalid_json"},
     {api_dataset_summary, 400, "unknown_column invalid_query"},
     {api_sql, 400, "sql_syntax sql_not_read_only sql_unknown_table sql_forbidden_function "
-                   "query_failed invalid_json"},
+                   "limit_exceeded query_failed invalid_json"},
     {api_queries_create, 400, "invalid_field invalid_name sql_syntax sql_not_read_only "
-                              "sql_unknown_table query_failed"},
+                              "sql_unknown_table sql_forbidden_function limit_exceeded "
+                              "query_failed"},
     {api_datasets_register, 400, "dataset_exists invalid_name source_unavailable source_empty "
                                  "source_not_allowed invalid_config"},
     {api_datasets_persist, 400, "dataset_exists invalid_name source_unavailable no_config_file "

@@ -75,7 +75,8 @@ static void create_call_release(void *user)
 
 /* A build failure as the client sees it: the SQL is the client's, so what
  * DuckDB refuses while running it (a conversion, a division by zero) is a
- * 400; running out of time a 504. */
+ * 400 (a bounded function past its limit: limit_exceeded); running out of
+ * time a 504. */
 static void reply_build_failure(struct http_request *req, const struct vt_error *err,
                                 bool may_read)
 {
@@ -85,12 +86,18 @@ static void reply_build_failure(struct http_request *req, const struct vt_error 
     if (e.code == VT_ERR_OK)
         e.code = VT_ERR_INTERNAL;
     /* DuckDB's text quotes the data it choked on ("Could not convert string
-     * 'v42'"): only for a caller who may read it anyway. */
+     * 'v42'"): only for a caller who may read it anyway. So does a bounded
+     * function's refusal, in its sizes (repeat('x', salary) tells the
+     * salary): the code stays, the message goes. */
     if (!may_read) {
         enum vt_err code = e.code;
         vt_error_clear(&e);
-        vt_error_set(&e, code, "%s", "the query failed when it ran; its message quotes data, "
-                                     "which takes a read scope to see");
+        vt_error_set(&e, code, "%s",
+                     code == VT_ERR_LIMIT_EXCEEDED
+                         ? "a function refused a call past its limit when the query ran; its "
+                           "message quotes sizes of the data, which takes a read scope to see"
+                         : "the query failed when it ran; its message quotes data, which takes "
+                           "a read scope to see");
     }
     http_reply_vterr(req, &e);
 }

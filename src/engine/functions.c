@@ -14,7 +14,8 @@
  *    the built-ins in system.main; the gate refuses the catalog-qualified
  *    system.main.f that reaches past it) and hands one argument through a
  *    checker of ours ("vt:..." names, which no user statement can call) that
- *    raises an error naming the limit when the call would exceed it. The
+ *    raises an error naming the limit when the call would exceed it
+ *    (eng_fn_limit: the statement fails as limit_exceeded, 54000). The
  *    limits are in util/limits.h (VT_SQL_*). Column names do not change: they
  *    come from the statement's text, not from what binds.
  *  - PostgreSQL's to_char(timestamp, text), to_timestamp(text, text)
@@ -64,15 +65,29 @@ static void arg_text(duckdb_vector v, idx_t i, const char **out, uint32_t *len)
     *len = duckdb_string_t_length(*s);
 }
 
+static void fn_failv(duckdb_function_info info, const char *marker, const char *what,
+                     const char *fmt, va_list ap)
+{
+    char msg[352];
+    int n = snprintf(msg, sizeof msg, "%s%s: ", marker, what);
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    duckdb_scalar_function_set_error(info, msg);
+}
+
 void eng_fn_fail(duckdb_function_info info, const char *what, const char *fmt, ...)
 {
-    char msg[320];
-    int n = snprintf(msg, sizeof msg, "%s: ", what);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    fn_failv(info, "", what, fmt, ap);
     va_end(ap);
-    duckdb_scalar_function_set_error(info, msg);
+}
+
+void eng_fn_limit(duckdb_function_info info, const char *what, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fn_failv(info, vt_limit_marker(), what, fmt, ap);
+    va_end(ap);
 }
 
 /* Copies input vector `from` row by row into `out` (same type, flat):
@@ -133,9 +148,9 @@ static void cap_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vecto
             char what[64];
             what_of(in, 3, i, what, sizeof what);
             if (x[i] > lim[i])
-                eng_fn_fail(info, what, "%" PRId64 " is over the limit of %" PRId64, x[i], lim[i]);
+                eng_fn_limit(info, what, "%" PRId64 " is over the limit of %" PRId64, x[i], lim[i]);
             else
-                eng_fn_fail(info, what, "%.0f for %llu rows together is over the limit of %" PRId64
+                eng_fn_limit(info, what, "%.0f for %llu rows together is over the limit of %" PRId64
                      " for one vector of rows", total, (unsigned long long)(i + 1), vlim[i]);
             return;
         }
@@ -166,12 +181,12 @@ static void pair_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vect
             char what[64];
             what_of(in, 4, i, what, sizeof what);
             if (la * lb > (uint64_t)lim[i])
-                eng_fn_fail(info, what,
+                eng_fn_limit(info, what,
                      "strings of %" PRIu64 " and %" PRIu64 " bytes are over the limit of %" PRId64
                      " for the product of their lengths",
                      la, lb, lim[i]);
             else
-                eng_fn_fail(info, what,
+                eng_fn_limit(info, what,
                      "%llu rows compare %.0f pairs of bytes together, over the limit of %" PRId64
                      " for one vector of rows",
                      (unsigned long long)(i + 1), total, vlim[i]);
@@ -201,7 +216,7 @@ static void json_depth_fn(duckdb_function_info info, duckdb_data_chunk in, duckd
             arg_text(wv, i, &w, &wl);
             char what[64];
             snprintf(what, sizeof what, "%.*s", (int)wl, w);
-            eng_fn_fail(info, what, "JSON nested %zu levels deep is over the limit of %d", d,
+            eng_fn_limit(info, what, "JSON nested %zu levels deep is over the limit of %d", d,
                  VT_SQL_MAX_JSON_DEPTH);
             return;
         }
@@ -217,12 +232,12 @@ static void json_depth_fn(duckdb_function_info info, duckdb_data_chunk in, duckd
 static bool range_ok(duckdb_function_info info, double count, double total, idx_t i)
 {
     if (count > VT_SQL_MAX_LIST_ELEMENTS) {
-        eng_fn_fail(info, "range", "a list of about %.0f elements is over the limit of %d", count,
+        eng_fn_limit(info, "range", "a list of about %.0f elements is over the limit of %d", count,
              VT_SQL_MAX_LIST_ELEMENTS);
         return false;
     }
     if (total > VT_SQL_MAX_LIST_ELEMENTS_VECTOR) {
-        eng_fn_fail(info, "range",
+        eng_fn_limit(info, "range",
              "lists of about %.0f elements for %llu rows together are over the limit of %d "
              "for one vector of rows",
              total, (unsigned long long)(i + 1), VT_SQL_MAX_LIST_ELEMENTS_VECTOR);
@@ -308,10 +323,10 @@ static void repeat_n_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_
         sum += total;
         if (total > limit || sum > vlimit) {
             if (total > limit)
-                eng_fn_fail(info, "repeat", "a result of %.0f %s is over the limit of %.0f", total,
+                eng_fn_limit(info, "repeat", "a result of %.0f %s is over the limit of %.0f", total,
                      list ? "elements" : "bytes", limit);
             else
-                eng_fn_fail(info, "repeat",
+                eng_fn_limit(info, "repeat",
                      "results of %.0f %s for %llu rows together are over the limit of %.0f for "
                      "one vector of rows",
                      sum, list ? "elements" : "bytes", (unsigned long long)(i + 1), vlimit);
@@ -329,13 +344,13 @@ static bool grown_ok(duckdb_function_info info, const char *what, double bytes, 
 {
     *sum += bytes;
     if (bytes > VT_SQL_MAX_GROWN_BYTES) {
-        eng_fn_fail(info, what, "a result of %s%.0f bytes is over the limit of %d",
+        eng_fn_limit(info, what, "a result of %s%.0f bytes is over the limit of %d",
              bytes == VT_SQL_MAX_GROWN_BYTES + 1.0 ? "more than " : "",
              bytes == VT_SQL_MAX_GROWN_BYTES + 1.0 ? bytes - 1 : bytes, VT_SQL_MAX_GROWN_BYTES);
         return false;
     }
     if (*sum > VT_SQL_MAX_GROWN_BYTES_VECTOR) {
-        eng_fn_fail(info, what,
+        eng_fn_limit(info, what,
              "results of %.0f bytes for %llu rows together are over the limit of %d for one "
              "vector of rows",
              *sum, (unsigned long long)(i + 1), VT_SQL_MAX_GROWN_BYTES_VECTOR);
@@ -525,7 +540,7 @@ static void strftime_arg_fn(duckdb_function_info info, duckdb_data_chunk in, duc
         for (idx_t i = 0; i < n; i++)
             if (duckdb_validity_row_is_valid(valid, i) &&
                 duckdb_string_t_length(f[i]) > VT_SQL_MAX_FORMAT_WIDTH) {
-                eng_fn_fail(info, "strftime", "a format of %" PRIu32 " bytes is over the limit of %d",
+                eng_fn_limit(info, "strftime", "a format of %" PRIu32 " bytes is over the limit of %d",
                      duckdb_string_t_length(f[i]), VT_SQL_MAX_FORMAT_WIDTH);
                 return;
             }
@@ -754,7 +769,7 @@ static void format_check(duckdb_function_info info, duckdb_data_chunk in, duckdb
         size_t len = duckdb_string_t_length(f[i]);
         if (!(printf_style ? printf_format_ok(s, len, why, sizeof why)
                            : fmt_format_ok(s, len, why, sizeof why))) {
-            eng_fn_fail(info, printf_style ? "printf" : "format", "the format has %s", why);
+            eng_fn_limit(info, printf_style ? "printf" : "format", "the format has %s", why);
             return;
         }
     }

@@ -11,6 +11,11 @@
 /* Ends the call with the error "what: <message>". */
 void eng_fn_fail(duckdb_function_info info, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same for a call refused by a limit: the message, which names the
+ * function and the limit, carries vt_limit_marker() (util/errors.h), so the
+ * statement fails as limit_exceeded wherever it ran. */
+void eng_fn_limit(duckdb_function_info info, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* to_char(TIMESTAMP, VARCHAR) -> VARCHAR and to_timestamp(VARCHAR, VARCHAR)
  * -> TIMESTAMPTZ with PostgreSQL's template patterns (pg_dates.c). */

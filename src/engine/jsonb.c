@@ -146,6 +146,23 @@ int eng_jsonb_contains(const char *a, size_t an, const char *b, size_t bn, int64
     return k.over ? -2 : yes;
 }
 
+/* Fails the call past one of this file's limits: the message carries the
+ * engine's limit marker, so the statement fails as limit_exceeded (54000;
+ * util/errors.h). Not functions.c's eng_fn_limit: fuzz_jsonb links this
+ * file without it. */
+static void limit_fail(duckdb_function_info info, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void limit_fail(duckdb_function_info info, const char *fmt, ...)
+{
+    char msg[360];
+    int n = snprintf(msg, sizeof msg, "%s", vt_limit_marker());
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    va_end(ap);
+    duckdb_scalar_function_set_error(info, msg);
+}
+
 /* "vt:jsonb_contains"(a VARCHAR, b VARCHAR) -> BOOLEAN: a @> b; NULL when
  * either is. */
 static void contains_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
@@ -178,13 +195,11 @@ static void contains_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_
             return;
         }
         if (rc == -2) {
-            char msg[200];
-            snprintf(msg, sizeof msg,
-                     "jsonb containment: past %d levels of nesting or %d element comparisons "
-                     "(%d for 2,048 rows)",
-                     VT_SQL_MAX_JSON_DEPTH, VT_SQL_MAX_JSONB_CONTAINS_STEPS,
-                     VT_SQL_MAX_JSONB_CONTAINS_STEPS_VECTOR);
-            duckdb_scalar_function_set_error(info, msg);
+            limit_fail(info,
+                       "jsonb containment: past the limit of %d levels of nesting or %d element "
+                       "comparisons (%d for 2,048 rows)",
+                       VT_SQL_MAX_JSON_DEPTH, VT_SQL_MAX_JSONB_CONTAINS_STEPS,
+                       VT_SQL_MAX_JSONB_CONTAINS_STEPS_VECTOR);
             return;
         }
         o[i] = rc == 1;
@@ -450,8 +465,9 @@ static const char *walk(struct jset *k, const char *p, const char *end)
         return fail(k, "invalid input syntax for type json");
     k->walked += q - p;
     if (k->walked > k->max)
-        return fail(k, "jsonb_set: past %lld bytes walked (the path walks each container "
-                       "on it again)", (long long)k->max);
+        return fail(k, "jsonb_set: past the limit of %lld bytes walked (the path walks each "
+                       "container on it again)",
+                    (long long)k->max);
     return q;
 }
 
@@ -649,7 +665,7 @@ int eng_jsonb_set(const char *doc, size_t dn, const struct eng_jsonb_step *path,
     const char *ve = de && jws(de, end) == end ? jvalue(val, vend, 0, &deep) : NULL;
     if (!ve || jws(ve, vend) != vend) {
         if (deep)
-            fail(&k, "jsonb_set: past %d levels of nesting", VT_SQL_MAX_JSON_DEPTH);
+            fail(&k, "jsonb_set: past the limit of %d levels of nesting", VT_SQL_MAX_JSON_DEPTH);
         else
             fail(&k, "invalid input syntax for type json");
         return -1;
@@ -740,7 +756,11 @@ static void set_rows(duckdb_function_info info, duckdb_data_chunk in, duckdb_vec
                           duckdb_string_t_data(&sv[i]), duckdb_string_t_length(sv[i]), op,
                           VT_SQL_MAX_JSONB_SET_BYTES + 8 * (int64_t)dn, &walked, &res, msg,
                           sizeof msg) != 0) {
-            duckdb_scalar_function_set_error(info, msg);
+            /* its limits (our own text) fail as limits, the rest as input */
+            if (!strncmp(msg, "jsonb_set: past ", 16))
+                limit_fail(info, "%s", msg);
+            else
+                duckdb_scalar_function_set_error(info, msg);
             goto out;
         }
         duckdb_vector_assign_string_element_len(out, i, res.buf ? res.buf : "", res.len);

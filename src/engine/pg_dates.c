@@ -242,7 +242,8 @@ void eng_pg_to_char(duckdb_function_info info, duckdb_data_chunk in, duckdb_vect
         }
         if (duckdb_string_t_length(f[i]) > VT_SQL_MAX_FORMAT_WIDTH) {
             sb_release(&o);
-            eng_fn_fail(info, "to_char", "a template over %d bytes", VT_SQL_MAX_FORMAT_WIDTH);
+            eng_fn_limit(info, "to_char", "a template of %" PRIu32 " bytes is over the limit of %d",
+                         duckdb_string_t_length(f[i]), VT_SQL_MAX_FORMAT_WIDTH);
             return;
         }
         duckdb_timestamp stamp = {ts[i]};
@@ -448,7 +449,7 @@ void eng_pg_to_timestamp(duckdb_function_info info, duckdb_data_chunk in, duckdb
         }
         if (duckdb_string_t_length(f[i]) > VT_SQL_MAX_FORMAT_WIDTH ||
             duckdb_string_t_length(s[i]) > VT_SQL_MAX_FORMAT_WIDTH) {
-            eng_fn_fail(info, "to_timestamp", "text or template over %d bytes",
+            eng_fn_limit(info, "to_timestamp", "text or template over the limit of %d bytes",
                  VT_SQL_MAX_FORMAT_WIDTH);
             return;
         }

@@ -172,7 +172,25 @@ struct vt_error {
     char msg[VT_ERROR_MSG_MAX];
 };
 
-/* Records the failure unless one is already recorded; returns `code`. */
+/* The limits the engine enforces inside a statement (its bounded SQL
+ * functions, engine/functions.c and jsonb.c) can only fail the statement
+ * through DuckDB, which reports them as any other failure ("Invalid Input
+ * Error: ..."). The engine puts this marker before such a message; the
+ * recording below knows it again wherever the message arrives. It holds 64
+ * random bits drawn once per process and never leaves it (the recording
+ * takes it out of every message), so no text a client writes, in a literal
+ * or in its data, can carry it: a message that has it was raised by the
+ * engine. */
+const char *vt_limit_marker(void);
+
+/* Records the failure unless one is already recorded; returns the code
+ * recorded (or `code` when one was already).
+ *
+ * A message carrying vt_limit_marker() loses the marker (and DuckDB's
+ * "Invalid Input Error: " in front of it), and a QUERY_FAILED or
+ * BUILD_FAILED that carries it is recorded as LIMIT_EXCEEDED: every path
+ * that reports a failed statement (HTTP /sql, saved queries, MCP, the
+ * PostgreSQL listener) answers limit_exceeded for it. */
 enum vt_err vt_error_set(struct vt_error *err, enum vt_err code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 enum vt_err vt_error_setv(struct vt_error *err, enum vt_err code, const char *fmt, va_list ap);

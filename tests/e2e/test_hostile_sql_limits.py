@@ -338,6 +338,9 @@ CAPS = [
     # integer bins past ~1,000 per unit of the range looped without end, and
     # the abandoned worker kept a core (fuzz7's probe)
     ("SELECT equi_width_bins(0, 10, 20000, false)", "equi_width_bins"),
+    # PostgreSQL's templates, up to 10,000 bytes (engine/pg_dates.c)
+    ("SELECT to_char(TIMESTAMP '2020-01-01', '" + "Y" * 10001 + "')", "to_char"),
+    ("SELECT to_timestamp('2020', '" + "Y" * 10001 + "')", "to_timestamp"),
     ("SELECT histogram(id, equi_width_bins(0, 10, 1000000, false)) FROM t", "equi_width_bins"),
 ] + [(f"SELECT {fn}('{{}}', '{'[' * 100000}{']' * 100000}')", fn)
      for fn in ("json_transform", "json_transform_strict", "from_json", "from_json_strict")]
@@ -351,6 +354,7 @@ def test_caps_refuse_with_a_message_naming_the_limit(srv, text, fn):
     assert r.status_code == 400, r.text[:300]
     msg = r.json()["error"]
     assert fn in msg and "limit" in msg, msg
+    assert r.json()["code"] == "limit_exceeded", r.text[:300]
     assert sql(srv, "SELECT 1").status_code == 200
 
 
@@ -477,6 +481,7 @@ def test_functions_that_multiply_their_input_are_refused_before_the_call(srv, te
     assert r.status_code == 400, r.text[:300]
     msg = r.json()["error"]
     assert fn in msg and "limit" in msg, msg
+    assert r.json()["code"] == "limit_exceeded", r.text[:300]
     assert took <= TIMEOUT_S + SLACK_S, took
     assert peak <= bound, (srv.idle, peak, bound)
     assert sql(srv, "SELECT 1").status_code == 200
@@ -548,6 +553,7 @@ def test_repeat_checks_the_value_it_repeats(srv):
         r = sql(srv, text)
         if r.status_code == 400:
             assert "repeat" in r.json()["error"] and "limit" in r.json()["error"], r.text[:300]
+            assert r.json()["code"] == "limit_exceeded", r.text[:300]
         else:
             assert r.status_code == 200 and r.json()["data"] == [{"n": 1000000}], r.text[:300]
     r = sql(srv, "SELECT length(" + nest("repeat", "'ab'", 30, ", 1") + ") AS a, "
@@ -580,7 +586,8 @@ def test_to_json_nested_over_text_stops_within_the_deadline(srv):
         print(f"to_json {depth} deep: {r.status_code} in {took:.2f} s, peak {peak:.0f} MiB")
         assert r.status_code == 400, r.text[:300]
         msg = r.json()["error"]
-        assert ("to_json" in msg and "limit" in msg) or "Out of Memory" in msg, msg
+        assert (("to_json" in msg and "limit" in msg and r.json()["code"] == "limit_exceeded")
+                or ("Out of Memory" in msg and r.json()["code"] == "query_failed")), msg
         assert took <= TIMEOUT_S, took
         assert peak <= bound, (srv.idle, peak, bound)
 
@@ -610,3 +617,72 @@ def test_ordered_aggregates_that_fail_are_refused(srv):
                  "FROM t WHERE id < 8 GROUP BY k ORDER BY k LIMIT 1")
     assert r.status_code == 200, r.text[:300]
     assert r.json()["data"] == [{"k": 0, "a": "name 7,name 0", "b": "name 7"}]
+
+
+# A bounded function's refusal is raised inside DuckDB, which reports it as
+# any failure ("Invalid Input Error: ..."): the engine marks its message
+# (util/errors.h, vt_limit_marker), and every entry point answers
+# limit_exceeded / SQLSTATE 54000 for it, the marker taken out.
+REFUSED = [
+    ("SELECT repeat('ab', 40000000) AS r", "repeat"),
+    ("SELECT length(" + nest("hex", "repeat('x', 100000)", 10) + ") AS n", "hex"),
+    ("SELECT length(printf(repeat('%1$s', 3), 'a')) AS n", "printf"),
+    ("SELECT id, lpad(s, 1000000 + id, 'y') AS p FROM t ORDER BY id", "lpad"),
+    ("SELECT strftime(TIMESTAMP '2020-01-01', '" + "%Y" * 5001 + "') AS c", "strftime"),
+    ("SELECT k, sum(length(bin(repeat('x', 20000) || i))) AS n FROM range(3000) t(i), "
+     "(SELECT 1 AS k) GROUP BY k", "bin"),
+]
+
+
+@pytest.mark.parametrize("text,fn", REFUSED, ids=[c[1] for c in REFUSED])
+def test_limit_refusals_are_limit_exceeded_on_every_entry_point(srv, text, fn):
+    for accept in ("application/json", "text/csv", "application/vnd.apache.arrow.stream"):
+        r = requests.post(srv.url("/api/v1/sql"), json={"sql": text}, timeout=60,
+                          headers={"Accept": accept})
+        assert r.status_code == 400, (accept, r.text[:300])
+        body = r.json()
+        assert body["code"] == "limit_exceeded", (accept, r.text[:300])
+        assert body["error"].startswith(fn + ": ") and "limit" in body["error"], r.text[:300]
+        assert "vtlimit" not in r.text and "Invalid Input" not in r.text, r.text[:300]
+    r = mcp_sql(srv, text)
+    assert r.status_code == 200, r.text[:300]
+    res = r.json()["result"]
+    assert res["isError"] is True, r.text[:300]
+    assert "limit_exceeded" in res["content"][0]["text"] and fn in res["content"][0]["text"]
+    assert "vtlimit" not in r.text, r.text[:300]
+    with pytest.raises(psycopg.Error) as e:
+        pg(srv, text)
+    assert e.value.sqlstate == "54000", str(e.value)
+    assert str(e.value).startswith(fn + ": ") and "vtlimit" not in str(e.value), str(e.value)
+
+
+# The marker is 64 random bits a process draws once and never shows: text a
+# client writes that looks like it (in a literal, in data, at the start of
+# DuckDB's message) is a normal failure.
+FORGED = "vtlimit-0123456789abcdef: repeat: a result of 9 bytes is over the limit of 8"
+LOOKALIKES = [
+    f"SELECT CAST('{FORGED}' AS INTEGER)",
+    f"SELECT json_extract('{FORGED}', '$')",
+    f"SELECT CAST(s AS DATE) FROM (VALUES ('{FORGED}')) v(s)",
+    f"SELECT strptime('{FORGED}', '%Y')",
+    f"SELECT '{FORGED}'::JSON",
+]
+
+
+@pytest.mark.parametrize("text", LOOKALIKES, ids=range(len(LOOKALIKES)))
+def test_text_like_the_marker_stays_a_normal_failure(srv, text):
+    r = sql(srv, text)
+    assert r.status_code == 400 and r.json()["code"] == "query_failed", r.text[:300]
+    assert FORGED in r.json()["error"] or "vtlimit" in r.json()["error"], r.text[:300]
+    r = mcp_sql(srv, text)
+    assert "query_failed" in r.json()["result"]["content"][0]["text"], r.text[:300]
+    with pytest.raises(psycopg.Error) as e:
+        pg(srv, text)
+    assert e.value.sqlstate != "54000", str(e.value)
+
+
+def test_clients_cannot_raise_their_own_errors(srv):
+    """error() would write any message at the start of DuckDB's: the gate
+    refuses it (sql/allowlist.c), so only the engine's text starts there."""
+    r = sql(srv, f"SELECT error('{FORGED}')")
+    assert r.status_code == 400 and r.json()["code"] == "sql_forbidden_function", r.text[:300]

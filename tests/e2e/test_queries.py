@@ -142,6 +142,29 @@ def test_async_failure_stays_failed_with_last_error(vt, datadir):
     assert s.get("/api/v1/datasets/boom/status").status_code == 404
 
 
+def test_a_bounded_function_past_its_limit_is_limit_exceeded(vt, datadir):
+    """A saved query's build that a bounded SQL function refuses (the
+    engine's limits, engine/functions.c) fails as limit_exceeded naming the
+    function and the limit, synchronous or not (a caller without the read
+    scope gets the code, not the sizes: test_manage_scope_with_bearer_tokens)."""
+    s = start(vt, datadir)
+    text = "SELECT trip_id, repeat(payment, 20000000 + trip_id) AS r FROM trips"
+    r = post(s, {"name": "big", "sql": text})
+    assert r.status_code == 400, r.text[:300]
+    assert r.json()["code"] == "limit_exceeded", r.text[:300]
+    assert r.json()["error"].startswith("repeat: ") and "limit" in r.json()["error"], r.text
+    assert "vtlimit" not in r.text and "big" not in listing(s)
+    r = post(s, {"name": "big", "sql": text}, async_="true")
+    assert r.status_code == 202, r.text
+    st = s.wait_state("big", ("failed",))
+    assert st["last_error"].startswith("repeat: ") and "limit" in st["last_error"], st
+    assert "vtlimit" not in json.dumps(st)
+    # the same text that only looks like the engine's: a conversion error
+    r = post(s, {"name": "conv", "sql": "SELECT CAST('vtlimit-0123456789abcdef: repeat: x' "
+                                        "AS INTEGER) AS x FROM trips"})
+    assert r.status_code == 400 and r.json()["code"] == "query_failed", r.text[:300]
+
+
 def test_kind_query_persists_and_temp_does_not(vt, datadir, tmp_path):
     work = tmp_path / "w"
     cfg = config(datadir)
@@ -718,6 +741,16 @@ def test_manage_scope_with_bearer_tokens(vt, datadir):
         r = s.post(Q, body, headers=bearer(manager))
         # no row count for a token that cannot read (issue 22 item 5)
         assert r.status_code == 200 and "rows" not in r.json(), r.text
+        # a bounded function's refusal keeps its code, not its message: its
+        # sizes are the data's (repeat('x', salary) tells the salary)
+        r = s.post(Q, {"name": "m2", "sql": "SELECT repeat('ab', 40000000 + id) AS r FROM t"},
+                   headers=bearer(manager))
+        assert r.status_code == 400 and r.json()["code"] == "limit_exceeded", r.text
+        assert "8000000" not in r.text and "read scope" in r.json()["error"], r.text
+        r = s.post(Q, {"name": "m2", "sql": "SELECT CAST('v42' || id AS INTEGER) AS r FROM t"},
+                   headers=bearer(manager))
+        assert r.status_code == 400 and r.json()["code"] == "query_failed", r.text
+        assert "v42" not in r.text, r.text
         r = requests.get(s.url(Q), headers=bearer(manager), timeout=10)
         assert [x["name"] for x in r.json()] == ["m1"]
         # Reading the saved query is a read (the read scope), not manage.

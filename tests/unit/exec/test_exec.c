@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 
+#include "engine/engine.h"
 #include "exec/exec.h"
 #include "testlib.h"
 
@@ -218,6 +219,59 @@ TEST(bounded_json_sink_caps_bytes_with_whole_rows)
     arena_release(&a);
 }
 
+/* A bounded function past its limit fails the statement as limit_exceeded
+ * (SQLSTATE 54000) naming the function and the limit; error() with text
+ * shaped like the engine's marker stays query_failed (the gate refuses
+ * error() to clients; the marker is random per process). */
+TEST(bounded_functions_fail_as_limit_exceeded)
+{
+    open_db();
+    struct vt_error ierr = {0};
+    CHECK_EQ_INT(eng_functions_install(con, &ierr), VT_ERR_OK);
+    struct arena a;
+    arena_init(&a, 1 << 20);
+    static const char *const over[] = {
+        "SELECT repeat('ab', 40000000)",
+        "SELECT len(range(1000001))",
+        "SELECT hex(repeat('x', 9000000))",
+        "SELECT i, lpad('x', CAST(1000000 + i AS INTEGER), 'y') FROM range(3) t(i)",
+    };
+    static const char *const fn[] = {"repeat", "range", "hex", "lpad"};
+    for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+        struct rec_sink r;
+        rec_init(&r);
+        struct exec_plan p = sql_plan(&a, over[i], NULL);
+        exec_run(&p, &r.sink, con);
+        CHECK_EQ_INT(r.fails, 1);
+        CHECK_EQ_INT(r.fail_code, VT_ERR_LIMIT_EXCEEDED);
+    }
+    struct strbuf out;
+    sb_init(&out, 0);
+    for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+        struct exec_json_sink j;
+        sb_reset(&out);
+        exec_json_sink_init(&j, &out);
+        struct exec_plan p = sql_plan(&a, over[i], NULL);
+        exec_run(&p, &j.sink, con);
+        CHECK_EQ_INT(j.err.code, VT_ERR_LIMIT_EXCEEDED);
+        CHECK(!strncmp(j.err.msg, fn[i], strlen(fn[i])));
+        CHECK_CONTAINS(j.err.msg, "limit");
+        CHECK(strstr(j.err.msg, "vtlimit") == NULL && strstr(j.err.msg, "Invalid Input") == NULL);
+        exec_json_sink_release(&j);
+    }
+    sb_reset(&out);
+    struct exec_json_sink j;
+    exec_json_sink_init(&j, &out);
+    struct exec_plan p =
+        sql_plan(&a, "SELECT error('vtlimit-0000000000000000: repeat: over the limit')", NULL);
+    exec_run(&p, &j.sink, con);
+    CHECK_EQ_INT(j.err.code, VT_ERR_QUERY_FAILED);
+    CHECK_CONTAINS(j.err.msg, "vtlimit-0000000000000000");
+    exec_json_sink_release(&j);
+    sb_release(&out);
+    arena_release(&a);
+}
+
 int main(void)
 {
     static const struct tl_case cases[] = {
@@ -227,6 +281,7 @@ int main(void)
         TEST_CASE(job_flags_stop_with_their_codes),
         TEST_CASE(bounded_json_sink_writes_one_array),
         TEST_CASE(bounded_json_sink_caps_bytes_with_whole_rows),
+        TEST_CASE(bounded_functions_fail_as_limit_exceeded),
     };
     int rc = tl_run(cases, sizeof cases / sizeof cases[0], __FILE__);
     exec_thread_release();
