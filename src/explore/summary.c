@@ -451,11 +451,30 @@ struct top_entry {
     int64_t count;
 };
 
+/* A JSON number's value (false: not a number, or too long to be one). */
+static bool top_number(struct jspan v, double *out)
+{
+    char buf[64];
+    if (v.n == 0 || v.n >= sizeof buf || !(v.p[0] == '-' || (v.p[0] >= '0' && v.p[0] <= '9')))
+        return false;
+    memcpy(buf, v.p, v.n);
+    buf[v.n] = '\0';
+    char *end;
+    *out = strtod(buf, &end);
+    return *end == '\0';
+}
+
+/* Most frequent first; ties by value as /facets orders them: numbers by
+ * their value (their text put 10 before 2 and -1 before -5, so the ten
+ * shown of many tied values were not the ten smallest), else by text. */
 static int top_cmp(const void *a, const void *b)
 {
     const struct top_entry *x = a, *y = b;
     if (x->count != y->count)
         return x->count > y->count ? -1 : 1;
+    double dx, dy;
+    if (top_number(x->value, &dx) && top_number(y->value, &dy) && dx != dy)
+        return dx < dy ? -1 : 1;
     size_t n = x->value.n < y->value.n ? x->value.n : y->value.n;
     int c = memcmp(x->value.p, y->value.p, n);
     if (c)

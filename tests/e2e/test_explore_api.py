@@ -373,6 +373,20 @@ def test_summary_of_odd_columns(vt, datadir):
     assert cols["bl"]["count"] == 2 and cols["iv"]["histogram"] is None
 
 
+def test_summary_top_values_break_ties_by_value_as_facets_do(vt, datadir):
+    """Fifteen integers seen once each: the ten top_values shown are the ten
+    smallest in ascending order, the ones /facets shows (ties by value).
+    They were ordered by their JSON text: -1 before -5, 10 before 2."""
+    pq = write_parquet(datadir / "ties.parquet",
+                       "SELECT i - 5 AS k, i * 1.5 AS x FROM range(15) t(i)")
+    s = vt(server_block() + dataset_block("ties", pq))
+    cols = {c["name"]: c for c in s.get("/api/v1/datasets/ties/summary").json()["columns"]}
+    facets = post(s, "ties", {"columns": ["k", "x"], "limit": 10}, "facets")["facets"]
+    assert [v["value"] for v in cols["k"]["top_values"]] == list(range(-5, 5))
+    for f in facets:
+        assert cols[f["column"]]["top_values"] == f["values"], f["column"]
+
+
 def test_facets_match_duckdb(env):
     s, pq = env
     body = {"columns": ["payment", "region", "delta", "flag"],
