@@ -677,6 +677,38 @@ bool index_has_range(const struct vt_index *ix, size_t col)
            (ix->sorted[col] != NULL || (ix->by_col[col] && ix->by_col[col]->kind == IX_FRAMES));
 }
 
+enum index_fast index_range_rows(const struct index_fastpath *fp, size_t col,
+                                 const struct index_range_term *terms, size_t n_terms,
+                                 bool nowait, uint64_t *first, uint64_t *count, bool *unique)
+{
+    const struct vt_index *ix = fp ? fp->index : NULL;
+    *first = *count = 0;
+    *unique = false;
+    if (!index_has_range(ix, col))
+        return INDEX_FAST_NO;
+    /* a column with frames never decreases (keys.c); one with sorted
+     * values says whether it does */
+    const struct ix_sorted *sc = ix->sorted[col];
+    const struct index_column *c = sc ? NULL : ix->by_col[col];
+    if (sc ? !sc->monotone : false)
+        return INDEX_FAST_NO;
+    *unique = sc ? sc->unique : c->n_keys == c->n_values;
+    uint64_t lo, hi;
+    if (!ix_range_keys(sc ? sc->type : c->type, terms, n_terms, &lo, &hi))
+        return INDEX_FAST_DONE; /* no value can match: no rows */
+    /* the values never decrease in table order: the rows below lo come
+     * first, then the matching ones */
+    enum ix_read rd = sc ? ix_sorted_count(sc, ix->store, lo, hi, nowait, count)
+                         : ix_frames_count(c, ix->store, lo, hi, nowait, count);
+    if (rd == IX_READ_OK && lo > 0)
+        rd = sc ? ix_sorted_count(sc, ix->store, 0, lo - 1, nowait, first)
+                : ix_frames_count(c, ix->store, 0, lo - 1, nowait, first);
+    if (rd != IX_READ_OK)
+        *first = *count = 0;
+    return rd == IX_READ_OK ? INDEX_FAST_DONE
+           : rd == IX_READ_WOULD_BLOCK ? INDEX_FAST_ELSEWHERE : INDEX_FAST_NO;
+}
+
 enum index_fast index_range_count(const struct index_fastpath *fp, size_t col,
                                   const struct index_range_term *terms, size_t n_terms,
                                   bool nowait, uint64_t *out)

@@ -308,6 +308,18 @@ enum index_fast index_range_count(const struct index_fastpath *fp, size_t col,
                                   const struct index_range_term *terms, size_t n_terms,
                                   bool nowait, uint64_t *out);
 
+/* The rows whose value in `col` satisfies every term, as rows [*first,
+ * *first + *count) of the table, when `col` keeps sorted values or frames
+ * and its values never decrease in table order with none NULL (an id, a
+ * load time in a table sorted by it), so that those rows are consecutive. INDEX_FAST_DONE (count 0 when no value can match);
+ * INDEX_FAST_NO for any other column (or an unreadable file);
+ * INDEX_FAST_ELSEWHERE when nowait and the bytes are not in the page cache.
+ * *unique: every value differs (a sort by the column ascending is then
+ * table order too). */
+enum index_fast index_range_rows(const struct index_fastpath *fp, size_t col,
+                                 const struct index_range_term *terms, size_t n_terms,
+                                 bool nowait, uint64_t *first, uint64_t *count, bool *unique);
+
 /* -------------------------------------------------------- pre-rendered pages */
 
 /* Where rows [first, first + count) are, as a page body's rows: `length`

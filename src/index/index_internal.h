@@ -246,6 +246,9 @@ struct ix_sorted {
     size_t col;
     duckdb_type type;
     size_t n;                   /* values (rows that are not NULL) */
+    bool monotone;              /* no NULL, and the keys never decrease in table
+                                 * order: the rows of a range are consecutive */
+    bool unique;                /* monotone and every key differs */
     uint64_t off;
     uint64_t *sample;
     size_t n_sample;

@@ -150,6 +150,7 @@ struct ix_sorted_builder {
     uint8_t scale;              /* DECIMAL */
     uint64_t *keys;             /* ix_big_alloc */
     size_t n, cap;
+    size_t rows;                /* rows seen, NULLs included */
 };
 
 struct ix_sorted_builder *ix_sorted_builder_create(size_t col, const struct ix_col *c)
@@ -246,6 +247,7 @@ int ix_sorted_builder_add(struct ix_sorted_builder *b, duckdb_vector vec, size_t
     }
     const void *data = duckdb_vector_get_data(vec);
     uint64_t *validity = duckdb_vector_get_validity(vec);
+    b->rows += n;
     for (size_t r = 0; r < n; r++)
         if (!validity || duckdb_validity_row_is_valid(validity, (idx_t)r)) {
             if (!key_at(b, data, r, &b->keys[b->n]))
@@ -302,6 +304,14 @@ static int radix_sort(uint64_t *keys, size_t n)
 struct ix_sorted *ix_sorted_builder_finish(struct ix_sorted_builder *b, struct ix_store *store)
 {
     struct ix_sorted *c = b->col;
+    /* in table order still: does the column never decrease (an id, a load
+     * time), so that a range of it is a run of consecutive rows? */
+    c->monotone = c->unique = b->n == b->rows;
+    for (size_t i = 1; i < b->n && c->monotone; i++) {
+        c->monotone = b->keys[i - 1] <= b->keys[i];
+        c->unique = c->unique && b->keys[i - 1] < b->keys[i];
+    }
+    c->unique = c->unique && c->monotone;
     if (radix_sort(b->keys, b->n) != 0)
         return NULL;
     c->n = b->n;

@@ -480,13 +480,15 @@ bool query_index_match_terms(const struct query_request *req, const struct vt_in
 
 struct index_range_term;
 
-/* A count (QUERY_COUNT) the index can answer from a column's sorted values:
- * every predicate is eq, gt, gte, lt, lte or between on one column that
- * keeps them (index_has_range), with values DuckDB would compare exactly as
- * the index does (TIMESTAMP/TIMESTAMPTZ values as microseconds, DATE values
- * given as dates as days, integer columns with integer values, DOUBLE
- * columns with numbers). Then *out_col and the terms (their AND, arena-
- * allocated) go to index_range_count. False for anything else. */
+/* A count (QUERY_COUNT) the index can answer from a column's sorted values,
+ * or a page (QUERY_PAGED) whose rows it can place: every predicate is eq,
+ * gt, gte, lt, lte or between on one column that keeps them
+ * (index_has_range), with values DuckDB would compare exactly as the index
+ * does (TIMESTAMP/TIMESTAMPTZ values as microseconds, DATE values given as
+ * dates as days, integer columns with integer values, DOUBLE columns with
+ * numbers). Then *out_col and the terms (their AND, arena-allocated) go to
+ * index_range_count or index_range_rows. False for anything else (the
+ * page's other fields are the caller's to check). */
 bool query_index_range(const struct query_request *req, const struct vt_index *ix,
                        struct arena *arena, size_t *out_col,
                        const struct index_range_term **out_terms, size_t *out_n);

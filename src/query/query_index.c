@@ -200,7 +200,8 @@ bool query_index_range(const struct query_request *req, const struct vt_index *i
 {
     *out_terms = NULL;
     *out_n = 0;
-    if (!ix || req->mode != QUERY_COUNT || req->count_result || req->npreds == 0)
+    if (!ix || (req->mode != QUERY_COUNT && req->mode != QUERY_PAGED) || req->count_result ||
+        req->npreds == 0)
         return false;
     size_t col = req->preds[0].ref.idx;
     if (!index_has_range(ix, col))
