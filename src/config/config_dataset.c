@@ -61,9 +61,9 @@ bool config_valid_dataset_name(const char *name, const char **out_reason)
     else if (strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != len)
         reason = "may only contain the characters A-Z a-z 0-9 _ . -";
     else if (strcmp(name, "reload-all") == 0)
-        reason = "\"reload-all\" is reserved";
+        reason = "is reserved"; /* each reason follows "it": "it is reserved" */
     else if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-        reason = "\".\" and \"..\" are not dataset names"; /* they would read as URL path steps */
+        reason = "would read as a step of a URL path";
     if (out_reason)
         *out_reason = reason;
     return reason == NULL;

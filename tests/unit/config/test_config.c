@@ -600,8 +600,7 @@ TEST(dataset_rules)
               "datasets.toml:2: dataset[0].name: invalid dataset name \"a b\": it may only contain "
               "the characters A-Z a-z 0-9 _ . -");
     CHECK_ERR("[[dataset]]\nname = \"reload-all\"\nsource.location = \"a\"\n",
-              "datasets.toml:2: dataset[0].name: invalid dataset name \"reload-all\": it \"reload-all\" "
-              "is reserved");
+              "datasets.toml:2: dataset[0].name: invalid dataset name \"reload-all\": it is reserved");
     CHECK_ERR(DS "\n[[dataset]]\nname = \"t\"\nsource.location = \"b\"\n",
               "datasets.toml:7: dataset[1].name: duplicate dataset name \"t\" (also dataset[0] at line 1)");
     CHECK_ERR("[[dataset]]\nname = \"t\"\nsource.kind = \"csv\"\n",
@@ -742,7 +741,9 @@ TEST(name_rules)
     CHECK_EQ_STR(why, "must not be empty");
     CHECK(!config_valid_dataset_name(NULL, &why));
     CHECK(!config_valid_dataset_name("reload-all", &why));
-    CHECK_EQ_STR(why, "\"reload-all\" is reserved");
+    CHECK_EQ_STR(why, "is reserved"); /* "it is reserved", not "it \"reload-all\" is reserved" */
+    CHECK(!config_valid_dataset_name("..", &why));
+    CHECK_EQ_STR(why, "would read as a step of a URL path");
     CHECK(!config_valid_dataset_name("a/b", &why));
     CHECK_EQ_STR(why, "may only contain the characters A-Z a-z 0-9 _ . -");
     CHECK(!config_valid_dataset_name("a b", NULL));
@@ -821,7 +822,7 @@ TEST(json_dataset)
     free(m);
     CHECK_JSON_ERR("{\"source\": {\"location\": \"x\"}}", "name: required");
     CHECK_JSON_ERR("{\"name\": \"reload-all\", \"source\": {\"location\": \"x\"}}",
-                   "name: invalid dataset name \"reload-all\": it \"reload-all\" is reserved");
+                   "name: invalid dataset name \"reload-all\": it is reserved");
     CHECK_JSON_ERR("{\"name\": \"t\", \"source\": {\"location\": \"x\"}, \"index\": {\"mode\": \"al\"}}",
                    "index.mode: expected one of \"auto\", \"list\", \"none\", got \"al\"");
     CHECK_JSON_ERR("{\"name\": \"t\", \"source\": {\"location\": \"x\"}, \"index\": 5}",
