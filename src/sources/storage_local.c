@@ -111,10 +111,12 @@ static int walk(struct walk *w, const char *dir, const char *rel, int depth)
     DIR *d = opendir(dir);
     if (!d) {
         if (depth == 0) {
-            vt_error_set(w->err,
-                         errno == ENOENT || errno == ENOTDIR ? VT_ERR_SOURCE_EMPTY
-                                                             : VT_ERR_SOURCE_UNAVAILABLE,
-                         "cannot open directory %s: %s", dir, strerror(errno));
+            if (errno == ENOENT)
+                vt_error_set(w->err, VT_ERR_SOURCE_EMPTY, "%s does not exist", dir);
+            else
+                vt_error_set(w->err,
+                             errno == ENOTDIR ? VT_ERR_SOURCE_EMPTY : VT_ERR_SOURCE_UNAVAILABLE,
+                             "cannot open directory %s: %s", dir, strerror(errno));
             return -1;
         }
         log_warn("source: skipping unreadable directory %s: %s", dir, strerror(errno));
@@ -225,9 +227,10 @@ static enum vt_err local_list(struct storage *st, const char *dir, int max_depth
     if (!joined)
         return vt_error_set(err, VT_ERR_OUT_OF_MEMORY, "out of memory");
     enum vt_err crc = confine(ls, joined, &path, &missing, err);
+    /* Not "cannot open directory": the location is as often a file that
+     * is not there (a typo in data/trips.parquet). */
     if (crc == VT_ERR_OK && missing)
-        crc = vt_error_set(err, VT_ERR_SOURCE_EMPTY, "cannot open directory %s: %s", joined,
-                           strerror(ENOENT));
+        crc = vt_error_set(err, VT_ERR_SOURCE_EMPTY, "%s does not exist", joined);
     free(joined);
     if (crc != VT_ERR_OK)
         return crc;

@@ -61,13 +61,19 @@ def test_empty_source_is_skipped_with_warning(vt, datadir):
     s = vt(server_block()
            + dataset_block("nofiles", f"{datadir}/missing/*.parquet")
            + dataset_block("nodir", datadir / "does-not-exist")
+           + dataset_block("nofile", datadir / "typo.parquet")
            + dataset_block("zerorows", datadir / "zero.parquet")
            + dataset_block("ok", datadir / "ok.parquet"))
     names = [d["name"] for d in s.get("/api/v1/datasets").json()]
     assert names == ["ok"]
     log = s.log()
-    for n in ("nofiles", "nodir", "zerorows"):
+    for n in ("nofiles", "nodir", "nofile", "zerorows"):
         assert f"dataset {n} skipped" in log
+    # A location that is not there says so, without calling a missing file
+    # a directory ("cannot open directory .../typo.parquet" before)
+    assert f"dataset nofile skipped: {datadir / 'typo.parquet'} does not exist" in log, log
+    assert f"dataset nofiles skipped: {datadir / 'missing'} does not exist" in log, log
+    assert "cannot open directory" not in log
     assert s.get("/readyz").json() == {"status": "ready", "datasets": 1}
 
 
