@@ -90,6 +90,21 @@ static int cmd_check_config(const char *path)
         return 1;
     }
     printf("%s: ok (%zu dataset%s)\n", path, cfg.n_datasets, cfg.n_datasets == 1 ? "" : "s");
+    /* A location that is not there is valid (the server skips the dataset
+     * and starts), but "ok" alone let a typo pass unnoticed until the
+     * dataset was missing from the running server: say so, still ok. */
+    for (size_t i = 0; i < cfg.n_datasets; i++) {
+        const struct vt_dataset_config *ds = &cfg.datasets[i];
+        if (ds->kind == CFG_SOURCE_QUERY || !ds->location || ds->location[0] != '/')
+            continue; /* s3:// and the like: nothing to look at offline */
+        bool glob = strpbrk(ds->location, "*?[{") != NULL;
+        char *look = glob ? config_location_root(ds->location) : strdup(ds->location);
+        struct stat st;
+        if (look && stat(look, &st) != 0 && errno == ENOENT)
+            fprintf(stderr, "%s: warning: dataset %s: %s does not exist (the server would skip "
+                            "this dataset)\n", path, ds->name, look);
+        free(look);
+    }
     config_free(&cfg);
     return 0;
 }

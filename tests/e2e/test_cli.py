@@ -133,3 +133,27 @@ def test_misspelt_log_settings_are_said(tmp_path):
                 {"VITRINE_LOG": "WARN", "VITRINE_LOG_FORMAT": "text"}):
         r = run("check-config", str(cfg), env=env)
         assert r.returncode == 0 and "VITRINE_LOG" not in r.stderr, (env, r.stderr)
+
+
+def test_check_config_warns_about_locations_that_do_not_exist(tmp_path):
+    """A mistyped location is valid (the server starts and skips that
+    dataset), so check-config still says ok and exits 0, but it names the
+    dataset and the path that is not there; it said "ok" alone before.
+    Locations that exist, globs whose directory exists and S3 URLs are
+    not warned about."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "trips.parquet").write_bytes(b"")
+    p = tmp_path / "datasets.toml"
+    blocks = [("ok", "data/trips.parquet"), ("glob", "data/*.parquet"), ("dir", "data"),
+              ("s3", "s3://bucket/t/*.parquet"), ("typo", "data/trip.parquet"),
+              ("nodir", "missing/*.parquet")]
+    p.write_text("".join(f'[[dataset]]\nname = "{n}"\nsource.kind = "parquet"\n'
+                         f'source.location = "{loc}"\n' for n, loc in blocks))
+    r = run("check-config", str(p))
+    assert r.returncode == 0 and "ok (6 datasets)" in r.stdout, r
+    warned = [line for line in r.stderr.splitlines() if "warning" in line]
+    assert warned == [
+        f"{p}: warning: dataset typo: {tmp_path / 'data' / 'trip.parquet'} does not exist "
+        "(the server would skip this dataset)",
+        f"{p}: warning: dataset nodir: {tmp_path / 'missing'} does not exist "
+        "(the server would skip this dataset)"], r.stderr
