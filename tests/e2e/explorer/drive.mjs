@@ -598,8 +598,12 @@ const scenarios = {
   // could read, and what the browser refused.
   // "Copy as" for a shared query URL: the three snippets' text.
   async snippets(page) {
-    await page.goto(`${args.url}#/query/${args.dataset}?q=${encodeURIComponent(JSON.stringify(args.q))}`);
+    // args.q may be the request's text: a number past 2^53 survives no JSON.parse here
+    const q = typeof args.q === 'string' ? args.q : JSON.stringify(args.q);
+    await page.goto(`${args.url}#/query/${args.dataset}?q=${encodeURIComponent(q)}`);
     await page.waitForSelector('[data-testid=results], [data-testid=no-rows]');
+    out.sentBody = out.requests.filter((r) => r.method === 'POST' && r.url.includes('/query')).pop()?.body;
+    out.table = await tableCells(page);
     out.snippets = {};
     for (const k of ['curl', 'python', 'js']) {
       await page.click(`[data-testid=copy-${k}]`);

@@ -2,7 +2,7 @@
 // sends (shown and editable), and the results with paging, timing, the
 // JSON/Arrow toggle, downloads and the chart.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { call, apiUrl, snippets } from './api.js';
+import { call, apiUrl, snippets, Num, parseJson } from './api.js';
 import { ErrorBox, saveBlob } from './ui.jsx';
 import { Results, columnsOf, decodeArrow, exportAll } from './results.jsx';
 import { hashOf, pushRoute } from './route.js';
@@ -15,10 +15,16 @@ const emptyBuilder = () => ({
   distinct: false, limit: '', page: 1, page_size: 100,
 });
 
-// A typed value from a text field, by the column's logical type.
+// A typed value from a text field, by the column's logical type. A number a
+// double cannot hold as written (an id past 2^53, a decimal of 17 digits)
+// stays its text (a Num, sent as written): Number() made 9007199254740993
+// 9007199254740992, and the query asked for another row than it showed.
 function typed(text, logical) {
   const t = text.trim();
-  if (['int', 'float', 'decimal'].includes(logical) && t !== '' && !Number.isNaN(Number(t))) return Number(t);
+  if (['int', 'float', 'decimal'].includes(logical) && t !== '' && !Number.isNaN(Number(t))) {
+    const n = Number(t);
+    return String(n) !== t && /^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/.test(t) ? new Num(t) : n;
+  }
   if (logical === 'bool' && (t === 'true' || t === 'false')) return t === 'true';
   return text;
 }
@@ -189,7 +195,7 @@ export function QueryTab({ datasets, selected, params = {}, onSelect }) {
     if (!schema || !params.q || params.q === ranQ.current) return;
     let req;
     try {
-      req = JSON.parse(params.q);
+      req = parseJson(params.q); // numbers as written (ids past 2^53)
     } catch (e) {
       setError({ message: `the URL's query is not valid JSON: ${e.message}`, code: 'invalid_json' });
       return;
@@ -225,7 +231,7 @@ export function QueryTab({ datasets, selected, params = {}, onSelect }) {
 
   function currentRequest() {
     try {
-      return JSON.parse(text);
+      return parseJson(text);
     } catch (e) {
       setError({ message: `the request is not valid JSON: ${e.message}`, code: 'invalid_json' });
       return null;
