@@ -217,10 +217,12 @@ static void week_offset(struct strbuf *sb, enum kind k, size_t i)
         sb_adds(sb, "0");
 }
 
-static void build_sql(const struct cat_generation *gen, struct strbuf *sb)
+/* The statement for columns [lo, hi) of gen (aliases carry the column's
+ * position in gen, so answers of several statements read alike). */
+static void build_sql(const struct cat_generation *gen, size_t lo, size_t hi, struct strbuf *sb)
 {
     sb_adds(sb, "WITH \"s\" AS (SELECT count(*) AS \"rows\"");
-    for (size_t i = 0; i < gen->n_cols; i++) {
+    for (size_t i = lo; i < hi; i++) {
         const char *name = gen->cols[i].name;
         enum kind k = kind_of(gen->cols[i].type);
         sb_adds(sb, ", count(");
@@ -274,7 +276,7 @@ static void build_sql(const struct cat_generation *gen, struct strbuf *sb)
     /* b1: the width, the smallest nice step giving at most
      * EXPLORE_HIST_BUCKETS buckets (+1 for the alignment) */
     sb_adds(sb, " AS \"r\"), \"b1\" AS (SELECT *");
-    for (size_t i = 0; i < gen->n_cols; i++) {
+    for (size_t i = lo; i < hi; i++) {
         enum kind k = kind_of(gen->cols[i].type);
         if (!has_hist(k))
             continue;
@@ -292,7 +294,7 @@ static void build_sql(const struct cat_generation *gen, struct strbuf *sb)
         }
     }
     sb_adds(sb, " FROM \"s\"), \"b2\" AS (SELECT *");
-    for (size_t i = 0; i < gen->n_cols; i++) {
+    for (size_t i = lo; i < hi; i++) {
         enum kind k = kind_of(gen->cols[i].type);
         if (!has_hist(k))
             continue;
@@ -313,7 +315,7 @@ static void build_sql(const struct cat_generation *gen, struct strbuf *sb)
         }
     }
     sb_adds(sb, " FROM \"b1\"), \"b3\" AS (SELECT *");
-    for (size_t i = 0; i < gen->n_cols; i++) {
+    for (size_t i = lo; i < hi; i++) {
         enum kind k = kind_of(gen->cols[i].type);
         if (!has_hist(k))
             continue;
@@ -326,7 +328,7 @@ static void build_sql(const struct cat_generation *gen, struct strbuf *sb)
                     i, i, i, i, i, i);
     }
     sb_adds(sb, " FROM \"b2\"), \"b4\" AS (SELECT *");
-    for (size_t i = 0; i < gen->n_cols; i++) {
+    for (size_t i = lo; i < hi; i++) {
         enum kind k = kind_of(gen->cols[i].type);
         if (!has_hist(k) || int_scheme(k))
             continue;
@@ -337,7 +339,7 @@ static void build_sql(const struct cat_generation *gen, struct strbuf *sb)
                 i, i, i, i, i, i, i, i, i, i, i);
     }
     sb_adds(sb, " FROM \"b3\"), \"b\" AS (SELECT *");
-    for (size_t i = 0; i < gen->n_cols; i++) {
+    for (size_t i = lo; i < hi; i++) {
         enum kind k = kind_of(gen->cols[i].type);
         if (!has_hist(k))
             continue;
@@ -354,7 +356,7 @@ static void build_sql(const struct cat_generation *gen, struct strbuf *sb)
         }
     }
     sb_adds(sb, " FROM \"b4\") SELECT any_value(\"b\".\"rows\") AS \"rows\"");
-    for (size_t i = 0; i < gen->n_cols; i++) {
+    for (size_t i = lo; i < hi; i++) {
         const char *name = gen->cols[i].name;
         enum kind k = kind_of(gen->cols[i].type);
         sb_addf(sb, ", any_value(\"b\".\"n%zu\") AS \"n%zu\", any_value(\"b\".\"d%zu\") AS \"d%zu\"",
@@ -713,77 +715,90 @@ static enum vt_err compute(const struct explore_ctx *x, struct summary **out,
                            struct vt_error *err)
 {
     const struct cat_generation *gen = x->gen;
-    struct strbuf sql, rows;
-    sb_init(&sql, 0);
-    sb_init(&rows, EXPLORE_MAX_RESULT_BYTES);
-    build_sql(gen, &sql);
     enum vt_err rc = VT_ERR_OK;
     struct summary *s = calloc(1, sizeof *s);
     struct col_spans *cs = calloc(gen->n_cols ? gen->n_cols : 1, sizeof *cs);
-    if (!s || !cs || sql.overflow) {
+    struct strbuf sql, rows;
+    sb_init(&sql, 0);
+    sb_init(&rows, EXPLORE_MAX_RESULT_BYTES);
+    if (!s || !cs || !(s->names = calloc(gen->n_cols ? gen->n_cols : 1, sizeof *s->names)) ||
+        !(s->json = calloc(gen->n_cols ? gen->n_cols : 1, sizeof *s->json))) {
         rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
         goto done;
     }
-    struct exec_plan plan = {
-        .kind = EXEC_SQL,
-        .sql = sql.buf,
-        .gen = x->gen,
-        .job = x->job,
-        .arena = x->arena,
-        .timing = x->timing,
-    };
-    if ((rc = explore_run_json(&plan, &rows, NULL, err))) {
-        /* DuckDB failing on our own statement is our fault, not the client's */
-        if (rc == VT_ERR_QUERY_FAILED) {
-            struct vt_error why = *err;
-            vt_error_clear(err);
-            rc = vt_error_set(err, VT_ERR_INTERNAL, "the summary could not be computed: %s",
-                              vt_error_message(&why));
-        }
-        goto done;
-    }
-    /* [{"rows":n,"n0":...}] */
-    struct jspan_iter it, fields;
-    struct jspan row, key, val;
-    if (!jspan_iter_init(&it, (struct jspan){rows.buf, rows.len}) || !jspan_next(&it, NULL, &row) ||
-        !jspan_iter_init(&fields, row)) {
-        rc = vt_error_set(err, VT_ERR_INTERNAL, "the summary could not be read");
-        goto done;
-    }
-    int64_t nrows = 0;
-    while (jspan_next(&fields, &key, &val)) {
-        enum slot sl;
-        size_t col;
-        if (key.n == 6 && memcmp(key.p, "\"rows\"", 6) == 0) {
-            if (!jspan_int(val, &nrows))
-                nrows = 0;
-        } else if (parse_key(key, &sl, &col) && col < gen->n_cols) {
-            cs[col].v[sl] = val; /* null included: the min of no values */
-        }
-    }
-    s->names = calloc(gen->n_cols ? gen->n_cols : 1, sizeof *s->names);
-    s->json = calloc(gen->n_cols ? gen->n_cols : 1, sizeof *s->json);
-    if (fields.bad || !s->names || !s->json) {
-        rc = vt_error_set(err, fields.bad ? VT_ERR_INTERNAL : VT_ERR_OUT_OF_MEMORY,
-                          fields.bad ? "the summary could not be read" : NULL);
-        goto done;
-    }
     memcpy(s->gen_id, gen->id, sizeof s->gen_id);
-    s->rows = nrows;
     s->ncols = gen->n_cols;
-    for (size_t i = 0; i < gen->n_cols; i++) {
-        struct strbuf one;
-        sb_init(&one, 0);
-        bool ok = write_column(&gen->cols[i], nrows, &cs[i], x->arena, &one);
-        s->names[i] = strdup(gen->cols[i].name);
-        s->json[i] = ok ? sb_detach(&one, NULL) : NULL;
-        sb_release(&one);
-        if (!s->names[i] || !s->json[i]) {
-            rc = vt_error_set(err, ok ? VT_ERR_OUT_OF_MEMORY : VT_ERR_INTERNAL,
-                              ok ? NULL : "the summary of a column could not be read");
+    /* EXPLORE_SUMMARY_COLUMNS columns per statement (explore.h): what DuckDB
+     * allocates for one grows with the square of its aggregates. */
+    size_t lo = 0;
+    do {
+        size_t hi = gen->n_cols - lo > EXPLORE_SUMMARY_COLUMNS ? lo + EXPLORE_SUMMARY_COLUMNS
+                                                                : gen->n_cols;
+        sb_reset(&sql);
+        sb_reset(&rows);
+        build_sql(gen, lo, hi, &sql);
+        if (sql.overflow) {
+            rc = vt_error_set(err, VT_ERR_OUT_OF_MEMORY, NULL);
             goto done;
         }
-    }
+        struct exec_plan plan = {
+            .kind = EXEC_SQL,
+            .sql = sql.buf,
+            .gen = x->gen,
+            .job = x->job,
+            .arena = x->arena,
+            .timing = x->timing,
+        };
+        if ((rc = explore_run_json(&plan, &rows, NULL, err))) {
+            /* DuckDB failing on our own statement is our fault, not the client's */
+            if (rc == VT_ERR_QUERY_FAILED) {
+                struct vt_error why = *err;
+                vt_error_clear(err);
+                rc = vt_error_set(err, VT_ERR_INTERNAL, "the summary could not be computed: %s",
+                                  vt_error_message(&why));
+            }
+            goto done;
+        }
+        /* [{"rows":n,"n0":...}] */
+        struct jspan_iter it, fields;
+        struct jspan row, key, val;
+        if (!jspan_iter_init(&it, (struct jspan){rows.buf, rows.len}) ||
+            !jspan_next(&it, NULL, &row) || !jspan_iter_init(&fields, row)) {
+            rc = vt_error_set(err, VT_ERR_INTERNAL, "the summary could not be read");
+            goto done;
+        }
+        int64_t nrows = 0;
+        while (jspan_next(&fields, &key, &val)) {
+            enum slot sl;
+            size_t col;
+            if (key.n == 6 && memcmp(key.p, "\"rows\"", 6) == 0) {
+                if (!jspan_int(val, &nrows))
+                    nrows = 0;
+            } else if (parse_key(key, &sl, &col) && col >= lo && col < hi) {
+                cs[col].v[sl] = val; /* null included: the min of no values */
+            }
+        }
+        if (fields.bad) {
+            rc = vt_error_set(err, VT_ERR_INTERNAL, "the summary could not be read");
+            goto done;
+        }
+        s->rows = nrows;
+        /* the spans point into `rows`: written out before the next statement */
+        for (size_t i = lo; i < hi; i++) {
+            struct strbuf one;
+            sb_init(&one, 0);
+            bool ok = write_column(&gen->cols[i], nrows, &cs[i], x->arena, &one);
+            s->names[i] = strdup(gen->cols[i].name);
+            s->json[i] = ok ? sb_detach(&one, NULL) : NULL;
+            sb_release(&one);
+            if (!s->names[i] || !s->json[i]) {
+                rc = vt_error_set(err, ok ? VT_ERR_OUT_OF_MEMORY : VT_ERR_INTERNAL,
+                                  ok ? NULL : "the summary of a column could not be read");
+                goto done;
+            }
+        }
+        lo = hi;
+    } while (lo < gen->n_cols);
     *out = s;
     s = NULL;
 done:

@@ -373,6 +373,34 @@ def test_summary_of_odd_columns(vt, datadir):
     assert cols["bl"]["count"] == 2 and cols["iv"]["histogram"] is None
 
 
+def test_summary_of_a_wide_dataset(vt, datadir):
+    """A 150-column dataset of 50 rows is summarised under a 1 GB memory
+    limit, every column right. It was one statement whose allocations grow
+    with the square of its columns (DuckDB gives every filtered aggregate a
+    chunk of all the statement's inputs): 60 columns passed the 1.2 GB
+    allocation budget, 150 passed a 15 GB one, and the answer was 500
+    internal, in the Explorer's statistics too."""
+    cols = [f"i * {k} - {k} AS c{k}" if k % 3 else f"'v' || (i % {k + 2}) AS c{k}"
+            for k in range(150)]
+    pq = write_parquet(datadir / "wide.parquet", f"SELECT {', '.join(cols)} FROM range(50) t(i)")
+    s = vt(server_block(memory_limit="1GB") + dataset_block("wide", pq))
+    r = s.get("/api/v1/datasets/wide/summary")
+    assert r.status_code == 200, r.text[:500]
+    got = r.json()
+    assert got["rows"] == 50 and [c["name"] for c in got["columns"]] == [f"c{k}" for k in range(150)]
+    want = duck(pq, "SELECT " + ", ".join(f"min(c{k}), max(c{k}), count(DISTINCT c{k})"
+                                          for k in range(150)) + " FROM t")[0]
+    for k, c in enumerate(got["columns"]):
+        lo, hi, d = want[3 * k: 3 * k + 3]
+        assert c["count"] == 50 and c["null_count"] == 0, c
+        assert str(c["min"]) == lo and str(c["max"]) == hi, (c, lo, hi)
+        assert c["approx_distinct"] == int(d), (c, d)
+        if k % 3:
+            assert sum(b["count"] for b in c["histogram"]["buckets"]) == 50, c
+        else:
+            assert len(c["top_values"]) == min(10, int(d)), c
+
+
 def test_summary_top_values_break_ties_by_value_as_facets_do(vt, datadir):
     """Fifteen integers seen once each: the ten top_values shown are the ten
     smallest in ascending order, the ones /facets shows (ties by value).
