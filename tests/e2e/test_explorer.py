@@ -438,6 +438,23 @@ def test_copy_as_snippets_run_the_same_request(vt, tmp_path):
     assert sh.returncode == 0 and json.loads(sh.stdout) == want, (out["snippets"]["curl"], sh)
 
 
+def test_sql_completion_quotes_names_that_run(vt, tmp_path):
+    """Completing a column in the SQL editor writes a name the server
+    reads back: `it's "quoted"` became "it's "quoted"" (its quotes not
+    doubled), a statement that does not parse."""
+    pq = write_parquet(tmp_path / "odd.parquet",
+                       'SELECT i AS "it\'s ""quoted""", i * 2 AS "my col", i * 3 AS plain '
+                       "FROM range(3) t(i)")
+    s = vt(server_block() + "[sql]\nenabled = true\n" + dataset_block("odd", pq))
+    picks = ['it\'s "quoted"', "my col", "plain"]
+    out = drive("complete", url=s.url("/explore/"), prefix="SELECT odd.", picks=picks)
+    for pick, want in zip(picks, [[0, 1, 2], [0, 2, 4], [0, 3, 6]]):
+        text = out["completed"][pick]
+        r = s.post("/api/v1/sql", {"sql": f"{text} FROM odd ORDER BY 1"})
+        assert r.status_code == 200, (text, r.text)
+        assert [list(row.values())[0] for row in r.json()["data"]] == want, (text, r.text)
+
+
 def test_numbers_past_2_53_are_queried_as_written(vt, tmp_path):
     """An id past 2^53 typed in the builder, or in a shared URL, is sent as
     written: the page turned it into a double (9007199254740993 became

@@ -611,6 +611,29 @@ const scenarios = {
     }
   },
 
+  // The SQL editor's completion: for each args.picks label, type
+  // args.prefix, complete (Ctrl+Space), take that option; the editor's text.
+  async complete(page) {
+    await page.goto(`${args.url}#/sql`);
+    await page.waitForSelector('[data-testid=sql-text]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=sql-text]')?.getAttribute('data-tables') !== '0');
+    out.completed = {};
+    for (const pick of args.picks) {
+      await page.click('[data-testid=sql-text]');
+      await page.keyboard.press('Control+a');
+      await page.keyboard.press('Delete');
+      await page.keyboard.type(args.prefix);
+      await page.keyboard.press('Control+Space');
+      await page.waitForSelector('.cm-tooltip-autocomplete li');
+      const labels = await page.$$eval('.cm-tooltip-autocomplete li', (ls) => ls.map((l) => l.textContent));
+      const i = labels.indexOf(pick);
+      if (i < 0) throw new Error(`no completion ${pick} among ${JSON.stringify(labels)}`);
+      await page.locator('.cm-tooltip-autocomplete li').nth(i).click();
+      await page.waitForSelector('.cm-tooltip-autocomplete', { state: 'detached' });
+      out.completed[pick] = await page.$eval('[data-testid=sql-text]', (e) => e.textContent);
+    }
+  },
+
   async cors(page) {
     await page.goto(args.pageUrl);
     out.calls = await page.evaluate(async (a) => {

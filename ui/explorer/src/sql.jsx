@@ -31,6 +31,16 @@ function remember(sql) {
 
 // Where an error points: DuckDB's "LINE n: <text>" and the caret under it,
 // or the gate's 'at or near "x"'. {line, column, length} (1-based) or null.
+// A column for completion. CodeMirror quotes a name that is not a plain
+// identifier but does not double the quotes inside it: it completed
+// `it's "quoted"` as "it's "quoted"", which does not parse. Such a name
+// gets its quoted form here, "" for each ".
+function completionOf(name) {
+  return name.includes('"')
+    ? { label: name, type: 'property', apply: `"${name.replace(/"/g, '""')}"` }
+    : name;
+}
+
 export function errorPosition(message, sql) {
   const m = /LINE (\d+): (.*)\n( *)\^/.exec(message || '');
   if (m) {
@@ -79,7 +89,8 @@ export function SqlTab({ datasets, params = {}, queriesAvailable, onChanged }) {
       const published = datasets.filter((d) => d.state === 'published').slice(0, 50);
       const schema = {};
       await Promise.all(published.map((d) => call(`/datasets/${encodeURIComponent(d.name)}/schema`)
-        .then((r) => { schema[d.name] = r.data.columns.map((c) => c.name); }, () => { schema[d.name] = []; })));
+        .then((r) => { schema[d.name] = r.data.columns.map((c) => completionOf(c.name)); },
+          () => { schema[d.name] = []; })));
       const { createEditor } = await import('./editor.js');
       if (dead || !box.current) return;
       if (editor.current) editor.current.destroy();
