@@ -31,6 +31,15 @@ enum vt_err pgw_refuse_set(struct pgw_session *s, const char *text, size_t len,
         VT_ERR_OK) {
         sql_checked_release(&chk); /* never: SET is not a SELECT */
         vt_error_set(err, VT_ERR_SQL_NOT_READ_ONLY, "SET %s is not allowed", st->name);
+    } else if (err->code == VT_ERR_SQL_NOT_READ_ONLY) {
+        /* The gate's words, "only one read-only SELECT ... is allowed", read
+         * as if the SET had been taken for something else; a syntax error
+         * keeps the gate's message and SQLSTATE. */
+        vt_error_clear(err);
+        vt_error_set(err, VT_ERR_SQL_NOT_READ_ONLY,
+                     "parameter \"%.64s\" cannot be set: vitrine is read-only and takes the "
+                     "settings SHOW ALL lists",
+                     st->name);
     }
     free(q);
     return err->code;

@@ -107,6 +107,10 @@ def test_psql_queries_copy_and_errors(vt, datadir):
     for q, state in cases:
         r = psql(srv, "-v", "VERBOSITY=verbose", "-c", q, check=False)
         assert r.returncode != 0 and f"ERROR:  {state}" in r.stderr, (q, r.stderr)
+    # a SET vitrine does not take says so, not "only one read-only SELECT
+    # ... is allowed" as if the SET had been read as another statement
+    r = psql(srv, "-c", "SET work_mem = '1GB'", check=False)
+    assert 'parameter "work_mem" cannot be set: vitrine is read-only' in r.stderr, r.stderr
 
 
 def test_session_statements_pools_send(vt, datadir):
