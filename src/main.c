@@ -382,6 +382,9 @@ static int serve(const char *config_path, int port_override, int role_override)
         goto out;
     }
     app.runtime_dir = runtime_dir;
+    log_info("runtime directory %s (index files, pre-rendered pages, exports, downloads, "
+             "spill files; removed at exit)",
+             runtime_dir);
     warn_if_tmpfs(runtime_dir);
     char spill_dir[4200];
     snprintf(spill_dir, sizeof spill_dir, "%s/spill", runtime_dir);
