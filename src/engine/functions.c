@@ -360,15 +360,16 @@ static bool grown_ok(duckdb_function_info info, const char *what, double bytes, 
 }
 
 /* The bytes a growth checker's function makes of row i (x, column 0, not
- * NULL), with the function's name in `what` for grown_ok's message. */
-typedef double (*grown_bytes_fn)(duckdb_data_chunk in, idx_t i, duckdb_string_t *x, char *what,
-                                 size_t cap);
+ * NULL). */
+typedef double (*grown_bytes_fn)(duckdb_data_chunk in, idx_t i, duckdb_string_t *x);
 
 /* The loop of every growth checker: each non-NULL row of column 0 (a text,
- * blob or JSON value) through grown_ok, then column 0 handed on as it is
- * (by reference, not copied). */
+ * blob or JSON value) within the limits, then column 0 handed on as it is
+ * (by reference, not copied). The function's name for the message is
+ * column what_col's text, or `name` when what_col is 0, read only when a
+ * row fails (a snprintf per row was ~50 ns). */
 static void grown_check(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out,
-                        grown_bytes_fn bytes)
+                        grown_bytes_fn bytes, idx_t what_col, const char *name)
 {
     idx_t n = duckdb_data_chunk_get_size(in);
     duckdb_vector xv = duckdb_data_chunk_get_vector(in, 0);
@@ -378,18 +379,25 @@ static void grown_check(duckdb_function_info info, duckdb_data_chunk in, duckdb_
     for (idx_t i = 0; i < n; i++) {
         if (!duckdb_validity_row_is_valid(valid, i))
             continue;
+        double b = bytes(in, i, &x[i]);
+        if (b <= VT_SQL_MAX_GROWN_BYTES && sum + b <= VT_SQL_MAX_GROWN_BYTES_VECTOR) {
+            sum += b;
+            continue;
+        }
         char what[64];
-        if (!grown_ok(info, what, bytes(in, i, &x[i], what, sizeof what), &sum, i))
-            return;
+        if (what_col)
+            what_of(in, what_col, i, what, sizeof what);
+        else
+            snprintf(what, sizeof what, "%s", name);
+        grown_ok(info, what, b, &sum, i); /* fails, naming the limit */
+        return;
     }
     duckdb_vector_reference_vector(out, xv);
 }
 
-static double grow_bytes(duckdb_data_chunk in, idx_t i, duckdb_string_t *x, char *what,
-                         size_t cap)
+static double grow_bytes(duckdb_data_chunk in, idx_t i, duckdb_string_t *x)
 {
     double *factor = duckdb_vector_get_data(duckdb_data_chunk_get_vector(in, 1));
-    what_of(in, 2, i, what, cap);
     return (double)duckdb_string_t_length(*x) * factor[i];
 }
 
@@ -407,7 +415,7 @@ static void grow_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vect
     duckdb_type id = duckdb_get_type_id(t);
     duckdb_destroy_logical_type(&t);
     if (id == DUCKDB_TYPE_VARCHAR || id == DUCKDB_TYPE_BLOB || id == DUCKDB_TYPE_BIGNUM)
-        grown_check(info, in, out, grow_bytes);
+        grown_check(info, in, out, grow_bytes, 2, NULL);
     else
         duckdb_vector_reference_vector(out, xv);
 }
@@ -479,12 +487,10 @@ static double pretty_size(const char *j, size_t n, double stop)
 
 /* "vt:pretty"(j JSON) -> j, or an error when json_pretty would make more
  * than VT_SQL_MAX_GROWN_BYTES of it (pretty_size). */
-static double pretty_bytes(duckdb_data_chunk in, idx_t i, duckdb_string_t *j, char *what,
-                           size_t cap)
+static double pretty_bytes(duckdb_data_chunk in, idx_t i, duckdb_string_t *j)
 {
     (void)in;
     (void)i;
-    snprintf(what, cap, "json_pretty");
     double size = pretty_size(sv_data(j), duckdb_string_t_length(*j), VT_SQL_MAX_GROWN_BYTES);
     return size > VT_SQL_MAX_GROWN_BYTES ? VT_SQL_MAX_GROWN_BYTES + 1.0 /* "more than" */
                                          : size;
@@ -492,15 +498,18 @@ static double pretty_bytes(duckdb_data_chunk in, idx_t i, duckdb_string_t *j, ch
 
 static void pretty_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
 {
-    grown_check(info, in, out, pretty_bytes);
+    grown_check(info, in, out, pretty_bytes, 0, "json_pretty");
 }
 
 /* "vt:json_out"(j JSON, what VARCHAR) -> j, or an error when a result of
  * the JSON functions that escape strings (to_json, json_quote,
- * array_to_json, row_to_json, and DuckDB's json_group_array and
- * json_group_object macros, which call to_json) is over
- * VT_SQL_MAX_GROWN_BYTES,
- * or their vector over its limit. Checked after the call, as the growth
+ * array_to_json, row_to_json, json_array, json_object, and DuckDB's
+ * json_group_array and json_group_object macros, which call to_json) is
+ * over VT_SQL_MAX_GROWN_BYTES,
+ * or their vector over its limit ("vt:text_out", the same over VARCHAR:
+ * regexp_replace, whose replacement names the match, \0, any number of
+ * times: '\0\0' doubles its text, 2^n nested, and one call over 1 MB
+ * with 1,000 of them made 1 GB). Checked after the call, as the growth
  * depends on the argument's type (a VARCHAR is escaped, a JSON value kept):
  * one call makes at most 6 times its text (a control byte becomes \u0001),
  * and the next level, over the result cast to VARCHAR, again up to twice
@@ -508,16 +517,65 @@ static void pretty_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_ve
  * next level starts. Volatile: nested over a constant, DuckDB's folding
  * re-ran the levels below at every level above a failing one (4.3 s for 30
  * levels over a backslash, past the deadline). */
-static double json_out_bytes(duckdb_data_chunk in, idx_t i, duckdb_string_t *j, char *what,
-                             size_t cap)
+static double json_out_bytes(duckdb_data_chunk in, idx_t i, duckdb_string_t *j)
 {
-    what_of(in, 1, i, what, cap);
+    (void)in;
+    (void)i;
     return (double)duckdb_string_t_length(*j);
 }
 
 static void json_out_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
 {
-    grown_check(info, in, out, json_out_bytes);
+    grown_check(info, in, out, json_out_bytes, 1, NULL);
+}
+
+/* "vt:regexp_bound"(s, r, o) -> s, or an error when regexp_replace's
+ * result could pass VT_SQL_MAX_GROWN_BYTES: s, plus r's literal bytes for
+ * every match (with 'g' in the options o, up to one per byte of s and one
+ * more, else one), plus s again for every \0-\9 in r (the matches' text,
+ * which together is at most s). Before the call: a match costs ~100 ns
+ * whatever it is replaced with, and one call over a 16 MiB text that a
+ * nest of '\0\0' doubled to it ran 1.6 s, where nothing interrupts it
+ * (the post-call check, "vt:text_out", stops the nest a level later).
+ * Per call only: over a vector, what counts is what was made. */
+static void regexp_bound_fn(duckdb_function_info info, duckdb_data_chunk in, duckdb_vector out)
+{
+    idx_t n = duckdb_data_chunk_get_size(in);
+    duckdb_vector sv = duckdb_data_chunk_get_vector(in, 0);
+    duckdb_vector rv = duckdb_data_chunk_get_vector(in, 1);
+    duckdb_vector ov = duckdb_data_chunk_get_vector(in, 2);
+    duckdb_string_t *str = duckdb_vector_get_data(sv);
+    uint64_t *valid = duckdb_vector_get_validity(sv);
+    for (idx_t i = 0; i < n; i++) {
+        if (!duckdb_validity_row_is_valid(valid, i))
+            continue;
+        const char *r, *o;
+        uint32_t rl, ol;
+        arg_text(rv, i, &r, &rl);
+        arg_text(ov, i, &o, &ol);
+        double lit = 0, refs = 0;
+        for (uint32_t k = 0; k < rl; k++) {
+            if (r[k] == '\\' && k + 1 < rl && isdigit((unsigned char)r[k + 1])) {
+                refs++;
+                k++;
+            } else {
+                lit++;
+                k += r[k] == '\\' && k + 1 < rl; /* \\: one backslash */
+            }
+        }
+        double sl = (double)duckdb_string_t_length(str[i]);
+        double matches = memchr(o, 'g', ol) ? sl + 1 : 1;
+        double bound = sl + matches * lit + refs * sl;
+        if (bound > VT_SQL_MAX_GROWN_BYTES) {
+            eng_fn_limit(info, "regexp_replace",
+                         "a result of up to %.0f bytes (%.0f of text, %.0f literal bytes in the "
+                         "replacement for each of up to %.0f matches, %.0f references to a "
+                         "match) is over the limit of %d",
+                         bound, sl, lit, matches, refs, VT_SQL_MAX_GROWN_BYTES);
+            return;
+        }
+    }
+    duckdb_vector_reference_vector(out, sv);
 }
 
 /* "vt:strftime_arg"(x): strftime's arguments, either way round (date and
@@ -879,6 +937,8 @@ static const struct overload grow_ov[] = {
 };
 static const struct overload json_out_ov[] = {
     {{VARCHAR, VARCHAR, X, X, X}, VARCHAR, json_out_fn}};
+static const struct overload regexp_bound_ov[] = {
+    {{VARCHAR, VARCHAR, VARCHAR, X, X}, VARCHAR, regexp_bound_fn}};
 static const struct overload pretty_ov[] = {{{VARCHAR, X, X, X, X}, VARCHAR, pretty_fn}};
 static const struct overload strftime_ov[] = {
     {{VARCHAR, X, X, X, X}, VARCHAR, strftime_arg_fn},
@@ -971,14 +1031,32 @@ static const char *const macros[] = {
     /* strings escaped: up to 6x in one call, 2^n nested over ::VARCHAR.
      * array_to_json and row_to_json through a lambda: called on the
      * parameter itself, the CREATE fails (its type is unknown then, and
-     * they want a LIST or a STRUCT). Not the varargs json_array and
-     * json_object (one macro per count): the budget bounds those. */
+     * they want a LIST or a STRUCT). json_array and json_object are
+     * varargs: one macro per count (@JSONBUILD@). */
     "to_json(x) AS \"vt:json_out\"(system.main.to_json(x), 'to_json')",
     "json_quote(x) AS \"vt:json_out\"(system.main.json_quote(x), 'json_quote')",
     "array_to_json(x) AS \"vt:json_out\"(list_transform([x], "
     "lambda \"vt:a\": system.main.array_to_json(\"vt:a\"))[1], 'array_to_json')",
     "row_to_json(x) AS \"vt:json_out\"(list_transform([x], "
     "lambda \"vt:a\": system.main.row_to_json(\"vt:a\"))[1], 'row_to_json')",
+    /* \0 (the match) any number of times in the replacement: what the
+     * result could be is bounded before the call, what it is checked after
+     * (the matches are the regex's to find). s and r once each (as in
+     * repeat: a parameter used twice doubles the statement at every level
+     * of a nest, and a volatile r would be two values), in a list a lambda
+     * reads: outside it, as a subquery or an outer query's column cannot be
+     * in a lambda, and a list (not a struct: that binds the lambda when the
+     * CREATE runs) so that the options bind at the call (they must be a
+     * constant, which a parameter is not then). The options once too: the
+     * bound takes them as 'g' (every match, the most the call can
+     * replace). */
+    "regexp_replace(s, p, r) AS \"vt:text_out\"(list_transform([[s, r]], lambda \"vt:x\": "
+    "system.main.regexp_replace(\"vt:regexp_bound\"(\"vt:x\"[1], \"vt:x\"[2], ''), p, "
+    "\"vt:x\"[2]))[1], 'regexp_replace'), "
+    "(s, p, r, o) AS \"vt:text_out\"(list_transform([[s, r]], lambda \"vt:x\": "
+    "system.main.regexp_replace(\"vt:regexp_bound\"(\"vt:x\"[1], \"vt:x\"[2], 'g'), p, "
+    "\"vt:x\"[2], o))[1], 'regexp_replace')",
+    "@JSONBUILD@",
     /* up to ~10x the format (a constant) for every row */
     "strftime(a, b) AS "
     "system.main.strftime(\"vt:strftime_arg\"(a), \"vt:strftime_arg\"(b))",
@@ -1033,6 +1111,36 @@ static void varargs_macro(struct strbuf *sql, const char *name, const char *chec
     }
 }
 
+/* json_array with 0..VT_SQL_MAX_JSON_BUILD_ARGS values and json_object
+ * with as many keys and values (pairs: it refuses an odd count when the
+ * CREATE binds it), the result through "vt:json_out". json_object's keys
+ * go through a cast to VARCHAR: the CREATE binds the body with the
+ * parameters' types unknown, and json_object refuses a key that is not a
+ * VARCHAR. */
+static void json_build_macros(struct strbuf *sql)
+{
+    static const struct {
+        const char *name;
+        int step;
+    } fns[] = {{"json_array", 1}, {"json_object", 2}};
+    for (size_t f = 0; f < 2; f++) {
+        sb_addf(sql, "%sCREATE OR REPLACE MACRO main.%s ", f ? "; " : "", fns[f].name);
+        for (int k = 0; k <= VT_SQL_MAX_JSON_BUILD_ARGS; k += fns[f].step) {
+            sb_adds(sql, k ? ", (" : "(");
+            for (int i = 1; i <= k; i++)
+                sb_addf(sql, "%sa%d", i > 1 ? ", " : "", i);
+            sb_addf(sql, ") AS \"vt:json_out\"(system.main.%s(", fns[f].name);
+            for (int i = 1; i <= k; i++) {
+                if (fns[f].step == 2 && i % 2)
+                    sb_addf(sql, "%sCAST(a%d AS VARCHAR)", i > 1 ? ", " : "", i);
+                else
+                    sb_addf(sql, "%sa%d", i > 1 ? ", " : "", i);
+            }
+            sb_addf(sql, "), '%s')", fns[f].name);
+        }
+    }
+}
+
 static void substitute(struct strbuf *out, const char *text)
 {
     static const struct {
@@ -1080,6 +1188,8 @@ enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err)
         {"vt:replace", replace_ov, 1, true, false},
         {"vt:pretty", pretty_ov, 1, true, true},
         {"vt:json_out", json_out_ov, 1, true, true},
+        {"vt:text_out", json_out_ov, 1, true, false},
+        {"vt:regexp_bound", regexp_bound_ov, 1, true, false},
         {"vt:strftime_arg", strftime_ov, sizeof strftime_ov / sizeof strftime_ov[0], false, false},
         {"vt:printf_format", printf_ov, 1, false, false},
         {"vt:format_format", format_ov, 1, false, false},
@@ -1101,6 +1211,8 @@ enum vt_err eng_functions_install(duckdb_connection con, struct vt_error *err)
             varargs_macro(&sql, "format", "vt:format_format", 0, 16);
             sb_adds(&sql, "; ");
             varargs_macro(&sql, "json_merge_patch", "vt:json_depth", 1, 8);
+        } else if (!strcmp(macros[i], "@JSONBUILD@")) {
+            json_build_macros(&sql);
         } else {
             sb_adds(&sql, "CREATE OR REPLACE MACRO main.");
             substitute(&sql, macros[i]);

@@ -70,8 +70,14 @@
                                                   * hex/to_hex x2, url_encode x3, to_base64,
                                                   * regexp_escape x2, replace (nested, 2^n;
                                                   * the levels below stay in memory: ~2x),
-                                                  * json_pretty (4 x depth^2) */
+                                                  * json_pretty (4 x depth^2); checked
+                                                  * after the call: to_json, json_quote,
+                                                  * json_array, json_object (escaping),
+                                                  * regexp_replace (\0 in a replacement) */
 #define VT_SQL_MAX_GROWN_BYTES_VECTOR (256 * 1024 * 1024)
+#define VT_SQL_MAX_JSON_BUILD_ARGS 100         /* json_array values, json_object keys and
+                                                * values (one macro per count; PostgreSQL's
+                                                * json_build_* take up to 100 too) */
 #define VT_SQL_MAX_FORMAT_WIDTH 10000          /* printf/format widths and precisions;
                                                 * to_char/to_timestamp template bytes,
                                                 * strftime format bytes */

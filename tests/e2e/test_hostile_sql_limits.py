@@ -464,6 +464,21 @@ GROWN = [
     ("SELECT length(json_quote(repeat('\"', 9000000)))", "json_quote"),
     ("SELECT length(array_to_json([repeat(chr(1), 2900000)]))", "array_to_json"),
     ("SELECT length(row_to_json({'k': repeat(chr(1), 2900000)}))", "row_to_json"),
+    # json_array/json_object escape like to_json: nested over ::VARCHAR 30
+    # deep answered 504 and ran on (2.3 CPU s, 234 MiB)
+    ("SELECT length(" + "json_array(" * 30 + "'\\\\'" + ")::VARCHAR" * 30 + ")", "json_array"),
+    ("SELECT length(json_array(1, repeat(chr(1), 2900000))::VARCHAR)", "json_array"),
+    ("SELECT length(json_object('k', repeat(chr(1), 2900000))::VARCHAR)", "json_object"),
+    # \0 (the match) in the replacement: '\0\0' doubles the text, 30 deep
+    # ran 4.5-7.6 CPU s past a 504 (over '.' with 'g'; here one match a
+    # level, which runs in less time than this module's deadline); 1,000
+    # literal bytes for each of 1e6 matches made 1 GB in one call
+    ("SELECT length(" + nest("regexp_replace", "'ab'", 30, ", '.+', '\\0\\0'") + ")",
+     "regexp_replace"),
+    ("SELECT length(regexp_replace(repeat('a', 1000000), 'a', '" + "b" * 1000 + "', 'g'))",
+     "regexp_replace"),
+    ("SELECT length(regexp_replace(repeat('ab', 3000000), '.', '\\0\\0\\0', 'g'))",
+     "regexp_replace"),
 ]
 
 
@@ -529,11 +544,24 @@ WITHIN = [
     "SELECT array_to_json(['a\"', NULL]) AS a, array_to_json(NULL) AS b, "
     "row_to_json({'k': 'x\"', 'n': 1}) AS c, typeof(row_to_json({'k': 1})) AS d, "
     "array_to_json([[1, 2], []]) AS e, (SELECT row_to_json(t) FROM (SELECT 1 AS a, 'q' AS b) t) AS f",
+    "SELECT json_array() AS a, json_array(1, 'x\"', NULL, [1, 2], {'k': 'v'}, 1.5, '[1]'::JSON) AS b, "
+    "json_object() AS c, json_object('a', 1, 'b', 'x\"', 'c', [1], 'd', NULL) AS d, "
+    "typeof(json_array(1)) AS e, typeof(json_object('k', 1)) AS f, "
+    "json_array(" + ", ".join(str(i) for i in range(100)) + ") AS g, "
+    "json_object(" + ", ".join(f"'k{i}', {i}" for i in range(50)) + ") AS h, "
+    "length(json_array(repeat(chr(1), 2000000))::VARCHAR) AS i, json_object(s, s) AS j "
+    "FROM (VALUES ('q\"'), ('r')) t(s)",
+    "SELECT regexp_replace('abcABC', 'b', 'X', 'gi') AS a, regexp_replace('abc', 'b', 'Y') AS b, "
+    "regexp_replace(NULL, 'b', 'Y', 'g') AS c, regexp_replace('abc', 'b', NULL) AS d, "
+    "regexp_replace('a.b.c', '\\.', '\\\\', 'g') AS e, regexp_replace('abc', '(b)', '[\\1\\0]') AS f, "
+    "regexp_replace(s, 'q', r, 'g') AS g, length(regexp_replace(repeat('ab', 200000), 'a', 'xy', 'g')) AS h, "
+    "regexp_replace('aaa', 'a', '\\\\0', 'g') AS i "
+    "FROM (VALUES ('qq', 'Z'), ('q', NULL)) t(s, r)",
 ]
 
 
 @pytest.mark.parametrize("text", WITHIN, ids=["printf-format", "strftime", "json_pretty", "to_json",
-                                         "array_row_to_json"])
+                                         "array_row_to_json", "json_array-object", "regexp_replace"])
 def test_bounded_functions_within_their_limits_answer_as_duckdb(srv, text):
     want = duckdb_sql(text)
     r = sql(srv, f"SELECT COLUMNS(*)::VARCHAR FROM ({text})")

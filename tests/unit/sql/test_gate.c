@@ -420,10 +420,10 @@ static void macro_compute(struct macro_row *m)
         /* SELECT <body>: the body is the select list's one expression */
         const json_t *expr = json_array_get(json_object_get(node, "select_list"), 0);
         CHECK(expr != NULL);
-        unsigned long long counts[32] = {0}, nodes = 0;
-        CHECK(json_array_size(params) <= 32);
+        unsigned long long counts[128] = {0}, nodes = 0; /* json_array: 100 */
+        CHECK(json_array_size(params) <= 128);
         macro_walk(expr, 1, params, counts, &nodes);
-        for (size_t p = 0; p < json_array_size(params) && p < 32; p++)
+        for (size_t p = 0; p < json_array_size(params) && p < 128; p++)
             fanout = counts[p] > fanout ? counts[p] : fanout;
         body = nodes > body ? nodes : body;
         json_decref(tree);
