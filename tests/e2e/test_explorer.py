@@ -480,6 +480,9 @@ def test_numbers_past_2_53_are_queried_as_written(vt, tmp_path):
     assert "9007199254740993" in shared["sentBody"], shared["sentBody"]
     assert shared["table"][1:] == [["9007199254740993", "row 3", "12345678901234570.8"]], \
         shared["table"]
+    # one row is "1 row", not "1 rows"
+    assert shared["timing"].endswith("1 row") and shared["total"] == "of 1 matching row", \
+        (shared["timing"], shared["total"])
 
 
 def test_explorer_issue_28_features(vt, trips, tmp_path):

@@ -604,6 +604,8 @@ const scenarios = {
     await page.waitForSelector('[data-testid=results], [data-testid=no-rows]');
     out.sentBody = out.requests.filter((r) => r.method === 'POST' && r.url.includes('/query')).pop()?.body;
     out.table = await tableCells(page);
+    out.timing = await page.$eval('[data-testid=timing]', (e) => e.textContent).catch(() => null);
+    out.total = await page.$eval('[data-testid=total]', (e) => e.textContent).catch(() => null);
     out.snippets = {};
     for (const k of ['curl', 'python', 'js']) {
       await page.click(`[data-testid=copy-${k}]`);

@@ -215,7 +215,7 @@ export function Results({ result, onPage, filename, extraDownloads, onSort, data
       <div class="row wrap">
         <Timing timing={result.timing} rows={rows.length} />
         {result.total != null
-          ? <span class="total" data-testid="total">of <b>{fmtInt(result.total)}</b> {result.grouped ? 'groups' : 'matching rows'}</span>
+          ? <span class="total" data-testid="total">of <b>{fmtInt(result.total)}</b> {result.grouped ? (result.total === 1 ? 'group' : 'groups') : (result.total === 1 ? 'matching row' : 'matching rows')}</span>
           : onCountAll && result.request && <button type="button" class="small" onClick={onCountAll} data-testid="count-all">Count all</button>}
         <span class="muted">format: {result.format}</span>
         {result.truncated && <span class="state state-building">truncated at max_rows</span>}

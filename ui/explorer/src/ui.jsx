@@ -70,7 +70,7 @@ export function Timing({ timing, rows }) {
       <span>first byte <b>{fmtMs(timing.ttfb)}</b></span>
       <span>total <b>{fmtMs(timing.total)}</b></span>
       <span><b>{fmtBytes(timing.bytes)}</b></span>
-      <span><b data-testid="row-count">{fmtInt(rows)}</b> rows</span>
+      <span><b data-testid="row-count">{fmtInt(rows)}</b> {rows === 1 ? 'row' : 'rows'}</span>
     </p>
   );
 }
