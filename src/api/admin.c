@@ -384,18 +384,27 @@ void api_config_reload_signal(struct api_app *app)
         return;
     }
     size_t registered = 0;
+    /* Their names: a build that fails later is logged by name, and "2 new
+     * datasets registered" with one of them gone a moment after did not
+     * say which. */
+    struct strbuf names;
+    sb_init(&names, 4096);
     for (size_t i = 0; i < cfg.n_datasets; i++) {
         if (cat_has_dataset(app->catalog, cfg.datasets[i].name))
             continue;
         struct cat_build_result *r = NULL;
         vt_error_clear(&err);
-        if (cat_register_dataset(app->catalog, &cfg.datasets[i], true, &r, &err) == VT_ERR_OK)
+        if (cat_register_dataset(app->catalog, &cfg.datasets[i], true, &r, &err) == VT_ERR_OK) {
+            sb_addf(&names, "%s%s", registered ? ", " : ": ", cfg.datasets[i].name);
             registered++;
-        else
+        } else {
             log_error("SIGHUP: dataset %s: %s", cfg.datasets[i].name, vt_error_message(&err));
+        }
         cat_build_result_put(r);
     }
-    log_info("SIGHUP: config %s reloaded: %zu new dataset%s registered (building)",
-             app->cfg->path, registered, registered == 1 ? "" : "s");
+    log_info("SIGHUP: config %s reloaded: %zu new dataset%s registered (building)%s%s",
+             app->cfg->path, registered, registered == 1 ? "" : "s", names.buf ? names.buf : "",
+             names.overflow ? ", ..." : "");
+    sb_release(&names);
     config_free(&cfg);
 }

@@ -44,6 +44,8 @@ def test_sigterm_drains_and_sighup_reloads(vt, datadir, tmp_path):
     assert "RELOADING=1" in messages("RELOADING=1")
     st = s.wait_state("b", ["published"], timeout=30)
     assert st["rows"] == 7
+    # the log names what was registered (a build failing later is logged by name)
+    assert "1 new dataset registered (building): b" in s.log(), s.log()[-2000:]
     con = psycopg.connect(host="127.0.0.1", port=pg, user="vitrine", dbname="vitrine",
                           autocommit=True)
     assert con.execute("SELECT count(*) FROM a").fetchone()[0] == 100
