@@ -70,6 +70,7 @@ class Server(b.Vitrine):
     def __init__(self, name, blocks, env=None):
         self.port = b.free_port()
         self.headers = {}
+        self.notify = None  # (bench.Vitrine.stop closes it when there is one)
         self.cfg = os.path.join(b.OUT, name + ".toml")
         with open(self.cfg, "w") as f:
             f.write('[server]\nlisten = "127.0.0.1"\nport = %d\n\n' % self.port)
