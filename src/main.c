@@ -490,6 +490,19 @@ static int serve(const char *config_path, int port_override, int role_override)
         goto fail;
     log_info("vitrine %s listening on http://%s:%d%s (%d workers)", VT_VERSION, cfg.server.listen,
              http_server_port(srv), cfg.server.prefix ? cfg.server.prefix : "", workers);
+    /* Where a person goes next: the server's root is no page (404), and the
+     * README's /explore/ was written nowhere the person starting it looks. */
+    if (cfg.explorer.enabled || cfg.swagger.enabled) {
+        const char *pre = cfg.server.prefix ? cfg.server.prefix : "";
+        char ex[512] = "", sw[512] = "";
+        if (cfg.explorer.enabled)
+            snprintf(ex, sizeof ex, "the Explorer at http://%s:%d%s%s/", cfg.server.listen,
+                     http_server_port(srv), pre, cfg.explorer.path);
+        if (cfg.swagger.enabled)
+            snprintf(sw, sizeof sw, "%sSwagger UI at http://%s:%d%s%s/", ex[0] ? ", " : "",
+                     cfg.server.listen, http_server_port(srv), pre, cfg.swagger.path);
+        log_info("open %s%s in a browser", ex, sw);
+    }
 
     log_start_flusher();
     /* [cluster]: the writer publishes what it builds, a reader imports what

@@ -312,3 +312,20 @@ def test_a_runtime_directory_on_tmpfs_is_warned_about(vt, tmp_path):
     disk.mkdir()
     s = vt(server_block(), env={"TMPDIR": str(disk)})
     assert ("is on tmpfs" in s.log()) == (fs_type(disk) == "tmpfs")
+
+
+def test_startup_log_says_where_the_uis_are(vt, tmp_path):
+    """The server's root is no page, and a person who ran it was never told
+    where the Explorer is: the log says, with server.prefix, and names only
+    the UIs that are on."""
+    s = vt(server_block(), workdir=tmp_path / "a")
+    base = f"http://127.0.0.1:{s.port}"
+    assert (f"open the Explorer at {base}/explore/, Swagger UI at {base}/docs/ in a browser"
+            in s.log()), s.log()[-2000:]
+    assert s.get("/explore/").status_code == 200 and s.get("/docs/").status_code == 200
+    s = vt(server_block(prefix="/v") + "[explorer]\nenabled = false\n", workdir=tmp_path / "b")
+    assert f"open Swagger UI at http://127.0.0.1:{s.port}/v/docs/ in a browser" in s.log()
+    assert "Explorer at" not in s.log()
+    s = vt(server_block() + "[explorer]\nenabled = false\n[swagger]\nenabled = false\n",
+           workdir=tmp_path / "c")
+    assert "in a browser" not in s.log()
