@@ -92,6 +92,13 @@ static bool sortable(duckdb_type t)
     }
 }
 
+/* Nested values: no order of their own here, but a text that is one. */
+static bool nested(duckdb_type t)
+{
+    return t == DUCKDB_TYPE_LIST || t == DUCKDB_TYPE_STRUCT || t == DUCKDB_TYPE_MAP ||
+           t == DUCKDB_TYPE_ARRAY || t == DUCKDB_TYPE_UNION;
+}
+
 static void grouping(struct strbuf *sb, size_t n)
 {
     sb_adds(sb, "GROUPING(");
@@ -135,9 +142,13 @@ enum vt_err explore_facets(const struct explore_ctx *x, const json_t *body, stru
     sb_adds(&sql, ") AS \"t\", row_number() OVER (PARTITION BY ");
     grouping(&sql, n);
     sb_adds(&sql, " ORDER BY count(*) DESC");
-    for (size_t i = 0; i < n; i++)
-        if (sortable(q->schema->cols[q->columns[i]].type))
+    for (size_t i = 0; i < n; i++) {
+        duckdb_type t = q->schema->cols[q->columns[i]].type;
+        if (sortable(t))
             sb_addf(&sql, ", \"v%zu\" ASC NULLS LAST", i);
+        else if (nested(t)) /* ties by their text: unordered, the shown ones changed per run */
+            sb_addf(&sql, ", CAST(\"v%zu\" AS VARCHAR) ASC NULLS LAST", i);
+    }
     sb_adds(&sql, ") AS \"k\" FROM (SELECT ");
     for (size_t i = 0; i < n; i++) {
         if (i)
