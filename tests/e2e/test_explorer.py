@@ -13,6 +13,7 @@ from decimal import Decimal
 import hashlib
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -436,6 +437,48 @@ def test_copy_as_snippets_run_the_same_request(vt, tmp_path):
     sh = subprocess.run(["bash", "-c", out["snippets"]["curl"]], capture_output=True, text=True,
                         timeout=60)
     assert sh.returncode == 0 and json.loads(sh.stdout) == want, (out["snippets"]["curl"], sh)
+
+
+def test_copy_as_javascript_sends_the_admin_token(vt, tmp_path):
+    """With the admin token typed, "Copy as JavaScript" sends it as curl's and
+    Python's snippets do (from the environment); it had only a comment
+    where the header should be. Run with node against a recorder of the
+    request, and as it is against the server."""
+    import http.server
+    pq = write_parquet(tmp_path / "t.parquet", "SELECT range AS id FROM range(5)")
+    s = vt(server_block() + dataset_block("t", pq), env={"ADMIN_TOKEN": TOKEN})
+    out = drive("snippets", url=s.url("/explore/"), dataset="t", q={"page_size": 2}, token=TOKEN)
+    js = out["snippets"]["js"]
+    seen = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            seen.append(dict(self.headers))
+            body = b'{"data":[]}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    rec = http.server.HTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=rec.serve_forever, daemon=True).start()
+    try:
+        env = dict(os.environ, ADMIN_TOKEN=TOKEN)
+        moved = js.replace(s.base, f"http://127.0.0.1:{rec.server_port}")
+        r = subprocess.run(["node", "--input-type=module", "-e", moved], capture_output=True,
+                           text=True, timeout=60, env=env)
+        assert r.returncode == 0, (js, r.stderr)
+        assert [h.get("X-Admin-Token") for h in seen] == [TOKEN], (js, seen)
+        r = subprocess.run(["node", "--input-type=module", "-e", js], capture_output=True,
+                           text=True, timeout=60, env=env)
+        assert r.returncode == 0 and "data" in r.stdout, (js, r.stderr)
+    finally:
+        rec.shutdown()
 
 
 def test_sql_completion_quotes_names_that_run(vt, tmp_path):

@@ -600,6 +600,10 @@ const scenarios = {
   async snippets(page) {
     // args.q may be the request's text: a number past 2^53 survives no JSON.parse here
     const q = typeof args.q === 'string' ? args.q : JSON.stringify(args.q);
+    if (args.token) {
+      await open(page, '#/datasets');
+      await setToken(page, args.token);
+    }
     await page.goto(`${args.url}#/query/${args.dataset}?q=${encodeURIComponent(q)}`);
     await page.waitForSelector('[data-testid=results], [data-testid=no-rows]');
     out.sentBody = out.requests.filter((r) => r.method === 'POST' && r.url.includes('/query')).pop()?.body;

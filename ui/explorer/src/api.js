@@ -157,9 +157,15 @@ export function snippets(method, path, body) {
     ? `r = requests.get(${JSON.stringify(url)}${pyHeaders})`
     : `body = ${pyLiteral(parseJson(json))}\nr = requests.post(${JSON.stringify(url)}, json=body${pyHeaders})`)
     + `\nr.raise_for_status()\nprint(r.json())`;
-  const jsHeaders = { ...(json === null ? {} : { 'Content-Type': 'application/json' }) };
-  const js = `const r = await fetch(${JSON.stringify(url)}, {\n  method: '${method}',\n  headers: ${JSON.stringify(jsHeaders)}`
-    + (adminToken ? `, // + 'X-Admin-Token'` : '')
+  // The credentials as curl's and Python's take them, from the environment
+  // (Node): the snippet had only a comment for the admin token and nothing
+  // for a bearer token, so it was refused where the others ran.
+  const jsHeaders = [
+    ...(json === null ? [] : ["'Content-Type': 'application/json'"]),
+    ...(adminToken ? ["'X-Admin-Token': process.env.ADMIN_TOKEN"]
+      : bearerToken ? ['Authorization: `Bearer ${process.env.TOKEN}`'] : []),
+  ];
+  const js = `const r = await fetch(${JSON.stringify(url)}, {\n  method: '${method}',\n  headers: { ${jsHeaders.join(', ')} }`
     + (json === null ? '' : `,\n  body: JSON.stringify(${JSON.stringify(body, null, 2).replace(/\n/g, '\n  ')})`)
     + `,\n});\nif (!r.ok) throw new Error((await r.json()).error);\nconsole.log(await r.json());`;
   return { curl, python, js };
