@@ -10,6 +10,8 @@ out="$top/examples/data"
 [ -f "$out/.done" ] && exit 0
 mkdir -p "$out"
 rm -rf "$out/sales"
+# vt-sql prints what COPY returns (["200000"]): `make run` shows only the
+# last line, where the data went.
 
 "$sql" "COPY (
     SELECT i AS trip_id,
@@ -21,7 +23,7 @@ rm -rf "$out/sales"
            ((i * 13) % 60) / 10.0 AS distance_km,
            CASE WHEN i % 17 = 0 THEN NULL ELSE (i % 5) + 1 END AS passengers
     FROM range(200000) t(i)
-) TO '$out/trips.parquet' (FORMAT parquet)"
+) TO '$out/trips.parquet' (FORMAT parquet)" >/dev/null
 
 "$sql" "COPY (
     SELECT i AS station_id,
@@ -31,7 +33,7 @@ rm -rf "$out/sales"
            2.25 + (i / 50) / 20.0 AS lon,
            i % 3 <> 0 AS has_bikes
     FROM range(250) t(i)
-) TO '$out/stations.parquet' (FORMAT parquet)"
+) TO '$out/stations.parquet' (FORMAT parquet)" >/dev/null
 
 "$sql" "COPY (
     SELECT i AS sale_id,
@@ -41,7 +43,7 @@ rm -rf "$out/sales"
            (i % 9) + 1 AS quantity,
            round(((i * 17) % 10000) / 100.0, 2) AS amount
     FROM range(30000) t(i)
-) TO '$out/sales' (FORMAT parquet, PARTITION_BY (region, year))"
+) TO '$out/sales' (FORMAT parquet, PARTITION_BY (region, year))" >/dev/null
 
 touch "$out/.done"
 echo "sample data in $out"

@@ -106,3 +106,19 @@ def test_sql_mcp_and_metrics_are_on_in_the_sample(sample):
 
     r = sample.get("/metrics")
     assert r.status_code == 200 and "vitrine_build_info" in r.text
+
+
+def test_sample_data_script_says_one_thing(tmp_path):
+    """`make run` printed ["200000"], ["250"], ["30000"] (vt-sql's answer to
+    each COPY) before "sample data in ...": the script's output is that one
+    line, and the files are there. Run from a copy of scripts/ beside a link
+    to the build, so the checkout's examples/data is left alone."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "sample-data.sh", tmp_path / "scripts")
+    (tmp_path / "build").symlink_to(BUILD)
+    r = subprocess.run([str(tmp_path / "scripts" / "sample-data.sh"), "build"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "examples" / "data"
+    assert r.stdout == f"sample data in {out}\n", r.stdout
+    assert (out / "trips.parquet").stat().st_size > 0 and (out / "sales").is_dir()
