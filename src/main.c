@@ -61,7 +61,8 @@ static void usage(FILE *out)
             "--role overrides cluster.role (standalone, writer or reader).\n"
             "Config file resolution: --config, $VITRINE_CONFIG_FILE, ./datasets.toml,\n"
             "$HOME/datasets.toml. Environment: ADMIN_TOKEN (admin endpoints),\n"
-            "VITRINE_LOG (error|warn|info|debug), AWS_* (S3 credentials).\n");
+            "VITRINE_LOG (error|warn|info|debug), VITRINE_LOG_FORMAT (text|json: one JSON\n"
+            "object per line), AWS_* (S3 credentials).\n");
 }
 
 static int cmd_init(const char *dir)

@@ -20,6 +20,9 @@ def test_version_and_help():
     assert "DuckDB" in r.stdout
     r = run("--help")
     assert r.returncode == 0 and "check-config" in r.stdout and "init" in r.stdout
+    # every environment variable the README tells people to set is named
+    for var in ("ADMIN_TOKEN", "VITRINE_CONFIG_FILE", "VITRINE_LOG ", "VITRINE_LOG_FORMAT"):
+        assert var in r.stdout, var
     # The test-only build gate is no option anyone is offered.
     assert "test" not in r.stdout.replace("datasets.toml", "")
 
