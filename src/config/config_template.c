@@ -145,7 +145,9 @@ static char *render_template(void)
 {
     struct strbuf sb;
     sb_init(&sb, 0);
-    sb_adds(&sb, "# Configuration of vitrine. Values shown are the defaults; uncomment to change.\n"
+    sb_adds(&sb, "# Configuration of vitrine. Values shown are the defaults (an example where\n"
+                 "# the comment above gives a default that depends on the machine, such as\n"
+                 "# workers); uncomment to change.\n"
                  "# Durations use humantime: \"250ms\", \"30s\", \"5m\", \"1h 30m\", \"2days\".\n"
                  "# Relative paths are relative to this file's directory.\n");
     for (size_t i = 0; i < cfg_schema_len; i++) {
