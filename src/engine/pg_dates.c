@@ -292,6 +292,19 @@ static bool read_digits(const char **s, const char *end, int max, int64_t *out)
     return true;
 }
 
+/* A fraction of up to `width` digits as a count of 10^-width units ("5"
+ * for MS is 500 ms). *out is 0 when there is no digit. */
+static bool read_fraction(const char **s, const char *end, int width, int64_t *out)
+{
+    const char *b = *s;
+    *out = 0;
+    if (!read_digits(s, end, width, out))
+        return false;
+    for (long k = (long)(*s - b); k < width; k++)
+        *out *= 10;
+    return true;
+}
+
 static int read_name(const char **s, const char *end, const char *const *names, size_t count,
                      size_t prefix)
 {
@@ -343,17 +356,11 @@ static bool pg_parse(const char *in, size_t inlen, const char *f, size_t n, stru
             ok = read_digits(&s, end, 2, &t->second), used = 2;
         } else if (IS("MS")) {
             int64_t v;
-            const char *b = s;
-            ok = read_digits(&s, end, 3, &v), used = 2;
-            for (long k = (long)(s - b); ok && k < 3; k++)
-                v *= 10;
+            ok = read_fraction(&s, end, 3, &v), used = 2;
             t->micros += v * 1000;
         } else if (IS("US")) {
             int64_t v;
-            const char *b = s;
-            ok = read_digits(&s, end, 6, &v), used = 2;
-            for (long k = (long)(s - b); ok && k < 6; k++)
-                v *= 10;
+            ok = read_fraction(&s, end, 6, &v), used = 2;
             t->micros += v;
         } else if (IS("AM") || IS("PM") || IS("A.M.") || IS("P.M.")) {
             used = p[1] == '.' ? 4 : 2;

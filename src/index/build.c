@@ -677,6 +677,27 @@ bool index_has_range(const struct vt_index *ix, size_t col)
            (ix->sorted[col] != NULL || (ix->by_col[col] && ix->by_col[col]->kind == IX_FRAMES));
 }
 
+/* Values of range column `col` (sorted values or frames) whose keys lie in
+ * [lo, hi]. */
+static enum ix_read range_keys_count(const struct vt_index *ix, size_t col, uint64_t lo,
+                                     uint64_t hi, bool nowait, uint64_t *out)
+{
+    const struct ix_sorted *sc = ix->sorted[col];
+    return sc ? ix_sorted_count(sc, ix->store, lo, hi, nowait, out)
+              : ix_frames_count(ix->by_col[col], ix->store, lo, hi, nowait, out);
+}
+
+static duckdb_type range_type(const struct vt_index *ix, size_t col)
+{
+    return ix->sorted[col] ? ix->sorted[col]->type : ix->by_col[col]->type;
+}
+
+static enum index_fast fast_of(enum ix_read rd)
+{
+    return rd == IX_READ_OK ? INDEX_FAST_DONE
+           : rd == IX_READ_WOULD_BLOCK ? INDEX_FAST_ELSEWHERE : INDEX_FAST_NO;
+}
+
 enum index_fast index_range_rows(const struct index_fastpath *fp, size_t col,
                                  const struct index_range_term *terms, size_t n_terms,
                                  bool nowait, uint64_t *first, uint64_t *count, bool *unique)
@@ -689,24 +710,20 @@ enum index_fast index_range_rows(const struct index_fastpath *fp, size_t col,
     /* a column with frames never decreases (keys.c); one with sorted
      * values says whether it does */
     const struct ix_sorted *sc = ix->sorted[col];
-    const struct index_column *c = sc ? NULL : ix->by_col[col];
-    if (sc ? !sc->monotone : false)
+    if (sc && !sc->monotone)
         return INDEX_FAST_NO;
-    *unique = sc ? sc->unique : c->n_keys == c->n_values;
+    *unique = sc ? sc->unique : ix->by_col[col]->n_keys == ix->by_col[col]->n_values;
     uint64_t lo, hi;
-    if (!ix_range_keys(sc ? sc->type : c->type, terms, n_terms, &lo, &hi))
+    if (!ix_range_keys(range_type(ix, col), terms, n_terms, &lo, &hi))
         return INDEX_FAST_DONE; /* no value can match: no rows */
     /* the values never decrease in table order: the rows below lo come
      * first, then the matching ones */
-    enum ix_read rd = sc ? ix_sorted_count(sc, ix->store, lo, hi, nowait, count)
-                         : ix_frames_count(c, ix->store, lo, hi, nowait, count);
+    enum ix_read rd = range_keys_count(ix, col, lo, hi, nowait, count);
     if (rd == IX_READ_OK && lo > 0)
-        rd = sc ? ix_sorted_count(sc, ix->store, 0, lo - 1, nowait, first)
-                : ix_frames_count(c, ix->store, 0, lo - 1, nowait, first);
+        rd = range_keys_count(ix, col, 0, lo - 1, nowait, first);
     if (rd != IX_READ_OK)
         *first = *count = 0;
-    return rd == IX_READ_OK ? INDEX_FAST_DONE
-           : rd == IX_READ_WOULD_BLOCK ? INDEX_FAST_ELSEWHERE : INDEX_FAST_NO;
+    return fast_of(rd);
 }
 
 enum index_fast index_range_count(const struct index_fastpath *fp, size_t col,
@@ -714,15 +731,11 @@ enum index_fast index_range_count(const struct index_fastpath *fp, size_t col,
                                   bool nowait, uint64_t *out)
 {
     const struct vt_index *ix = fp ? fp->index : NULL;
+    *out = 0;
     if (!index_has_range(ix, col))
         return INDEX_FAST_NO;
-    const struct ix_sorted *sc = ix->sorted[col];
     uint64_t lo, hi;
-    *out = 0;
-    if (!ix_range_keys(sc ? sc->type : ix->by_col[col]->type, terms, n_terms, &lo, &hi))
+    if (!ix_range_keys(range_type(ix, col), terms, n_terms, &lo, &hi))
         return INDEX_FAST_DONE;
-    enum ix_read rd = sc ? ix_sorted_count(sc, ix->store, lo, hi, nowait, out)
-                         : ix_frames_count(ix->by_col[col], ix->store, lo, hi, nowait, out);
-    return rd == IX_READ_OK ? INDEX_FAST_DONE
-           : rd == IX_READ_WOULD_BLOCK ? INDEX_FAST_ELSEWHERE : INDEX_FAST_NO;
+    return fast_of(range_keys_count(ix, col, lo, hi, nowait, out));
 }

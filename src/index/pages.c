@@ -46,6 +46,17 @@ struct ix_pages_builder {
     size_t gz_cap;
 };
 
+/* The pages' gzip part: none after (the text stays). */
+static void pages_gz_free(struct ix_pages *p)
+{
+    ix_store_close(&p->gz);
+    free(p->gz_off);
+    free(p->gz_crc);
+    p->gz_off = NULL;
+    p->gz_crc = NULL;
+    p->n_gz = 0;
+}
+
 static void gz_drop(struct ix_pages_builder *b)
 {
     if (b->z_ok)
@@ -55,14 +66,8 @@ static void gz_drop(struct ix_pages_builder *b)
     b->pend = NULL;
     free(b->zout);
     b->zout = NULL;
-    if (b->pages) {
-        ix_store_close(&b->pages->gz);
-        free(b->pages->gz_off);
-        free(b->pages->gz_crc);
-        b->pages->gz_off = NULL;
-        b->pages->gz_crc = NULL;
-        b->pages->n_gz = 0;
-    }
+    if (b->pages)
+        pages_gz_free(b->pages);
 }
 
 /* Compresses one block (len bytes of text, a whole block or the last one)
@@ -239,9 +244,7 @@ void ix_pages_free(struct ix_pages *p)
     if (!p)
         return;
     ix_store_close(&p->store);
-    ix_store_close(&p->gz);
-    free(p->gz_off);
-    free(p->gz_crc);
+    pages_gz_free(p);
     free(p);
 }
 

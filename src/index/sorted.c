@@ -309,9 +309,8 @@ struct ix_sorted *ix_sorted_builder_finish(struct ix_sorted_builder *b, struct i
     c->monotone = c->unique = b->n == b->rows;
     for (size_t i = 1; i < b->n && c->monotone; i++) {
         c->monotone = b->keys[i - 1] <= b->keys[i];
-        c->unique = c->unique && b->keys[i - 1] < b->keys[i];
+        c->unique = c->unique && b->keys[i - 1] < b->keys[i]; /* (false with monotone) */
     }
-    c->unique = c->unique && c->monotone;
     if (radix_sort(b->keys, b->n) != 0)
         return NULL;
     c->n = b->n;
