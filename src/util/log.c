@@ -163,18 +163,18 @@ void log_init_from_env(void)
         json_format = true;
     const char *v = getenv("VITRINE_LOG");
     bool level_ok = true;
-    if (!v || !*v)
-        ;
-    else if (!strcasecmp(v, "error"))
-        current_level = LOG_ERROR;
-    else if (!strcasecmp(v, "warn") || !strcasecmp(v, "warning"))
-        current_level = LOG_WARN;
-    else if (!strcasecmp(v, "info"))
-        current_level = LOG_INFO;
-    else if (!strcasecmp(v, "debug") || !strcasecmp(v, "trace"))
-        current_level = LOG_DEBUG;
-    else
-        level_ok = false;
+    if (v && *v) {
+        if (!strcasecmp(v, "error"))
+            current_level = LOG_ERROR;
+        else if (!strcasecmp(v, "warn") || !strcasecmp(v, "warning"))
+            current_level = LOG_WARN;
+        else if (!strcasecmp(v, "info"))
+            current_level = LOG_INFO;
+        else if (!strcasecmp(v, "debug") || !strcasecmp(v, "trace"))
+            current_level = LOG_DEBUG;
+        else
+            level_ok = false;
+    }
     /* A misspelt setting was silently the default: say so, since whoever
      * set it expects other lines than they get. */
     if (f && *f && strcasecmp(f, "json") && strcasecmp(f, "text"))
